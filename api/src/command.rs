@@ -1,0 +1,114 @@
+//! What Raft groups replicate and answer.
+//!
+//! A router sends an [`Operation`]; the leader stamps it into a [`Command`] with
+//! its clock before proposing, so every replica applies the same bytes to the same
+//! result. Reads are [`Query`] values answered from a replica's state machine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::meta::{ClusterMap, SessionRecord, UserRecord};
+
+/// A client's intent, as the router sends it to a group leader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Operation {
+    Kv(KvOp),
+    Meta(MetaOp),
+}
+
+/// The replicated form of an operation: everything that varies is fixed here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    /// The leader's wall clock (Unix milliseconds) when it proposed the command.
+    pub issued_at_ms: i64,
+    pub op: Operation,
+}
+
+/// Key-value writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum KvOp {
+    /// Insert or overwrite; `ttl_secs` makes the entry expire that long after `issued_at_ms`.
+    Put { key: String, value: serde_json::Value, ttl_secs: Option<u64> },
+    /// Remove one key.
+    Delete { key: String },
+    /// Remove every key that starts with `prefix`.
+    DeletePrefix { prefix: String },
+    /// Insert or overwrite many pairs at once (bulk import).
+    PutMany { pairs: Vec<(String, serde_json::Value)> },
+}
+
+/// Meta group writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MetaOp {
+    /// Record the cluster map, unless one is recorded already.
+    InitClusterMap(ClusterMap),
+    /// Create the first admin, only while no user exists (bootstrap provisioning).
+    ProvisionFirstAdmin(UserRecord),
+    /// Store a session under the hex SHA-256 of its token.
+    CreateSession { token_hash: String, session: SessionRecord },
+    /// Remove a session (logout).
+    DeleteSession { token_hash: String },
+}
+
+/// The result of applying a command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// Membership changes and blank entries produce this.
+    Empty,
+    /// The entry as stored after a put.
+    KvEntry(KvEntry),
+    /// How many keys a delete removed (0 or 1 for a single key).
+    Deleted(u64),
+    /// Whether a conditional meta write took effect.
+    Applied(bool),
+}
+
+/// Reads a group answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Query {
+    KvGet { key: String },
+    /// Live entries with the prefix in key order, at most `limit`, and how many match in all.
+    KvList { prefix: String, limit: usize },
+    KvCount { prefix: String },
+    ClusterMap,
+    UserByName { username: String },
+    UserById { id: String },
+    UserCount,
+    Session { token_hash: String },
+}
+
+/// Answers to [`Query`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum QueryResult {
+    KvEntry(Option<KvEntry>),
+    KvList { entries: Vec<KvEntry>, total: u64 },
+    Count(u64),
+    ClusterMap(Option<ClusterMap>),
+    User(Option<UserRecord>),
+    Session(Option<SessionRecord>),
+}
+
+/// A stored key-value entry. Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KvEntry {
+    pub key: String,
+    pub value: serde_json::Value,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// When the entry stops being visible; `None` for no expiry.
+    pub expires_at_ms: Option<i64>,
+}
+
+impl KvEntry {
+    /// Whether the entry is still visible at `now_ms`.
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_none_or(|at| now_ms < at)
+    }
+}
+
+/// Wall-clock time in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,23 @@
+//! The wire contract of Tessera.
+//!
+//! - [`http`]: JSON request and response bodies of `/api/v1`.
+//! - [`command`]: what a Raft group replicates (operations, commands) and the
+//!   queries it answers, with their results.
+//! - [`meta`]: records of the meta group (cluster map, users, sessions).
+//! - [`rpc`]: the tonic code generated from `proto/tessera.proto`, plus helpers.
+
+pub mod command;
+pub mod http;
+pub mod meta;
+pub mod rpc;
+
+/// The release version reported by `/health`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Raft group id. Group 0 is the meta group; data shards are 1..=shard_count.
+pub type GroupId = u64;
+/// Node id, as configured in `cluster.node_id`.
+pub type NodeId = u64;
+
+/// The meta group's id.
+pub const META_GROUP: GroupId = 0;

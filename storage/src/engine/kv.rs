@@ -1,0 +1,101 @@
+//! The key-value engine: JSON values under string keys, with expiry fixed by the
+//! leader at write time and enforced at read time.
+
+use tessera_api::command::{KvEntry, KvOp, Response};
+
+use super::{Engine, ReadView, Tx};
+use crate::error::Result;
+
+/// Key-value engine.
+pub struct KvEngine;
+
+fn decode(raw: &[u8]) -> Result<KvEntry> {
+    Ok(serde_json::from_slice(raw)?)
+}
+
+impl KvEngine {
+    fn put(tx: &mut Tx<'_>, now: i64, key: &str, value: &serde_json::Value, ttl: Option<u64>) -> Result<KvEntry> {
+        let created_at_ms = match tx.view().get(key.as_bytes())? {
+            Some(raw) => {
+                let old = decode(&raw)?;
+                if old.is_live(now) { old.created_at_ms } else { now }
+            }
+            None => now,
+        };
+        let entry = KvEntry {
+            key: key.to_string(),
+            value: value.clone(),
+            created_at_ms,
+            updated_at_ms: now,
+            expires_at_ms: ttl.map(|s| now.saturating_add((s as i64).saturating_mul(1000))),
+        };
+        tx.put(key.as_bytes(), &serde_json::to_vec(&entry)?);
+        Ok(entry)
+    }
+}
+
+impl Engine for KvEngine {
+    type Op = KvOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &KvOp) -> Result<Response> {
+        match op {
+            KvOp::Put { key, value, ttl_secs } => Ok(Response::KvEntry(Self::put(tx, now, key, value, *ttl_secs)?)),
+            KvOp::PutMany { pairs } => {
+                for (key, value) in pairs {
+                    Self::put(tx, now, key, value, None)?;
+                }
+                Ok(Response::Deleted(0))
+            }
+            KvOp::Delete { key } => {
+                let live = match tx.view().get(key.as_bytes())? {
+                    Some(raw) => decode(&raw)?.is_live(now),
+                    None => false,
+                };
+                tx.delete(key.as_bytes());
+                Ok(Response::Deleted(live as u64))
+            }
+            KvOp::DeletePrefix { prefix } => {
+                let mut doomed = Vec::new();
+                let mut live = 0;
+                tx.view().scan_prefix(prefix.as_bytes(), |k, v| {
+                    if decode(v)?.is_live(now) {
+                        live += 1;
+                    }
+                    doomed.push(k.to_vec());
+                    Ok(true)
+                })?;
+                for k in doomed {
+                    tx.delete(&k);
+                }
+                Ok(Response::Deleted(live))
+            }
+        }
+    }
+}
+
+/// The live entry under `key` at `now`.
+pub fn get(view: &ReadView<'_>, key: &str, now: i64) -> Result<Option<KvEntry>> {
+    Ok(view.get(key.as_bytes())?.map(|raw| decode(&raw)).transpose()?.filter(|e| e.is_live(now)))
+}
+
+/// Live entries with `prefix` in key order (at most `limit`) and how many match in all.
+pub fn list(view: &ReadView<'_>, prefix: &str, limit: usize, now: i64) -> Result<(Vec<KvEntry>, u64)> {
+    let mut entries = Vec::new();
+    let mut total = 0u64;
+    view.scan_prefix(prefix.as_bytes(), |_, v| {
+        let e = decode(v)?;
+        if e.is_live(now) {
+            total += 1;
+            if entries.len() < limit {
+                entries.push(e);
+            }
+        }
+        Ok(true)
+    })?;
+    Ok((entries, total))
+}
+
+/// How many live entries have `prefix`.
+pub fn count(view: &ReadView<'_>, prefix: &str, now: i64) -> Result<u64> {
+    Ok(list(view, prefix, 0, now)?.1)
+}

@@ -1,0 +1,95 @@
+//! The meta engine (group 0): the cluster map, users and sessions.
+//!
+//! Keys: `map` → cluster map; `u/<id>` → user; `n/<username>` → user id;
+//! `s/<token hash>` → session.
+
+use tessera_api::command::{MetaOp, Response};
+use tessera_api::meta::{ClusterMap, SessionRecord, UserRecord};
+
+use super::{Engine, ReadView, Tx};
+use crate::error::Result;
+
+/// Meta engine.
+pub struct MetaEngine;
+
+const MAP_KEY: &[u8] = b"map";
+
+fn user_key(id: &str) -> Vec<u8> {
+    [b"u/".as_slice(), id.as_bytes()].concat()
+}
+
+fn name_key(username: &str) -> Vec<u8> {
+    [b"n/".as_slice(), username.as_bytes()].concat()
+}
+
+fn session_key(hash: &str) -> Vec<u8> {
+    [b"s/".as_slice(), hash.as_bytes()].concat()
+}
+
+impl Engine for MetaEngine {
+    type Op = MetaOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, _now: i64, op: &MetaOp) -> Result<Response> {
+        match op {
+            MetaOp::InitClusterMap(map) => {
+                if tx.view().get(MAP_KEY)?.is_some() {
+                    return Ok(Response::Applied(false));
+                }
+                tx.put(MAP_KEY, &serde_json::to_vec(map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::ProvisionFirstAdmin(user) => {
+                if user_count(tx.view())? > 0 {
+                    return Ok(Response::Applied(false));
+                }
+                tx.put(&user_key(&user.id), &serde_json::to_vec(user)?);
+                tx.put(&name_key(&user.username), user.id.as_bytes());
+                Ok(Response::Applied(true))
+            }
+            MetaOp::CreateSession { token_hash, session } => {
+                tx.put(&session_key(token_hash), &serde_json::to_vec(session)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::DeleteSession { token_hash } => {
+                let existed = tx.view().get(&session_key(token_hash))?.is_some();
+                tx.delete(&session_key(token_hash));
+                Ok(Response::Applied(existed))
+            }
+        }
+    }
+}
+
+/// The recorded cluster map.
+pub fn cluster_map(view: &ReadView<'_>) -> Result<Option<ClusterMap>> {
+    Ok(view.get(MAP_KEY)?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+/// A user by id.
+pub fn user_by_id(view: &ReadView<'_>, id: &str) -> Result<Option<UserRecord>> {
+    Ok(view.get(&user_key(id))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+/// A user by username.
+pub fn user_by_name(view: &ReadView<'_>, username: &str) -> Result<Option<UserRecord>> {
+    match view.get(&name_key(username))? {
+        Some(id) => user_by_id(view, &String::from_utf8_lossy(&id)),
+        None => Ok(None),
+    }
+}
+
+/// How many users exist.
+pub fn user_count(view: &ReadView<'_>) -> Result<u64> {
+    let mut n = 0;
+    view.scan_prefix(b"u/", |_, _| {
+        n += 1;
+        Ok(true)
+    })?;
+    Ok(n)
+}
+
+/// A session by token hash, if it has not expired at `now`.
+pub fn session(view: &ReadView<'_>, token_hash: &str, now: i64) -> Result<Option<SessionRecord>> {
+    let s: Option<SessionRecord> =
+        view.get(&session_key(token_hash))?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
+    Ok(s.filter(|s| now < s.expires_at_ms))
+}

@@ -1,0 +1,109 @@
+//! Data-model engines. Each engine owns one key space of a group's range in the
+//! `data` column family and is plain code with no networking: given a
+//! transaction over that space and an operation, it produces a [`Response`].
+
+pub mod kv;
+pub mod meta;
+
+use std::sync::Arc;
+
+use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
+use tessera_api::command::Response;
+
+use crate::error::Result;
+use crate::keys::{self, CF_DATA};
+
+/// Key spaces of the engines inside a group's range.
+pub mod space {
+    pub const KV: u8 = 1;
+    pub const META: u8 = 2;
+}
+
+/// One engine: applies its operations deterministically.
+pub trait Engine {
+    /// The operations this engine applies.
+    type Op;
+
+    /// Applies `op` stamped with the leader's clock into `tx`.
+    fn apply(&self, tx: &mut Tx<'_>, issued_at_ms: i64, op: &Self::Op) -> Result<Response>;
+}
+
+/// Reads of one key space of one group.
+pub struct ReadView<'a> {
+    db: &'a DB,
+    group: u64,
+    space: u8,
+}
+
+impl<'a> ReadView<'a> {
+    pub(crate) fn new(db: &'a DB, group: u64, space: u8) -> Self {
+        ReadView { db, group, space }
+    }
+
+    fn cf(&self) -> &'a rocksdb::ColumnFamily {
+        self.db.cf_handle(CF_DATA).expect("column family is created at open")
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.cf(), keys::data_key(self.group, self.space, key))?)
+    }
+
+    /// Calls `f` with every (key, value) whose key starts with `prefix`, in key
+    /// order, until `f` returns false.
+    pub fn scan_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        let start = keys::data_key(self.group, self.space, prefix);
+        for item in self.db.iterator_cf(self.cf(), IteratorMode::From(&start, Direction::Forward)) {
+            let (k, v) = item?;
+            if !k.starts_with(&start) {
+                break;
+            }
+            if !f(&k[9..], &v)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A write batch over one key space, applied atomically with the log id.
+/// Reads see the state before the batch.
+pub struct Tx<'a> {
+    view: ReadView<'a>,
+    batch: &'a mut WriteBatch,
+}
+
+impl<'a> Tx<'a> {
+    pub(crate) fn new(db: &'a DB, group: u64, space: u8, batch: &'a mut WriteBatch) -> Self {
+        Tx { view: ReadView::new(db, group, space), batch }
+    }
+
+    /// Reads of the same space.
+    pub fn view(&self) -> &ReadView<'a> {
+        &self.view
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        let k = keys::data_key(self.view.group, self.view.space, key);
+        self.batch.put_cf(self.view.cf(), k, value);
+    }
+
+    pub fn delete(&mut self, key: &[u8]) {
+        let k = keys::data_key(self.view.group, self.view.space, key);
+        self.batch.delete_cf(self.view.cf(), k);
+    }
+}
+
+/// Read access to one group's state for the engines' query functions.
+#[derive(Clone)]
+pub struct GroupData {
+    pub(crate) db: Arc<DB>,
+    pub(crate) group: u64,
+}
+
+impl GroupData {
+    /// A view of one engine's space.
+    pub fn space(&self, space: u8) -> ReadView<'_> {
+        ReadView::new(&self.db, self.group, space)
+    }
+}

@@ -1,0 +1,64 @@
+//! Key layout. Every key starts with the 8-byte big-endian group id, so one group's
+//! data is one contiguous range in each column family.
+//!
+//! - `log` CF: `group | index(8 BE)` → JSON log entry.
+//! - `raft` CF: `group | tag` → vote, committed, last purged log id, snapshot.
+//! - `data` CF: `group | space | key` → state machine records; space 0 holds the
+//!   applied log id and membership so they travel with snapshots.
+
+pub const CF_LOG: &str = "log";
+pub const CF_RAFT: &str = "raft";
+pub const CF_DATA: &str = "data";
+
+/// Tags in the `raft` column family.
+pub const RAFT_VOTE: u8 = 1;
+pub const RAFT_COMMITTED: u8 = 2;
+pub const RAFT_PURGED: u8 = 3;
+pub const RAFT_SNAPSHOT_META: u8 = 4;
+pub const RAFT_SNAPSHOT_DATA: u8 = 5;
+
+/// Key spaces in the `data` column family.
+pub const SPACE_SM: u8 = 0;
+pub const SM_APPLIED: u8 = 0;
+pub const SM_MEMBERSHIP: u8 = 1;
+
+pub fn group_prefix(group: u64) -> [u8; 8] {
+    group.to_be_bytes()
+}
+
+/// First key after every key of the group.
+pub fn group_end(group: u64) -> Vec<u8> {
+    match group.checked_add(1) {
+        Some(next) => next.to_be_bytes().to_vec(),
+        None => vec![0xff; 9],
+    }
+}
+
+pub fn log_key(group: u64, index: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&group.to_be_bytes());
+    k[8..].copy_from_slice(&index.to_be_bytes());
+    k
+}
+
+pub fn log_index_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&key[8..16]);
+    u64::from_be_bytes(b)
+}
+
+pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[..8].copy_from_slice(&group.to_be_bytes());
+    k[8] = tag;
+    k
+}
+
+/// `group | space | key`.
+pub fn data_key(group: u64, space: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + key.len());
+    k.extend_from_slice(&group.to_be_bytes());
+    k.push(space);
+    k.extend_from_slice(key);
+    k
+}

@@ -1,0 +1,21 @@
+//! Tessera storage: one RocksDB per node holding, for every Raft group the node
+//! hosts, the group's Raft log, its vote and snapshot, and its state machine.
+//!
+//! - [`Store`] opens the database; [`LogStore`] and [`StateMachine`] implement
+//!   openraft's storage traits for one group, over keys prefixed by the group id.
+//! - [`engine`] holds one engine per data model; the state machine is a thin
+//!   dispatcher that hands each command to its engine inside one write batch.
+
+pub mod engine;
+pub mod error;
+mod keys;
+pub mod log_store;
+pub mod state_machine;
+pub mod store;
+pub mod types;
+
+pub use error::StorageError;
+pub use log_store::LogStore;
+pub use state_machine::{GroupReader, StateMachine};
+pub use store::Store;
+pub use types::TypeConfig;

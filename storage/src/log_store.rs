@@ -1,0 +1,194 @@
+//! openraft log storage for one group over the shared RocksDB.
+//!
+//! Appends are written to RocksDB at once (so they are readable when `append`
+//! returns) and reported flushed only after the WAL is synced. The sync runs on a
+//! blocking thread; concurrent appends of many groups share one WAL sync.
+
+use std::fmt::Debug;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{Entry, LogId, OptionalSend, RaftLogReader, StorageIOError, Vote};
+use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::keys::{self, CF_LOG, CF_RAFT};
+use crate::types::{RaftStorageError, TypeConfig};
+
+/// The Raft log, vote and committed id of one group.
+#[derive(Clone)]
+pub struct LogStore {
+    db: Arc<DB>,
+    group: u64,
+}
+
+fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
+    db.cf_handle(name).expect("column family is created at open")
+}
+
+fn synced() -> WriteOptions {
+    let mut w = WriteOptions::default();
+    w.set_sync(true);
+    w
+}
+
+impl LogStore {
+    pub(crate) fn new(db: Arc<DB>, group: u64) -> Self {
+        LogStore { db, group }
+    }
+
+    fn get_raft<T: DeserializeOwned>(&self, tag: u8) -> Result<Option<T>, RaftStorageError> {
+        let raw = self
+            .db
+            .get_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, tag))
+            .map_err(|e| StorageIOError::read(&e))?;
+        raw.map(|b| serde_json::from_slice(&b).map_err(|e| StorageIOError::read(&e).into()))
+            .transpose()
+    }
+
+    fn put_raft<T: Serialize>(&self, tag: u8, value: &T, sync: bool) -> Result<(), RaftStorageError> {
+        let bytes = serde_json::to_vec(value).map_err(|e| StorageIOError::write(&e))?;
+        let opts = if sync { synced() } else { WriteOptions::default() };
+        self.db
+            .put_cf_opt(cf(&self.db, CF_RAFT), keys::raft_key(self.group, tag), bytes, &opts)
+            .map_err(|e| StorageIOError::write(&e).into())
+    }
+
+    /// True when this group has no vote and no log on this node.
+    pub(crate) fn is_fresh(&self) -> crate::error::Result<bool> {
+        let vote = self.db.get_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, keys::RAFT_VOTE))?;
+        let mut it = self.db.iterator_cf(
+            cf(&self.db, CF_LOG),
+            IteratorMode::From(&keys::group_prefix(self.group), Direction::Forward),
+        );
+        let has_log = match it.next() {
+            Some(item) => item?.0.starts_with(&keys::group_prefix(self.group)),
+            None => false,
+        };
+        Ok(vote.is_none() && !has_log)
+    }
+
+    fn last_entry(&self) -> Result<Option<Entry<TypeConfig>>, RaftStorageError> {
+        let end = keys::log_key(self.group, u64::MAX);
+        let mut it = self.db.iterator_cf(cf(&self.db, CF_LOG), IteratorMode::From(&end, Direction::Reverse));
+        match it.next() {
+            Some(item) => {
+                let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
+                if !k.starts_with(&keys::group_prefix(self.group)) {
+                    return Ok(None);
+                }
+                Ok(Some(serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, RaftStorageError> {
+        let start = match range.start_bound() {
+            Bound::Included(i) => *i,
+            Bound::Excluded(i) => i + 1,
+            Bound::Unbounded => 0,
+        };
+        let start_key = keys::log_key(self.group, start);
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(cf(&self.db, CF_LOG), IteratorMode::From(&start_key, Direction::Forward)) {
+            let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
+            if !k.starts_with(&keys::group_prefix(self.group)) {
+                break;
+            }
+            let index = keys::log_index_of(&k);
+            if !range.contains(&index) {
+                break;
+            }
+            out.push(serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?);
+        }
+        Ok(out)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, RaftStorageError> {
+        let last_purged_log_id: Option<LogId<u64>> = self.get_raft(keys::RAFT_PURGED)?;
+        let last_log_id = match self.last_entry()? {
+            Some(e) => Some(e.log_id),
+            None => last_purged_log_id,
+        };
+        Ok(LogState { last_purged_log_id, last_log_id })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), RaftStorageError> {
+        self.put_raft(keys::RAFT_VOTE, vote, true)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, RaftStorageError> {
+        self.get_raft(keys::RAFT_VOTE)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), RaftStorageError> {
+        // Not synced: losing it only means re-applying from the last synced point.
+        self.put_raft(keys::RAFT_COMMITTED, &committed, false)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, RaftStorageError> {
+        Ok(self.get_raft::<Option<LogId<u64>>>(keys::RAFT_COMMITTED)?.flatten())
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), RaftStorageError>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut batch = WriteBatch::default();
+        let log_cf = cf(&self.db, CF_LOG);
+        for entry in entries {
+            let bytes = serde_json::to_vec(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
+            batch.put_cf(log_cf, keys::log_key(self.group, entry.log_id.index), bytes);
+        }
+        self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
+        // Report the entries flushed only once the WAL holding them is on disk.
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            let res = db.flush_wal(true).map_err(std::io::Error::other);
+            callback.log_io_completed(res);
+        });
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(
+            cf(&self.db, CF_LOG),
+            keys::log_key(self.group, log_id.index).as_slice(),
+            keys::group_end(self.group).as_slice(),
+        );
+        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        // The state machine writes are not synced one by one; sync them before
+        // dropping the log entries they were applied from.
+        self.db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
+        let mut batch = WriteBatch::default();
+        let bytes = serde_json::to_vec(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
+        batch.put_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, keys::RAFT_PURGED), bytes);
+        batch.delete_range_cf(
+            cf(&self.db, CF_LOG),
+            keys::log_key(self.group, 0),
+            keys::log_key(self.group, log_id.index + 1),
+        );
+        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+}

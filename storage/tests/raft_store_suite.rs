@@ -1,0 +1,21 @@
+//! openraft's storage test suite, run against the RocksDB log store and state machine.
+
+use openraft::StorageError;
+use openraft::testing::{StoreBuilder, Suite};
+use tessera_storage::{LogStore, StateMachine, Store, TypeConfig};
+
+struct RocksBuilder;
+
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for RocksBuilder {
+    async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<u64>> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("open rocksdb");
+        // Use a group other than 0 so group prefixes are exercised.
+        Ok((dir, store.log_store(7), store.state_machine(7)))
+    }
+}
+
+#[test]
+fn rocksdb_store_passes_openraft_suite() -> Result<(), StorageError<u64>> {
+    Suite::test_all(RocksBuilder)
+}
