@@ -1,1 +1,76 @@
-fn main() {}
+//! `tessera-node`: a Tessera data node. Hosts one Raft group per shard replica
+//! placed on it and serves peers and routers over one gRPC port.
+
+mod config;
+mod host;
+mod network;
+mod placement;
+mod service;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use tessera_api::rpc::MAX_MESSAGE_BYTES;
+use tessera_api::rpc::data_service_server::DataServiceServer;
+use tessera_api::rpc::raft_service_server::RaftServiceServer;
+use tracing::info;
+
+use crate::config::NodeConfig;
+use crate::host::Host;
+use crate::service::NodeService;
+
+/// Command line of the node; everything else comes from the file and `SERVICE_*`.
+#[derive(Parser)]
+#[command(name = "tessera-node", version, about = "Tessera data node")]
+struct Cli {
+    /// TOML configuration file.
+    #[arg(long, env = "SERVICE_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let cfg = NodeConfig::load(cli.config.as_deref())?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(format!("{},openraft=warn", cfg.log_level))
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+
+    let host = Host::start(&cfg).await?;
+    tokio::spawn(host.clone().record_cluster_map());
+
+    let addr = cfg.server.grpc_addr.parse()?;
+    let service = NodeService { host: host.clone() };
+    info!(node = host.id, %addr, "serving gRPC");
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(
+            RaftServiceServer::new(service.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            DataServiceServer::new(service)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .serve_with_shutdown(addr, shutdown_signal())
+        .await?;
+
+    info!("shutting down groups");
+    host.shutdown().await;
+    info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM received"),
+        _ = tokio::signal::ctrl_c() => info!("interrupt received"),
+    }
+}

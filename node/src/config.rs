@@ -1,0 +1,219 @@
+//! Node configuration: TOML file sections of spec 01 (`server`, `storage`,
+//! `cluster`, `replication`, `sharding`) plus `raft` timings, overridden by
+//! `SERVICE_*` environment variables.
+//!
+//! Nested keys use a double underscore (`SERVICE_CLUSTER__NODE_ID=2`); the common
+//! ones also have flat names: `SERVICE_NODE_ID`, `SERVICE_PEERS`,
+//! `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
+//! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
+//! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
+//! `SERVICE_RAFT_SNAPSHOT_LOGS`.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use tessera_api::NodeId;
+use tessera_api::meta::{NodeInfo, ShardingStrategy};
+
+/// Everything a node reads at start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeConfig {
+    pub server: ServerSection,
+    pub storage: StorageSection,
+    pub cluster: ClusterSection,
+    pub replication: ReplicationSection,
+    pub sharding: ShardingSection,
+    pub raft: RaftSection,
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerSection {
+    /// gRPC listen address for peers and routers.
+    pub grpc_addr: String,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection { grpc_addr: "0.0.0.0:9190".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StorageSection {
+    pub data_dir: PathBuf,
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        StorageSection { data_dir: PathBuf::from("./data") }
+    }
+}
+
+/// Peers as a TOML list `["1=host:port", …]` or one comma-separated string.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Peers {
+    List(Vec<String>),
+    Csv(String),
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Peers::List(Vec::new())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterSection {
+    pub node_id: NodeId,
+    pub name: String,
+    /// Every node of the cluster (this one included) as `id=host:port`.
+    pub peers: Peers,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        ClusterSection { node_id: 1, name: "tessera".into(), peers: Peers::default() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplicationSection {
+    pub replication_factor: usize,
+    pub consistency_level: String,
+}
+
+impl Default for ReplicationSection {
+    fn default() -> Self {
+        ReplicationSection { replication_factor: 3, consistency_level: "quorum".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShardingSection {
+    pub strategy: ShardingStrategy,
+    pub shard_count: u64,
+}
+
+impl Default for ShardingSection {
+    fn default() -> Self {
+        ShardingSection { strategy: ShardingStrategy::Hash, shard_count: 8 }
+    }
+}
+
+/// Raft timings; the defaults suit small machines.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RaftSection {
+    pub heartbeat_ms: u64,
+    pub election_min_ms: u64,
+    pub election_max_ms: u64,
+    /// Build a snapshot after this many applied entries since the last one.
+    pub snapshot_logs: u64,
+}
+
+impl Default for RaftSection {
+    fn default() -> Self {
+        RaftSection { heartbeat_ms: 200, election_min_ms: 1000, election_max_ms: 2000, snapshot_logs: 5000 }
+    }
+}
+
+const FLAT_ALIASES: &[(&str, &str)] = &[
+    ("node_id", "cluster.node_id"),
+    ("peers", "cluster.peers"),
+    ("grpc_addr", "server.grpc_addr"),
+    ("data_dir", "storage.data_dir"),
+    ("shard_count", "sharding.shard_count"),
+    ("sharding_strategy", "sharding.strategy"),
+    ("replication_factor", "replication.replication_factor"),
+    ("consistency_level", "replication.consistency_level"),
+    ("raft_heartbeat_ms", "raft.heartbeat_ms"),
+    ("raft_election_min_ms", "raft.election_min_ms"),
+    ("raft_election_max_ms", "raft.election_max_ms"),
+    ("raft_snapshot_logs", "raft.snapshot_logs"),
+    ("log_level", "log_level"),
+];
+
+/// Errors reading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Figment(#[from] Box<figment::Error>),
+    #[error("peer entry {0:?} is not of the form id=host:port")]
+    BadPeer(String),
+    #[error("cluster.peers does not list this node ({0})")]
+    SelfNotInPeers(NodeId),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl NodeConfig {
+    /// Loads defaults, then the TOML file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(NodeConfig {
+            log_level: "info".into(),
+            ..NodeConfig::default()
+        }));
+        if let Some(path) = file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(Env::prefixed("SERVICE_").map(|key| {
+            let key = key.as_str();
+            match FLAT_ALIASES.iter().find(|(flat, _)| *flat == key) {
+                Some((_, nested)) => (*nested).into(),
+                None => key.replace("__", ".").into(),
+            }
+        }));
+        let cfg: NodeConfig = fig.extract().map_err(Box::new)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let peers = self.peers()?;
+        if !peers.iter().any(|p| p.id == self.cluster.node_id) {
+            return Err(ConfigError::SelfNotInPeers(self.cluster.node_id));
+        }
+        if self.sharding.shard_count == 0 {
+            return Err(ConfigError::Invalid("sharding.shard_count must be at least 1".into()));
+        }
+        if self.replication.replication_factor == 0 {
+            return Err(ConfigError::Invalid("replication.replication_factor must be at least 1".into()));
+        }
+        if self.raft.election_min_ms <= self.raft.heartbeat_ms || self.raft.election_max_ms <= self.raft.election_min_ms
+        {
+            return Err(ConfigError::Invalid("raft timings need heartbeat < election_min < election_max".into()));
+        }
+        Ok(())
+    }
+
+    /// The cluster's nodes in id order.
+    pub fn peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
+        let items: Vec<String> = match &self.cluster.peers {
+            Peers::List(v) => v.clone(),
+            Peers::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+        };
+        let mut peers = items
+            .iter()
+            .map(|item| {
+                let (id, addr) = item.split_once('=').ok_or_else(|| ConfigError::BadPeer(item.clone()))?;
+                let id = id.trim().parse().map_err(|_| ConfigError::BadPeer(item.clone()))?;
+                Ok(NodeInfo { id, addr: addr.trim().to_string() })
+            })
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        if peers.is_empty() {
+            peers.push(NodeInfo { id: self.cluster.node_id, addr: self.server.grpc_addr.clone() });
+        }
+        peers.sort_by_key(|p| p.id);
+        Ok(peers)
+    }
+}

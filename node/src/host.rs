@@ -1,0 +1,279 @@
+//! The groups a node hosts: one openraft `Raft` per replica, created at start
+//! from the placement, initialized exactly once, and the operations the
+//! services run on them (propose, read with a consistency mode, status).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
+use tessera_api::command::{Command, MetaOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::meta::ClusterMap;
+use tessera_api::rpc::{AppliedRequest, Consistency, FailureKind, GroupStatus};
+use tessera_api::{GroupId, META_GROUP, NodeId};
+use tessera_storage::{GroupReader, Store, TypeConfig};
+use tracing::{info, warn};
+
+use crate::config::NodeConfig;
+use crate::network::{GroupNetwork, PeerPool};
+use crate::placement;
+
+/// How long a write or read with consistency `all` waits for every voter.
+const ALL_APPLIED_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One hosted replica.
+pub struct Group {
+    pub raft: Raft<TypeConfig>,
+    pub reader: GroupReader,
+}
+
+/// Why an operation on a group did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("this node is not the leader of group {group}")]
+    NotLeader { group: GroupId, leader: Option<(NodeId, String)> },
+    #[error("group {0} is not hosted on this node")]
+    UnknownGroup(GroupId),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("committed, but not applied on every replica within {0:?}")]
+    NotAppliedEverywhere(Duration),
+    #[error("storage: {0}")]
+    Storage(#[from] tessera_storage::StorageError),
+}
+
+impl HostError {
+    /// The wire kind of a failure (not-leader is answered separately).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            HostError::UnknownGroup(_) => FailureKind::UnknownGroup,
+            HostError::NotAppliedEverywhere(_) => FailureKind::NotAppliedEverywhere,
+            HostError::Storage(_) => FailureKind::Storage,
+            HostError::NotLeader { .. } | HostError::Unavailable(_) => FailureKind::Unavailable,
+        }
+    }
+
+    fn forward(group: GroupId, f: ForwardToLeader<NodeId, BasicNode>) -> Self {
+        let leader = f.leader_id.zip(f.leader_node.map(|n| n.addr));
+        HostError::NotLeader { group, leader }
+    }
+}
+
+/// Everything a node runs: its store, peers and hosted groups.
+pub struct Host {
+    pub id: NodeId,
+    pub store: Store,
+    pub pool: Arc<PeerPool>,
+    pub map: ClusterMap,
+    pub groups: HashMap<GroupId, Group>,
+}
+
+impl Host {
+    /// Opens the store and starts every group placed on this node.
+    pub async fn start(cfg: &NodeConfig) -> anyhow::Result<Arc<Host>> {
+        let id = cfg.cluster.node_id;
+        let peers = cfg.peers()?;
+        let map = placement::initial_map(
+            &peers,
+            cfg.sharding.shard_count,
+            cfg.replication.replication_factor,
+            cfg.sharding.strategy,
+        );
+        std::fs::create_dir_all(&cfg.storage.data_dir)?;
+        let store = Store::open(cfg.storage.data_dir.join("rocksdb"))?;
+        let pool = Arc::new(PeerPool::default());
+        let raft_config = Arc::new(
+            Config {
+                cluster_name: cfg.cluster.name.clone(),
+                heartbeat_interval: cfg.raft.heartbeat_ms,
+                election_timeout_min: cfg.raft.election_min_ms,
+                election_timeout_max: cfg.raft.election_max_ms,
+                snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
+                max_in_snapshot_log_to_keep: 500,
+                snapshot_max_chunk_size: 1024 * 1024,
+                install_snapshot_timeout: 10_000,
+                ..Default::default()
+            }
+            .validate()?,
+        );
+
+        let mut groups = HashMap::new();
+        for info in map.groups.iter().filter(|g| g.members.contains(&id)) {
+            let fresh = store.group_is_fresh(info.id)?;
+            let network = GroupNetwork { group: info.id, pool: pool.clone() };
+            let raft = Raft::new(
+                id,
+                raft_config.clone(),
+                network,
+                store.log_store(info.id),
+                store.state_machine(info.id),
+            )
+            .await?;
+            // The group's first member initializes it, once, on a fresh store.
+            if fresh && info.members.first() == Some(&id) {
+                let members: BTreeMap<NodeId, BasicNode> = info
+                    .members
+                    .iter()
+                    .map(|m| (*m, BasicNode { addr: map.addr_of(*m).unwrap_or_default().to_string() }))
+                    .collect();
+                match raft.initialize(members).await {
+                    Ok(()) => info!(group = info.id, "initialized group"),
+                    Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                        info!(group = info.id, "group already initialized: {e}")
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            groups.insert(info.id, Group { raft, reader: store.reader(info.id) });
+        }
+        info!(node = id, groups = groups.len(), "node started its groups");
+        Ok(Arc::new(Host { id, store, pool, map, groups }))
+    }
+
+    fn group(&self, group: GroupId) -> Result<&Group, HostError> {
+        self.groups.get(&group).ok_or(HostError::UnknownGroup(group))
+    }
+
+    /// Stamps `op` with this node's clock and proposes it; leader only.
+    pub async fn write(
+        &self,
+        group: GroupId,
+        op: Operation,
+        consistency: Consistency,
+    ) -> Result<Response, HostError> {
+        let g = self.group(group)?;
+        let cmd = Command { issued_at_ms: now_ms(), op };
+        let resp = g.raft.client_write(cmd).await.map_err(|e| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
+            other => HostError::Unavailable(other.to_string()),
+        })?;
+        if consistency == Consistency::All {
+            self.wait_all_applied(group, resp.log_id.index).await?;
+        }
+        Ok(resp.data)
+    }
+
+    /// Answers `query` with the requested consistency.
+    pub async fn read(&self, group: GroupId, query: &Query, consistency: Consistency) -> Result<QueryResult, HostError> {
+        let g = self.group(group)?;
+        if consistency != Consistency::One {
+            let read_log_id = g.raft.ensure_linearizable().await.map_err(|e| match e {
+                RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => HostError::forward(group, f),
+                other => HostError::Unavailable(other.to_string()),
+            })?;
+            if consistency == Consistency::All
+                && let Some(log_id) = read_log_id
+            {
+                self.wait_all_applied(group, log_id.index).await?;
+            }
+        }
+        Ok(g.reader.query(query, now_ms())?)
+    }
+
+    /// The index this node's replica of `group` has applied.
+    pub fn applied_index(&self, group: GroupId) -> Result<u64, HostError> {
+        Ok(self.group(group)?.reader.applied()?.map_or(0, |l| l.index))
+    }
+
+    /// Waits until every voter of `group` has applied `index`.
+    async fn wait_all_applied(&self, group: GroupId, index: u64) -> Result<(), HostError> {
+        let g = self.group(group)?;
+        let voters: Vec<NodeId> = g.raft.metrics().borrow().membership_config.voter_ids().collect();
+        let deadline = Instant::now() + ALL_APPLIED_TIMEOUT;
+        let mut pending: Vec<NodeId> = voters;
+        loop {
+            let mut still = Vec::new();
+            for node in pending {
+                let applied = if node == self.id {
+                    self.applied_index(group).ok()
+                } else {
+                    self.peer_applied(node, group).await
+                };
+                if applied.is_none_or(|a| a < index) {
+                    still.push(node);
+                }
+            }
+            if still.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                warn!(group, index, ?still, "not applied on every voter in time");
+                return Err(HostError::NotAppliedEverywhere(ALL_APPLIED_TIMEOUT));
+            }
+            pending = still;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn peer_applied(&self, node: NodeId, group: GroupId) -> Option<u64> {
+        let addr = self.map.addr_of(node)?;
+        let mut client = self.pool.data_client(node, addr).ok()?;
+        let mut req = tonic::Request::new(AppliedRequest { group_id: group });
+        req.set_timeout(Duration::from_millis(500));
+        let reply = client.applied(req).await.ok()?.into_inner();
+        reply.hosted.then_some(reply.last_applied)
+    }
+
+    /// The status of every hosted group, in id order.
+    pub fn group_statuses(&self) -> Vec<GroupStatus> {
+        let mut out: Vec<GroupStatus> = self
+            .groups
+            .iter()
+            .map(|(id, g)| {
+                let m = g.raft.metrics().borrow().clone();
+                GroupStatus {
+                    group_id: *id,
+                    leader_id: m.current_leader.unwrap_or(0),
+                    term: m.current_term,
+                    last_applied: m.last_applied.map_or(0, |l| l.index),
+                    voters: m.membership_config.voter_ids().collect(),
+                }
+            })
+            .collect();
+        out.sort_by_key(|g| g.group_id);
+        out
+    }
+
+    /// The cluster map recorded in this replica of the meta group, if any.
+    pub fn recorded_map(&self) -> Option<ClusterMap> {
+        let g = self.groups.get(&META_GROUP)?;
+        match g.reader.query(&Query::ClusterMap, now_ms()) {
+            Ok(QueryResult::ClusterMap(m)) => m,
+            _ => None,
+        }
+    }
+
+    /// Records the cluster map in the meta group once: whichever node leads the
+    /// meta group proposes it until a replica shows it recorded.
+    pub async fn record_cluster_map(self: Arc<Self>) {
+        if !self.groups.contains_key(&META_GROUP) {
+            return;
+        }
+        loop {
+            if self.recorded_map().is_some() {
+                return;
+            }
+            let is_leader = self.groups[&META_GROUP].raft.metrics().borrow().current_leader == Some(self.id);
+            if is_leader {
+                match self.write(META_GROUP, Operation::Meta(MetaOp::InitClusterMap(self.map.clone())), Consistency::Quorum).await {
+                    Ok(_) => info!("recorded the cluster map in the meta group"),
+                    Err(e) => warn!("recording the cluster map: {e}"),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Stops every group and flushes the store.
+    pub async fn shutdown(&self) {
+        for (id, g) in &self.groups {
+            if let Err(e) = g.raft.shutdown().await {
+                warn!(group = id, "shutting down group: {e}");
+            }
+        }
+        if let Err(e) = self.store.flush() {
+            warn!("flushing the store: {e}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! openraft networking over tonic: one lazily connected channel per peer, shared by
+//! every group; each call names its group.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
+    VoteResponse,
+};
+use openraft::BasicNode;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tessera_api::rpc::data_service_client::DataServiceClient;
+use tessera_api::rpc::raft_service_client::RaftServiceClient;
+use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
+use tessera_api::{GroupId, NodeId};
+use tessera_storage::TypeConfig;
+use tonic::transport::{Channel, Endpoint};
+
+/// One tonic channel per peer, created on first use and reconnecting by itself.
+#[derive(Default)]
+pub struct PeerPool {
+    channels: Mutex<HashMap<NodeId, (String, Channel)>>,
+}
+
+impl PeerPool {
+    /// The shared channel to `node` at `addr`.
+    pub fn channel(&self, node: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        let mut channels = self.channels.lock().expect("peer pool lock");
+        if let Some((known, ch)) = channels.get(&node)
+            && known == addr
+        {
+            return Ok(ch.clone());
+        }
+        let ch = Endpoint::from_shared(format!("http://{addr}"))?
+            .connect_timeout(Duration::from_secs(1))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        channels.insert(node, (addr.to_string(), ch.clone()));
+        Ok(ch)
+    }
+
+    /// A Raft client to a peer.
+    pub fn raft_client(&self, node: NodeId, addr: &str) -> Result<RaftServiceClient<Channel>, tonic::transport::Error> {
+        Ok(RaftServiceClient::new(self.channel(node, addr)?)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES))
+    }
+
+    /// A data-service client to a peer.
+    pub fn data_client(&self, node: NodeId, addr: &str) -> Result<DataServiceClient<Channel>, tonic::transport::Error> {
+        Ok(DataServiceClient::new(self.channel(node, addr)?)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES))
+    }
+}
+
+/// Creates per-target Raft clients for one group.
+pub struct GroupNetwork {
+    pub group: GroupId,
+    pub pool: Arc<PeerPool>,
+}
+
+/// The Raft client of one group to one peer.
+pub struct PeerLink {
+    group: GroupId,
+    target: NodeId,
+    client: Option<RaftServiceClient<Channel>>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
+    type Network = PeerLink;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerLink {
+        let client = self.pool.raft_client(target, &node.addr).ok();
+        PeerLink { group: self.group, target, client }
+    }
+}
+
+type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+impl PeerLink {
+    async fn call<Req, Resp, E>(&mut self, kind: Kind, rpc: Req, option: &RPCOption) -> RpcResult<Resp, E>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let client = self.client.as_mut().ok_or_else(|| {
+            RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address")))
+        })?;
+        let payload = serde_json::to_vec(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload });
+        req.set_timeout(option.hard_ttl());
+        let reply = match kind {
+            Kind::Vote => client.vote(req).await,
+            Kind::Append => client.append_entries(req).await,
+            Kind::Snapshot => client.install_snapshot(req).await,
+        }
+        .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?;
+        let result: Result<Resp, RaftError<NodeId, E>> = serde_json::from_slice(&reply.into_inner().payload)
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+enum Kind {
+    Vote,
+    Append,
+    Snapshot,
+}
+
+impl RaftNetwork<TypeConfig> for PeerLink {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>, openraft::error::Infallible> {
+        self.call(Kind::Append, rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        self.call(Kind::Snapshot, rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
+        self.call(Kind::Vote, rpc, &option).await
+    }
+}

@@ -1,0 +1,115 @@
+//! The node's tonic services: Raft traffic between peers, and the data service
+//! the router calls. Handlers decode, call the [`Host`], and encode.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tessera_api::rpc::data_reply::Outcome;
+use tessera_api::rpc::data_service_server::DataService;
+use tessera_api::rpc::raft_service_server::RaftService;
+use tessera_api::rpc::{
+    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, NotLeader, RaftMessage, ReadRequest,
+    StatusReply, StatusRequest, WriteRequest,
+};
+use tonic::{Request, Response, Status};
+
+use crate::host::{Host, HostError};
+
+/// Serves both services over one [`Host`].
+#[derive(Clone)]
+pub struct NodeService {
+    pub host: Arc<Host>,
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
+    serde_json::from_slice(bytes).map_err(|e| Status::invalid_argument(format!("undecodable payload: {e}")))
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, Status> {
+    serde_json::to_vec(value).map_err(|e| Status::internal(format!("encoding reply: {e}")))
+}
+
+impl NodeService {
+    fn raft(&self, group: u64) -> Result<&openraft::Raft<tessera_storage::TypeConfig>, Status> {
+        self.host
+            .groups
+            .get(&group)
+            .map(|g| &g.raft)
+            .ok_or_else(|| Status::not_found(format!("group {group} is not hosted here")))
+    }
+
+    fn reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<Response<DataReply>, Status> {
+        let outcome = match result {
+            Ok(value) => Outcome::Ok(encode(&value)?),
+            Err(HostError::NotLeader { leader, .. }) => {
+                let (leader_id, leader_addr) = leader.unwrap_or((0, String::new()));
+                Outcome::NotLeader(NotLeader { leader_id, leader_addr })
+            }
+            Err(e) => Outcome::Failure(Failure::new(e.kind(), e.to_string())),
+        };
+        Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(outcome) }))
+    }
+}
+
+fn bad_request(e: serde_json::Error) -> Outcome {
+    Outcome::Failure(Failure::new(FailureKind::BadRequest, format!("undecodable request: {e}")))
+}
+
+#[tonic::async_trait]
+impl RaftService for NodeService {
+    async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
+        let m = req.into_inner();
+        let res = self.raft(m.group_id)?.vote(decode(&m.payload)?).await;
+        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+    }
+
+    async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
+        let m = req.into_inner();
+        let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
+        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+    }
+
+    async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
+        let m = req.into_inner();
+        let res = self.raft(m.group_id)?.install_snapshot(decode(&m.payload)?).await;
+        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+    }
+}
+
+#[tonic::async_trait]
+impl DataService for NodeService {
+    async fn write(&self, req: Request<WriteRequest>) -> Result<Response<DataReply>, Status> {
+        let w = req.into_inner();
+        let consistency = Consistency::try_from(w.consistency).unwrap_or(Consistency::Quorum);
+        match serde_json::from_slice(&w.operation) {
+            Ok(op) => self.reply(self.host.write(w.group_id, op, consistency).await),
+            Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
+        }
+    }
+
+    async fn read(&self, req: Request<ReadRequest>) -> Result<Response<DataReply>, Status> {
+        let r = req.into_inner();
+        let consistency = Consistency::try_from(r.consistency).unwrap_or(Consistency::Quorum);
+        match serde_json::from_slice(&r.query) {
+            Ok(q) => self.reply(self.host.read(r.group_id, &q, consistency).await),
+            Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
+        }
+    }
+
+    async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+        let cluster_map = match self.host.recorded_map() {
+            Some(map) => encode(&map)?,
+            None => Vec::new(),
+        };
+        Ok(Response::new(StatusReply { node_id: self.host.id, groups: self.host.group_statuses(), cluster_map }))
+    }
+
+    async fn applied(&self, req: Request<AppliedRequest>) -> Result<Response<AppliedReply>, Status> {
+        let group = req.into_inner().group_id;
+        Ok(Response::new(match self.host.applied_index(group) {
+            Ok(last_applied) => AppliedReply { last_applied, hosted: true },
+            Err(_) => AppliedReply { last_applied: 0, hosted: false },
+        }))
+    }
+}
