@@ -168,7 +168,7 @@ impl NodeConfig {
         }
         fig = fig.merge(Env::prefixed("SERVICE_").map(|key| {
             let key = key.as_str();
-            match FLAT_ALIASES.iter().find(|(flat, _)| *flat == key) {
+            match FLAT_ALIASES.iter().find(|(flat, _)| flat.eq_ignore_ascii_case(key)) {
                 Some((_, nested)) => (*nested).into(),
                 None => key.replace("__", ".").into(),
             }

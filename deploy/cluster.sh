@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Local three-node Tessera cluster with one router, on 127.0.0.1.
+#
+#   deploy/cluster.sh up | down | status | stop-node N | start-node N
+#
+# Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090. Data lives under
+# $TESSERA_DATA (default ./data/cluster). Admin credentials come from
+# SERVICE_ADMIN_USERNAME / SERVICE_ADMIN_PASSWORD, or are generated once and kept
+# in $TESSERA_DATA/admin-credentials. TESSERA_PROFILE=release builds optimized.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DATA="${TESSERA_DATA:-$ROOT/data/cluster}"
+PROFILE="${TESSERA_PROFILE:-debug}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
+BIN="${TESSERA_BIN_DIR:-$CARGO_TARGET_DIR/$PROFILE}"
+ROUTER_PORT="${TESSERA_ROUTER_PORT:-9090}"
+PEERS="1=127.0.0.1:9191,2=127.0.0.1:9192,3=127.0.0.1:9193"
+URL="http://127.0.0.1:$ROUTER_PORT"
+
+log() { printf '%s\n' "$*" >&2; }
+
+install_prerequisites() {
+  "$ROOT/deploy/prerequisites.sh"
+}
+
+build() {
+  if [[ -z "${TESSERA_BIN_DIR:-}" ]]; then
+    install_prerequisites
+    local flags=()
+    [[ "$PROFILE" == release ]] && flags+=(--release)
+    log "building tessera-node and tessera-router ($PROFILE; the first build compiles RocksDB and takes 10-16 minutes)"
+    (cd "$ROOT" && cargo build "${flags[@]}" -p tessera-node -p tessera-router)
+  fi
+}
+
+pidfile() { echo "$DATA/pids/$1.pid"; }
+
+running() {
+  local f; f="$(pidfile "$1")"
+  [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+start_node() {
+  local n="$1"
+  if running "node-$n"; then log "node $n already running (pid $(cat "$(pidfile "node-$n")"))"; return; fi
+  mkdir -p "$DATA/node-$n" "$DATA/pids" "$DATA/logs"
+  SERVICE_NODE_ID="$n" SERVICE_PEERS="$PEERS" SERVICE_GRPC_ADDR="127.0.0.1:919$n" \
+  SERVICE_DATA_DIR="$DATA/node-$n" \
+    nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
+  echo $! >"$(pidfile "node-$n")"
+  log "node $n started (pid $!, gRPC 127.0.0.1:919$n)"
+}
+
+credentials() {
+  local f="$DATA/admin-credentials"
+  if [[ -n "${SERVICE_ADMIN_USERNAME:-}" && -n "${SERVICE_ADMIN_PASSWORD:-}" ]]; then
+    ADMIN_USER="$SERVICE_ADMIN_USERNAME"; ADMIN_PASS="$SERVICE_ADMIN_PASSWORD"
+  elif [[ -f "$f" ]]; then
+    # shellcheck disable=SC1090
+    source "$f"
+  else
+    ADMIN_USER=admin
+    ADMIN_PASS="Ts-$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)-9x"
+  fi
+  mkdir -p "$DATA"
+  printf 'ADMIN_USER=%q\nADMIN_PASS=%q\n' "$ADMIN_USER" "$ADMIN_PASS" >"$f"
+  chmod 600 "$f"
+}
+
+start_router() {
+  if running router; then log "router already running (pid $(cat "$(pidfile router)"))"; return; fi
+  credentials
+  mkdir -p "$DATA/pids" "$DATA/logs"
+  SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
+  SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" \
+    nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
+  echo $! >"$(pidfile router)"
+  log "router started (pid $!, $URL)"
+}
+
+wait_ready() {
+  local deadline=$((SECONDS + ${TESSERA_READY_TIMEOUT:-120}))
+  until curl -fsS "$URL/readyz" >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then
+      log "cluster not ready after ${TESSERA_READY_TIMEOUT:-120}s: $(curl -sS "$URL/readyz" 2>&1 || true)"
+      log "logs: $DATA/logs"
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+stop() {
+  local name="$1" f; f="$(pidfile "$name")"
+  [[ -f "$f" ]] || return 0
+  local pid; pid="$(cat "$f")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    log "$name stopped"
+  fi
+  rm -f "$f"
+}
+
+status() {
+  for name in node-1 node-2 node-3 router; do
+    if running "$name"; then echo "$name: running (pid $(cat "$(pidfile "$name")"))"; else echo "$name: stopped"; fi
+  done
+  echo "readyz: $(curl -sS "$URL/readyz" 2>/dev/null || echo unreachable)"
+}
+
+case "${1:-}" in
+  up)
+    build
+    for n in 1 2 3; do start_node "$n"; done
+    start_router
+    wait_ready
+    credentials
+    cat <<TXT
+Tessera is ready at $URL
+  admin username: $ADMIN_USER
+  admin password: $ADMIN_PASS
+  try: curl -s $URL/health
+  logs: $DATA/logs
+TXT
+    ;;
+  down)
+    stop router
+    for n in 1 2 3; do stop "node-$n"; done
+    ;;
+  status) status ;;
+  stop-node)
+    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 stop-node 1|2|3"; exit 2; }
+    stop "node-$2" ;;
+  start-node)
+    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 start-node 1|2|3"; exit 2; }
+    start_node "$2" ;;
+  *)
+    log "usage: $0 up | down | status | stop-node N | start-node N"; exit 2 ;;
+esac

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what building Tessera needs on a fresh Debian machine that has only the
+# Rust toolchain: libclang (RocksDB's bindgen), a C++ compiler, curl.
+set -euo pipefail
+missing=()
+dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

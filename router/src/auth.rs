@@ -1,0 +1,169 @@
+//! Local authentication: Argon2id passwords, random 256-bit session tokens stored
+//! in the meta group only as SHA-256 hashes, and the [`Caller`] extractor that
+//! every authenticated route takes.
+
+use std::sync::atomic::Ordering;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use axum::extract::FromRequestParts;
+use axum::http::Method;
+use axum::http::request::Parts;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::meta::{Role, UserRecord};
+use tracing::{info, warn};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Argon2id with the spec's parameters: 19456 KiB, t=2, p=1, 32-byte output.
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(19_456, 2, 1, Some(32)).expect("valid argon2 parameters");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+/// Hashes a password into a PHC string with a random 16-byte salt.
+pub fn hash_password(password: &str) -> Result<String, ApiError> {
+    let mut salt = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut salt);
+    let salt = SaltString::encode_b64(&salt).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(argon2().hash_password(password.as_bytes(), &salt).map_err(|e| ApiError::Internal(e.to_string()))?.to_string())
+}
+
+/// Checks a password against a stored PHC string.
+pub fn verify_password(password: &str, phc: &str) -> bool {
+    PasswordHash::new(phc).is_ok_and(|h| argon2().verify_password(password.as_bytes(), &h).is_ok())
+}
+
+/// A fresh random 256-bit token, hex encoded.
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// A fresh random id (128 bits, hex).
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// The hex SHA-256 of a token: the only form in which tokens are stored.
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Whether any user exists (cached once true).
+pub async fn users_exist(state: &AppState) -> Result<bool, ApiError> {
+    if state.users_exist.load(Ordering::Relaxed) {
+        return Ok(true);
+    }
+    match state.cluster.meta_read(&Query::UserCount).await? {
+        QueryResult::Count(n) if n > 0 => {
+            state.users_exist.store(true, Ordering::Relaxed);
+            Ok(true)
+        }
+        QueryResult::Count(_) => Ok(false),
+        other => Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
+    }
+}
+
+/// Who is calling an authenticated route.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// A logged-in user.
+    User { user: UserRecord, token_hash: String },
+    /// An anonymous reader while no user exists and open bootstrap is on.
+    Bootstrap,
+}
+
+impl Caller {
+    /// The caller's role (bootstrap readers count as viewers).
+    pub fn role(&self) -> Role {
+        match self {
+            Caller::User { user, .. } => user.role,
+            Caller::Bootstrap => Role::Viewer,
+        }
+    }
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if !users_exist(state).await? {
+            if state.config.auth.open_bootstrap && parts.method == Method::GET {
+                warn!(path = %parts.uri.path(), "SECURITY: serving an anonymous read in open-bootstrap mode (no users exist)");
+                return Ok(Caller::Bootstrap);
+            }
+            return Err(ApiError::NotProvisioned);
+        }
+        let token = bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let hash = token_hash(token);
+        let session = match state.cluster.meta_read(&Query::Session { token_hash: hash.clone() }).await? {
+            QueryResult::Session(Some(s)) => s,
+            _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
+        };
+        match state.cluster.meta_read(&Query::UserById { id: session.user_id }).await? {
+            QueryResult::User(Some(user)) => Ok(Caller::User { user, token_hash: hash }),
+            _ => Err(ApiError::Unauthorized("the token's user no longer exists".into())),
+        }
+    }
+}
+
+/// Creates the first admin from the environment, once per cluster: the meta group
+/// applies the command only while no user exists, so routers racing at start
+/// create exactly one user.
+pub async fn provision_admin(state: AppState) {
+    let (Some(username), Some(password)) =
+        (state.config.auth.admin_username.clone(), state.config.auth.admin_password.clone())
+    else {
+        state.provisioning_done.store(true, Ordering::Relaxed);
+        return;
+    };
+    let hash = match tokio::task::spawn_blocking(move || hash_password(&password)).await {
+        Ok(Ok(h)) => h,
+        _ => {
+            warn!("could not hash the admin password; not provisioning");
+            state.provisioning_done.store(true, Ordering::Relaxed);
+            return;
+        }
+    };
+    let user = UserRecord {
+        id: new_id(),
+        email: state.config.auth.admin_email.clone().unwrap_or_else(|| format!("{username}@localhost")),
+        username,
+        role: Role::Admin,
+        password_hash: hash,
+        mfa_enabled: false,
+        created_at_ms: now_ms(),
+    };
+    loop {
+        match state.cluster.meta_write(&Operation::Meta(MetaOp::ProvisionFirstAdmin(user.clone()))).await {
+            Ok(Response::Applied(true)) => {
+                info!(username = %user.username, "provisioned the first admin");
+                break;
+            }
+            Ok(_) => {
+                info!("users already exist; the admin from the environment was not created again");
+                break;
+            }
+            Err(e) => {
+                warn!("provisioning the admin: {e}; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        }
+    }
+    state.users_exist.store(true, Ordering::Relaxed);
+    state.provisioning_done.store(true, Ordering::Relaxed);
+}

@@ -1,0 +1,392 @@
+//! The router's view of the cluster: node clients, the cluster map read from the
+//! meta group, the shard ring, a leader cache per group, and calls that follow
+//! "not leader" answers and step over dead nodes until a deadline.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use hashring::HashRing;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tessera_api::command::{Operation, Query, QueryResult, Response};
+use tessera_api::meta::ClusterMap;
+use tessera_api::rpc::data_reply::Outcome;
+use tessera_api::rpc::data_service_client::DataServiceClient;
+use tessera_api::rpc::{
+    Consistency, DataReply, FailureKind, MAX_MESSAGE_BYTES, ReadRequest, StatusRequest, WriteRequest,
+};
+use tessera_api::{GroupId, META_GROUP, NodeId};
+use tonic::transport::{Channel, Endpoint};
+use tracing::{debug, info};
+
+/// Virtual points per data group on the hash ring.
+const RING_POINTS_PER_GROUP: u32 = 64;
+/// Timeout of one RPC attempt.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a routed call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    NotAppliedEverywhere(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("storage error on a node: {0}")]
+    Storage(String),
+    #[error("unexpected reply: {0}")]
+    UnexpectedReply(String),
+}
+
+/// A successful routed call: the value and who served it.
+#[derive(Debug)]
+pub struct Served<T> {
+    pub value: T,
+    pub group: GroupId,
+    pub node: NodeId,
+}
+
+#[derive(Default)]
+struct View {
+    map: Option<ClusterMap>,
+    ring: Option<HashRing<(GroupId, u32)>>,
+    /// Node id → address, from the map or learned from seeds.
+    addrs: HashMap<NodeId, String>,
+    leaders: HashMap<GroupId, NodeId>,
+    reachable: HashMap<NodeId, bool>,
+}
+
+/// Shared cluster client of one router.
+pub struct Cluster {
+    seeds: Vec<(Option<NodeId>, String)>,
+    view: RwLock<View>,
+    channels: RwLock<HashMap<String, Channel>>,
+    deadline: Duration,
+}
+
+impl Cluster {
+    /// A client over the seed nodes; call [`Cluster::refresh`] to learn the map.
+    pub fn new(seeds: Vec<(Option<NodeId>, String)>, deadline: Duration) -> Arc<Self> {
+        let mut view = View::default();
+        for (id, addr) in &seeds {
+            if let Some(id) = id {
+                view.addrs.insert(*id, addr.clone());
+            }
+        }
+        Arc::new(Cluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline })
+    }
+
+    fn client(&self, addr: &str) -> Result<DataServiceClient<Channel>, ClusterError> {
+        if let Some(ch) = self.channels.read().expect("channels lock").get(addr) {
+            return Ok(Self::wrap(ch.clone()));
+        }
+        let ch = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| ClusterError::Unavailable(format!("bad node address {addr}: {e}")))?
+            .connect_timeout(Duration::from_secs(1))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        self.channels.write().expect("channels lock").insert(addr.to_string(), ch.clone());
+        Ok(Self::wrap(ch))
+    }
+
+    fn wrap(ch: Channel) -> DataServiceClient<Channel> {
+        DataServiceClient::new(ch).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// Asks every known node for its status: learns the map, leaders and liveness.
+    pub async fn refresh(&self) {
+        let mut targets: Vec<String> = self.seeds.iter().map(|(_, a)| a.clone()).collect();
+        for addr in self.view.read().expect("view lock").addrs.values() {
+            if !targets.contains(addr) {
+                targets.push(addr.clone());
+            }
+        }
+        let calls = targets.into_iter().map(|addr| async move {
+            let result = async {
+                let mut client = self.client(&addr)?;
+                let mut req = tonic::Request::new(StatusRequest {});
+                req.set_timeout(Duration::from_secs(1));
+                client.status(req).await.map_err(|s| ClusterError::Unavailable(s.to_string()))
+            }
+            .await;
+            (addr, result.map(|r| r.into_inner()))
+        });
+        let replies = futures::future::join_all(calls).await;
+
+        let mut view = self.view.write().expect("view lock");
+        // Highest term wins when nodes disagree about a group's leader.
+        let mut best: HashMap<GroupId, (u64, NodeId)> = HashMap::new();
+        let mut reachable = HashMap::new();
+        for (addr, reply) in replies {
+            match reply {
+                Ok(status) => {
+                    reachable.insert(status.node_id, true);
+                    view.addrs.entry(status.node_id).or_insert(addr);
+                    if view.map.is_none() && !status.cluster_map.is_empty() {
+                        if let Ok(map) = serde_json::from_slice::<ClusterMap>(&status.cluster_map) {
+                            info!(groups = map.groups.len(), nodes = map.nodes.len(), "learned the cluster map");
+                            view.ring = Some(build_ring(&map));
+                            for n in &map.nodes {
+                                view.addrs.insert(n.id, n.addr.clone());
+                            }
+                            view.map = Some(map);
+                        }
+                    }
+                    for g in status.groups {
+                        if g.leader_id != 0 && best.get(&g.group_id).is_none_or(|(t, _)| g.term > *t) {
+                            best.insert(g.group_id, (g.term, g.leader_id));
+                        }
+                    }
+                }
+                Err(e) => {
+                    if let Some(id) = view.addrs.iter().find(|(_, a)| **a == addr).map(|(id, _)| *id) {
+                        reachable.insert(id, false);
+                    }
+                    debug!(%addr, "status failed: {e}");
+                }
+            }
+        }
+        for (group, (_, leader)) in best {
+            view.leaders.insert(group, leader);
+        }
+        view.reachable = reachable;
+    }
+
+    /// `Ok` when the map is known and every group has a reachable leader.
+    pub fn readiness(&self) -> Result<(), String> {
+        let view = self.view.read().expect("view lock");
+        let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;
+        for g in &map.groups {
+            match view.leaders.get(&g.id) {
+                Some(l) if view.reachable.get(l).copied().unwrap_or(false) => {}
+                Some(l) => return Err(format!("the leader ({l}) of group {} is unreachable", g.id)),
+                None => return Err(format!("group {} has no known leader", g.id)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The cluster map, once learned.
+    pub fn map(&self) -> Option<ClusterMap> {
+        self.view.read().expect("view lock").map.clone()
+    }
+
+    /// Known leaders and reachability of nodes.
+    pub fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>) {
+        let view = self.view.read().expect("view lock");
+        (view.leaders.clone(), view.reachable.clone())
+    }
+
+    /// The data group that owns a routing key.
+    pub fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
+        let view = self.view.read().expect("view lock");
+        let ring = view.ring.as_ref().ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
+        ring.get(&routing_key).map(|(g, _)| *g).ok_or_else(|| ClusterError::Unavailable("no data groups".into()))
+    }
+
+    /// Every data group.
+    pub fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {
+        self.map()
+            .map(|m| m.data_groups())
+            .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
+    }
+
+    /// Candidate nodes for a group: preferred first, then the cached leader, then members.
+    fn candidates(&self, group: GroupId, preferred: Option<NodeId>) -> Vec<(NodeId, String)> {
+        let view = self.view.read().expect("view lock");
+        let mut order: Vec<NodeId> = Vec::new();
+        order.extend(preferred);
+        order.extend(view.leaders.get(&group).copied());
+        match view.map.as_ref().and_then(|m| m.groups.iter().find(|g| g.id == group)) {
+            Some(g) => order.extend(g.members.iter().copied()),
+            None => order.extend(view.addrs.keys().copied()),
+        }
+        let mut seen = Vec::new();
+        order
+            .into_iter()
+            .filter(|id| {
+                let fresh = !seen.contains(id);
+                seen.push(*id);
+                fresh
+            })
+            .filter_map(|id| view.addrs.get(&id).map(|a| (id, a.clone())))
+            .collect()
+    }
+
+    fn note_leader(&self, group: GroupId, node: NodeId) {
+        let mut view = self.view.write().expect("view lock");
+        if view.leaders.get(&group) != Some(&node) {
+            view.leaders.insert(group, node);
+        }
+    }
+
+    /// Proposes a write to a group's leader.
+    pub async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
+        let bytes = serde_json::to_vec(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        self.call(group, None, false, |mut client| {
+            let req = WriteRequest { group_id: group, operation: bytes.clone(), consistency: consistency as i32 };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.write(req).await
+            }
+        })
+        .await
+    }
+
+    /// Reads from a group with a consistency mode; `replica` picks the node for `one`.
+    pub async fn read(
+        &self,
+        group: GroupId,
+        query: &Query,
+        consistency: Consistency,
+        replica: Option<NodeId>,
+    ) -> Result<Served<QueryResult>, ClusterError> {
+        let bytes = serde_json::to_vec(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let any_replica = consistency == Consistency::One;
+        self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
+            let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.read(req).await
+            }
+        })
+        .await
+    }
+
+    /// Runs `attempt` against candidates until one answers, following leader hints,
+    /// until the router's deadline.
+    async fn call<T, F, Fut>(
+        &self,
+        group: GroupId,
+        preferred: Option<NodeId>,
+        any_replica: bool,
+        attempt: F,
+    ) -> Result<Served<T>, ClusterError>
+    where
+        T: DeserializeOwned + Serialize,
+        F: Fn(DataServiceClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
+    {
+        let deadline = Instant::now() + self.deadline;
+        let mut last_error = String::from("no node answered");
+        let mut round = 0u32;
+        loop {
+            for target in self.candidates(group, preferred) {
+                let client = self.client(&target.1)?;
+                match attempt(client).await {
+                    Ok(reply) => {
+                        let reply = reply.into_inner();
+                        match reply.outcome {
+                            Some(Outcome::Ok(bytes)) => {
+                                if !any_replica {
+                                    self.note_leader(group, reply.served_by);
+                                }
+                                let value = serde_json::from_slice(&bytes)
+                                    .map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
+                                return Ok(Served { value, group, node: reply.served_by });
+                            }
+                            Some(Outcome::NotLeader(nl)) => {
+                                last_error = format!("group {group} is electing a leader");
+                                if nl.leader_id != 0 && nl.leader_id != target.0 {
+                                    self.note_leader(group, nl.leader_id);
+                                    // Go straight to the hinted leader on the next attempt.
+                                    if let Ok(Some(next)) = self.try_hint(group, nl.leader_id, &nl.leader_addr, &attempt).await {
+                                        return Ok(next);
+                                    }
+                                }
+                            }
+                            Some(Outcome::Failure(f)) => match FailureKind::parse(&f.kind) {
+                                FailureKind::NotAppliedEverywhere => {
+                                    return Err(ClusterError::NotAppliedEverywhere(f.message));
+                                }
+                                FailureKind::BadRequest => return Err(ClusterError::BadRequest(f.message)),
+                                FailureKind::Storage => return Err(ClusterError::Storage(f.message)),
+                                FailureKind::UnknownGroup | FailureKind::Unavailable => last_error = f.message,
+                            },
+                            None => last_error = "empty reply".into(),
+                        }
+                    }
+                    Err(status) => {
+                        last_error = format!("node {} unreachable: {}", target.0, status.message());
+                        let mut view = self.view.write().expect("view lock");
+                        view.reachable.insert(target.0, false);
+                        if view.leaders.get(&group) == Some(&target.0) {
+                            view.leaders.remove(&group);
+                        }
+                    }
+                }
+                if Instant::now() >= deadline {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(ClusterError::Unavailable(format!(
+                    "group {group} did not answer within {:?}: {last_error}",
+                    self.deadline
+                )));
+            }
+            round += 1;
+            tokio::time::sleep(Duration::from_millis((50 * round as u64).min(300))).await;
+        }
+    }
+
+    /// One attempt at a hinted leader; `Ok(None)` when it did not serve.
+    async fn try_hint<T, F, Fut>(
+        &self,
+        group: GroupId,
+        leader: NodeId,
+        addr: &str,
+        attempt: &F,
+    ) -> Result<Option<Served<T>>, ClusterError>
+    where
+        T: DeserializeOwned,
+        F: Fn(DataServiceClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
+    {
+        let addr = {
+            let view = self.view.read().expect("view lock");
+            view.addrs.get(&leader).cloned().unwrap_or_else(|| addr.to_string())
+        };
+        let Ok(reply) = attempt(self.client(&addr)?).await else { return Ok(None) };
+        let reply = reply.into_inner();
+        match reply.outcome {
+            Some(Outcome::Ok(bytes)) => {
+                let value = serde_json::from_slice(&bytes).map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
+                Ok(Some(Served { value, group, node: reply.served_by }))
+            }
+            Some(Outcome::Failure(f)) if FailureKind::parse(&f.kind) == FailureKind::NotAppliedEverywhere => {
+                Err(ClusterError::NotAppliedEverywhere(f.message))
+            }
+            Some(Outcome::Failure(f)) if FailureKind::parse(&f.kind) == FailureKind::BadRequest => {
+                Err(ClusterError::BadRequest(f.message))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads from the meta group.
+    pub async fn meta_read(&self, query: &Query) -> Result<QueryResult, ClusterError> {
+        Ok(self.read(META_GROUP, query, Consistency::Quorum, None).await?.value)
+    }
+
+    /// Writes to the meta group.
+    pub async fn meta_write(&self, op: &Operation) -> Result<Response, ClusterError> {
+        Ok(self.write(META_GROUP, op, Consistency::Quorum).await?.value)
+    }
+}
+
+fn build_ring(map: &ClusterMap) -> HashRing<(GroupId, u32)> {
+    let mut ring = HashRing::new();
+    for g in map.data_groups() {
+        for point in 0..RING_POINTS_PER_GROUP {
+            ring.add((g, point));
+        }
+    }
+    ring
+}

@@ -1,0 +1,170 @@
+//! Router configuration: defaults, an optional TOML file, then `SERVICE_*`
+//! variables (flat names below, or nested ones with `__`, e.g.
+//! `SERVICE_AUTH__SESSION_TIMEOUT`).
+
+use std::path::Path;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Everything the router reads at start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RouterConfig {
+    pub server: ServerSection,
+    pub cluster: ClusterSection,
+    pub auth: AuthSection,
+    pub replication: ReplicationSection,
+    pub kv: KvSection,
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerSection {
+    pub host: String,
+    pub port: u16,
+    /// Seconds a routed call may take, retries included.
+    pub request_timeout: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ClusterSection {
+    /// Node gRPC addresses to learn the cluster from: `host:port` or `id=host:port`,
+    /// as a list or one comma-separated string.
+    pub nodes: NodeList,
+}
+
+/// Seed nodes as a TOML list or a comma-separated string.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NodeList {
+    List(Vec<String>),
+    Csv(String),
+}
+
+impl Default for NodeList {
+    fn default() -> Self {
+        NodeList::Csv("127.0.0.1:9190".into())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuthSection {
+    /// Seconds a login token stays valid.
+    pub session_timeout: u64,
+    pub admin_username: Option<String>,
+    pub admin_password: Option<String>,
+    pub admin_email: Option<String>,
+    /// Serve anonymous reads while no user exists (logged as a warning each time).
+    pub open_bootstrap: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplicationSection {
+    /// Default consistency of a request without `X-Consistency`.
+    pub consistency_level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KvSection {
+    pub max_key_bytes: usize,
+    pub max_value_bytes: usize,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection { host: "0.0.0.0".into(), port: 9090, request_timeout: 30 }
+    }
+}
+
+impl Default for AuthSection {
+    fn default() -> Self {
+        AuthSection {
+            session_timeout: 3600,
+            admin_username: None,
+            admin_password: None,
+            admin_email: None,
+            open_bootstrap: false,
+        }
+    }
+}
+
+impl Default for ReplicationSection {
+    fn default() -> Self {
+        ReplicationSection { consistency_level: "quorum".into() }
+    }
+}
+
+impl Default for KvSection {
+    fn default() -> Self {
+        KvSection { max_key_bytes: 1024, max_value_bytes: 1024 * 1024 }
+    }
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            server: ServerSection::default(),
+            cluster: ClusterSection::default(),
+            auth: AuthSection::default(),
+            replication: ReplicationSection::default(),
+            kv: KvSection::default(),
+            log_level: "info".into(),
+        }
+    }
+}
+
+const FLAT_ALIASES: &[(&str, &str)] = &[
+    ("host", "server.host"),
+    ("port", "server.port"),
+    ("request_timeout", "server.request_timeout"),
+    ("nodes", "cluster.nodes"),
+    ("session_timeout", "auth.session_timeout"),
+    ("admin_username", "auth.admin_username"),
+    ("admin_password", "auth.admin_password"),
+    ("admin_email", "auth.admin_email"),
+    ("open_bootstrap", "auth.open_bootstrap"),
+    ("consistency_level", "replication.consistency_level"),
+    ("max_key_bytes", "kv.max_key_bytes"),
+    ("max_value_bytes", "kv.max_value_bytes"),
+    ("log_level", "log_level"),
+];
+
+impl RouterConfig {
+    /// Loads defaults, then the TOML file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
+        let mut fig = Figment::from(Serialized::defaults(RouterConfig::default()));
+        if let Some(path) = file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(Env::prefixed("SERVICE_").map(|key| {
+            let key = key.as_str();
+            match FLAT_ALIASES.iter().find(|(flat, _)| flat.eq_ignore_ascii_case(key)) {
+                Some((_, nested)) => (*nested).into(),
+                None => key.replace("__", ".").into(),
+            }
+        }));
+        Ok(fig.extract()?)
+    }
+
+    /// The seed node addresses, with ids where given.
+    pub fn seeds(&self) -> Vec<(Option<u64>, String)> {
+        let items: Vec<String> = match &self.cluster.nodes {
+            NodeList::List(v) => v.clone(),
+            NodeList::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+        };
+        items
+            .into_iter()
+            .map(|item| match item.split_once('=') {
+                Some((id, addr)) => (id.trim().parse().ok(), addr.trim().to_string()),
+                None => (None, item),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,32 @@
+//! `GET /api/v1/admin/cluster`: nodes, their reachability, and each group's
+//! leader and members as this router sees them.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The cluster as this router sees it.
+pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    let (leaders, reachable) = state.cluster.leaders_and_liveness();
+    let nodes: Vec<Value> = map
+        .nodes
+        .iter()
+        .map(|n| json!({"id": n.id, "addr": n.addr, "reachable": reachable.get(&n.id).copied().unwrap_or(false)}))
+        .collect();
+    let groups: Vec<Value> = map
+        .groups
+        .iter()
+        .map(|g| json!({"id": g.id, "leader": leaders.get(&g.id), "members": g.members}))
+        .collect();
+    Ok(Json(json!({
+        "nodes": nodes,
+        "groups": groups,
+        "sharding": {"strategy": map.strategy, "shard_count": map.data_groups().len()},
+        "replication_factor": map.replication_factor,
+    })))
+}

@@ -1,0 +1,197 @@
+//! Key-value routes. A key's shard is found on the hash ring; prefix listing,
+//! counting and deletion fan out to every data group and merge.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query as QueryParams, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
+use tessera_api::meta::Role;
+
+use super::{JsonBody, ReadPrefs, served_headers};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Most entries one list call returns.
+const MAX_LIST_LIMIT: usize = 100_000;
+const DEFAULT_LIST_LIMIT: usize = 1_000;
+
+fn require_writer(caller: &Caller) -> Result<(), ApiError> {
+    match caller.role() {
+        Role::Admin | Role::Operator => Ok(()),
+        Role::Viewer => Err(ApiError::Forbidden("the viewer role cannot write data".into())),
+    }
+}
+
+fn check_key(state: &AppState, key: &str) -> Result<(), ApiError> {
+    if key.is_empty() {
+        return Err(ApiError::BadRequest("key must not be empty".into()));
+    }
+    let max = state.config.kv.max_key_bytes;
+    if key.len() > max {
+        return Err(ApiError::BadRequest(format!("key is {} bytes; the limit is {max}", key.len())));
+    }
+    Ok(())
+}
+
+fn unexpected<T: std::fmt::Debug>(other: T) -> ApiError {
+    ApiError::Internal(format!("unexpected reply from the cluster: {other:?}"))
+}
+
+/// `POST /api/v1/kv/keys {key, value, ttl?}`.
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<KvPutRequest>,
+) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
+    require_writer(&caller)?;
+    check_key(&state, &req.key)?;
+    let size = serde_json::to_vec(&req.value).map(|v| v.len()).unwrap_or(usize::MAX);
+    let max = state.config.kv.max_value_bytes;
+    if size > max {
+        return Err(ApiError::BadRequest(format!("value is {size} bytes of JSON; the limit is {max}")));
+    }
+    if req.ttl == Some(0) {
+        return Err(ApiError::BadRequest("ttl must be at least 1 second (omit it for no expiry)".into()));
+    }
+    let group = state.cluster.group_for(&req.key)?;
+    let op = Operation::Kv(KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl });
+    let served = state.cluster.write(group, &op, prefs.consistency).await?;
+    match &served.value {
+        Response::KvEntry(e) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/kv/keys/{key}`.
+pub async fn get(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(key): Path<String>,
+) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
+    check_key(&state, &key)?;
+    let group = state.cluster.group_for(&key)?;
+    let served = state.cluster.read(group, &Query::KvGet { key: key.clone() }, prefs.consistency, prefs.replica).await?;
+    match &served.value {
+        QueryResult::KvEntry(Some(e)) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
+        QueryResult::KvEntry(None) => Err(ApiError::NotFound(format!("key not found: {key}"))),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// `DELETE /api/v1/kv/keys/{key}`: 404 when there was no live key.
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(key): Path<String>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    check_key(&state, &key)?;
+    let group = state.cluster.group_for(&key)?;
+    let served = state.cluster.write(group, &Operation::Kv(KvOp::Delete { key: key.clone() }), prefs.consistency).await?;
+    match &served.value {
+        Response::Deleted(0) => Err(ApiError::NotFound(format!("key not found: {key}"))),
+        Response::Deleted(_) => Ok((served_headers(&served), Json(json!({"deleted": true, "key": key})))),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// Query string of list, count and prefix deletion.
+#[derive(Debug, Deserialize)]
+pub struct PrefixParams {
+    prefix: Option<String>,
+    limit: Option<usize>,
+}
+
+fn params(p: Result<QueryParams<PrefixParams>, QueryRejection>) -> Result<PrefixParams, ApiError> {
+    p.map(|QueryParams(p)| p).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
+}
+
+/// `GET /api/v1/kv/keys?prefix=&limit=`: entries of every shard merged in key order.
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+) -> Result<Json<KvListResponse>, ApiError> {
+    let p = params(p)?;
+    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if limit > MAX_LIST_LIMIT {
+        return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
+    }
+    let query = Query::KvList { prefix: p.prefix.unwrap_or_default(), limit };
+    let mut entries: Vec<KvEntry> = Vec::new();
+    let mut total = 0;
+    for result in fan_out_read(&state, &query, &prefs).await? {
+        match result {
+            QueryResult::KvList { entries: e, total: t } => {
+                entries.extend(e);
+                total += t;
+            }
+            other => return Err(unexpected(other)),
+        }
+    }
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    entries.truncate(limit);
+    let now = now_ms();
+    Ok(Json(KvListResponse { keys: entries.into_iter().map(|e| KvEntryView::from_entry(e, now)).collect(), total }))
+}
+
+/// `GET /api/v1/kv/count?prefix=`.
+pub async fn count(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let prefix = params(p)?.prefix.unwrap_or_default();
+    let mut count = 0;
+    for result in fan_out_read(&state, &Query::KvCount { prefix: prefix.clone() }, &prefs).await? {
+        match result {
+            QueryResult::Count(n) => count += n,
+            other => return Err(unexpected(other)),
+        }
+    }
+    Ok(Json(json!({"count": count, "prefix": prefix})))
+}
+
+/// `DELETE /api/v1/kv/keys?prefix=`: removes every key with the prefix on every shard.
+pub async fn delete_prefix(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let prefix = params(p)?
+        .prefix
+        .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
+    let op = Operation::Kv(KvOp::DeletePrefix { prefix: prefix.clone() });
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| state.cluster.write(*g, &op, prefs.consistency));
+    let mut deleted = 0;
+    for result in futures::future::join_all(calls).await {
+        match result?.value {
+            Response::Deleted(n) => deleted += n,
+            other => return Err(unexpected(other)),
+        }
+    }
+    Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
+}
+
+async fn fan_out_read(state: &AppState, query: &Query, prefs: &ReadPrefs) -> Result<Vec<QueryResult>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| state.cluster.read(*g, query, prefs.consistency, prefs.replica));
+    futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.map(|served| served.value).map_err(ApiError::from))
+        .collect()
+}

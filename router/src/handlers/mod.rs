@@ -1,0 +1,79 @@
+//! HTTP handlers, one module per resource, thin over the cluster client, plus
+//! the extractors they share.
+
+pub mod admin;
+pub mod auth;
+pub mod health;
+pub mod kv;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
+use serde::de::DeserializeOwned;
+use tessera_api::NodeId;
+use tessera_api::rpc::Consistency;
+
+use crate::cluster::Served;
+use crate::error::ApiError;
+use crate::state::{AppState, parse_consistency};
+
+/// A JSON body whose every failure (unreadable, too large, malformed, wrong
+/// shape) becomes a JSON [`ApiError`].
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge(format!("request body too large: {e}"))
+            } else {
+                ApiError::BadRequest(format!("unreadable request body: {e}"))
+            }
+        })?;
+        if bytes.is_empty() {
+            return Err(ApiError::BadRequest("a JSON request body is required".into()));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// `X-Consistency` (default from configuration) and `X-Tessera-Replica`.
+pub struct ReadPrefs {
+    pub consistency: Consistency,
+    /// With `one`, the node whose local state should answer.
+    pub replica: Option<NodeId>,
+}
+
+impl FromRequestParts<AppState> for ReadPrefs {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let consistency = match parts.headers.get("x-consistency") {
+            Some(v) => v.to_str().ok().and_then(parse_consistency).ok_or_else(|| {
+                ApiError::BadRequest("X-Consistency must be one of: one, quorum, all".into())
+            })?,
+            None => state.default_consistency,
+        };
+        let replica = match parts.headers.get("x-tessera-replica") {
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or_else(|| ApiError::BadRequest("X-Tessera-Replica must be a node id".into()))?,
+            ),
+            None => None,
+        };
+        Ok(ReadPrefs { consistency, replica })
+    }
+}
+
+/// Headers naming the group and node that served a routed call.
+pub fn served_headers<T>(served: &Served<T>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert("x-tessera-group", HeaderValue::from(served.group));
+    h.insert("x-tessera-node", HeaderValue::from(served.node));
+    h
+}
