@@ -82,6 +82,13 @@ start_router() {
 wait_ready() {
   local deadline=$((SECONDS + ${TESSERA_READY_TIMEOUT:-120}))
   until curl -fsS "$URL/readyz" >/dev/null 2>&1; do
+    for name in node-1 node-2 node-3 router; do
+      if ! running "$name"; then
+        log "$name exited during start-up; its log ($DATA/logs/$name.log) ends with:"
+        tail -n 15 "$DATA/logs/$name.log" >&2 || true
+        exit 1
+      fi
+    done
     if ((SECONDS > deadline)); then
       log "cluster not ready after ${TESSERA_READY_TIMEOUT:-120}s: $(curl -sS "$URL/readyz" 2>&1 || true)"
       log "logs: $DATA/logs"

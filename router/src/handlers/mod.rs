@@ -33,8 +33,12 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
                 ApiError::BadRequest(format!("unreadable request body: {e}"))
             }
         })?;
-        if bytes.is_empty() {
-            return Err(ApiError::BadRequest("a JSON request body is required".into()));
+        // Every request body of the interface is a JSON object (serde would
+        // otherwise also take a struct from an array).
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => return Err(ApiError::BadRequest("a JSON request body is required".into())),
+            Some(b'{') => {}
+            Some(_) => return Err(ApiError::BadRequest("the request body must be a JSON object".into())),
         }
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
     }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs Tessera's whole test suite: unit tests, the openraft storage suite, and the
+# black-box cluster tests (real tessera-node and tessera-router processes on
+# 127.0.0.1). Installs the build prerequisites first when they are missing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
+"$ROOT/deploy/prerequisites.sh"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "cargo-nextest not found; installing it" >&2
+  cargo install --locked cargo-nextest
+fi
+start=$SECONDS
+# The cluster tests start the binaries, so build them first.
+cargo build --workspace --bins
+cargo nextest run --workspace --profile ci "$@"
+echo "test suite finished in $((SECONDS - start)) s"
