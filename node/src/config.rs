@@ -7,7 +7,7 @@
 //! `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
 //! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
 //! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
-//! `SERVICE_RAFT_SNAPSHOT_LOGS`.
+//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`.
 
 use std::path::{Path, PathBuf};
 
@@ -119,11 +119,13 @@ pub struct RaftSection {
     pub election_max_ms: u64,
     /// Build a snapshot after this many applied entries since the last one.
     pub snapshot_logs: u64,
+    /// Log entries kept behind a snapshot for slow followers before purging.
+    pub keep_logs: u64,
 }
 
 impl Default for RaftSection {
     fn default() -> Self {
-        RaftSection { heartbeat_ms: 200, election_min_ms: 1000, election_max_ms: 2000, snapshot_logs: 5000 }
+        RaftSection { heartbeat_ms: 200, election_min_ms: 1000, election_max_ms: 2000, snapshot_logs: 5000, keep_logs: 500 }
     }
 }
 
@@ -140,6 +142,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("raft_election_min_ms", "raft.election_min_ms"),
     ("raft_election_max_ms", "raft.election_max_ms"),
     ("raft_snapshot_logs", "raft.snapshot_logs"),
+    ("raft_keep_logs", "raft.keep_logs"),
     ("log_level", "log_level"),
 ];
 

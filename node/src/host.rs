@@ -90,7 +90,7 @@ impl Host {
                 election_timeout_min: cfg.raft.election_min_ms,
                 election_timeout_max: cfg.raft.election_max_ms,
                 snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
-                max_in_snapshot_log_to_keep: 500,
+                max_in_snapshot_log_to_keep: cfg.raft.keep_logs,
                 snapshot_max_chunk_size: 1024 * 1024,
                 install_snapshot_timeout: 10_000,
                 ..Default::default()

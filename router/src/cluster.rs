@@ -195,11 +195,14 @@ impl Cluster {
             .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
     }
 
-    /// Candidate nodes for a group: preferred first, then the cached leader, then members.
+    /// Candidate nodes for a group: only the preferred node when one is named,
+    /// otherwise the cached leader first, then the members.
     fn candidates(&self, group: GroupId, preferred: Option<NodeId>) -> Vec<(NodeId, String)> {
         let view = self.view.read().expect("view lock");
+        if let Some(node) = preferred {
+            return view.addrs.get(&node).map(|a| vec![(node, a.clone())]).unwrap_or_default();
+        }
         let mut order: Vec<NodeId> = Vec::new();
-        order.extend(preferred);
         order.extend(view.leaders.get(&group).copied());
         match view.map.as_ref().and_then(|m| m.groups.iter().find(|g| g.id == group)) {
             Some(g) => order.extend(g.members.iter().copied()),

@@ -259,7 +259,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             db.write_opt(batch, &w)?;
             save_snapshot(db, group, meta, &bytes)
         };
-        install().map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e).into())
+        install().map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");
+        Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, RaftStorageError> {
