@@ -40,7 +40,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         no_users_503(what, resp)?;
     }
 
-    // A second router provisions the admin.
+    // Open bootstrap (opt-in): anonymous reads are served while no user exists;
+    // writes still are not.
+    let (_, open) = c.start_router(&[("SERVICE_OPEN_BOOTSTRAP", "true")]).await?;
+    let anon = open.anonymous();
+    anon.get("/api/v1/kv/count?prefix=auth-").await?.ensure_status(200).context("open-bootstrap read")?;
+    no_users_503("open-bootstrap write", anon.kv_put("auth-open", json!(1), None).await?)?;
+
+    // Another router provisions the admin.
     let (_, r2) = c
         .start_router(&[("SERVICE_ADMIN_USERNAME", ADMIN_USER), ("SERVICE_ADMIN_PASSWORD", ADMIN_PASSWORD)])
         .await?;

@@ -1,1 +1,33 @@
-//! Placeholder until the engine lands.
+//! Tessera document model: pure functions over `serde_json::Value` documents.
+//!
+//! * [`filter`]: MongoDB-style filters compiled once ([`Filter::parse`]) and
+//!   evaluated cheaply per document ([`Filter::matches`]), plus index hints.
+//! * [`order`]: the total order of JSON values used by range operators and sorting.
+//! * [`sort`]: multi-key sort specifications ([`SortSpec`]) and [`compare`].
+//! * [`schema`]: JSON-schema-style validation ([`Schema`]).
+//! * [`path`]: dotted-path access ([`get_path`]).
+//! * [`update`]: `$set` / `$unset` / `$inc` updates ([`apply_set`], [`apply_update`]).
+//!
+//! Nothing here does I/O; the storage layer calls these functions. No function
+//! panics on any input: malformed input is reported through [`FilterError`] or
+//! [`SchemaError`].
+
+pub mod error;
+pub mod filter;
+pub mod order;
+pub mod path;
+pub mod schema;
+pub mod sort;
+pub mod update;
+
+pub use error::{FilterError, SchemaError};
+pub use filter::{Bound, Filter, matches};
+pub use order::{compare_values, type_rank, values_equal};
+pub use path::get_path;
+pub use schema::Schema;
+pub use sort::{Direction, SortKey, SortSpec, compare, sort_documents};
+pub use update::{apply_inc, apply_set, apply_unset, apply_update};
+
+/// Maximum nesting depth accepted in filters, schemas and compared values.
+/// Deeper input is rejected (filters, schemas) rather than risking stack exhaustion.
+pub const MAX_DEPTH: usize = 64;

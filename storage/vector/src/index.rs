@@ -1,0 +1,254 @@
+//! The public HNSW index: ids, upserts, soft deletes and filtered search.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::brute::top_k;
+use crate::graph::Graph;
+use crate::level::level_for;
+use crate::search::{Cand, Visited};
+use crate::{Metric, VectorError};
+
+/// Construction and search parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HnswParams {
+    /// Links per node on upper layers; layer 0 keeps up to `2 · m`. At least 2.
+    pub m: usize,
+    /// Candidate-list size while inserting. At least 1.
+    pub ef_construction: usize,
+    /// Default candidate-list size for searches (raised to `k` when smaller).
+    pub ef_search: usize,
+    /// Seed for level assignment; replicas must share it.
+    pub seed: u64,
+}
+
+impl Default for HnswParams {
+    fn default() -> Self {
+        HnswParams { m: 16, ef_construction: 200, ef_search: 64, seed: 0 }
+    }
+}
+
+/// One search result.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// Record id.
+    pub id: u64,
+    /// Raw metric distance (smaller is nearer); see [`crate::score`].
+    pub distance: f32,
+}
+
+/// Fraction of the graph a restricted search may evaluate before it falls
+/// back to an exact scan (denominator).
+const BUDGET_DIVISOR: usize = 2;
+
+/// Hierarchical navigable small-world index over `(u64 id, vector)` records.
+///
+/// Deterministic: a node's level is a pure function of `(seed, id)`, ties are
+/// broken by insertion order and no hash-map iteration is involved, so two
+/// indexes that receive the same operations in the same order hold the same
+/// graph and answer every query identically.
+///
+/// Deletes are soft: a deleted node stays in the graph for navigation but is
+/// never returned. An upsert of an existing id with a different vector
+/// soft-deletes the old node and appends a new one (same id, same level).
+/// Tombstones are only reclaimed by [`HnswIndex::compacted`].
+#[derive(Debug, Clone)]
+pub struct HnswIndex {
+    params: HnswParams,
+    graph: Graph,
+    /// External id of each node.
+    ids: Vec<u64>,
+    /// Soft-delete flag of each node.
+    deleted: Vec<bool>,
+    /// Live id → node.
+    by_id: BTreeMap<u64, u32>,
+}
+
+impl HnswIndex {
+    /// Creates an empty index for `dim`-dimensional vectors.
+    ///
+    /// Fails with [`VectorError::InvalidParams`] if `dim == 0`, `m < 2`
+    /// (or absurdly large), `ef_construction == 0` or `ef_search == 0`.
+    pub fn new(dim: usize, metric: Metric, params: HnswParams) -> Result<Self, VectorError> {
+        let invalid = |msg: &str| Err(VectorError::InvalidParams(msg.to_owned()));
+        if dim == 0 {
+            return invalid("dim must be at least 1");
+        }
+        if !(2..=4096).contains(&params.m) {
+            return invalid("m must be between 2 and 4096");
+        }
+        if params.ef_construction == 0 {
+            return invalid("ef_construction must be at least 1");
+        }
+        if params.ef_search == 0 {
+            return invalid("ef_search must be at least 1");
+        }
+        Ok(HnswIndex {
+            params,
+            graph: Graph::new(dim, metric, params.m, params.ef_construction),
+            ids: Vec::new(),
+            deleted: Vec::new(),
+            by_id: BTreeMap::new(),
+        })
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.graph.dim
+    }
+
+    /// Distance metric.
+    pub fn metric(&self) -> Metric {
+        self.graph.metric
+    }
+
+    /// Parameters the index was created with.
+    pub fn params(&self) -> &HnswParams {
+        &self.params
+    }
+
+    /// Number of live (not deleted) records.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// `true` when no live record exists.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Number of soft-deleted graph nodes still kept for navigation.
+    pub fn tombstones(&self) -> usize {
+        self.graph.len() - self.by_id.len()
+    }
+
+    /// `true` if `id` is live.
+    pub fn contains(&self, id: u64) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// Stored vector of a live id (unit length under [`Metric::Cosine`]).
+    pub fn get(&self, id: u64) -> Option<&[f32]> {
+        self.by_id.get(&id).map(|&node| self.graph.vector(node))
+    }
+
+    /// Live records in ascending id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[f32])> + '_ {
+        self.by_id.iter().map(|(&id, &node)| (id, self.graph.vector(node)))
+    }
+
+    /// Inserts or replaces the vector of `id`.
+    ///
+    /// Re-inserting a live id with a bit-identical (prepared) vector is a
+    /// no-op; otherwise the old node is soft-deleted and a new node is linked
+    /// in. Fails without changing the index on a wrong dimension, a NaN or
+    /// infinite component, a zero vector under cosine, or a full index.
+    pub fn insert(&mut self, id: u64, vector: &[f32]) -> Result<(), VectorError> {
+        let prepared = self.metric().prepare(vector, self.dim())?;
+        if let Some(&old) = self.by_id.get(&id) {
+            if self.graph.vector(old) == prepared.as_slice() {
+                return Ok(());
+            }
+        }
+        if self.graph.len() >= u32::MAX as usize {
+            return Err(VectorError::CapacityExceeded);
+        }
+        self.insert_prepared(id, &prepared);
+        Ok(())
+    }
+
+    fn insert_prepared(&mut self, id: u64, prepared: &[f32]) {
+        if let Some(old) = self.by_id.remove(&id) {
+            self.deleted[old as usize] = true;
+        }
+        let level = level_for(self.params.seed, id, self.params.m);
+        let node = self.graph.add_node(prepared, level);
+        self.ids.push(id);
+        self.deleted.push(false);
+        self.by_id.insert(id, node);
+    }
+
+    /// Soft-deletes `id`. Returns `false` if it was not live.
+    pub fn delete(&mut self, id: u64) -> bool {
+        match self.by_id.remove(&id) {
+            Some(node) => {
+                self.deleted[node as usize] = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Returns up to `k` live records nearest to `query`, nearest first
+    /// (ties by node age, i.e. deterministic).
+    ///
+    /// `ef` overrides [`HnswParams::ef_search`] and is raised to at least `k`.
+    /// `filter`, if given, is applied during the graph walk: rejected and
+    /// soft-deleted nodes are traversed but never returned, and the walk
+    /// widens until it holds `ef` accepted nodes. When the walk would have
+    /// to evaluate more than half the graph, or comes back with fewer than
+    /// `k` hits, the search switches to an exact scan of the accepted
+    /// records, so `k` hits are returned whenever `k` records match.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: Option<usize>,
+        filter: Option<&dyn Fn(u64) -> bool>,
+    ) -> Result<Vec<Hit>, VectorError> {
+        let query = self.metric().prepare(query, self.dim())?;
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some((entry, top)) = self.graph.entry else {
+            return Ok(Vec::new());
+        };
+        let nodes = self.graph.len();
+        let accept = |node: u32| {
+            !self.deleted[node as usize] && filter.is_none_or(|f| f(self.ids[node as usize]))
+        };
+        let restricted = filter.is_some() || self.tombstones() > 0;
+        let ef = ef.unwrap_or(self.params.ef_search).max(k);
+
+        let mut ep = Cand { dist: self.graph.dist(&query, entry), node: entry };
+        for layer in (1..=top).rev() {
+            ep = self.graph.greedy(&query, ep, layer);
+        }
+        let budget = restricted.then_some(nodes / BUDGET_DIVISOR);
+        let mut visited = Visited::new(nodes);
+        let found = self.graph.search_layer(&query, &[ep], ef, 0, accept, budget, &mut visited);
+
+        let enough = found.hits.len() >= k.min(self.len());
+        let hits = if found.over_budget || (restricted && found.hits.len() < k) || !enough {
+            let all = (0..nodes as u32).filter(|&n| accept(n));
+            top_k(all.map(|n| Cand { dist: self.graph.dist(&query, n), node: n }), k)
+        } else {
+            found.hits
+        };
+        Ok(hits
+            .into_iter()
+            .take(k)
+            .map(|c| Hit { id: self.ids[c.node as usize], distance: c.dist })
+            .collect())
+    }
+
+    /// A fresh index holding only the live records, re-inserted in their
+    /// original order; drops all tombstones. Deterministic.
+    pub fn compacted(&self) -> HnswIndex {
+        let mut out = HnswIndex {
+            params: self.params,
+            graph: Graph::new(self.dim(), self.metric(), self.params.m, self.params.ef_construction),
+            ids: Vec::with_capacity(self.len()),
+            deleted: Vec::with_capacity(self.len()),
+            by_id: BTreeMap::new(),
+        };
+        for node in 0..self.graph.len() as u32 {
+            if !self.deleted[node as usize] {
+                out.insert_prepared(self.ids[node as usize], self.graph.vector(node));
+            }
+        }
+        out
+    }
+}
