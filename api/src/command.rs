@@ -13,6 +13,7 @@ use crate::meta::{ClusterMap, SessionRecord, UserRecord};
 pub enum Operation {
     Kv(KvOp),
     Meta(MetaOp),
+    Object(crate::object::ObjectOp),
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.
@@ -60,6 +61,18 @@ pub enum Response {
     Deleted(u64),
     /// Whether a conditional meta write took effect.
     Applied(bool),
+    /// The command broke a rule of its engine and changed nothing.
+    Rejected { kind: RejectKind, message: String },
+    /// Stored object metadata after a commit.
+    Object(crate::object::ObjectMeta),
+}
+
+/// Why an engine refused a command (mapped to an HTTP status by the router).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RejectKind {
+    NotFound,
+    Conflict,
+    Invalid,
 }
 
 /// Reads a group answers.
@@ -74,6 +87,7 @@ pub enum Query {
     UserById { id: String },
     UserCount,
     Session { token_hash: String },
+    Object(crate::object::ObjectQuery),
 }
 
 /// Answers to [`Query`].
@@ -85,6 +99,7 @@ pub enum QueryResult {
     ClusterMap(Option<ClusterMap>),
     User(Option<UserRecord>),
     Session(Option<SessionRecord>),
+    Object(crate::object::ObjectQueryResult),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

@@ -4,11 +4,15 @@
 //! - [`command`]: what a Raft group replicates (operations, commands) and the
 //!   queries it answers, with their results.
 //! - [`meta`]: records of the meta group (cluster map, users, sessions).
+//! - [`object`]: the object store's operations and records.
 //! - [`rpc`]: the tonic code generated from `proto/tessera.proto`, plus helpers.
 
+pub mod b64;
+pub mod codec;
 pub mod command;
 pub mod http;
 pub mod meta;
+pub mod object;
 pub mod rpc;
 
 /// The release version reported by `/health`.

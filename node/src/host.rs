@@ -92,6 +92,9 @@ impl Host {
                 snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
                 max_in_snapshot_log_to_keep: cfg.raft.keep_logs,
                 snapshot_max_chunk_size: 1024 * 1024,
+                // AppendEntries must finish within one heartbeat interval in openraft 0.9;
+                // bound the payload (object chunks are 256 KiB each).
+                max_payload_entries: 32,
                 install_snapshot_timeout: 10_000,
                 ..Default::default()
             }

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
-use tessera_api::{GroupId, NodeId};
+use tessera_api::{GroupId, NodeId, codec};
 use tessera_storage::TypeConfig;
 use tonic::transport::{Channel, Endpoint};
 
@@ -95,7 +95,7 @@ impl PeerLink {
         let client = self.client.as_mut().ok_or_else(|| {
             RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address")))
         })?;
-        let payload = serde_json::to_vec(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload });
         req.set_timeout(option.hard_ttl());
         let reply = match kind {
@@ -104,7 +104,7 @@ impl PeerLink {
             Kind::Snapshot => client.install_snapshot(req).await,
         }
         .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?;
-        let result: Result<Resp, RaftError<NodeId, E>> = serde_json::from_slice(&reply.into_inner().payload)
+        let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.into_inner().payload)
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }

@@ -12,6 +12,7 @@ use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, NotLeader, RaftMessage, ReadRequest,
     StatusReply, StatusRequest, WriteRequest,
 };
+use tessera_api::codec;
 use tonic::{Request, Response, Status};
 
 use crate::host::{Host, HostError};
@@ -23,11 +24,11 @@ pub struct NodeService {
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
-    serde_json::from_slice(bytes).map_err(|e| Status::invalid_argument(format!("undecodable payload: {e}")))
+    codec::decode(bytes).map_err(|e| Status::invalid_argument(format!("undecodable payload: {e}")))
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, Status> {
-    serde_json::to_vec(value).map_err(|e| Status::internal(format!("encoding reply: {e}")))
+    codec::encode(value).map_err(|e| Status::internal(format!("encoding reply: {e}")))
 }
 
 impl NodeService {
@@ -52,7 +53,7 @@ impl NodeService {
     }
 }
 
-fn bad_request(e: serde_json::Error) -> Outcome {
+fn bad_request(e: codec::CodecError) -> Outcome {
     Outcome::Failure(Failure::new(FailureKind::BadRequest, format!("undecodable request: {e}")))
 }
 
@@ -82,7 +83,7 @@ impl DataService for NodeService {
     async fn write(&self, req: Request<WriteRequest>) -> Result<Response<DataReply>, Status> {
         let w = req.into_inner();
         let consistency = Consistency::try_from(w.consistency).unwrap_or(Consistency::Quorum);
-        match serde_json::from_slice(&w.operation) {
+        match codec::decode(&w.operation) {
             Ok(op) => self.reply(self.host.write(w.group_id, op, consistency).await),
             Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
         }
@@ -91,7 +92,7 @@ impl DataService for NodeService {
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<DataReply>, Status> {
         let r = req.into_inner();
         let consistency = Consistency::try_from(r.consistency).unwrap_or(Consistency::Quorum);
-        match serde_json::from_slice(&r.query) {
+        match codec::decode(&r.query) {
             Ok(q) => self.reply(self.host.read(r.group_id, &q, consistency).await),
             Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
         }

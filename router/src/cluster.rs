@@ -7,7 +7,6 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use hashring::HashRing;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::meta::ClusterMap;
@@ -16,7 +15,7 @@ use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
     Consistency, DataReply, FailureKind, MAX_MESSAGE_BYTES, ReadRequest, StatusRequest, WriteRequest,
 };
-use tessera_api::{GroupId, META_GROUP, NodeId};
+use tessera_api::{GroupId, META_GROUP, NodeId, codec};
 use tonic::transport::{Channel, Endpoint};
 use tracing::{debug, info};
 
@@ -127,7 +126,7 @@ impl Cluster {
                     reachable.insert(status.node_id, true);
                     view.addrs.entry(status.node_id).or_insert(addr);
                     if view.map.is_none() && !status.cluster_map.is_empty() {
-                        if let Ok(map) = serde_json::from_slice::<ClusterMap>(&status.cluster_map) {
+                        if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
                             info!(groups = map.groups.len(), nodes = map.nodes.len(), "learned the cluster map");
                             view.ring = Some(build_ring(&map));
                             for n in &map.nodes {
@@ -229,7 +228,7 @@ impl Cluster {
 
     /// Proposes a write to a group's leader.
     pub async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
-        let bytes = serde_json::to_vec(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         self.call(group, None, false, |mut client| {
             let req = WriteRequest { group_id: group, operation: bytes.clone(), consistency: consistency as i32 };
             async move {
@@ -249,7 +248,7 @@ impl Cluster {
         consistency: Consistency,
         replica: Option<NodeId>,
     ) -> Result<Served<QueryResult>, ClusterError> {
-        let bytes = serde_json::to_vec(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let bytes = codec::encode(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         let any_replica = consistency == Consistency::One;
         self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
             let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
@@ -272,7 +271,7 @@ impl Cluster {
         attempt: F,
     ) -> Result<Served<T>, ClusterError>
     where
-        T: DeserializeOwned + Serialize,
+        T: DeserializeOwned,
         F: Fn(DataServiceClient<Channel>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
     {
@@ -290,7 +289,7 @@ impl Cluster {
                                 if !any_replica {
                                     self.note_leader(group, reply.served_by);
                                 }
-                                let value = serde_json::from_slice(&bytes)
+                                let value = codec::decode(&bytes)
                                     .map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
                                 return Ok(Served { value, group, node: reply.served_by });
                             }
@@ -360,7 +359,7 @@ impl Cluster {
         let reply = reply.into_inner();
         match reply.outcome {
             Some(Outcome::Ok(bytes)) => {
-                let value = serde_json::from_slice(&bytes).map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
+                let value = codec::decode(&bytes).map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
                 Ok(Some(Served { value, group, node: reply.served_by }))
             }
             Some(Outcome::Failure(f)) if FailureKind::parse(&f.kind) == FailureKind::NotAppliedEverywhere => {

@@ -17,7 +17,21 @@ pub struct RouterConfig {
     pub auth: AuthSection,
     pub replication: ReplicationSection,
     pub kv: KvSection,
+    pub objects: ObjectsSection,
     pub log_level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ObjectsSection {
+    /// Largest object a PUT may store; larger bodies get 413.
+    pub max_object_bytes: u64,
+}
+
+impl Default for ObjectsSection {
+    fn default() -> Self {
+        ObjectsSection { max_object_bytes: 256 * 1024 * 1024 }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -115,6 +129,7 @@ impl Default for RouterConfig {
             auth: AuthSection::default(),
             replication: ReplicationSection::default(),
             kv: KvSection::default(),
+            objects: ObjectsSection::default(),
             log_level: "info".into(),
         }
     }
@@ -133,6 +148,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("consistency_level", "replication.consistency_level"),
     ("max_key_bytes", "kv.max_key_bytes"),
     ("max_value_bytes", "kv.max_value_bytes"),
+    ("max_object_bytes", "objects.max_object_bytes"),
     ("log_level", "log_level"),
 ];
 

@@ -18,6 +18,10 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    RangeNotSatisfiable(String),
     #[error(
         "no users are provisioned: restart a router with SERVICE_ADMIN_USERNAME and SERVICE_ADMIN_PASSWORD set \
          to create the first admin (or SERVICE_OPEN_BOOTSTRAP=true for anonymous reads)"
@@ -40,6 +44,8 @@ impl ApiError {
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
+            ApiError::RangeNotSatisfiable(_) => (StatusCode::RANGE_NOT_SATISFIABLE, "RANGE_NOT_SATISFIABLE"),
             ApiError::NotProvisioned => (StatusCode::SERVICE_UNAVAILABLE, "NOT_PROVISIONED"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::NotAppliedEverywhere(_) => (StatusCode::GATEWAY_TIMEOUT, "NOT_APPLIED_EVERYWHERE"),
@@ -67,5 +73,22 @@ impl From<crate::cluster::ClusterError> for ApiError {
             C::Unavailable(m) => ApiError::Unavailable(m),
             C::UnexpectedReply(m) | C::Storage(m) => ApiError::Internal(m),
         }
+    }
+}
+
+impl ApiError {
+    /// The error for a command its engine refused.
+    pub fn rejected(kind: tessera_api::command::RejectKind, message: String) -> Self {
+        use tessera_api::command::RejectKind as K;
+        match kind {
+            K::NotFound => ApiError::NotFound(message),
+            K::Conflict => ApiError::Conflict(message),
+            K::Invalid => ApiError::BadRequest(message),
+        }
+    }
+
+    /// The error for a reply of an unexpected shape.
+    pub fn unexpected<T: std::fmt::Debug>(other: T) -> Self {
+        ApiError::Internal(format!("unexpected reply from the cluster: {other:?}"))
     }
 }

@@ -37,7 +37,7 @@ struct Cli {
 
 /// Every route of `/api/v1` and the probes.
 fn routes(state: AppState) -> Router {
-    use handlers::{admin, auth, health, kv};
+    use handlers::{admin, auth, health, kv, object};
     let body_limit = state.config.kv.max_value_bytes + state.config.kv.max_key_bytes + 64 * 1024;
     Router::new()
         .route("/health", get(health::health))
@@ -49,6 +49,13 @@ fn routes(state: AppState) -> Router {
         .route("/api/v1/kv/keys/{*key}", get(kv::get).delete(kv::delete))
         .route("/api/v1/kv/count", get(kv::count))
         .route("/api/v1/admin/cluster", get(admin::cluster))
+        .route("/api/v1/objects/buckets", get(object::list_buckets).post(object::create_bucket))
+        .route("/api/v1/objects/buckets/{bucket}", get(object::bucket_stats).delete(object::drop_bucket))
+        .route("/api/v1/objects/buckets/{bucket}/objects", get(object::list_objects))
+        .route(
+            "/api/v1/objects/buckets/{bucket}/object/{*key}",
+            get(object::get_object).head(object::head_object).put(object::put_object).delete(object::delete_object),
+        )
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)

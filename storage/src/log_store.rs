@@ -14,6 +14,8 @@ use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use tessera_api::codec;
+
 use crate::keys::{self, CF_LOG, CF_RAFT};
 use crate::types::{RaftStorageError, TypeConfig};
 
@@ -79,7 +81,7 @@ impl LogStore {
                 if !k.starts_with(&keys::group_prefix(self.group)) {
                     return Ok(None);
                 }
-                Ok(Some(serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?))
+                Ok(Some(codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?))
             }
             None => Ok(None),
         }
@@ -107,7 +109,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             if !range.contains(&index) {
                 break;
             }
-            out.push(serde_json::from_slice(&v).map_err(|e| StorageIOError::read_logs(&e))?);
+            out.push(codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?);
         }
         Ok(out)
     }
@@ -154,7 +156,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = WriteBatch::default();
         let log_cf = cf(&self.db, CF_LOG);
         for entry in entries {
-            let bytes = serde_json::to_vec(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
+            let bytes = codec::encode(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
             batch.put_cf(log_cf, keys::log_key(self.group, entry.log_id.index), bytes);
         }
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;

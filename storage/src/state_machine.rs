@@ -15,7 +15,7 @@ use openraft::{
 use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 
-use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, space};
+use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
 use crate::error::{Result, StorageError};
 use crate::keys::{self, CF_DATA, CF_RAFT};
 use crate::types::{RaftStorageError, TypeConfig};
@@ -58,6 +58,7 @@ impl GroupReader {
             Query::Session { token_hash } => {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
+            Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
         })
     }
 
@@ -84,6 +85,9 @@ impl StateMachine {
             Operation::Kv(op) => KvEngine.apply(&mut Tx::new(db, group, space::KV, batch), cmd.issued_at_ms, op),
             Operation::Meta(op) => {
                 MetaEngine.apply(&mut Tx::new(db, group, space::META, batch), cmd.issued_at_ms, op)
+            }
+            Operation::Object(op) => {
+                ObjectEngine.apply(&mut Tx::new(db, group, space::OBJECT, batch), cmd.issued_at_ms, op)
             }
         }
     }

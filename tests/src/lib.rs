@@ -128,6 +128,8 @@ pub struct Resp {
     pub json: Value,
     /// Raw body text.
     pub text: String,
+    /// Raw body bytes.
+    pub body: Vec<u8>,
 }
 
 impl Resp {
@@ -308,7 +310,7 @@ impl Http {
         let bytes = resp.bytes().await.with_context(|| format!("{method} {url}: reading body"))?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok(Resp { status, headers, json, text })
+        Ok(Resp { status, headers, json, text, body: bytes.to_vec() })
     }
 
     /// `GET path`.
@@ -754,7 +756,7 @@ impl Cluster {
             ("SERVICE_GRPC_ADDR".into(), format!("127.0.0.1:{}", n.port)),
             ("SERVICE_DATA_DIR".into(), n.data_dir.display().to_string()),
             ("SERVICE_SHARD_COUNT".into(), shards),
-            ("SERVICE_RAFT_HEARTBEAT_MS".into(), "150".into()),
+            ("SERVICE_RAFT_HEARTBEAT_MS".into(), "200".into()),
             ("SERVICE_RAFT_ELECTION_MIN_MS".into(), "1000".into()),
             ("SERVICE_RAFT_ELECTION_MAX_MS".into(), "2000".into()),
             ("SERVICE_LOG_LEVEL".into(), level),

@@ -9,9 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
-use tessera_api::meta::Role;
 
-use super::{JsonBody, ReadPrefs, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -20,12 +19,6 @@ use crate::state::AppState;
 const MAX_LIST_LIMIT: usize = 100_000;
 const DEFAULT_LIST_LIMIT: usize = 1_000;
 
-fn require_writer(caller: &Caller) -> Result<(), ApiError> {
-    match caller.role() {
-        Role::Admin | Role::Operator => Ok(()),
-        Role::Viewer => Err(ApiError::Forbidden("the viewer role cannot write data".into())),
-    }
-}
 
 fn check_key(state: &AppState, key: &str) -> Result<(), ApiError> {
     if key.is_empty() {

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod auth;
 pub mod health;
 pub mod kv;
+pub mod object;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -80,4 +81,12 @@ pub fn served_headers<T>(served: &Served<T>) -> HeaderMap {
     h.insert("x-tessera-group", HeaderValue::from(served.group));
     h.insert("x-tessera-node", HeaderValue::from(served.node));
     h
+}
+
+/// Admins and operators write data; viewers only read.
+pub fn require_writer(caller: &crate::auth::Caller) -> Result<(), ApiError> {
+    match caller.role() {
+        tessera_api::meta::Role::Admin | tessera_api::meta::Role::Operator => Ok(()),
+        tessera_api::meta::Role::Viewer => Err(ApiError::Forbidden("the viewer role cannot write data".into())),
+    }
 }

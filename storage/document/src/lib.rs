@@ -11,6 +11,25 @@
 //! Nothing here does I/O; the storage layer calls these functions. No function
 //! panics on any input: malformed input is reported through [`FilterError`] or
 //! [`SchemaError`].
+//!
+//! ```
+//! use serde_json::json;
+//! use tessera_document::{Filter, Schema, SortSpec, apply_update, sort_documents};
+//!
+//! let filter = Filter::parse(&json!({"age": {"$gte": 18}, "tags": {"$contains": "admin"}})).unwrap();
+//! assert!(filter.matches(&json!({"age": 30, "tags": ["admin"]})));
+//!
+//! let mut docs = vec![json!({"n": 2}), json!({"n": 1})];
+//! sort_documents(&mut docs, &SortSpec::parse(&json!({"n": 1})).unwrap());
+//! assert_eq!(docs[0]["n"], 1);
+//!
+//! let schema = Schema::parse(&json!({"type": "object", "required": ["n"]})).unwrap();
+//! assert_eq!(schema.validate(&json!({})), Err(vec!["$.n: required property is missing".to_string()]));
+//!
+//! let mut doc = json!({"n": 1});
+//! apply_update(&mut doc, &json!({"$set": {"a.b": true}, "$inc": {"n": 1}})).unwrap();
+//! assert_eq!(doc, json!({"n": 2, "a": {"b": true}}));
+//! ```
 
 pub mod error;
 pub mod filter;

@@ -169,10 +169,22 @@ mod tests {
         assert_eq!(compare_values(&json!(1), &json!(1.0)), Ordering::Equal);
         assert_eq!(compare_values(&json!(1), &json!(1.5)), Ordering::Less);
         assert_eq!(compare_values(&json!(-1), &json!(-1.5)), Ordering::Greater);
-        assert_eq!(compare_values(&json!(u64::MAX), &json!(i64::MAX)), Ordering::Greater);
-        assert_eq!(compare_values(&json!(i64::MIN), &json!(-1e300)), Ordering::Greater);
-        assert_eq!(compare_values(&json!(i64::MAX), &json!(1e300)), Ordering::Less);
-        assert!(values_equal(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        assert_eq!(
+            compare_values(&json!(u64::MAX), &json!(i64::MAX)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_values(&json!(i64::MIN), &json!(-1e300)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_values(&json!(i64::MAX), &json!(1e300)),
+            Ordering::Less
+        );
+        assert!(values_equal(
+            &json!({"a": [1, 2.0]}),
+            &json!({"a": [1.0, 2]})
+        ));
         assert!(!values_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
     }
 }

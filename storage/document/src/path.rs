@@ -26,7 +26,10 @@ pub(crate) fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
                 } else {
                     None
                 };
-                Ok(Segment { key: s.to_string(), index })
+                Ok(Segment {
+                    key: s.to_string(),
+                    index,
+                })
             }
         })
         .collect()

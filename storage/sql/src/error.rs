@@ -16,6 +16,7 @@ pub enum ErrorCode {
     IndexNotFound,
     IndexExists,
     ColumnExists,
+    ConstraintNotFound,
     Unsupported,
     TransactionError,
     QueryTimeout,
@@ -37,6 +38,7 @@ impl ErrorCode {
             ErrorCode::IndexNotFound => "INDEX_NOT_FOUND",
             ErrorCode::IndexExists => "INDEX_EXISTS",
             ErrorCode::ColumnExists => "COLUMN_EXISTS",
+            ErrorCode::ConstraintNotFound => "CONSTRAINT_NOT_FOUND",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::TransactionError => "TRANSACTION_ERROR",
             ErrorCode::QueryTimeout => "QUERY_TIMEOUT",
@@ -84,7 +86,7 @@ macro_rules! ctor {
 }
 ctor!(parse => ParseError, table_not_found => TableNotFound, column_not_found => ColumnNotFound,
     type_mismatch => TypeMismatch, constraint => ConstraintViolation, unsupported => Unsupported,
-    internal => Internal, storage => Storage);
+    internal => Internal);
 
 /// Converts a sqlparser error, extracting "Line: x, Column: y" when present.
 pub(crate) fn from_parser(e: sqlparser::parser::ParserError) -> SqlError {

@@ -1,1 +1,372 @@
-//! Placeholder until the engine lands.
+//! Tessera SQL engine: parses requests with `sqlparser`, keeps a catalog, tables and indexes in an
+//! ordered key-value view ([`KvRead`]) and returns the writes a request produces as a [`WriteSet`].
+//!
+//! Value output (see [`value::Value::to_json`]): integers and floats are JSON numbers, DECIMAL is a
+//! JSON string holding the exact value, DATE/TIME/TIMESTAMP/UUID are strings, BLOB is a `\x`-prefixed
+//! lowercase hex string, JSON columns are emitted as their JSON value, NULL is null.
+//!
+//! Error codes: out-of-range numbers and too-long strings are `TYPE_MISMATCH`; constraint failures
+//! (NOT NULL, UNIQUE, PRIMARY KEY, REFERENCES, CHECK) are `CONSTRAINT_VIOLATION`.
+
+mod access;
+pub mod catalog;
+mod ddl;
+mod dml;
+pub mod encoding;
+pub mod error;
+mod eval;
+mod exec;
+mod functions;
+pub mod mem;
+mod parser;
+mod query;
+mod store;
+pub mod types;
+pub mod value;
+
+pub use error::{ErrorCode, Position, SqlError};
+
+use exec::{Exec, RowSet};
+use serde::Serialize;
+use sqlparser::ast::{ObjectType, Statement};
+use std::cell::{Cell, RefCell};
+use store::Overlay;
+
+/// Ordered byte-key view of one database's key space (keys are relative to it).
+pub trait KvRead {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, SqlError>;
+    /// Calls f(key, value) for keys in [start, end) in ascending order until f returns false.
+    fn scan(&self, start: &[u8], end: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(), SqlError>;
+}
+
+/// Writes produced by executing statements, in order; applied atomically by the caller.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct WriteSet {
+    pub ops: Vec<WriteOp>,
+}
+
+/// One write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+/// Per-request execution settings.
+#[derive(Debug, Clone)]
+pub struct ExecContext {
+    /// Leader-fixed Unix ms time for anything time-dependent (the only clock used).
+    pub now_ms: i64,
+    /// Extra rows are cut and the result flagged truncated.
+    pub max_result_rows: usize,
+    /// Reads only: exceeded → `QUERY_TIMEOUT`.
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Default for ExecContext {
+    fn default() -> Self {
+        ExecContext { now_ms: 0, max_result_rows: 100_000, deadline: None }
+    }
+}
+
+/// Outcome of [`execute`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecOutcome {
+    pub result: QueryResult,
+    pub writes: WriteSet,
+}
+
+/// Result of the last statement that returns rows; when none does, an empty result whose
+/// `rows_affected` is the total of rows inserted/updated/deleted by the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<serde_json::Value>>,
+    pub row_count: usize,
+    pub rows_affected: u64,
+    pub truncated: bool,
+}
+
+/// Table list entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableSummary {
+    pub name: String,
+    pub columns: usize,
+    pub rows: u64,
+}
+
+/// Column description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnSchema {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: String,
+    pub nullable: bool,
+    pub default: Option<String>,
+    pub primary_key: bool,
+    pub unique: bool,
+}
+
+/// Index description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexSchema {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// "BTREE" or "HASH".
+    pub method: String,
+}
+
+/// Constraint description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConstraintSchema {
+    pub name: String,
+    /// PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK.
+    pub kind: String,
+    pub definition: String,
+}
+
+/// Table schema as returned by `GET /api/v1/tables/:name`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableSchema {
+    pub name: String,
+    pub columns: Vec<ColumnSchema>,
+    pub indexes: Vec<IndexSchema>,
+    pub constraints: Vec<ConstraintSchema>,
+}
+
+fn is_read_stmt(s: &Statement) -> bool {
+    matches!(
+        s,
+        Statement::Query(_) | Statement::ShowTables { .. } | Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. }
+    ) || matches!(s, Statement::Explain { statement, .. } if matches!(**statement, Statement::Query(_)))
+}
+
+/// True when every statement is a read (SELECT / SHOW TABLES / EXPLAIN SELECT / transaction control).
+pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
+    Ok(parser::parse_statements(sql)?.iter().all(is_read_stmt))
+}
+
+enum StmtOut {
+    Rows(RowSet),
+    Affected(u64),
+}
+
+impl<'a> Exec<'a> {
+    fn new(store: &'a dyn KvRead, params: &[serde_json::Value], ctx: &'a ExecContext, read_only: bool) -> Self {
+        Exec {
+            kv: Overlay::new(store),
+            params: params.iter().map(value::Value::from_json).collect(),
+            ctx,
+            check_deadline: read_only,
+            trace: RefCell::new(Vec::new()),
+            rows_scanned: Cell::new(0),
+            work: Cell::new(0),
+            ctes: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn exec_stmt(&mut self, s: &Statement) -> Result<StmtOut, SqlError> {
+        use error::unsupported;
+        Ok(match s {
+            Statement::Query(q) => StmtOut::Rows(self.run_query(q, None)?),
+            Statement::Insert(ins) => StmtOut::Affected(self.insert(ins)?),
+            Statement::Update { table, assignments, from, selection, returning, limit, .. } => {
+                if returning.is_some() || limit.is_some() {
+                    return Err(unsupported("UPDATE ... RETURNING/LIMIT is not supported"));
+                }
+                StmtOut::Affected(self.update(table, assignments, from.is_some(), selection.as_ref())?)
+            }
+            Statement::Delete(d) => StmtOut::Affected(self.delete(d)?),
+            Statement::CreateTable(ct) => {
+                self.create_table(ct)?;
+                StmtOut::Affected(0)
+            }
+            Statement::CreateIndex(ci) => {
+                self.create_index(ci)?;
+                StmtOut::Affected(0)
+            }
+            Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
+                self.drop_tables(names, *if_exists)?;
+                StmtOut::Affected(0)
+            }
+            Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
+                self.drop_index(names, *if_exists)?;
+                StmtOut::Affected(0)
+            }
+            Statement::AlterTable { name, if_exists, operations, .. } => {
+                self.alter_table(name, *if_exists, operations)?;
+                StmtOut::Affected(0)
+            }
+            Statement::Vacuum(v) => {
+                if let Some(n) = &v.table_name {
+                    self.load_table(&exec::object_name(n))?;
+                }
+                StmtOut::Affected(0)
+            }
+            Statement::ShowTables { .. } => {
+                let rows = catalog::all_tables(&self.kv)?.into_iter().map(|t| vec![value::Value::Text(t.name)]).collect();
+                StmtOut::Rows(RowSet { cols: vec!["table_name".into()], rows })
+            }
+            Statement::Explain { statement, analyze: false, .. } => match &**statement {
+                Statement::Query(q) => {
+                    self.trace.borrow_mut().clear();
+                    self.run_query(q, None)?;
+                    let rows = self.trace.borrow().iter().map(|l| vec![value::Value::Text(l.clone())]).collect();
+                    StmtOut::Rows(RowSet { cols: vec!["plan".into()], rows })
+                }
+                _ => return Err(unsupported("EXPLAIN supports SELECT only")),
+            },
+            other => {
+                let text = other.to_string();
+                let head: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                return Err(unsupported(format!("statement not supported: {head}")));
+            }
+        })
+    }
+}
+
+/// Executes one request (one or several `;`-separated statements) against `store`.
+///
+/// BEGIN…COMMIT applies atomically; ROLLBACK discards everything since BEGIN; any failing
+/// statement fails the whole request (no writes at all); a request ending inside an open
+/// transaction fails with `TRANSACTION_ERROR`. Reads see the request's own earlier writes.
+pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx: &ExecContext) -> Result<ExecOutcome, SqlError> {
+    let stmts = parser::parse_statements(sql)?;
+    if stmts.is_empty() {
+        return Err(error::parse("empty query"));
+    }
+    let read_only = stmts.iter().all(is_read_stmt);
+    let mut ex = Exec::new(store, params, ctx, read_only);
+    let mut snapshot: Option<std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>>> = None;
+    let mut last_rows: Option<RowSet> = None;
+    let mut affected = 0u64;
+    let mut tx_affected = 0u64;
+    for s in &stmts {
+        match s {
+            Statement::StartTransaction { .. } => {
+                if snapshot.is_some() {
+                    return Err(SqlError::new(ErrorCode::TransactionError, "there is already a transaction in progress"));
+                }
+                snapshot = Some(ex.kv.writes.clone());
+                tx_affected = 0;
+            }
+            Statement::Commit { .. } => {
+                snapshot = None;
+            }
+            Statement::Rollback { savepoint, .. } => {
+                if savepoint.is_some() {
+                    return Err(error::unsupported("savepoints are not supported"));
+                }
+                if let Some(w) = snapshot.take() {
+                    ex.kv.writes = w;
+                    affected -= tx_affected.min(affected);
+                }
+            }
+            other => match ex.exec_stmt(other)? {
+                StmtOut::Rows(r) => last_rows = Some(r),
+                StmtOut::Affected(n) => {
+                    affected += n;
+                    tx_affected += n;
+                }
+            },
+        }
+    }
+    if snapshot.is_some() {
+        return Err(SqlError::new(
+            ErrorCode::TransactionError,
+            "transaction was not committed (missing COMMIT); all its changes were rolled back",
+        ));
+    }
+    let mut result = QueryResult { rows_affected: affected, ..Default::default() };
+    if let Some(rs) = last_rows {
+        let truncated = rs.rows.len() > ctx.max_result_rows;
+        result.columns = rs.cols;
+        result.rows = rs.rows.iter().take(ctx.max_result_rows).map(|r| r.iter().map(|v| v.to_json()).collect()).collect();
+        result.row_count = result.rows.len();
+        result.truncated = truncated;
+    }
+    let writes = if read_only { WriteSet::default() } else { ex.kv.into_write_set() };
+    Ok(ExecOutcome { result, writes })
+}
+
+/// Access paths chosen while running a read-only request, one line per base-table access
+/// (e.g. `INDEX SCAN t USING t_a_idx (a)`, `PK LOOKUP ...`, `FULL SCAN t`), followed by
+/// `rows scanned: N`.
+pub fn explain(store: &dyn KvRead, sql: &str) -> Result<String, SqlError> {
+    let stmts = parser::parse_statements(sql)?;
+    let ctx = ExecContext::default();
+    let mut ex = Exec::new(store, &[], &ctx, true);
+    for s in &stmts {
+        ex.exec_stmt(s)?;
+    }
+    let mut out = ex.trace.borrow().join("\n");
+    out.push_str(&format!("\nrows scanned: {}", ex.rows_scanned.get()));
+    Ok(out)
+}
+
+/// Lists tables with their column count and row count.
+pub fn list_tables(store: &dyn KvRead) -> Result<Vec<TableSummary>, SqlError> {
+    let kv = Overlay::new(store);
+    let mut out = Vec::new();
+    for t in catalog::all_tables(&kv)? {
+        let mut n = 0u64;
+        let p = encoding::rows_prefix(t.id);
+        kv.scan(&p, &encoding::prefix_end(&p), &mut |_, _| {
+            n += 1;
+            Ok(true)
+        })?;
+        out.push(TableSummary { name: t.name.clone(), columns: t.columns.len(), rows: n });
+    }
+    Ok(out)
+}
+
+/// Describes one table.
+pub fn describe_table(store: &dyn KvRead, name: &str) -> Result<TableSchema, SqlError> {
+    let kv = Overlay::new(store);
+    let key = if catalog::get_table(&kv, name)?.is_some() { name.to_string() } else { name.to_lowercase() };
+    let t = catalog::get_table(&kv, &key)?.ok_or_else(|| error::table_not_found(format!("table \"{name}\" does not exist")))?;
+    let columns = t
+        .columns
+        .iter()
+        .map(|c| ColumnSchema {
+            name: c.name.clone(),
+            data_type: if c.serial { "SERIAL".into() } else { c.ty.name() },
+            nullable: c.nullable && !t.primary_key.contains(&c.name),
+            default: c.default.clone(),
+            primary_key: t.primary_key.contains(&c.name),
+            unique: t.primary_key == [c.name.clone()] || t.indexes.iter().any(|i| i.unique && i.columns == [c.name.clone()]),
+        })
+        .collect();
+    let indexes = t
+        .indexes
+        .iter()
+        .map(|i| IndexSchema {
+            name: i.name.clone(),
+            columns: i.columns.clone(),
+            unique: i.unique,
+            method: match i.method {
+                catalog::IndexMethod::BTree => "BTREE".into(),
+                catalog::IndexMethod::Hash => "HASH".into(),
+            },
+        })
+        .collect();
+    let mut constraints = Vec::new();
+    if !t.primary_key.is_empty() {
+        constraints.push(ConstraintSchema { name: t.pk_name.clone(), kind: "PRIMARY KEY".into(), definition: format!("PRIMARY KEY ({})", t.primary_key.join(", ")) });
+    }
+    for i in t.indexes.iter().filter(|i| i.constraint) {
+        constraints.push(ConstraintSchema { name: i.name.clone(), kind: "UNIQUE".into(), definition: format!("UNIQUE ({})", i.columns.join(", ")) });
+    }
+    for f in &t.foreign_keys {
+        constraints.push(ConstraintSchema {
+            name: f.name.clone(),
+            kind: "FOREIGN KEY".into(),
+            definition: format!("FOREIGN KEY ({}) REFERENCES {}({})", f.columns.join(", "), f.ref_table, f.ref_columns.join(", ")),
+        });
+    }
+    for c in &t.checks {
+        constraints.push(ConstraintSchema { name: c.name.clone(), kind: "CHECK".into(), definition: format!("CHECK ({})", c.expr) });
+    }
+    Ok(TableSchema { name: t.name, columns, indexes, constraints })
+}

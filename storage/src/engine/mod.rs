@@ -4,6 +4,7 @@
 
 pub mod kv;
 pub mod meta;
+pub mod object;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use crate::keys::{self, CF_DATA};
 pub mod space {
     pub const KV: u8 = 1;
     pub const META: u8 = 2;
+    pub const OBJECT: u8 = 3;
 }
 
 /// One engine: applies its operations deterministically.

@@ -80,7 +80,12 @@ impl Graph {
         &block[1..1 + block[0] as usize]
     }
 
-    fn set_neighbors(&mut self, node: u32, layer: usize, links: impl ExactSizeIterator<Item = u32>) {
+    fn set_neighbors(
+        &mut self,
+        node: u32,
+        layer: usize,
+        links: impl ExactSizeIterator<Item = u32>,
+    ) {
         let block = if layer == 0 {
             let start = node as usize * (1 + self.m0);
             &mut self.base[start..start + 1 + self.m0]
@@ -112,7 +117,10 @@ impl Graph {
         };
 
         let mut visited = Visited::new(self.len());
-        let mut ep = Cand { dist: self.dist(vector, entry), node: entry };
+        let mut ep = Cand {
+            dist: self.dist(vector, entry),
+            node: entry,
+        };
         for layer in (level + 1..=top).rev() {
             ep = self.greedy(vector, ep, layer);
         }
@@ -120,9 +128,19 @@ impl Graph {
         for layer in (0..=level.min(top)).rev() {
             visited.clear();
             let found = self
-                .search_layer(vector, &entries, self.ef_construction, layer, |_| true, None, &mut visited)
+                .search_layer(
+                    vector,
+                    &entries,
+                    self.ef_construction,
+                    layer,
+                    |_| true,
+                    None,
+                    &mut visited,
+                )
                 .hits;
-            let chosen = self.select_heuristic(&found, self.m);
+            // Like FAISS, a new node may take up to 2·m links on layer 0.
+            let cap = if layer == 0 { self.m0 } else { self.m };
+            let chosen = self.select_heuristic(&found, cap);
             self.set_neighbors(node, layer, chosen.iter().map(|c| c.node));
             for c in &chosen {
                 self.link_back(c.node, node, c.dist, layer);
@@ -149,7 +167,10 @@ impl Graph {
         let base = self.vector(target);
         let mut cands: Vec<Cand> = current
             .iter()
-            .map(|&n| Cand { dist: self.metric.distance(base, self.vector(n)), node: n })
+            .map(|&n| Cand {
+                dist: self.metric.distance(base, self.vector(n)),
+                node: n,
+            })
             .collect();
         cands.push(Cand { dist, node: new });
         cands.sort_unstable();

@@ -10,7 +10,8 @@ use crate::level::level_for;
 use crate::search::{Cand, Visited};
 use crate::{Metric, VectorError};
 
-/// Construction and search parameters.
+/// Construction and search parameters. Defaults: `m = 16`,
+/// `ef_construction = 200`, `ef_search = 128`, `seed = 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HnswParams {
@@ -19,6 +20,8 @@ pub struct HnswParams {
     /// Candidate-list size while inserting. At least 1.
     pub ef_construction: usize,
     /// Default candidate-list size for searches (raised to `k` when smaller).
+    /// Default 128: on hard (random, 64-d) data it gives recall@10 ≈ 0.97,
+    /// where 64 gives ≈ 0.90; real embeddings usually need less.
     pub ef_search: usize,
     /// Seed for level assignment; replicas must share it.
     pub seed: u64,
@@ -26,7 +29,12 @@ pub struct HnswParams {
 
 impl Default for HnswParams {
     fn default() -> Self {
-        HnswParams { m: 16, ef_construction: 200, ef_search: 64, seed: 0 }
+        HnswParams {
+            m: 16,
+            ef_construction: 200,
+            ef_search: 128,
+            seed: 0,
+        }
     }
 }
 
@@ -38,10 +46,6 @@ pub struct Hit {
     /// Raw metric distance (smaller is nearer); see [`crate::score`].
     pub distance: f32,
 }
-
-/// Fraction of the graph a restricted search may evaluate before it falls
-/// back to an exact scan (denominator).
-const BUDGET_DIVISOR: usize = 2;
 
 /// Hierarchical navigable small-world index over `(u64 id, vector)` records.
 ///
@@ -136,7 +140,9 @@ impl HnswIndex {
 
     /// Live records in ascending id order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[f32])> + '_ {
-        self.by_id.iter().map(|(&id, &node)| (id, self.graph.vector(node)))
+        self.by_id
+            .iter()
+            .map(|(&id, &node)| (id, self.graph.vector(node)))
     }
 
     /// Inserts or replaces the vector of `id`.
@@ -147,10 +153,9 @@ impl HnswIndex {
     /// infinite component, a zero vector under cosine, or a full index.
     pub fn insert(&mut self, id: u64, vector: &[f32]) -> Result<(), VectorError> {
         let prepared = self.metric().prepare(vector, self.dim())?;
-        if let Some(&old) = self.by_id.get(&id) {
-            if self.graph.vector(old) == prepared.as_slice() {
-                return Ok(());
-            }
+        let unchanged = self.by_id.get(&id).map(|&old| self.graph.vector(old));
+        if unchanged == Some(prepared.as_slice()) {
+            return Ok(());
         }
         if self.graph.len() >= u32::MAX as usize {
             return Err(VectorError::CapacityExceeded);
@@ -187,10 +192,11 @@ impl HnswIndex {
     /// `ef` overrides [`HnswParams::ef_search`] and is raised to at least `k`.
     /// `filter`, if given, is applied during the graph walk: rejected and
     /// soft-deleted nodes are traversed but never returned, and the walk
-    /// widens until it holds `ef` accepted nodes. When the walk would have
-    /// to evaluate more than half the graph, or comes back with fewer than
-    /// `k` hits, the search switches to an exact scan of the accepted
-    /// records, so `k` hits are returned whenever `k` records match.
+    /// widens until it holds `ef` accepted nodes. When the walk grows
+    /// costlier than an exact scan of the accepted records (judged from the
+    /// acceptance rate seen so far, so very selective filters switch early),
+    /// or comes back with fewer than `k` hits, the search switches to that
+    /// exact scan, so `k` hits are returned whenever `k` records match.
     pub fn search(
         &self,
         query: &[f32],
@@ -212,25 +218,39 @@ impl HnswIndex {
         let restricted = filter.is_some() || self.tombstones() > 0;
         let ef = ef.unwrap_or(self.params.ef_search).max(k);
 
-        let mut ep = Cand { dist: self.graph.dist(&query, entry), node: entry };
+        let mut ep = Cand {
+            dist: self.graph.dist(&query, entry),
+            node: entry,
+        };
         for layer in (1..=top).rev() {
             ep = self.graph.greedy(&query, ep, layer);
         }
-        let budget = restricted.then_some(nodes / BUDGET_DIVISOR);
+        let scan_size = restricted.then_some(nodes);
         let mut visited = Visited::new(nodes);
-        let found = self.graph.search_layer(&query, &[ep], ef, 0, accept, budget, &mut visited);
+        let found = self
+            .graph
+            .search_layer(&query, &[ep], ef, 0, accept, scan_size, &mut visited);
 
         let enough = found.hits.len() >= k.min(self.len());
         let hits = if found.over_budget || (restricted && found.hits.len() < k) || !enough {
             let all = (0..nodes as u32).filter(|&n| accept(n));
-            top_k(all.map(|n| Cand { dist: self.graph.dist(&query, n), node: n }), k)
+            top_k(
+                all.map(|n| Cand {
+                    dist: self.graph.dist(&query, n),
+                    node: n,
+                }),
+                k,
+            )
         } else {
             found.hits
         };
         Ok(hits
             .into_iter()
             .take(k)
-            .map(|c| Hit { id: self.ids[c.node as usize], distance: c.dist })
+            .map(|c| Hit {
+                id: self.ids[c.node as usize],
+                distance: c.dist,
+            })
             .collect())
     }
 
@@ -239,7 +259,12 @@ impl HnswIndex {
     pub fn compacted(&self) -> HnswIndex {
         let mut out = HnswIndex {
             params: self.params,
-            graph: Graph::new(self.dim(), self.metric(), self.params.m, self.params.ef_construction),
+            graph: Graph::new(
+                self.dim(),
+                self.metric(),
+                self.params.m,
+                self.params.ef_construction,
+            ),
             ids: Vec::with_capacity(self.len()),
             deleted: Vec::with_capacity(self.len()),
             by_id: BTreeMap::new(),
@@ -250,5 +275,44 @@ impl HnswIndex {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layer-0 walk itself filters: with no scan fallback it still
+    /// returns `ef` accepted nodes, where a post-filter would keep ~10%.
+    #[test]
+    fn walk_filters_without_scan_fallback() {
+        let mut state = 1u64;
+        let mut next = move || {
+            state = crate::level::splitmix64(state);
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let mut index = HnswIndex::new(16, Metric::L2, HnswParams::default()).unwrap();
+        for id in 0..3000u64 {
+            let v: Vec<f32> = (0..16).map(|_| next()).collect();
+            index.insert(id, &v).unwrap();
+        }
+        let graph = &index.graph;
+        let (entry, top) = graph.entry.unwrap();
+        for _ in 0..20 {
+            let q: Vec<f32> = (0..16).map(|_| next()).collect();
+            let mut ep = Cand {
+                dist: graph.dist(&q, entry),
+                node: entry,
+            };
+            for layer in (1..=top).rev() {
+                ep = graph.greedy(&q, ep, layer);
+            }
+            let mut visited = Visited::new(graph.len());
+            let accept = |n: u32| index.ids[n as usize] % 10 == 3;
+            let found = graph.search_layer(&q, &[ep], 10, 0, accept, None, &mut visited);
+            assert!(!found.over_budget);
+            assert_eq!(found.hits.len(), 10);
+            assert!(found.hits.iter().all(|c| accept(c.node)));
+        }
     }
 }

@@ -5,6 +5,9 @@
 //! feeds them in. Replicas that apply the same operations in the same order,
 //! with the same [`HnswParams::seed`], build identical graphs.
 //!
+//! [`HnswIndex`] is `Send + Sync`: `search` takes `&self`, so readers can
+//! share it behind an `RwLock` while writers `insert`/`delete` with `&mut`.
+//!
 //! ```
 //! use tessera_vector::{HnswIndex, HnswParams, Metric};
 //!
@@ -31,3 +34,12 @@ pub use brute::brute_force;
 pub use error::VectorError;
 pub use index::{Hit, HnswIndex, HnswParams};
 pub use metric::{Metric, score};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn index_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<crate::HnswIndex>();
+    }
+}

@@ -16,7 +16,9 @@ pub(crate) struct Cand {
 
 impl Ord for Cand {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.dist.total_cmp(&other.dist).then(self.node.cmp(&other.node))
+        self.dist
+            .total_cmp(&other.dist)
+            .then(self.node.cmp(&other.node))
     }
 }
 
@@ -41,7 +43,9 @@ pub(crate) struct Visited {
 
 impl Visited {
     pub(crate) fn new(nodes: usize) -> Self {
-        Visited { words: vec![0; nodes.div_ceil(64)] }
+        Visited {
+            words: vec![0; nodes.div_ceil(64)],
+        }
     }
 
     pub(crate) fn clear(&mut self) {
@@ -58,6 +62,12 @@ impl Visited {
     }
 }
 
+/// Cost of one distance evaluation during a graph walk (random access, heap
+/// upkeep) relative to one in a sequential scan.
+const WALK_COST: f64 = 2.0;
+/// Cost of one predicate call relative to a sequential distance evaluation.
+const PREDICATE_COST: f64 = 1.0 / 16.0;
+
 /// Outcome of [`Graph::search_layer`].
 pub(crate) struct LayerResult {
     /// Accepted nodes, nearest first, at most `ef`.
@@ -73,7 +83,10 @@ impl Graph {
         loop {
             let mut improved = false;
             for &n in self.neighbors(best.node, layer) {
-                let c = Cand { dist: self.dist(query, n), node: n };
+                let c = Cand {
+                    dist: self.dist(query, n),
+                    node: n,
+                };
                 if c < best {
                     best = c;
                     improved = true;
@@ -91,7 +104,13 @@ impl Graph {
     /// which `accept` holds enter the result set, so the search keeps
     /// expanding until it holds `ef` accepted nodes and no candidate can
     /// improve them: a restrictive predicate widens the search by itself.
-    /// `budget` caps the number of distance evaluations.
+    ///
+    /// With `scan_size = Some(n)` the walk gives up (`over_budget`) once it
+    /// has cost more than an exact scan of `n` nodes would. A scan calls the
+    /// predicate `n` times and computes distances, sequentially, only for the
+    /// `p̂ · n` accepted nodes (`p̂` = acceptance rate seen so far); a walk
+    /// evaluation costs [`WALK_COST`] sequential ones and a predicate call
+    /// [`PREDICATE_COST`] of one.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search_layer(
         &self,
@@ -100,19 +119,22 @@ impl Graph {
         ef: usize,
         layer: usize,
         mut accept: impl FnMut(u32) -> bool,
-        budget: Option<usize>,
+        scan_size: Option<usize>,
         visited: &mut Visited,
     ) -> LayerResult {
         let ef = ef.max(1);
         let mut candidates: BinaryHeap<Reverse<Cand>> = BinaryHeap::new();
         let mut results: BinaryHeap<Cand> = BinaryHeap::with_capacity(ef + 1);
-        let mut evaluations = 0usize;
+        // Distance evaluations, predicate calls, and predicate passes.
+        let (mut evaluations, mut tested, mut accepted) = (0usize, 0usize, 0usize);
         for &e in entries {
             if !visited.insert(e.node) {
                 continue;
             }
             candidates.push(Reverse(e));
+            tested += 1;
             if accept(e.node) {
+                accepted += 1;
                 results.push(e);
                 if results.len() > ef {
                     results.pop();
@@ -129,18 +151,27 @@ impl Graph {
                 if !visited.insert(n) {
                     continue;
                 }
-                if budget.is_some_and(|b| evaluations >= b) {
-                    over_budget = true;
-                    break 'expand;
+                if let Some(n) = scan_size {
+                    // WALK_COST·e > p̂·n + PREDICATE_COST·n, p̂ = accepted / tested.
+                    let (e, t, a) = (evaluations as f64, tested as f64, accepted as f64);
+                    if WALK_COST * e * t > (a + PREDICATE_COST * t) * n as f64 {
+                        over_budget = true;
+                        break 'expand;
+                    }
                 }
                 evaluations += 1;
-                let c = Cand { dist: self.dist(query, n), node: n };
+                let c = Cand {
+                    dist: self.dist(query, n),
+                    node: n,
+                };
                 let full = results.len() >= ef;
                 if full && results.peek().is_some_and(|worst| c >= *worst) {
                     continue;
                 }
                 candidates.push(Reverse(c));
+                tested += 1;
                 if accept(n) {
+                    accepted += 1;
                     results.push(c);
                     if results.len() > ef {
                         results.pop();
@@ -148,7 +179,10 @@ impl Graph {
                 }
             }
         }
-        LayerResult { hits: results.into_sorted_vec(), over_budget }
+        LayerResult {
+            hits: results.into_sorted_vec(),
+            over_budget,
+        }
     }
 
     /// HNSW neighbour-selection heuristic (Malkov & Yashunin, algorithm 4):

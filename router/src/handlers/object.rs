@@ -1,0 +1,447 @@
+//! Object store routes (spec 03 part A). A bucket lives in the data group its
+//! name hashes to; PUT streams the body into 256 KiB chunk commands and then
+//! commits, GET streams the chunks back (with single-range support).
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query as QueryParams, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::http::iso8601_ms;
+use tessera_api::object::{
+    CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name,
+};
+use tessera_api::rpc::Consistency;
+
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use crate::cluster::Served;
+use crate::auth::{Caller, new_id};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const MAX_OBJECT_KEY_BYTES: usize = 1024;
+const DEFAULT_LIST_LIMIT: usize = 1000;
+const MAX_LIST_LIMIT: usize = 10_000;
+
+fn meta_json(m: &ObjectMeta) -> Value {
+    json!({
+        "bucket": m.bucket, "key": m.key, "size": m.size, "etag": format!("\"{}\"", m.etag),
+        "content_type": m.content_type, "metadata": m.metadata,
+        "created_at": iso8601_ms(m.created_at_ms), "updated_at": iso8601_ms(m.updated_at_ms),
+    })
+}
+
+fn check_key(key: &str) -> Result<(), ApiError> {
+    if key.is_empty() || key.len() > MAX_OBJECT_KEY_BYTES {
+        return Err(ApiError::BadRequest(format!("object keys are 1 to {MAX_OBJECT_KEY_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+async fn object_read(state: &AppState, group: GroupId, q: ObjectQuery, prefs: &ReadPrefs) -> Result<ObjectQueryResult, ApiError> {
+    match state.cluster.read(group, &Query::Object(q), prefs.consistency, prefs.replica).await?.value {
+        QueryResult::Object(r) => Ok(r),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+async fn object_write(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Reply, ApiError> {
+    Ok(object_write_served(state, group, op, c).await?.value)
+}
+
+async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
+    let served = state.cluster.write(group, &Operation::Object(op), c).await?;
+    match served.value {
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        _ => Ok(served),
+    }
+}
+
+/// Body of `POST /api/v1/objects/buckets`.
+#[derive(Deserialize)]
+pub struct CreateBucket {
+    name: String,
+}
+
+/// `POST /api/v1/objects/buckets {name}` → 201.
+pub async fn create_bucket(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<CreateBucket>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_bucket_name(&req.name).map_err(ApiError::BadRequest)?;
+    let group = state.cluster.group_for(&req.name)?;
+    object_write(&state, group, ObjectOp::CreateBucket { name: req.name.clone() }, prefs.consistency).await?;
+    Ok((StatusCode::CREATED, Json(json!({"name": req.name, "created": true}))))
+}
+
+/// `GET /api/v1/objects/buckets`: every group's buckets, by name.
+pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| object_read(&state, *g, ObjectQuery::ListBuckets, &prefs));
+    let mut buckets = Vec::new();
+    for r in futures::future::join_all(calls).await {
+        match r? {
+            ObjectQueryResult::Buckets(b) => buckets.extend(b),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    let list: Vec<Value> =
+        buckets.iter().map(|b| json!({"name": b.name, "created_at": iso8601_ms(b.created_at_ms)})).collect();
+    Ok(Json(json!({"buckets": list, "count": list.len()})))
+}
+
+/// `GET /api/v1/objects/buckets/{bucket}`: object count and bytes.
+pub async fn bucket_stats(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(bucket): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let group = state.cluster.group_for(&bucket)?;
+    match object_read(&state, group, ObjectQuery::BucketStats { name: bucket.clone() }, &prefs).await? {
+        ObjectQueryResult::Stats(Some(s)) => Ok(Json(json!({
+            "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
+            "object_count": s.object_count, "total_bytes": s.total_bytes,
+        }))),
+        ObjectQueryResult::Stats(None) => Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `DELETE /api/v1/objects/buckets/{bucket}`: drops the bucket and its objects.
+pub async fn drop_bucket(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(bucket): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let group = state.cluster.group_for(&bucket)?;
+    object_write(&state, group, ObjectOp::DropBucket { name: bucket.clone() }, prefs.consistency).await?;
+    Ok(Json(json!({"name": bucket, "deleted": true})))
+}
+
+/// Query of object listing: `prefix`, `limit`, and `marker` (list after this key).
+#[derive(Deserialize)]
+pub struct ListParams {
+    prefix: Option<String>,
+    limit: Option<usize>,
+    #[serde(alias = "after", alias = "continuation_token")]
+    marker: Option<String>,
+}
+
+/// `GET /api/v1/objects/buckets/{bucket}/objects?prefix=&limit=&marker=`.
+pub async fn list_objects(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(bucket): Path<String>,
+    p: Result<QueryParams<ListParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
+    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if limit == 0 || limit > MAX_LIST_LIMIT {
+        return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_LIST_LIMIT}")));
+    }
+    let group = state.cluster.group_for(&bucket)?;
+    let q = ObjectQuery::List { bucket: bucket.clone(), prefix: p.prefix.unwrap_or_default(), after: p.marker, limit: limit + 1 };
+    let mut objects = match object_read(&state, group, q, &prefs).await? {
+        ObjectQueryResult::List(Some(o)) => o,
+        ObjectQueryResult::List(None) => return Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let is_truncated = objects.len() > limit;
+    objects.truncate(limit);
+    let next_marker = if is_truncated { objects.last().map(|o| o.key.clone()) } else { None };
+    let list: Vec<Value> = objects.iter().map(meta_json).collect();
+    Ok(Json(json!({
+        "bucket": bucket, "objects": list, "count": list.len(),
+        "is_truncated": is_truncated, "next_marker": next_marker,
+    })))
+}
+
+/// `PUT /api/v1/objects/buckets/{bucket}/object/{*key}`: streams the raw body in.
+pub async fn put_object(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((bucket, key)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    check_key(&key)?;
+    let max = state.config.objects.max_object_bytes;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(ApiError::PayloadTooLarge(format!("objects may be at most {max} bytes")));
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_string();
+    let metadata = match headers.get("x-service-meta") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+            .ok_or_else(|| ApiError::BadRequest("X-Service-Meta must be a JSON value".into()))?,
+        None => Value::Null,
+    };
+    let group = state.cluster.group_for(&bucket)?;
+    let blob_id = new_id();
+    let mut upload = Upload { state: &state, group, bucket: &bucket, blob_id: &blob_id, chunks: 0, consistency: prefs.consistency };
+    let mut stream = body.into_data_stream();
+    let (mut buf, mut size, mut etag) = (Vec::with_capacity(CHUNK_BYTES), 0u64, Fnv1a64::default());
+    let result: Result<(), ApiError> = async {
+        while let Some(piece) = stream.next().await {
+            let piece = piece.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+            size += piece.len() as u64;
+            if size > max {
+                return Err(ApiError::PayloadTooLarge(format!("objects may be at most {max} bytes")));
+            }
+            etag.update(&piece);
+            buf.extend_from_slice(&piece);
+            while buf.len() >= CHUNK_BYTES {
+                let rest = buf.split_off(CHUNK_BYTES);
+                upload.send(std::mem::replace(&mut buf, rest)).await?;
+            }
+        }
+        if !buf.is_empty() {
+            upload.send(std::mem::take(&mut buf)).await?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        upload.abort().await;
+        return Err(e);
+    }
+    let meta = ObjectMeta {
+        bucket: bucket.clone(),
+        key,
+        size,
+        etag: etag.hex(),
+        content_type,
+        metadata,
+        blob_id: blob_id.clone(),
+        chunks: upload.chunks,
+        chunk_bytes: CHUNK_BYTES as u32,
+        created_at_ms: 0,
+        updated_at_ms: 0,
+    };
+    let served = match object_write_served(&state, group, ObjectOp::CommitObject(meta), prefs.consistency).await {
+        Ok(s) => s,
+        Err(e) => {
+            upload.abort().await;
+            return Err(e);
+        }
+    };
+    let mut h = served_headers(&served);
+    let Reply::Object(stored) = served.value else { return Err(ApiError::unexpected(served.value)) };
+    h.insert(header::ETAG, quoted(&stored.etag));
+    Ok((h, Json(meta_json(&stored))))
+}
+
+/// The chunks of one upload in flight.
+struct Upload<'a> {
+    state: &'a AppState,
+    group: GroupId,
+    bucket: &'a str,
+    blob_id: &'a str,
+    chunks: u32,
+    consistency: Consistency,
+}
+
+impl Upload<'_> {
+    async fn send(&mut self, data: Vec<u8>) -> Result<(), ApiError> {
+        let op = ObjectOp::PutChunk { bucket: self.bucket.into(), blob_id: self.blob_id.into(), index: self.chunks, data };
+        object_write(self.state, self.group, op, self.consistency).await?;
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Frees the chunks written so far (best effort: a failure leaves them for a later sweep).
+    async fn abort(&self) {
+        if self.chunks == 0 {
+            return;
+        }
+        let op = ObjectOp::AbortUpload { bucket: self.bucket.into(), blob_id: self.blob_id.into(), chunks: self.chunks };
+        if let Err(e) = object_write(self.state, self.group, op, Consistency::Quorum).await {
+            tracing::warn!(bucket = self.bucket, blob = self.blob_id, "aborting an upload failed: {e}");
+        }
+    }
+}
+
+fn quoted(etag: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{etag}\"")).unwrap_or(HeaderValue::from_static("\"\""))
+}
+
+/// Query of object GET: `meta=1` answers the JSON metadata instead of the content.
+#[derive(Deserialize)]
+pub struct GetParams {
+    meta: Option<String>,
+}
+
+async fn head_meta(state: &AppState, prefs: &ReadPrefs, bucket: &str, key: &str) -> Result<(GroupId, ObjectMeta), ApiError> {
+    check_key(key)?;
+    let group = state.cluster.group_for(bucket)?;
+    match object_read(state, group, ObjectQuery::Head { bucket: bucket.into(), key: key.into() }, prefs).await? {
+        ObjectQueryResult::Meta(Some(m)) => Ok((group, m)),
+        ObjectQueryResult::Meta(None) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn content_headers(m: &ObjectMeta) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(&m.content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    h.insert(header::ETAG, quoted(&m.etag));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if !m.metadata.is_null()
+        && let Ok(v) = HeaderValue::from_str(&m.metadata.to_string())
+    {
+        h.insert("x-service-meta", v);
+    }
+    h
+}
+
+/// `HEAD …/object/{*key}`: the headers of GET without the content.
+pub async fn head_object(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path((bucket, key)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (_, m) = head_meta(&state, &prefs, &bucket, &key).await?;
+    let mut h = content_headers(&m);
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(m.size));
+    Ok((StatusCode::OK, h).into_response())
+}
+
+/// Parses a single `bytes=` range against `size` into an inclusive `(start, end)`.
+fn parse_range(value: &str, size: u64) -> Option<Result<(u64, u64), ()>> {
+    let spec = value.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None; // several ranges: serve the whole object, as RFC 9110 allows
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = match (a.is_empty(), b.is_empty()) {
+        (true, false) => {
+            let n: u64 = b.parse().ok()?;
+            if n == 0 || size == 0 {
+                return Some(Err(()));
+            }
+            (size.saturating_sub(n), size - 1)
+        }
+        (false, _) => {
+            let start: u64 = a.parse().ok()?;
+            let end = if b.is_empty() { size.saturating_sub(1) } else { b.parse::<u64>().ok()?.min(size.saturating_sub(1)) };
+            if start >= size || end < start {
+                return Some(Err(()));
+            }
+            (start, end)
+        }
+        (true, true) => return None,
+    };
+    Some(Ok(range))
+}
+
+/// `GET …/object/{*key}`: the raw content with its Content-Type and quoted ETag,
+/// or (`?meta=1`) the JSON metadata; honours a single `Range`.
+pub async fn get_object(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path((bucket, key)): Path<(String, String)>,
+    p: Result<QueryParams<GetParams>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
+    let (group, m) = head_meta(&state, &prefs, &bucket, &key).await?;
+    if p.meta.as_deref().is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
+        return Ok(Json(meta_json(&m)).into_response());
+    }
+    let mut h = content_headers(&m);
+    let (status, start, end) = match headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(|v| parse_range(v, m.size)) {
+        Some(Ok((s, e))) => {
+            h.insert(header::CONTENT_RANGE, HeaderValue::from_str(&format!("bytes {s}-{e}/{}", m.size)).expect("ascii"));
+            (StatusCode::PARTIAL_CONTENT, s, e + 1)
+        }
+        Some(Err(())) => {
+            let mut err = ApiError::RangeNotSatisfiable(format!("the object is {} bytes", m.size)).into_response();
+            err.headers_mut().insert(header::CONTENT_RANGE, HeaderValue::from_str(&format!("bytes */{}", m.size)).expect("ascii"));
+            return Ok(err);
+        }
+        None => (StatusCode::OK, 0, m.size),
+    };
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
+    let chunk = m.chunk_bytes.max(1) as u64;
+    let (first, last) = (start / chunk, if end == 0 { 0 } else { (end - 1) / chunk });
+    let consistency = prefs.consistency;
+    let replica = prefs.replica;
+    let stream = futures::stream::iter(first..=last)
+        .take_while(move |_| std::future::ready(end > start))
+        .then(move |index| {
+            let (state, m) = (state.clone(), m.clone());
+            async move {
+                let q = ObjectQuery::Chunk { bucket: m.bucket.clone(), blob_id: m.blob_id.clone(), index: index as u32 };
+                let prefs = ReadPrefs { consistency, replica };
+                let data = match object_read(&state, group, q, &prefs).await {
+                    Ok(ObjectQueryResult::Chunk(Some(d))) => d,
+                    Ok(_) => return Err(std::io::Error::other("the object changed while it was being read")),
+                    Err(e) => return Err(std::io::Error::other(e.to_string())),
+                };
+                let base = index * chunk;
+                let from = start.saturating_sub(base) as usize;
+                let to = ((end - base) as usize).min(data.len());
+                Ok(axum::body::Bytes::from(data).slice(from.min(to)..to))
+            }
+        });
+    Ok((status, h, Body::from_stream(stream)).into_response())
+}
+
+/// `DELETE …/object/{*key}`.
+pub async fn delete_object(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((bucket, key)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    check_key(&key)?;
+    let group = state.cluster.group_for(&bucket)?;
+    match object_write(&state, group, ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() }, prefs.consistency).await? {
+        Reply::Deleted(0) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
+        Reply::Deleted(_) => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-99", 1000), Some(Ok((0, 99))));
+        assert_eq!(parse_range("bytes=900-", 1000), Some(Ok((900, 999))));
+        assert_eq!(parse_range("bytes=-100", 1000), Some(Ok((900, 999))));
+        assert_eq!(parse_range("bytes=990-2000", 1000), Some(Ok((990, 999))));
+        assert_eq!(parse_range("bytes=1000-", 1000), Some(Err(())));
+        assert_eq!(parse_range("bytes=0-1,5-6", 1000), None);
+        assert_eq!(parse_range("items=0-1", 1000), None);
+    }
+}

@@ -1,0 +1,117 @@
+//! Executor state shared by statements of one request, plus name helpers.
+use crate::ExecContext;
+use crate::error::{ErrorCode, Result, SqlError};
+use crate::store::Overlay;
+use crate::value::Value;
+use sqlparser::ast::{Ident, ObjectName, ObjectNamePart};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Materialized rows with column names.
+#[derive(Debug, Clone, Default)]
+pub struct RowSet {
+    pub cols: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// A column visible to expressions: optional table qualifier and name.
+#[derive(Debug, Clone)]
+pub struct ScopeCol {
+    pub qual: Option<String>,
+    pub name: String,
+}
+
+/// Columns of the row an expression is evaluated against.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub cols: Vec<ScopeCol>,
+}
+
+impl Scope {
+    pub fn for_table(qual: &str, names: impl IntoIterator<Item = String>) -> Scope {
+        Scope { cols: names.into_iter().map(|n| ScopeCol { qual: Some(qual.to_string()), name: n }).collect() }
+    }
+    /// Resolves a (possibly qualified) column. Ok(None) when absent.
+    pub fn resolve(&self, qual: Option<&str>, name: &str) -> Result<Option<usize>> {
+        let mut found = None;
+        for (i, c) in self.cols.iter().enumerate() {
+            if c.name == name && (qual.is_none() || c.qual.as_deref() == qual) {
+                if found.is_some() {
+                    return Err(crate::error::column_not_found(format!("column reference \"{name}\" is ambiguous")));
+                }
+                found = Some(i);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Evaluation environment: current row, its group (aggregation), and the enclosing query's env.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub scope: &'a Scope,
+    pub row: &'a [Value],
+    pub group: Option<&'a [Vec<Value>]>,
+    pub outer: Option<&'a Env<'a>>,
+}
+
+impl<'a> Env<'a> {
+    pub fn empty(outer: Option<&'a Env<'a>>) -> Env<'a> {
+        static EMPTY: Scope = Scope { cols: Vec::new() };
+        Env { scope: &EMPTY, row: &[], group: None, outer }
+    }
+}
+
+/// Per-request executor.
+pub struct Exec<'a> {
+    pub kv: Overlay<'a>,
+    pub params: Vec<Value>,
+    pub ctx: &'a ExecContext,
+    pub check_deadline: bool,
+    pub trace: RefCell<Vec<String>>,
+    /// Rows read from base tables (reported by `explain`).
+    pub rows_scanned: Cell<u64>,
+    /// Rows processed (for deadline checks).
+    pub work: Cell<u64>,
+    pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
+}
+
+impl<'a> Exec<'a> {
+    /// Counts work and enforces the deadline (read-only requests only).
+    pub fn tick(&self) -> Result<()> {
+        let n = self.work.get() + 1;
+        self.work.set(n);
+        if self.check_deadline && n % 256 == 0 {
+            if let Some(d) = self.ctx.deadline {
+                if std::time::Instant::now() >= d {
+                    return Err(SqlError::new(ErrorCode::QueryTimeout, "query exceeded its time limit and was cancelled"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one row read from a base table.
+    pub fn scanned(&self) -> Result<()> {
+        self.rows_scanned.set(self.rows_scanned.get() + 1);
+        self.tick()
+    }
+
+    pub fn note(&self, s: String) {
+        self.trace.borrow_mut().push(s);
+    }
+}
+
+/// Normalizes an identifier: unquoted → lowercase.
+pub fn ident(i: &Ident) -> String {
+    if i.quote_style.is_some() { i.value.clone() } else { i.value.to_lowercase() }
+}
+
+/// Last part of an object name, normalized.
+pub fn object_name(n: &ObjectName) -> String {
+    match n.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => ident(i),
+        Some(other) => other.to_string().to_lowercase(),
+        None => String::new(),
+    }
+}
