@@ -14,6 +14,9 @@ pub enum Operation {
     Kv(KvOp),
     Meta(MetaOp),
     Object(crate::object::ObjectOp),
+    Sql(crate::sql::SqlOp),
+    Document(crate::document::DocOp),
+    Vector(crate::vector::VectorOp),
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.
@@ -65,6 +68,9 @@ pub enum Response {
     Rejected { kind: RejectKind, message: String },
     /// Stored object metadata after a commit.
     Object(crate::object::ObjectMeta),
+    Sql(crate::sql::SqlResult),
+    Document(crate::document::DocResponse),
+    Vector(crate::vector::VectorResponse),
 }
 
 /// Why an engine refused a command (mapped to an HTTP status by the router).
@@ -88,6 +94,9 @@ pub enum Query {
     UserCount,
     Session { token_hash: String },
     Object(crate::object::ObjectQuery),
+    Sql(crate::sql::SqlQuery),
+    Document(crate::document::DocQuery),
+    Vector(crate::vector::VectorQuery),
 }
 
 /// Answers to [`Query`].
@@ -100,6 +109,9 @@ pub enum QueryResult {
     User(Option<UserRecord>),
     Session(Option<SessionRecord>),
     Object(crate::object::ObjectQueryResult),
+    Sql(crate::sql::SqlResult),
+    Document(crate::document::DocQueryResult),
+    Vector(crate::vector::VectorQueryResult),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

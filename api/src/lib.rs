@@ -10,10 +10,13 @@
 pub mod b64;
 pub mod codec;
 pub mod command;
+pub mod document;
 pub mod http;
 pub mod meta;
 pub mod object;
 pub mod rpc;
+pub mod sql;
+pub mod vector;
 
 /// The release version reported by `/health`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -18,7 +18,23 @@ pub struct RouterConfig {
     pub replication: ReplicationSection,
     pub kv: KvSection,
     pub objects: ObjectsSection,
+    pub query_limits: QueryLimitsSection,
     pub log_level: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueryLimitsSection {
+    /// Rows a query returns at most; extra rows are cut and the response flagged truncated.
+    pub max_result_rows: usize,
+    /// Seconds a read-only query may run before it is cancelled.
+    pub query_timeout_secs: u64,
+}
+
+impl Default for QueryLimitsSection {
+    fn default() -> Self {
+        QueryLimitsSection { max_result_rows: 100_000, query_timeout_secs: 30 }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -130,6 +146,7 @@ impl Default for RouterConfig {
             replication: ReplicationSection::default(),
             kv: KvSection::default(),
             objects: ObjectsSection::default(),
+            query_limits: QueryLimitsSection::default(),
             log_level: "info".into(),
         }
     }
@@ -149,6 +166,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("max_key_bytes", "kv.max_key_bytes"),
     ("max_value_bytes", "kv.max_value_bytes"),
     ("max_object_bytes", "objects.max_object_bytes"),
+    ("max_result_rows", "query_limits.max_result_rows"),
+    ("query_timeout_secs", "query_limits.query_timeout_secs"),
     ("log_level", "log_level"),
 ];
 

@@ -56,6 +56,9 @@ fn routes(state: AppState) -> Router {
             "/api/v1/objects/buckets/{bucket}/object/{*key}",
             get(object::get_object).head(object::head_object).put(object::put_object).delete(object::delete_object),
         )
+        .merge(handlers::sql::routes())
+        .merge(handlers::document::routes())
+        .merge(handlers::vector::routes())
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)

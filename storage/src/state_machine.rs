@@ -15,6 +15,9 @@ use openraft::{
 use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 
+use crate::engine::document::DocumentEngine;
+use crate::engine::sql::SqlEngine;
+use crate::engine::vector::VectorEngine;
 use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
 use crate::error::{Result, StorageError};
 use crate::keys::{self, CF_DATA, CF_RAFT};
@@ -59,6 +62,9 @@ impl GroupReader {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
             Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
+            Query::Sql(q) => QueryResult::Sql(engine::sql::query(&self.data, q)?),
+            Query::Document(q) => QueryResult::Document(engine::document::query(&self.data.space(space::DOCUMENT), q)?),
+            Query::Vector(q) => QueryResult::Vector(engine::vector::query(&self.data.space(space::VECTOR), q)?),
         })
     }
 
@@ -88,6 +94,13 @@ impl StateMachine {
             }
             Operation::Object(op) => {
                 ObjectEngine.apply(&mut Tx::new(db, group, space::OBJECT, batch), cmd.issued_at_ms, op)
+            }
+            Operation::Sql(op) => SqlEngine.apply(&mut Tx::new(db, group, space::SQL, batch), cmd.issued_at_ms, op),
+            Operation::Document(op) => {
+                DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
+            }
+            Operation::Vector(op) => {
+                VectorEngine.apply(&mut Tx::new(db, group, space::VECTOR, batch), cmd.issued_at_ms, op)
             }
         }
     }

@@ -3,9 +3,12 @@
 
 pub mod admin;
 pub mod auth;
+pub mod document;
 pub mod health;
 pub mod kv;
 pub mod object;
+pub mod sql;
+pub mod vector;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};

@@ -2,9 +2,12 @@
 //! `data` column family and is plain code with no networking: given a
 //! transaction over that space and an operation, it produces a [`Response`].
 
+pub mod document;
 pub mod kv;
 pub mod meta;
 pub mod object;
+pub mod sql;
+pub mod vector;
 
 use std::sync::Arc;
 
@@ -19,6 +22,9 @@ pub mod space {
     pub const KV: u8 = 1;
     pub const META: u8 = 2;
     pub const OBJECT: u8 = 3;
+    pub const SQL: u8 = 4;
+    pub const DOCUMENT: u8 = 5;
+    pub const VECTOR: u8 = 6;
 }
 
 /// One engine: applies its operations deterministically.
@@ -30,16 +36,30 @@ pub trait Engine {
     fn apply(&self, tx: &mut Tx<'_>, issued_at_ms: i64, op: &Self::Op) -> Result<Response>;
 }
 
+/// Where a [`ReadView`] reads from: the live database, or a RocksDB snapshot
+/// (one consistent point in time for a whole query).
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Db(&'a DB),
+    Snapshot(&'a rocksdb::Snapshot<'a>),
+}
+
 /// Reads of one key space of one group.
 pub struct ReadView<'a> {
     db: &'a DB,
+    source: Source<'a>,
     group: u64,
     space: u8,
 }
 
 impl<'a> ReadView<'a> {
     pub(crate) fn new(db: &'a DB, group: u64, space: u8) -> Self {
-        ReadView { db, group, space }
+        ReadView { db, source: Source::Db(db), group, space }
+    }
+
+    /// A view reading from `snapshot` of `db`.
+    pub(crate) fn at_snapshot(db: &'a DB, snapshot: &'a rocksdb::Snapshot<'a>, group: u64, space: u8) -> Self {
+        ReadView { db, source: Source::Snapshot(snapshot), group, space }
     }
 
     fn cf(&self) -> &'a rocksdb::ColumnFamily {
@@ -48,19 +68,37 @@ impl<'a> ReadView<'a> {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get_cf(self.cf(), keys::data_key(self.group, self.space, key))?)
+        let k = keys::data_key(self.group, self.space, key);
+        Ok(match self.source {
+            Source::Db(db) => db.get_cf(self.cf(), k)?,
+            Source::Snapshot(s) => s.get_cf(self.cf(), k)?,
+        })
     }
 
     /// Calls `f` with every (key, value) whose key starts with `prefix`, in key
     /// order, until `f` returns false.
     pub fn scan_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         let start = keys::data_key(self.group, self.space, prefix);
-        for item in self.db.iterator_cf(self.cf(), IteratorMode::From(&start, Direction::Forward)) {
+        self.iterate(&start, |k, v| if k.starts_with(&start) { f(&k[9..], v) } else { Ok(false) })
+    }
+
+    /// Calls `f` with every (key, value) in `[start, end)`, in key order, until
+    /// `f` returns false.
+    pub fn scan_range(&self, start: &[u8], end: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        let from = keys::data_key(self.group, self.space, start);
+        let to = keys::data_key(self.group, self.space, end);
+        self.iterate(&from, |k, v| if k < to.as_slice() { f(&k[9..], v) } else { Ok(false) })
+    }
+
+    fn iterate(&self, from: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        let mode = IteratorMode::From(from, Direction::Forward);
+        let iter = match self.source {
+            Source::Db(db) => db.iterator_cf(self.cf(), mode),
+            Source::Snapshot(s) => s.iterator_cf(self.cf(), mode),
+        };
+        for item in iter {
             let (k, v) = item?;
-            if !k.starts_with(&start) {
-                break;
-            }
-            if !f(&k[9..], &v)? {
+            if !f(&k, &v)? {
                 break;
             }
         }
@@ -107,5 +145,10 @@ impl GroupData {
     /// A view of one engine's space.
     pub fn space(&self, space: u8) -> ReadView<'_> {
         ReadView::new(&self.db, self.group, space)
+    }
+
+    /// The database handle, for taking a RocksDB snapshot.
+    pub(crate) fn db(&self) -> &DB {
+        &self.db
     }
 }

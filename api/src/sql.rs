@@ -1,0 +1,51 @@
+//! SQL requests and results as they cross the wire (spec 01, query interface).
+
+use serde::{Deserialize, Serialize};
+
+/// A SQL request that writes: proposed to the database's group and executed by
+/// every replica's state machine against the same state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqlOp {
+    pub database: String,
+    pub sql: String,
+    pub params: Vec<serde_json::Value>,
+    pub max_result_rows: usize,
+}
+
+/// SQL reads, answered from one replica without the Raft log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SqlQuery {
+    /// A read-only request (SELECT, SHOW TABLES, …).
+    Execute { database: String, sql: String, params: Vec<serde_json::Value>, max_result_rows: usize, timeout_ms: u64 },
+    ListTables { database: String },
+    DescribeTable { database: String, name: String },
+    ListDatabases,
+}
+
+/// Rows (or an affected-rows summary) of the last statement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqlRows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<serde_json::Value>>,
+    pub row_count: usize,
+    pub rows_affected: u64,
+    pub truncated: bool,
+}
+
+/// A SQL error: a stable code (`PARSE_ERROR`, `TABLE_NOT_FOUND`, …), a message
+/// and, for parse errors, where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqlFailure {
+    pub code: String,
+    pub message: String,
+    pub position: Option<(u64, u64)>,
+}
+
+/// The outcome of a SQL request or catalog read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SqlResult {
+    Rows(SqlRows),
+    Failed(SqlFailure),
+    /// Catalog answers (table list, table schema, databases) as JSON.
+    Catalog(serde_json::Value),
+}

@@ -1,0 +1,10 @@
+//! The document routes: not built yet.
+
+use axum::Router;
+
+use crate::state::AppState;
+
+/// The document routes, merged into the router's table.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+}

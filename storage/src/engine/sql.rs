@@ -1,0 +1,164 @@
+//! The SQL engine's storage side: each database is its own key range
+//! (`d/<database>\0…`) in the group's SQL space, handed to `tessera-sql` as an
+//! ordered key-value view. Writes are executed by every replica's state machine
+//! on the same state, so their effects are identical; read-only requests run on
+//! one replica against a RocksDB snapshot (snapshot isolation).
+
+use std::time::{Duration, Instant};
+
+use tessera_api::command::Response;
+use tessera_api::sql::{SqlFailure, SqlOp, SqlQuery, SqlResult, SqlRows};
+use tessera_sql::{ExecContext, KvRead, SqlError, WriteOp};
+
+use super::{Engine, GroupData, ReadView, Tx, space};
+use crate::error::Result;
+
+/// SQL engine.
+pub struct SqlEngine;
+
+/// Database names: 1–64 characters of letters, digits, `_` and `-`.
+pub fn valid_database_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn data_prefix(database: &str) -> Vec<u8> {
+    [b"d/".as_slice(), database.as_bytes(), b"\0"].concat()
+}
+
+fn registry_key(database: &str) -> Vec<u8> {
+    [b"n/".as_slice(), database.as_bytes()].concat()
+}
+
+/// One database's key range as `tessera-sql` sees it.
+struct DatabaseKv<'v, 'a> {
+    view: &'v ReadView<'a>,
+    prefix: Vec<u8>,
+}
+
+fn storage_error(e: crate::StorageError) -> SqlError {
+    SqlError { code: tessera_sql::ErrorCode::Storage, message: e.to_string(), position: None }
+}
+
+impl KvRead for DatabaseKv<'_, '_> {
+    fn get(&self, key: &[u8]) -> std::result::Result<Option<Vec<u8>>, SqlError> {
+        self.view.get(&[self.prefix.as_slice(), key].concat()).map_err(storage_error)
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> std::result::Result<(), SqlError> {
+        if start >= end {
+            return Ok(());
+        }
+        let n = self.prefix.len();
+        self.view
+            .scan_range(&[self.prefix.as_slice(), start].concat(), &[self.prefix.as_slice(), end].concat(), |k, v| {
+                Ok(f(&k[n..], v))
+            })
+            .map_err(storage_error)
+    }
+}
+
+fn failure(e: SqlError) -> SqlResult {
+    SqlResult::Failed(SqlFailure {
+        code: e.code.as_str().to_string(),
+        message: e.message,
+        position: e.position.map(|p| (p.line, p.column)),
+    })
+}
+
+fn rows(r: tessera_sql::QueryResult) -> SqlResult {
+    SqlResult::Rows(SqlRows {
+        columns: r.columns,
+        rows: r.rows,
+        row_count: r.row_count,
+        rows_affected: r.rows_affected,
+        truncated: r.truncated,
+    })
+}
+
+impl Engine for SqlEngine {
+    type Op = SqlOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &SqlOp) -> Result<Response> {
+        if !valid_database_name(&op.database) {
+            return Ok(Response::Sql(failure(SqlError {
+                code: tessera_sql::ErrorCode::Unsupported,
+                message: format!("invalid database name {:?}", op.database),
+                position: None,
+            })));
+        }
+        let prefix = data_prefix(&op.database);
+        let ctx = ExecContext { now_ms: now, max_result_rows: op.max_result_rows, deadline: None };
+        let outcome = {
+            let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
+            tessera_sql::execute(&kv, &op.sql, &op.params, &ctx)
+        };
+        match outcome {
+            Ok(out) => {
+                if !out.writes.ops.is_empty() && tx.view().get(&registry_key(&op.database))?.is_none() {
+                    tx.put(&registry_key(&op.database), &serde_json::to_vec(&serde_json::json!({"created_at_ms": now}))?);
+                }
+                for w in &out.writes.ops {
+                    match w {
+                        WriteOp::Put(k, v) => tx.put(&[prefix.as_slice(), k].concat(), v),
+                        WriteOp::Delete(k) => tx.delete(&[prefix.as_slice(), k].concat()),
+                    }
+                }
+                Ok(Response::Sql(rows(out.result)))
+            }
+            Err(e) => Ok(Response::Sql(failure(e))),
+        }
+    }
+}
+
+/// Answers SQL reads from one consistent snapshot of this replica.
+pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
+    let db = data.db();
+    let snapshot = db.snapshot();
+    let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
+    let kv = |database: &str| DatabaseKv { view: &view, prefix: data_prefix(database) };
+    Ok(match q {
+        SqlQuery::Execute { database, sql, params, max_result_rows, timeout_ms } => {
+            match tessera_sql::is_read_only(sql) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Ok(failure(SqlError {
+                        code: tessera_sql::ErrorCode::TransactionError,
+                        message: "NOT_READ_ONLY: the request writes and must be proposed".into(),
+                        position: None,
+                    }));
+                }
+                Err(e) => return Ok(failure(e)),
+            }
+            let ctx = ExecContext {
+                now_ms: tessera_api::command::now_ms(),
+                max_result_rows: *max_result_rows,
+                deadline: Some(Instant::now() + Duration::from_millis(*timeout_ms)),
+            };
+            match tessera_sql::execute(&kv(database), sql, params, &ctx) {
+                Ok(out) => rows(out.result),
+                Err(e) => failure(e),
+            }
+        }
+        SqlQuery::ListTables { database } => match tessera_sql::list_tables(&kv(database)) {
+            Ok(tables) => SqlResult::Catalog(serde_json::to_value(tables)?),
+            Err(e) => failure(e),
+        },
+        SqlQuery::DescribeTable { database, name } => match tessera_sql::describe_table(&kv(database), name) {
+            Ok(schema) => SqlResult::Catalog(serde_json::to_value(schema)?),
+            Err(e) => failure(e),
+        },
+        SqlQuery::ListDatabases => {
+            let mut names = Vec::new();
+            view.scan_prefix(b"n/", |k, _| {
+                names.push(String::from_utf8_lossy(&k[2..]).into_owned());
+                Ok(true)
+            })?;
+            SqlResult::Catalog(serde_json::json!(names))
+        }
+    })
+}
