@@ -17,6 +17,7 @@ pub enum Operation {
     Sql(crate::sql::SqlOp),
     Document(crate::document::DocOp),
     Vector(crate::vector::VectorOp),
+    TimeSeries(crate::timeseries::TsOp),
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.
@@ -47,6 +48,15 @@ pub enum MetaOp {
     InitClusterMap(ClusterMap),
     /// Create the first admin, only while no user exists (bootstrap provisioning).
     ProvisionFirstAdmin(UserRecord),
+    /// Create a user; refused when the username is taken.
+    CreateUser(UserRecord),
+    /// Replace a user's record (same id); refused if it would leave no admin.
+    UpdateUser(UserRecord),
+    /// Remove a user; refused for the last admin.
+    DeleteUser { id: String },
+    /// Create (`create: true`, refused if it exists) or replace a custom role.
+    PutRole { role: crate::meta::RoleRecord, create: bool },
+    DeleteRole { name: String },
     /// Store a session under the hex SHA-256 of its token.
     CreateSession { token_hash: String, session: SessionRecord },
     /// Remove a session (logout).
@@ -71,6 +81,7 @@ pub enum Response {
     Sql(crate::sql::SqlResult),
     Document(crate::document::DocResponse),
     Vector(crate::vector::VectorResponse),
+    TimeSeries(crate::timeseries::TsResponse),
 }
 
 /// Why an engine refused a command (mapped to an HTTP status by the router).
@@ -93,10 +104,14 @@ pub enum Query {
     UserById { id: String },
     UserCount,
     Session { token_hash: String },
+    ListUsers,
+    ListRoles,
+    Role { name: String },
     Object(crate::object::ObjectQuery),
     Sql(crate::sql::SqlQuery),
     Document(crate::document::DocQuery),
     Vector(crate::vector::VectorQuery),
+    TimeSeries(crate::timeseries::TsQuery),
 }
 
 /// Answers to [`Query`].
@@ -108,10 +123,14 @@ pub enum QueryResult {
     ClusterMap(Option<ClusterMap>),
     User(Option<UserRecord>),
     Session(Option<SessionRecord>),
+    Users(Vec<UserRecord>),
+    Roles(Vec<crate::meta::RoleRecord>),
+    Role(Option<crate::meta::RoleRecord>),
     Object(crate::object::ObjectQueryResult),
     Sql(crate::sql::SqlResult),
     Document(crate::document::DocQueryResult),
     Vector(crate::vector::VectorQueryResult),
+    TimeSeries(crate::timeseries::TsQueryResult),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

@@ -16,6 +16,7 @@ pub mod meta;
 pub mod object;
 pub mod rpc;
 pub mod sql;
+pub mod timeseries;
 pub mod vector;
 
 /// The release version reported by `/health`.

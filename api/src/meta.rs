@@ -82,6 +82,72 @@ pub struct UserRecord {
     pub password_hash: String,
     pub mfa_enabled: bool,
     pub created_at_ms: i64,
+    /// Custom roles granted on top of the built-in `role`.
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+/// A custom role: a named set of permissions (`action:resource`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleRecord {
+    pub name: String,
+    pub permissions: Vec<String>,
+    pub created_at_ms: i64,
+}
+
+/// Every permission, as `action:resource`. `manage:*` ones belong to admins only
+/// and cannot be granted through custom roles.
+pub const PERMISSIONS: [&str; 25] = [
+    "read:kv",
+    "write:kv",
+    "read:sql",
+    "write:sql",
+    "read:documents",
+    "write:documents",
+    "read:timeseries",
+    "write:timeseries",
+    "read:streaming",
+    "write:streaming",
+    "read:graph",
+    "write:graph",
+    "read:objects",
+    "write:objects",
+    "read:vectors",
+    "write:vectors",
+    "write:import",
+    "read:cluster",
+    "manage:cluster",
+    "manage:users",
+    "manage:roles",
+    "manage:security",
+    "manage:vault",
+    "manage:backup",
+    "manage:compliance",
+];
+
+impl Role {
+    /// The lower-case name used in responses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Operator => "operator",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    /// The permissions of a built-in role: admin has all; operator reads and
+    /// writes data and reads cluster state; viewer only reads.
+    pub fn permissions(self) -> Vec<&'static str> {
+        PERMISSIONS
+            .iter()
+            .copied()
+            .filter(|p| match self {
+                Role::Admin => true,
+                Role::Operator => p.starts_with("read:") || p.starts_with("write:"),
+                Role::Viewer => p.starts_with("read:"),
+            })
+            .collect()
+    }
 }
 
 /// A login session, stored under the SHA-256 of its token (never the token).

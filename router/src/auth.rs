@@ -74,20 +74,55 @@ pub async fn users_exist(state: &AppState) -> Result<bool, ApiError> {
 /// Who is calling an authenticated route.
 #[derive(Debug, Clone)]
 pub enum Caller {
-    /// A logged-in user.
-    User { user: UserRecord, token_hash: String },
+    /// A logged-in user and every permission they hold.
+    User { user: UserRecord, token_hash: String, permissions: Vec<String> },
     /// An anonymous reader while no user exists and open bootstrap is on.
     Bootstrap,
 }
 
 impl Caller {
-    /// The caller's role (bootstrap readers count as viewers).
+    /// The caller's built-in role (bootstrap readers count as viewers).
     pub fn role(&self) -> Role {
         match self {
             Caller::User { user, .. } => user.role,
             Caller::Bootstrap => Role::Viewer,
         }
     }
+
+    /// Whether the caller holds a permission.
+    pub fn has(&self, permission: &str) -> bool {
+        match self {
+            Caller::User { permissions, .. } => permissions.iter().any(|p| p == permission),
+            Caller::Bootstrap => permission.starts_with("read:"),
+        }
+    }
+
+    /// Whether the caller holds any `write:*` permission.
+    pub fn can_write(&self) -> bool {
+        matches!(self, Caller::User { permissions, .. } if permissions.iter().any(|p| p.starts_with("write:")))
+    }
+
+    /// `Ok` when the caller holds `permission`, 403 otherwise.
+    pub fn require(&self, permission: &str) -> Result<(), ApiError> {
+        if self.has(permission) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!("this request needs the {permission} permission")))
+        }
+    }
+}
+
+/// A user's permissions: those of the built-in role plus those of each custom role.
+async fn permissions_of(state: &AppState, user: &UserRecord) -> Result<Vec<String>, ApiError> {
+    let mut perms: Vec<String> = user.role.permissions().into_iter().map(str::to_string).collect();
+    for name in &user.roles {
+        if let QueryResult::Role(Some(r)) = state.cluster.meta_read(&Query::Role { name: name.clone() }).await? {
+            perms.extend(r.permissions.into_iter().filter(|p| !p.starts_with("manage:")));
+        }
+    }
+    perms.sort();
+    perms.dedup();
+    Ok(perms)
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {
@@ -101,6 +136,9 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
         if !users_exist(state).await? {
             if state.config.auth.open_bootstrap && parts.method == Method::GET {
                 warn!(path = %parts.uri.path(), "SECURITY: serving an anonymous read in open-bootstrap mode (no users exist)");
@@ -115,7 +153,10 @@ impl FromRequestParts<AppState> for Caller {
             _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
         };
         match state.cluster.meta_read(&Query::UserById { id: session.user_id }).await? {
-            QueryResult::User(Some(user)) => Ok(Caller::User { user, token_hash: hash }),
+            QueryResult::User(Some(user)) => {
+                let permissions = permissions_of(state, &user).await?;
+                Ok(Caller::User { user, token_hash: hash, permissions })
+            }
             _ => Err(ApiError::Unauthorized("the token's user no longer exists".into())),
         }
     }
@@ -147,6 +188,7 @@ pub async fn provision_admin(state: AppState) {
         password_hash: hash,
         mfa_enabled: false,
         created_at_ms: now_ms(),
+        roles: Vec::new(),
     };
     loop {
         match state.cluster.meta_write(&Operation::Meta(MetaOp::ProvisionFirstAdmin(user.clone()))).await {

@@ -7,6 +7,7 @@ mod cluster;
 mod config;
 mod error;
 mod handlers;
+mod permissions;
 mod state;
 
 use std::net::SocketAddr;
@@ -59,6 +60,9 @@ fn routes(state: AppState) -> Router {
         .merge(handlers::sql::routes())
         .merge(handlers::document::routes())
         .merge(handlers::vector::routes())
+        .merge(handlers::timeseries::routes())
+        .merge(handlers::users::routes())
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
@@ -98,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
         }
     });
     tokio::spawn(auth::provision_admin(state.clone()));
+    tokio::spawn(handlers::timeseries::retention_loop(state.clone()));
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
     info!(%addr, "router listening");

@@ -17,6 +17,7 @@ use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 
 use crate::engine::document::DocumentEngine;
 use crate::engine::sql::SqlEngine;
+use crate::engine::timeseries::TimeSeriesEngine;
 use crate::engine::vector::VectorEngine;
 use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
 use crate::error::{Result, StorageError};
@@ -39,8 +40,8 @@ pub struct GroupReader {
 }
 
 impl GroupReader {
-    pub(crate) fn new(db: Arc<DB>, group: u64) -> Self {
-        GroupReader { data: GroupData { db, group } }
+    pub(crate) fn new(db: Arc<DB>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
+        GroupReader { data: GroupData { db, group, vectors } }
     }
 
     /// Answers `query` from this replica's applied state, with `now_ms` for expiry.
@@ -58,13 +59,19 @@ impl GroupReader {
             Query::UserByName { username } => QueryResult::User(engine::meta::user_by_name(&meta, username)?),
             Query::UserById { id } => QueryResult::User(engine::meta::user_by_id(&meta, id)?),
             Query::UserCount => QueryResult::Count(engine::meta::user_count(&meta)?),
+            Query::ListUsers => QueryResult::Users(engine::meta::list_users(&meta)?),
+            Query::ListRoles => QueryResult::Roles(engine::meta::list_roles(&meta)?),
+            Query::Role { name } => QueryResult::Role(engine::meta::role(&meta, name)?),
             Query::Session { token_hash } => {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
             Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
             Query::Sql(q) => QueryResult::Sql(engine::sql::query(&self.data, q)?),
             Query::Document(q) => QueryResult::Document(engine::document::query(&self.data.space(space::DOCUMENT), q)?),
-            Query::Vector(q) => QueryResult::Vector(engine::vector::query(&self.data.space(space::VECTOR), q)?),
+            Query::Vector(q) => QueryResult::Vector(engine::vector::query(&self.data, q)?),
+            Query::TimeSeries(q) => {
+                QueryResult::TimeSeries(engine::timeseries::query(&self.data.space(space::TIMESERIES), q)?)
+            }
         })
     }
 
@@ -80,8 +87,8 @@ fn read_sm_record<T: serde::de::DeserializeOwned>(data: &GroupData, tag: u8) -> 
 }
 
 impl StateMachine {
-    pub(crate) fn new(db: Arc<DB>, group: u64) -> Self {
-        StateMachine { data: GroupData { db, group } }
+    pub(crate) fn new(db: Arc<DB>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
+        StateMachine { data: GroupData { db, group, vectors } }
     }
 
     /// Applies one command into `batch`; business-rule outcomes are responses.
@@ -100,7 +107,10 @@ impl StateMachine {
                 DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
             }
             Operation::Vector(op) => {
-                VectorEngine.apply(&mut Tx::new(db, group, space::VECTOR, batch), cmd.issued_at_ms, op)
+                VectorEngine { state: &self.data.vectors }.apply(&mut Tx::new(db, group, space::VECTOR, batch), cmd.issued_at_ms, op)
+            }
+            Operation::TimeSeries(op) => {
+                TimeSeriesEngine.apply(&mut Tx::new(db, group, space::TIMESERIES, batch), cmd.issued_at_ms, op)
             }
         }
     }
@@ -277,6 +287,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             save_snapshot(db, group, meta, &bytes)
         };
         install().map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        self.data.vectors.invalidate(); // vector indexes are rebuilt from the new records
         tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");
         Ok(())
     }

@@ -1,10 +1,12 @@
 //! The node's one RocksDB instance.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rocksdb::{ColumnFamilyDescriptor, DB, Options};
 
+use crate::engine::vector::VectorState;
 use crate::error::Result;
 use crate::keys::{CF_DATA, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
@@ -14,6 +16,8 @@ use crate::state_machine::{GroupReader, StateMachine};
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
+    /// Each group's in-memory vector indexes, shared by its state machine and reader.
+    vectors: Arc<Mutex<HashMap<u64, Arc<VectorState>>>>,
 }
 
 impl Store {
@@ -29,7 +33,7 @@ impl Store {
             ColumnFamilyDescriptor::new(name, cf)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        Ok(Store { db: Arc::new(db) })
+        Ok(Store { db: Arc::new(db), vectors: Default::default() })
     }
 
     /// The Raft log store of one group.
@@ -39,12 +43,16 @@ impl Store {
 
     /// The state machine of one group.
     pub fn state_machine(&self, group: u64) -> StateMachine {
-        StateMachine::new(self.db.clone(), group)
+        StateMachine::new(self.db.clone(), group, self.vector_state(group))
     }
 
     /// A read-only view of one group's state machine, for serving queries.
     pub fn reader(&self, group: u64) -> GroupReader {
-        GroupReader::new(self.db.clone(), group)
+        GroupReader::new(self.db.clone(), group, self.vector_state(group))
+    }
+
+    fn vector_state(&self, group: u64) -> Arc<VectorState> {
+        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().clone()
     }
 
     /// Whether the group has never stored a vote or log entry on this node.

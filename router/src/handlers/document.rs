@@ -1,10 +1,599 @@
-//! The document routes: not built yet.
+//! Document routes (spec 01 documents).
+//!
+//! A document lives in the data group that `doc/<collection>/<id>` hashes to.
+//! Every data group keeps the collection definition (schema, indexes): it is
+//! written to the collection's home group (`doccoll/<name>`, which decides
+//! conflicts) and then to every other group. Listings and queries fan out to all
+//! groups, each sorting and limiting locally; the merge orders the answers by
+//! the engines' sort keys (ties by id), then skips and limits again.
 
-use axum::Router;
+use std::time::Instant;
 
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query as QueryParams, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{Operation, Query, QueryResult, RejectKind, Response as Reply};
+use tessera_api::document::{
+    CollectionDef, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, FoundDoc,
+    validate_collection_name, validate_doc_id, validate_index_field,
+};
+use tessera_api::http::iso8601_ms;
+use tessera_api::rpc::Consistency;
+
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use crate::auth::{Caller, new_id};
+use crate::cluster::Served;
+use crate::error::ApiError;
 use crate::state::AppState;
+
+/// Rows a listing or query returns at most (spec limit `max_result_rows`).
+const MAX_RESULT_ROWS: usize = 100_000;
 
 /// The document routes, merged into the router's table.
 pub fn routes() -> Router<AppState> {
+    const C: &str = "/api/v1/documents/collections";
     Router::new()
+        .route(C, get(list_collections).post(create_collection))
+        .route(&format!("{C}/{{name}}"), get(get_collection).delete(drop_collection))
+        .route(&format!("{C}/{{name}}/documents"), post(insert).get(get_collection))
+        .route(
+            &format!("{C}/{{name}}/documents/{{id}}"),
+            get(get_document).put(replace).patch(update).delete(delete_document),
+        )
+        .route(&format!("{C}/{{name}}/documents/{{id}}/update"), post(update))
+        .route(&format!("{C}/{{name}}/query"), post(query))
+        .route(&format!("{C}/{{name}}/indexes"), get(list_indexes).post(create_index))
+        .route(&format!("{C}/{{name}}/indexes/{{field}}"), axum::routing::delete(drop_index))
+        .route("/api/v1/documents/{name}/query", post(query))
+}
+
+// ---------------------------------------------------------------- cluster calls
+
+fn home_group(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(&format!("doccoll/{name}"))?)
+}
+
+fn doc_group(state: &AppState, collection: &str, id: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(&format!("doc/{collection}/{id}"))?)
+}
+
+/// A write whose `Rejected` answer is left to the caller.
+async fn propose(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
+    Ok(state.cluster.write(group, &Operation::Document(op), c).await?)
+}
+
+/// A write whose `Rejected` answer becomes the matching error.
+async fn write(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
+    let served = propose(state, group, op, c).await?;
+    match served.value {
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        _ => Ok(served),
+    }
+}
+
+/// The same kind of write to several groups at once.
+async fn write_all(
+    state: &AppState,
+    groups: &[GroupId],
+    op: impl Fn() -> DocOp,
+    c: Consistency,
+) -> Result<Vec<Reply>, ApiError> {
+    let calls = groups.iter().map(|g| propose(state, *g, op(), c));
+    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
+}
+
+async fn read(state: &AppState, group: GroupId, q: DocQuery, prefs: &ReadPrefs) -> Result<Served<DocQueryResult>, ApiError> {
+    let served = state.cluster.read(group, &Query::Document(q), prefs.consistency, prefs.replica).await?;
+    match served.value {
+        QueryResult::Document(r) => Ok(Served { value: r, group: served.group, node: served.node }),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+async fn read_all(state: &AppState, q: DocQuery, prefs: &ReadPrefs) -> Result<Vec<DocQueryResult>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| read(state, *g, q.clone(), prefs));
+    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
+}
+
+fn no_collection(name: &str) -> ApiError {
+    ApiError::NotFound(format!("collection {name} does not exist"))
+}
+
+/// Writes a collection definition (schema, then indexes) to every group but
+/// `except`; idempotent, so it also repairs a partly created collection.
+async fn spread_definition(state: &AppState, def: &CollectionDef, except: GroupId, c: Consistency) -> Result<(), ApiError> {
+    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != except).collect();
+    let create = || DocOp::CreateCollection { name: def.name.clone(), schema: def.schema.clone(), exclusive: false };
+    check_all(write_all(state, &others, create, c).await?)?;
+    for field in &def.indexes {
+        let op = || DocOp::CreateIndex { collection: def.name.clone(), field: field.clone() };
+        check_all(write_all(state, &others, op, c).await?)?;
+    }
+    Ok(())
+}
+
+/// The first refusal among fan-out replies, as an error.
+fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
+    if let Some(Reply::Rejected { kind, message }) = replies.iter().find(|r| matches!(r, Reply::Rejected { .. })) {
+        return Err(ApiError::rejected(*kind, message.clone()));
+    }
+    Ok(replies)
+}
+
+/// The home group's definition of a collection, read from its leader.
+async fn home_definition(state: &AppState, name: &str) -> Result<CollectionDef, ApiError> {
+    let prefs = ReadPrefs { consistency: Consistency::Quorum, replica: None };
+    match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
+        DocQueryResult::Collection(Some(def)) => Ok(def),
+        DocQueryResult::Collection(None) => Err(no_collection(name)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+// ---------------------------------------------------------------- JSON shapes
+
+fn doc_json(d: &DocRecord) -> Value {
+    json!({
+        "id": d.id, "collection": d.collection, "data": d.data,
+        "created_at": iso8601_ms(d.created_at_ms), "updated_at": iso8601_ms(d.updated_at_ms),
+    })
+}
+
+fn def_json(def: &CollectionDef) -> Value {
+    json!({
+        "name": def.name, "schema": def.schema, "indexes": def.indexes,
+        "created_at": iso8601_ms(def.created_at_ms),
+    })
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}
+
+// ---------------------------------------------------------------- collections
+
+/// Body of `POST /api/v1/documents/collections`.
+#[derive(Deserialize)]
+pub struct CreateCollection {
+    name: String,
+    #[serde(default)]
+    schema: Option<Value>,
+}
+
+/// `POST /api/v1/documents/collections {name, schema?}` → 201; 409 if it exists.
+pub async fn create_collection(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<CreateCollection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_collection_name(&req.name).map_err(ApiError::BadRequest)?;
+    let schema = req.schema.filter(|s| !s.is_null());
+    let home = home_group(&state, &req.name)?;
+    let op = DocOp::CreateCollection { name: req.name.clone(), schema: schema.clone(), exclusive: true };
+    let reply = propose(&state, home, op, prefs.consistency).await?.value;
+    if let Reply::Rejected { kind: RejectKind::Conflict, message } = reply {
+        // Finish a creation that failed half-way before reporting the conflict.
+        let def = home_definition(&state, &req.name).await?;
+        spread_definition(&state, &def, home, prefs.consistency).await?;
+        return Err(ApiError::Conflict(message));
+    }
+    if let Reply::Rejected { kind, message } = reply {
+        return Err(ApiError::rejected(kind, message));
+    }
+    let def = home_definition(&state, &req.name).await?;
+    spread_definition(&state, &def, home, prefs.consistency).await?;
+    let mut body = def_json(&def);
+    body["created"] = json!(true);
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// `GET /api/v1/documents/collections`: every collection with its document count.
+pub async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    let mut merged: std::collections::BTreeMap<String, (CollectionDef, u64)> = Default::default();
+    for r in read_all(&state, DocQuery::ListCollections, &prefs).await? {
+        let DocQueryResult::Collections(list) = r else { return Err(ApiError::unexpected(r)) };
+        for info in list {
+            let e = merged.entry(info.def.name.clone()).or_insert((info.def, 0));
+            e.1 += info.documents;
+        }
+    }
+    let list: Vec<Value> = merged
+        .values()
+        .map(|(def, n)| {
+            let mut v = def_json(def);
+            v["document_count"] = json!(n);
+            v
+        })
+        .collect();
+    Ok(Json(json!({"collections": list, "count": list.len()})))
+}
+
+/// Query of `GET …/collections/{name}`: `limit` and `skip`.
+#[derive(Deserialize)]
+pub struct ListParams {
+    limit: Option<usize>,
+    #[serde(alias = "offset")]
+    skip: Option<usize>,
+}
+
+/// `GET /api/v1/documents/collections/{name}?limit=&skip=`: the documents in id
+/// order, `{documents, total_scanned, execution_time_ms, ...}`.
+pub async fn get_collection(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+    p: Result<QueryParams<ListParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let started = Instant::now();
+    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
+    let req = FindRequest { filter: None, sort: None, limit: p.limit, skip: p.skip };
+    let mut body = find(&state, &prefs, &name, req).await?;
+    body["name"] = json!(name);
+    body["execution_time_ms"] = json!(elapsed_ms(started));
+    Ok(Json(body))
+}
+
+/// `DELETE /api/v1/documents/collections/{name}`: the collection and its documents.
+pub async fn drop_collection(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let home = home_group(&state, &name)?;
+    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
+    // The home group goes last: while it still knows the collection, a retry finishes the drop.
+    let op = || DocOp::DropCollection { name: name.clone() };
+    let mut replies = write_all(&state, &others, op, prefs.consistency).await?;
+    replies.push(propose(&state, home, op(), prefs.consistency).await?.value);
+    let (mut found, mut documents) = (false, 0u64);
+    for r in replies {
+        match r {
+            Reply::Deleted(n) => {
+                found = true;
+                documents += n;
+            }
+            Reply::Rejected { kind: RejectKind::NotFound, .. } => {}
+            Reply::Rejected { kind, message } => return Err(ApiError::rejected(kind, message)),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    if !found {
+        return Err(no_collection(&name));
+    }
+    Ok(Json(json!({"name": name, "deleted": true, "documents_deleted": documents})))
+}
+
+// ---------------------------------------------------------------- documents
+
+/// Body of an insert: `{document, id?}` (an id is assigned when none is given).
+#[derive(Deserialize)]
+pub struct InsertBody {
+    document: Value,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `POST …/collections/{name}/documents {document}` → 201 with the stored document.
+/// A missing collection is created (without schema) on first insert.
+pub async fn insert(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+    JsonBody(req): JsonBody<InsertBody>,
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_collection_name(&name).map_err(ApiError::BadRequest)?;
+    if !req.document.is_object() {
+        return Err(ApiError::BadRequest("document must be a JSON object".into()));
+    }
+    let id = req.id.unwrap_or_else(new_id);
+    validate_doc_id(&id).map_err(ApiError::BadRequest)?;
+    let group = doc_group(&state, &name, &id)?;
+    let op = || DocOp::Insert { collection: name.clone(), id: id.clone(), data: req.document.clone() };
+    let mut served = propose(&state, group, op(), prefs.consistency).await?;
+    if matches!(served.value, Reply::Rejected { kind: RejectKind::NotFound, .. }) {
+        let home = home_group(&state, &name)?;
+        let create = DocOp::CreateCollection { name: name.clone(), schema: None, exclusive: false };
+        write(&state, home, create, prefs.consistency).await?;
+        let def = home_definition(&state, &name).await?;
+        spread_definition(&state, &def, home, prefs.consistency).await?;
+        served = propose(&state, group, op(), prefs.consistency).await?;
+    }
+    let (headers, rec) = stored(served)?;
+    Ok((StatusCode::CREATED, headers, Json(doc_json(&rec))))
+}
+
+/// The document a write stored, with the headers naming who served it.
+fn stored(served: Served<Reply>) -> Result<(HeaderMap, DocRecord), ApiError> {
+    let headers = served_headers(&served);
+    match served.value {
+        Reply::Document(DocResponse::Document(rec)) => Ok((headers, rec)),
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET …/collections/{name}/documents/{id}`.
+pub async fn get_document(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path((name, id)): Path<(String, String)>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    validate_doc_id(&id).map_err(ApiError::NotFound)?;
+    let group = doc_group(&state, &name, &id)?;
+    let served = read(&state, group, DocQuery::Get { collection: name.clone(), id: id.clone() }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        DocQueryResult::Document(Some(d)) => Ok((headers, Json(doc_json(&d)))),
+        DocQueryResult::Document(None) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        DocQueryResult::NoCollection => Err(no_collection(&name)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of a replace: `{document}`.
+#[derive(Deserialize)]
+pub struct ReplaceBody {
+    document: Value,
+}
+
+/// `PUT …/documents/{id} {document}`: replaces the whole content.
+pub async fn replace(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((name, id)): Path<(String, String)>,
+    JsonBody(req): JsonBody<ReplaceBody>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_doc_id(&id).map_err(ApiError::NotFound)?;
+    if !req.document.is_object() {
+        return Err(ApiError::BadRequest("document must be a JSON object".into()));
+    }
+    let group = doc_group(&state, &name, &id)?;
+    let op = DocOp::Replace { collection: name, id, data: req.document };
+    let (headers, rec) = stored(propose(&state, group, op, prefs.consistency).await?)?;
+    Ok((headers, Json(doc_json(&rec))))
+}
+
+/// `PATCH …/documents/{id}` (or `POST …/documents/{id}/update`) with an update
+/// document (`$set`, `$unset`, `$inc`), also accepted as `{update: {...}}`; a body
+/// without operators is taken as `$set`.
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((name, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_doc_id(&id).map_err(ApiError::NotFound)?;
+    let update = match body.get("update") {
+        Some(u @ Value::Object(_)) if body.len() == 1 => u.clone(),
+        _ if body.keys().any(|k| k.starts_with('$')) => Value::Object(body),
+        _ => json!({"$set": body}),
+    };
+    let group = doc_group(&state, &name, &id)?;
+    let op = DocOp::Update { collection: name, id, update };
+    let (headers, rec) = stored(propose(&state, group, op, prefs.consistency).await?)?;
+    Ok((headers, Json(doc_json(&rec))))
+}
+
+/// `DELETE …/documents/{id}`.
+pub async fn delete_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((name, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    validate_doc_id(&id).map_err(ApiError::NotFound)?;
+    let group = doc_group(&state, &name, &id)?;
+    let op = DocOp::Delete { collection: name.clone(), id: id.clone() };
+    match write(&state, group, op, prefs.consistency).await?.value {
+        Reply::Deleted(0) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        Reply::Deleted(_) => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+// ---------------------------------------------------------------- queries
+
+/// A sort specification as sent, with an object's keys kept in the client's
+/// order (as `[[path, direction], ...]`); the engines parse and check it.
+pub struct SortArg(Value);
+
+impl<'de> Deserialize<'de> for SortArg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SortArg;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sort object such as {\"field\": 1, \"other\": -1}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SortArg, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    pairs.push(json!([k, v]));
+                }
+                Ok(SortArg(Value::Array(pairs)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SortArg, A::Error> {
+                let mut items = Vec::new();
+                while let Some(v) = seq.next_element::<Value>()? {
+                    items.push(v);
+                }
+                Ok(SortArg(Value::Array(items)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<SortArg, E> {
+                Ok(SortArg(Value::String(s.to_string())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<SortArg, E> {
+                Ok(SortArg(Value::Null))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Body of `POST /api/v1/documents/{collection}/query`.
+#[derive(Deserialize)]
+pub struct FindRequest {
+    #[serde(default)]
+    filter: Option<Value>,
+    #[serde(default)]
+    sort: Option<SortArg>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default, alias = "offset")]
+    skip: Option<usize>,
+}
+
+/// `POST /api/v1/documents/{collection}/query {filter, sort, limit, skip}`:
+/// `{documents, count, total_scanned, index_used, execution_time_ms, ...}`.
+pub async fn query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+    JsonBody(req): JsonBody<FindRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let started = Instant::now();
+    let mut body = find(&state, &prefs, &name, req).await?;
+    body["execution_time_ms"] = json!(elapsed_ms(started));
+    Ok(Json(body))
+}
+
+/// Fans a find out to every group and merges the answers.
+async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest) -> Result<Value, ApiError> {
+    let filter = req.filter.filter(|f| !f.is_null()).unwrap_or_else(|| json!({}));
+    let skip = req.skip.unwrap_or(0);
+    let limit = req.limit.unwrap_or(MAX_RESULT_ROWS).min(MAX_RESULT_ROWS);
+    let spec = FindSpec {
+        collection: name.to_string(),
+        filter,
+        sort: req.sort.map(|s| s.0).unwrap_or(Value::Null),
+        limit: Some(skip.saturating_add(limit)),
+    };
+    let (mut docs, mut scanned, mut matched, mut index_used, mut known) = (Vec::<FoundDoc>::new(), 0u64, 0u64, None, false);
+    let mut invalid = None;
+    for r in read_all(state, DocQuery::Find(spec), prefs).await? {
+        match r {
+            DocQueryResult::Found(f) => {
+                known = true;
+                docs.extend(f.docs);
+                scanned += f.scanned;
+                matched += f.matched;
+                index_used = index_used.or(f.index_used);
+            }
+            DocQueryResult::NoCollection => {}
+            DocQueryResult::Invalid(m) => invalid = Some(m),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    if let Some(m) = invalid {
+        return Err(ApiError::BadRequest(m));
+    }
+    if !known {
+        return Err(no_collection(name));
+    }
+    docs.sort_by(|a, b| a.sort_key.cmp(&b.sort_key).then_with(|| a.doc.id.cmp(&b.doc.id)));
+    let list: Vec<Value> = docs.iter().skip(skip).take(limit).map(|d| doc_json(&d.doc)).collect();
+    let truncated = req.limit.is_none() && (matched as usize).saturating_sub(skip) > list.len();
+    Ok(json!({
+        "collection": name,
+        "documents": list,
+        "count": list.len(),
+        "total_matched": matched,
+        "total_scanned": scanned,
+        "index_used": index_used,
+        "truncated": truncated,
+    }))
+}
+
+// ---------------------------------------------------------------- indexes
+
+/// Body of `POST …/collections/{name}/indexes`.
+#[derive(Deserialize)]
+pub struct CreateIndex {
+    field: String,
+}
+
+/// `POST …/collections/{name}/indexes {field}` → 201; 409 if it exists.
+pub async fn create_index(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+    JsonBody(req): JsonBody<CreateIndex>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    validate_index_field(&req.field).map_err(ApiError::BadRequest)?;
+    let home = home_group(&state, &name)?;
+    let op = DocOp::CreateIndex { collection: name.clone(), field: req.field.clone() };
+    let created = matches!(write(&state, home, op, prefs.consistency).await?.value, Reply::Applied(true));
+    let def = home_definition(&state, &name).await?;
+    spread_definition(&state, &def, home, prefs.consistency).await?;
+    if !created {
+        return Err(ApiError::Conflict(format!("collection {name} already has an index on {}", req.field)));
+    }
+    Ok((StatusCode::CREATED, Json(json!({"collection": name, "field": req.field, "created": true}))))
+}
+
+/// `GET …/collections/{name}/indexes`.
+pub async fn list_indexes(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let def = home_definition(&state, &name).await?;
+    let list: Vec<Value> = def.indexes.iter().map(|f| json!({"field": f})).collect();
+    Ok(Json(json!({"collection": name, "indexes": list, "count": list.len()})))
+}
+
+/// `DELETE …/collections/{name}/indexes/{field}`.
+pub async fn drop_index(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((name, field)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let groups = state.cluster.data_groups()?;
+    let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
+    let replies = check_all(write_all(&state, &groups, op, prefs.consistency).await?)?;
+    if !replies.iter().any(|r| matches!(r, Reply::Deleted(n) if *n > 0)) {
+        return Err(ApiError::NotFound(format!("collection {name} has no index on {field}")));
+    }
+    Ok(Json(json!({"collection": name, "field": field, "deleted": true})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SortArg;
+    use serde_json::json;
+
+    #[test]
+    fn sort_objects_keep_the_client_key_order() {
+        let s: SortArg = serde_json::from_str(r#"{"b": 1, "a": -1, "c.d": "desc"}"#).unwrap();
+        assert_eq!(s.0, json!([["b", 1], ["a", -1], ["c.d", "desc"]]));
+        let s: SortArg = serde_json::from_str(r#""-age,name""#).unwrap();
+        assert_eq!(s.0, json!("-age,name"));
+        let s: SortArg = serde_json::from_str(r#"[["x", 1]]"#).unwrap();
+        assert_eq!(s.0, json!([["x", 1]]));
+    }
 }

@@ -8,6 +8,8 @@ pub mod health;
 pub mod kv;
 pub mod object;
 pub mod sql;
+pub mod timeseries;
+pub mod users;
 pub mod vector;
 
 use axum::body::Bytes;
@@ -86,10 +88,8 @@ pub fn served_headers<T>(served: &Served<T>) -> HeaderMap {
     h
 }
 
-/// Admins and operators write data; viewers only read.
+/// Defense in depth behind the route table: the caller holds some `write:*`
+/// permission (viewers hold none).
 pub fn require_writer(caller: &crate::auth::Caller) -> Result<(), ApiError> {
-    match caller.role() {
-        tessera_api::meta::Role::Admin | tessera_api::meta::Role::Operator => Ok(()),
-        tessera_api::meta::Role::Viewer => Err(ApiError::Forbidden("the viewer role cannot write data".into())),
-    }
+    if caller.can_write() { Ok(()) } else { Err(ApiError::Forbidden("this caller cannot write data".into())) }
 }

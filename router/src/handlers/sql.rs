@@ -19,7 +19,7 @@ use tessera_api::GroupId;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::sql::{SqlFailure, SqlOp, SqlQuery, SqlResult};
 
-use super::{JsonBody, ReadPrefs, require_writer};
+use super::{JsonBody, ReadPrefs};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -124,7 +124,7 @@ pub async fn query(
     let result = match result {
         Some(r) => r,
         None => {
-            require_writer(&caller)?;
+            caller.require("write:sql")?;
             let op = Operation::Sql(SqlOp {
                 database,
                 sql: req.sql.clone(),

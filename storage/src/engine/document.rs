@@ -1,7 +1,28 @@
-//! The document engine (spec 01 documents): not built yet; its operation types are empty.
+//! The document engine (spec 01 documents): collections with optional schema
+//! validation, JSON documents, and secondary indexes on dotted field paths.
+//!
+//! Keys:
+//! - `c/<collection>` → JSON [`CollectionDef`];
+//! - `d/<collection>\0<id>` → JSON [`DocRecord`];
+//! - `x/<collection>\0<field>\0<enc(value)>\0<id>` → id, one entry per distinct
+//!   value the field reaches (an array field also indexes each element);
+//! - `m/<collection>\0<field>` → marker: some document reaches several values
+//!   through `field` (a multikey index, scanned with one side of a range only).
+//!
+//! `enc` is the order-preserving, prefix-free encoding of [`encode_value`]: its
+//! byte order is the JSON total order of `tessera_document::compare_values`. Query
+//! results carry the same encoding of their sort values so that the router can
+//! merge the groups' answers without understanding documents.
 
-use tessera_api::command::Response;
-use tessera_api::document::{DocOp, DocQuery, DocQueryResult};
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use tessera_api::command::{RejectKind, Response};
+use tessera_api::document::{
+    CollectionDef, CollectionInfo, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, Found, FoundDoc,
+    validate_collection_name, validate_doc_id, validate_index_field,
+};
+use tessera_document::{Bound, Direction, Filter, Schema, SortSpec, apply_update, get_path};
 
 use super::{Engine, ReadView, Tx};
 use crate::error::Result;
@@ -9,15 +30,591 @@ use crate::error::Result;
 /// Document engine.
 pub struct DocumentEngine;
 
-impl Engine for DocumentEngine {
-    type Op = DocOp;
+// ---------------------------------------------------------------- keys
 
-    fn apply(&self, _tx: &mut Tx<'_>, _now: i64, op: &DocOp) -> Result<Response> {
-        match *op {}
+fn coll_key(name: &str) -> Vec<u8> {
+    [b"c/".as_slice(), name.as_bytes()].concat()
+}
+
+fn docs_prefix(coll: &str) -> Vec<u8> {
+    [b"d/".as_slice(), coll.as_bytes(), b"\0"].concat()
+}
+
+fn doc_key(coll: &str, id: &str) -> Vec<u8> {
+    [docs_prefix(coll).as_slice(), id.as_bytes()].concat()
+}
+
+fn coll_index_prefix(coll: &str) -> Vec<u8> {
+    [b"x/".as_slice(), coll.as_bytes(), b"\0"].concat()
+}
+
+fn field_prefix(coll: &str, field: &str) -> Vec<u8> {
+    [coll_index_prefix(coll).as_slice(), field.as_bytes(), b"\0"].concat()
+}
+
+fn index_key(field_prefix: &[u8], enc: &[u8], id: &str) -> Vec<u8> {
+    [field_prefix, enc, b"\0", id.as_bytes()].concat()
+}
+
+fn coll_multikey_prefix(coll: &str) -> Vec<u8> {
+    [b"m/".as_slice(), coll.as_bytes(), b"\0"].concat()
+}
+
+fn multikey_key(coll: &str, field: &str) -> Vec<u8> {
+    [coll_multikey_prefix(coll).as_slice(), field.as_bytes()].concat()
+}
+
+// ---------------------------------------------------------------- value encoding
+
+const TAG_NULL: u8 = 0x10;
+const TAG_NUMBER: u8 = 0x20;
+const TAG_STRING: u8 = 0x30;
+const TAG_OBJECT: u8 = 0x40;
+const TAG_ARRAY: u8 = 0x50;
+const TAG_BOOL: u8 = 0x60;
+
+/// Appends the order-preserving, prefix-free encoding of `v`: byte order equals
+/// the JSON total order (null < numbers < strings < objects < arrays < booleans),
+/// and values equal under that order (`1` and `1.0`) encode identically.
+pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(TAG_NULL),
+        Value::Bool(b) => out.extend_from_slice(&[TAG_BOOL, *b as u8]),
+        Value::Number(n) => {
+            out.push(TAG_NUMBER);
+            // Primary: the f64 value; secondary: the exact integer part, which
+            // orders integers beyond 2^53 that share an f64 (and equals for equal values).
+            let (f, exact) = match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => (i as f64, i as i128),
+                (None, Some(u)) => (u as f64, u as i128),
+                _ => {
+                    let f = n.as_f64().unwrap_or(0.0);
+                    let t = f.trunc();
+                    let exact = if t >= 1.0e38 {
+                        i128::MAX
+                    } else if t <= -1.0e38 {
+                        i128::MIN
+                    } else {
+                        t as i128
+                    };
+                    (f, exact)
+                }
+            };
+            let f = if f == 0.0 { 0.0 } else { f }; // -0.0 sorts with 0
+            let bits = f.to_bits();
+            let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+            out.extend_from_slice(&ordered.to_be_bytes());
+            out.extend_from_slice(&((exact as u128) ^ (1 << 127)).to_be_bytes());
+        }
+        Value::String(s) => {
+            out.push(TAG_STRING);
+            encode_str(s, out);
+        }
+        Value::Object(m) => {
+            out.push(TAG_OBJECT);
+            // serde_json maps iterate in key order (no `preserve_order` in this workspace),
+            // but sort anyway so the encoding never depends on that feature.
+            let mut entries: Vec<_> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            for (k, x) in entries {
+                out.push(0x01);
+                encode_str(k, out);
+                encode_value(x, out);
+            }
+            out.push(0x00);
+        }
+        Value::Array(a) => {
+            out.push(TAG_ARRAY);
+            for x in a {
+                encode_value(x, out); // every element starts with a tag > 0
+            }
+            out.push(0x00);
+        }
     }
 }
 
+/// Escaped bytes (`00` → `00 FF`) and the terminator `00 00`.
+fn encode_str(s: &str, out: &mut Vec<u8>) {
+    for b in s.bytes() {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+fn encoded(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_value(v, &mut out);
+    out
+}
+
+/// The merge key of a document under `spec`: each key's encoded value (missing
+/// as null, as `tessera_document::compare` does), bytes inverted when descending.
+fn sort_key(data: &Value, spec: &SortSpec) -> Vec<u8> {
+    let mut out = Vec::new();
+    for k in spec.keys() {
+        let start = out.len();
+        encode_value(get_path(data, &k.path).unwrap_or(&Value::Null), &mut out);
+        if k.direction == Direction::Desc {
+            out[start..].iter_mut().for_each(|b| *b = !*b);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- index values
+
+/// The values a dotted path reaches, as filters see them: a non-numeric segment
+/// on an array fans out over its object elements, a numeric one indexes it.
+fn resolve<'a>(v: &'a Value, segs: &[&str], out: &mut Vec<&'a Value>) {
+    let Some((first, rest)) = segs.split_first() else {
+        out.push(v);
+        return;
+    };
+    match v {
+        Value::Object(m) => {
+            if let Some(c) = m.get(*first) {
+                resolve(c, rest, out);
+            }
+        }
+        Value::Array(a) => match array_index(first) {
+            Some(i) => {
+                if let Some(c) = a.get(i) {
+                    resolve(c, rest, out);
+                }
+            }
+            None => a.iter().filter(|e| e.is_object()).for_each(|e| resolve(e, segs, out)),
+        },
+        _ => {}
+    }
+}
+
+fn array_index(seg: &str) -> Option<usize> {
+    if seg.bytes().all(|b| b.is_ascii_digit()) { seg.parse().ok() } else { None }
+}
+
+/// Encodings of every value `field` reaches in `data` (arrays also by element),
+/// and whether there is more than one such value (multikey).
+fn index_values(data: &Value, field: &str) -> (BTreeSet<Vec<u8>>, bool) {
+    let segs: Vec<&str> = field.split('.').collect();
+    let mut cands = Vec::new();
+    resolve(data, &segs, &mut cands);
+    let mut out = BTreeSet::new();
+    let mut multi = cands.len() > 1;
+    for c in cands {
+        out.insert(encoded(c));
+        if let Value::Array(a) = c {
+            multi = true;
+            out.extend(a.iter().map(encoded));
+        }
+    }
+    (out, multi)
+}
+
+// ---------------------------------------------------------------- records
+
+fn reject(kind: RejectKind, message: String) -> Result<Response> {
+    Ok(Response::Rejected { kind, message })
+}
+
+fn collection(view: &ReadView<'_>, name: &str) -> Result<Option<CollectionDef>> {
+    Ok(view.get(&coll_key(name))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+fn document(view: &ReadView<'_>, coll: &str, id: &str) -> Result<Option<DocRecord>> {
+    Ok(view.get(&doc_key(coll, id))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<u64> {
+    let mut doomed = Vec::new();
+    tx.view().scan_prefix(prefix, |k, _| {
+        doomed.push(k.to_vec());
+        Ok(true)
+    })?;
+    for k in &doomed {
+        tx.delete(k);
+    }
+    Ok(doomed.len() as u64)
+}
+
+/// Checks a document against the collection's schema; `Some(message)` when it fails.
+fn schema_violation(def: &CollectionDef, data: &Value) -> Option<String> {
+    if !data.is_object() {
+        return Some("a document must be a JSON object".into());
+    }
+    let schema = def.schema.as_ref()?;
+    match Schema::parse(schema) {
+        Err(e) => Some(format!("the schema of collection {} is invalid: {e}", def.name)),
+        Ok(s) => s.validate(data).err().map(|errors| {
+            format!("document does not match the schema of collection {}: {}", def.name, errors.join("; "))
+        }),
+    }
+}
+
+/// Writes `new` over `old` (either may be absent) and keeps every index in step.
+fn write_doc(tx: &mut Tx<'_>, def: &CollectionDef, old: Option<&DocRecord>, new: Option<&DocRecord>) -> Result<()> {
+    for field in &def.indexes {
+        let fp = field_prefix(&def.name, field);
+        let (before, _) = old.map(|d| index_values(&d.data, field)).unwrap_or_default();
+        let (after, multi) = new.map(|d| index_values(&d.data, field)).unwrap_or_default();
+        if let Some(d) = old {
+            for enc in before.difference(&after) {
+                tx.delete(&index_key(&fp, enc, &d.id));
+            }
+        }
+        if let Some(d) = new {
+            for enc in after.difference(&before) {
+                tx.put(&index_key(&fp, enc, &d.id), d.id.as_bytes());
+            }
+            if multi {
+                tx.put(&multikey_key(&def.name, field), b"");
+            }
+        }
+    }
+    match (old, new) {
+        (_, Some(d)) => tx.put(&doc_key(&def.name, &d.id), &serde_json::to_vec(d)?),
+        (Some(d), None) => tx.delete(&doc_key(&def.name, &d.id)),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn no_collection(name: &str) -> Result<Response> {
+    reject(RejectKind::NotFound, format!("collection {name} does not exist"))
+}
+
+fn no_document(coll: &str, id: &str) -> Result<Response> {
+    reject(RejectKind::NotFound, format!("document {id} does not exist in collection {coll}"))
+}
+
+impl Engine for DocumentEngine {
+    type Op = DocOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &DocOp) -> Result<Response> {
+        match op {
+            DocOp::CreateCollection { name, schema, exclusive } => {
+                if let Err(e) = validate_collection_name(name) {
+                    return reject(RejectKind::Invalid, e);
+                }
+                let schema = schema.clone().filter(|s| !s.is_null());
+                if let Some(Err(e)) = schema.as_ref().map(Schema::parse) {
+                    return reject(RejectKind::Invalid, e.to_string());
+                }
+                if collection(tx.view(), name)?.is_some() {
+                    if *exclusive {
+                        return reject(RejectKind::Conflict, format!("collection {name} already exists"));
+                    }
+                    return Ok(Response::Applied(false));
+                }
+                let def = CollectionDef { name: name.clone(), schema, indexes: Vec::new(), created_at_ms: now };
+                tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
+                Ok(Response::Applied(true))
+            }
+            DocOp::DropCollection { name } => {
+                if collection(tx.view(), name)?.is_none() {
+                    return no_collection(name);
+                }
+                let docs = delete_prefix(tx, &docs_prefix(name))?;
+                delete_prefix(tx, &coll_index_prefix(name))?;
+                delete_prefix(tx, &coll_multikey_prefix(name))?;
+                tx.delete(&coll_key(name));
+                Ok(Response::Deleted(docs))
+            }
+            DocOp::CreateIndex { collection: name, field } => {
+                if let Err(e) = validate_index_field(field) {
+                    return reject(RejectKind::Invalid, e);
+                }
+                let Some(mut def) = collection(tx.view(), name)? else { return no_collection(name) };
+                if def.indexes.contains(field) {
+                    return Ok(Response::Applied(false));
+                }
+                let fp = field_prefix(name, field);
+                let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
+                let mut any_multi = false;
+                tx.view().scan_prefix(&docs_prefix(name), |_, raw| {
+                    let d: DocRecord = serde_json::from_slice(raw)?;
+                    let (encs, multi) = index_values(&d.data, field);
+                    any_multi |= multi;
+                    entries.extend(encs.into_iter().map(|e| (index_key(&fp, &e, &d.id), d.id.clone())));
+                    Ok(true)
+                })?;
+                for (k, id) in entries {
+                    tx.put(&k, id.as_bytes());
+                }
+                if any_multi {
+                    tx.put(&multikey_key(name, field), b"");
+                }
+                def.indexes.push(field.clone());
+                tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
+                Ok(Response::Applied(true))
+            }
+            DocOp::DropIndex { collection: name, field } => {
+                let Some(mut def) = collection(tx.view(), name)? else { return no_collection(name) };
+                if !def.indexes.contains(field) {
+                    return Ok(Response::Deleted(0));
+                }
+                delete_prefix(tx, &field_prefix(name, field))?;
+                tx.delete(&multikey_key(name, field));
+                def.indexes.retain(|f| f != field);
+                tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
+                Ok(Response::Deleted(1))
+            }
+            DocOp::Insert { collection: name, id, data } => {
+                if let Err(e) = validate_doc_id(id) {
+                    return reject(RejectKind::Invalid, e);
+                }
+                let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
+                if let Some(msg) = schema_violation(&def, data) {
+                    return reject(RejectKind::Invalid, msg);
+                }
+                if document(tx.view(), name, id)?.is_some() {
+                    return reject(RejectKind::Conflict, format!("document {id} already exists in collection {name}"));
+                }
+                let rec = DocRecord {
+                    id: id.clone(),
+                    collection: name.clone(),
+                    data: data.clone(),
+                    created_at_ms: now,
+                    updated_at_ms: now,
+                };
+                write_doc(tx, &def, None, Some(&rec))?;
+                Ok(Response::Document(DocResponse::Document(rec)))
+            }
+            DocOp::Replace { collection: name, id, data } => {
+                let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
+                let Some(old) = document(tx.view(), name, id)? else { return no_document(name, id) };
+                if let Some(msg) = schema_violation(&def, data) {
+                    return reject(RejectKind::Invalid, msg);
+                }
+                let rec = DocRecord { data: data.clone(), updated_at_ms: now, ..old.clone() };
+                write_doc(tx, &def, Some(&old), Some(&rec))?;
+                Ok(Response::Document(DocResponse::Document(rec)))
+            }
+            DocOp::Update { collection: name, id, update } => {
+                let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
+                let Some(old) = document(tx.view(), name, id)? else { return no_document(name, id) };
+                let mut data = old.data.clone();
+                if let Err(e) = apply_update(&mut data, update) {
+                    return reject(RejectKind::Invalid, e.to_string());
+                }
+                if let Some(msg) = schema_violation(&def, &data) {
+                    return reject(RejectKind::Invalid, msg);
+                }
+                let rec = DocRecord { data, updated_at_ms: now, ..old.clone() };
+                write_doc(tx, &def, Some(&old), Some(&rec))?;
+                Ok(Response::Document(DocResponse::Document(rec)))
+            }
+            DocOp::Delete { collection: name, id } => {
+                let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
+                match document(tx.view(), name, id)? {
+                    Some(old) => {
+                        write_doc(tx, &def, Some(&old), None)?;
+                        Ok(Response::Deleted(1))
+                    }
+                    None => Ok(Response::Deleted(0)),
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- queries
+
 /// Answers a document query.
-pub fn query(_view: &ReadView<'_>, q: &DocQuery) -> Result<DocQueryResult> {
-    match *q {}
+pub fn query(view: &ReadView<'_>, q: &DocQuery) -> Result<DocQueryResult> {
+    Ok(match q {
+        DocQuery::ListCollections => {
+            let mut defs: Vec<CollectionDef> = Vec::new();
+            view.scan_prefix(b"c/", |_, v| {
+                defs.push(serde_json::from_slice(v)?);
+                Ok(true)
+            })?;
+            let mut out = Vec::with_capacity(defs.len());
+            for def in defs {
+                let mut documents = 0u64;
+                view.scan_prefix(&docs_prefix(&def.name), |_, _| {
+                    documents += 1;
+                    Ok(true)
+                })?;
+                out.push(CollectionInfo { def, documents });
+            }
+            DocQueryResult::Collections(out)
+        }
+        DocQuery::Collection { name } => DocQueryResult::Collection(collection(view, name)?),
+        DocQuery::Get { collection: name, id } => match collection(view, name)? {
+            None => DocQueryResult::NoCollection,
+            Some(_) => DocQueryResult::Document(document(view, name, id)?),
+        },
+        DocQuery::Find(spec) => find(view, spec)?,
+    })
+}
+
+fn find(view: &ReadView<'_>, spec: &FindSpec) -> Result<DocQueryResult> {
+    let Some(def) = collection(view, &spec.collection)? else { return Ok(DocQueryResult::NoCollection) };
+    let filter = match Filter::parse(&spec.filter) {
+        Ok(f) => f,
+        Err(e) => return Ok(DocQueryResult::Invalid(e.to_string())),
+    };
+    let sort = match SortSpec::parse(&spec.sort) {
+        Ok(s) => s,
+        Err(e) => return Ok(DocQueryResult::Invalid(e.to_string())),
+    };
+    let (mut scanned, mut matched) = (0u64, Vec::new());
+    let mut consider = |d: DocRecord| {
+        scanned += 1;
+        if filter.matches(&d.data) {
+            matched.push(d);
+        }
+    };
+    let index = pick_index(&def, &filter);
+    match &index {
+        Some((field, bound)) => {
+            for id in index_candidates(view, &def.name, field, bound)? {
+                if let Some(d) = document(view, &def.name, &id)? {
+                    consider(d);
+                }
+            }
+        }
+        None => view.scan_prefix(&docs_prefix(&def.name), |_, raw| {
+            consider(serde_json::from_slice(raw)?);
+            Ok(true)
+        })?,
+    }
+    let total = matched.len() as u64;
+    let mut docs: Vec<FoundDoc> = matched.into_iter().map(|doc| FoundDoc { sort_key: sort_key(&doc.data, &sort), doc }).collect();
+    docs.sort_by(|a, b| a.sort_key.cmp(&b.sort_key).then_with(|| a.doc.id.cmp(&b.doc.id)));
+    if let Some(limit) = spec.limit {
+        docs.truncate(limit);
+    }
+    Ok(DocQueryResult::Found(Found { docs, scanned, matched: total, index_used: index.map(|(f, _)| f) }))
+}
+
+/// The indexed field to scan for `filter`: an equality or `$in` constraint first,
+/// then a range.
+fn pick_index(def: &CollectionDef, filter: &Filter) -> Option<(String, Bound)> {
+    let hints: Vec<(String, Bound)> = filter.index_hint().into_iter().filter(|(p, _)| def.indexes.contains(p)).collect();
+    let exact = hints.iter().position(|(_, b)| matches!(b, Bound::Eq(_) | Bound::In(_)));
+    let pick = exact.or(if hints.is_empty() { None } else { Some(0) })?;
+    hints.into_iter().nth(pick)
+}
+
+/// Ids of documents that may satisfy `bound` on `field`, in id order. A superset:
+/// exclusive bounds are scanned inclusively, and a multikey index with one side.
+fn index_candidates(view: &ReadView<'_>, coll: &str, field: &str, bound: &Bound) -> Result<BTreeSet<String>> {
+    let fp = field_prefix(coll, field);
+    let mut ids = BTreeSet::new();
+    let mut collect = |prefix: &[u8], lower: Option<&[u8]>, upper: Option<&[u8]>| {
+        view.scan_prefix(prefix, |k, v| {
+            let id = String::from_utf8_lossy(v);
+            let Some(enc) = k.get(fp.len()..k.len().saturating_sub(id.len() + 1)) else { return Ok(true) };
+            if lower.is_some_and(|lo| enc < lo) {
+                return Ok(true);
+            }
+            if upper.is_some_and(|hi| enc > hi) {
+                return Ok(false);
+            }
+            ids.insert(id.into_owned());
+            Ok(true)
+        })
+    };
+    match bound {
+        Bound::Eq(v) => collect(&[fp.as_slice(), &encoded(v)].concat(), None, None)?,
+        Bound::In(vs) => {
+            for v in vs {
+                collect(&[fp.as_slice(), &encoded(v)].concat(), None, None)?;
+            }
+        }
+        Bound::Range { lower, upper } => {
+            let (lo, hi) = (lower.as_ref().map(|(v, _)| encoded(v)), upper.as_ref().map(|(v, _)| encoded(v)));
+            let Some(tag) = lo.as_ref().or(hi.as_ref()).and_then(|e| e.first().copied()) else { return Ok(ids) };
+            let multikey = view.get(&multikey_key(coll, field))?.is_some();
+            let hi = if multikey && lo.is_some() { None } else { hi };
+            collect(&[fp.as_slice(), &[tag]].concat(), lo.as_deref(), hi.as_deref())?;
+        }
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::cmp::Ordering;
+    use tessera_document::compare_values;
+
+    #[test]
+    fn encoding_follows_the_json_total_order() {
+        let vals = [
+            json!(null),
+            json!(-1e300),
+            json!(i64::MIN),
+            json!(-5),
+            json!(-0.5),
+            json!(0),
+            json!(0.0),
+            json!(2.5),
+            json!(3),
+            json!(9007199254740992.0),
+            json!(9007199254740993u64),
+            json!(9007199254740994.0),
+            json!(u64::MAX),
+            json!(1e300),
+            json!(""),
+            json!("a"),
+            json!("a\u{0}"),
+            json!("ab"),
+            json!("b"),
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": 1, "b": 0}),
+            json!({"a": 2}),
+            json!({"b": 0}),
+            json!([]),
+            json!([1]),
+            json!([1, 2]),
+            json!([1, "x"]),
+            json!([2]),
+            json!(false),
+            json!(true),
+        ];
+        for a in &vals {
+            for b in &vals {
+                let want = compare_values(a, b);
+                let got = encoded(a).cmp(&encoded(b));
+                assert_eq!(got, want, "{a} vs {b}");
+            }
+        }
+        assert_eq!(encoded(&json!(1)), encoded(&json!(1.0)));
+    }
+
+    #[test]
+    fn descending_sort_keys_invert_the_order() {
+        let spec = SortSpec::parse(&json!([["a", -1], ["b", 1]])).unwrap();
+        let docs = [json!({"a": 2, "b": "x"}), json!({"a": 2, "b": "y"}), json!({"a": 1}), json!({"a": [1, 2]}), json!({})];
+        for x in &docs {
+            for y in &docs {
+                let want = tessera_document::compare(x, y, &spec);
+                assert_eq!(sort_key(x, &spec).cmp(&sort_key(y, &spec)), want, "{x} vs {y}");
+            }
+        }
+        assert_eq!(sort_key(&docs[0], &spec).cmp(&sort_key(&docs[2], &spec)), Ordering::Less);
+    }
+
+    #[test]
+    fn index_values_fan_out_like_filters() {
+        let d = json!({"items": [{"n": 1}, {"n": [2, 3]}], "t": ["a", "b"], "x": 5});
+        let (v, multi) = index_values(&d, "items.n");
+        assert!(multi);
+        for x in [json!(1), json!(2), json!(3), json!([2, 3])] {
+            assert!(v.contains(&encoded(&x)), "{x}");
+        }
+        let (v, multi) = index_values(&d, "x");
+        assert!(!multi && v.len() == 1);
+        let (v, _) = index_values(&d, "missing");
+        assert!(v.is_empty());
+        let (v, _) = index_values(&d, "t.1");
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), vec![encoded(&json!("b"))]);
+    }
 }

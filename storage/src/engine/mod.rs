@@ -7,6 +7,7 @@ pub mod kv;
 pub mod meta;
 pub mod object;
 pub mod sql;
+pub mod timeseries;
 pub mod vector;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub mod space {
     pub const SQL: u8 = 4;
     pub const DOCUMENT: u8 = 5;
     pub const VECTOR: u8 = 6;
+    pub const TIMESERIES: u8 = 7;
 }
 
 /// One engine: applies its operations deterministically.
@@ -139,6 +141,8 @@ impl<'a> Tx<'a> {
 pub struct GroupData {
     pub(crate) db: Arc<DB>,
     pub(crate) group: u64,
+    /// The group's in-memory vector indexes (shared by its state machine and reader).
+    pub(crate) vectors: Arc<vector::VectorState>,
 }
 
 impl GroupData {

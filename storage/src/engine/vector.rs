@@ -1,23 +1,513 @@
-//! The vector engine (spec 03 part B): not built yet; its operation types are empty.
+//! The vector engine (spec 03 part B): collections of fixed-dimension records
+//! with an in-memory HNSW index per collection on every replica.
+//!
+//! Keys: `c/<name>` → [`CollectionConfig`]; `s/<name>` → counters (next
+//! sequence number, live count); `i/<name>\0<id>` → the record's sequence
+//! number (8 bytes BE); `r/<name>\0<seq BE>` → [`VectorRecord`]. The sequence
+//! number is the record's `u64` id inside the index: assigned from the counter
+//! in log order, so every replica maps ids the same way.
+//!
+//! The index lives in [`VectorState`], shared by a group's state machine
+//! (which updates it while applying) and its reader (which searches it). It is
+//! built lazily from the `r/` records in sequence order (at startup, after a
+//! snapshot install, or after a failed apply) with a seed derived from the
+//! collection name, so levels are the same on every replica.
 
-use tessera_api::command::Response;
-use tessera_api::vector::{VectorOp, VectorQuery, VectorQueryResult};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::{Engine, ReadView, Tx};
-use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tessera_api::command::{RejectKind, Response};
+use tessera_api::vector::{
+    CollectionConfig, CollectionStats, MAX_DIM, SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery,
+    VectorQueryResult, VectorRecord, VectorResponse, validate_collection_name, validate_record_id,
+};
+use tessera_vector::{HnswIndex, HnswParams, Metric, score};
 
-/// Vector engine.
-pub struct VectorEngine;
+use super::{Engine, GroupData, ReadView, Tx, space};
+use crate::error::{Result, StorageError};
 
-impl Engine for VectorEngine {
-    type Op = VectorOp;
+fn config_key(name: &str) -> Vec<u8> {
+    [b"c/".as_slice(), name.as_bytes()].concat()
+}
 
-    fn apply(&self, _tx: &mut Tx<'_>, _now: i64, op: &VectorOp) -> Result<Response> {
-        match *op {}
+fn counters_key(name: &str) -> Vec<u8> {
+    [b"s/".as_slice(), name.as_bytes()].concat()
+}
+
+fn ids_prefix(name: &str) -> Vec<u8> {
+    [b"i/".as_slice(), name.as_bytes(), b"\0"].concat()
+}
+
+fn id_key(name: &str, id: &str) -> Vec<u8> {
+    [ids_prefix(name).as_slice(), id.as_bytes()].concat()
+}
+
+fn records_prefix(name: &str) -> Vec<u8> {
+    [b"r/".as_slice(), name.as_bytes(), b"\0"].concat()
+}
+
+fn record_key(name: &str, seq: u64) -> Vec<u8> {
+    [records_prefix(name).as_slice(), &seq.to_be_bytes()].concat()
+}
+
+/// Per-collection counters, updated with every write.
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+struct Counters {
+    /// The sequence number the next new record gets.
+    next_seq: u64,
+    /// Live records.
+    count: u64,
+}
+
+fn metric(m: VectorMetric) -> Metric {
+    match m {
+        VectorMetric::Cosine => Metric::Cosine,
+        VectorMetric::L2 => Metric::L2,
+        VectorMetric::Dot => Metric::Dot,
     }
 }
 
-/// Answers a vector query.
-pub fn query(_view: &ReadView<'_>, q: &VectorQuery) -> Result<VectorQueryResult> {
-    match *q {}
+/// FNV-1a 64 of the name: the collection's fixed level seed.
+fn seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+fn new_index(c: &CollectionConfig) -> std::result::Result<HnswIndex, String> {
+    let params = HnswParams {
+        m: c.m as usize,
+        ef_construction: c.ef_construction as usize,
+        seed: seed(&c.name),
+        ..HnswParams::default()
+    };
+    HnswIndex::new(c.dim as usize, metric(c.metric), params).map_err(|e| e.to_string())
+}
+
+fn json<T: serde::de::DeserializeOwned>(raw: Option<Vec<u8>>) -> Result<Option<T>> {
+    Ok(raw.map(|b| serde_json::from_slice(&b)).transpose()?)
+}
+
+fn config(view: &ReadView<'_>, name: &str) -> Result<Option<CollectionConfig>> {
+    json(view.get(&config_key(name))?)
+}
+
+fn counters(view: &ReadView<'_>, name: &str) -> Result<Counters> {
+    Ok(json(view.get(&counters_key(name))?)?.unwrap_or_default())
+}
+
+fn seq_of(view: &ReadView<'_>, name: &str, id: &str) -> Result<Option<u64>> {
+    match view.get(&id_key(name, id))? {
+        None => Ok(None),
+        Some(raw) => {
+            let b: [u8; 8] = raw.as_slice().try_into().map_err(|_| StorageError::Corrupt("vector id mapping".into()))?;
+            Ok(Some(u64::from_be_bytes(b)))
+        }
+    }
+}
+
+fn record(view: &ReadView<'_>, name: &str, seq: u64) -> Result<Option<VectorRecord>> {
+    json(view.get(&record_key(name, seq))?)
+}
+
+/// The in-memory index of one collection, with what hits and filters need.
+struct Collection {
+    index: HnswIndex,
+    /// Sequence number → (record id, metadata) of live records.
+    entries: HashMap<u64, (String, Value)>,
+}
+
+enum Slot {
+    Live(Box<Collection>),
+    /// Dropped by the state machine; never rebuilt from (possibly not yet deleted) records.
+    Dropped,
+}
+
+/// The in-memory vector indexes of one group, shared by its state machine and reader.
+#[derive(Default)]
+pub struct VectorState {
+    collections: RwLock<BTreeMap<String, Slot>>,
+}
+
+impl VectorState {
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Slot>> {
+        self.collections.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Slot>> {
+        self.collections.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets every index (they are rebuilt from storage on next use); called
+    /// after the group's state was replaced by a snapshot.
+    pub fn invalidate(&self) {
+        self.write().clear();
+    }
+}
+
+/// Builds a collection's index from its stored records, in sequence order.
+fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
+    let mut index = new_index(c).map_err(StorageError::Corrupt)?;
+    let mut entries = HashMap::new();
+    let prefix = records_prefix(&c.name);
+    view.scan_prefix(&prefix, |k, v| {
+        let b: [u8; 8] = k[prefix.len()..].try_into().map_err(|_| StorageError::Corrupt("vector record key".into()))?;
+        let seq = u64::from_be_bytes(b);
+        let r: VectorRecord = serde_json::from_slice(v)?;
+        index.insert(seq, &r.vector).map_err(|e| StorageError::Corrupt(format!("vector record {}: {e}", r.id)))?;
+        entries.insert(seq, (r.id, r.metadata));
+        Ok(true)
+    })?;
+    tracing::debug!(collection = c.name, records = entries.len(), "built vector index");
+    Ok(Collection { index, entries })
+}
+
+/// The live collection in `map`, loaded from storage when missing.
+fn live<'m>(map: &'m mut BTreeMap<String, Slot>, view: &ReadView<'_>, c: &CollectionConfig) -> Result<&'m mut Collection> {
+    if !matches!(map.get(&c.name), Some(Slot::Live(_))) {
+        map.insert(c.name.clone(), Slot::Live(Box::new(load(view, c)?)));
+    }
+    match map.get_mut(&c.name) {
+        Some(Slot::Live(col)) => Ok(col),
+        _ => Err(StorageError::Corrupt("vector index vanished".into())),
+    }
+}
+
+fn reject(kind: RejectKind, message: String) -> Result<Response> {
+    Ok(Response::Rejected { kind, message })
+}
+
+/// Deletes every key under `prefix`.
+fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<()> {
+    let mut doomed = Vec::new();
+    tx.view().scan_prefix(prefix, |k, _| {
+        doomed.push(k.to_vec());
+        Ok(true)
+    })?;
+    for k in doomed {
+        tx.delete(&k);
+    }
+    Ok(())
+}
+
+/// Vector engine: applies writes to storage and to the group's in-memory indexes.
+pub struct VectorEngine<'a> {
+    pub state: &'a VectorState,
+}
+
+impl Engine for VectorEngine<'_> {
+    type Op = VectorOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &VectorOp) -> Result<Response> {
+        match op {
+            VectorOp::CreateCollection(c) => {
+                if let Err(e) = validate_collection_name(&c.name) {
+                    return reject(RejectKind::Invalid, e);
+                }
+                if !(1..=MAX_DIM).contains(&c.dim) {
+                    return reject(RejectKind::Invalid, format!("dim must be 1 to {MAX_DIM}"));
+                }
+                let index = match new_index(c) {
+                    Ok(i) => i,
+                    Err(e) => return reject(RejectKind::Invalid, e),
+                };
+                if config(tx.view(), &c.name)?.is_some() {
+                    return reject(RejectKind::Conflict, format!("collection {} already exists", c.name));
+                }
+                let stored = CollectionConfig { created_at_ms: now, ..c.clone() };
+                tx.put(&config_key(&c.name), &serde_json::to_vec(&stored)?);
+                tx.put(&counters_key(&c.name), &serde_json::to_vec(&Counters::default())?);
+                let col = Collection { index, entries: HashMap::new() };
+                self.state.write().insert(c.name.clone(), Slot::Live(Box::new(col)));
+                Ok(Response::Vector(VectorResponse::Created(stored)))
+            }
+            VectorOp::DropCollection { name } => {
+                if config(tx.view(), name)?.is_none() {
+                    return reject(RejectKind::NotFound, format!("collection {name} does not exist"));
+                }
+                let count = counters(tx.view(), name)?.count;
+                delete_prefix(tx, &ids_prefix(name))?;
+                delete_prefix(tx, &records_prefix(name))?;
+                tx.delete(&counters_key(name));
+                tx.delete(&config_key(name));
+                self.state.write().insert(name.clone(), Slot::Dropped);
+                Ok(Response::Vector(VectorResponse::Dropped { count }))
+            }
+            VectorOp::Upsert { collection, records } => self.upsert(tx, now, collection, records),
+            VectorOp::Delete { collection, id } => {
+                let Some(c) = config(tx.view(), collection)? else {
+                    return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
+                };
+                let Some(seq) = seq_of(tx.view(), collection, id)? else {
+                    return reject(RejectKind::NotFound, format!("record {id} does not exist in {collection}"));
+                };
+                let mut n = counters(tx.view(), collection)?;
+                n.count = n.count.saturating_sub(1);
+                tx.delete(&id_key(collection, id));
+                tx.delete(&record_key(collection, seq));
+                tx.put(&counters_key(collection), &serde_json::to_vec(&n)?);
+                let mut map = self.state.write();
+                let col = live(&mut map, tx.view(), &c)?;
+                col.index.delete(seq);
+                col.entries.remove(&seq);
+                Ok(Response::Vector(VectorResponse::Deleted))
+            }
+        }
+    }
+}
+
+impl VectorEngine<'_> {
+    fn upsert(&self, tx: &mut Tx<'_>, now: i64, collection: &str, records: &[VectorRecord]) -> Result<Response> {
+        let Some(c) = config(tx.view(), collection)? else {
+            return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
+        };
+        // Validate everything first: a rejected batch changes nothing.
+        let m = metric(c.metric);
+        for r in records {
+            if let Err(e) = validate_record_id(&r.id) {
+                return reject(RejectKind::Invalid, e);
+            }
+            if let Err(e) = m.prepare(&r.vector, c.dim as usize) {
+                return reject(RejectKind::Invalid, format!("record {}: {e}", r.id));
+            }
+            if !(r.metadata.is_object() || r.metadata.is_null()) {
+                return reject(RejectKind::Invalid, format!("record {}: metadata must be a JSON object", r.id));
+            }
+        }
+        let mut n = counters(tx.view(), collection)?;
+        // Within one batch reads do not see earlier puts: track this batch's records.
+        let mut batch: HashMap<&str, (u64, i64)> = HashMap::new();
+        let mut planned = Vec::with_capacity(records.len());
+        let (mut inserted, mut updated) = (0u64, 0u64);
+        for r in records {
+            let (seq, created) = match batch.get(r.id.as_str()) {
+                Some(&(seq, created)) => (seq, Some(created)),
+                None => match seq_of(tx.view(), collection, &r.id)? {
+                    Some(seq) => (seq, Some(record(tx.view(), collection, seq)?.map_or(now, |old| old.created_at_ms))),
+                    None => {
+                        let seq = n.next_seq;
+                        n.next_seq += 1;
+                        n.count += 1;
+                        tx.put(&id_key(collection, &r.id), &seq.to_be_bytes());
+                        (seq, None)
+                    }
+                },
+            };
+            match created {
+                Some(_) => updated += 1,
+                None => inserted += 1,
+            }
+            let stored = VectorRecord { created_at_ms: created.unwrap_or(now), updated_at_ms: now, ..r.clone() };
+            tx.put(&record_key(collection, seq), &serde_json::to_vec(&stored)?);
+            batch.insert(&r.id, (seq, stored.created_at_ms));
+            planned.push((seq, stored));
+        }
+        tx.put(&counters_key(collection), &serde_json::to_vec(&n)?);
+
+        let mut map = self.state.write();
+        let col = live(&mut map, tx.view(), &c)?;
+        for (seq, r) in planned {
+            if let Err(e) = col.index.insert(seq, &r.vector) {
+                // Only capacity can fail here; rebuild from storage on next use.
+                map.remove(collection);
+                return Err(StorageError::Corrupt(format!("vector index insert: {e}")));
+            }
+            col.entries.insert(seq, (r.id, r.metadata));
+        }
+        Ok(Response::Vector(VectorResponse::Upserted { inserted, updated }))
+    }
+}
+
+fn missing(name: &str) -> VectorQueryResult {
+    VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: format!("collection {name} does not exist") }
+}
+
+/// Answers a vector query from a replica's state.
+pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
+    let view = data.space(space::VECTOR);
+    Ok(match q {
+        VectorQuery::ListCollections => {
+            let mut out = Vec::new();
+            view.scan_prefix(b"c/", |_, v| {
+                out.push(serde_json::from_slice::<CollectionConfig>(v)?);
+                Ok(true)
+            })?;
+            let stats = out
+                .into_iter()
+                .map(|config| Ok(CollectionStats { count: counters(&view, &config.name)?.count, config }))
+                .collect::<Result<Vec<_>>>()?;
+            VectorQueryResult::Collections(stats)
+        }
+        VectorQuery::Stats { name } => match config(&view, name)? {
+            Some(config) => VectorQueryResult::Stats(CollectionStats { count: counters(&view, name)?.count, config }),
+            None => missing(name),
+        },
+        VectorQuery::Get { collection, id } => {
+            if config(&view, collection)?.is_none() {
+                return Ok(missing(collection));
+            }
+            let found = match seq_of(&view, collection, id)? {
+                Some(seq) => record(&view, collection, seq)?,
+                None => None,
+            };
+            match found {
+                Some(r) => VectorQueryResult::Record(r),
+                None => VectorQueryResult::Rejected {
+                    kind: RejectKind::NotFound,
+                    message: format!("record {id} does not exist in {collection}"),
+                },
+            }
+        }
+        VectorQuery::Search(req) => search(data, &view, req)?,
+    })
+}
+
+fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<VectorQueryResult> {
+    let Some(c) = config(view, &req.collection)? else {
+        return Ok(missing(&req.collection));
+    };
+    let invalid = |message: String| Ok(VectorQueryResult::Rejected { kind: RejectKind::Invalid, message });
+    if let Err(e) = metric(c.metric).prepare(&req.vector, c.dim as usize) {
+        return invalid(format!("query vector: {e}"));
+    }
+    let state = &data.vectors;
+    loop {
+        {
+            let map = state.read();
+            match map.get(&c.name) {
+                Some(Slot::Live(col)) => return Ok(search_in(col, &c, req)),
+                Some(Slot::Dropped) => return Ok(missing(&req.collection)),
+                None => {}
+            }
+        }
+        // Build under the write lock (re-checked inside), then search under a read lock.
+        let mut map = state.write();
+        if map.get(&c.name).is_none() {
+            live(&mut map, view, &c)?;
+        }
+    }
+}
+
+fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> VectorQueryResult {
+    let accept = |seq: u64| {
+        req.filter
+            .as_ref()
+            .is_none_or(|f| col.entries.get(&seq).is_some_and(|(_, meta)| f.matches(meta)))
+    };
+    let filter: Option<&dyn Fn(u64) -> bool> = if req.filter.is_some() { Some(&accept) } else { None };
+    let hits = match col.index.search(&req.vector, req.k as usize, req.ef.map(|e| e as usize), filter) {
+        Ok(h) => h,
+        Err(e) => return VectorQueryResult::Rejected { kind: RejectKind::Invalid, message: e.to_string() },
+    };
+    let m = metric(c.metric);
+    VectorQueryResult::Hits(
+        hits.into_iter()
+            .filter_map(|h| {
+                let (id, metadata) = col.entries.get(&h.id)?;
+                Some(VectorHit { id: id.clone(), score: score(m, h.distance), distance: h.distance, metadata: metadata.clone() })
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
+    use serde_json::json;
+    use tessera_api::vector::MetadataFilter;
+
+    use super::*;
+
+    #[test]
+    fn seeds_differ_by_name() {
+        assert_ne!(seed("a"), seed("b"));
+        assert_eq!(seed("a"), seed("a"));
+    }
+
+    fn apply(data: &GroupData, op: VectorOp) -> Response {
+        let mut batch = WriteBatch::default();
+        let engine = VectorEngine { state: &data.vectors };
+        let r = engine.apply(&mut Tx::new(&data.db, data.group, space::VECTOR, &mut batch), 7, &op).unwrap();
+        data.db.write(batch).unwrap();
+        r
+    }
+
+    fn rec(id: &str, v: &[f32], color: &str) -> VectorRecord {
+        VectorRecord { id: id.into(), vector: v.to_vec(), metadata: json!({"color": color}), created_at_ms: 0, updated_at_ms: 0 }
+    }
+
+    fn ids(data: &GroupData, v: &[f32], k: u32, filter: Option<Value>) -> Vec<String> {
+        let filter = filter.map(|f| MetadataFilter::parse(&f).unwrap());
+        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k, ef: None, filter });
+        match query(data, &q).unwrap() {
+            VectorQueryResult::Hits(h) => h.into_iter().map(|h| h.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Batches with repeated ids, deletes, a rebuild from storage (restart or
+    /// snapshot install) and drop/recreate all keep index and records in step.
+    #[test]
+    fn apply_rebuild_and_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap());
+        let data = GroupData { db: db.clone(), group: 3, vectors: Default::default() };
+        let config = CollectionConfig {
+            name: "c".into(),
+            dim: 2,
+            metric: VectorMetric::L2,
+            m: 16,
+            ef_construction: 50,
+            created_at_ms: 0,
+        };
+        assert!(matches!(apply(&data, VectorOp::CreateCollection(config.clone())), Response::Vector(_)));
+        assert!(matches!(
+            apply(&data, VectorOp::CreateCollection(config.clone())),
+            Response::Rejected { kind: RejectKind::Conflict, .. }
+        ));
+        let records = vec![rec("a", &[0.0, 0.0], "red"), rec("b", &[1.0, 0.0], "blue"), rec("a", &[5.0, 5.0], "red")];
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records });
+        assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 2, updated: 1 }));
+        let bad = vec![rec("x", &[1.0, 1.0], "red"), rec("y", &[1.0], "red")];
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: bad });
+        assert!(matches!(r, Response::Rejected { kind: RejectKind::Invalid, .. }));
+        let more = (0..50).map(|i| rec(&format!("p{i}"), &[i as f32, 1.0], if i % 2 == 0 { "red" } else { "blue" })).collect();
+        apply(&data, VectorOp::Upsert { collection: "c".into(), records: more });
+        assert_eq!(ids(&data, &[0.0, 0.0], 2, None), ["b", "p0"]);
+        assert_eq!(ids(&data, &[5.0, 5.0], 1, None), ["a"]);
+        apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into() });
+        let r = apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into() });
+        assert!(matches!(r, Response::Rejected { kind: RejectKind::NotFound, .. }));
+        let before = ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"})));
+        assert_eq!(before.len(), 10);
+        assert!(!before.contains(&"b".to_string()));
+
+        // A fresh state (restart) and an invalidated one (snapshot install) rebuild lazily.
+        let restarted = GroupData { vectors: Default::default(), ..data.clone() };
+        assert_eq!(ids(&restarted, &[0.5, 0.5], 10, Some(json!({"color": "red"}))), before);
+        data.vectors.invalidate();
+        assert_eq!(ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"}))), before);
+        match query(&data, &VectorQuery::Stats { name: "c".into() }).unwrap() {
+            VectorQueryResult::Stats(s) => assert_eq!(s.count, 51),
+            other => panic!("{other:?}"),
+        }
+
+        assert_eq!(apply(&data, VectorOp::DropCollection { name: "c".into() }), Response::Vector(VectorResponse::Dropped { count: 51 }));
+        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None });
+        assert!(matches!(query(&data, &q).unwrap(), VectorQueryResult::Rejected { kind: RejectKind::NotFound, .. }));
+        apply(&data, VectorOp::CreateCollection(config));
+        assert!(ids(&data, &[0.0, 0.0], 5, None).is_empty());
+        let mut left = 0;
+        data.space(space::VECTOR).scan_prefix(b"", |_, _| {
+            left += 1;
+            Ok(true)
+        }).unwrap();
+        assert_eq!(left, 2, "only the new config and counters remain");
+    }
 }

@@ -1,0 +1,305 @@
+//! Time-series routes (spec 01). A metric and all its series live in the data
+//! group `ts/<name>` hashes to. Timestamps, aggregations and retention
+//! policies are parsed by the engine; its refusals become 400s.
+//!
+//! Writing to an unknown metric creates it as a `gauge` (no description/unit).
+//! Retention runs on each group's leader as the `EnforceRetention` command, on
+//! demand (`POST /api/v1/timeseries/retention/enforce`, admin) and from
+//! [`retention_loop`] every `SERVICE_RETENTION_INTERVAL_SECS` (default 60).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::http::iso8601_ms;
+use tessera_api::meta::Role;
+use tessera_api::rpc::Consistency;
+use tessera_api::timeseries::{MetricInfo, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
+
+use super::{JsonBody, ReadPrefs, require_writer};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const MAX_NAME_BYTES: usize = 200;
+const MAX_POINTS_PER_WRITE: usize = 100_000;
+
+/// The timeseries routes, merged into the router's table.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/timeseries/metrics", get(list_metrics).post(create_metric))
+        .route("/api/v1/timeseries/metrics/{name}", get(get_metric))
+        .route("/api/v1/timeseries/metrics/{name}/retention", put(set_retention))
+        .route("/api/v1/timeseries/write", post(write))
+        .route("/api/v1/timeseries/query", post(query))
+        .route("/api/v1/timeseries/retention/enforce", post(enforce))
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!("metric names are 1 to {MAX_NAME_BYTES} characters of A-Z a-z 0-9 _ . : -")))
+    }
+}
+
+fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(&format!("ts/{metric}"))?)
+}
+
+async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) -> Result<TsResponse, ApiError> {
+    match state.cluster.write(group, &Operation::TimeSeries(op), c).await?.value {
+        Reply::TimeSeries(r) => Ok(r),
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<TsQueryResult, ApiError> {
+    match state.cluster.read(group, &Query::TimeSeries(q), prefs.consistency, prefs.replica).await?.value {
+        QueryResult::TimeSeries(TsQueryResult::Invalid(m)) => Err(ApiError::BadRequest(m)),
+        QueryResult::TimeSeries(r) => Ok(r),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn metric_json(m: &MetricInfo) -> Value {
+    json!({
+        "name": m.name, "metric_type": m.metric_type, "description": m.description, "unit": m.unit,
+        "created_at": iso8601_ms(m.created_at_ms), "retention": m.retention,
+        "series": m.series, "points": m.points, "bytes": m.bytes, "chunks": m.chunks,
+        "bytes_per_point": if m.points > 0 { json!(m.bytes as f64 / m.points as f64) } else { Value::Null },
+    })
+}
+
+/// Body of `POST /api/v1/timeseries/metrics`.
+#[derive(Deserialize)]
+pub struct CreateMetric {
+    name: String,
+    #[serde(default = "gauge", alias = "type")]
+    metric_type: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    unit: String,
+}
+
+fn gauge() -> String {
+    "gauge".into()
+}
+
+/// `POST /api/v1/timeseries/metrics` → 201, 409 if it exists.
+pub async fn create_metric(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<CreateMetric>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    check_name(&req.name)?;
+    let group = group_of(&state, &req.name)?;
+    let op = TsOp::CreateMetric { name: req.name, metric_type: req.metric_type, description: req.description, unit: req.unit };
+    match ts_write(&state, group, op, prefs.consistency).await? {
+        TsResponse::Metric(m) => Ok((StatusCode::CREATED, Json(metric_json(&m)))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/timeseries/metrics`: every group's metrics, by name, with storage statistics.
+pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs));
+    let mut metrics = Vec::new();
+    for r in futures::future::join_all(calls).await {
+        match r? {
+            TsQueryResult::Metrics(m) => metrics.extend(m),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    metrics.sort_by(|a, b| a.name.cmp(&b.name));
+    let list: Vec<Value> = metrics.iter().map(metric_json).collect();
+    Ok(Json(json!({"metrics": list, "count": list.len()})))
+}
+
+/// `GET /api/v1/timeseries/metrics/{name}`.
+pub async fn get_metric(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    check_name(&name)?;
+    let group = group_of(&state, &name)?;
+    match ts_read(&state, group, TsQuery::GetMetric { name: name.clone() }, &prefs).await? {
+        TsQueryResult::Metric(Some(m)) => Ok(Json(metric_json(&m))),
+        TsQueryResult::Metric(None) => Err(ApiError::NotFound(format!("metric {name} does not exist"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `PUT /api/v1/timeseries/metrics/{name}/retention {drop_after, downsample_after,
+/// downsample_interval, downsample_function}` (durations like `30d`).
+pub async fn set_retention(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(name): Path<String>,
+    JsonBody(policy): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    check_name(&name)?;
+    let group = group_of(&state, &name)?;
+    match ts_write(&state, group, TsOp::SetRetention { metric: name, policy }, prefs.consistency).await? {
+        TsResponse::Metric(m) => Ok(Json(metric_json(&m))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/timeseries/write`; top-level `tags` apply to every point.
+#[derive(Deserialize)]
+pub struct WriteRequest {
+    metric: String,
+    points: Vec<TsPointIn>,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+}
+
+/// `POST /api/v1/timeseries/write {metric, points: [{timestamp, value, tags}]}`: one command.
+pub async fn write(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<WriteRequest>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    check_name(&req.metric)?;
+    if req.points.is_empty() || req.points.len() > MAX_POINTS_PER_WRITE {
+        return Err(ApiError::BadRequest(format!("a write carries 1 to {MAX_POINTS_PER_WRITE} points")));
+    }
+    let mut points = req.points;
+    if !req.tags.is_empty() {
+        for p in &mut points {
+            for (k, v) in &req.tags {
+                p.tags.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    let group = group_of(&state, &req.metric)?;
+    match ts_write(&state, group, TsOp::Write { metric: req.metric.clone(), points }, prefs.consistency).await? {
+        TsResponse::Written { points, series, created_metric } => Ok(Json(json!({
+            "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
+        }))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/timeseries/query`.
+#[derive(Deserialize)]
+pub struct QueryRequest {
+    metric: String,
+    #[serde(default, alias = "start_time")]
+    start: Value,
+    #[serde(default, alias = "end_time")]
+    end: Value,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+    #[serde(default)]
+    aggregation: Value,
+}
+
+/// `POST /api/v1/timeseries/query {metric, start, end, tags, aggregation}`: points in
+/// `[start, end]` of series whose tags include `tags`, per series.
+pub async fn query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<QueryRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let began = Instant::now();
+    check_name(&req.metric)?;
+    let group = group_of(&state, &req.metric)?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let q = TsQuery::Query {
+        metric: req.metric.clone(),
+        start: req.start,
+        end: req.end,
+        tags: req.tags,
+        aggregation: req.aggregation,
+        now_ms,
+    };
+    let series = match ts_read(&state, group, q, &prefs).await? {
+        TsQueryResult::Series(Some(s)) => s,
+        TsQueryResult::Series(None) => return Err(ApiError::NotFound(format!("metric {} does not exist", req.metric))),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let total: usize = series.iter().map(|s| s.points.len()).sum();
+    let list: Vec<Value> = series
+        .iter()
+        .map(|s| {
+            let pts: Vec<Value> =
+                s.points.iter().map(|(t, v)| json!({"timestamp": iso8601_ms(*t), "value": v})).collect();
+            json!({"metric": req.metric, "tags": s.tags, "points": pts})
+        })
+        .collect();
+    Ok(Json(json!({
+        "metric": req.metric, "series": list, "total_points": total,
+        "execution_time_ms": began.elapsed().as_millis() as u64,
+    })))
+}
+
+/// Runs `EnforceRetention` on every data group; returns the summed outcome.
+pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| ts_write(state, *g, TsOp::EnforceRetention, Consistency::Quorum));
+    let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
+    for r in futures::future::join_all(calls).await {
+        match r? {
+            TsResponse::Retention { metrics: m, dropped_chunks, dropped_points, downsampled_chunks } => {
+                metrics += m;
+                dc += dropped_chunks;
+                dp += dropped_points;
+                ds += downsampled_chunks;
+            }
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    Ok(json!({
+        "groups": groups.len(), "metrics_with_retention": metrics,
+        "dropped_chunks": dc, "dropped_points": dp, "downsampled_chunks": ds,
+    }))
+}
+
+/// `POST /api/v1/timeseries/retention/enforce` (admin): applies retention now.
+pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    if caller.role() != Role::Admin {
+        return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
+    }
+    Ok(Json(enforce_all(&state).await?))
+}
+
+/// Enforces retention every `SERVICE_RETENTION_INTERVAL_SECS` (default 60) seconds;
+/// spawn once at start-up.
+pub async fn retention_loop(state: AppState) {
+    let secs = std::env::var("SERVICE_RETENTION_INTERVAL_SECS").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(60);
+    let period = Duration::from_secs(secs.max(1));
+    loop {
+        tokio::time::sleep(period).await;
+        if let Err(e) = enforce_all(&state).await {
+            tracing::warn!("time-series retention enforcement failed: {e}");
+        }
+    }
+}

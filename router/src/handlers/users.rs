@@ -1,0 +1,297 @@
+//! User and role management (`/api/v1/admin/users`, `/api/v1/admin/roles`) and
+//! the access-control tables (`/api/v1/admin/routes`, `/api/v1/admin/permissions`).
+//! Mutations need admin permissions (decided in `permissions::ROUTES`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms};
+use tessera_api::http::iso8601_ms;
+use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
+
+use super::JsonBody;
+use crate::auth::{Caller, hash_password, new_id};
+use crate::error::ApiError;
+use crate::permissions::{Access, ROUTES};
+use crate::state::AppState;
+
+/// The user, role and access-table routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/admin/users", get(list_users).post(create_user))
+        .route("/api/v1/admin/users/{id}", get(get_user).put(update_user).delete(delete_user))
+        .route("/api/v1/admin/roles", get(list_roles).post(create_role))
+        .route("/api/v1/admin/roles/{name}", axum::routing::put(update_role).delete(delete_role))
+        .route("/api/v1/admin/routes", get(route_table))
+        .route("/api/v1/admin/permissions", get(permission_list))
+}
+
+/// Passwords: at least 12 characters with upper-case, lower-case, digit and symbol.
+pub fn check_password_policy(password: &str) -> Result<(), ApiError> {
+    let classes = [
+        password.chars().any(|c| c.is_lowercase()),
+        password.chars().any(|c| c.is_uppercase()),
+        password.chars().any(|c| c.is_ascii_digit()),
+        password.chars().any(|c| !c.is_alphanumeric()),
+    ];
+    if password.chars().count() < 12 || classes.iter().any(|c| !c) {
+        return Err(ApiError::BadRequest(
+            "the password must be at least 12 characters and mix upper-case, lower-case, digits and symbols".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn user_json(u: &UserRecord) -> Value {
+    json!({
+        "id": u.id, "username": u.username, "email": u.email, "role": u.role.as_str(),
+        "roles": u.roles, "mfa_enabled": u.mfa_enabled, "created_at": iso8601_ms(u.created_at_ms),
+    })
+}
+
+async fn meta_write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
+    match state.cluster.meta_write(&Operation::Meta(op)).await? {
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        _ => Ok(()),
+    }
+}
+
+async fn known_roles(state: &AppState, roles: &[String]) -> Result<(), ApiError> {
+    for name in roles {
+        match state.cluster.meta_read(&Query::Role { name: name.clone() }).await? {
+            QueryResult::Role(Some(_)) => {}
+            _ => return Err(ApiError::BadRequest(format!("unknown role {name}"))),
+        }
+    }
+    Ok(())
+}
+
+fn parse_role(s: &str) -> Result<Role, ApiError> {
+    Role::parse(s).ok_or_else(|| ApiError::BadRequest(format!("role must be admin, operator or viewer, not {s:?}")))
+}
+
+/// Body of `POST /api/v1/admin/users`.
+#[derive(Deserialize)]
+pub struct CreateUser {
+    username: String,
+    email: String,
+    password: String,
+    role: String,
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// `POST /api/v1/admin/users` → 201 with the user.
+pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<CreateUser>) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let username = req.username.trim().to_string();
+    if username.is_empty() || username.len() > 64 || username.chars().any(char::is_whitespace) {
+        return Err(ApiError::BadRequest("username must be 1 to 64 characters without spaces".into()));
+    }
+    if !req.email.contains('@') {
+        return Err(ApiError::BadRequest("email must be an address".into()));
+    }
+    let role = parse_role(&req.role)?;
+    check_password_policy(&req.password)?;
+    known_roles(&state, &req.roles).await?;
+    let password = req.password;
+    let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))??;
+    let user = UserRecord {
+        id: new_id(),
+        username,
+        email: req.email,
+        role,
+        password_hash,
+        mfa_enabled: false,
+        created_at_ms: now_ms(),
+        roles: req.roles,
+    };
+    meta_write(&state, MetaOp::CreateUser(user.clone())).await?;
+    Ok((StatusCode::CREATED, Json(user_json(&user))))
+}
+
+/// `GET /api/v1/admin/users`.
+pub async fn list_users(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match state.cluster.meta_read(&Query::ListUsers).await? {
+        QueryResult::Users(users) => {
+            let list: Vec<Value> = users.iter().map(user_json).collect();
+            Ok(Json(json!({"users": list, "total": list.len()})))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+async fn user(state: &AppState, id: &str) -> Result<UserRecord, ApiError> {
+    match state.cluster.meta_read(&Query::UserById { id: id.to_string() }).await? {
+        QueryResult::User(Some(u)) => Ok(u),
+        QueryResult::User(None) => Err(ApiError::NotFound(format!("user {id} does not exist"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/admin/users/{id}`.
+pub async fn get_user(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(user_json(&user(&state, &id).await?)))
+}
+
+/// Body of `PUT /api/v1/admin/users/{id}`: any of the fields.
+#[derive(Deserialize)]
+pub struct UpdateUser {
+    email: Option<String>,
+    password: Option<String>,
+    role: Option<String>,
+    roles: Option<Vec<String>>,
+}
+
+/// `PUT /api/v1/admin/users/{id}`.
+pub async fn update_user(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(req): JsonBody<UpdateUser>,
+) -> Result<Json<Value>, ApiError> {
+    let mut u = user(&state, &id).await?;
+    if let Some(email) = req.email {
+        if !email.contains('@') {
+            return Err(ApiError::BadRequest("email must be an address".into()));
+        }
+        u.email = email;
+    }
+    if let Some(role) = req.role {
+        u.role = parse_role(&role)?;
+    }
+    if let Some(roles) = req.roles {
+        known_roles(&state, &roles).await?;
+        u.roles = roles;
+    }
+    if let Some(password) = req.password {
+        check_password_policy(&password)?;
+        u.password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))??;
+    }
+    meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
+    Ok(Json(user_json(&u)))
+}
+
+/// `DELETE /api/v1/admin/users/{id}`: the user's tokens stop working at once.
+pub async fn delete_user(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    if matches!(&caller, Caller::User { user, .. } if user.id == id) {
+        return Err(ApiError::Conflict("you cannot delete your own account".into()));
+    }
+    meta_write(&state, MetaOp::DeleteUser { id: id.clone() }).await?;
+    Ok(Json(json!({"id": id, "deleted": true})))
+}
+
+/// Body of role creation and update.
+#[derive(Deserialize)]
+pub struct RoleBody {
+    name: Option<String>,
+    permissions: Vec<String>,
+}
+
+fn check_permissions(perms: &[String]) -> Result<(), ApiError> {
+    for p in perms {
+        if !PERMISSIONS.contains(&p.as_str()) {
+            return Err(ApiError::BadRequest(format!("unknown permission {p:?}; see GET /api/v1/admin/permissions")));
+        }
+        if p.starts_with("manage:") {
+            return Err(ApiError::BadRequest(format!("{p} belongs to admins and cannot be granted by a custom role")));
+        }
+    }
+    Ok(())
+}
+
+fn role_json(r: &RoleRecord) -> Value {
+    json!({"name": r.name, "permissions": r.permissions, "builtin": false, "created_at": iso8601_ms(r.created_at_ms)})
+}
+
+/// `POST /api/v1/admin/roles {name, permissions}` → 201.
+pub async fn create_role(State(state): State<AppState>, JsonBody(req): JsonBody<RoleBody>) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let name = req.name.unwrap_or_default();
+    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(ApiError::BadRequest("role name must be 1 to 64 letters, digits, '_' or '-'".into()));
+    }
+    if Role::parse(&name).is_some() {
+        return Err(ApiError::Conflict(format!("{name} is a built-in role")));
+    }
+    check_permissions(&req.permissions)?;
+    let role = RoleRecord { name, permissions: req.permissions, created_at_ms: now_ms() };
+    meta_write(&state, MetaOp::PutRole { role: role.clone(), create: true }).await?;
+    Ok((StatusCode::CREATED, Json(role_json(&role))))
+}
+
+/// `GET /api/v1/admin/roles`: built-in and custom roles with their permissions.
+pub async fn list_roles(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let mut list: Vec<Value> = [Role::Admin, Role::Operator, Role::Viewer]
+        .iter()
+        .map(|r| json!({"name": r.as_str(), "permissions": r.permissions(), "builtin": true}))
+        .collect();
+    match state.cluster.meta_read(&Query::ListRoles).await? {
+        QueryResult::Roles(roles) => list.extend(roles.iter().map(role_json)),
+        other => return Err(ApiError::unexpected(other)),
+    }
+    Ok(Json(json!({"roles": list})))
+}
+
+/// `PUT /api/v1/admin/roles/{name} {permissions}`.
+pub async fn update_role(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    JsonBody(req): JsonBody<RoleBody>,
+) -> Result<Json<Value>, ApiError> {
+    if Role::parse(&name).is_some() {
+        return Err(ApiError::Conflict(format!("{name} is a built-in role")));
+    }
+    check_permissions(&req.permissions)?;
+    let role = RoleRecord { name, permissions: req.permissions, created_at_ms: now_ms() };
+    meta_write(&state, MetaOp::PutRole { role: role.clone(), create: false }).await?;
+    Ok(Json(role_json(&role)))
+}
+
+/// `DELETE /api/v1/admin/roles/{name}`.
+pub async fn delete_role(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    if Role::parse(&name).is_some() {
+        return Err(ApiError::Conflict(format!("{name} is a built-in role")));
+    }
+    meta_write(&state, MetaOp::DeleteRole { name: name.clone() }).await?;
+    Ok(Json(json!({"name": name, "deleted": true})))
+}
+
+/// `GET /api/v1/admin/routes`: the access decision of every route.
+pub async fn route_table() -> Json<Value> {
+    let list: Vec<Value> = ROUTES
+        .iter()
+        .map(|(m, p, a)| {
+            let access = match a {
+                Access::Public => "public".to_string(),
+                Access::Authenticated => "authenticated".to_string(),
+                Access::Permission(p) => (*p).to_string(),
+            };
+            json!({"method": m, "path": p, "access": access})
+        })
+        .collect();
+    Json(json!({"routes": list}))
+}
+
+/// `GET /api/v1/admin/permissions`: every permission.
+pub async fn permission_list() -> Json<Value> {
+    Json(json!({"permissions": PERMISSIONS}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_password_policy;
+
+    #[test]
+    fn password_policy() {
+        assert!(check_password_policy("Str0ng-Enough!").is_ok());
+        for weak in ["short1!A", "alllowercase-123", "ALLUPPER-12345", "NoDigitsHere!!", "NoSymbols12345a"] {
+            assert!(check_password_policy(weak).is_err(), "{weak}");
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! The time-series engine (spec 01 time-series): metrics, Gorilla-compressed
+//! chunks per series per hour, aggregation on read, and retention applied as a
+//! replicated command (`issued_at_ms` is "now").
+//!
+//! Keys of the space:
+//! * `m/<metric>` → JSON [`MetricRecord`] (description, retention, statistics);
+//! * `s/<metric>\0<series>` → empty, the series index (`<series>` is the JSON of
+//!   the sorted tag map, which never holds a NUL byte);
+//! * `c/<metric>\0<series>\0<block start, 8 bytes BE, sign flipped>` → chunk:
+//!   one header byte (0 raw; 1 downsampled, then the resolution as 8 bytes BE)
+//!   followed by a Gorilla-encoded chunk of the block's points in time order.
+//!
+//! A write decodes each touched block, merges (same timestamp overwrites) and
+//! re-encodes. Retention downsampling regroups the series' planned chunks and
+//! writes the buckets back into the blocks their timestamps fall in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tessera_api::command::{RejectKind, Response};
+use tessera_api::timeseries::{MetricInfo, SeriesPoints, TsOp, TsQuery, TsQueryResult, TsResponse};
+use tessera_timeseries::{
+    ChunkMeta, Point, RetentionPolicy, decode_chunk, downsample, encode_chunk, format_duration, parse_aggregation,
+    parse_timestamp_at, plan_retention,
+};
+
+use super::{Engine, ReadView, Tx};
+use crate::error::{Result, StorageError};
+
+/// Width of a chunk's time block.
+pub const BLOCK_MS: i64 = 3_600_000;
+/// Most points one query may read before aggregation.
+const MAX_QUERY_POINTS: usize = 5_000_000;
+
+/// A metric as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricRecord {
+    pub name: String,
+    pub metric_type: String,
+    pub description: String,
+    pub unit: String,
+    pub created_at_ms: i64,
+    #[serde(default)]
+    pub retention: Option<RetentionPolicy>,
+    #[serde(default)]
+    pub series: u64,
+    #[serde(default)]
+    pub points: u64,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub chunks: u64,
+}
+
+impl MetricRecord {
+    fn info(&self) -> MetricInfo {
+        let retention = match &self.retention {
+            None => Value::Null,
+            Some(p) => json!({
+                "drop_after": p.drop_after_ms.map(format_duration),
+                "downsample_after": p.downsample_after_ms.map(format_duration),
+                "downsample_interval": p.downsample_interval_ms.map(format_duration),
+                "downsample_function": p.downsample_fn.to_string(),
+            }),
+        };
+        MetricInfo {
+            name: self.name.clone(),
+            metric_type: self.metric_type.clone(),
+            description: self.description.clone(),
+            unit: self.unit.clone(),
+            created_at_ms: self.created_at_ms,
+            retention,
+            series: self.series,
+            points: self.points,
+            bytes: self.bytes,
+            chunks: self.chunks,
+        }
+    }
+
+    /// Accounts for a chunk replaced: (old points, old bytes) → (new points, new bytes); 0 bytes = absent.
+    fn account(&mut self, old: (usize, usize), new: (usize, usize)) {
+        self.points = (self.points + new.0 as u64).saturating_sub(old.0 as u64);
+        self.bytes = (self.bytes + new.1 as u64).saturating_sub(old.1 as u64);
+        self.chunks = (self.chunks + (new.1 > 0) as u64).saturating_sub((old.1 > 0) as u64);
+    }
+}
+
+fn metric_key(name: &str) -> Vec<u8> {
+    format!("m/{name}").into_bytes()
+}
+
+fn series_prefix(metric: &str) -> Vec<u8> {
+    format!("s/{metric}\0").into_bytes()
+}
+
+fn chunk_prefix(metric: &str, series: &str) -> Vec<u8> {
+    format!("c/{metric}\0{series}\0").into_bytes()
+}
+
+fn block_bytes(block: i64) -> [u8; 8] {
+    ((block as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn block_of(ts: i64) -> i64 {
+    ts.checked_sub(ts.rem_euclid(BLOCK_MS)).unwrap_or(i64::MIN)
+}
+
+fn chunk_key(metric: &str, series: &str, block: i64) -> Vec<u8> {
+    let mut k = chunk_prefix(metric, series);
+    k.extend_from_slice(&block_bytes(block));
+    k
+}
+
+/// A decoded chunk value: resolution (None = raw) and points.
+fn decode_value(raw: &[u8]) -> Result<(Option<i64>, Vec<Point>)> {
+    let corrupt = |m: String| StorageError::Corrupt(format!("time-series chunk: {m}"));
+    let (res, body) = match raw.first() {
+        Some(0) => (None, &raw[1..]),
+        Some(1) if raw.len() >= 9 => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&raw[1..9]);
+            (Some(i64::from_be_bytes(b)), &raw[9..])
+        }
+        _ => return Err(corrupt("bad header".into())),
+    };
+    Ok((res, decode_chunk(body).map_err(|e| corrupt(e.to_string()))?))
+}
+
+fn encode_value(res: Option<i64>, points: &[Point]) -> std::result::Result<Vec<u8>, String> {
+    let body = encode_chunk(points).map_err(|e| e.to_string())?;
+    let mut v = Vec::with_capacity(body.len() + 9);
+    match res {
+        None => v.push(0),
+        Some(r) => {
+            v.push(1);
+            v.extend_from_slice(&r.to_be_bytes());
+        }
+    }
+    v.extend_from_slice(&body);
+    Ok(v)
+}
+
+fn load_metric(view: &ReadView<'_>, name: &str) -> Result<Option<MetricRecord>> {
+    Ok(view.get(&metric_key(name))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+fn rejected(kind: RejectKind, message: impl Into<String>) -> Response {
+    Response::Rejected { kind, message: message.into() }
+}
+
+/// Time-series engine.
+pub struct TimeSeriesEngine;
+
+impl TimeSeriesEngine {
+    fn write(tx: &mut Tx<'_>, now: i64, metric: &str, points: &[tessera_api::timeseries::TsPointIn]) -> Result<Response> {
+        let view = tx.view();
+        let (mut rec, created) = match load_metric(view, metric)? {
+            Some(r) => (r, false),
+            None => (
+                MetricRecord {
+                    name: metric.to_string(),
+                    metric_type: "gauge".into(),
+                    description: String::new(),
+                    unit: String::new(),
+                    created_at_ms: now,
+                    retention: None,
+                    series: 0,
+                    points: 0,
+                    bytes: 0,
+                    chunks: 0,
+                },
+                true,
+            ),
+        };
+        // (series, block) → ts → value; later points of the request win.
+        let mut blocks: BTreeMap<(String, i64), BTreeMap<i64, f64>> = BTreeMap::new();
+        for (i, p) in points.iter().enumerate() {
+            let ts = match parse_timestamp_at(&p.timestamp, now) {
+                Ok(ts) => ts,
+                Err(e) => return Ok(rejected(RejectKind::Invalid, format!("points[{i}]: {e}"))),
+            };
+            let series = serde_json::to_string(&p.tags)?;
+            blocks.entry((series, block_of(ts))).or_default().insert(ts, p.value);
+        }
+        let mut puts: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for ((series, block), new) in &blocks {
+            if seen.insert(series.clone()) {
+                let mut sk = series_prefix(metric);
+                sk.extend_from_slice(series.as_bytes());
+                if view.get(&sk)?.is_none() {
+                    rec.series += 1;
+                    puts.push((sk, Vec::new()));
+                }
+            }
+            let key = chunk_key(metric, series, *block);
+            let (res, mut merged, old) = match view.get(&key)? {
+                Some(raw) => {
+                    let (res, pts) = decode_value(&raw)?;
+                    let old = (pts.len(), raw.len());
+                    (res, pts.into_iter().collect::<BTreeMap<i64, f64>>(), old)
+                }
+                None => (None, BTreeMap::new(), (0, 0)),
+            };
+            merged.extend(new.iter().map(|(t, v)| (*t, *v)));
+            let pts: Vec<Point> = merged.into_iter().collect();
+            let value = match encode_value(res, &pts) {
+                Ok(v) => v,
+                Err(e) => return Ok(rejected(RejectKind::Invalid, e)),
+            };
+            rec.account(old, (pts.len(), value.len()));
+            puts.push((key, value));
+        }
+        let written = blocks.values().map(|b| b.len() as u64).sum();
+        puts.push((metric_key(metric), serde_json::to_vec(&rec)?));
+        for (k, v) in puts {
+            tx.put(&k, &v);
+        }
+        Ok(Response::TimeSeries(TsResponse::Written { points: written, series: seen.len() as u64, created_metric: created }))
+    }
+
+    /// Applies one metric's policy at `now`; returns (dropped chunks, dropped points, downsampled chunks).
+    fn enforce_metric(tx: &mut Tx<'_>, now: i64, rec: &mut MetricRecord, policy: &RetentionPolicy) -> Result<(u64, u64, u64)> {
+        struct Stored {
+            key: Vec<u8>,
+            series: String,
+            len: usize,
+            points: Vec<Point>,
+        }
+        let name = rec.name.clone();
+        let prefix = format!("c/{name}\0").into_bytes();
+        let mut chunks = Vec::new();
+        let mut metas = Vec::new();
+        tx.view().scan_prefix(&prefix, |k, v| {
+            let rest = &k[prefix.len()..];
+            if rest.len() < 9 {
+                return Ok(true);
+            }
+            let series = String::from_utf8_lossy(&rest[..rest.len() - 9]).into_owned();
+            let (res, points) = decode_value(v)?;
+            if let (Some(first), Some(last)) = (points.first(), points.last()) {
+                metas.push(ChunkMeta { id: chunks.len() as u64, min_ts: first.0, max_ts: last.0, resolution_ms: res });
+            }
+            chunks.push(Stored { key: k.to_vec(), series, len: v.len(), points });
+            Ok(true)
+        })?;
+        let plan = plan_retention(policy, now, &metas);
+        let planned: BTreeSet<Vec<u8>> =
+            plan.drop.iter().chain(plan.downsample.iter()).map(|id| chunks[*id as usize].key.clone()).collect();
+        let mut dropped_points = 0u64;
+        for id in &plan.drop {
+            let c = &chunks[*id as usize];
+            tx.delete(&c.key);
+            rec.account((c.points.len(), c.len), (0, 0));
+            dropped_points += c.points.len() as u64;
+        }
+        if let Some(interval) = plan.downsample_interval_ms {
+            let mut by_series: BTreeMap<&str, Vec<Point>> = BTreeMap::new();
+            for id in &plan.downsample {
+                let c = &chunks[*id as usize];
+                tx.delete(&c.key);
+                rec.account((c.points.len(), c.len), (0, 0));
+                by_series.entry(&c.series).or_default().extend_from_slice(&c.points);
+            }
+            for (series, pts) in by_series {
+                let mut out: BTreeMap<i64, BTreeMap<i64, f64>> = BTreeMap::new();
+                for (t, v) in downsample(&pts, interval, plan.downsample_fn) {
+                    out.entry(block_of(t)).or_default().insert(t, v);
+                }
+                for (block, new) in out {
+                    let key = chunk_key(&name, series, block);
+                    let mut merged = BTreeMap::new();
+                    if !planned.contains(&key)
+                        && let Some(raw) = tx.view().get(&key)?
+                    {
+                        let (_, old) = decode_value(&raw)?;
+                        rec.account((old.len(), raw.len()), (0, 0));
+                        merged.extend(old);
+                    }
+                    merged.extend(new);
+                    let pts: Vec<Point> = merged.into_iter().collect();
+                    let value = encode_value(Some(interval), &pts).map_err(StorageError::Corrupt)?;
+                    rec.account((0, 0), (pts.len(), value.len()));
+                    tx.put(&key, &value);
+                }
+            }
+        }
+        Ok((plan.drop.len() as u64, dropped_points, plan.downsample.len() as u64))
+    }
+
+    fn enforce(tx: &mut Tx<'_>, now: i64) -> Result<Response> {
+        let mut recs: Vec<MetricRecord> = Vec::new();
+        tx.view().scan_prefix(b"m/", |_, v| {
+            recs.push(serde_json::from_slice(v)?);
+            Ok(true)
+        })?;
+        let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
+        for mut rec in recs {
+            let Some(policy) = rec.retention else { continue };
+            metrics += 1;
+            let (a, b, c) = Self::enforce_metric(tx, now, &mut rec, &policy)?;
+            if a + c > 0 {
+                tx.put(&metric_key(&rec.name), &serde_json::to_vec(&rec)?);
+            }
+            dc += a;
+            dp += b;
+            ds += c;
+        }
+        Ok(Response::TimeSeries(TsResponse::Retention {
+            metrics,
+            dropped_chunks: dc,
+            dropped_points: dp,
+            downsampled_chunks: ds,
+        }))
+    }
+}
+
+impl Engine for TimeSeriesEngine {
+    type Op = TsOp;
+
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &TsOp) -> Result<Response> {
+        match op {
+            TsOp::CreateMetric { name, metric_type, description, unit } => {
+                if tx.view().get(&metric_key(name))?.is_some() {
+                    return Ok(rejected(RejectKind::Conflict, format!("metric {name} already exists")));
+                }
+                let rec = MetricRecord {
+                    name: name.clone(),
+                    metric_type: metric_type.clone(),
+                    description: description.clone(),
+                    unit: unit.clone(),
+                    created_at_ms: now,
+                    retention: None,
+                    series: 0,
+                    points: 0,
+                    bytes: 0,
+                    chunks: 0,
+                };
+                tx.put(&metric_key(name), &serde_json::to_vec(&rec)?);
+                Ok(Response::TimeSeries(TsResponse::Metric(rec.info())))
+            }
+            TsOp::Write { metric, points } => Self::write(tx, now, metric, points),
+            TsOp::SetRetention { metric, policy } => {
+                let Some(mut rec) = load_metric(tx.view(), metric)? else {
+                    return Ok(rejected(RejectKind::NotFound, format!("metric {metric} does not exist")));
+                };
+                rec.retention = match policy {
+                    Value::Null => None,
+                    p => match RetentionPolicy::from_json(p) {
+                        Ok(p) => Some(p),
+                        Err(e) => return Ok(rejected(RejectKind::Invalid, e.to_string())),
+                    },
+                };
+                tx.put(&metric_key(metric), &serde_json::to_vec(&rec)?);
+                Ok(Response::TimeSeries(TsResponse::Metric(rec.info())))
+            }
+            TsOp::EnforceRetention => Self::enforce(tx, now),
+        }
+    }
+}
+
+fn parse_bound(v: &Value, now: i64, default: i64) -> std::result::Result<i64, String> {
+    match v {
+        Value::Null => Ok(default),
+        v => parse_timestamp_at(v, now).map_err(|e| e.to_string()),
+    }
+}
+
+/// Answers a time-series query.
+pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
+    match q {
+        TsQuery::ListMetrics => {
+            let mut out = Vec::new();
+            view.scan_prefix(b"m/", |_, v| {
+                out.push(serde_json::from_slice::<MetricRecord>(v)?.info());
+                Ok(true)
+            })?;
+            Ok(TsQueryResult::Metrics(out))
+        }
+        TsQuery::GetMetric { name } => Ok(TsQueryResult::Metric(load_metric(view, name)?.map(|r| r.info()))),
+        TsQuery::Query { metric, start, end, tags, aggregation, now_ms } => {
+            let (start, end) = match (parse_bound(start, *now_ms, i64::MIN), parse_bound(end, *now_ms, i64::MAX)) {
+                (Ok(s), Ok(e)) => (s, e),
+                (Err(e), _) | (_, Err(e)) => return Ok(TsQueryResult::Invalid(e)),
+            };
+            let agg = match aggregation {
+                Value::Null => None,
+                a => match parse_aggregation(a) {
+                    Ok(a) => Some(a),
+                    Err(e) => return Ok(TsQueryResult::Invalid(e.to_string())),
+                },
+            };
+            if load_metric(view, metric)?.is_none() {
+                return Ok(TsQueryResult::Series(None));
+            }
+            let sp = series_prefix(metric);
+            let mut series = Vec::new();
+            view.scan_prefix(&sp, |k, _| {
+                let s = String::from_utf8_lossy(&k[sp.len()..]).into_owned();
+                let t: BTreeMap<String, String> = serde_json::from_str(&s)?;
+                if tags.iter().all(|(k, v)| t.get(k) == Some(v)) {
+                    series.push((s, t));
+                }
+                Ok(true)
+            })?;
+            let mut out = Vec::new();
+            let mut total = 0usize;
+            for (s, t) in series {
+                let mut points = Vec::new();
+                if start <= end {
+                    let mut lo = chunk_prefix(metric, &s);
+                    let mut hi = lo.clone();
+                    lo.extend_from_slice(&block_bytes(block_of(start)));
+                    hi.extend_from_slice(&block_bytes(block_of(end)));
+                    hi.push(0);
+                    view.scan_range(&lo, &hi, |_, v| {
+                        let (_, pts) = decode_value(v)?;
+                        points.extend(pts.into_iter().filter(|p| p.0 >= start && p.0 <= end));
+                        Ok(points.len() + total <= MAX_QUERY_POINTS)
+                    })?;
+                }
+                total += points.len();
+                if total > MAX_QUERY_POINTS {
+                    return Ok(TsQueryResult::Invalid(format!(
+                        "the query reads more than {MAX_QUERY_POINTS} points: narrow the time range or tags"
+                    )));
+                }
+                if points.is_empty() {
+                    continue;
+                }
+                let points = match &agg {
+                    Some(a) => a.apply(&points),
+                    None => points,
+                };
+                out.push(SeriesPoints { tags: t, points });
+            }
+            Ok(TsQueryResult::Series(Some(out)))
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Scenario: the time-series model end to end through the router — metrics,
+//! batched writes of two tagged series, raw range + tag-filtered queries, every
+//! aggregate function against values computed here, downsampling, rolling
+//! windows, bad input, retention (drop and downsample) enforced through the
+//! leader, compression statistics, and data that survives a full restart.
+
+use anyhow::{Context, Result, ensure};
+use reqwest::Method;
+use tessera_tests::{Cluster, ClusterOptions, Http, Value, json};
+
+const M: &str = "/api/v1/timeseries/metrics";
+const W: &str = "/api/v1/timeseries/write";
+const Q: &str = "/api/v1/timeseries/query";
+/// 2023-11-14T22:00:00Z, hour aligned.
+const BASE: i64 = 1_699_999_200_000;
+const N: i64 = 240;
+const STEP: i64 = 30_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeseries() {
+    let mut cluster = Cluster::start(ClusterOptions::default()).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster).await {
+        panic!("timeseries scenario failed: {e:?}");
+    }
+}
+
+fn val_a(i: i64) -> f64 {
+    ((50.0 + 10.0 * (i as f64 / 7.0).sin()) * 100.0).round() / 100.0
+}
+
+fn val_b(i: i64) -> f64 {
+    i as f64 * 1.5
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// (tags, [(timestamp string, value)]) of every series of a query answer.
+fn series(r: &Value) -> Vec<(Value, Vec<(String, f64)>)> {
+    r["series"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    let pts = s["points"]
+                        .as_array()
+                        .map(|p| {
+                            p.iter()
+                                .map(|p| (p["timestamp"].as_str().unwrap_or("").to_string(), p["value"].as_f64().unwrap_or(f64::NAN)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (s["tags"].clone(), pts)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn query(api: &Http, body: Value) -> Result<Vec<(Value, Vec<(String, f64)>)>> {
+    let r = api.post(Q, &body).await?.ensure_status(200)?;
+    ensure!(r.json["total_points"].is_u64() && r.json["execution_time_ms"].is_u64(), "query shape: {r}");
+    Ok(series(&r.json))
+}
+
+/// Values of one series' aggregate over host=a, whole range.
+async fn agg_a(api: &Http, aggregation: Value) -> Result<Vec<(String, f64)>> {
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "a"}, "aggregation": aggregation})).await?;
+    ensure!(s.len() == 1, "one series expected for {aggregation}: {s:?}");
+    Ok(s[0].1.clone())
+}
+
+async fn metric(api: &Http, name: &str) -> Result<Value> {
+    Ok(api.get(&format!("{M}/{name}")).await?.ensure_status(200)?.json)
+}
+
+async fn put_json(api: &Http, path: &str, body: Value) -> Result<tessera_tests::Resp> {
+    api.send(Method::PUT, path, Some(serde_json::to_vec(&body)?), Some("application/json")).await
+}
+
+async fn scenario(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+
+    // Metrics: create, conflict, bad name, list.
+    api.post(M, &json!({"name": "cpu.usage", "metric_type": "gauge", "description": "CPU", "unit": "percent"}))
+        .await?
+        .ensure_status(201)?;
+    let r = api.post(M, &json!({"name": "cpu.usage", "metric_type": "gauge", "description": "", "unit": ""})).await?;
+    ensure!(r.status == 409, "existing metric: {r}");
+    api.post(M, &json!({"name": "bad name/x"})).await?.ensure_client_error()?;
+
+    // Batched writes: 60 points per request, both series in each request.
+    for batch in 0..(N / 30) {
+        let mut points = Vec::new();
+        for i in batch * 30..(batch + 1) * 30 {
+            points.push(json!({"timestamp": BASE + i * STEP, "value": val_a(i), "tags": {"host": "a", "region": "eu"}}));
+            points.push(json!({"timestamp": BASE + i * STEP, "value": val_b(i), "tags": {"region": "eu", "host": "b"}}));
+        }
+        let r = api.post(W, &json!({"metric": "cpu.usage", "points": points})).await?.ensure_status(200)?;
+        ensure!(r.json["points_written"] == json!(60), "write: {r}");
+    }
+
+    // Raw query with a time range (inclusive) and a tag filter.
+    let s = query(
+        &api,
+        json!({"metric": "cpu.usage", "start": "2023-11-14T22:10:00Z", "end": BASE + 20 * 60_000, "tags": {"host": "a"}}),
+    )
+    .await?;
+    ensure!(s.len() == 1 && s[0].0 == json!({"host": "a", "region": "eu"}), "filtered series: {s:?}");
+    let pts = &s[0].1;
+    ensure!(pts.len() == 21, "21 points in [10m, 20m], got {}", pts.len());
+    ensure!(pts[0].0 == "2023-11-14T22:10:00.000Z" && pts[20].0 == "2023-11-14T22:20:00.000Z", "timestamps {pts:?}");
+    for (k, (_, v)) in pts.iter().enumerate() {
+        ensure!(close(*v, val_a(20 + k as i64)), "raw value {k}: {v}");
+    }
+    let s = query(&api, json!({"metric": "cpu.usage", "start_time": BASE, "end_time": BASE + 3_600_000, "tags": {"region": "eu"}})).await?;
+    ensure!(s.len() == 2 && s.iter().all(|x| x.1.len() == 121), "both series over the first hour: {}", s.len());
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "zzz"}})).await?;
+    ensure!(s.is_empty(), "no series for host=zzz");
+
+    // Every aggregate function, whole range, against values computed here.
+    let a: Vec<f64> = (0..N).map(val_a).collect();
+    let n = a.len() as f64;
+    let mean = a.iter().sum::<f64>() / n;
+    let var = a.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    let mut sorted = a.clone();
+    sorted.sort_by(f64::total_cmp);
+    let expected = [
+        ("avg", mean),
+        ("SUM", a.iter().sum()),
+        ("min", sorted[0]),
+        ("MAX", sorted[sorted.len() - 1]),
+        ("count", n),
+        ("first", a[0]),
+        ("last", a[a.len() - 1]),
+        ("stddev", var.sqrt()),
+        ("variance", var),
+        ("percentile_50", percentile(&sorted, 50.0)),
+        ("percentile_90", percentile(&sorted, 90.0)),
+        ("PERCENTILE_99", percentile(&sorted, 99.0)),
+    ];
+    for (f, want) in expected {
+        let got = agg_a(&api, json!({"function": f})).await?;
+        ensure!(got.len() == 1 && close(got[0].1, want), "{f}: got {got:?}, want {want}");
+    }
+
+    // Downsampling, both forms: 10 minute averages and hourly max of host=b.
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "downsample", "interval": "10m", "function": "avg"}})).await?;
+    let d = &s[0].1;
+    ensure!(d.len() == 12, "12 buckets of 10m, got {}", d.len());
+    for (k, (_, v)) in d.iter().enumerate() {
+        let k = k as i64;
+        let want = (k * 20..(k + 1) * 20).map(val_b).sum::<f64>() / 20.0;
+        ensure!(close(*v, want), "bucket {k}: {v} vs {want}");
+    }
+    ensure!(d[1].0 == "2023-11-14T22:10:00.000Z", "bucket start {}", d[1].0);
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"function": "max", "interval": "1h"}})).await?;
+    ensure!(s[0].1.len() == 2 && close(s[0].1[0].1, val_b(119)) && close(s[0].1[1].1, val_b(239)), "hourly max {:?}", s[0].1);
+
+    // Rolling window: trailing 2 minutes (4 points) sum over host=b.
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "rolling", "window": "2m", "function": "sum"}})).await?;
+    let r = &s[0].1;
+    ensure!(r.len() == N as usize, "one rolling value per point");
+    for (i, (_, v)) in r.iter().enumerate() {
+        let i = i as i64;
+        let want: f64 = ((i - 3).max(0)..=i).map(val_b).sum();
+        ensure!(close(*v, want), "rolling {i}: {v} vs {want}");
+    }
+
+    // Bad input: durations, timestamps, functions, unknown metric, bad points.
+    for body in [
+        json!({"metric": "cpu.usage", "aggregation": {"function": "avg", "interval": "5x"}}),
+        json!({"metric": "cpu.usage", "aggregation": {"function": "median2"}}),
+        json!({"metric": "cpu.usage", "start": "yesterday-ish"}),
+        json!({"metric": "cpu.usage", "end": true}),
+    ] {
+        let r = api.post(Q, &body).await?;
+        ensure!(r.status == 400, "{body} → {r}");
+    }
+    let r = api.post(Q, &json!({"metric": "no.such"})).await?;
+    ensure!(r.status == 404, "unknown metric: {r}");
+    let r = api.post(W, &json!({"metric": "cpu.usage", "points": [{"timestamp": "nope", "value": 1}]})).await?;
+    ensure!(r.status == 400, "bad point timestamp: {r}");
+    let r = api.post(W, &json!({"metric": "cpu.usage", "points": [{"timestamp": BASE, "value": "x"}]})).await?;
+    ensure!(r.status == 400, "bad point value: {r}");
+
+    // Same timestamp overwrites.
+    api.post(W, &json!({"metric": "cpu.usage", "points": [{"timestamp": BASE, "value": 999.0, "tags": {"host": "b", "region": "eu"}}]}))
+        .await?
+        .ensure_status(200)?;
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "start": BASE, "end": BASE})).await?;
+    ensure!(s[0].1.len() == 1 && close(s[0].1[0].1, 999.0), "overwrite: {s:?}");
+
+    // Statistics: points and compressed bytes.
+    let m = metric(&api, "cpu.usage").await?;
+    ensure!(m["points"] == json!(2 * N) && m["series"] == json!(2), "stats {m}");
+    let bytes = m["bytes"].as_u64().context("bytes")?;
+    println!("cpu.usage: {} points in {bytes} bytes = {:.2} bytes/point", 2 * N, bytes as f64 / (2 * N) as f64);
+    let list = api.get(M).await?.ensure_status(200)?;
+    ensure!(list.json["metrics"].as_array().is_some_and(|a| a.iter().any(|m| m["name"] == "cpu.usage")), "list {list}");
+
+    // Retention: drop. Old points (10 days ago) go, recent stay.
+    let now = now_ms();
+    let day = 86_400_000;
+    let old: Vec<Value> = (0..50).map(|i| json!({"timestamp": now - 10 * day + i * 1000, "value": i})).collect();
+    let recent: Vec<Value> = (0..5).map(|i| json!({"timestamp": now - 60_000 + i * 1000, "value": 100 + i})).collect();
+    let r = api.post(W, &json!({"metric": "ret.drop", "points": old, "tags": {"k": "v"}})).await?.ensure_status(200)?;
+    ensure!(r.json["metric_created"] == json!(true), "auto-create: {r}");
+    api.post(W, &json!({"metric": "ret.drop", "points": recent, "tags": {"k": "v"}})).await?.ensure_status(200)?;
+    let r = put_json(&api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2x"})).await?;
+    ensure!(r.status == 400, "bad retention: {r}");
+    put_json(&api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2d"})).await?.ensure_status(200)?;
+
+    // Retention: downsample. One hour of 10 s points 5 days ago → 10 minute averages.
+    let t0 = (now - 5 * day) / 3_600_000 * 3_600_000;
+    let ds: Vec<Value> = (0..360).map(|i| json!({"timestamp": t0 + i * 10_000, "value": i})).collect();
+    api.post(W, &json!({"metric": "ret.ds", "points": ds})).await?.ensure_status(200)?;
+    put_json(
+        &api,
+        &format!("{M}/ret.ds/retention"),
+        json!({"drop_after": "30d", "downsample_after": "1d", "downsample_interval": "10m", "downsample_function": "avg"}),
+    )
+    .await?
+    .ensure_status(200)?;
+
+    let r = api.post("/api/v1/timeseries/retention/enforce", &json!({})).await?.ensure_status(200)?;
+    ensure!(r.json["dropped_points"].as_u64() >= Some(50) && r.json["downsampled_chunks"].as_u64() >= Some(1), "enforce: {r}");
+    let s = query(&api, json!({"metric": "ret.drop"})).await?;
+    ensure!(s.len() == 1 && s[0].1.len() == 5 && close(s[0].1[0].1, 100.0), "after drop: {s:?}");
+    ensure!(metric(&api, "ret.drop").await?["points"] == json!(5), "drop stats");
+    let s = query(&api, json!({"metric": "ret.ds"})).await?;
+    let d = &s[0].1;
+    ensure!(d.len() == 6, "6 downsampled points, got {d:?}");
+    for (k, (_, v)) in d.iter().enumerate() {
+        let want = (k * 60..(k + 1) * 60).sum::<usize>() as f64 / 60.0;
+        ensure!(close(*v, want), "downsampled {k}: {v} vs {want}");
+    }
+
+    // Restart keeps everything.
+    c.stop_all().await?;
+    c.start_all().await?;
+    c.login().await?;
+    let api = c.http.clone();
+    let m2 = tessera_tests::wait_for(std::time::Duration::from_secs(30), "metric after restart", async || Ok(metric(&api, "cpu.usage").await.ok()))
+    .await?;
+    ensure!(m2["points"] == m["points"] && m2["bytes"] == m["bytes"], "stats after restart {m2}");
+    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "a"}})).await?;
+    ensure!(s[0].1.len() == N as usize && close(s[0].1[5].1, val_a(5)), "data after restart");
+    let s = query(&api, json!({"metric": "ret.ds"})).await?;
+    ensure!(s[0].1.len() == 6, "downsampled after restart");
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! Scenario: the vector store end to end through the router — collections with
+//! each metric, single and batch upserts, gets, searches that match a brute-force
+//! scan, recall@10 of the HNSW index on 2,000 × 32 random vectors, metadata
+//! filters applied during the search, soft deletes, dimension errors, and a
+//! whole-cluster restart after which the indexes are rebuilt from storage.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use tessera_tests::{Cluster, ClusterOptions, Http, NODE_IDS, Value, json, url_encode, wait_for};
+
+const C: &str = "/api/v1/vector/collections";
+const SMALL_N: usize = 200;
+const SMALL_DIM: usize = 8;
+const RECALL_N: usize = 2000;
+const RECALL_DIM: usize = 32;
+const RECALL_QUERIES: usize = 25;
+const BATCH: usize = 250;
+const COLORS: [&str; 3] = ["red", "green", "blue"];
+const METRICS: [&str; 3] = ["cosine", "l2", "dot"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors() {
+    let mut cluster = Cluster::start(ClusterOptions::default()).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster).await {
+        panic!("vectors scenario failed: {e:?}");
+    }
+}
+
+/// A follower that was down while the leaders snapshotted and purged their
+/// logs catches up by snapshot install; its index, built from the installed
+/// records plus later entries, answers every change from its own state.
+/// (Invalidation of a live replica's indexes on install is unit-tested in
+/// storage: the harness can only lag a follower by stopping it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vectors_snapshot_catchup() {
+    let opts = ClusterOptions {
+        node_env: vec![
+            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "20".into()),
+            ("SERVICE_RAFT_KEEP_LOGS".into(), "0".into()),
+        ],
+        ..ClusterOptions::default()
+    };
+    let mut cluster = Cluster::start(opts).await.expect("cluster start");
+    if let Err(e) = snapshot_scenario(&mut cluster).await {
+        panic!("vectors_snapshot_catchup scenario failed: {e:?}");
+    }
+}
+
+async fn snapshot_scenario(c: &mut Cluster) -> Result<()> {
+    const N: usize = 80;
+    let api = c.http.clone();
+    api.post(C, &json!({"name": "snap", "dim": 4, "metric": "l2"})).await?.ensure_status(201)?;
+    let point = |i: usize| json!([i as f32, 0.0, 0.0, 0.0]);
+    for i in 0..10 {
+        api.post(&format!("{C}/snap/upsert"), &json!({"id": format!("p{i}"), "vector": point(i)})).await?.ensure_status(200)?;
+    }
+    // Node 3 serves searches from its own index.
+    let node3 = api.consistency("one").replica(3);
+    wait_for(Duration::from_secs(30), "node 3 has the first records", async || {
+        let got = search(&node3, "snap", json!({"vector": point(9), "k": 1})).await?;
+        Ok(got.first().is_some_and(|h| h.0 == "p9").then_some(()))
+    })
+    .await?;
+
+    c.stop_node(3).await?;
+    for i in 10..N {
+        api.post(&format!("{C}/snap/upsert"), &json!({"id": format!("p{i}"), "vector": point(i)})).await?.ensure_status(200)?;
+    }
+    api.delete(&format!("{C}/snap/vectors/p0")).await?.ensure_status(200)?;
+    c.start_node(3)?;
+
+    let node3 = c.http.consistency("one").replica(3);
+    wait_for(Duration::from_secs(60), "node 3 caught up", async || {
+        let r = node3.get(&format!("{C}/snap")).await?.ensure_status(200)?;
+        Ok((r.json["count"] == json!(N - 1)).then_some(()))
+    })
+    .await?;
+    for i in [1, 10, 45, N - 1] {
+        let got = search(&node3, "snap", json!({"vector": point(i), "k": 1})).await?;
+        ensure!(got.first().is_some_and(|h| h.0 == format!("p{i}")), "node 3 search for p{i}: {got:?}");
+    }
+    let got = search(&node3, "snap", json!({"vector": point(0), "k": 3})).await?;
+    ensure!(got.iter().map(|h| h.0.as_str()).collect::<Vec<_>>() == ["p1", "p2", "p3"], "node 3 near p0: {got:?}");
+    let log = std::fs::read_to_string(c.node_log(3)?)?;
+    ensure!(log.contains("installed snapshot"), "node 3 caught up without installing a snapshot");
+    Ok(())
+}
+
+/// Deterministic pseudo-random floats in [-1, 1) (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn f(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    fn vec(&mut self, dim: usize) -> Vec<f32> {
+        (0..dim).map(|_| self.f()).collect()
+    }
+}
+
+/// Reference distance, in f64: cosine 1 − cos, l2 squared, dot −inner product.
+fn distance(metric: &str, a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    match metric {
+        "cosine" => {
+            let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            1.0 - dot / (na * nb)
+        }
+        "l2" => a.iter().zip(b).map(|(x, y)| (f64::from(*x) - f64::from(*y)).powi(2)).sum(),
+        _ => -dot,
+    }
+}
+
+fn expected_score(metric: &str, d: f64) -> f64 {
+    match metric {
+        "cosine" => 1.0 - d,
+        "l2" => 1.0 / (1.0 + d),
+        _ => -d,
+    }
+}
+
+/// Exact top-k ids and distances among `data` entries accepted by `keep`.
+fn brute<'a>(
+    metric: &str,
+    data: &'a BTreeMap<String, (Vec<f32>, Value)>,
+    q: &[f32],
+    k: usize,
+    keep: impl Fn(&Value) -> bool,
+) -> Vec<(&'a str, f64)> {
+    let mut all: Vec<(&str, f64)> =
+        data.iter().filter(|(_, (_, m))| keep(m)).map(|(id, (v, _))| (id.as_str(), distance(metric, v, q))).collect();
+    all.sort_by(|a, b| a.1.total_cmp(&b.1));
+    all.truncate(k);
+    all
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-4 * (1.0 + a.abs().max(b.abs()))
+}
+
+fn vector_json(v: &[f32]) -> Value {
+    json!(v)
+}
+
+/// Hits as `(id, distance, score, metadata)`.
+fn hits(r: &Value) -> Result<Vec<(String, f64, f64, Value)>> {
+    let arr = r["hits"].as_array().with_context(|| format!("no hits array in {r}"))?;
+    arr.iter()
+        .map(|h| {
+            Ok((
+                h["id"].as_str().context("hit id")?.to_string(),
+                h["distance"].as_f64().context("hit distance")?,
+                h["score"].as_f64().context("hit score")?,
+                h["metadata"].clone(),
+            ))
+        })
+        .collect()
+}
+
+async fn search(api: &Http, coll: &str, body: Value) -> Result<Vec<(String, f64, f64, Value)>> {
+    let r = api.post(&format!("{C}/{coll}/search"), &body).await?.ensure_status(200)?;
+    hits(&r.json)
+}
+
+/// Upserts `records` in batches of [`BATCH`] (one Raft command each).
+async fn batch_upsert(api: &Http, coll: &str, records: &[(String, Vec<f32>, Value)]) -> Result<()> {
+    for chunk in records.chunks(BATCH) {
+        let vectors: Vec<Value> =
+            chunk.iter().map(|(id, v, m)| json!({"id": id, "vector": vector_json(v), "metadata": m})).collect();
+        let r = api.post(&format!("{C}/{coll}/batch"), &json!({"vectors": vectors})).await?.ensure_status(200)?;
+        ensure!(r.json["upserted"] == json!(chunk.len()), "batch reply {r}");
+    }
+    Ok(())
+}
+
+/// HNSW answers of `k` = 10 (exact-size data, wide `ef`) equal a brute-force
+/// scan, with and without a metadata filter; scores follow the metric.
+async fn check_exact(api: &Http, metric: &str, data: &BTreeMap<String, (Vec<f32>, Value)>, rng: &mut Rng) -> Result<()> {
+    let coll = format!("small-{metric}");
+    for qi in 0..10 {
+        let q = rng.vec(SMALL_DIM);
+        let got = search(api, &coll, json!({"vector": vector_json(&q), "k": 10, "ef": 256})).await?;
+        let want = brute(metric, data, &q, 10, |_| true);
+        ensure!(got.len() == 10, "{metric} query {qi}: {} hits", got.len());
+        for (i, ((id, d, s, meta), (wid, wd))) in got.iter().zip(&want).enumerate() {
+            ensure!(close(*d, *wd), "{metric} query {qi} rank {i}: distance {d} ({id}), brute force {wd} ({wid})");
+            let (v, m) = data.get(id).with_context(|| format!("unknown hit {id}"))?;
+            ensure!(close(*d, distance(metric, v, &q)), "{metric}: reported distance of {id} is {d}");
+            ensure!(close(*s, expected_score(metric, *d)), "{metric}: score {s} for distance {d}");
+            ensure!(meta == m, "{metric}: metadata of {id}: {meta} != {m}");
+        }
+        ensure!(got.windows(2).all(|w| w[0].1 <= w[1].1), "{metric}: hits not nearest first");
+
+        // Filters: equality and $in, applied during the search; k hits when k match.
+        let color = COLORS[qi % 3];
+        let got = search(api, &coll, json!({"vector": vector_json(&q), "k": 10, "filter": {"color": color}})).await?;
+        let want = brute(metric, data, &q, 10, |m| m["color"] == json!(color));
+        ensure!(got.len() == 10 && want.len() == 10, "{metric} filter {color}: {} hits", got.len());
+        for ((id, d, _, meta), (_, wd)) in got.iter().zip(&want) {
+            ensure!(meta["color"] == json!(color), "{metric} filter {color} returned {id} {meta}");
+            ensure!(close(*d, *wd), "{metric} filter {color}: distance {d}, brute force {wd}");
+        }
+        let filter = json!({"color": "blue", "n": {"$in": [1, 3]}});
+        let got = search(api, &coll, json!({"vector": vector_json(&q), "k": 5, "filter": filter})).await?;
+        let keep = |m: &Value| m["color"] == json!("blue") && (m["n"] == json!(1) || m["n"] == json!(3));
+        let want = brute(metric, data, &q, 5, keep);
+        ensure!(got.len() == want.len(), "{metric} $in filter: {} hits, want {}", got.len(), want.len());
+        for ((id, d, _, meta), (_, wd)) in got.iter().zip(&want) {
+            ensure!(keep(meta), "{metric} $in filter returned {id} {meta}");
+            ensure!(close(*d, *wd), "{metric} $in filter: distance {d}, brute force {wd}");
+        }
+    }
+    Ok(())
+}
+
+/// Mean recall@10 of the HNSW index over [`RECALL_QUERIES`] random queries.
+async fn recall(api: &Http, data: &BTreeMap<String, (Vec<f32>, Value)>, rng: &mut Rng) -> Result<f64> {
+    let mut total = 0.0;
+    for _ in 0..RECALL_QUERIES {
+        let q = rng.vec(RECALL_DIM);
+        let got = search(api, "recall", json!({"vector": vector_json(&q), "k": 10})).await?;
+        let want: BTreeSet<&str> = brute("l2", data, &q, 10, |_| true).into_iter().map(|(id, _)| id).collect();
+        total += got.iter().filter(|(id, ..)| want.contains(id.as_str())).count() as f64 / 10.0;
+    }
+    Ok(total / RECALL_QUERIES as f64)
+}
+
+async fn stats_count(api: &Http, coll: &str) -> Result<u64> {
+    let r = api.get(&format!("{C}/{coll}")).await?.ensure_status(200)?;
+    r.json["count"].as_u64().with_context(|| format!("stats of {coll}: {r}"))
+}
+
+async fn scenario(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+
+    // Collection validation and creation.
+    for bad in [
+        json!({"name": "bad/name", "dim": 4, "metric": "l2"}),
+        json!({"name": "ok", "dim": 0, "metric": "l2"}),
+        json!({"name": "ok", "dim": 4, "metric": "manhattan"}),
+        json!({"name": "ok", "dim": "four", "metric": "l2"}),
+    ] {
+        api.post(C, &bad).await?.ensure_status(400)?.ensure_error_body()?;
+    }
+    for metric in METRICS {
+        let r = api.post(C, &json!({"name": format!("small-{metric}"), "dim": SMALL_DIM, "metric": metric})).await?;
+        let r = r.ensure_status(201)?;
+        ensure!(r.json["dim"] == json!(SMALL_DIM) && r.json["metric"] == json!(metric), "created {r}");
+    }
+    let r = api.post(C, &json!({"name": "recall", "dim": RECALL_DIM, "metric": "L2", "m": 16, "ef_construction": 100})).await?;
+    r.ensure_status(201)?;
+    api.post(C, &json!({"name": "small-l2", "dim": 3, "metric": "l2"})).await?.ensure_status(409)?.ensure_error_body()?;
+    let r = api.get(C).await?.ensure_status(200)?;
+    let names: Vec<&str> = r.json["collections"].as_array().context("list")?.iter().filter_map(|c| c["name"].as_str()).collect();
+    ensure!(names == ["recall", "small-cosine", "small-dot", "small-l2"], "collections {names:?}");
+    api.get(&format!("{C}/nope")).await?.ensure_status(404)?.ensure_error_body()?;
+
+    // Small data per metric: the first 10 records by single upsert, the rest in batches.
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut small: BTreeMap<String, BTreeMap<String, (Vec<f32>, Value)>> = BTreeMap::new();
+    for metric in METRICS {
+        let coll = format!("small-{metric}");
+        let records: Vec<(String, Vec<f32>, Value)> = (0..SMALL_N)
+            .map(|i| (format!("doc-{i}"), rng.vec(SMALL_DIM), json!({"color": COLORS[i % 3], "n": i % 5})))
+            .collect();
+        for (id, v, m) in &records[..10] {
+            let r = api.post(&format!("{C}/{coll}/upsert"), &json!({"id": id, "vector": vector_json(v), "metadata": m})).await?;
+            ensure!(r.clone().ensure_status(200)?.json["created"] == json!(true), "upsert {r}");
+        }
+        batch_upsert(&api, &coll, &records[10..]).await?;
+        ensure!(stats_count(&api, &coll).await? == SMALL_N as u64, "{coll} count");
+        small.insert(metric.to_string(), records.into_iter().map(|(id, v, m)| (id, (v, m))).collect());
+    }
+
+    // Get returns the vector as given (not normalized) and the metadata.
+    let (v, m) = &small["cosine"]["doc-7"];
+    let r = api.get(&format!("{C}/small-cosine/vectors/doc-7")).await?.ensure_status(200)?;
+    let got: Vec<f32> = r.json["vector"].as_array().context("vector")?.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect();
+    ensure!(&got == v && &r.json["metadata"] == m && r.json["id"] == json!("doc-7"), "get {r}");
+    api.get(&format!("{C}/small-cosine/vectors/missing")).await?.ensure_status(404)?.ensure_error_body()?;
+    api.get(&format!("{C}/nope/vectors/doc-1")).await?.ensure_status(404)?;
+
+    // Wrong dimension and bad input: 400, and a bad batch changes nothing.
+    let short = json!({"id": "x", "vector": [1.0, 2.0]});
+    api.post(&format!("{C}/small-l2/upsert"), &short).await?.ensure_status(400)?.ensure_error_body()?;
+    let mixed = json!({"vectors": [{"id": "ok-1", "vector": vector_json(&rng.vec(SMALL_DIM))}, short]});
+    api.post(&format!("{C}/small-l2/batch"), &mixed).await?.ensure_status(400)?;
+    api.get(&format!("{C}/small-l2/vectors/ok-1")).await?.ensure_status(404)?;
+    api.post(&format!("{C}/small-l2/search"), &json!({"vector": [1.0], "k": 3})).await?.ensure_status(400)?;
+    api.post(&format!("{C}/small-l2/search"), &json!({"vector": vector_json(&rng.vec(SMALL_DIM)), "k": 0})).await?.ensure_status(400)?;
+    let zero = json!({"id": "z", "vector": vec![0.0; SMALL_DIM]});
+    api.post(&format!("{C}/small-cosine/upsert"), &zero).await?.ensure_status(400)?;
+    let bad_meta = json!({"id": "z", "vector": vector_json(&rng.vec(SMALL_DIM)), "metadata": [1]});
+    api.post(&format!("{C}/small-l2/upsert"), &bad_meta).await?.ensure_status(400)?;
+    let bad_filter = json!({"vector": vector_json(&rng.vec(SMALL_DIM)), "filter": {"n": {"$gt": 1}}});
+    api.post(&format!("{C}/small-l2/search"), &bad_filter).await?.ensure_status(400)?;
+    api.post(&format!("{C}/nope/search"), &json!({"vector": [1.0], "k": 1})).await?.ensure_status(404)?;
+    ensure!(stats_count(&api, "small-l2").await? == SMALL_N as u64, "a rejected batch changed the count");
+
+    for metric in METRICS {
+        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} before deletes"))?;
+    }
+
+    // Upsert replaces: a record moved far away is found at its new place.
+    let far = vec![50.0f32; SMALL_DIM];
+    let r = api.post(&format!("{C}/small-l2/upsert"), &json!({"id": "doc-3", "vector": far, "metadata": {"color": "red", "n": 3}})).await?;
+    ensure!(r.clone().ensure_status(200)?.json["created"] == json!(false), "re-upsert {r}");
+    small.get_mut("l2").context("l2")?.insert("doc-3".into(), (far.clone(), json!({"color": "red", "n": 3})));
+    let got = search(&api, "small-l2", json!({"vector": far, "k": 1})).await?;
+    ensure!(got.first().is_some_and(|h| h.0 == "doc-3" && h.1 == 0.0), "moved record: {got:?}");
+
+    // Soft deletes: gone from get and from every search, count drops, delete again is 404.
+    let deleted: Vec<String> = (0..SMALL_N).step_by(9).map(|i| format!("doc-{i}")).collect();
+    for metric in METRICS {
+        let coll = format!("small-{metric}");
+        for id in &deleted {
+            api.delete(&format!("{C}/{coll}/vectors/{}", url_encode(id))).await?.ensure_status(200)?;
+            small.get_mut(metric).context("metric")?.remove(id);
+        }
+        api.delete(&format!("{C}/{coll}/vectors/{}", deleted[0])).await?.ensure_status(404)?.ensure_error_body()?;
+        ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after deletes");
+    }
+    api.get(&format!("{C}/small-dot/vectors/{}", deleted[1])).await?.ensure_status(404)?;
+    for metric in METRICS {
+        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after deletes"))?;
+    }
+
+    // Recall@10 on 2,000 × 32 random vectors, loaded in batches of BATCH.
+    let records: Vec<(String, Vec<f32>, Value)> =
+        (0..RECALL_N).map(|i| (format!("r{i}"), rng.vec(RECALL_DIM), json!({"bucket": i % 10}))).collect();
+    batch_upsert(&api, "recall", &records).await?;
+    let big: BTreeMap<String, (Vec<f32>, Value)> = records.into_iter().map(|(id, v, m)| (id, (v, m))).collect();
+    ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count");
+    let r = recall(&api, &big, &mut rng).await?;
+    eprintln!("[vectors] recall@10 = {r:.3}");
+    ensure!(r >= 0.95, "recall@10 {r} < 0.95");
+
+    // Every replica built the same graph from the same commands: identical answers.
+    let body = json!({"vector": vector_json(&rng.vec(RECALL_DIM)), "k": 10, "filter": {"bucket": 3}});
+    let leader = search(&api, "recall", body.clone()).await?;
+    ensure!(leader.len() == 10, "filtered recall search: {leader:?}");
+    for node in NODE_IDS {
+        let replica = api.consistency("one").replica(node);
+        wait_for(Duration::from_secs(30), &format!("node {node} answers like the leader"), async || {
+            let got = search(&replica, "recall", body.clone()).await?;
+            ensure!(got == leader, "node {node}: {got:?} != {leader:?}");
+            Ok(Some(()))
+        })
+        .await?;
+    }
+
+    // A dropped collection is gone; its name can be reused.
+    api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;
+    api.post(&format!("{C}/scratch/upsert"), &json!({"id": "a", "vector": [1.0, 0.0]})).await?.ensure_status(200)?;
+    let r = api.delete(&format!("{C}/scratch")).await?.ensure_status(200)?;
+    ensure!(r.json["deleted_count"] == json!(1), "drop {r}");
+    api.get(&format!("{C}/scratch")).await?.ensure_status(404)?;
+    api.post(&format!("{C}/scratch/search"), &json!({"vector": [1.0, 0.0]})).await?.ensure_status(404)?;
+    api.delete(&format!("{C}/scratch")).await?.ensure_status(404)?;
+    api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;
+    ensure!(search(&api, "scratch", json!({"vector": [1.0, 0.0]})).await?.is_empty(), "recreated collection is not empty");
+
+    // Whole-cluster restart: records persist and the indexes are rebuilt.
+    c.stop_all().await?;
+    c.start_all().await?;
+    let api = c.http.clone();
+    let r = api.get(C).await?.ensure_status(200)?;
+    ensure!(r.json["count"] == json!(5), "collections after restart {r}");
+    ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count after restart");
+    let r = recall(&api, &big, &mut rng).await?;
+    eprintln!("[vectors] recall@10 after restart = {r:.3}");
+    ensure!(r >= 0.95, "recall@10 after restart {r} < 0.95");
+    for metric in METRICS {
+        let coll = format!("small-{metric}");
+        ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after restart");
+        api.get(&format!("{C}/{coll}/vectors/{}", deleted[2])).await?.ensure_status(404)?;
+        api.get(&format!("{C}/{coll}/vectors/doc-1")).await?.ensure_status(200)?;
+        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after restart"))?;
+    }
+    // Writes after the restart go into the rebuilt index.
+    let v = rng.vec(SMALL_DIM);
+    api.post(&format!("{C}/small-l2/upsert"), &json!({"id": "late", "vector": vector_json(&v)})).await?.ensure_status(200)?;
+    let got = search(&api, "small-l2", json!({"vector": vector_json(&v), "k": 1})).await?;
+    ensure!(got.first().is_some_and(|h| h.0 == "late" && h.3 == json!({})), "late upsert: {got:?}");
+    Ok(())
+}
