@@ -208,6 +208,19 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = sql_ok(&api, "big", "SELECT i FROM n ORDER BY i").await?;
     ensure!(r.json["metadata"]["truncated"] == json!(true) && r.json["metadata"]["rows_returned"] == json!(50), "truncation: {r}");
 
+    // VACUUM compacts a table's (or the database's) key range on every replica.
+    sql_ok(&api, "big", "DELETE FROM n WHERE i < 100").await?;
+    sql_ok(&api, "big", "VACUUM n").await?;
+    sql_ok(&api, "big", "VACUUM").await?;
+    let r = sql(&api, "big", "VACUUM nope", json!([])).await?;
+    ensure!(r.json["error"]["code"] == "TABLE_NOT_FOUND", "VACUUM of a missing table: {r}");
+    let r = sql_ok(&api, "big", "SELECT COUNT(*) FROM n").await?;
+    ensure!(rows(&r) == vec![vec![json!(20)]], "rows after DELETE and VACUUM: {r}");
+    for node in [1, 2, 3] {
+        let log = std::fs::read_to_string(c.node_log(node)?)?;
+        ensure!(log.contains("VACUUM compacted"), "node {node} did not compact");
+    }
+
     // Catalog routes.
     let r = api.get("/api/v1/tables?database=bank").await?.ensure_status(200)?;
     ensure!(r.json["tables"][0]["name"] == "accounts", "tables: {r}");

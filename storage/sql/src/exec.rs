@@ -74,6 +74,8 @@ pub struct Exec<'a> {
     /// Rows processed (for deadline checks).
     pub work: Cell<u64>,
     pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
+    /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).
+    pub vacuum: Vec<Vec<u8>>,
 }
 
 impl<'a> Exec<'a> {

@@ -74,6 +74,10 @@ impl Default for ExecContext {
 pub struct ExecOutcome {
     pub result: QueryResult,
     pub writes: WriteSet,
+    /// Key prefixes (relative to the database) that VACUUM asks the storage to
+    /// compact, reclaiming the space of deleted and overwritten rows; an empty
+    /// prefix means the whole database. Compaction changes no logical state.
+    pub vacuum: Vec<Vec<u8>>,
 }
 
 /// Result of the last statement that returns rows; when none does, an empty result whose
@@ -163,6 +167,7 @@ impl<'a> Exec<'a> {
             rows_scanned: Cell::new(0),
             work: Cell::new(0),
             ctes: RefCell::new(Vec::new()),
+            vacuum: Vec::new(),
         }
     }
 
@@ -199,9 +204,11 @@ impl<'a> Exec<'a> {
                 StmtOut::Affected(0)
             }
             Statement::Vacuum(v) => {
-                if let Some(n) = &v.table_name {
-                    self.load_table(&exec::object_name(n))?;
-                }
+                let prefix = match &v.table_name {
+                    Some(n) => encoding::table_prefix(self.load_table(&exec::object_name(n))?.id),
+                    None => Vec::new(),
+                };
+                self.vacuum.push(prefix);
                 StmtOut::Affected(0)
             }
             Statement::ShowTables { .. } => {
@@ -287,7 +294,8 @@ pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx:
         result.truncated = truncated;
     }
     let writes = if read_only { WriteSet::default() } else { ex.kv.into_write_set() };
-    Ok(ExecOutcome { result, writes })
+    let vacuum = std::mem::take(&mut ex.vacuum);
+    Ok(ExecOutcome { result, writes, vacuum })
 }
 
 /// Access paths chosen while running a read-only request, one line per base-table access

@@ -92,6 +92,17 @@ impl<'a> ReadView<'a> {
         self.iterate(&from, |k, v| if k < to.as_slice() { f(&k[9..], v) } else { Ok(false) })
     }
 
+    /// Compacts the stored keys in `[start, end)` of this space (physical only:
+    /// reclaims the space of deleted and overwritten records).
+    pub fn compact_range(&self, start: &[u8], end: Option<&[u8]>) {
+        let from = keys::data_key(self.group, self.space, start);
+        let to = match end {
+            Some(e) => keys::data_key(self.group, self.space, e),
+            None => keys::data_key(self.group, self.space + 1, b""),
+        };
+        self.db.compact_range_cf(self.cf(), Some(from), Some(to));
+    }
+
     fn iterate(&self, from: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         let mode = IteratorMode::From(from, Direction::Forward);
         let iter = match self.source {
