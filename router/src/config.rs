@@ -19,7 +19,25 @@ pub struct RouterConfig {
     pub kv: KvSection,
     pub objects: ObjectsSection,
     pub query_limits: QueryLimitsSection,
+    pub rate_limit: RateLimitSection,
     pub log_level: String,
+}
+
+/// Per-client-IP rate limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RateLimitSection {
+    pub enabled: bool,
+    pub requests_per_minute: u32,
+    pub login_requests_per_minute: u32,
+    /// Behind a trusted proxy: the header that names the client IP (e.g. `X-Forwarded-For`).
+    pub client_ip_header: Option<String>,
+}
+
+impl Default for RateLimitSection {
+    fn default() -> Self {
+        RateLimitSection { enabled: true, requests_per_minute: 1000, login_requests_per_minute: 30, client_ip_header: None }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -147,6 +165,7 @@ impl Default for RouterConfig {
             kv: KvSection::default(),
             objects: ObjectsSection::default(),
             query_limits: QueryLimitsSection::default(),
+            rate_limit: RateLimitSection::default(),
             log_level: "info".into(),
         }
     }
@@ -168,6 +187,9 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("max_object_bytes", "objects.max_object_bytes"),
     ("max_result_rows", "query_limits.max_result_rows"),
     ("query_timeout_secs", "query_limits.query_timeout_secs"),
+    ("requests_per_minute", "rate_limit.requests_per_minute"),
+    ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
+    ("client_ip_header", "rate_limit.client_ip_header"),
     ("log_level", "log_level"),
 ];
 

@@ -8,6 +8,7 @@ mod config;
 mod error;
 mod handlers;
 mod permissions;
+mod ratelimit;
 mod state;
 
 use std::net::SocketAddr;
@@ -65,6 +66,7 @@ fn routes(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))
         .with_state(state)
 }
 
@@ -83,6 +85,7 @@ async fn main() -> anyhow::Result<()> {
 
     let cluster = Cluster::new(config.seeds(), Duration::from_secs(config.server.request_timeout.clamp(1, 300)));
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
+    let rate_limits = ratelimit::RateLimits::new(config.rate_limit.clone());
     let state = AppState {
         inner: Arc::new(Inner {
             config,
@@ -91,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
             users_exist: AtomicBool::new(false),
             provisioning_done: AtomicBool::new(false),
             default_consistency,
+            rate_limits,
         }),
     };
 

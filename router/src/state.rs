@@ -24,6 +24,7 @@ pub struct Inner {
     /// Set when admin provisioning from the environment has finished (or was not asked for).
     pub provisioning_done: AtomicBool,
     pub default_consistency: Consistency,
+    pub rate_limits: crate::ratelimit::RateLimits,
 }
 
 impl std::ops::Deref for AppState {

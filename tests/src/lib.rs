@@ -844,6 +844,10 @@ impl Cluster {
             ("SERVICE_PORT".into(), r.port.to_string()),
             ("SERVICE_NODES".into(), peers),
             ("SERVICE_LOG_LEVEL".into(), level),
+            // Scenarios send far more than the spec's 1000 requests/min from one IP;
+            // the rate-limit scenario sets its own limits.
+            ("SERVICE_REQUESTS_PER_MINUTE".into(), "1000000".into()),
+            ("SERVICE_LOGIN_REQUESTS_PER_MINUTE".into(), "100000".into()),
         ];
         env.extend(r.env.iter().cloned());
         r.starts += 1;

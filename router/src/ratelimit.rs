@@ -1,0 +1,116 @@
+//! Per-client-IP token buckets (governor, GCRA): `rate_limit.login_requests_per_minute`
+//! (30) on login and `rate_limit.requests_per_minute` (1000) on every other route
+//! but the health probes. Every limited response carries `X-RateLimit-Limit`,
+//! `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds when the bucket
+//! is full again); a refused one is 429 with `Retry-After` and a JSON `error`.
+//! Behind a trusted proxy, set `rate_limit.client_ip_header` and the client IP is
+//! read from that header only. Buckets are per router process.
+
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::{Quota, RateLimiter};
+use serde_json::json;
+
+use crate::config::RateLimitSection;
+use crate::state::AppState;
+
+type Limiter = RateLimiter<
+    IpAddr,
+    governor::state::keyed::DefaultKeyedStateStore<IpAddr>,
+    DefaultClock,
+    StateInformationMiddleware,
+>;
+
+/// The router's two buckets per client IP.
+pub struct RateLimits {
+    config: RateLimitSection,
+    login: Limiter,
+    general: Limiter,
+    clock: DefaultClock,
+}
+
+fn limiter(per_minute: u32) -> Limiter {
+    let n = NonZeroU32::new(per_minute.max(1)).expect("at least one");
+    RateLimiter::keyed(Quota::per_minute(n)).with_middleware::<StateInformationMiddleware>()
+}
+
+impl RateLimits {
+    /// Buckets with the configured rates.
+    pub fn new(config: RateLimitSection) -> Self {
+        RateLimits {
+            login: limiter(config.login_requests_per_minute),
+            general: limiter(config.requests_per_minute),
+            clock: DefaultClock::default(),
+            config,
+        }
+    }
+
+    fn client_ip(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
+        if let Some(name) = &self.config.client_ip_header {
+            return headers
+                .get(name.as_str())
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(',').next())
+                .and_then(|v| v.trim().parse().ok());
+        }
+        peer.map(|p| p.ip())
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn set_headers(h: &mut HeaderMap, limit: u32, remaining: u32, reset_in: Duration) {
+    h.insert("x-ratelimit-limit", HeaderValue::from(limit));
+    h.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
+    h.insert("x-ratelimit-reset", HeaderValue::from(unix_now() + reset_in.as_secs_f64().ceil() as u64));
+}
+
+/// The middleware.
+pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let limits = &state.rate_limits;
+    let path = req.uri().path();
+    if !limits.config.enabled || matches!(path, "/health" | "/livez" | "/readyz") {
+        return next.run(req).await;
+    }
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let Some(ip) = limits.client_ip(req.headers(), peer) else {
+        return next.run(req).await;
+    };
+    let (bucket, per_minute) = if path == "/api/v1/auth/login" {
+        (&limits.login, limits.config.login_requests_per_minute.max(1))
+    } else {
+        (&limits.general, limits.config.requests_per_minute.max(1))
+    };
+    let refill = Duration::from_secs(60) / per_minute;
+    match bucket.check_key(&ip) {
+        Ok(snapshot) => {
+            let remaining = snapshot.remaining_burst_capacity();
+            let mut resp = next.run(req).await;
+            set_headers(resp.headers_mut(), per_minute, remaining, refill * (per_minute - remaining.min(per_minute)));
+            resp
+        }
+        Err(not_until) => {
+            let wait = not_until.wait_time_from(limits.clock.now());
+            let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let body = json!({
+                "error": format!("rate limit exceeded: {per_minute} requests per minute; retry in {retry_after} s"),
+                "code": "RATE_LIMITED",
+            });
+            let mut resp = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+            set_headers(resp.headers_mut(), per_minute, 0, refill * per_minute);
+            resp.headers_mut().insert("retry-after", HeaderValue::from(retry_after));
+            resp
+        }
+    }
+}
