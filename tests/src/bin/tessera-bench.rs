@@ -4,7 +4,12 @@
 //! ```text
 //! tessera-bench kv  --url http://127.0.0.1:9090 --user admin --password … [--seconds 5]
 //! tessera-bench sql --url http://127.0.0.1:9090 --user admin --password … [--rows 100000]
+//! tessera-bench compare --url … --password …   # the KV rows again, next to a 3-member etcd
 //! ```
+//!
+//! `compare` starts a three-member etcd (the `etcd` binary, Debian `etcd-server`) on
+//! loopback ports 23790–23795 in a temporary directory, runs the same KV workload
+//! through its HTTP JSON gateway, prints both with the ratio Tessera/etcd, and stops it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -227,6 +232,123 @@ async fn bench_sql(c: Client, secs: u64, rows: u64) -> Result<()> {
     Ok(())
 }
 
+/// A three-member etcd on loopback, stopped on drop.
+struct Etcd {
+    children: Vec<std::process::Child>,
+    dir: std::path::PathBuf,
+    endpoints: Vec<String>,
+}
+
+impl Etcd {
+    async fn start() -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("tessera-bench-etcd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let cluster: Vec<String> = (0..3).map(|i| format!("e{i}=http://127.0.0.1:{}", 23791 + 2 * i)).collect();
+        let mut children = Vec::new();
+        let mut endpoints = Vec::new();
+        for i in 0..3 {
+            let (client, peer) = (23790 + 2 * i, 23791 + 2 * i);
+            let log = std::fs::File::create(dir.join(format!("e{i}.log")))?;
+            children.push(
+                std::process::Command::new("etcd")
+                    .args(["--name", &format!("e{i}")])
+                    .args(["--data-dir", &dir.join(format!("e{i}")).to_string_lossy()])
+                    .args(["--listen-client-urls", &format!("http://127.0.0.1:{client}")])
+                    .args(["--advertise-client-urls", &format!("http://127.0.0.1:{client}")])
+                    .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                    .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                    .args(["--initial-cluster", &cluster.join(",")])
+                    .args(["--initial-cluster-state", "new", "--initial-cluster-token", "tessera-bench"])
+                    .stdout(log.try_clone()?)
+                    .stderr(log)
+                    .spawn()
+                    .context("starting etcd (install the Debian package etcd-server)")?,
+            );
+            endpoints.push(format!("http://127.0.0.1:{client}"));
+        }
+        let etcd = Etcd { children, dir, endpoints };
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = http.get(format!("{}/health", etcd.endpoints[0])).send().await.ok().map(|r| r.status().is_success());
+            if ok == Some(true) {
+                break;
+            }
+            ensure!(Instant::now() < deadline, "etcd did not become healthy");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(etcd)
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+async fn etcd_call(http: reqwest::Client, url: String, body: Value) -> Result<()> {
+    let r = http.post(url).json(&body).send().await?;
+    ensure!(r.status().is_success(), "etcd: {}", r.status());
+    Ok(())
+}
+
+/// The KV rows on Tessera and on etcd, side by side.
+async fn compare(c: Client, secs: u64) -> Result<()> {
+    let etcd = Etcd::start().await?;
+    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
+    let value = "x".repeat(256);
+    println!("| {:<34} | {:>10} | {:>8} | {:>10} | {:>8} | {:>8} |", "workload", "tessera/s", "p99 ms", "etcd/s", "p99 ms", "ratio");
+    println!("|{:-<36}|{:-<12}|{:-<10}|{:-<12}|{:-<10}|{:-<10}|", "", "", "", "", "", "");
+    let print = |name: &str, t: (f64, f64, f64), e: (f64, f64, f64)| {
+        println!("| {name:<34} | {:>10.0} | {:>8.2} | {:>10.0} | {:>8.2} | {:>8.2} |", t.0, t.2, e.0, e.2, t.0 / e.0.max(1e-9));
+    };
+    for clients in [1usize, 16, 64] {
+        let (c2, v) = (c.clone(), value.clone());
+        let t = load(clients, secs, move |i, n| {
+            let (c, v) = (c2.clone(), v.clone());
+            async move {
+                c.send(reqwest::Method::POST, "/api/v1/kv/keys", Some(&json!({"key": format!("cmp/{i}/{n}"), "value": v})), "quorum")
+                    .await
+                    .map(drop)
+            }
+        })
+        .await?;
+        let (h, eps, v) = (http.clone(), etcd.endpoints.clone(), value.clone());
+        let e = load(clients, secs, move |i, n| {
+            let url = format!("{}/v3/kv/put", eps[i % eps.len()]);
+            etcd_call(h.clone(), url, json!({"key": b64(&format!("cmp/{i}/{n}")), "value": b64(&v)}))
+        })
+        .await?;
+        print(&format!("write 256 B, {clients} clients"), t, e);
+    }
+    for (label, consistency, serializable) in [("read linearizable, 16 clients", "quorum", false), ("read one/serializable, 16 clients", "one", true)] {
+        let c2 = c.clone();
+        let t = load(16, secs, move |i, n| {
+            let c = c2.clone();
+            async move { c.send(reqwest::Method::GET, &format!("/api/v1/kv/keys/cmp/{i}/{}", n % 50), None, consistency).await.map(drop) }
+        })
+        .await?;
+        let (h, eps) = (http.clone(), etcd.endpoints.clone());
+        let e = load(16, secs, move |i, n| {
+            let url = format!("{}/v3/kv/range", eps[i % eps.len()]);
+            etcd_call(h.clone(), url, json!({"key": b64(&format!("cmp/{i}/{}", n % 50)), "serializable": serializable}))
+        })
+        .await?;
+        print(label, t, e);
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let a = parse_args()?;
@@ -234,6 +356,7 @@ async fn main() -> Result<()> {
     match a.mode.as_str() {
         "kv" => bench_kv(c, a.seconds).await,
         "sql" => bench_sql(c, a.seconds, a.rows).await,
-        other => bail!("unknown mode {other}: kv or sql"),
+        "compare" => compare(c, a.seconds).await,
+        other => bail!("unknown mode {other}: kv, sql or compare"),
     }
 }
