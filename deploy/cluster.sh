@@ -3,7 +3,8 @@
 #
 #   deploy/cluster.sh up | down | status | stop-node N | start-node N
 #
-# Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090. Data lives under
+# Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090 (TESSERA_NODE_PORT_BASE
+# and TESSERA_ROUTER_PORT move them: nodes listen on base+1..base+3). Data lives under
 # $TESSERA_DATA (default ./data/cluster). Admin credentials come from
 # SERVICE_ADMIN_USERNAME / SERVICE_ADMIN_PASSWORD, or are generated once and kept
 # in $TESSERA_DATA/admin-credentials. TESSERA_PROFILE=release builds optimized.
@@ -15,7 +16,8 @@ PROFILE="${TESSERA_PROFILE:-debug}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 BIN="${TESSERA_BIN_DIR:-$CARGO_TARGET_DIR/$PROFILE}"
 ROUTER_PORT="${TESSERA_ROUTER_PORT:-9090}"
-PEERS="1=127.0.0.1:9191,2=127.0.0.1:9192,3=127.0.0.1:9193"
+NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
+PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -45,11 +47,11 @@ start_node() {
   local n="$1"
   if running "node-$n"; then log "node $n already running (pid $(cat "$(pidfile "node-$n")"))"; return; fi
   mkdir -p "$DATA/node-$n" "$DATA/pids" "$DATA/logs"
-  SERVICE_NODE_ID="$n" SERVICE_PEERS="$PEERS" SERVICE_GRPC_ADDR="127.0.0.1:919$n" \
+  SERVICE_NODE_ID="$n" SERVICE_PEERS="$PEERS" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
   SERVICE_DATA_DIR="$DATA/node-$n" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
-  log "node $n started (pid $!, gRPC 127.0.0.1:919$n)"
+  log "node $n started (pid $!, gRPC 127.0.0.1:$((NODE_BASE + n)))"
 }
 
 credentials() {
