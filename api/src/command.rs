@@ -18,6 +18,10 @@ pub enum Operation {
     Document(crate::document::DocOp),
     Vector(crate::vector::VectorOp),
     TimeSeries(crate::timeseries::TsOp),
+    Stream(crate::stream::StreamOp),
+    Graph(crate::graph::GraphOp),
+    /// One batch of a SQL bulk import (applied all or nothing).
+    SqlImport(crate::import::SqlImportOp),
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.
@@ -26,6 +30,11 @@ pub struct Command {
     /// The leader's wall clock (Unix milliseconds) when it proposed the command.
     pub issued_at_ms: i64,
     pub op: Operation,
+    /// The router's id for the client request (32 hex digits), the same on every
+    /// retry: a state machine applies a request id once and answers a repeat
+    /// with the first response, so a retried write never applies twice.
+    #[serde(default)]
+    pub request_id: Option<String>,
 }
 
 /// Key-value writes.
@@ -61,6 +70,22 @@ pub enum MetaOp {
     CreateSession { token_hash: String, session: SessionRecord },
     /// Remove a session (logout).
     DeleteSession { token_hash: String },
+    /// MFA, alerts, failed-login counting and IP blocks.
+    Security(crate::security::SecurityOp),
+    /// Record the vault's wrapped data key, only if none exists (`Applied(false)` otherwise).
+    VaultInit(crate::meta::VaultKeyRecord),
+    /// Raise the vault's seal epoch: every router drops its unsealed key.
+    VaultSeal,
+    /// Store a vault secret (`Applied(true)` when it was created, `false` when replaced).
+    VaultPutSecret(crate::meta::VaultSecretRecord),
+    /// Remove a vault secret (`Deleted(0|1)`).
+    VaultDeleteSecret { path: String },
+    /// Create or replace a vault access policy (`Applied(true)` when created).
+    VaultPutPolicy(crate::meta::VaultPolicyRecord),
+    /// Remove a vault access policy; refused when absent.
+    VaultDeletePolicy { name: String },
+    /// Append an audit record (its time is set to the command's).
+    VaultAudit(crate::meta::VaultAuditRecord),
 }
 
 /// The result of applying a command.
@@ -82,6 +107,11 @@ pub enum Response {
     Document(crate::document::DocResponse),
     Vector(crate::vector::VectorResponse),
     TimeSeries(crate::timeseries::TsResponse),
+    Security(crate::security::SecurityResponse),
+    Stream(crate::stream::StreamResponse),
+    Graph(crate::graph::GraphResponse),
+    /// The outcome of one bulk import batch.
+    Import(crate::import::ImportResult),
 }
 
 /// Why an engine refused a command (mapped to an HTTP status by the router).
@@ -107,11 +137,22 @@ pub enum Query {
     ListUsers,
     ListRoles,
     Role { name: String },
+    Security(crate::security::SecurityQuery),
+    /// The vault's key record and seal epoch.
+    VaultState,
+    VaultSecret { path: String },
+    /// Vault secrets whose path starts with `prefix`, in path order.
+    VaultSecrets { prefix: String },
+    VaultPolicies,
+    /// The newest `limit` audit records, newest first.
+    VaultAudit { limit: usize },
     Object(crate::object::ObjectQuery),
     Sql(crate::sql::SqlQuery),
     Document(crate::document::DocQuery),
     Vector(crate::vector::VectorQuery),
     TimeSeries(crate::timeseries::TsQuery),
+    Stream(crate::stream::StreamQuery),
+    Graph(crate::graph::GraphQuery),
 }
 
 /// Answers to [`Query`].
@@ -126,11 +167,19 @@ pub enum QueryResult {
     Users(Vec<UserRecord>),
     Roles(Vec<crate::meta::RoleRecord>),
     Role(Option<crate::meta::RoleRecord>),
+    Security(crate::security::SecurityQueryResult),
+    VaultState { key: Option<crate::meta::VaultKeyRecord>, seal_epoch: u64 },
+    VaultSecret(Option<crate::meta::VaultSecretRecord>),
+    VaultSecrets(Vec<crate::meta::VaultSecretRecord>),
+    VaultPolicies(Vec<crate::meta::VaultPolicyRecord>),
+    VaultAudit(Vec<crate::meta::VaultAuditRecord>),
     Object(crate::object::ObjectQueryResult),
     Sql(crate::sql::SqlResult),
     Document(crate::document::DocQueryResult),
     Vector(crate::vector::VectorQueryResult),
     TimeSeries(crate::timeseries::TsQueryResult),
+    Stream(crate::stream::StreamQueryResult),
+    Graph(crate::graph::GraphQueryResult),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

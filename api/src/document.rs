@@ -53,6 +53,12 @@ pub enum DocOp {
     Update { collection: String, id: String, update: Value },
     /// Deletes one document (`Deleted(0 | 1)`).
     Delete { collection: String, id: String },
+    /// Inserts a batch of new documents all or nothing (bulk import): a schema
+    /// violation or a taken id fails the batch (`Response::Import`).
+    InsertMany { collection: String, docs: Vec<crate::import::ImportDoc> },
+    /// Re-encodes the stored documents last written at or before
+    /// `issued_at_ms - older_than_ms` in the compact binary form (`DocResponse::Compressed`).
+    Compress { older_than_ms: i64 },
 }
 
 /// Document reads of one group.
@@ -114,6 +120,9 @@ pub struct Found {
 pub enum DocResponse {
     /// The document as stored after an insert, replace or update.
     Document(DocRecord),
+    /// What [`DocOp::Compress`] did in this group.
+    /// `collections`: names of the collections with documents re-encoded here.
+    Compressed { collections: Vec<String>, documents: u64, bytes_before: u64, bytes_after: u64 },
 }
 
 /// Results of document reads.

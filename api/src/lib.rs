@@ -11,12 +11,18 @@ pub mod b64;
 pub mod codec;
 pub mod command;
 pub mod document;
+pub mod graph;
 pub mod http;
+pub mod import;
 pub mod meta;
 pub mod object;
 pub mod rpc;
+pub mod security;
 pub mod sql;
+pub mod stream;
 pub mod timeseries;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod vector;
 
 /// The release version reported by `/health`.

@@ -157,3 +157,95 @@ pub struct SessionRecord {
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
 }
+
+/// The vault's data key, wrapped (AES-256-GCM) under a key derived from the
+/// passphrase with Argon2id. Written once, when the vault is first unsealed; a
+/// later unseal only reads it, so a wrong passphrase can never replace it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultKeyRecord {
+    /// Random id of the data key (identifies it in audit records).
+    pub key_id: String,
+    /// Argon2id parameters: memory in KiB, iterations, parallelism.
+    pub kdf_m_kib: u32,
+    pub kdf_t: u32,
+    pub kdf_p: u32,
+    /// Random 16-byte Argon2id salt.
+    #[serde(with = "crate::b64")]
+    pub salt: Vec<u8>,
+    /// 96-bit nonce of the wrapping.
+    #[serde(with = "crate::b64")]
+    pub wrap_nonce: Vec<u8>,
+    /// The 256-bit data key encrypted under the passphrase key (with its tag).
+    #[serde(with = "crate::b64")]
+    pub wrapped_key: Vec<u8>,
+    /// A known constant encrypted under the data key: confirms an unwrapped key.
+    #[serde(with = "crate::b64")]
+    pub check_nonce: Vec<u8>,
+    #[serde(with = "crate::b64")]
+    pub check: Vec<u8>,
+    pub created_at_ms: i64,
+}
+
+/// One vault secret: only its ciphertext is stored (AES-256-GCM under the data
+/// key, the path as associated data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultSecretRecord {
+    pub path: String,
+    /// The `key_id` of the data key it is encrypted under.
+    pub key_id: String,
+    #[serde(with = "crate::b64")]
+    pub nonce: Vec<u8>,
+    #[serde(with = "crate::b64")]
+    pub ciphertext: Vec<u8>,
+    /// Set by the meta engine: 1 on creation, +1 per overwrite.
+    pub version: u64,
+    /// Set by the meta engine on creation (kept on overwrite).
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+/// What a vault access policy may grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VaultCapability {
+    Read,
+    Write,
+    List,
+    Delete,
+}
+
+/// A vault access policy: grants `capabilities` on secrets whose path matches
+/// one of `paths` (globs) to one user or to every holder of one role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultPolicyRecord {
+    pub name: String,
+    pub username: Option<String>,
+    pub role: Option<String>,
+    pub paths: Vec<String>,
+    pub capabilities: Vec<VaultCapability>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// One vault audit event (never holds a secret value or a passphrase).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultAuditRecord {
+    /// Random id; with `at_ms` it orders the audit trail.
+    pub id: String,
+    pub at_ms: i64,
+    /// `initialized`, `unsealed`, `unseal_failed`, `sealed`, `secret_read`,
+    /// `secret_written`, `secret_deleted`, `secrets_listed`, `policy_written`,
+    /// `policy_deleted`, `access_denied`.
+    pub event: String,
+    /// The user, or `environment` for an unseal at router start.
+    pub actor: String,
+    /// The router that recorded it (`host:port`).
+    pub router: String,
+    pub path: Option<String>,
+    pub success: bool,
+    pub detail: String,
+}
+
+/// How many audit records the meta group keeps (the oldest are dropped).
+pub const VAULT_AUDIT_KEEP: usize = 10_000;

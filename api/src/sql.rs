@@ -10,6 +10,12 @@ pub struct SqlOp {
     pub sql: String,
     pub params: Vec<serde_json::Value>,
     pub max_result_rows: usize,
+    /// The request's time limit. The leader executes a request that may run
+    /// long once against its current state before proposing it, and refuses it
+    /// with `QUERY_TIMEOUT` when that exceeds the limit; once proposed, a write
+    /// is applied to completion on every replica (0: no limit).
+    #[serde(default)]
+    pub timeout_ms: u64,
 }
 
 /// SQL reads, answered from one replica without the Raft log.

@@ -58,6 +58,9 @@ pub enum TsOp {
     SetRetention { metric: String, policy: Value },
     /// Apply every metric's retention policy of the group, with `issued_at_ms` as now.
     EnforceRetention,
+    /// Merge each series' hourly chunks of every day that ended at or before
+    /// `issued_at_ms - older_than_ms` into one sealed day chunk.
+    Compact { older_than_ms: i64 },
 }
 
 /// Time-series reads.
@@ -84,6 +87,9 @@ pub enum TsResponse {
     Metric(MetricInfo),
     Written { points: u64, series: u64, created_metric: bool },
     Retention { metrics: u64, dropped_chunks: u64, dropped_points: u64, downsampled_chunks: u64 },
+    /// What [`TsOp::Compact`] did: series touched, chunks merged away (sources
+    /// count), stored bytes (keys and values) of those chunks before and after.
+    Compacted { series_compacted: u64, blocks_merged: u64, bytes_before: u64, bytes_after: u64 },
 }
 
 /// Results of time-series reads.

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::GroupId;
 use crate::command::RejectKind;
 
 /// Largest accepted vector dimension.
@@ -68,6 +69,38 @@ pub struct CollectionConfig {
     /// Set by the state machine from the command time.
     #[serde(default)]
     pub created_at_ms: i64,
+    /// The data groups holding the collection, in placement order (the first is
+    /// its home, where its name hashes); empty for a single-group collection
+    /// stored before collections could be split.
+    #[serde(default)]
+    pub shards: Vec<GroupId>,
+    /// Fixed at creation; commands naming another uid are refused, so a router
+    /// with a stale view of a dropped and recreated collection cannot misplace
+    /// records.
+    #[serde(default)]
+    pub uid: String,
+}
+
+/// The shard (index into [`CollectionConfig::shards`]) that holds record `id`:
+/// FNV-1a 64 of the id modulo the shard count.
+pub fn shard_of(id: &str, shards: usize) -> usize {
+    let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    (h % shards.max(1) as u64) as usize
+}
+
+/// Checks a vector against a collection's dimension and metric (finite
+/// components; cosine also needs a non-zero norm).
+pub fn check_vector(metric: VectorMetric, dim: u32, v: &[f32]) -> Result<(), String> {
+    if v.len() != dim as usize {
+        return Err(format!("dimension mismatch: expected {dim}, got {}", v.len()));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(format!("component {i} is not a finite number"));
+    }
+    if metric == VectorMetric::Cosine && v.iter().all(|x| *x == 0.0) {
+        return Err("a zero vector has no cosine direction".into());
+    }
+    Ok(())
 }
 
 /// A collection's configuration and live record count.
@@ -97,12 +130,27 @@ pub struct VectorRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum VectorOp {
     CreateCollection(CollectionConfig),
-    /// Removes the collection and all its records.
-    DropCollection { name: String },
+    /// Removes the collection and all its records (only the copy with `uid` when given).
+    DropCollection {
+        name: String,
+        #[serde(default)]
+        uid: Option<String>,
+    },
     /// Inserts or replaces records (a single upsert or a whole batch, atomically).
-    Upsert { collection: String, records: Vec<VectorRecord> },
+    Upsert {
+        collection: String,
+        records: Vec<VectorRecord>,
+        /// The collection's uid as the router knows it.
+        #[serde(default)]
+        uid: Option<String>,
+    },
     /// Removes one record (soft delete inside the index).
-    Delete { collection: String, id: String },
+    Delete {
+        collection: String,
+        id: String,
+        #[serde(default)]
+        uid: Option<String>,
+    },
 }
 
 /// A nearest-neighbour search.
@@ -113,6 +161,9 @@ pub struct SearchRequest {
     pub k: u32,
     pub ef: Option<u32>,
     pub filter: Option<MetadataFilter>,
+    /// The collection's uid as the router knows it.
+    #[serde(default)]
+    pub uid: Option<String>,
 }
 
 /// Vector reads.
@@ -120,7 +171,12 @@ pub struct SearchRequest {
 pub enum VectorQuery {
     ListCollections,
     Stats { name: String },
-    Get { collection: String, id: String },
+    Get {
+        collection: String,
+        id: String,
+        #[serde(default)]
+        uid: Option<String>,
+    },
     Search(SearchRequest),
 }
 

@@ -7,7 +7,7 @@
 //! `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
 //! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
 //! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
-//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`.
+//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_DIAL_OVERRIDES`.
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,27 @@ pub struct NodeConfig {
     pub replication: ReplicationSection,
     pub sharding: ShardingSection,
     pub raft: RaftSection,
+    /// Mutual TLS of the gRPC port (peers and routers).
+    pub tls: TlsSection,
     pub log_level: String,
+}
+
+/// Mutual TLS for node-to-node and router-to-node gRPC: all three paths or none.
+/// With them the node serves only TLS 1.2/1.3 to clients whose certificate was
+/// issued by `cluster_ca`, and dials its peers with `cert`/`key`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsSection {
+    /// PEM CA certificate(s) of the cluster (`SERVICE_CLUSTER_CA`).
+    pub cluster_ca: Option<PathBuf>,
+    /// PEM certificate chain of this node (`SERVICE_NODE_CERT`); used as server
+    /// and as client certificate, so it must be valid for both.
+    pub cert: Option<PathBuf>,
+    /// PEM private key of this node (`SERVICE_NODE_KEY`).
+    pub key: Option<PathBuf>,
+    /// Name checked in peers' certificates instead of their address host
+    /// (`SERVICE_CLUSTER_TLS_SERVER_NAME`).
+    pub server_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,11 +67,16 @@ impl Default for ServerSection {
 #[serde(default)]
 pub struct StorageSection {
     pub data_dir: PathBuf,
+    /// Encrypt values, log entries and snapshots at rest (`SERVICE_ENCRYPTION_AT_REST`).
+    pub encryption_at_rest: bool,
+    /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
+    /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
+    pub encryption_key: Option<String>,
 }
 
 impl Default for StorageSection {
     fn default() -> Self {
-        StorageSection { data_dir: PathBuf::from("./data") }
+        StorageSection { data_dir: PathBuf::from("./data"), encryption_at_rest: false, encryption_key: None }
     }
 }
 
@@ -76,11 +101,14 @@ pub struct ClusterSection {
     pub name: String,
     /// Every node of the cluster (this one included) as `id=host:port`.
     pub peers: Peers,
+    /// Optional `id=host:port` entries: this node dials peer `id` at that address
+    /// instead of the one in the membership (the chaos suite's per-link proxies).
+    pub dial_overrides: Peers,
 }
 
 impl Default for ClusterSection {
     fn default() -> Self {
-        ClusterSection { node_id: 1, name: "tessera".into(), peers: Peers::default() }
+        ClusterSection { node_id: 1, name: "tessera".into(), peers: Peers::default(), dial_overrides: Peers::default() }
     }
 }
 
@@ -132,8 +160,15 @@ impl Default for RaftSection {
 const FLAT_ALIASES: &[(&str, &str)] = &[
     ("node_id", "cluster.node_id"),
     ("peers", "cluster.peers"),
+    ("dial_overrides", "cluster.dial_overrides"),
     ("grpc_addr", "server.grpc_addr"),
     ("data_dir", "storage.data_dir"),
+    ("encryption_at_rest", "storage.encryption_at_rest"),
+    ("encryption_key", "storage.encryption_key"),
+    ("cluster_ca", "tls.cluster_ca"),
+    ("node_cert", "tls.cert"),
+    ("node_key", "tls.key"),
+    ("cluster_tls_server_name", "tls.server_name"),
     ("shard_count", "sharding.shard_count"),
     ("sharding_strategy", "sharding.strategy"),
     ("replication_factor", "replication.replication_factor"),
@@ -196,27 +231,90 @@ impl NodeConfig {
         {
             return Err(ConfigError::Invalid("raft timings need heartbeat < election_min < election_max".into()));
         }
+        self.validate_security()?;
         Ok(())
     }
 
     /// The cluster's nodes in id order.
     pub fn peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
-        let items: Vec<String> = match &self.cluster.peers {
-            Peers::List(v) => v.clone(),
-            Peers::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
-        };
-        let mut peers = items
-            .iter()
-            .map(|item| {
-                let (id, addr) = item.split_once('=').ok_or_else(|| ConfigError::BadPeer(item.clone()))?;
-                let id = id.trim().parse().map_err(|_| ConfigError::BadPeer(item.clone()))?;
-                Ok(NodeInfo { id, addr: addr.trim().to_string() })
-            })
-            .collect::<Result<Vec<_>, ConfigError>>()?;
+        let mut peers = parse_peers(&self.cluster.peers)?;
         if peers.is_empty() {
             peers.push(NodeInfo { id: self.cluster.node_id, addr: self.server.grpc_addr.clone() });
         }
         peers.sort_by_key(|p| p.id);
         Ok(peers)
+    }
+
+    /// Peer id → address this node dials instead of the membership's address.
+    pub fn dial_overrides(&self) -> Result<std::collections::HashMap<NodeId, String>, ConfigError> {
+        Ok(parse_peers(&self.cluster.dial_overrides)?.into_iter().map(|p| (p.id, p.addr)).collect())
+    }
+}
+
+/// Parses `id=host:port` entries.
+fn parse_peers(peers: &Peers) -> Result<Vec<NodeInfo>, ConfigError> {
+    let items: Vec<String> = match peers {
+        Peers::List(v) => v.clone(),
+        Peers::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let (id, addr) = item.split_once('=').ok_or_else(|| ConfigError::BadPeer(item.clone()))?;
+            let id = id.trim().parse().map_err(|_| ConfigError::BadPeer(item.clone()))?;
+            Ok(NodeInfo { id, addr: addr.trim().to_string() })
+        })
+        .collect()
+}
+
+/// TLS and encryption at rest.
+impl NodeConfig {
+    fn validate_security(&self) -> Result<(), ConfigError> {
+        let t = &self.tls;
+        let set = [t.cluster_ca.is_some(), t.cert.is_some(), t.key.is_some()];
+        if set.iter().any(|s| *s) && !set.iter().all(|s| *s) {
+            return Err(ConfigError::Invalid(
+                "cluster TLS needs all of SERVICE_CLUSTER_CA, SERVICE_NODE_CERT and SERVICE_NODE_KEY \
+                 (tls.cluster_ca, tls.cert, tls.key)"
+                    .into(),
+            ));
+        }
+        let has_key = self.storage.encryption_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+        match (self.storage.encryption_at_rest, has_key) {
+            (true, false) => Err(ConfigError::Invalid(
+                "SERVICE_ENCRYPTION_AT_REST=true needs SERVICE_ENCRYPTION_KEY (base64 of 32 bytes, or a key file)".into(),
+            )),
+            (false, true) => Err(ConfigError::Invalid(
+                "SERVICE_ENCRYPTION_KEY is set but SERVICE_ENCRYPTION_AT_REST is not true".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The server side of the cluster's mutual TLS, when configured.
+    pub fn server_tls(&self) -> anyhow::Result<Option<std::sync::Arc<tessera_api::tls::rustls::ServerConfig>>> {
+        let t = &self.tls;
+        let (Some(ca), Some(cert), Some(key)) = (&t.cluster_ca, &t.cert, &t.key) else {
+            return Ok(None);
+        };
+        let alpn = [tessera_api::tls::ALPN_H2];
+        Ok(Some(tessera_api::tls::server_config(cert, key, Some(ca), &alpn)?))
+    }
+
+    /// The client side of the cluster's mutual TLS (dialing peers), when configured.
+    pub fn cluster_tls(&self) -> anyhow::Result<Option<tessera_api::tls::ClusterTls>> {
+        let t = &self.tls;
+        let (Some(ca), Some(cert), Some(key)) = (&t.cluster_ca, &t.cert, &t.key) else {
+            return Ok(None);
+        };
+        Ok(Some(tessera_api::tls::ClusterTls::new(ca, cert, key, t.server_name.as_deref())?))
+    }
+
+    /// The cipher of encryption at rest, when turned on.
+    pub fn crypt(&self) -> anyhow::Result<Option<tessera_storage::Crypt>> {
+        match (&self.storage.encryption_key, self.storage.encryption_at_rest) {
+            (Some(spec), true) => Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?)),
+            _ => Ok(None),
+        }
     }
 }

@@ -81,8 +81,11 @@ impl Host {
             cfg.sharding.strategy,
         );
         std::fs::create_dir_all(&cfg.storage.data_dir)?;
-        let store = Store::open(cfg.storage.data_dir.join("rocksdb"))?;
-        let pool = Arc::new(PeerPool::default());
+        let store = Store::open_with(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?)?;
+        if store.encrypted() {
+            info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
+        }
+        let pool = Arc::new(PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?));
         let raft_config = Arc::new(
             Config {
                 cluster_name: cfg.cluster.name.clone(),
@@ -143,10 +146,23 @@ impl Host {
         &self,
         group: GroupId,
         op: Operation,
+        request_id: Option<String>,
         consistency: Consistency,
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
-        let cmd = Command { issued_at_ms: now_ms(), op };
+        let issued_at_ms = now_ms();
+        if let Operation::Sql(sql) = &op
+            && g.raft.metrics().borrow().current_leader == Some(self.id)
+        {
+            let (reader, sql) = (g.reader.clone(), sql.clone());
+            let trial = tokio::task::spawn_blocking(move || reader.sql_trial_run(&sql, issued_at_ms))
+                .await
+                .map_err(|e| HostError::Unavailable(e.to_string()))?;
+            if let Some(timed_out) = trial {
+                return Ok(Response::Sql(timed_out));
+            }
+        }
+        let cmd = Command { issued_at_ms, op, request_id };
         let resp = g.raft.client_write(cmd).await.map_err(|e| match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
             other => HostError::Unavailable(other.to_string()),
@@ -259,7 +275,7 @@ impl Host {
             }
             let is_leader = self.groups[&META_GROUP].raft.metrics().borrow().current_leader == Some(self.id);
             if is_leader {
-                match self.write(META_GROUP, Operation::Meta(MetaOp::InitClusterMap(self.map.clone())), Consistency::Quorum).await {
+                match self.write(META_GROUP, Operation::Meta(MetaOp::InitClusterMap(self.map.clone())), None, Consistency::Quorum).await {
                     Ok(_) => info!("recorded the cluster map in the meta group"),
                     Err(e) => warn!("recording the cluster map: {e}"),
                 }

@@ -39,13 +39,14 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
 
+    // Certificates are read before the store opens: a bad path fails at once.
+    let server_tls = cfg.server_tls()?;
     let host = Host::start(&cfg).await?;
     tokio::spawn(host.clone().record_cluster_map());
 
     let addr = cfg.server.grpc_addr.parse()?;
     let service = NodeService { host: host.clone() };
-    info!(node = host.id, %addr, "serving gRPC");
-    tonic::transport::Server::builder()
+    let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(
             RaftServiceServer::new(service.clone())
@@ -56,9 +57,21 @@ async fn main() -> anyhow::Result<()> {
             DataServiceServer::new(service)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .serve_with_shutdown(addr, shutdown_signal())
-        .await?;
+        );
+    match server_tls {
+        Some(tls) => {
+            // Mutual TLS only: no plaintext listener; clients without a certificate
+            // issued by the cluster CA fail the handshake.
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            info!(node = host.id, %addr, "serving gRPC over mutual TLS");
+            let incoming = tessera_api::tls::TlsIncoming::new(listener, tls)?.into_stream();
+            server.serve_with_incoming_shutdown(incoming, shutdown_signal()).await?;
+        }
+        None => {
+            info!(node = host.id, %addr, "serving gRPC");
+            server.serve_with_shutdown(addr, shutdown_signal()).await?;
+        }
+    }
 
     info!("shutting down groups");
     host.shutdown().await;

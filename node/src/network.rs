@@ -19,24 +19,39 @@ use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
 use tessera_api::{GroupId, NodeId, codec};
 use tessera_storage::TypeConfig;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// One tonic channel per peer, created on first use and reconnecting by itself.
 #[derive(Default)]
 pub struct PeerPool {
     channels: Mutex<HashMap<NodeId, (String, Channel)>>,
+    /// Peer id → address dialed instead of the one passed in (`cluster.dial_overrides`).
+    dial_overrides: HashMap<NodeId, String>,
+    /// Mutual TLS towards peers (`tls` section), or plaintext.
+    tls: Option<tessera_api::tls::ClusterTls>,
 }
 
 impl PeerPool {
-    /// The shared channel to `node` at `addr`.
+    /// A pool that dials the peers in `overrides` at the given addresses.
+    pub fn with_dial_overrides(overrides: HashMap<NodeId, String>) -> Self {
+        PeerPool { dial_overrides: overrides, ..PeerPool::default() }
+    }
+
+    /// The same pool dialing its peers over mutual TLS when `tls` is given.
+    pub fn with_tls(self, tls: Option<tessera_api::tls::ClusterTls>) -> Self {
+        PeerPool { tls, ..self }
+    }
+
+    /// The shared channel to `node` at `addr` (or at its dial override).
     pub fn channel(&self, node: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        let addr = self.dial_overrides.get(&node).map_or(addr, String::as_str);
         let mut channels = self.channels.lock().expect("peer pool lock");
         if let Some((known, ch)) = channels.get(&node)
             && known == addr
         {
             return Ok(ch.clone());
         }
-        let ch = Endpoint::from_shared(format!("http://{addr}"))?
+        let ch = tessera_api::tls::node_endpoint(addr, self.tls.as_ref())?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))

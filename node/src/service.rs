@@ -84,7 +84,10 @@ impl DataService for NodeService {
         let w = req.into_inner();
         let consistency = Consistency::try_from(w.consistency).unwrap_or(Consistency::Quorum);
         match codec::decode(&w.operation) {
-            Ok(op) => self.reply(self.host.write(w.group_id, op, consistency).await),
+            Ok(op) => {
+                let request_id = Some(w.request_id).filter(|id| !id.is_empty());
+                self.reply(self.host.write(w.group_id, op, request_id, consistency).await)
+            }
             Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
         }
     }

@@ -1,8 +1,13 @@
 //! Local authentication: Argon2id passwords, random 256-bit session tokens stored
 //! in the meta group only as SHA-256 hashes, and the [`Caller`] extractor that
-//! every authenticated route takes.
+//! every authenticated route takes. Resolved callers are cached per router for
+//! `security.session_cache_ttl_ms` ([`CallerCache`]).
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -75,7 +80,13 @@ pub async fn users_exist(state: &AppState) -> Result<bool, ApiError> {
 #[derive(Debug, Clone)]
 pub enum Caller {
     /// A logged-in user and every permission they hold.
-    User { user: UserRecord, token_hash: String, permissions: Vec<String> },
+    User {
+        user: Box<UserRecord>,
+        token_hash: String,
+        permissions: Vec<String>,
+        /// The client address of this request (see `ratelimit::RateLimits::client_ip`).
+        client_ip: Option<IpAddr>,
+    },
     /// An anonymous reader while no user exists and open bootstrap is on.
     Bootstrap,
 }
@@ -132,6 +143,18 @@ fn bearer(parts: &Parts) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// `?token=` of a WebSocket upgrade request (browsers cannot set headers on
+/// WebSockets); other requests must use the header.
+fn websocket_query_token(parts: &Parts) -> Option<String> {
+    let upgrade = parts.headers.get(axum::http::header::UPGRADE)?.to_str().ok()?;
+    if !upgrade.eq_ignore_ascii_case("websocket") {
+        return None;
+    }
+    let axum::extract::Query(q) =
+        axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(&parts.uri).ok()?;
+    q.get("token").filter(|t| !t.is_empty()).cloned()
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -146,8 +169,19 @@ impl FromRequestParts<AppState> for Caller {
             }
             return Err(ApiError::NotProvisioned);
         }
-        let token = bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
-        let hash = token_hash(token);
+        let token = bearer(parts)
+            .map(str::to_string)
+            .or_else(|| websocket_query_token(parts))
+            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let hash = token_hash(&token);
+        let ip = parts.extensions.get::<crate::security::ClientIp>().and_then(|c| c.0);
+        let callers = &state.security.callers;
+        if let Some(mut caller) = callers.get(&hash) {
+            if let Caller::User { client_ip, .. } = &mut caller {
+                *client_ip = ip;
+            }
+            return Ok(caller);
+        }
         let session = match state.cluster.meta_read(&Query::Session { token_hash: hash.clone() }).await? {
             QueryResult::Session(Some(s)) => s,
             _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
@@ -155,10 +189,79 @@ impl FromRequestParts<AppState> for Caller {
         match state.cluster.meta_read(&Query::UserById { id: session.user_id }).await? {
             QueryResult::User(Some(user)) => {
                 let permissions = permissions_of(state, &user).await?;
-                Ok(Caller::User { user, token_hash: hash, permissions })
+                let caller = Caller::User { user: Box::new(user), token_hash: hash.clone(), permissions, client_ip: ip };
+                callers.insert(hash, caller.clone(), session.expires_at_ms);
+                Ok(caller)
             }
             _ => Err(ApiError::Unauthorized("the token's user no longer exists".into())),
         }
+    }
+}
+
+/// Resolved callers by token hash, reused for a short TTL so an authenticated
+/// request usually costs no meta-group read. Logout and MFA changes through this
+/// router evict the token at once, and a successful user or role mutation
+/// through this router clears the cache; a revocation through another router
+/// takes effect here within the TTL.
+pub struct CallerCache {
+    ttl: Duration,
+    entries: Mutex<HashMap<String, (Instant, Caller)>>,
+}
+
+/// Entries beyond which expired ones are swept (and, if still full, all dropped).
+const CALLER_CACHE_MAX: usize = 10_000;
+
+impl CallerCache {
+    /// A cache keeping entries for `ttl` (zero disables it).
+    pub fn new(ttl: Duration) -> Self {
+        CallerCache { ttl, entries: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Caller)>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached caller of a token hash, if still fresh.
+    pub fn get(&self, hash: &str) -> Option<Caller> {
+        if self.ttl.is_zero() {
+            return None;
+        }
+        let mut map = self.lock();
+        match map.get(hash) {
+            Some((until, caller)) if *until > Instant::now() => Some(caller.clone()),
+            Some(_) => {
+                map.remove(hash);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Caches a caller until the TTL passes or its session expires, whichever is first.
+    pub fn insert(&self, hash: String, caller: Caller, session_expires_at_ms: i64) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let left = Duration::from_millis((session_expires_at_ms - now_ms()).max(0) as u64);
+        let now = Instant::now();
+        let mut map = self.lock();
+        if map.len() >= CALLER_CACHE_MAX {
+            map.retain(|_, (until, _)| *until > now);
+            if map.len() >= CALLER_CACHE_MAX {
+                map.clear();
+            }
+        }
+        map.insert(hash, (now + self.ttl.min(left), caller));
+    }
+
+    /// Forgets one token (logout, MFA change).
+    pub fn evict(&self, hash: &str) {
+        self.lock().remove(hash);
+    }
+
+    /// Forgets every token (a user or role changed).
+    pub fn clear(&self) {
+        self.lock().clear();
     }
 }
 

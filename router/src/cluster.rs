@@ -16,7 +16,7 @@ use tessera_api::rpc::{
     Consistency, DataReply, FailureKind, MAX_MESSAGE_BYTES, ReadRequest, StatusRequest, WriteRequest,
 };
 use tessera_api::{GroupId, META_GROUP, NodeId, codec};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tracing::{debug, info};
 
 /// Virtual points per data group on the hash ring.
@@ -63,25 +63,32 @@ pub struct Cluster {
     view: RwLock<View>,
     channels: RwLock<HashMap<String, Channel>>,
     deadline: Duration,
+    /// Mutual TLS towards the nodes, or plaintext.
+    tls: Option<tessera_api::tls::ClusterTls>,
 }
 
 impl Cluster {
-    /// A client over the seed nodes; call [`Cluster::refresh`] to learn the map.
-    pub fn new(seeds: Vec<(Option<NodeId>, String)>, deadline: Duration) -> Arc<Self> {
+    /// A client over the seed nodes, dialing them over mutual TLS when `tls` is
+    /// given; call [`Cluster::refresh`] to learn the map.
+    pub fn new(
+        seeds: Vec<(Option<NodeId>, String)>,
+        deadline: Duration,
+        tls: Option<tessera_api::tls::ClusterTls>,
+    ) -> Arc<Self> {
         let mut view = View::default();
         for (id, addr) in &seeds {
             if let Some(id) = id {
                 view.addrs.insert(*id, addr.clone());
             }
         }
-        Arc::new(Cluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline })
+        Arc::new(Cluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls })
     }
 
     fn client(&self, addr: &str) -> Result<DataServiceClient<Channel>, ClusterError> {
         if let Some(ch) = self.channels.read().expect("channels lock").get(addr) {
             return Ok(Self::wrap(ch.clone()));
         }
-        let ch = Endpoint::from_shared(format!("http://{addr}"))
+        let ch = tessera_api::tls::node_endpoint(addr, self.tls.as_ref())
             .map_err(|e| ClusterError::Unavailable(format!("bad node address {addr}: {e}")))?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
@@ -229,8 +236,15 @@ impl Cluster {
     /// Proposes a write to a group's leader.
     pub async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
         let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        // One id for every attempt: a retry after a lost answer cannot apply twice.
+        let request_id = hex::encode(rand::random::<[u8; 16]>());
         self.call(group, None, false, |mut client| {
-            let req = WriteRequest { group_id: group, operation: bytes.clone(), consistency: consistency as i32 };
+            let req = WriteRequest {
+                group_id: group,
+                operation: bytes.clone(),
+                consistency: consistency as i32,
+                request_id: request_id.clone(),
+            };
             async move {
                 let mut req = tonic::Request::new(req);
                 req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));

@@ -20,7 +20,109 @@ pub struct RouterConfig {
     pub objects: ObjectsSection,
     pub query_limits: QueryLimitsSection,
     pub rate_limit: RateLimitSection,
+    pub tls: TlsSection,
+    pub security: SecuritySection,
+    pub secrets_manager: SecretsManagerSection,
+    pub vault: VaultSection,
     pub log_level: String,
+}
+
+/// A Vault-compatible KV v2 secrets manager (see docs/secrets-vault.md): when
+/// `url` is set, the router's secrets are looked up there first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecretsManagerSection {
+    /// Base URL, e.g. `http://127.0.0.1:8200` (`SERVICE_SECRETS_MANAGER_URL`).
+    pub url: Option<String>,
+    /// Sent as `X-Vault-Token` (`SERVICE_SECRETS_MANAGER_TOKEN`).
+    pub token: Option<crate::secrets::SecretString>,
+    /// The `<service>` of `secret/data/<service>/<name>`.
+    pub service: String,
+    /// Seconds one lookup may take.
+    pub timeout_secs: u64,
+}
+
+impl Default for SecretsManagerSection {
+    fn default() -> Self {
+        SecretsManagerSection { url: None, token: None, service: "tessera".into(), timeout_secs: 5 }
+    }
+}
+
+/// The built-in vault.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct VaultSection {
+    /// Unseal this router at start (`SERVICE_VAULT_PASSPHRASE`).
+    pub passphrase: Option<crate::secrets::SecretString>,
+    /// Every secret operation needs an access-policy grant (`SERVICE_VAULT_DEFAULT_DENY`).
+    pub default_deny: bool,
+}
+
+/// MFA, attack detection, IP blocks and the caller cache (see docs/security.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecuritySection {
+    /// Explicit development mode (`SERVICE_DEV_MODE=true`): accepts `mfa_dev_code`.
+    pub dev_mode: bool,
+    /// The fixed MFA code accepted in development mode only.
+    pub mfa_dev_code: String,
+    /// Issuer shown by authenticator apps.
+    pub mfa_issuer: String,
+    /// Seconds an MFA temporary token stays valid.
+    pub mfa_challenge_secs: u64,
+    /// Wrong codes after which an MFA temporary token is dropped.
+    pub mfa_max_attempts: u32,
+    /// Failed logins per IP (or user) within the window that raise an alert.
+    pub failed_login_threshold: u32,
+    pub failed_login_window_secs: u64,
+    /// Failed logins per IP within the window that ban it; 0 disables bans.
+    pub auto_ban_threshold: u32,
+    pub auto_ban_duration_secs: u64,
+    /// Screen user SQL for injection patterns (flag and record, never block).
+    pub injection_detection: bool,
+    /// How often each router reloads the block list from the meta group.
+    pub block_refresh_ms: u64,
+    /// How long a router reuses a resolved token (0 disables the cache).
+    pub session_cache_ttl_ms: u64,
+}
+
+impl Default for SecuritySection {
+    fn default() -> Self {
+        SecuritySection {
+            dev_mode: false,
+            mfa_dev_code: "000000".into(),
+            mfa_issuer: "Tessera".into(),
+            mfa_challenge_secs: 300,
+            mfa_max_attempts: 5,
+            failed_login_threshold: 5,
+            failed_login_window_secs: 300,
+            auto_ban_threshold: 10,
+            auto_ban_duration_secs: 3600,
+            injection_detection: true,
+            block_refresh_ms: 1000,
+            session_cache_ttl_ms: 2000,
+        }
+    }
+}
+
+/// HTTPS for clients and mutual TLS towards nodes (see docs/tls-encryption.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsSection {
+    /// PEM certificate chain served on the HTTP port (`SERVICE_TLS_CERT`); with
+    /// `key` set the router serves HTTPS only (TLS 1.2/1.3), no plaintext.
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM private key of `cert` (`SERVICE_TLS_KEY`).
+    pub key: Option<std::path::PathBuf>,
+    /// CA the nodes' certificates must chain to (`SERVICE_CLUSTER_CA`).
+    pub cluster_ca: Option<std::path::PathBuf>,
+    /// Certificate the router presents to nodes (`SERVICE_CLUSTER_CLIENT_CERT`).
+    pub client_cert: Option<std::path::PathBuf>,
+    /// Key of `client_cert` (`SERVICE_CLUSTER_CLIENT_KEY`).
+    pub client_key: Option<std::path::PathBuf>,
+    /// Name checked in node certificates instead of their address host
+    /// (`SERVICE_CLUSTER_TLS_SERVER_NAME`).
+    pub server_name: Option<String>,
 }
 
 /// Per-client-IP rate limits.
@@ -166,12 +268,29 @@ impl Default for RouterConfig {
             objects: ObjectsSection::default(),
             query_limits: QueryLimitsSection::default(),
             rate_limit: RateLimitSection::default(),
+            tls: TlsSection::default(),
+            security: SecuritySection::default(),
+            secrets_manager: SecretsManagerSection::default(),
+            vault: VaultSection::default(),
             log_level: "info".into(),
         }
     }
 }
 
 const FLAT_ALIASES: &[(&str, &str)] = &[
+    ("secrets_manager_url", "secrets_manager.url"),
+    ("secrets_manager_token", "secrets_manager.token"),
+    ("secrets_manager_service", "secrets_manager.service"),
+    ("vault_passphrase", "vault.passphrase"),
+    ("vault_default_deny", "vault.default_deny"),
+    ("tls_cert", "tls.cert"),
+    ("tls_key", "tls.key"),
+    ("tls_cert_path", "tls.cert"),
+    ("tls_key_path", "tls.key"),
+    ("cluster_ca", "tls.cluster_ca"),
+    ("cluster_client_cert", "tls.client_cert"),
+    ("cluster_client_key", "tls.client_key"),
+    ("cluster_tls_server_name", "tls.server_name"),
     ("host", "server.host"),
     ("port", "server.port"),
     ("request_timeout", "server.request_timeout"),
@@ -190,6 +309,10 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("requests_per_minute", "rate_limit.requests_per_minute"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
+    ("dev_mode", "security.dev_mode"),
+    ("auto_ban_threshold", "security.auto_ban_threshold"),
+    ("auto_ban_duration_secs", "security.auto_ban_duration_secs"),
+    ("session_cache_ttl_ms", "security.session_cache_ttl_ms"),
     ("log_level", "log_level"),
 ];
 

@@ -29,6 +29,9 @@ pub enum ApiError {
     NotProvisioned,
     #[error("{0}")]
     Unavailable(String),
+    /// A vault secret operation while this router's vault is sealed (503).
+    #[error("{0}")]
+    VaultSealed(String),
     #[error("the write is committed by a majority but not yet applied on every replica: {0}")]
     NotAppliedEverywhere(String),
     #[error("{0}")]
@@ -48,6 +51,7 @@ impl ApiError {
             ApiError::RangeNotSatisfiable(_) => (StatusCode::RANGE_NOT_SATISFIABLE, "RANGE_NOT_SATISFIABLE"),
             ApiError::NotProvisioned => (StatusCode::SERVICE_UNAVAILABLE, "NOT_PROVISIONED"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+            ApiError::VaultSealed(_) => (StatusCode::SERVICE_UNAVAILABLE, "VAULT_SEALED"),
             ApiError::NotAppliedEverywhere(_) => (StatusCode::GATEWAY_TIMEOUT, "NOT_APPLIED_EVERYWHERE"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         }
@@ -87,8 +91,43 @@ impl ApiError {
         }
     }
 
-    /// The error for a reply of an unexpected shape.
+    /// The error for a reply of an unexpected shape. Names only the reply's
+    /// variant: replies can hold records with secrets (hashes, MFA secrets,
+    /// vault ciphertexts), and 5xx messages are logged.
     pub fn unexpected<T: std::fmt::Debug>(other: T) -> Self {
-        ApiError::Internal(format!("unexpected reply from the cluster: {other:?}"))
+        let shape = format!("{other:?}");
+        let variant = shape.split(['(', '{', ' ']).next().unwrap_or_default();
+        ApiError::Internal(format!("unexpected reply from the cluster: {variant}"))
     }
+}
+
+/// Middleware: error answers made outside the handlers (axum's extractor
+/// rejections — an undecodable path segment or query string, a wrong
+/// content type, a body over the limit — and 405s) get the same JSON body
+/// `{error, code}` as every other error; their headers are kept.
+pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    let reason = status.canonical_reason().unwrap_or("error");
+    let error = if text.is_empty() { reason.to_string() } else { text };
+    let code = reason.to_ascii_uppercase().replace([' ', '-'], "_");
+    let mut out = (status, Json(ErrorBody { error, code })).into_response();
+    for (name, value) in &parts.headers {
+        if name != CONTENT_TYPE && name != CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
 }

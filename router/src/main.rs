@@ -7,9 +7,15 @@ mod cluster;
 mod config;
 mod error;
 mod handlers;
+mod import;
 mod permissions;
 mod ratelimit;
+mod security;
+mod secrets;
 mod state;
+mod stream_hub;
+mod tls;
+mod vault;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,10 +53,14 @@ fn routes(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
+        .route("/api/v1/auth/mfa/enable", post(auth::mfa_enable))
+        .route("/api/v1/auth/mfa/verify", post(auth::mfa_verify))
+        .route("/api/v1/auth/mfa/disable", post(auth::mfa_disable))
         .route("/api/v1/kv/keys", post(kv::put).get(kv::list).delete(kv::delete_prefix))
         .route("/api/v1/kv/keys/{*key}", get(kv::get).delete(kv::delete))
         .route("/api/v1/kv/count", get(kv::count))
         .route("/api/v1/admin/cluster", get(admin::cluster))
+        .route("/api/v1/admin/compress", post(handlers::compress::compress))
         .route("/api/v1/objects/buckets", get(object::list_buckets).post(object::create_bucket))
         .route("/api/v1/objects/buckets/{bucket}", get(object::bucket_stats).delete(object::drop_bucket))
         .route("/api/v1/objects/buckets/{bucket}/objects", get(object::list_objects))
@@ -58,15 +68,25 @@ fn routes(state: AppState) -> Router {
             "/api/v1/objects/buckets/{bucket}/object/{*key}",
             get(object::get_object).head(object::head_object).put(object::put_object).delete(object::delete_object),
         )
+        .route("/api/v1/admin/objects/{bucket}/export", get(object::ncb::export_bucket))
+        .route("/api/v1/admin/objects/{bucket}/import", post(object::ncb::import_bucket))
         .merge(handlers::sql::routes())
+        .merge(handlers::import::routes())
         .merge(handlers::document::routes())
+        .merge(handlers::graph::routes())
         .merge(handlers::vector::routes())
         .merge(handlers::timeseries::routes())
+        .merge(handlers::stream::routes())
         .merge(handlers::users::routes())
+        .merge(handlers::security::routes())
+        .merge(handlers::vault::routes())
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))
+        // Blocked IPs get 403 on every route, before rate limiting.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), security::blocklist::check))
+        .layer(axum::middleware::from_fn(error::json_error_bodies))
         .with_state(state)
 }
 
@@ -83,9 +103,32 @@ async fn main() -> anyhow::Result<()> {
     let default_consistency = parse_consistency(&config.replication.consistency_level)
         .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
 
-    let cluster = Cluster::new(config.seeds(), Duration::from_secs(config.server.request_timeout.clamp(1, 300)));
+    // The router's own secrets: secrets manager, then environment, then defaults.
+    let path_default = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let defaults = [("tls_cert_path", path_default(&config.tls.cert)), ("tls_key_path", path_default(&config.tls.key))];
+    let resolved = secrets::resolve_all(&config, &defaults).await?;
+    resolved.log_sources();
+    let vault = vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
+
+    // TLS: the certificate paths resolved above (secrets manager, then environment)
+    // win over the `tls` section of the file.
+    let mut tls_settings = config.tls.clone();
+    if let Some(v) = &resolved.tls_cert_path.value {
+        tls_settings.cert = Some(PathBuf::from(v.expose()));
+    }
+    if let Some(v) = &resolved.tls_key_path.value {
+        tls_settings.key = Some(PathBuf::from(v.expose()));
+    }
+    let https = tls::https_config(&tls_settings)?;
+    let cluster_tls = tls::cluster_tls(&tls_settings)?;
+    let cluster = Cluster::new(
+        config.seeds(),
+        Duration::from_secs(config.server.request_timeout.clamp(1, 300)),
+        cluster_tls,
+    );
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
     let rate_limits = ratelimit::RateLimits::new(config.rate_limit.clone());
+    let security = security::SecurityState::new(&config.security);
     let state = AppState {
         inner: Arc::new(Inner {
             config,
@@ -94,7 +137,10 @@ async fn main() -> anyhow::Result<()> {
             users_exist: AtomicBool::new(false),
             provisioning_done: AtomicBool::new(false),
             default_consistency,
+            vault,
             rate_limits,
+            security,
+            streams: Arc::new(stream_hub::StreamHub::default()),
         }),
     };
 
@@ -106,13 +152,30 @@ async fn main() -> anyhow::Result<()> {
         }
     });
     tokio::spawn(auth::provision_admin(state.clone()));
+    tokio::spawn(vault::unseal_at_start(state.clone()));
     tokio::spawn(handlers::timeseries::retention_loop(state.clone()));
+    tokio::spawn(security::blocklist::refresh_loop(state.clone()));
+    tokio::spawn(handlers::stream::retention_loop(state.clone()));
+    let streams = state.streams.clone();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    info!(%addr, "router listening");
-    axum::serve(listener, routes(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let app = routes(state).into_make_service_with_connect_info::<SocketAddr>();
+    let shutdown = async move {
+        shutdown_signal().await;
+        streams.close(); // WebSockets end with 1001 instead of holding the shutdown
+    };
+    match https {
+        Some(tls_config) => {
+            info!(%addr, "router listening (HTTPS only)");
+            // `tap_io` is what gives a custom listener's SocketAddr to ConnectInfo.
+            let listener = axum::serve::ListenerExt::tap_io(tls::HttpsListener::new(listener, tls_config)?, |_| {});
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        }
+        None => {
+            info!(%addr, "router listening");
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        }
+    }
     info!("stopped");
     Ok(())
 }

@@ -36,6 +36,9 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/readyz", Public),
     ("POST", "/api/v1/auth/login", Public),
     ("POST", "/api/v1/auth/logout", Authenticated),
+    ("POST", "/api/v1/auth/mfa/enable", Authenticated),
+    ("POST", "/api/v1/auth/mfa/verify", Public),
+    ("POST", "/api/v1/auth/mfa/disable", Authenticated),
     // Key-value.
     ("GET", "/api/v1/kv/keys", P("read:kv")),
     ("POST", "/api/v1/kv/keys", P("write:kv")),
@@ -57,6 +60,9 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/objects/buckets/{bucket}/object/{*key}", P("read:objects")),
     ("PUT", "/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects")),
     ("DELETE", "/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects")),
+    // Bucket export/import as objects.ncb (admin only, like backup/restore).
+    ("GET", "/api/v1/admin/objects/{bucket}/export", P("manage:backup")),
+    ("POST", "/api/v1/admin/objects/{bucket}/import", P("manage:backup")),
     // Documents.
     ("GET", "/api/v1/documents/collections", P("read:documents")),
     ("POST", "/api/v1/documents/collections", P("write:documents")),
@@ -84,6 +90,16 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/vector/collections/{name}/search", P("read:vectors")),
     ("GET", "/api/v1/vector/collections/{name}/vectors/{*id}", P("read:vectors")),
     ("DELETE", "/api/v1/vector/collections/{name}/vectors/{*id}", P("write:vectors")),
+    // Graph.
+    ("POST", "/api/v1/graph/nodes", P("write:graph")),
+    ("GET", "/api/v1/graph/nodes/{id}", P("read:graph")),
+    ("DELETE", "/api/v1/graph/nodes/{id}", P("write:graph")),
+    ("POST", "/api/v1/graph/edges", P("write:graph")),
+    ("GET", "/api/v1/graph/edges/{id}", P("read:graph")),
+    ("DELETE", "/api/v1/graph/edges/{id}", P("write:graph")),
+    ("POST", "/api/v1/graph/batch", P("write:graph")),
+    ("GET", "/api/v1/graph/data", P("read:graph")),
+    ("POST", "/api/v1/graph/query", P("read:graph")),
     // Time-series.
     ("GET", "/api/v1/timeseries/metrics", P("read:timeseries")),
     ("POST", "/api/v1/timeseries/metrics", P("write:timeseries")),
@@ -92,8 +108,27 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/timeseries/write", P("write:timeseries")),
     ("POST", "/api/v1/timeseries/query", P("read:timeseries")),
     ("POST", "/api/v1/timeseries/retention/enforce", P("manage:cluster")),
+    // Streaming. Consumer polls and commits are consumption: read:streaming.
+    ("GET", "/api/v1/streaming/channels", P("read:streaming")),
+    ("POST", "/api/v1/streaming/channels", P("write:streaming")),
+    ("GET", "/api/v1/streaming/channels/{channel}", P("read:streaming")),
+    ("GET", "/api/v1/streaming/channels/{channel}/history", P("read:streaming")),
+    ("GET", "/api/v1/streaming/channels/{channel}/consumers", P("read:streaming")),
+    ("POST", "/api/v1/streaming/channels/{channel}/consumers/{group}/poll", P("read:streaming")),
+    ("POST", "/api/v1/streaming/channels/{channel}/consumers/{group}/commit", P("read:streaming")),
+    ("POST", "/api/v1/streaming/publish", P("write:streaming")),
+    ("GET", "/api/v1/streaming/cdc", P("read:streaming")),
+    ("POST", "/api/v1/streaming/cdc", P("write:streaming")),
+    ("DELETE", "/api/v1/streaming/cdc/{database}/{table}", P("write:streaming")),
+    ("POST", "/api/v1/streaming/retention/enforce", P("manage:cluster")),
+    ("GET", "/api/v1/streaming/{channel}", P("read:streaming")),
+    // Bulk import: the handlers also require write:sql / write:documents / write:kv.
+    ("POST", "/api/v1/import/sql", P("write:import")),
+    ("POST", "/api/v1/import/documents", P("write:import")),
+    ("POST", "/api/v1/import/kv", P("write:import")),
     // Administration.
     ("GET", "/api/v1/admin/cluster", P("read:cluster")),
+    ("POST", "/api/v1/admin/compress", P("manage:cluster")),
     ("GET", "/api/v1/admin/routes", P("read:cluster")),
     ("GET", "/api/v1/admin/permissions", P("read:cluster")),
     ("GET", "/api/v1/admin/users", P("read:cluster")),
@@ -105,6 +140,25 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/admin/roles", P("manage:roles")),
     ("PUT", "/api/v1/admin/roles/{name}", P("manage:roles")),
     ("DELETE", "/api/v1/admin/roles/{name}", P("manage:roles")),
+    // Security: alerts and the IP block list.
+    ("GET", "/api/v1/admin/security/alerts", P("read:cluster")),
+    ("POST", "/api/v1/admin/security/alerts/{alert_id}/acknowledge", P("manage:security")),
+    ("POST", "/api/v1/admin/security/block-ip", P("manage:security")),
+    ("GET", "/api/v1/admin/security/blocked-ips", P("read:cluster")),
+    ("DELETE", "/api/v1/admin/security/blocked-ips/{ip}", P("manage:security")),
+    // Secrets vault: admin-only, reads included (see docs/secrets-vault.md).
+    ("GET", "/api/v1/admin/vault/status", P("manage:vault")),
+    ("POST", "/api/v1/admin/vault/unseal", P("manage:vault")),
+    ("POST", "/api/v1/admin/vault/seal", P("manage:vault")),
+    ("GET", "/api/v1/admin/vault/secrets", P("manage:vault")),
+    ("GET", "/api/v1/admin/vault/secrets/{*path}", P("manage:vault")),
+    ("PUT", "/api/v1/admin/vault/secrets/{*path}", P("manage:vault")),
+    ("DELETE", "/api/v1/admin/vault/secrets/{*path}", P("manage:vault")),
+    ("GET", "/api/v1/admin/vault/policies", P("manage:vault")),
+    ("GET", "/api/v1/admin/vault/policies/{name}", P("manage:vault")),
+    ("PUT", "/api/v1/admin/vault/policies/{name}", P("manage:vault")),
+    ("DELETE", "/api/v1/admin/vault/policies/{name}", P("manage:vault")),
+    ("GET", "/api/v1/admin/vault/audit", P("manage:vault")),
 ];
 
 /// The decision for a request: HEAD is decided as GET.

@@ -54,7 +54,9 @@ impl RateLimits {
         }
     }
 
-    fn client_ip(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
+    /// The client IP: from `rate_limit.client_ip_header` when configured (and only
+    /// from there), else the peer address.
+    pub fn client_ip(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
         if let Some(name) = &self.config.client_ip_header {
             return headers
                 .get(name.as_str())

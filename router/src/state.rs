@@ -25,6 +25,12 @@ pub struct Inner {
     pub provisioning_done: AtomicBool,
     pub default_consistency: Consistency,
     pub rate_limits: crate::ratelimit::RateLimits,
+    /// WebSocket fan-out of channel events (see `stream_hub`).
+    pub streams: std::sync::Arc<crate::stream_hub::StreamHub>,
+    /// Block-list and caller caches (see `security`).
+    pub security: crate::security::SecurityState,
+    /// This router's view of the secrets vault (the unsealed key lives here only).
+    pub vault: crate::vault::Vault,
 }
 
 impl std::ops::Deref for AppState {

@@ -9,6 +9,8 @@ pub enum StorageError {
     Corrupt(String),
     #[error("encoding: {0}")]
     Encoding(#[from] serde_json::Error),
+    #[error("encryption at rest: {0}")]
+    Crypt(#[from] crate::crypt::CryptError),
 }
 
 impl StorageError {

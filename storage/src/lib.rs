@@ -6,6 +6,8 @@
 //! - [`engine`] holds one engine per data model; the state machine is a thin
 //!   dispatcher that hands each command to its engine inside one write batch.
 
+pub use tessera_crypt as crypt;
+pub mod dedup;
 pub mod engine;
 pub mod error;
 mod keys;
@@ -14,6 +16,7 @@ pub mod state_machine;
 pub mod store;
 pub mod types;
 
+pub use crypt::{Crypt, CryptError};
 pub use error::StorageError;
 pub use log_store::LogStore;
 pub use state_machine::{GroupReader, StateMachine};

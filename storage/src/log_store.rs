@@ -16,13 +16,15 @@ use serde::de::DeserializeOwned;
 
 use tessera_api::codec;
 
+use crate::crypt::Purpose;
 use crate::keys::{self, CF_LOG, CF_RAFT};
+use crate::store::Db;
 use crate::types::{RaftStorageError, TypeConfig};
 
 /// The Raft log, vote and committed id of one group.
 #[derive(Clone)]
 pub struct LogStore {
-    db: Arc<DB>,
+    db: Arc<Db>,
     group: u64,
 }
 
@@ -37,7 +39,7 @@ fn synced() -> WriteOptions {
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>, group: u64) -> Self {
+    pub(crate) fn new(db: Arc<Db>, group: u64) -> Self {
         LogStore { db, group }
     }
 
@@ -72,6 +74,12 @@ impl LogStore {
         Ok(vote.is_none() && !has_log)
     }
 
+    /// Decodes a stored log entry (opening it when the store encrypts at rest).
+    fn decode_entry(&self, key: &[u8], stored: &[u8]) -> Result<Entry<TypeConfig>, RaftStorageError> {
+        let bytes = self.db.open(Purpose::Log, key, stored).map_err(|e| StorageIOError::read_logs(&e))?;
+        Ok(codec::decode(&bytes).map_err(|e| StorageIOError::read_logs(&e))?)
+    }
+
     fn last_entry(&self) -> Result<Option<Entry<TypeConfig>>, RaftStorageError> {
         let end = keys::log_key(self.group, u64::MAX);
         let mut it = self.db.iterator_cf(cf(&self.db, CF_LOG), IteratorMode::From(&end, Direction::Reverse));
@@ -81,7 +89,7 @@ impl LogStore {
                 if !k.starts_with(&keys::group_prefix(self.group)) {
                     return Ok(None);
                 }
-                Ok(Some(codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?))
+                Ok(Some(self.decode_entry(&k, &v)?))
             }
             None => Ok(None),
         }
@@ -109,7 +117,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             if !range.contains(&index) {
                 break;
             }
-            out.push(codec::decode(&v).map_err(|e| StorageIOError::read_logs(&e))?);
+            out.push(self.decode_entry(&k, &v)?);
         }
         Ok(out)
     }
@@ -157,7 +165,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let log_cf = cf(&self.db, CF_LOG);
         for entry in entries {
             let bytes = codec::encode(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
-            batch.put_cf(log_cf, keys::log_key(self.group, entry.log_id.index), bytes);
+            let key = keys::log_key(self.group, entry.log_id.index);
+            batch.put_cf(log_cf, key, self.db.seal(Purpose::Log, &key, &bytes));
         }
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
         // Report the entries flushed only once the WAL holding them is on disk.

@@ -16,11 +16,15 @@ use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 
 use crate::engine::document::DocumentEngine;
+use crate::engine::graph::GraphEngine;
 use crate::engine::sql::SqlEngine;
+use crate::engine::stream::StreamEngine;
 use crate::engine::timeseries::TimeSeriesEngine;
 use crate::engine::vector::VectorEngine;
 use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
+use crate::crypt::Purpose;
 use crate::error::{Result, StorageError};
+use crate::store::Db;
 use crate::keys::{self, CF_DATA, CF_RAFT};
 use crate::types::{RaftStorageError, TypeConfig};
 
@@ -30,7 +34,7 @@ fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
 
 /// The state machine of one group on this node.
 pub struct StateMachine {
-    data: GroupData,
+    pub(crate) data: GroupData,
 }
 
 /// Answers queries from one group's local state (any replica).
@@ -40,7 +44,7 @@ pub struct GroupReader {
 }
 
 impl GroupReader {
-    pub(crate) fn new(db: Arc<DB>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
+    pub(crate) fn new(db: Arc<Db>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
         GroupReader { data: GroupData { db, group, vectors } }
     }
 
@@ -62,6 +66,15 @@ impl GroupReader {
             Query::ListUsers => QueryResult::Users(engine::meta::list_users(&meta)?),
             Query::ListRoles => QueryResult::Roles(engine::meta::list_roles(&meta)?),
             Query::Role { name } => QueryResult::Role(engine::meta::role(&meta, name)?),
+            Query::Security(q) => QueryResult::Security(engine::meta::security::query(&meta, q, now_ms)?),
+            Query::VaultState => {
+                let (key, seal_epoch) = engine::meta::vault_state(&meta)?;
+                QueryResult::VaultState { key, seal_epoch }
+            }
+            Query::VaultSecret { path } => QueryResult::VaultSecret(engine::meta::vault_secret(&meta, path)?),
+            Query::VaultSecrets { prefix } => QueryResult::VaultSecrets(engine::meta::vault_secrets(&meta, prefix)?),
+            Query::VaultPolicies => QueryResult::VaultPolicies(engine::meta::vault_policies(&meta)?),
+            Query::VaultAudit { limit } => QueryResult::VaultAudit(engine::meta::vault_audit(&meta, *limit)?),
             Query::Session { token_hash } => {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
@@ -72,27 +85,59 @@ impl GroupReader {
             Query::TimeSeries(q) => {
                 QueryResult::TimeSeries(engine::timeseries::query(&self.data.space(space::TIMESERIES), q)?)
             }
+            Query::Stream(q) => QueryResult::Stream(engine::stream::query(&self.data.space(space::STREAM), q)?),
+            Query::Graph(q) => QueryResult::Graph(engine::graph::query(&self.data, q)?),
         })
     }
 
     /// The last log id applied to this replica.
+    /// The leader's trial run of a SQL write before proposing it (see
+    /// [`engine::sql::trial_run`]): `Some` failure when it exceeds its time limit.
+    pub fn sql_trial_run(&self, op: &tessera_api::sql::SqlOp, now_ms: i64) -> Option<tessera_api::sql::SqlResult> {
+        engine::sql::trial_run(&self.data, op, now_ms)
+    }
+
     pub fn applied(&self) -> Result<Option<LogId<u64>>> {
         read_sm_record(&self.data, keys::SM_APPLIED)
     }
 }
 
 fn read_sm_record<T: serde::de::DeserializeOwned>(data: &GroupData, tag: u8) -> Result<Option<T>> {
-    let raw = data.db.get_cf(cf(&data.db, CF_DATA), keys::data_key(data.group, keys::SPACE_SM, &[tag]))?;
-    Ok(raw.map(|b| serde_json::from_slice(&b)).transpose()?)
+    let key = keys::data_key(data.group, keys::SPACE_SM, &[tag]);
+    let raw = data.db.get_cf(cf(&data.db, CF_DATA), &key)?;
+    match raw {
+        Some(b) => Ok(Some(serde_json::from_slice(&data.db.open(Purpose::Data, &key, &b)?)?)),
+        None => Ok(None),
+    }
+}
+
+/// Puts a record into the `data` column family, sealed when encryption is on.
+fn put_data(db: &Db, batch: &mut WriteBatch, key: &[u8], value: &[u8]) {
+    batch.put_cf(cf(db, CF_DATA), key, db.seal(Purpose::Data, key, value));
 }
 
 impl StateMachine {
-    pub(crate) fn new(db: Arc<DB>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
+    pub(crate) fn new(db: Arc<Db>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
         StateMachine { data: GroupData { db, group, vectors } }
     }
 
+    /// Applies a command unless its request id was applied already (then the
+    /// first response is returned and nothing changes); see [`crate::dedup`].
+    fn apply_once(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
+        let Some(id) = cmd.request_id.as_deref().filter(|id| crate::dedup::valid_id(id)) else {
+            return self.apply_command(batch, log_index, cmd);
+        };
+        let (db, group) = (&*self.data.db, self.data.group);
+        if let Some(first) = crate::dedup::seen(&engine::ReadView::new(db, group, space::DEDUP), id)? {
+            return Ok(first);
+        }
+        let response = self.apply_command(batch, log_index, cmd)?;
+        crate::dedup::remember(&mut Tx::new(db, group, space::DEDUP, batch), cmd.issued_at_ms, id, &response)?;
+        Ok(response)
+    }
+
     /// Applies one command into `batch`; business-rule outcomes are responses.
-    fn apply_command(&self, batch: &mut WriteBatch, cmd: &Command) -> Result<Response> {
+    fn apply_command(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
         let (db, group) = (&*self.data.db, self.data.group);
         match &cmd.op {
             Operation::Kv(op) => KvEngine.apply(&mut Tx::new(db, group, space::KV, batch), cmd.issued_at_ms, op),
@@ -102,7 +147,21 @@ impl StateMachine {
             Operation::Object(op) => {
                 ObjectEngine.apply(&mut Tx::new(db, group, space::OBJECT, batch), cmd.issued_at_ms, op)
             }
-            Operation::Sql(op) => SqlEngine.apply(&mut Tx::new(db, group, space::SQL, batch), cmd.issued_at_ms, op),
+            Operation::Sql(op) => {
+                // Change data capture: the change records go into the same batch as the write.
+                let cdc = engine::stream::cdc_tables(&engine::ReadView::new(db, group, space::STREAM), &op.database)?;
+                let capture = |table: &str| cdc.contains(table);
+                let sql_tx = &mut Tx::new(db, group, space::SQL, batch);
+                let (response, changes) = SqlEngine.apply_capturing(sql_tx, cmd.issued_at_ms, op, &capture)?;
+                if !changes.is_empty() {
+                    let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
+                    engine::stream::append_changes(stream_tx, cmd.issued_at_ms, log_index, &op.database, changes)?;
+                }
+                Ok(response)
+            }
+            Operation::Stream(op) => StreamEngine.apply(&mut Tx::new(db, group, space::STREAM, batch), cmd.issued_at_ms, op),
+            Operation::Graph(op) => GraphEngine.apply(&mut Tx::new(db, group, space::GRAPH, batch), cmd.issued_at_ms, op),
+            Operation::SqlImport(op) => SqlEngine.import(&mut Tx::new(db, group, space::SQL, batch), cmd.issued_at_ms, op),
             Operation::Document(op) => {
                 DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
             }
@@ -174,6 +233,9 @@ impl SnapshotBuilder {
             if !k.starts_with(&prefix) {
                 break;
             }
+            // Snapshots carry plaintext records (sealed again as a whole when stored,
+            // protected by TLS in transit, and sealed under the receiver's key on install).
+            let v = db.open(Purpose::Data, &k, &v)?;
             let rel = k[8..].to_vec();
             if rel == [keys::SPACE_SM, keys::SM_APPLIED] {
                 applied = serde_json::from_slice(&v)?;
@@ -194,10 +256,75 @@ impl SnapshotBuilder {
     }
 }
 
-fn save_snapshot(db: &DB, group: u64, meta: &SnapshotMeta<u64, openraft::BasicNode>, bytes: &[u8]) -> Result<()> {
+/// Repairs what a crash during a snapshot install can leave behind.
+///
+/// openraft 0.9 asks the log store to purge the entries a received snapshot
+/// covers at the same time as it hands the snapshot to the state machine, so a
+/// node killed in between may have recorded "purged up to P" while its stored
+/// snapshot is older than P — a state openraft refuses at startup. The state
+/// machine's own data is consistent (an install is one atomic batch), at its
+/// applied id A. The repair stores a snapshot of that state (last log id A) and
+/// lowers the purge mark to min(P, A); the leader then sends what follows A.
+/// Refused (left alone) when log entries after P exist, which an interrupted
+/// install cannot produce.
+pub(crate) fn repair_interrupted_install(data: &GroupData) -> Result<bool> {
+    let db = &*data.db;
+    let group = data.group;
+    let raft_json = |tag: u8| -> Result<Option<Vec<u8>>> { Ok(db.get_cf(cf(db, CF_RAFT), keys::raft_key(group, tag))?) };
+    let purged: Option<LogId<u64>> = match raft_json(keys::RAFT_PURGED)? {
+        Some(b) => serde_json::from_slice(&b)?,
+        None => return Ok(false),
+    };
+    let Some(purged) = purged else { return Ok(false) };
+    let snapshot_last = match raft_json(keys::RAFT_SNAPSHOT_META)? {
+        Some(b) => serde_json::from_slice::<SnapshotMeta<u64, openraft::BasicNode>>(&b)?.last_log_id,
+        None => None,
+    };
+    if snapshot_last.is_some_and(|s| s.index >= purged.index) {
+        return Ok(false);
+    }
+    let mut later = db.iterator_cf(
+        cf(db, keys::CF_LOG),
+        IteratorMode::From(&keys::log_key(group, purged.index + 1), Direction::Forward),
+    );
+    if let Some(item) = later.next() {
+        let (k, _) = item?;
+        if k.starts_with(&keys::group_prefix(group)) {
+            tracing::error!(group, purged = %purged, "purged past the stored snapshot with later log entries; not repairing");
+            return Ok(false);
+        }
+    }
+    let snapshot = SnapshotBuilder { data: data.clone() }.build()?;
+    let applied = snapshot.meta.last_log_id;
+    let mark = match applied {
+        Some(a) if a.index < purged.index => Some(a),
+        _ => Some(purged),
+    };
+    let mut w = WriteOptions::default();
+    w.set_sync(true);
+    db.put_cf_opt(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_PURGED), serde_json::to_vec(&mark)?, &w)?;
+    // The committed mark may name entries that are gone; re-applying starts from A.
+    let committed: Option<LogId<u64>> = match raft_json(keys::RAFT_COMMITTED)? {
+        Some(b) => serde_json::from_slice(&b)?,
+        None => None,
+    };
+    if committed.is_some_and(|c| mark.is_some_and(|m| c.index > m.index)) {
+        db.put_cf_opt(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_COMMITTED), serde_json::to_vec(&mark)?, &w)?;
+    }
+    tracing::warn!(
+        group,
+        purged = %purged,
+        applied = ?applied,
+        "repaired an interrupted snapshot install: stored a snapshot of the applied state and lowered the purge mark"
+    );
+    Ok(true)
+}
+
+fn save_snapshot(db: &Db, group: u64, meta: &SnapshotMeta<u64, openraft::BasicNode>, bytes: &[u8]) -> Result<()> {
     let mut batch = WriteBatch::default();
     batch.put_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_META), serde_json::to_vec(meta)?);
-    batch.put_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_DATA), bytes);
+    let data_key = keys::raft_key(group, keys::RAFT_SNAPSHOT_DATA);
+    batch.put_cf(cf(db, CF_RAFT), data_key, db.seal(Purpose::Snapshot, &data_key, bytes));
     let mut w = WriteOptions::default();
     w.set_sync(true);
     db.write_opt(batch, &w)?;
@@ -236,18 +363,18 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let mut batch = WriteBatch::default();
             let response = match &entry.payload {
                 EntryPayload::Blank => Response::Empty,
-                EntryPayload::Normal(cmd) => {
-                    self.apply_command(&mut batch, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?
-                }
+                EntryPayload::Normal(cmd) => self
+                    .apply_once(&mut batch, entry.log_id.index, cmd)
+                    .map_err(|e| StorageIOError::apply(entry.log_id, &e))?,
                 EntryPayload::Membership(m) => {
                     let stored = StoredMembership::new(Some(entry.log_id), m.clone());
                     let bytes = serde_json::to_vec(&stored).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-                    batch.put_cf(cf(&self.data.db, CF_DATA), self.sm_key(keys::SM_MEMBERSHIP), bytes);
+                    put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_MEMBERSHIP), &bytes);
                     Response::Empty
                 }
             };
             let applied = serde_json::to_vec(&entry.log_id).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-            batch.put_cf(cf(&self.data.db, CF_DATA), self.sm_key(keys::SM_APPLIED), applied);
+            put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
             self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
             responses.push(response);
         }
@@ -275,12 +402,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let mut batch = WriteBatch::default();
             batch.delete_range_cf(cf(db, CF_DATA), keys::group_prefix(group).as_slice(), keys::group_end(group).as_slice());
             for (k, v) in pairs {
-                batch.put_cf(cf(db, CF_DATA), [keys::group_prefix(group).as_slice(), k].concat(), v);
+                put_data(db, &mut batch, &[keys::group_prefix(group).as_slice(), k].concat(), v);
             }
             // The snapshot's own records say where it ends; write them again from
             // the meta so an empty group's snapshot still records them.
-            batch.put_cf(cf(db, CF_DATA), self.sm_key(keys::SM_APPLIED), serde_json::to_vec(&meta.last_log_id)?);
-            batch.put_cf(cf(db, CF_DATA), self.sm_key(keys::SM_MEMBERSHIP), serde_json::to_vec(&meta.last_membership)?);
+            put_data(db, &mut batch, &self.sm_key(keys::SM_APPLIED), &serde_json::to_vec(&meta.last_log_id)?);
+            put_data(db, &mut batch, &self.sm_key(keys::SM_MEMBERSHIP), &serde_json::to_vec(&meta.last_membership)?);
             let mut w = WriteOptions::default();
             w.set_sync(true);
             db.write_opt(batch, &w)?;
@@ -297,9 +424,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let group = self.data.group;
         let read = || -> Result<Option<Snapshot<TypeConfig>>> {
             let meta = db.get_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_META))?;
-            let data = db.get_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_DATA))?;
+            let data_key = keys::raft_key(group, keys::RAFT_SNAPSHOT_DATA);
+            let data = db.get_cf(cf(db, CF_RAFT), data_key)?;
             match (meta, data) {
                 (Some(meta), Some(data)) => {
+                    let data = db.open(Purpose::Snapshot, &data_key, &data)?.into_owned();
                     Ok(Some(Snapshot { meta: serde_json::from_slice(&meta)?, snapshot: Box::new(Cursor::new(data)) }))
                 }
                 _ => Ok(None),

@@ -1,28 +1,90 @@
 //! The node's one RocksDB instance.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rocksdb::{ColumnFamilyDescriptor, DB, Options};
+use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteOptions};
 
+use crate::crypt::{Crypt, CryptError, Purpose};
 use crate::engine::vector::VectorState;
 use crate::error::Result;
 use crate::keys::{CF_DATA, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
 use crate::state_machine::{GroupReader, StateMachine};
 
+/// Key (in the `default` column family) of the key check value of an encrypted
+/// data directory; a plaintext directory has none.
+const ENCRYPTION_CHECK_KEY: &[u8] = b"tessera/encryption-at-rest/key-check";
+
+/// The node's RocksDB and the cipher of its values (none: stored in plaintext).
+///
+/// Every value of the `data` and `log` column families and every stored snapshot
+/// goes through [`Db::seal`] on write and [`Db::open`] on read; keys are never
+/// encrypted (they must keep their byte order for range scans).
+pub struct Db {
+    db: DB,
+    crypt: Option<Crypt>,
+}
+
+impl Deref for Db {
+    type Target = DB;
+    fn deref(&self) -> &DB {
+        &self.db
+    }
+}
+
+impl From<DB> for Db {
+    /// A plaintext handle over `db`.
+    fn from(db: DB) -> Self {
+        Db { db, crypt: None }
+    }
+}
+
+impl Db {
+    /// Whether values are encrypted at rest.
+    pub fn encrypted(&self) -> bool {
+        self.crypt.is_some()
+    }
+
+    /// The stored form of `value` under `key`: sealed when encryption is on.
+    pub fn seal<'a>(&self, purpose: Purpose, key: &[u8], value: &'a [u8]) -> Cow<'a, [u8]> {
+        match &self.crypt {
+            Some(c) => Cow::Owned(c.seal(purpose, key, value)),
+            None => Cow::Borrowed(value),
+        }
+    }
+
+    /// The plaintext of a value stored under `key`.
+    pub fn open<'a>(&self, purpose: Purpose, key: &[u8], stored: &'a [u8]) -> Result<Cow<'a, [u8]>, CryptError> {
+        match &self.crypt {
+            Some(c) => c.open(purpose, key, stored).map(Cow::Owned),
+            None => Ok(Cow::Borrowed(stored)),
+        }
+    }
+}
+
 /// One RocksDB per node; hands out per-group log stores and state machines.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<DB>,
+    db: Arc<Db>,
     /// Each group's in-memory vector indexes, shared by its state machine and reader.
     vectors: Arc<Mutex<HashMap<u64, Arc<VectorState>>>>,
 }
 
 impl Store {
-    /// Opens (or creates) the database at `path`.
+    /// Opens (or creates) the database at `path`, values in plaintext.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, None)
+    }
+
+    /// Opens (or creates) the database at `path`, encrypting values at rest with
+    /// `crypt` when given. Refuses a directory written with another key, an
+    /// encrypted directory opened without a key, and a non-empty plaintext
+    /// directory opened with one.
+    pub fn open_with(path: impl AsRef<Path>, crypt: Option<Crypt>) -> Result<Self> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -33,7 +95,13 @@ impl Store {
             ColumnFamilyDescriptor::new(name, cf)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        Ok(Store { db: Arc::new(db), vectors: Default::default() })
+        check_encryption(&db, crypt.as_ref())?;
+        Ok(Store { db: Arc::new(Db { db, crypt }), vectors: Default::default() })
+    }
+
+    /// Whether this store encrypts values at rest.
+    pub fn encrypted(&self) -> bool {
+        self.db.encrypted()
     }
 
     /// The Raft log store of one group.
@@ -42,8 +110,14 @@ impl Store {
     }
 
     /// The state machine of one group.
+    /// The state machine of one group; repairs an interrupted snapshot install
+    /// first (see [`crate::state_machine::repair_interrupted_install`]).
     pub fn state_machine(&self, group: u64) -> StateMachine {
-        StateMachine::new(self.db.clone(), group, self.vector_state(group))
+        let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
+        if let Err(e) = crate::state_machine::repair_interrupted_install(&sm.data) {
+            tracing::error!(group, "checking for an interrupted snapshot install failed: {e}");
+        }
+        sm
     }
 
     /// A read-only view of one group's state machine, for serving queries.
@@ -69,5 +143,69 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+/// Matches the directory's encryption state against the configured key (see
+/// [`Store::open_with`]); a fresh directory opened with a key records its check value.
+fn check_encryption(db: &DB, crypt: Option<&Crypt>) -> Result<()> {
+    let stored = db.get(ENCRYPTION_CHECK_KEY)?;
+    match (crypt, stored) {
+        (Some(c), Some(check)) => c.verify_check_value(&check)?,
+        (Some(c), None) => {
+            if holds_data(db)? {
+                return Err(CryptError::PlaintextStore.into());
+            }
+            let mut w = WriteOptions::default();
+            w.set_sync(true);
+            db.put_opt(ENCRYPTION_CHECK_KEY, c.check_value(), &w)?;
+        }
+        (None, Some(_)) => return Err(CryptError::EncryptedStore.into()),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn holds_data(db: &DB) -> Result<bool> {
+    for name in [CF_LOG, CF_RAFT, CF_DATA] {
+        if let Some(h) = db.cf_handle(name)
+            && let Some(item) = db.iterator_cf(h, IteratorMode::Start).next()
+        {
+            item?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(b: u8) -> Crypt {
+        Crypt::new(&[b; crate::crypt::KEY_LEN])
+    }
+
+    #[test]
+    fn directory_encryption_state_is_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let enc = dir.path().join("enc");
+        let store = Store::open_with(&enc, Some(key(1))).unwrap();
+        assert!(store.encrypted());
+        drop(store);
+        Store::open_with(&enc, Some(key(1))).unwrap();
+        let wrong = Store::open_with(&enc, Some(key(2))).err().unwrap().to_string();
+        assert!(wrong.contains("does not match"), "{wrong}");
+        let missing = Store::open(&enc).err().unwrap().to_string();
+        assert!(missing.contains("SERVICE_ENCRYPTION_AT_REST"), "{missing}");
+
+        // A plaintext directory with data cannot be switched to encryption.
+        let plain = dir.path().join("plain");
+        let store = Store::open(&plain).unwrap();
+        store.db.put_cf(store.db.cf_handle(CF_DATA).unwrap(), b"k", b"v").unwrap();
+        drop(store);
+        let err = Store::open_with(&plain, Some(key(1))).err().unwrap().to_string();
+        assert!(err.contains("unencrypted data"), "{err}");
+        Store::open(&plain).unwrap();
     }
 }

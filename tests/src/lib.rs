@@ -17,6 +17,10 @@
 //! a deadline via [`wait_until`] / [`wait_for`]); on drop every child is killed;
 //! if the test panicked the temp dir is kept and the log tails are printed.
 
+pub mod chaos;
+pub mod fuzz;
+pub mod ws;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs::OpenOptions;
@@ -235,6 +239,18 @@ impl Http {
             headers: Vec::new(),
             timeout: Duration::from_secs(15),
         }
+    }
+
+    /// A client for the router at an `https://` `base`, trusting the CA
+    /// certificate `ca_pem` (PEM).
+    pub fn with_root_ca(base: impl Into<String>, ca_pem: &[u8]) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .pool_idle_timeout(Duration::from_secs(5))
+            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).context("CA certificate PEM")?)
+            .build()
+            .context("build reqwest client")?;
+        Ok(Self { client, ..Self::new(base) })
     }
 
     /// Base URL of the router.
@@ -574,6 +590,10 @@ pub struct ClusterOptions {
     pub router_env: Vec<(String, String)>,
     /// Deadline for `/readyz` after (re)starts.
     pub ready_timeout: Duration,
+    /// PEM CA certificate of the routers' HTTPS certificate: when set, router
+    /// URLs are `https://` and the harness's clients trust this CA (the routers'
+    /// `SERVICE_TLS_CERT`/`SERVICE_TLS_KEY` go in `router_env`).
+    pub https_ca: Option<Vec<u8>>,
 }
 
 impl Default for ClusterOptions {
@@ -588,6 +608,7 @@ impl Default for ClusterOptions {
             node_env: Vec::new(),
             router_env: Vec::new(),
             ready_timeout: Duration::from_secs(ready_secs),
+            https_ca: None,
         }
     }
 }
@@ -685,7 +706,7 @@ impl Cluster {
             env.push(("SERVICE_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into()));
         }
         let idx = self.spawn_router(env)?;
-        self.http = Http::new(self.router_url(idx));
+        self.http = self.router_http(idx);
         self.wait_ready().await?;
         if self.opts.admin {
             self.login().await?;
@@ -717,9 +738,19 @@ impl Cluster {
         Ok(format!("127.0.0.1:{}", self.node(id)?.port))
     }
 
+    /// Data directory of a node.
+    pub fn node_data_dir(&self, id: u64) -> Result<PathBuf> {
+        Ok(self.node(id)?.data_dir.clone())
+    }
+
     /// Log file of a node.
     pub fn node_log(&self, id: u64) -> Result<PathBuf> {
         Ok(self.node(id)?.log.clone())
+    }
+
+    /// The OS process id of node `id`, while it runs.
+    pub fn node_pid(&self, id: u64) -> Option<u32> {
+        self.nodes.get(&id).and_then(|n| n.child.as_ref()).map(|c| c.id())
     }
 
     /// Whether the harness currently has a live process for node `id`.
@@ -729,12 +760,16 @@ impl Cluster {
 
     /// Base URL of router `idx` (0 is the one started by [`Cluster::start`]).
     pub fn router_url(&self, idx: usize) -> String {
-        format!("http://127.0.0.1:{}", self.routers[idx].port)
+        let scheme = if self.opts.https_ca.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.routers[idx].port)
     }
 
-    /// Unauthenticated client for router `idx`.
+    /// Unauthenticated client for router `idx` (trusting `opts.https_ca` if set).
     pub fn router_http(&self, idx: usize) -> Http {
-        Http::new(self.router_url(idx))
+        match &self.opts.https_ca {
+            Some(ca) => Http::with_root_ca(self.router_url(idx), ca).expect("https_ca is a PEM certificate"),
+            None => Http::new(self.router_url(idx)),
+        }
     }
 
     fn node(&self, id: u64) -> Result<&NodeProc> {
@@ -819,7 +854,7 @@ impl Cluster {
         }
         // Fresh connection pool: the old one points at dead processes.
         let token = self.http.token().map(str::to_string);
-        self.http = Http::new(self.router_url(0));
+        self.http = self.router_http(0);
         if let Some(t) = token {
             self.http = self.http.with_token(&t);
         }

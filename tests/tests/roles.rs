@@ -30,11 +30,14 @@ async fn create_user(admin: &Http, name: &str, role: &str) -> Result<String> {
 fn concrete(template: &str) -> String {
     template
         .replace("{*key}", "matrix-key")
+        .replace("{*path}", "matrix/path")
         .replace("{*id}", "matrix-id")
         .replace("{bucket}", "matrix-bucket")
         .replace("{name}", "matrix_name")
         .replace("{id}", "matrix-id")
         .replace("{field}", "matrix-field")
+        .replace("{alert_id}", "sec-000000000000")
+        .replace("{ip}", "192.0.2.1")
 }
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
@@ -77,7 +80,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         };
         let r = call(&anon).await?;
         ensure!(r.status == 401, "{method} {path} without a token: {r}");
-        let expect_viewer = access.starts_with("read:");
+        // Self-service routes (`authenticated`, e.g. MFA) are open to every role.
+        let expect_viewer = access.starts_with("read:") || access == "authenticated";
         let expect_operator = !access.starts_with("manage:");
         for (who, allowed, label) in [(&viewer, expect_viewer, "viewer"), (&operator, expect_operator, "operator"), (&admin, true, "admin")] {
             let r = call(who).await?;

@@ -1,8 +1,10 @@
 //! Scenario: the vector store end to end through the router — collections with
-//! each metric, single and batch upserts, gets, searches that match a brute-force
-//! scan, recall@10 of the HNSW index on 2,000 × 32 random vectors, metadata
-//! filters applied during the search, soft deletes, dimension errors, and a
-//! whole-cluster restart after which the indexes are rebuilt from storage.
+//! each metric split over every data group (and one over two), single and batch
+//! upserts, gets, searches fanned out over the shards that match a brute-force
+//! scan, recall@10 on 10,000 × 64 random vectors, metadata filters applied
+//! during the search, soft deletes, dimension errors, a collection recreated
+//! behind another router's back, and a whole-cluster restart after which the
+//! indexes are rebuilt from storage.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -13,8 +15,8 @@ use tessera_tests::{Cluster, ClusterOptions, Http, NODE_IDS, Value, json, url_en
 const C: &str = "/api/v1/vector/collections";
 const SMALL_N: usize = 200;
 const SMALL_DIM: usize = 8;
-const RECALL_N: usize = 2000;
-const RECALL_DIM: usize = 32;
+const RECALL_N: usize = 10_000;
+const RECALL_DIM: usize = 64;
 const RECALL_QUERIES: usize = 25;
 const BATCH: usize = 250;
 const COLORS: [&str; 3] = ["red", "green", "blue"];
@@ -51,7 +53,8 @@ async fn vectors_snapshot_catchup() {
 async fn snapshot_scenario(c: &mut Cluster) -> Result<()> {
     const N: usize = 80;
     let api = c.http.clone();
-    api.post(C, &json!({"name": "snap", "dim": 4, "metric": "l2"})).await?.ensure_status(201)?;
+    // One shard, so that group's log grows past the snapshot threshold.
+    api.post(C, &json!({"name": "snap", "dim": 4, "metric": "l2", "shards": 1})).await?.ensure_status(201)?;
     let point = |i: usize| json!([i as f32, 0.0, 0.0, 0.0]);
     for i in 0..10 {
         api.post(&format!("{C}/snap/upsert"), &json!({"id": format!("p{i}"), "vector": point(i)})).await?.ensure_status(200)?;
@@ -221,11 +224,11 @@ async fn check_exact(api: &Http, metric: &str, data: &BTreeMap<String, (Vec<f32>
 }
 
 /// Mean recall@10 of the HNSW index over [`RECALL_QUERIES`] random queries.
-async fn recall(api: &Http, data: &BTreeMap<String, (Vec<f32>, Value)>, rng: &mut Rng) -> Result<f64> {
+async fn recall(api: &Http, coll: &str, data: &BTreeMap<String, (Vec<f32>, Value)>, rng: &mut Rng) -> Result<f64> {
     let mut total = 0.0;
     for _ in 0..RECALL_QUERIES {
         let q = rng.vec(RECALL_DIM);
-        let got = search(api, "recall", json!({"vector": vector_json(&q), "k": 10})).await?;
+        let got = search(api, coll, json!({"vector": vector_json(&q), "k": 10})).await?;
         let want: BTreeSet<&str> = brute("l2", data, &q, 10, |_| true).into_iter().map(|(id, _)| id).collect();
         total += got.iter().filter(|(id, ..)| want.contains(id.as_str())).count() as f64 / 10.0;
     }
@@ -235,6 +238,19 @@ async fn recall(api: &Http, data: &BTreeMap<String, (Vec<f32>, Value)>, rng: &mu
 async fn stats_count(api: &Http, coll: &str) -> Result<u64> {
     let r = api.get(&format!("{C}/{coll}")).await?.ensure_status(200)?;
     r.json["count"].as_u64().with_context(|| format!("stats of {coll}: {r}"))
+}
+
+/// The collection's shards and how many of them hold records; the per-shard
+/// counts must add up to the total.
+async fn spread(api: &Http, coll: &str) -> Result<(usize, usize)> {
+    let r = api.get(&format!("{C}/{coll}")).await?.ensure_status(200)?;
+    let shards = r.json["shards"].as_array().with_context(|| format!("no shards in {r}"))?;
+    let counts = r.json["shard_counts"].as_array().with_context(|| format!("no shard_counts in {r}"))?;
+    let groups: BTreeSet<u64> = shards.iter().filter_map(Value::as_u64).collect();
+    ensure!(groups.len() == shards.len() && counts.len() == shards.len(), "shards of {coll}: {r}");
+    let sum: u64 = counts.iter().filter_map(|c| c["count"].as_u64()).sum();
+    ensure!(Some(sum) == r.json["count"].as_u64(), "{coll}: shard counts do not add up: {r}");
+    Ok((shards.len(), counts.iter().filter(|c| c["count"].as_u64() > Some(0)).count()))
 }
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
@@ -261,6 +277,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let names: Vec<&str> = r.json["collections"].as_array().context("list")?.iter().filter_map(|c| c["name"].as_str()).collect();
     ensure!(names == ["recall", "small-cosine", "small-dot", "small-l2"], "collections {names:?}");
     api.get(&format!("{C}/nope")).await?.ensure_status(404)?.ensure_error_body()?;
+    let groups = c.cluster_info().await?["groups"].as_array().context("groups")?.len() - 1;
+    for bad in [json!(0), json!(groups + 1), json!("two")] {
+        api.post(C, &json!({"name": "badshards", "dim": 2, "metric": "l2", "shards": bad})).await?.ensure_status(400)?;
+    }
 
     // Small data per metric: the first 10 records by single upsert, the rest in batches.
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -277,6 +297,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         batch_upsert(&api, &coll, &records[10..]).await?;
         ensure!(stats_count(&api, &coll).await? == SMALL_N as u64, "{coll} count");
         small.insert(metric.to_string(), records.into_iter().map(|(id, v, m)| (id, (v, m))).collect());
+    }
+
+    // Each collection spans every data group (the default), and its records are spread over them.
+    for metric in METRICS {
+        let (shards, used) = spread(&api, &format!("small-{metric}")).await?;
+        ensure!(shards == groups && used >= 2, "small-{metric} spans {shards} groups, {used} with records");
     }
 
     // Get returns the vector as given (not normalized) and the metadata.
@@ -332,15 +358,40 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after deletes"))?;
     }
 
-    // Recall@10 on 2,000 × 32 random vectors, loaded in batches of BATCH.
+    // A collection over two shards: exact answers, records on both.
+    api.post(C, &json!({"name": "two", "dim": SMALL_DIM, "metric": "l2", "shards": 2})).await?.ensure_status(201)?;
+    let two: BTreeMap<String, (Vec<f32>, Value)> =
+        (0..60).map(|i| (format!("t{i}"), (rng.vec(SMALL_DIM), json!({"color": COLORS[i % 3], "n": i % 5})))).collect();
+    let recs: Vec<(String, Vec<f32>, Value)> = two.iter().map(|(id, (v, m))| (id.clone(), v.clone(), m.clone())).collect();
+    batch_upsert(&api, "two", &recs).await?;
+    ensure!(spread(&api, "two").await? == (2, 2), "two: {:?}", spread(&api, "two").await?);
+    for _ in 0..5 {
+        let q = rng.vec(SMALL_DIM);
+        let got = search(&api, "two", json!({"vector": vector_json(&q), "k": 7})).await?;
+        let want = brute("l2", &two, &q, 7, |_| true);
+        let got_ids: Vec<&str> = got.iter().map(|h| h.0.as_str()).collect();
+        let want_ids: Vec<&str> = want.iter().map(|h| h.0).collect();
+        ensure!(got_ids == want_ids, "two-shard search {got_ids:?} != brute force {want_ids:?}");
+    }
+
+    // Recall@10 on 10,000 × 64 random vectors, loaded in batches of BATCH.
     let records: Vec<(String, Vec<f32>, Value)> =
         (0..RECALL_N).map(|i| (format!("r{i}"), rng.vec(RECALL_DIM), json!({"bucket": i % 10}))).collect();
     batch_upsert(&api, "recall", &records).await?;
     let big: BTreeMap<String, (Vec<f32>, Value)> = records.into_iter().map(|(id, v, m)| (id, (v, m))).collect();
     ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count");
-    let r = recall(&api, &big, &mut rng).await?;
-    eprintln!("[vectors] recall@10 = {r:.3}");
+    let (shards, used) = spread(&api, "recall").await?;
+    ensure!(shards == groups && used == groups, "recall spans {shards} groups, {used} with records");
+    let r = recall(&api, "recall", &big, &mut rng).await?;
+    eprintln!("[vectors] recall@10 = {r:.3} (over {groups} shards)");
     ensure!(r >= 0.95, "recall@10 {r} < 0.95");
+    // The same data in one shard: one HNSW graph of 10,000 nodes meets the bar on its own.
+    api.post(C, &json!({"name": "recall-one", "dim": RECALL_DIM, "metric": "l2", "shards": 1})).await?.ensure_status(201)?;
+    batch_upsert(&api, "recall-one", &big.iter().map(|(id, (v, m))| (id.clone(), v.clone(), m.clone())).collect::<Vec<_>>()).await?;
+    ensure!(spread(&api, "recall-one").await? == (1, 1), "recall-one is not a single shard");
+    let r = recall(&api, "recall-one", &big, &mut rng).await?;
+    eprintln!("[vectors] recall@10 = {r:.3} (one shard)");
+    ensure!(r >= 0.95, "single-shard recall@10 {r} < 0.95");
 
     // Every replica built the same graph from the same commands: identical answers.
     let body = json!({"vector": vector_json(&rng.vec(RECALL_DIM)), "k": 10, "filter": {"bucket": 3}});
@@ -367,16 +418,39 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;
     ensure!(search(&api, "scratch", json!({"vector": [1.0, 0.0]})).await?.is_empty(), "recreated collection is not empty");
 
+    // Another router drops and recreates it with one shard: this router's cached
+    // layout is refused by the shards and read again, so nothing is misplaced.
+    let ids: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
+    let vectors: Vec<Value> = ids.iter().enumerate().map(|(i, id)| json!({"id": id, "vector": [i as f32 + 1.0, 1.0]})).collect();
+    api.post(&format!("{C}/scratch/batch"), &json!({"vectors": vectors})).await?.ensure_status(200)?;
+    let (_, other) = c.start_router(&[]).await?;
+    let other = other.with_token(api.token().context("token")?);
+    other.delete(&format!("{C}/scratch")).await?.ensure_status(200)?;
+    other.post(C, &json!({"name": "scratch", "dim": 3, "metric": "l2", "shards": 1})).await?.ensure_status(201)?;
+    api.post(&format!("{C}/scratch/batch"), &json!({"vectors": [{"id": "s1", "vector": [1.0, 2.0]}]})).await?.ensure_status(400)?;
+    let vectors: Vec<Value> = ids.iter().enumerate().map(|(i, id)| json!({"id": id, "vector": [i as f32, 0.0, 0.0]})).collect();
+    api.post(&format!("{C}/scratch/batch"), &json!({"vectors": vectors})).await?.ensure_status(200)?;
+    ensure!(spread(&other, "scratch").await? == (1, 1), "recreated scratch: {:?}", spread(&other, "scratch").await?);
+    for (i, id) in ids.iter().enumerate().step_by(7) {
+        other.get(&format!("{C}/scratch/vectors/{id}")).await?.ensure_status(200)?;
+        let got = search(&api, "scratch", json!({"vector": [i as f32, 0.0, 0.0], "k": 1})).await?;
+        ensure!(got.first().is_some_and(|h| &h.0 == id), "search for {id} through the stale router: {got:?}");
+    }
+
     // Whole-cluster restart: records persist and the indexes are rebuilt.
     c.stop_all().await?;
     c.start_all().await?;
     let api = c.http.clone();
     let r = api.get(C).await?.ensure_status(200)?;
-    ensure!(r.json["count"] == json!(5), "collections after restart {r}");
+    ensure!(r.json["count"] == json!(7), "collections after restart {r}");
+    let (shards, used) = spread(&api, "recall").await?;
+    ensure!(shards == groups && used == groups, "recall after restart spans {shards} groups, {used} with records");
     ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count after restart");
-    let r = recall(&api, &big, &mut rng).await?;
-    eprintln!("[vectors] recall@10 after restart = {r:.3}");
-    ensure!(r >= 0.95, "recall@10 after restart {r} < 0.95");
+    for coll in ["recall", "recall-one"] {
+        let r = recall(&api, coll, &big, &mut rng).await?;
+        eprintln!("[vectors] {coll} recall@10 after restart = {r:.3}");
+        ensure!(r >= 0.95, "{coll} recall@10 after restart {r} < 0.95");
+    }
     for metric in METRICS {
         let coll = format!("small-{metric}");
         ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after restart");

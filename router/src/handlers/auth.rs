@@ -1,19 +1,40 @@
-//! `POST /api/v1/auth/login` and `POST /api/v1/auth/logout`.
+//! `POST /api/v1/auth/login`, `/logout`, and the TOTP second factor:
+//! `/api/v1/auth/mfa/enable`, `/mfa/verify`, `/mfa/disable`.
+//!
+//! A failed login (and a wrong MFA code) is counted by the brute-force detector
+//! in the meta group. A user with MFA gets `{mfa_required, temp_token}` from
+//! login instead of a session; `mfa/verify {token, code}` then opens the session.
 
-use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use rand::RngCore;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, now_ms};
+use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
 use tessera_api::meta::SessionRecord;
+use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
+use tracing::warn;
 
 use super::JsonBody;
 use crate::auth::{Caller, new_token, token_hash, users_exist, verify_password};
 use crate::error::ApiError;
+use crate::security::{ClientIp, record_login_failure};
 use crate::state::AppState;
 
-/// Checks the password (Argon2id) and opens a session stored in the meta group.
-pub async fn login(State(state): State<AppState>, JsonBody(req): JsonBody<LoginRequest>) -> Result<Json<LoginResponse>, ApiError> {
+fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
+    ip.as_ref().and_then(|Extension(c)| c.0)
+}
+
+/// Checks the password (Argon2id) and opens a session stored in the meta group,
+/// or, for a user with MFA, an MFA challenge answered by `mfa/verify`.
+pub async fn login(
+    State(state): State<AppState>,
+    ip: Option<Extension<ClientIp>>,
+    JsonBody(req): JsonBody<LoginRequest>,
+) -> Result<Response, ApiError> {
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
@@ -35,21 +56,181 @@ pub async fn login(State(state): State<AppState>, JsonBody(req): JsonBody<LoginR
     .map_err(|e| ApiError::Internal(e.to_string()))?;
     let user = match (ok, user) {
         (true, Some(u)) => u,
-        _ => return Err(ApiError::Unauthorized("invalid username or password".into())),
+        _ => {
+            record_login_failure(&state, client_ip(&ip), &req.username).await;
+            return Err(ApiError::Unauthorized("invalid username or password".into()));
+        }
     };
+    let security = &state.config.security;
+    if user.mfa_enabled {
+        let temp = new_token();
+        let ttl_ms = (security.mfa_challenge_secs.max(1) * 1000) as i64;
+        let op = SecurityOp::BeginMfaLogin { challenge_hash: token_hash(&temp), user_id: user.id.clone(), ttl_ms };
+        state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await?;
+        return Ok(Json(json!({
+            "mfa_required": true,
+            "temp_token": temp,
+            "expires_at": iso8601_ms(now_ms() + ttl_ms),
+            "message": "send the 6-digit code from your authenticator to POST /api/v1/auth/mfa/verify {token, code}",
+        }))
+        .into_response());
+    }
     let token = new_token();
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms };
     state.cluster.meta_write(&Operation::Meta(MetaOp::CreateSession { token_hash: token_hash(&token), session })).await?;
-    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms) }))
+    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms) }).into_response())
 }
 
-/// Removes the caller's session: the token stops working on every router.
+/// Removes the caller's session: the token stops working on every router (at
+/// once on this one; within the caller-cache TTL on the others).
 pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let Caller::User { token_hash, .. } = caller else {
         return Err(ApiError::Unauthorized("not logged in".into()));
     };
-    state.cluster.meta_write(&Operation::Meta(MetaOp::DeleteSession { token_hash })).await?;
+    state.security.callers.evict(&token_hash);
+    state.cluster.meta_write(&Operation::Meta(MetaOp::DeleteSession { token_hash: token_hash.clone() })).await?;
+    state.security.callers.evict(&token_hash);
     Ok(Json(json!({"success": true})))
+}
+
+/// The development code, only when the router runs in development mode.
+fn dev_code(state: &AppState) -> Option<String> {
+    let s = &state.config.security;
+    (s.dev_mode && !s.mfa_dev_code.is_empty()).then(|| s.mfa_dev_code.clone())
+}
+
+async fn security_write(state: &AppState, op: SecurityOp) -> Result<Reply, ApiError> {
+    Ok(state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await?)
+}
+
+/// `POST /api/v1/auth/mfa/enable`: a fresh 160-bit secret; MFA is active at once
+/// (the next login asks for a code). 409 when MFA is already on.
+pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let Caller::User { user, token_hash, .. } = caller else {
+        return Err(ApiError::Unauthorized("MFA needs a logged-in user".into()));
+    };
+    let mut raw = [0u8; 20];
+    rand::rngs::OsRng.fill_bytes(&mut raw);
+    let secret = totp::encode_secret(&raw);
+    match security_write(&state, SecurityOp::EnableMfa { user_id: user.id.clone(), secret_b32: secret.clone() }).await? {
+        Reply::Applied(true) => {}
+        Reply::Rejected { kind, message } => return Err(ApiError::rejected(kind, message)),
+        other => return Err(ApiError::unexpected(other)),
+    }
+    state.security.callers.evict(&token_hash);
+    let issuer = &state.config.security.mfa_issuer;
+    Ok(Json(json!({
+        "success": true,
+        "mfa_enabled": true,
+        "secret": secret,
+        "otpauth_uri": totp::otpauth_uri(&secret, issuer, &user.username),
+        "issuer": issuer,
+        "algorithm": "SHA1",
+        "digits": totp::DIGITS,
+        "period": totp::STEP_SECS,
+    })))
+}
+
+/// Body of `POST /api/v1/auth/mfa/verify`.
+#[derive(Deserialize)]
+pub struct VerifyRequest {
+    token: String,
+    code: Value,
+}
+
+/// Accepts the code as a string (or, leniently, a number; leading zeros then lost).
+fn code_of(v: &Value) -> Result<String, ApiError> {
+    let code = match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Number(n) if n.is_u64() => format!("{:0width$}", n.as_u64().unwrap_or(0), width = totp::DIGITS),
+        _ => return Err(ApiError::BadRequest("code must be a 6-digit string".into())),
+    };
+    if code.len() != totp::DIGITS || !code.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::BadRequest("code must be a 6-digit string".into()));
+    }
+    Ok(code)
+}
+
+/// `POST /api/v1/auth/mfa/verify {token, code}` (public): completes an MFA login.
+pub async fn mfa_verify(
+    State(state): State<AppState>,
+    ip: Option<Extension<ClientIp>>,
+    JsonBody(req): JsonBody<VerifyRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    if req.token.trim().is_empty() {
+        return Err(ApiError::BadRequest("token (the temporary token from login) is required".into()));
+    }
+    let code = code_of(&req.code)?;
+    let session_token = new_token();
+    let security = &state.config.security;
+    let op = SecurityOp::CompleteMfaLogin {
+        challenge_hash: token_hash(req.token.trim()),
+        code,
+        dev_code: dev_code(&state),
+        session_token_hash: token_hash(&session_token),
+        session_ttl_ms: (state.config.auth.session_timeout as i64) * 1000,
+        max_failures: security.mfa_max_attempts.max(1),
+    };
+    let outcome = match security_write(&state, op).await? {
+        Reply::Security(SecurityResponse::Mfa(o)) => o,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    match outcome {
+        MfaOutcome::Verified { user, session: Some(session) } => Ok(Json(LoginResponse {
+            token: session_token,
+            user: UserView::from(&user),
+            expires_at: iso8601_ms(session.expires_at_ms),
+        })),
+        MfaOutcome::WrongCode { username, attempts_left } => {
+            record_login_failure(&state, client_ip(&ip), &username).await;
+            Err(ApiError::Unauthorized(if attempts_left == 0 {
+                "invalid MFA code; too many wrong codes, log in again".into()
+            } else {
+                format!("invalid MFA code ({attempts_left} attempts left)")
+            }))
+        }
+        MfaOutcome::Replayed { username } => {
+            warn!(user = %username, "SECURITY: an already used MFA code was presented again");
+            record_login_failure(&state, client_ip(&ip), &username).await;
+            Err(ApiError::Unauthorized("this MFA code was already used; wait for the next one".into()))
+        }
+        MfaOutcome::NoChallenge | MfaOutcome::NotEnabled | MfaOutcome::Verified { session: None, .. } => {
+            Err(ApiError::Unauthorized("unknown or expired temporary token; log in again".into()))
+        }
+    }
+}
+
+/// Body of `POST /api/v1/auth/mfa/disable`.
+#[derive(Deserialize)]
+pub struct DisableRequest {
+    code: Value,
+}
+
+/// `POST /api/v1/auth/mfa/disable {code}`: turns MFA off after a current code.
+pub async fn mfa_disable(
+    State(state): State<AppState>,
+    caller: Caller,
+    ip: Option<Extension<ClientIp>>,
+    JsonBody(req): JsonBody<DisableRequest>,
+) -> Result<Response, ApiError> {
+    let Caller::User { user, token_hash, .. } = caller else {
+        return Err(ApiError::Unauthorized("MFA needs a logged-in user".into()));
+    };
+    let code = code_of(&req.code)?;
+    let op = SecurityOp::DisableMfa { user_id: user.id.clone(), code, dev_code: dev_code(&state) };
+    let outcome = match security_write(&state, op).await? {
+        Reply::Security(SecurityResponse::Mfa(o)) => o,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    state.security.callers.evict(&token_hash);
+    match outcome {
+        MfaOutcome::Verified { .. } => Ok((StatusCode::OK, Json(json!({"success": true, "mfa_enabled": false}))).into_response()),
+        MfaOutcome::NotEnabled | MfaOutcome::NoChallenge => Err(ApiError::BadRequest("MFA is not enabled".into())),
+        MfaOutcome::WrongCode { username, .. } | MfaOutcome::Replayed { username } => {
+            record_login_failure(&state, client_ip(&ip), &username).await;
+            Err(ApiError::Unauthorized("invalid or already used MFA code".into()))
+        }
+    }
 }

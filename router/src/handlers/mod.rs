@@ -3,13 +3,19 @@
 
 pub mod admin;
 pub mod auth;
+pub mod compress;
 pub mod document;
+pub mod graph;
 pub mod health;
+pub mod import;
 pub mod kv;
 pub mod object;
+pub mod security;
 pub mod sql;
+pub mod stream;
 pub mod timeseries;
 pub mod users;
+pub mod vault;
 pub mod vector;
 
 use axum::body::Bytes;

@@ -25,6 +25,8 @@ use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::state::AppState;
 
+pub mod ncb;
+
 const MAX_OBJECT_KEY_BYTES: usize = 1024;
 const DEFAULT_LIST_LIMIT: usize = 1000;
 const MAX_LIST_LIMIT: usize = 10_000;

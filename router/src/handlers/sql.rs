@@ -102,6 +102,7 @@ pub async fn query(
     if req.sql.trim().is_empty() {
         return Err(ApiError::BadRequest("sql must not be empty".into()));
     }
+    let security_flags = crate::security::screen_sql(&state, &caller, &req.sql);
     let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
     let group = database_group(&state, &database)?;
     let limits = &state.config.query_limits;
@@ -130,6 +131,7 @@ pub async fn query(
                 sql: req.sql.clone(),
                 params: req.params,
                 max_result_rows: limits.max_result_rows,
+                timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
             });
             match state.cluster.write(group, &op, prefs.consistency).await?.value {
                 Reply::Sql(r) => r,
@@ -154,6 +156,7 @@ pub async fn query(
                     "message": format!("the result was cut at max_result_rows = {}", limits.max_result_rows),
                 });
             }
+            crate::security::flag_body(&mut body, &security_flags);
             Json(body).into_response()
         }
         SqlResult::Failed(f) => sql_error(f, &req.sql),

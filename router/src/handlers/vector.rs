@@ -1,9 +1,16 @@
 //! Vector store routes (spec 03 part B) under `/api/v1/vector/collections`.
 //!
-//! A collection lives in the data group `vector/<name>` hashes to; listing
-//! fans out over every data group. A batch upsert is one Raft command.
+//! A collection is split over `shards` data groups (default: every data
+//! group), starting at its home group (where `vector/<name>` hashes) and going
+//! on in group order; each shard holds the collection's definition and its own
+//! HNSW index. A record lives on shard `fnv1a64(id) mod shards`: upsert, get
+//! and delete go to that shard, a batch is validated whole and then sent as one
+//! Raft command per shard, a search asks every shard (each runs its own filtered
+//! graph search) and merges their top-k by distance, stats sum the shards.
+//! The router caches each collection's layout (uid and shards); a shard refuses
+//! a command naming another uid, upon which the layout is read again.
 //!
-//! Bodies: create `{name, dim, metric: cosine|l2|dot, m?, ef_construction?}`;
+//! Bodies: create `{name, dim, metric: cosine|l2|dot, m?, ef_construction?, shards?}`;
 //! upsert `{id, vector, metadata?}`; batch `{vectors: [{id, vector, metadata?}, …]}`;
 //! search `{vector, k (default 10), ef?, filter?}` → `{hits: [{id, score,
 //! distance, metadata}], count}`, nearest first. `filter` is an object of
@@ -22,11 +29,14 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::vector::{
     CollectionConfig, CollectionStats, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, MAX_DIM, MAX_EF, MAX_K, MetadataFilter,
     SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult, VectorRecord, VectorResponse,
-    validate_collection_name, validate_record_id,
+    check_vector, shard_of, validate_collection_name, validate_record_id,
 };
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
+
 use super::{JsonBody, ReadPrefs, require_writer};
-use crate::auth::Caller;
+use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -46,9 +56,81 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{C}/{{name}}/vectors/{{*id}}"), get(get_record).delete(delete_record))
 }
 
-fn group(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
+/// The home group of a collection: where its name hashes.
+fn home(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
     validate_collection_name(name).map_err(ApiError::BadRequest)?;
     Ok(state.cluster.group_for(&format!("vector/{name}"))?)
+}
+
+/// Where a collection's records live, as the router caches it.
+#[derive(Debug, Clone)]
+struct Layout {
+    uid: String,
+    shards: Vec<GroupId>,
+    dim: u32,
+    metric: VectorMetric,
+}
+
+impl Layout {
+    fn of(c: &CollectionConfig, home: GroupId) -> Layout {
+        let shards = if c.shards.is_empty() { vec![home] } else { c.shards.clone() };
+        Layout { uid: c.uid.clone(), shards, dim: c.dim, metric: c.metric }
+    }
+
+    /// The shard holding record `id`.
+    fn shard(&self, id: &str) -> GroupId {
+        self.shards[shard_of(id, self.shards.len())]
+    }
+
+    fn uid(&self) -> Option<String> {
+        Some(self.uid.clone())
+    }
+}
+
+/// Collection layouts this router process has seen, by name (a cache: a stale
+/// entry is refused by the shards and read again).
+static LAYOUTS: LazyLock<RwLock<HashMap<String, Layout>>> = LazyLock::new(Default::default);
+
+/// The layout of `name`: from the cache unless `fresh`, else read from its home
+/// group. The flag says whether it came from the cache.
+async fn layout(state: &AppState, name: &str, prefs: &ReadPrefs, fresh: bool) -> Result<(Layout, bool), ApiError> {
+    let home = home(state, name)?;
+    if !fresh && let Some(l) = LAYOUTS.read().expect("layouts lock").get(name) {
+        return Ok((l.clone(), true));
+    }
+    match read(state, home, VectorQuery::Stats { name: name.into() }, prefs).await {
+        Ok(VectorQueryResult::Stats(s)) => {
+            let l = Layout::of(&s.config, home);
+            LAYOUTS.write().expect("layouts lock").insert(name.into(), l.clone());
+            Ok((l, false))
+        }
+        Ok(other) => Err(ApiError::unexpected(other)),
+        Err(e) => {
+            forget(name);
+            Err(e)
+        }
+    }
+}
+
+fn forget(name: &str) {
+    LAYOUTS.write().expect("layouts lock").remove(name);
+}
+
+/// Runs `f` with the collection's layout; when a cached layout meets "not found"
+/// (the collection may have been recreated), reads the layout again and retries once.
+async fn with_layout<T, F, Fut>(state: &AppState, name: &str, prefs: &ReadPrefs, f: F) -> Result<T, ApiError>
+where
+    F: Fn(Layout) -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let (l, cached) = layout(state, name, prefs, false).await?;
+    match f(l).await {
+        Err(ApiError::NotFound(_)) if cached => {
+            let (l, _) = layout(state, name, prefs, true).await?;
+            f(l).await
+        }
+        r => r,
+    }
 }
 
 async fn write(state: &AppState, group: GroupId, op: VectorOp, prefs: &ReadPrefs) -> Result<VectorResponse, ApiError> {
@@ -67,11 +149,16 @@ async fn read(state: &AppState, group: GroupId, q: VectorQuery, prefs: &ReadPref
     }
 }
 
-fn collection_json(s: &CollectionStats) -> Value {
-    let c = &s.config;
+/// A collection as returned: configuration, live count, and its shards (each
+/// with its own count when known).
+fn collection_json(c: &CollectionConfig, home: GroupId, per_shard: &[(GroupId, u64)]) -> Value {
+    let shards = Layout::of(c, home).shards;
+    let count: u64 = per_shard.iter().map(|(_, n)| n).sum();
     json!({
         "name": c.name, "dim": c.dim, "metric": c.metric.as_str(), "m": c.m,
-        "ef_construction": c.ef_construction, "count": s.count, "created_at": iso8601_ms(c.created_at_ms),
+        "ef_construction": c.ef_construction, "count": count, "created_at": iso8601_ms(c.created_at_ms),
+        "shards": shards,
+        "shard_counts": per_shard.iter().map(|(g, n)| json!({"group": g, "count": n})).collect::<Vec<_>>(),
     })
 }
 
@@ -93,6 +180,8 @@ struct CreateCollection {
     metric: String,
     m: Option<i64>,
     ef_construction: Option<i64>,
+    /// How many data groups to split over (default: all of them).
+    shards: Option<i64>,
 }
 
 fn in_range(what: &str, v: i64, lo: u32, hi: u32) -> Result<u32, ApiError> {
@@ -102,7 +191,9 @@ fn in_range(what: &str, v: i64, lo: u32, hi: u32) -> Result<u32, ApiError> {
         .ok_or_else(|| ApiError::BadRequest(format!("{what} must be {lo} to {hi}")))
 }
 
-/// `POST /api/v1/vector/collections` → 201 with the collection.
+/// `POST /api/v1/vector/collections` → 201 with the collection. The definition
+/// is written to the home group first (which decides a name conflict), then to
+/// the other shards; a failure there drops what was created.
 async fn create_collection(
     State(state): State<AppState>,
     caller: Caller,
@@ -110,54 +201,141 @@ async fn create_collection(
     JsonBody(req): JsonBody<CreateCollection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     require_writer(&caller)?;
-    let g = group(&state, &req.name)?;
+    let home = home(&state, &req.name)?;
+    let mut groups = state.cluster.data_groups()?;
+    groups.sort_unstable();
+    let n = in_range("shards", req.shards.unwrap_or(groups.len() as i64), 1, groups.len() as u32)? as usize;
+    let start = groups.iter().position(|g| *g == home).unwrap_or(0);
+    let shards: Vec<GroupId> = (0..n).map(|i| groups[(start + i) % groups.len()]).collect();
     let config = CollectionConfig {
         dim: in_range("dim", req.dim, 1, MAX_DIM)?,
         metric: VectorMetric::parse(&req.metric).map_err(ApiError::BadRequest)?,
         m: in_range("m", req.m.unwrap_or(DEFAULT_M.into()), 2, 256)?,
         ef_construction: in_range("ef_construction", req.ef_construction.unwrap_or(DEFAULT_EF_CONSTRUCTION.into()), 1, MAX_EF)?,
-        name: req.name,
+        name: req.name.clone(),
         created_at_ms: 0,
+        shards: shards.clone(),
+        uid: new_id(),
     };
-    match write(&state, g, VectorOp::CreateCollection(config), &prefs).await? {
-        VectorResponse::Created(config) => {
-            Ok((StatusCode::CREATED, Json(collection_json(&CollectionStats { config, count: 0 }))))
+    let created = match write(&state, home, VectorOp::CreateCollection(config.clone()), &prefs).await? {
+        VectorResponse::Created(c) => c,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let others = shards[1..].iter().map(|g| create_on_shard(&state, *g, &config, &prefs));
+    let results = futures::future::join_all(others).await;
+    if let Some(e) = results.into_iter().find_map(Result::err) {
+        if let Err(undo) = drop_everywhere(&state, &req.name, &Layout::of(&config, home), &prefs).await {
+            tracing::warn!(collection = req.name, "undoing a failed create: {undo}");
         }
+        return Err(e);
+    }
+    forget(&req.name);
+    let per_shard: Vec<(GroupId, u64)> = shards.iter().map(|g| (*g, 0)).collect();
+    Ok((StatusCode::CREATED, Json(collection_json(&created, home, &per_shard))))
+}
+
+/// Writes the definition to a non-home shard. The home group accepted the name,
+/// so a definition already there is an orphan of an interrupted create or drop:
+/// it is dropped and the write retried.
+async fn create_on_shard(state: &AppState, group: GroupId, config: &CollectionConfig, prefs: &ReadPrefs) -> Result<(), ApiError> {
+    let op = || VectorOp::CreateCollection(config.clone());
+    match write(state, group, op(), prefs).await {
+        Err(ApiError::Conflict(_)) => {
+            tracing::warn!(collection = config.name, group, "dropping an orphaned collection definition");
+            let _ = write(state, group, VectorOp::DropCollection { name: config.name.clone(), uid: None }, prefs).await;
+            write(state, group, op(), prefs).await.map(|_| ())
+        }
+        r => r.map(|_| ()),
+    }
+}
+
+/// Drops the collection from its shards, home last (so it stays listed, and can
+/// be dropped again, until every shard is done); the sum of records dropped.
+async fn drop_everywhere(state: &AppState, name: &str, l: &Layout, prefs: &ReadPrefs) -> Result<u64, ApiError> {
+    let Some((home, rest)) = l.shards.split_first() else { return Ok(0) };
+    let op = || VectorOp::DropCollection { name: name.into(), uid: l.uid() };
+    let calls = rest.iter().map(|g| write(state, *g, op(), prefs));
+    let mut total = 0;
+    for r in futures::future::join_all(calls).await {
+        match r {
+            Ok(VectorResponse::Dropped { count }) => total += count,
+            Ok(other) => return Err(ApiError::unexpected(other)),
+            Err(ApiError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match write(state, *home, op(), prefs).await? {
+        VectorResponse::Dropped { count } => Ok(total + count),
         other => Err(ApiError::unexpected(other)),
     }
 }
 
-/// `GET /api/v1/vector/collections`: every group's collections, by name.
+/// `GET /api/v1/vector/collections`: every collection (found through its home
+/// group's copy), counts summed over its shards, by name.
 async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| read(&state, *g, VectorQuery::ListCollections, &prefs));
-    let mut all = Vec::new();
-    for r in futures::future::join_all(calls).await {
+    let calls = groups.iter().map(|g| async { (*g, read(&state, *g, VectorQuery::ListCollections, &prefs).await) });
+    // name → (home copy, per-shard counts of copies with the same uid)
+    let mut copies: Vec<(GroupId, CollectionStats)> = Vec::new();
+    for (g, r) in futures::future::join_all(calls).await {
         match r? {
-            VectorQueryResult::Collections(c) => all.extend(c),
+            VectorQueryResult::Collections(c) => copies.extend(c.into_iter().map(|s| (g, s))),
             other => return Err(ApiError::unexpected(other)),
         }
     }
-    all.sort_by(|a, b| a.config.name.cmp(&b.config.name));
-    let list: Vec<Value> = all.iter().map(collection_json).collect();
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for (g, s) in &copies {
+        let c = &s.config;
+        let is_home = c.shards.first().is_none_or(|h| h == g);
+        if !is_home {
+            continue;
+        }
+        let l = Layout::of(c, *g);
+        let per_shard: Vec<(GroupId, u64)> = l
+            .shards
+            .iter()
+            .map(|shard| {
+                let n = copies
+                    .iter()
+                    .find(|(cg, cs)| cg == shard && cs.config.name == c.name && cs.config.uid == c.uid)
+                    .map_or(0, |(_, cs)| cs.count);
+                (*shard, n)
+            })
+            .collect();
+        out.push((c.name.clone(), collection_json(c, *g, &per_shard)));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    let list: Vec<Value> = out.into_iter().map(|(_, v)| v).collect();
     Ok(Json(json!({"collections": list, "count": list.len()})))
 }
 
-/// `GET /api/v1/vector/collections/{name}`: configuration and live record count.
+/// `GET /api/v1/vector/collections/{name}`: configuration, live record count
+/// (the sum of the shards) and each shard's count.
 async fn collection_stats(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let g = group(&state, &name)?;
-    match read(&state, g, VectorQuery::Stats { name }, &prefs).await? {
-        VectorQueryResult::Stats(s) => Ok(Json(collection_json(&s))),
-        other => Err(ApiError::unexpected(other)),
+    let home = home(&state, &name)?;
+    let config = match read(&state, home, VectorQuery::Stats { name: name.clone() }, &prefs).await? {
+        VectorQueryResult::Stats(s) => s.config,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let l = Layout::of(&config, home);
+    let calls = l.shards.iter().map(|g| read(&state, *g, VectorQuery::Stats { name: name.clone() }, &prefs));
+    let mut per_shard = Vec::with_capacity(l.shards.len());
+    for (g, r) in l.shards.iter().zip(futures::future::join_all(calls).await) {
+        match r? {
+            VectorQueryResult::Stats(s) if s.config.uid == config.uid => per_shard.push((*g, s.count)),
+            VectorQueryResult::Stats(_) => return Err(ApiError::Conflict(format!("collection {name} is being recreated"))),
+            other => return Err(ApiError::unexpected(other)),
+        }
     }
+    Ok(Json(collection_json(&config, home, &per_shard)))
 }
 
-/// `DELETE /api/v1/vector/collections/{name}`: drops the collection and its records.
+/// `DELETE /api/v1/vector/collections/{name}`: drops the collection and its records on every shard.
 async fn drop_collection(
     State(state): State<AppState>,
     caller: Caller,
@@ -165,11 +343,11 @@ async fn drop_collection(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let g = group(&state, &name)?;
-    match write(&state, g, VectorOp::DropCollection { name: name.clone() }, &prefs).await? {
-        VectorResponse::Dropped { count } => Ok(Json(json!({"name": name, "dropped": true, "deleted_count": count}))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let (l, _) = layout(&state, &name, &prefs, true).await?;
+    let count = drop_everywhere(&state, &name, &l, &prefs).await;
+    forget(&name);
+    let count = count?;
+    Ok(Json(json!({"name": name, "dropped": true, "deleted_count": count})))
 }
 
 /// One record of an upsert: `{id, vector, metadata?}`.
@@ -198,18 +376,40 @@ impl RecordBody {
     }
 }
 
+/// Validates every record against the collection, then sends one command per
+/// shard (in parallel); each shard's part applies atomically.
 async fn upsert_records(
     state: &AppState,
     prefs: &ReadPrefs,
     collection: &str,
     records: Vec<VectorRecord>,
 ) -> Result<(u64, u64), ApiError> {
-    let g = group(state, collection)?;
-    let op = VectorOp::Upsert { collection: collection.to_string(), records };
-    match write(state, g, op, prefs).await? {
-        VectorResponse::Upserted { inserted, updated } => Ok((inserted, updated)),
-        other => Err(ApiError::unexpected(other)),
-    }
+    with_layout(state, collection, prefs, |l| {
+        let records = records.clone();
+        async move {
+            let mut parts: HashMap<GroupId, Vec<VectorRecord>> = HashMap::new();
+            for r in records {
+                check_vector(l.metric, l.dim, &r.vector).map_err(|e| ApiError::BadRequest(format!("record {}: {e}", r.id)))?;
+                parts.entry(l.shard(&r.id)).or_default().push(r);
+            }
+            let calls = parts.into_iter().map(|(g, records)| {
+                let op = VectorOp::Upsert { collection: collection.to_string(), records, uid: l.uid() };
+                write(state, g, op, prefs)
+            });
+            let (mut inserted, mut updated) = (0, 0);
+            for r in futures::future::join_all(calls).await {
+                match r? {
+                    VectorResponse::Upserted { inserted: i, updated: u } => {
+                        inserted += i;
+                        updated += u;
+                    }
+                    other => return Err(ApiError::unexpected(other)),
+                }
+            }
+            Ok((inserted, updated))
+        }
+    })
+    .await
 }
 
 /// `POST …/{name}/upsert {id, vector, metadata?}`: inserts or replaces one record.
@@ -259,8 +459,12 @@ async fn get_record(
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
 ) -> Result<Json<RecordView>, ApiError> {
-    let g = group(&state, &name)?;
-    match read(&state, g, VectorQuery::Get { collection: name, id }, &prefs).await? {
+    let got = with_layout(&state, &name, &prefs, |l| {
+        let q = VectorQuery::Get { collection: name.clone(), id: id.clone(), uid: l.uid() };
+        read(&state, l.shard(&id), q, &prefs)
+    })
+    .await?;
+    match got {
         VectorQueryResult::Record(r) => Ok(Json(RecordView {
             id: r.id,
             vector: r.vector,
@@ -280,8 +484,12 @@ async fn delete_record(
     Path((name, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let g = group(&state, &name)?;
-    match write(&state, g, VectorOp::Delete { collection: name.clone(), id: id.clone() }, &prefs).await? {
+    let done = with_layout(&state, &name, &prefs, |l| {
+        let op = VectorOp::Delete { collection: name.clone(), id: id.clone(), uid: l.uid() };
+        write(&state, l.shard(&id), op, &prefs)
+    })
+    .await?;
+    match done {
         VectorResponse::Deleted => Ok(Json(json!({"collection": name, "id": id, "deleted": true}))),
         other => Err(ApiError::unexpected(other)),
     }
@@ -321,22 +529,36 @@ async fn search(
     Path(name): Path<String>,
     JsonBody(body): JsonBody<SearchBody>,
 ) -> Result<Json<SearchView>, ApiError> {
-    let g = group(&state, &name)?;
     let k = in_range("k", body.k.unwrap_or(DEFAULT_K), 1, MAX_K)?;
     let ef = body.ef.map(|e| in_range("ef", e, 1, MAX_EF)).transpose()?;
     let filter = match body.filter {
         None | Some(Value::Null) => None,
         Some(f) => Some(MetadataFilter::parse(&f).map_err(ApiError::BadRequest)?).filter(|f| !f.clauses.is_empty()),
     };
-    let q = VectorQuery::Search(SearchRequest { collection: name.clone(), vector: body.vector, k, ef, filter });
-    match read(&state, g, q, &prefs).await? {
-        VectorQueryResult::Hits(hits) => {
-            let hits: Vec<HitView> = hits
-                .into_iter()
-                .map(|VectorHit { id, score, distance, metadata }| HitView { id, score, distance, metadata })
-                .collect();
-            Ok(Json(SearchView { collection: name, count: hits.len(), hits }))
+    let vector = body.vector;
+    let hits = with_layout(&state, &name, &prefs, |l| {
+        let req = SearchRequest { collection: name.clone(), vector: vector.clone(), k, ef, filter: filter.clone(), uid: l.uid() };
+        let (state, prefs) = (&state, &prefs);
+        async move {
+            check_vector(l.metric, l.dim, &req.vector).map_err(|e| ApiError::BadRequest(format!("query vector: {e}")))?;
+            let calls = l.shards.iter().map(|g| read(state, *g, VectorQuery::Search(req.clone()), prefs));
+            let mut all: Vec<VectorHit> = Vec::new();
+            for r in futures::future::join_all(calls).await {
+                match r? {
+                    VectorQueryResult::Hits(h) => all.extend(h),
+                    other => return Err(ApiError::unexpected(other)),
+                }
+            }
+            // Each shard's hits are its nearest first; the merged top-k is the k nearest of all.
+            all.sort_by(|a, b| a.distance.total_cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));
+            all.truncate(k as usize);
+            Ok(all)
         }
-        other => Err(ApiError::unexpected(other)),
-    }
+    })
+    .await?;
+    let hits: Vec<HitView> = hits
+        .into_iter()
+        .map(|VectorHit { id, score, distance, metadata }| HitView { id, score, distance, metadata })
+        .collect();
+    Ok(Json(SearchView { collection: name, count: hits.len(), hits }))
 }

@@ -38,7 +38,7 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn coerce_col(&self, t: &TableDef, ci: usize, v: Value) -> Result<Value> {
+    pub(crate) fn coerce_col(&self, t: &TableDef, ci: usize, v: Value) -> Result<Value> {
         let c = &t.columns[ci];
         cast(v, &c.ty, false).map_err(|mut e| {
             e.message = format!("column \"{}\": {}", c.name, e.message);
@@ -66,7 +66,7 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    fn pk_key(&self, t: &TableDef, row: &[Value]) -> Result<Vec<u8>> {
+    pub(crate) fn pk_key(&self, t: &TableDef, row: &[Value]) -> Result<Vec<u8>> {
         let mut k = encoding::rows_prefix(t.id);
         for i in t.pk_idx()? {
             encoding::encode_key(&mut k, &row[i]);
@@ -98,7 +98,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Unique indexes: no other row (key != self_key) with the same non-NULL values.
-    fn check_unique(&self, t: &TableDef, row: &[Value], self_key: &[u8]) -> Result<()> {
+    pub(crate) fn check_unique(&self, t: &TableDef, row: &[Value], self_key: &[u8]) -> Result<()> {
         for ix in t.indexes.iter().filter(|i| i.unique) {
             let idx = t.cols_idx(&ix.columns)?;
             if idx.iter().any(|i| row[*i].is_null()) {
@@ -154,7 +154,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Child side of foreign keys: referenced parent rows must exist.
-    fn check_fk_child(&self, t: &TableDef, row: &[Value], old: Option<&[Value]>) -> Result<()> {
+    pub(crate) fn check_fk_child(&self, t: &TableDef, row: &[Value], old: Option<&[Value]>) -> Result<()> {
         for fk in &t.foreign_keys {
             let idx = t.cols_idx(&fk.columns)?;
             let vals: Vec<Value> = idx.iter().map(|i| row[*i].clone()).collect();
@@ -188,7 +188,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Parent side: no child may reference values that disappear.
-    fn check_fk_parent(&self, t: &TableDef, old: &[Value], new: Option<&[Value]>) -> Result<()> {
+    pub(crate) fn check_fk_parent(&self, t: &TableDef, old: &[Value], new: Option<&[Value]>) -> Result<()> {
         for child in catalog::all_tables(&self.kv)? {
             for fk in child.foreign_keys.iter().filter(|f| f.ref_table == t.name) {
                 let pidx = t.cols_idx(&fk.ref_columns)?;
@@ -221,7 +221,7 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    fn remove_row(&mut self, t: &TableDef, key: &[u8], row: &[Value]) -> Result<()> {
+    pub(crate) fn remove_row(&mut self, t: &TableDef, key: &[u8], row: &[Value]) -> Result<()> {
         for ix in &t.indexes {
             let k = Self::index_entry(t, ix, row, key)?;
             self.kv.delete(k);
@@ -246,7 +246,27 @@ impl<'a> Exec<'a> {
         self.check_unique(t, &row, &key)?;
         self.check_fk_child(t, &row, None)?;
         self.kv.put(key.clone(), encoding::encode_row(&row));
-        self.put_index_entries(t, &row, &key)
+        self.put_index_entries(t, &row, &key)?;
+        self.record_change(t, crate::ChangeOp::Insert, &row, Some(&row));
+        Ok(())
+    }
+
+    /// Change data capture: records a row change when the table is captured.
+    fn record_change(&mut self, t: &TableDef, op: crate::ChangeOp, before: &[Value], after: Option<&[Value]>) {
+        if !self.capture.is_some_and(|c| c(&t.name)) {
+            return;
+        }
+        let object = |row: &[Value], only: Option<&[String]>| -> serde_json::Map<String, serde_json::Value> {
+            t.columns
+                .iter()
+                .zip(row)
+                .filter(|(c, _)| only.is_none_or(|o| o.is_empty() || o.contains(&c.name)))
+                .map(|(c, v)| (c.name.clone(), v.to_json()))
+                .collect()
+        };
+        let key = object(before, Some(&t.primary_key));
+        let data = after.map(|r| object(r, None));
+        self.changes.push(crate::RowChange { op, table: t.name.clone(), key, data });
     }
 
     pub fn insert(&mut self, ins: &ast::Insert) -> Result<u64> {
@@ -401,6 +421,7 @@ impl<'a> Exec<'a> {
             self.remove_row(&t, &key, &old)?;
             self.kv.put(new_key.clone(), encoding::encode_row(&new));
             self.put_index_entries(&t, &new, &new_key)?;
+            self.record_change(&t, crate::ChangeOp::Update, &old, Some(&new));
             n += 1;
         }
         Ok(n)
@@ -420,6 +441,7 @@ impl<'a> Exec<'a> {
         for (key, old) in rows {
             self.check_fk_parent(&t, &old, None)?;
             self.remove_row(&t, &key, &old)?;
+            self.record_change(&t, crate::ChangeOp::Delete, &old, None);
             n += 1;
         }
         Ok(n)

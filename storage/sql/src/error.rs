@@ -18,6 +18,8 @@ pub enum ErrorCode {
     ColumnExists,
     ConstraintNotFound,
     Unsupported,
+    /// A column used outside GROUP BY and outside every aggregate (PostgreSQL 42803).
+    GroupingError,
     TransactionError,
     QueryTimeout,
     Storage,
@@ -40,6 +42,7 @@ impl ErrorCode {
             ErrorCode::ColumnExists => "COLUMN_EXISTS",
             ErrorCode::ConstraintNotFound => "CONSTRAINT_NOT_FOUND",
             ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::GroupingError => "GROUPING_ERROR",
             ErrorCode::TransactionError => "TRANSACTION_ERROR",
             ErrorCode::QueryTimeout => "QUERY_TIMEOUT",
             ErrorCode::Storage => "STORAGE",

@@ -32,11 +32,22 @@ pub fn contains_aggregate(e: &Expr) -> bool {
 
 /// Visits `e` and its sub-expressions (not subqueries).
 pub fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
+    walk_pruned(e, &mut |x| {
+        f(x);
+        true
+    });
+}
+
+/// Visits `e` and its sub-expressions (not subqueries), descending below an
+/// expression only when `f` returns true for it.
+pub fn walk_pruned(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+    if !f(e) {
+        return;
+    }
     match e {
         Expr::BinaryOp { left, right, .. } | Expr::IsDistinctFrom(left, right) | Expr::IsNotDistinctFrom(left, right) => {
-            walk(left, f);
-            walk(right, f);
+            walk_pruned(left, f);
+            walk_pruned(right, f);
         }
         Expr::UnaryOp { expr, .. }
         | Expr::Nested(expr)
@@ -47,51 +58,51 @@ pub fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
         | Expr::IsNotTrue(expr)
         | Expr::IsNotFalse(expr)
         | Expr::Cast { expr, .. }
-        | Expr::InSubquery { expr, .. } => walk(expr, f),
+        | Expr::InSubquery { expr, .. } => walk_pruned(expr, f),
         Expr::InList { expr, list, .. } => {
-            walk(expr, f);
-            list.iter().for_each(|x| walk(x, f));
+            walk_pruned(expr, f);
+            list.iter().for_each(|x| walk_pruned(x, f));
         }
         Expr::Between { expr, low, high, .. } => {
-            walk(expr, f);
-            walk(low, f);
-            walk(high, f);
+            walk_pruned(expr, f);
+            walk_pruned(low, f);
+            walk_pruned(high, f);
         }
         Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
-            walk(expr, f);
-            walk(pattern, f);
+            walk_pruned(expr, f);
+            walk_pruned(pattern, f);
         }
         Expr::Case { operand, conditions, else_result, .. } => {
             if let Some(o) = operand {
-                walk(o, f);
+                walk_pruned(o, f);
             }
             for c in conditions {
-                walk(&c.condition, f);
-                walk(&c.result, f);
+                walk_pruned(&c.condition, f);
+                walk_pruned(&c.result, f);
             }
             if let Some(e) = else_result {
-                walk(e, f);
+                walk_pruned(e, f);
             }
         }
         Expr::Function(func) => {
             if let FunctionArguments::List(l) = &func.args {
                 for a in &l.args {
                     if let FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) = a {
-                        walk(x, f);
+                        walk_pruned(x, f);
                     }
                 }
             }
         }
         Expr::Substring { expr, substring_from, substring_for, .. } => {
-            walk(expr, f);
+            walk_pruned(expr, f);
             if let Some(x) = substring_from {
-                walk(x, f);
+                walk_pruned(x, f);
             }
             if let Some(x) = substring_for {
-                walk(x, f);
+                walk_pruned(x, f);
             }
         }
-        Expr::Trim { expr, .. } | Expr::Extract { expr, .. } => walk(expr, f),
+        Expr::Trim { expr, .. } | Expr::Extract { expr, .. } => walk_pruned(expr, f),
         _ => {}
     }
 }

@@ -76,6 +76,10 @@ pub struct Exec<'a> {
     pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).
     pub vacuum: Vec<Vec<u8>>,
+    /// Change data capture: which tables' row changes to record (`None`: none).
+    pub capture: Option<&'a dyn Fn(&str) -> bool>,
+    /// Row changes of captured tables, in execution order.
+    pub changes: Vec<crate::RowChange>,
 }
 
 impl<'a> Exec<'a> {

@@ -17,6 +17,7 @@ pub mod error;
 mod eval;
 mod exec;
 mod functions;
+pub mod import;
 pub mod mem;
 mod parser;
 mod query;
@@ -52,6 +53,27 @@ pub enum WriteOp {
     Delete(Vec<u8>),
 }
 
+/// Kind of a captured row change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ChangeOp {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// One row change of a table whose changes are captured (change data capture).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowChange {
+    pub op: ChangeOp,
+    /// The table's name as stored in the catalog.
+    pub table: String,
+    /// Primary-key columns → values of the row before the change (of the new
+    /// row for an insert); every column when the table has no primary key.
+    pub key: serde_json::Map<String, serde_json::Value>,
+    /// The new row, column → value (`None` for a delete).
+    pub data: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// Per-request execution settings.
 #[derive(Debug, Clone)]
 pub struct ExecContext {
@@ -59,13 +81,16 @@ pub struct ExecContext {
     pub now_ms: i64,
     /// Extra rows are cut and the result flagged truncated.
     pub max_result_rows: usize,
-    /// Reads only: exceeded → `QUERY_TIMEOUT`.
+    /// Exceeded → `QUERY_TIMEOUT` (reads, and writes when `enforce_deadline_on_writes`).
     pub deadline: Option<std::time::Instant>,
+    /// Set only for a leader's trial run of a write before proposing it: a
+    /// state machine applying a committed write never stops part-way.
+    pub enforce_deadline_on_writes: bool,
 }
 
 impl Default for ExecContext {
     fn default() -> Self {
-        ExecContext { now_ms: 0, max_result_rows: 100_000, deadline: None }
+        ExecContext { now_ms: 0, max_result_rows: 100_000, deadline: None, enforce_deadline_on_writes: false }
     }
 }
 
@@ -78,6 +103,9 @@ pub struct ExecOutcome {
     /// compact, reclaiming the space of deleted and overwritten rows; an empty
     /// prefix means the whole database. Compaction changes no logical state.
     pub vacuum: Vec<Vec<u8>>,
+    /// Row changes of the tables [`execute_capturing`] was asked to capture, in
+    /// statement order (rolled-back transactions contribute none).
+    pub changes: Vec<RowChange>,
 }
 
 /// Result of the last statement that returns rows; when none does, an empty result whose
@@ -146,6 +174,19 @@ fn is_read_stmt(s: &Statement) -> bool {
     ) || matches!(s, Statement::Explain { statement, .. } if matches!(**statement, Statement::Query(_)))
 }
 
+/// True when the request may take long to execute: anything but INSERT …
+/// VALUES, CREATE TABLE and transaction control (unparsable text: false, the
+/// apply reports the error).
+pub fn may_run_long(sql: &str) -> bool {
+    let Ok(stmts) = parser::parse_statements(sql) else { return false };
+    !stmts.iter().all(|s| match s {
+        Statement::Insert(ins) => ins.source.as_ref().is_some_and(|q| matches!(*q.body, sqlparser::ast::SetExpr::Values(_))),
+        Statement::CreateTable(ct) => ct.query.is_none(),
+        Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => true,
+        _ => false,
+    })
+}
+
 /// True when every statement is a read (SELECT / SHOW TABLES / EXPLAIN SELECT / transaction control).
 pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
     Ok(parser::parse_statements(sql)?.iter().all(is_read_stmt))
@@ -162,12 +203,14 @@ impl<'a> Exec<'a> {
             kv: Overlay::new(store),
             params: params.iter().map(value::Value::from_json).collect(),
             ctx,
-            check_deadline: read_only,
+            check_deadline: read_only || ctx.enforce_deadline_on_writes,
             trace: RefCell::new(Vec::new()),
             rows_scanned: Cell::new(0),
             work: Cell::new(0),
             ctes: RefCell::new(Vec::new()),
             vacuum: Vec::new(),
+            capture: None,
+            changes: Vec::new(),
         }
     }
 
@@ -239,12 +282,27 @@ impl<'a> Exec<'a> {
 /// statement fails the whole request (no writes at all); a request ending inside an open
 /// transaction fails with `TRANSACTION_ERROR`. Reads see the request's own earlier writes.
 pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx: &ExecContext) -> Result<ExecOutcome, SqlError> {
+    execute_capturing(store, sql, params, ctx, &|_| false)
+}
+
+/// [`execute`], also recording in [`ExecOutcome::changes`] every row inserted,
+/// updated or deleted by INSERT/UPDATE/DELETE in a table for which `capture`
+/// answers true (DDL records nothing).
+pub fn execute_capturing(
+    store: &dyn KvRead,
+    sql: &str,
+    params: &[serde_json::Value],
+    ctx: &ExecContext,
+    capture: &dyn Fn(&str) -> bool,
+) -> Result<ExecOutcome, SqlError> {
     let stmts = parser::parse_statements(sql)?;
     if stmts.is_empty() {
         return Err(error::parse("empty query"));
     }
     let read_only = stmts.iter().all(is_read_stmt);
     let mut ex = Exec::new(store, params, ctx, read_only);
+    ex.capture = Some(capture);
+    let mut changes_at_begin = 0usize;
     let mut snapshot: Option<std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>>> = None;
     let mut last_rows: Option<RowSet> = None;
     let mut affected = 0u64;
@@ -256,6 +314,7 @@ pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx:
                     return Err(SqlError::new(ErrorCode::TransactionError, "there is already a transaction in progress"));
                 }
                 snapshot = Some(ex.kv.writes.clone());
+                changes_at_begin = ex.changes.len();
                 tx_affected = 0;
             }
             Statement::Commit { .. } => {
@@ -267,6 +326,7 @@ pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx:
                 }
                 if let Some(w) = snapshot.take() {
                     ex.kv.writes = w;
+                    ex.changes.truncate(changes_at_begin);
                     affected -= tx_affected.min(affected);
                 }
             }
@@ -295,7 +355,8 @@ pub fn execute(store: &dyn KvRead, sql: &str, params: &[serde_json::Value], ctx:
     }
     let writes = if read_only { WriteSet::default() } else { ex.kv.into_write_set() };
     let vacuum = std::mem::take(&mut ex.vacuum);
-    Ok(ExecOutcome { result, writes, vacuum })
+    let changes = if read_only { Vec::new() } else { std::mem::take(&mut ex.changes) };
+    Ok(ExecOutcome { result, writes, vacuum, changes })
 }
 
 /// Access paths chosen while running a read-only request, one line per base-table access

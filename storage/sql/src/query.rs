@@ -4,7 +4,8 @@ use crate::access::{Cons, column_pos, conjuncts};
 use crate::catalog::{self, TableDef};
 use crate::encoding::key_of;
 use crate::error::{Result, parse, table_not_found, type_mismatch, unsupported};
-use crate::eval::{contains_aggregate, func_name};
+use crate::error::{ErrorCode, SqlError};
+use crate::eval::{contains_aggregate, func_name, is_aggregate_name, walk_pruned};
 use crate::exec::{Env, Exec, RowSet, Scope, ScopeCol, ident, object_name};
 use crate::value::{Value, cast, sort_cmp};
 use sqlparser::ast::{
@@ -578,6 +579,9 @@ impl<'a> Exec<'a> {
             || s.having.is_some()
             || proj.iter().any(|p| p.0.is_some_and(contains_aggregate))
             || order.iter().any(|o| contains_aggregate(&o.expr));
+        if aggregate {
+            check_grouping(&scope, &group_exprs, &proj, s.having.as_ref(), order, &cols)?;
+        }
         let mut out: Keyed = Vec::new();
         let project = |env: &Env| -> Result<(Vec<Value>, Vec<Value>)> {
             let mut row = Vec::with_capacity(proj.len());
@@ -651,4 +655,100 @@ impl<'a> Exec<'a> {
         }
         Ok((cols, out))
     }
+}
+
+/// How GROUP BY membership compares expressions: a column reference by the
+/// column it resolves to, anything else by its normalized text.
+fn grouping_key(e: &Expr, scope: &Scope) -> String {
+    let resolved = match e {
+        Expr::Identifier(i) => scope.resolve(None, &ident(i)).ok().flatten(),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => scope.resolve(Some(&ident(&p[0])), &ident(&p[1])).ok().flatten(),
+        Expr::Nested(inner) => return grouping_key(inner, scope),
+        _ => None,
+    };
+    match resolved {
+        Some(i) => format!("#column {i}"),
+        None => e.to_string().to_lowercase(),
+    }
+}
+
+/// The first column of this query's FROM list that `e` uses outside every
+/// aggregate call and outside every GROUP BY expression.
+fn ungrouped_column(e: &Expr, scope: &Scope, group_keys: &BTreeSet<String>) -> Option<String> {
+    let mut bad = None;
+    walk_pruned(e, &mut |x| {
+        if bad.is_some() || group_keys.contains(&grouping_key(x, scope)) {
+            return false;
+        }
+        match x {
+            Expr::Function(f) if is_aggregate_name(&func_name(f)) && f.over.is_none() => false,
+            Expr::Identifier(i) => {
+                if let Ok(Some(_)) = scope.resolve(None, &ident(i)) {
+                    bad = Some(ident(i));
+                }
+                false
+            }
+            Expr::CompoundIdentifier(p) if p.len() == 2 => {
+                if let Ok(Some(_)) = scope.resolve(Some(&ident(&p[0])), &ident(&p[1])) {
+                    bad = Some(format!("{}.{}", ident(&p[0]), ident(&p[1])));
+                }
+                false
+            }
+            _ => true,
+        }
+    });
+    bad
+}
+
+fn grouping_error(column: &str) -> SqlError {
+    SqlError::new(
+        ErrorCode::GroupingError,
+        format!("column \"{column}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+    )
+}
+
+/// PostgreSQL's grouping rule for an aggregating SELECT: outside aggregate
+/// calls, the select list, HAVING and ORDER BY may use a column of the FROM
+/// list only inside an expression that GROUP BY lists. (Columns of enclosing
+/// queries are constants here and always allowed.)
+fn check_grouping(
+    scope: &Scope,
+    group_exprs: &[Expr],
+    proj: &[(Option<&Expr>, Option<usize>, String)],
+    having: Option<&Expr>,
+    order: &[&OrderByExpr],
+    output_names: &[String],
+) -> Result<()> {
+    let keys: BTreeSet<String> = group_exprs.iter().map(|g| grouping_key(g, scope)).collect();
+    for p in proj {
+        match p {
+            (Some(e), _, _) => {
+                if let Some(c) = ungrouped_column(e, scope, &keys) {
+                    return Err(grouping_error(&c));
+                }
+            }
+            (None, Some(i), name) => {
+                if !keys.contains(&format!("#column {i}")) {
+                    return Err(grouping_error(name));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(h) = having
+        && let Some(c) = ungrouped_column(h, scope, &keys)
+    {
+        return Err(grouping_error(&c));
+    }
+    for o in order {
+        let refers_to_output = match &o.expr {
+            Expr::Value(v) => matches!(v.value, ast::Value::Number(..)),
+            Expr::Identifier(i) => output_names.contains(&ident(i)),
+            _ => false,
+        };
+        if !refers_to_output && let Some(c) = ungrouped_column(&o.expr, scope, &keys) {
+            return Err(grouping_error(&c));
+        }
+    }
+    Ok(())
 }

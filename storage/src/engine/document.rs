@@ -3,7 +3,9 @@
 //!
 //! Keys:
 //! - `c/<collection>` → JSON [`CollectionDef`];
-//! - `d/<collection>\0<id>` → JSON [`DocRecord`];
+//! - `d/<collection>\0<id>` → [`DocRecord`]: JSON as written, or the compact form
+//!   (`0x00`, codec, MessagePack, optionally LZ4) once `admin/compress` rewrote
+//!   it ([`DocOp::Compress`]); [`decode_doc`] reads both;
 //! - `x/<collection>\0<field>\0<enc(value)>\0<id>` → id, one entry per distinct
 //!   value the field reaches (an array field also indexes each element);
 //! - `m/<collection>\0<field>` → marker: some document reaches several values
@@ -18,6 +20,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 use tessera_api::command::{RejectKind, Response};
+use tessera_api::import::{ImportDoc, ImportFailure, ImportResult};
 use tessera_api::document::{
     CollectionDef, CollectionInfo, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, Found, FoundDoc,
     validate_collection_name, validate_doc_id, validate_index_field,
@@ -25,7 +28,7 @@ use tessera_api::document::{
 use tessera_document::{Bound, Direction, Filter, Schema, SortSpec, apply_update, get_path};
 
 use super::{Engine, ReadView, Tx};
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 
 /// Document engine.
 pub struct DocumentEngine;
@@ -224,7 +227,105 @@ fn collection(view: &ReadView<'_>, name: &str) -> Result<Option<CollectionDef>> 
 }
 
 fn document(view: &ReadView<'_>, coll: &str, id: &str) -> Result<Option<DocRecord>> {
-    Ok(view.get(&doc_key(coll, id))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+    view.get(&doc_key(coll, id))?.map(|raw| decode_doc(&raw)).transpose()
+}
+
+// ---------------------------------------------------------------- stored form
+
+/// First byte of a compact document record (a JSON record starts with `{`).
+const COMPACT_MAGIC: u8 = 0;
+/// Compact codecs: MessagePack of the record (fields by position), and the same
+/// compressed with LZ4 (block format, uncompressed size prepended).
+const CODEC_MSGPACK: u8 = 1;
+const CODEC_MSGPACK_LZ4: u8 = 2;
+
+/// Reads a stored document record in either form: JSON (as written) or compact
+/// (after `admin/compress`).
+pub fn decode_doc(raw: &[u8]) -> Result<DocRecord> {
+    let corrupt = |m: String| StorageError::Corrupt(format!("document record: {m}"));
+    match raw {
+        [COMPACT_MAGIC, CODEC_MSGPACK, body @ ..] => rmp_serde::from_slice(body).map_err(|e| corrupt(e.to_string())),
+        [COMPACT_MAGIC, CODEC_MSGPACK_LZ4, body @ ..] => {
+            let plain = lz4_flex::decompress_size_prepended(body).map_err(|e| corrupt(e.to_string()))?;
+            rmp_serde::from_slice(&plain).map_err(|e| corrupt(e.to_string()))
+        }
+        [COMPACT_MAGIC, ..] => Err(corrupt("unknown codec".into())),
+        _ => Ok(serde_json::from_slice(raw)?),
+    }
+}
+
+/// The compact form of a record: MessagePack, LZ4-compressed when that is smaller.
+pub fn encode_doc_compact(d: &DocRecord) -> Result<Vec<u8>> {
+    let packed = rmp_serde::to_vec(d).map_err(|e| StorageError::Corrupt(format!("document record: {e}")))?;
+    let squeezed = lz4_flex::compress_prepend_size(&packed);
+    Ok(if squeezed.len() < packed.len() {
+        [&[COMPACT_MAGIC, CODEC_MSGPACK_LZ4][..], &squeezed].concat()
+    } else {
+        [&[COMPACT_MAGIC, CODEC_MSGPACK][..], &packed].concat()
+    })
+}
+
+/// Re-encodes every JSON document record last written at or before `cutoff` in
+/// the compact form when that is smaller (indexes are unchanged: the data is).
+fn compress(tx: &mut Tx<'_>, cutoff: i64) -> Result<Response> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut collections = BTreeSet::new();
+    let (mut before, mut after) = (0u64, 0u64);
+    tx.view().scan_prefix(b"d/", |k, raw| {
+        if raw.first() == Some(&COMPACT_MAGIC) {
+            return Ok(true);
+        }
+        let d: DocRecord = serde_json::from_slice(raw)?;
+        if d.updated_at_ms > cutoff {
+            return Ok(true);
+        }
+        let compact = encode_doc_compact(&d)?;
+        if compact.len() < raw.len() {
+            before += raw.len() as u64;
+            after += compact.len() as u64;
+            collections.insert(d.collection.clone());
+            out.push((k.to_vec(), compact));
+        }
+        Ok(true)
+    })?;
+    let documents = out.len() as u64;
+    for (k, v) in out {
+        tx.put(&k, &v);
+    }
+    Ok(Response::Document(DocResponse::Compressed {
+        collections: collections.into_iter().collect(),
+        documents,
+        bytes_before: before,
+        bytes_after: after,
+    }))
+}
+
+/// Inserts a batch of new documents all or nothing; the first bad one (schema,
+/// id, taken id) fails the batch with its index.
+fn insert_many(tx: &mut Tx<'_>, now: i64, name: &str, docs: &[ImportDoc]) -> Result<Response> {
+    let fail = |line: u64, kind: RejectKind, message: String| {
+        Ok(Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, kind, code: None, message }) }))
+    };
+    let Some(def) = collection(tx.view(), name)? else {
+        return fail(0, RejectKind::NotFound, format!("collection {name} does not exist"));
+    };
+    let mut seen = std::collections::HashSet::new();
+    for d in docs {
+        if let Err(e) = validate_doc_id(&d.id) {
+            return fail(d.index, RejectKind::Invalid, e);
+        }
+        if let Some(msg) = schema_violation(&def, &d.data) {
+            return fail(d.index, RejectKind::Invalid, msg);
+        }
+        if !seen.insert(d.id.as_str()) || tx.view().get(&doc_key(name, &d.id))?.is_some() {
+            return fail(d.index, RejectKind::Conflict, format!("document {} already exists in collection {name}", d.id));
+        }
+    }
+    for d in docs {
+        let rec = DocRecord { id: d.id.clone(), collection: name.to_string(), data: d.data.clone(), created_at_ms: now, updated_at_ms: now };
+        write_doc(tx, &def, None, Some(&rec))?;
+    }
+    Ok(Response::Import(ImportResult { imported: docs.len() as u64, skipped: 0, failure: None }))
 }
 
 fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<u64> {
@@ -334,7 +435,7 @@ impl Engine for DocumentEngine {
                 let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
                 let mut any_multi = false;
                 tx.view().scan_prefix(&docs_prefix(name), |_, raw| {
-                    let d: DocRecord = serde_json::from_slice(raw)?;
+                    let d: DocRecord = decode_doc(raw)?;
                     let (encs, multi) = index_values(&d.data, field);
                     any_multi |= multi;
                     entries.extend(encs.into_iter().map(|e| (index_key(&fp, &e, &d.id), d.id.clone())));
@@ -406,6 +507,8 @@ impl Engine for DocumentEngine {
                 write_doc(tx, &def, Some(&old), Some(&rec))?;
                 Ok(Response::Document(DocResponse::Document(rec)))
             }
+            DocOp::InsertMany { collection: name, docs } => insert_many(tx, now, name, docs),
+            DocOp::Compress { older_than_ms } => compress(tx, now.saturating_sub(*older_than_ms)),
             DocOp::Delete { collection: name, id } => {
                 let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
                 match document(tx.view(), name, id)? {
@@ -478,7 +581,7 @@ fn find(view: &ReadView<'_>, spec: &FindSpec) -> Result<DocQueryResult> {
             }
         }
         None => view.scan_prefix(&docs_prefix(&def.name), |_, raw| {
-            consider(serde_json::from_slice(raw)?);
+            consider(decode_doc(raw)?);
             Ok(true)
         })?,
     }
@@ -600,6 +703,21 @@ mod tests {
             }
         }
         assert_eq!(sort_key(&docs[0], &spec).cmp(&sort_key(&docs[2], &spec)), Ordering::Less);
+    }
+
+    #[test]
+    fn compact_records_decode_like_json_ones() {
+        let big = "lorem ipsum dolor sit amet ".repeat(20);
+        for data in [json!({"a": 1, "b": [1.5, "x", null], "c": {"d": true}}), json!({"text": big, "n": u64::MAX, "f": 1.0})] {
+            let rec = DocRecord { id: "id1".into(), collection: "c".into(), data, created_at_ms: 1, updated_at_ms: 2 };
+            let json = serde_json::to_vec(&rec).unwrap();
+            let compact = encode_doc_compact(&rec).unwrap();
+            assert!(compact.len() < json.len());
+            assert_eq!(decode_doc(&json).unwrap(), rec);
+            assert_eq!(decode_doc(&compact).unwrap(), rec);
+        }
+        assert!(decode_doc(&[COMPACT_MAGIC, 9, 1]).is_err());
+        assert!(decode_doc(&[COMPACT_MAGIC, CODEC_MSGPACK_LZ4, 1, 2]).is_err());
     }
 
     #[test]

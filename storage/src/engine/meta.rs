@@ -1,13 +1,17 @@
 //! The meta engine (group 0): the cluster map, users and sessions.
 //!
 //! Keys: `map` → cluster map; `u/<id>` → user; `n/<username>` → user id;
-//! `s/<token hash>` → session.
+//! `s/<token hash>` → session. The vault (see [`apply_vault`]) lives under `vault/`.
 
 use tessera_api::command::{MetaOp, RejectKind, Response};
 use tessera_api::meta::{ClusterMap, Role, RoleRecord, SessionRecord, UserRecord};
+use tessera_api::meta::{VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
 use super::{Engine, ReadView, Tx};
 use crate::error::Result;
+
+/// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
+pub mod security;
 
 /// Meta engine.
 pub struct MetaEngine;
@@ -123,6 +127,14 @@ impl Engine for MetaEngine {
                 tx.delete(&session_key(token_hash));
                 Ok(Response::Applied(existed))
             }
+            MetaOp::VaultInit(_)
+            | MetaOp::VaultSeal
+            | MetaOp::VaultPutSecret(_)
+            | MetaOp::VaultDeleteSecret { .. }
+            | MetaOp::VaultPutPolicy(_)
+            | MetaOp::VaultDeletePolicy { .. }
+            | MetaOp::VaultAudit(_) => apply_vault(tx, _now, op),
+            MetaOp::Security(op) => security::apply(tx, _now, op),
         }
     }
 }
@@ -185,4 +197,240 @@ pub fn session(view: &ReadView<'_>, token_hash: &str, now: i64) -> Result<Option
     let s: Option<SessionRecord> =
         view.get(&session_key(token_hash))?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
     Ok(s.filter(|s| now < s.expires_at_ms))
+}
+
+// ---------------------------------------------------------------------------
+// Vault: `vault/key` → wrapped data key; `vault/epoch` → seal epoch (u64 BE);
+// `vault/s/<path>` → secret ciphertext; `vault/p/<name>` → access policy;
+// `vault/a/<at_ms, 20 digits>/<id>` → audit record; `vault/acount` → how many.
+// ---------------------------------------------------------------------------
+
+const VAULT_KEY: &[u8] = b"vault/key";
+const VAULT_EPOCH: &[u8] = b"vault/epoch";
+const VAULT_AUDIT_COUNT: &[u8] = b"vault/acount";
+const VAULT_AUDIT_PREFIX: &[u8] = b"vault/a/";
+
+fn vault_secret_key(path: &str) -> Vec<u8> {
+    [b"vault/s/".as_slice(), path.as_bytes()].concat()
+}
+
+fn vault_policy_key(name: &str) -> Vec<u8> {
+    [b"vault/p/".as_slice(), name.as_bytes()].concat()
+}
+
+fn read_u64(view: &ReadView<'_>, key: &[u8]) -> Result<u64> {
+    Ok(view.get(key)?.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map(u64::from_be_bytes).unwrap_or(0))
+}
+
+/// Applies the vault's meta operations.
+fn apply_vault(tx: &mut Tx<'_>, now: i64, op: &MetaOp) -> Result<Response> {
+    match op {
+        MetaOp::VaultInit(key) => {
+            if tx.view().get(VAULT_KEY)?.is_some() {
+                return Ok(Response::Applied(false));
+            }
+            tx.put(VAULT_KEY, &serde_json::to_vec(key)?);
+            Ok(Response::Applied(true))
+        }
+        MetaOp::VaultSeal => {
+            let epoch = read_u64(tx.view(), VAULT_EPOCH)? + 1;
+            tx.put(VAULT_EPOCH, &epoch.to_be_bytes());
+            Ok(Response::Applied(true))
+        }
+        MetaOp::VaultPutSecret(secret) => {
+            let mut secret = secret.clone();
+            let old = vault_secret(tx.view(), &secret.path)?;
+            secret.version = old.as_ref().map_or(1, |o| o.version + 1);
+            secret.created_at_ms = old.as_ref().map_or(now, |o| o.created_at_ms);
+            secret.updated_at_ms = now;
+            tx.put(&vault_secret_key(&secret.path), &serde_json::to_vec(&secret)?);
+            Ok(Response::Applied(old.is_none()))
+        }
+        MetaOp::VaultDeleteSecret { path } => {
+            let existed = tx.view().get(&vault_secret_key(path))?.is_some();
+            tx.delete(&vault_secret_key(path));
+            Ok(Response::Deleted(existed as u64))
+        }
+        MetaOp::VaultPutPolicy(policy) => {
+            let mut policy = policy.clone();
+            let old: Option<VaultPolicyRecord> =
+                tx.view().get(&vault_policy_key(&policy.name))?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
+            policy.created_at_ms = old.as_ref().map_or(now, |o| o.created_at_ms);
+            policy.updated_at_ms = now;
+            tx.put(&vault_policy_key(&policy.name), &serde_json::to_vec(&policy)?);
+            Ok(Response::Applied(old.is_none()))
+        }
+        MetaOp::VaultDeletePolicy { name } => {
+            if tx.view().get(&vault_policy_key(name))?.is_none() {
+                return reject(RejectKind::NotFound, format!("vault policy {name} does not exist"));
+            }
+            tx.delete(&vault_policy_key(name));
+            Ok(Response::Applied(true))
+        }
+        MetaOp::VaultAudit(record) => {
+            let mut record = record.clone();
+            record.at_ms = now;
+            let key = [VAULT_AUDIT_PREFIX, format!("{:020}/{}", now.max(0), record.id).as_bytes()].concat();
+            let mut count = read_u64(tx.view(), VAULT_AUDIT_COUNT)? + 1;
+            if count as usize > VAULT_AUDIT_KEEP {
+                let mut oldest = None;
+                tx.view().scan_prefix(VAULT_AUDIT_PREFIX, |k, _| {
+                    oldest = Some(k.to_vec());
+                    Ok(false)
+                })?;
+                if let Some(k) = oldest {
+                    tx.delete(&k);
+                    count -= 1;
+                }
+            }
+            tx.put(&key, &serde_json::to_vec(&record)?);
+            tx.put(VAULT_AUDIT_COUNT, &count.to_be_bytes());
+            Ok(Response::Applied(true))
+        }
+        _ => reject(RejectKind::Invalid, "not a vault operation"),
+    }
+}
+
+/// The vault's wrapped key (if the vault is initialized) and its seal epoch.
+pub fn vault_state(view: &ReadView<'_>) -> Result<(Option<VaultKeyRecord>, u64)> {
+    let key = view.get(VAULT_KEY)?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
+    Ok((key, read_u64(view, VAULT_EPOCH)?))
+}
+
+/// One vault secret (ciphertext).
+pub fn vault_secret(view: &ReadView<'_>, path: &str) -> Result<Option<VaultSecretRecord>> {
+    Ok(view.get(&vault_secret_key(path))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
+}
+
+/// Vault secrets whose path starts with `prefix`, in path order.
+pub fn vault_secrets(view: &ReadView<'_>, prefix: &str) -> Result<Vec<VaultSecretRecord>> {
+    let mut out = Vec::new();
+    view.scan_prefix(&vault_secret_key(prefix), |_, v| {
+        out.push(serde_json::from_slice(v)?);
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+/// Every vault access policy, by name.
+pub fn vault_policies(view: &ReadView<'_>) -> Result<Vec<VaultPolicyRecord>> {
+    let mut out = Vec::new();
+    view.scan_prefix(b"vault/p/", |_, v| {
+        out.push(serde_json::from_slice(v)?);
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+/// The newest `limit` audit records, newest first.
+pub fn vault_audit(view: &ReadView<'_>, limit: usize) -> Result<Vec<VaultAuditRecord>> {
+    let mut all: Vec<VaultAuditRecord> = Vec::new();
+    view.scan_prefix(VAULT_AUDIT_PREFIX, |_, v| {
+        all.push(serde_json::from_slice(v)?);
+        Ok(true)
+    })?;
+    all.reverse();
+    all.truncate(limit);
+    Ok(all)
+}
+
+#[cfg(test)]
+mod vault_tests {
+    use std::sync::Arc;
+
+    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
+
+    use super::*;
+    use crate::engine::{GroupData, space};
+
+    fn data() -> (tempfile::TempDir, GroupData) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
+        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
+        (dir, GroupData { db, group: 0, vectors: Default::default() })
+    }
+
+    fn apply(data: &GroupData, now: i64, op: MetaOp) -> Response {
+        let mut batch = WriteBatch::default();
+        let r = MetaEngine.apply(&mut Tx::new(&data.db, data.group, space::META, &mut batch), now, &op).unwrap();
+        data.db.write(batch).unwrap();
+        r
+    }
+
+    fn key(id: &str) -> VaultKeyRecord {
+        VaultKeyRecord {
+            key_id: id.into(),
+            kdf_m_kib: 8,
+            kdf_t: 1,
+            kdf_p: 1,
+            salt: vec![1; 16],
+            wrap_nonce: vec![2; 12],
+            wrapped_key: vec![3; 48],
+            check_nonce: vec![4; 12],
+            check: vec![5; 47],
+            created_at_ms: 1,
+        }
+    }
+
+    fn audit(id: &str) -> VaultAuditRecord {
+        VaultAuditRecord {
+            id: id.into(),
+            at_ms: 0,
+            event: "sealed".into(),
+            actor: "a".into(),
+            router: "r".into(),
+            path: None,
+            success: true,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_key_is_written_once_and_secrets_count_versions() {
+        let (_dir, data) = data();
+        assert_eq!(apply(&data, 1, MetaOp::VaultInit(key("first"))), Response::Applied(true));
+        assert_eq!(apply(&data, 2, MetaOp::VaultInit(key("second"))), Response::Applied(false));
+        let (k, epoch) = vault_state(&data.space(space::META)).unwrap();
+        assert_eq!((k.unwrap().key_id.as_str(), epoch), ("first", 0));
+        apply(&data, 3, MetaOp::VaultSeal);
+        assert_eq!(vault_state(&data.space(space::META)).unwrap().1, 1);
+
+        let secret = VaultSecretRecord {
+            path: "a/b".into(),
+            key_id: "first".into(),
+            nonce: vec![0; 12],
+            ciphertext: vec![9; 20],
+            version: 0,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            updated_by: "u".into(),
+        };
+        assert_eq!(apply(&data, 10, MetaOp::VaultPutSecret(secret.clone())), Response::Applied(true));
+        assert_eq!(apply(&data, 20, MetaOp::VaultPutSecret(secret.clone())), Response::Applied(false));
+        let stored = vault_secret(&data.space(space::META), "a/b").unwrap().unwrap();
+        assert_eq!((stored.version, stored.created_at_ms, stored.updated_at_ms), (2, 10, 20));
+        assert_eq!(vault_secrets(&data.space(space::META), "a/").unwrap().len(), 1);
+        assert!(vault_secrets(&data.space(space::META), "b").unwrap().is_empty());
+        assert_eq!(apply(&data, 30, MetaOp::VaultDeleteSecret { path: "a/b".into() }), Response::Deleted(1));
+        assert_eq!(apply(&data, 31, MetaOp::VaultDeleteSecret { path: "a/b".into() }), Response::Deleted(0));
+    }
+
+    #[test]
+    fn the_audit_trail_is_newest_first_and_capped() {
+        let (_dir, data) = data();
+        let n = VAULT_AUDIT_KEEP + 5;
+        for i in 0..n {
+            apply(&data, 1000 + i as i64, MetaOp::VaultAudit(audit(&format!("{i:06}"))));
+        }
+        let view = data.space(space::META);
+        let all = vault_audit(&view, usize::MAX).unwrap();
+        assert_eq!(all.len(), VAULT_AUDIT_KEEP);
+        assert_eq!(all[0].id, format!("{:06}", n - 1));
+        assert_eq!(all[0].at_ms, 1000 + (n - 1) as i64);
+        assert_eq!(all.last().unwrap().id, format!("{:06}", 5));
+        assert_eq!(vault_audit(&view, 2).unwrap().len(), 2);
+    }
 }

@@ -3,10 +3,12 @@
 //! transaction over that space and an operation, it produces a [`Response`].
 
 pub mod document;
+pub mod graph;
 pub mod kv;
 pub mod meta;
 pub mod object;
 pub mod sql;
+pub mod stream;
 pub mod timeseries;
 pub mod vector;
 
@@ -15,8 +17,10 @@ use std::sync::Arc;
 use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
 use tessera_api::command::Response;
 
+use crate::crypt::Purpose;
 use crate::error::Result;
 use crate::keys::{self, CF_DATA};
+use crate::store::Db;
 
 /// Key spaces of the engines inside a group's range.
 pub mod space {
@@ -27,6 +31,10 @@ pub mod space {
     pub const DOCUMENT: u8 = 5;
     pub const VECTOR: u8 = 6;
     pub const TIMESERIES: u8 = 7;
+    pub const STREAM: u8 = 8;
+    pub const GRAPH: u8 = 9;
+    /// Ids of recently applied requests and their responses (retry deduplication).
+    pub const DEDUP: u8 = 0xF0;
 }
 
 /// One engine: applies its operations deterministically.
@@ -46,21 +54,22 @@ enum Source<'a> {
     Snapshot(&'a rocksdb::Snapshot<'a>),
 }
 
-/// Reads of one key space of one group.
+/// Reads of one key space of one group. Values come back in plaintext (opened
+/// here when the store encrypts at rest).
 pub struct ReadView<'a> {
-    db: &'a DB,
+    db: &'a Db,
     source: Source<'a>,
     group: u64,
     space: u8,
 }
 
 impl<'a> ReadView<'a> {
-    pub(crate) fn new(db: &'a DB, group: u64, space: u8) -> Self {
+    pub(crate) fn new(db: &'a Db, group: u64, space: u8) -> Self {
         ReadView { db, source: Source::Db(db), group, space }
     }
 
     /// A view reading from `snapshot` of `db`.
-    pub(crate) fn at_snapshot(db: &'a DB, snapshot: &'a rocksdb::Snapshot<'a>, group: u64, space: u8) -> Self {
+    pub(crate) fn at_snapshot(db: &'a Db, snapshot: &'a rocksdb::Snapshot<'a>, group: u64, space: u8) -> Self {
         ReadView { db, source: Source::Snapshot(snapshot), group, space }
     }
 
@@ -71,10 +80,14 @@ impl<'a> ReadView<'a> {
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let k = keys::data_key(self.group, self.space, key);
-        Ok(match self.source {
-            Source::Db(db) => db.get_cf(self.cf(), k)?,
-            Source::Snapshot(s) => s.get_cf(self.cf(), k)?,
-        })
+        let raw = match self.source {
+            Source::Db(db) => db.get_cf(self.cf(), &k)?,
+            Source::Snapshot(s) => s.get_cf(self.cf(), &k)?,
+        };
+        match raw {
+            Some(v) if self.db.encrypted() => Ok(Some(self.db.open(Purpose::Data, &k, &v)?.into_owned())),
+            other => Ok(other),
+        }
     }
 
     /// Calls `f` with every (key, value) whose key starts with `prefix`, in key
@@ -111,6 +124,7 @@ impl<'a> ReadView<'a> {
         };
         for item in iter {
             let (k, v) = item?;
+            let v = self.db.open(Purpose::Data, &k, &v)?;
             if !f(&k, &v)? {
                 break;
             }
@@ -127,7 +141,7 @@ pub struct Tx<'a> {
 }
 
 impl<'a> Tx<'a> {
-    pub(crate) fn new(db: &'a DB, group: u64, space: u8, batch: &'a mut WriteBatch) -> Self {
+    pub(crate) fn new(db: &'a Db, group: u64, space: u8, batch: &'a mut WriteBatch) -> Self {
         Tx { view: ReadView::new(db, group, space), batch }
     }
 
@@ -138,7 +152,8 @@ impl<'a> Tx<'a> {
 
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         let k = keys::data_key(self.view.group, self.view.space, key);
-        self.batch.put_cf(self.view.cf(), k, value);
+        let stored = self.view.db.seal(Purpose::Data, &k, value);
+        self.batch.put_cf(self.view.cf(), &k, stored);
     }
 
     pub fn delete(&mut self, key: &[u8]) {
@@ -150,7 +165,7 @@ impl<'a> Tx<'a> {
 /// Read access to one group's state for the engines' query functions.
 #[derive(Clone)]
 pub struct GroupData {
-    pub(crate) db: Arc<DB>,
+    pub(crate) db: Arc<Db>,
     pub(crate) group: u64,
     /// The group's in-memory vector indexes (shared by its state machine and reader).
     pub(crate) vectors: Arc<vector::VectorState>,
@@ -163,7 +178,7 @@ impl GroupData {
     }
 
     /// The database handle, for taking a RocksDB snapshot.
-    pub(crate) fn db(&self) -> &DB {
+    pub(crate) fn db(&self) -> &Db {
         &self.db
     }
 }

@@ -6,8 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use tessera_api::command::Response;
+use tessera_api::command::{RejectKind, Response};
+use tessera_api::import::{ImportFailure, ImportResult, OnConflict, SqlImportOp};
 use tessera_api::sql::{SqlFailure, SqlOp, SqlQuery, SqlResult, SqlRows};
+use tessera_sql::import::{Conflict, ImportInput};
 use tessera_sql::{ExecContext, KvRead, SqlError, WriteOp};
 
 use super::{Engine, GroupData, ReadView, Tx, space};
@@ -96,18 +98,35 @@ impl Engine for SqlEngine {
     type Op = SqlOp;
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &SqlOp) -> Result<Response> {
+        Ok(self.apply_capturing(tx, now, op, &|_| false)?.0)
+    }
+}
+
+impl SqlEngine {
+    /// [`Engine::apply`], also returning the row changes of the tables
+    /// `capture` selects (change data capture), in statement order.
+    pub fn apply_capturing(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        op: &SqlOp,
+        capture: &dyn Fn(&str) -> bool,
+    ) -> Result<(Response, Vec<tessera_sql::RowChange>)> {
         if !valid_database_name(&op.database) {
-            return Ok(Response::Sql(failure(SqlError {
-                code: tessera_sql::ErrorCode::Unsupported,
-                message: format!("invalid database name {:?}", op.database),
-                position: None,
-            })));
+            return Ok((
+                Response::Sql(failure(SqlError {
+                    code: tessera_sql::ErrorCode::Unsupported,
+                    message: format!("invalid database name {:?}", op.database),
+                    position: None,
+                })),
+                Vec::new(),
+            ));
         }
         let prefix = data_prefix(&op.database);
-        let ctx = ExecContext { now_ms: now, max_result_rows: op.max_result_rows, deadline: None };
+        let ctx = ExecContext { now_ms: now, max_result_rows: op.max_result_rows, ..Default::default() };
         let outcome = {
             let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
-            tessera_sql::execute(&kv, &op.sql, &op.params, &ctx)
+            tessera_sql::execute_capturing(&kv, &op.sql, &op.params, &ctx, capture)
         };
         match outcome {
             Ok(out) => {
@@ -127,9 +146,87 @@ impl Engine for SqlEngine {
                     tx.view().compact_range(&start, end.as_deref());
                     tracing::info!(database = %op.database, whole_database = table.is_empty(), "VACUUM compacted the key range");
                 }
-                Ok(Response::Sql(rows(out.result)))
+                Ok((Response::Sql(rows(out.result)), out.changes))
             }
-            Err(e) => Ok(Response::Sql(failure(e))),
+            Err(e) => Ok((Response::Sql(failure(e)), Vec::new())),
+        }
+    }
+}
+
+/// The leader's trial run of a write before it is proposed: executes `op`
+/// against a snapshot of this replica's current state with the request's time
+/// limit and discards the writes. Returns the `QUERY_TIMEOUT` failure when the
+/// limit is exceeded; every other outcome is left to the real apply, which may
+/// see newer state. Only requests that may run long are tried
+/// ([`tessera_sql::may_run_long`]).
+pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult> {
+    if op.timeout_ms == 0 || !valid_database_name(&op.database) || !tessera_sql::may_run_long(&op.sql) {
+        return None;
+    }
+    let db = data.db();
+    let snapshot = db.snapshot();
+    let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
+    let kv = DatabaseKv { view: &view, prefix: data_prefix(&op.database) };
+    let ctx = ExecContext {
+        now_ms,
+        max_result_rows: op.max_result_rows,
+        deadline: Some(Instant::now() + Duration::from_millis(op.timeout_ms)),
+        enforce_deadline_on_writes: true,
+    };
+    match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
+        Err(e) if e.code == tessera_sql::ErrorCode::QueryTimeout => Some(failure(e)),
+        _ => None,
+    }
+}
+
+impl SqlEngine {
+    /// Applies one bulk import batch: every row or none (the first failing row's
+    /// line is reported and the batch writes nothing).
+    pub fn import(&self, tx: &mut Tx<'_>, now: i64, op: &SqlImportOp) -> Result<Response> {
+        let fail = |line: u64, kind: RejectKind, code: Option<String>, message: String| {
+            Ok(Response::Import(ImportResult {
+                imported: 0,
+                skipped: 0,
+                failure: Some(ImportFailure { line, kind, code, message }),
+            }))
+        };
+        if !valid_database_name(&op.database) {
+            return fail(0, RejectKind::Invalid, None, format!("invalid database name {:?}", op.database));
+        }
+        let prefix = data_prefix(&op.database);
+        let ctx = ExecContext { now_ms: now, max_result_rows: 0, deadline: None, ..ExecContext::default() };
+        let conflict = match op.on_conflict {
+            OnConflict::Skip => Conflict::Skip,
+            OnConflict::Error => Conflict::Error,
+            OnConflict::Update => Conflict::Update,
+        };
+        let rows: Vec<ImportInput<'_>> = op.rows.iter().map(|r| ImportInput { line: r.line, values: &r.values }).collect();
+        let outcome = {
+            let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
+            tessera_sql::import::import_rows(&kv, &op.table, &rows, conflict, &ctx)
+        };
+        match outcome {
+            Ok(out) => {
+                if !out.writes.ops.is_empty() && tx.view().get(&registry_key(&op.database))?.is_none() {
+                    tx.put(&registry_key(&op.database), &serde_json::to_vec(&serde_json::json!({"created_at_ms": now}))?);
+                }
+                for w in &out.writes.ops {
+                    match w {
+                        WriteOp::Put(k, v) => tx.put(&[prefix.as_slice(), k].concat(), v),
+                        WriteOp::Delete(k) => tx.delete(&[prefix.as_slice(), k].concat()),
+                    }
+                }
+                Ok(Response::Import(ImportResult { imported: out.imported, skipped: out.skipped, failure: None }))
+            }
+            Err(e) => {
+                use tessera_sql::ErrorCode as C;
+                let kind = match e.error.code {
+                    C::TableNotFound => RejectKind::NotFound,
+                    C::ConstraintViolation => RejectKind::Conflict,
+                    _ => RejectKind::Invalid,
+                };
+                fail(e.line.unwrap_or(0), kind, Some(e.error.code.as_str().to_string()), e.error.message)
+            }
         }
     }
 }
@@ -157,6 +254,7 @@ pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
                 now_ms: tessera_api::command::now_ms(),
                 max_result_rows: *max_result_rows,
                 deadline: Some(Instant::now() + Duration::from_millis(*timeout_ms)),
+                enforce_deadline_on_writes: false,
             };
             match tessera_sql::execute(&kv(database), sql, params, &ctx) {
                 Ok(out) => rows(out.result),

@@ -7,8 +7,14 @@
 //! * `s/<metric>\0<series>` → empty, the series index (`<series>` is the JSON of
 //!   the sorted tag map, which never holds a NUL byte);
 //! * `c/<metric>\0<series>\0<block start, 8 bytes BE, sign flipped>` → chunk:
-//!   one header byte (0 raw; 1 downsampled, then the resolution as 8 bytes BE)
-//!   followed by a Gorilla-encoded chunk of the block's points in time order.
+//!   one header byte (0 raw; 1 downsampled, then the resolution as 8 bytes BE;
+//!   flag 0x80: a sealed day chunk) followed by a Gorilla-encoded chunk of the
+//!   block's points in time order.
+//!
+//! A chunk covers one hour, or, once `admin/compress` sealed it ([`TsOp::Compact`]),
+//! the whole UTC day starting at its key (the hour chunks of a cold day merged
+//! into one, which saves each chunk's key, header and raw first point). Writes
+//! into a sealed day go into the sealed chunk.
 //!
 //! A write decodes each touched block, merges (same timestamp overwrites) and
 //! re-encodes. Retention downsampling regroups the series' planned chunks and
@@ -106,6 +112,29 @@ fn block_of(ts: i64) -> i64 {
     ts.checked_sub(ts.rem_euclid(BLOCK_MS)).unwrap_or(i64::MIN)
 }
 
+/// Width of a sealed chunk.
+pub const DAY_MS: i64 = 86_400_000;
+/// Header flag of a sealed day chunk.
+const SEALED: u8 = 0x80;
+
+fn day_of(ts: i64) -> i64 {
+    ts.checked_sub(ts.rem_euclid(DAY_MS)).unwrap_or(i64::MIN)
+}
+
+fn is_sealed(raw: &[u8]) -> bool {
+    raw.first().is_some_and(|h| h & SEALED != 0)
+}
+
+/// The chunk a point at `ts` of `series` belongs to: the sealed chunk of its day
+/// when there is one (and it is not in `skip`), else its hour. `(block, sealed)`.
+fn target_block(view: &ReadView<'_>, metric: &str, series: &str, ts: i64, skip: &BTreeSet<Vec<u8>>) -> Result<(i64, bool)> {
+    let day_key = chunk_key(metric, series, day_of(ts));
+    if !skip.contains(&day_key) && view.get(&day_key)?.is_some_and(|raw| is_sealed(&raw)) {
+        return Ok((day_of(ts), true));
+    }
+    Ok((block_of(ts), false))
+}
+
 fn chunk_key(metric: &str, series: &str, block: i64) -> Vec<u8> {
     let mut k = chunk_prefix(metric, series);
     k.extend_from_slice(&block_bytes(block));
@@ -115,7 +144,7 @@ fn chunk_key(metric: &str, series: &str, block: i64) -> Vec<u8> {
 /// A decoded chunk value: resolution (None = raw) and points.
 fn decode_value(raw: &[u8]) -> Result<(Option<i64>, Vec<Point>)> {
     let corrupt = |m: String| StorageError::Corrupt(format!("time-series chunk: {m}"));
-    let (res, body) = match raw.first() {
+    let (res, body) = match raw.first().map(|h| h & !SEALED) {
         Some(0) => (None, &raw[1..]),
         Some(1) if raw.len() >= 9 => {
             let mut b = [0u8; 8];
@@ -127,13 +156,14 @@ fn decode_value(raw: &[u8]) -> Result<(Option<i64>, Vec<Point>)> {
     Ok((res, decode_chunk(body).map_err(|e| corrupt(e.to_string()))?))
 }
 
-fn encode_value(res: Option<i64>, points: &[Point]) -> std::result::Result<Vec<u8>, String> {
+fn encode_value(res: Option<i64>, points: &[Point], sealed: bool) -> std::result::Result<Vec<u8>, String> {
     let body = encode_chunk(points).map_err(|e| e.to_string())?;
     let mut v = Vec::with_capacity(body.len() + 9);
+    let flag = if sealed { SEALED } else { 0 };
     match res {
-        None => v.push(0),
+        None => v.push(flag),
         Some(r) => {
-            v.push(1);
+            v.push(1 | flag);
             v.extend_from_slice(&r.to_be_bytes());
         }
     }
@@ -175,13 +205,23 @@ impl TimeSeriesEngine {
         };
         // (series, block) → ts → value; later points of the request win.
         let mut blocks: BTreeMap<(String, i64), BTreeMap<i64, f64>> = BTreeMap::new();
+        let mut targets: BTreeMap<(String, i64), i64> = BTreeMap::new();
+        let none = BTreeSet::new();
         for (i, p) in points.iter().enumerate() {
             let ts = match parse_timestamp_at(&p.timestamp, now) {
                 Ok(ts) => ts,
                 Err(e) => return Ok(rejected(RejectKind::Invalid, format!("points[{i}]: {e}"))),
             };
             let series = serde_json::to_string(&p.tags)?;
-            blocks.entry((series, block_of(ts))).or_default().insert(ts, p.value);
+            let block = match targets.get(&(series.clone(), block_of(ts))) {
+                Some(b) => *b,
+                None => {
+                    let (b, _) = target_block(view, metric, &series, ts, &none)?;
+                    targets.insert((series.clone(), block_of(ts)), b);
+                    b
+                }
+            };
+            blocks.entry((series, block)).or_default().insert(ts, p.value);
         }
         let mut puts: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut seen = BTreeSet::new();
@@ -195,17 +235,17 @@ impl TimeSeriesEngine {
                 }
             }
             let key = chunk_key(metric, series, *block);
-            let (res, mut merged, old) = match view.get(&key)? {
+            let (res, mut merged, old, sealed) = match view.get(&key)? {
                 Some(raw) => {
                     let (res, pts) = decode_value(&raw)?;
                     let old = (pts.len(), raw.len());
-                    (res, pts.into_iter().collect::<BTreeMap<i64, f64>>(), old)
+                    (res, pts.into_iter().collect::<BTreeMap<i64, f64>>(), old, is_sealed(&raw))
                 }
-                None => (None, BTreeMap::new(), (0, 0)),
+                None => (None, BTreeMap::new(), (0, 0), false),
             };
             merged.extend(new.iter().map(|(t, v)| (*t, *v)));
             let pts: Vec<Point> = merged.into_iter().collect();
-            let value = match encode_value(res, &pts) {
+            let value = match encode_value(res, &pts, sealed) {
                 Ok(v) => v,
                 Err(e) => return Ok(rejected(RejectKind::Invalid, e)),
             };
@@ -264,11 +304,11 @@ impl TimeSeriesEngine {
                 by_series.entry(&c.series).or_default().extend_from_slice(&c.points);
             }
             for (series, pts) in by_series {
-                let mut out: BTreeMap<i64, BTreeMap<i64, f64>> = BTreeMap::new();
+                let mut out: BTreeMap<(i64, bool), BTreeMap<i64, f64>> = BTreeMap::new();
                 for (t, v) in downsample(&pts, interval, plan.downsample_fn) {
-                    out.entry(block_of(t)).or_default().insert(t, v);
+                    out.entry(target_block(tx.view(), &name, series, t, &planned)?).or_default().insert(t, v);
                 }
-                for (block, new) in out {
+                for ((block, sealed), new) in out {
                     let key = chunk_key(&name, series, block);
                     let mut merged = BTreeMap::new();
                     if !planned.contains(&key)
@@ -280,13 +320,88 @@ impl TimeSeriesEngine {
                     }
                     merged.extend(new);
                     let pts: Vec<Point> = merged.into_iter().collect();
-                    let value = encode_value(Some(interval), &pts).map_err(StorageError::Corrupt)?;
+                    let value = encode_value(Some(interval), &pts, sealed).map_err(StorageError::Corrupt)?;
                     rec.account((0, 0), (pts.len(), value.len()));
                     tx.put(&key, &value);
                 }
             }
         }
         Ok((plan.drop.len() as u64, dropped_points, plan.downsample.len() as u64))
+    }
+
+    /// Merges, per series, the chunks of every UTC day that ended at or before
+    /// `cutoff` into one sealed day chunk, re-encoded (days with one chunk,
+    /// chunks of different resolutions, or days whose merged chunk would not be
+    /// smaller are left as they are).
+    fn compact(tx: &mut Tx<'_>, cutoff: i64) -> Result<Response> {
+        let mut recs: Vec<MetricRecord> = Vec::new();
+        tx.view().scan_prefix(b"m/", |_, v| {
+            recs.push(serde_json::from_slice(v)?);
+            Ok(true)
+        })?;
+        let (mut series_compacted, mut merged_chunks, mut before, mut after) = (0u64, 0u64, 0u64, 0u64);
+        for mut rec in recs {
+            struct Stored {
+                key: Vec<u8>,
+                len: usize,
+                res: Option<i64>,
+                points: Vec<Point>,
+            }
+            let prefix = format!("c/{}\0", rec.name).into_bytes();
+            // (series, day) → chunks, in key order.
+            let mut days: BTreeMap<(String, i64), Vec<Stored>> = BTreeMap::new();
+            tx.view().scan_prefix(&prefix, |k, v| {
+                let rest = &k[prefix.len()..];
+                if rest.len() < 9 {
+                    return Ok(true);
+                }
+                let series = String::from_utf8_lossy(&rest[..rest.len() - 9]).into_owned();
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&rest[rest.len() - 8..]);
+                let block = (u64::from_be_bytes(b) ^ (1 << 63)) as i64;
+                let day = day_of(block);
+                if day.checked_add(DAY_MS).is_none_or(|end| end > cutoff) {
+                    return Ok(true);
+                }
+                let (res, points) = decode_value(v)?;
+                days.entry((series, day)).or_default().push(Stored { key: k.to_vec(), len: v.len(), res, points });
+                Ok(true)
+            })?;
+            let mut touched = BTreeSet::new();
+            for ((series, day), chunks) in days {
+                if chunks.len() < 2 || chunks.iter().any(|c| c.res != chunks[0].res) {
+                    continue;
+                }
+                let merged: BTreeMap<i64, f64> = chunks.iter().flat_map(|c| c.points.iter().copied()).collect();
+                let pts: Vec<Point> = merged.into_iter().collect();
+                let key = chunk_key(&rec.name, &series, day);
+                let value = encode_value(chunks[0].res, &pts, true).map_err(StorageError::Corrupt)?;
+                let old_bytes: usize = chunks.iter().map(|c| c.key.len() + c.len).sum();
+                if key.len() + value.len() >= old_bytes {
+                    continue; // sealing would not save space
+                }
+                for c in &chunks {
+                    tx.delete(&c.key);
+                    rec.account((c.points.len(), c.len), (0, 0));
+                }
+                before += old_bytes as u64;
+                rec.account((0, 0), (pts.len(), value.len()));
+                after += (key.len() + value.len()) as u64;
+                tx.put(&key, &value);
+                merged_chunks += chunks.len() as u64;
+                touched.insert(series);
+            }
+            if !touched.is_empty() {
+                series_compacted += touched.len() as u64;
+                tx.put(&metric_key(&rec.name), &serde_json::to_vec(&rec)?);
+            }
+        }
+        Ok(Response::TimeSeries(TsResponse::Compacted {
+            series_compacted,
+            blocks_merged: merged_chunks,
+            bytes_before: before,
+            bytes_after: after,
+        }))
     }
 
     fn enforce(tx: &mut Tx<'_>, now: i64) -> Result<Response> {
@@ -356,6 +471,7 @@ impl Engine for TimeSeriesEngine {
                 Ok(Response::TimeSeries(TsResponse::Metric(rec.info())))
             }
             TsOp::EnforceRetention => Self::enforce(tx, now),
+            TsOp::Compact { older_than_ms } => Self::compact(tx, now.saturating_sub(*older_than_ms)),
         }
     }
 }
@@ -411,7 +527,8 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                 if start <= end {
                     let mut lo = chunk_prefix(metric, &s);
                     let mut hi = lo.clone();
-                    lo.extend_from_slice(&block_bytes(block_of(start)));
+                    // A sealed day chunk starting before `start` may hold points after it.
+                    lo.extend_from_slice(&block_bytes(day_of(start)));
                     hi.extend_from_slice(&block_bytes(block_of(end)));
                     hi.push(0);
                     view.scan_range(&lo, &hi, |_, v| {
@@ -437,5 +554,82 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
             }
             Ok(TsQueryResult::Series(Some(out)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
+    use tessera_api::timeseries::TsPointIn;
+
+    use super::*;
+    use crate::engine::{GroupData, space};
+
+    fn open() -> (tempfile::TempDir, GroupData) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
+        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
+        (dir, GroupData { db, group: 1, vectors: Default::default() })
+    }
+
+    fn apply(data: &GroupData, now: i64, op: TsOp) -> Response {
+        let mut batch = WriteBatch::default();
+        let r = TimeSeriesEngine.apply(&mut Tx::new(&data.db, data.group, space::TIMESERIES, &mut batch), now, &op).unwrap();
+        data.db.write(batch).unwrap();
+        r
+    }
+
+    fn points(data: &GroupData, start: i64, end: i64) -> Vec<Point> {
+        let q = TsQuery::Query {
+            metric: "m".into(),
+            start: json!(start),
+            end: json!(end),
+            tags: BTreeMap::new(),
+            aggregation: Value::Null,
+            now_ms: 0,
+        };
+        match query(&data.space(space::TIMESERIES), &q).unwrap() {
+            TsQueryResult::Series(Some(s)) => s.into_iter().flat_map(|s| s.points).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn write(data: &GroupData, pts: impl Iterator<Item = (i64, f64)>) {
+        let points = pts.map(|(t, v)| TsPointIn { timestamp: json!(t), value: v, tags: BTreeMap::new() }).collect();
+        assert!(matches!(apply(data, 0, TsOp::Write { metric: "m".into(), points }), Response::TimeSeries(TsResponse::Written { .. })));
+    }
+
+    #[test]
+    fn compact_seals_cold_days_and_reads_stay_identical() {
+        let (_dir, data) = open();
+        let day0 = 19_700 * DAY_MS; // epoch milliseconds (small numbers read as seconds)
+        write(&data, (0..2 * 24 * 60).map(|i| (day0 + i * 60_000, (i % 17) as f64 * 0.5)));
+        let all = points(&data, 0, i64::MAX);
+        // Only the first day has ended at `now`.
+        let now = day0 + DAY_MS + 1;
+        let r = apply(&data, now, TsOp::Compact { older_than_ms: 0 });
+        let Response::TimeSeries(TsResponse::Compacted { series_compacted, blocks_merged, bytes_before, bytes_after }) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!((series_compacted, blocks_merged), (1, 24));
+        assert!(bytes_after < bytes_before);
+        assert_eq!(points(&data, 0, i64::MAX), all);
+        // A range starting inside the sealed day, and writes into it.
+        assert_eq!(points(&data, day0 + 5 * BLOCK_MS, day0 + 5 * BLOCK_MS + 60_000).len(), 2);
+        write(&data, [(day0 + 60_000, -1.0), (day0 + 30_000, -2.0)].into_iter());
+        let head = points(&data, day0, day0 + 60_000);
+        assert_eq!(head, vec![(day0, 0.0), (day0 + 30_000, -2.0), (day0 + 60_000, -1.0)]);
+        assert_eq!(data.space(space::TIMESERIES).get(&chunk_key("m", "{}", day0 + BLOCK_MS)).unwrap(), None);
+        // Nothing more to do; the second day seals once it has ended.
+        let again = apply(&data, now, TsOp::Compact { older_than_ms: 0 });
+        assert!(matches!(again, Response::TimeSeries(TsResponse::Compacted { blocks_merged: 0, .. })));
+        let later = apply(&data, day0 + 3 * DAY_MS, TsOp::Compact { older_than_ms: DAY_MS / 2 });
+        assert!(matches!(later, Response::TimeSeries(TsResponse::Compacted { blocks_merged: 24, .. })));
+        assert_eq!(points(&data, 0, i64::MAX).len(), all.len() + 1);
     }
 }

@@ -177,6 +177,15 @@ fn reject(kind: RejectKind, message: String) -> Result<Response> {
     Ok(Response::Rejected { kind, message })
 }
 
+/// Whether a command naming `uid` was meant for another incarnation of the collection.
+fn stale(c: &CollectionConfig, uid: &Option<String>) -> bool {
+    uid.as_ref().is_some_and(|u| *u != c.uid)
+}
+
+fn recreated(name: &str) -> String {
+    format!("collection {name} does not exist (it was dropped and recreated)")
+}
+
 /// Deletes every key under `prefix`.
 fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<()> {
     let mut doomed = Vec::new();
@@ -221,9 +230,11 @@ impl Engine for VectorEngine<'_> {
                 self.state.write().insert(c.name.clone(), Slot::Live(Box::new(col)));
                 Ok(Response::Vector(VectorResponse::Created(stored)))
             }
-            VectorOp::DropCollection { name } => {
-                if config(tx.view(), name)?.is_none() {
-                    return reject(RejectKind::NotFound, format!("collection {name} does not exist"));
+            VectorOp::DropCollection { name, uid } => {
+                match config(tx.view(), name)? {
+                    None => return reject(RejectKind::NotFound, format!("collection {name} does not exist")),
+                    Some(c) if stale(&c, uid) => return reject(RejectKind::NotFound, recreated(name)),
+                    Some(_) => {}
                 }
                 let count = counters(tx.view(), name)?.count;
                 delete_prefix(tx, &ids_prefix(name))?;
@@ -233,11 +244,14 @@ impl Engine for VectorEngine<'_> {
                 self.state.write().insert(name.clone(), Slot::Dropped);
                 Ok(Response::Vector(VectorResponse::Dropped { count }))
             }
-            VectorOp::Upsert { collection, records } => self.upsert(tx, now, collection, records),
-            VectorOp::Delete { collection, id } => {
+            VectorOp::Upsert { collection, records, uid } => self.upsert(tx, now, collection, records, uid),
+            VectorOp::Delete { collection, id, uid } => {
                 let Some(c) = config(tx.view(), collection)? else {
                     return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
                 };
+                if stale(&c, uid) {
+                    return reject(RejectKind::NotFound, recreated(collection));
+                }
                 let Some(seq) = seq_of(tx.view(), collection, id)? else {
                     return reject(RejectKind::NotFound, format!("record {id} does not exist in {collection}"));
                 };
@@ -257,10 +271,20 @@ impl Engine for VectorEngine<'_> {
 }
 
 impl VectorEngine<'_> {
-    fn upsert(&self, tx: &mut Tx<'_>, now: i64, collection: &str, records: &[VectorRecord]) -> Result<Response> {
+    fn upsert(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        collection: &str,
+        records: &[VectorRecord],
+        uid: &Option<String>,
+    ) -> Result<Response> {
         let Some(c) = config(tx.view(), collection)? else {
             return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
         };
+        if stale(&c, uid) {
+            return reject(RejectKind::NotFound, recreated(collection));
+        }
         // Validate everything first: a rejected batch changes nothing.
         let m = metric(c.metric);
         for r in records {
@@ -342,9 +366,13 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
             Some(config) => VectorQueryResult::Stats(CollectionStats { count: counters(&view, name)?.count, config }),
             None => missing(name),
         },
-        VectorQuery::Get { collection, id } => {
-            if config(&view, collection)?.is_none() {
-                return Ok(missing(collection));
+        VectorQuery::Get { collection, id, uid } => {
+            match config(&view, collection)? {
+                None => return Ok(missing(collection)),
+                Some(c) if stale(&c, uid) => {
+                    return Ok(VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: recreated(collection) });
+                }
+                Some(_) => {}
             }
             let found = match seq_of(&view, collection, id)? {
                 Some(seq) => record(&view, collection, seq)?,
@@ -366,6 +394,9 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
     let Some(c) = config(view, &req.collection)? else {
         return Ok(missing(&req.collection));
     };
+    if stale(&c, &req.uid) {
+        return Ok(VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: recreated(&req.collection) });
+    }
     let invalid = |message: String| Ok(VectorQueryResult::Rejected { kind: RejectKind::Invalid, message });
     if let Err(e) = metric(c.metric).prepare(&req.vector, c.dim as usize) {
         return invalid(format!("query vector: {e}"));
@@ -440,7 +471,7 @@ mod tests {
 
     fn ids(data: &GroupData, v: &[f32], k: u32, filter: Option<Value>) -> Vec<String> {
         let filter = filter.map(|f| MetadataFilter::parse(&f).unwrap());
-        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k, ef: None, filter });
+        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k, ef: None, filter, uid: None });
         match query(data, &q).unwrap() {
             VectorQueryResult::Hits(h) => h.into_iter().map(|h| h.id).collect(),
             other => panic!("{other:?}"),
@@ -456,7 +487,7 @@ mod tests {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap());
+        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
         let data = GroupData { db: db.clone(), group: 3, vectors: Default::default() };
         let config = CollectionConfig {
             name: "c".into(),
@@ -465,24 +496,31 @@ mod tests {
             m: 16,
             ef_construction: 50,
             created_at_ms: 0,
+            shards: vec![3],
+            uid: "u1".into(),
         };
         assert!(matches!(apply(&data, VectorOp::CreateCollection(config.clone())), Response::Vector(_)));
         assert!(matches!(
             apply(&data, VectorOp::CreateCollection(config.clone())),
             Response::Rejected { kind: RejectKind::Conflict, .. }
         ));
+        // A command for another incarnation of the collection changes nothing.
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![rec("s", &[0.0, 0.0], "red")], uid: Some("u0".into()) });
+        assert!(matches!(r, Response::Rejected { kind: RejectKind::NotFound, .. }));
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![], uid: Some("u1".into()) });
+        assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 0, updated: 0 }));
         let records = vec![rec("a", &[0.0, 0.0], "red"), rec("b", &[1.0, 0.0], "blue"), rec("a", &[5.0, 5.0], "red")];
-        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records });
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records, uid: None });
         assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 2, updated: 1 }));
         let bad = vec![rec("x", &[1.0, 1.0], "red"), rec("y", &[1.0], "red")];
-        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: bad });
+        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: bad, uid: None });
         assert!(matches!(r, Response::Rejected { kind: RejectKind::Invalid, .. }));
         let more = (0..50).map(|i| rec(&format!("p{i}"), &[i as f32, 1.0], if i % 2 == 0 { "red" } else { "blue" })).collect();
-        apply(&data, VectorOp::Upsert { collection: "c".into(), records: more });
+        apply(&data, VectorOp::Upsert { collection: "c".into(), records: more, uid: None });
         assert_eq!(ids(&data, &[0.0, 0.0], 2, None), ["b", "p0"]);
         assert_eq!(ids(&data, &[5.0, 5.0], 1, None), ["a"]);
-        apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into() });
-        let r = apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into() });
+        apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into(), uid: None });
+        let r = apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into(), uid: None });
         assert!(matches!(r, Response::Rejected { kind: RejectKind::NotFound, .. }));
         let before = ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"})));
         assert_eq!(before.len(), 10);
@@ -498,8 +536,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
 
-        assert_eq!(apply(&data, VectorOp::DropCollection { name: "c".into() }), Response::Vector(VectorResponse::Dropped { count: 51 }));
-        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None });
+        assert_eq!(apply(&data, VectorOp::DropCollection { name: "c".into(), uid: None }), Response::Vector(VectorResponse::Dropped { count: 51 }));
+        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None, uid: None });
         assert!(matches!(query(&data, &q).unwrap(), VectorQueryResult::Rejected { kind: RejectKind::NotFound, .. }));
         apply(&data, VectorOp::CreateCollection(config));
         assert!(ids(&data, &[0.0, 0.0], 5, None).is_empty());

@@ -18,7 +18,7 @@
 //!   (two's complement; arithmetic wraps, so any `i64` sequence round-trips);
 //! * the **XOR** of its value's bits with the previous value's: `0` when equal;
 //!   `10` + the meaningful bits when they fit the previous leading/trailing-zero
-//!   window; otherwise `11` + 5 bits leading-zero count (capped at 31) + 6 bits
+//!   window and that costs no more than a fresh window; otherwise `11` + 5 bits leading-zero count (capped at 31) + 6 bits
 //!   meaningful length (64 stored as 0) + the meaningful bits.
 //!
 //! Points are stored in the order pushed (the storage layer should push them
@@ -144,7 +144,13 @@ impl ChunkEncoder {
         self.w.write_bit(true);
         let lz = xor.leading_zeros().min(31);
         let tz = xor.trailing_zeros();
-        if let Some((plz, ptz)) = self.window.filter(|(plz, ptz)| lz >= *plz && tz >= *ptz) {
+        // Reuse the previous window when it holds the XOR, unless a fresh window
+        // (11 header bits) is cheaper: a window stretched by an outlier would
+        // otherwise cost its full width for the rest of the chunk.
+        let fresh_cost = 11 + 64 - lz - tz;
+        if let Some((plz, ptz)) =
+            self.window.filter(|(plz, ptz)| lz >= *plz && tz >= *ptz && 64 - plz - ptz <= fresh_cost)
+        {
             self.w.write_bit(false);
             let sig = 64 - plz - ptz;
             self.w.write_bits(xor >> ptz, sig);

@@ -1,0 +1,92 @@
+//! `POST /api/v1/admin/compress {older_than?}` (admins): compresses the cold
+//! sections of time-series and document data on every data group, each as one
+//! replicated command (so every replica stores the same bytes), and reports
+//! what it did. `older_than` (default `"1h"`; seconds or `"30s"`, `"15m"`, `"2h"`,
+//! `"7d"`) decides what is cold: time-series days that ended at least that long
+//! ago, documents last written at least that long ago.
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use serde_json::{Value, json};
+use tessera_api::command::{Operation, Response as Reply};
+use tessera_api::document::{DocOp, DocResponse};
+use tessera_api::timeseries::{TsOp, TsResponse};
+
+use super::ReadPrefs;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::import::parse_duration_ms;
+use crate::state::AppState;
+
+/// Default age of cold data.
+const DEFAULT_OLDER_THAN_MS: i64 = 3_600_000;
+
+/// `POST /api/v1/admin/compress`; the body may be empty or `{older_than}`.
+pub async fn compress(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let started = Instant::now();
+    let older_than_ms = if body.iter().all(u8::is_ascii_whitespace) {
+        DEFAULT_OLDER_THAN_MS
+    } else {
+        let v: Value = serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+        let obj = v.as_object().ok_or_else(|| ApiError::BadRequest("the request body must be a JSON object".into()))?;
+        if let Some(k) = obj.keys().find(|k| k.as_str() != "older_than") {
+            return Err(ApiError::BadRequest(format!("unknown field {k:?} (only older_than is accepted)")));
+        }
+        match obj.get("older_than") {
+            None | Some(Value::Null) => DEFAULT_OLDER_THAN_MS,
+            Some(d) => parse_duration_ms(d).map_err(ApiError::BadRequest)?,
+        }
+    };
+    let groups = state.cluster.data_groups()?;
+    let ts_op = Operation::TimeSeries(TsOp::Compact { older_than_ms });
+    let doc_op = Operation::Document(DocOp::Compress { older_than_ms });
+    let ts_calls = groups.iter().map(|g| state.cluster.write(*g, &ts_op, prefs.consistency));
+    let doc_calls = groups.iter().map(|g| state.cluster.write(*g, &doc_op, prefs.consistency));
+    let (ts, docs) = futures::future::join(futures::future::join_all(ts_calls), futures::future::join_all(doc_calls)).await;
+    let (mut series, mut merged, mut ts_before, mut ts_after) = (0u64, 0u64, 0u64, 0u64);
+    for r in ts {
+        match r?.value {
+            Reply::TimeSeries(TsResponse::Compacted { series_compacted, blocks_merged, bytes_before, bytes_after }) => {
+                series += series_compacted;
+                merged += blocks_merged;
+                ts_before += bytes_before;
+                ts_after += bytes_after;
+            }
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    let mut collections = std::collections::BTreeSet::new();
+    let (mut documents, mut doc_before, mut doc_after) = (0u64, 0u64, 0u64);
+    for r in docs {
+        match r?.value {
+            Reply::Document(DocResponse::Compressed { collections: c, documents: d, bytes_before, bytes_after }) => {
+                collections.extend(c);
+                documents += d;
+                doc_before += bytes_before;
+                doc_after += bytes_after;
+            }
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    Ok(Json(json!({
+        "success": true,
+        "older_than_ms": older_than_ms,
+        "timeseries": {
+            "series_compacted": series,
+            "blocks_merged": merged,
+            "bytes_before": ts_before,
+            "bytes_after": ts_after,
+        },
+        "documents": {
+            "collections": collections.len(),
+            "collection_names": collections,
+            "documents_compressed": documents,
+            "bytes_before": doc_before,
+            "bytes_after": doc_after,
+        },
+        "duration_ms": started.elapsed().as_millis() as u64,
+    })))
+}

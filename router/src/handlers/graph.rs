@@ -1,0 +1,507 @@
+//! Graph routes (spec 01 graph).
+//!
+//! A graph lives in the one data group that `graph/<name>` hashes to; the
+//! `graph` query parameter or body field names it (default `default`). Node and
+//! edge ids are assigned here when absent, so the command is fixed before it is
+//! proposed. Writes answer after the leader applied them.
+
+use std::time::Instant;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query as QueryParams, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::graph::{
+    DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, MAX_BATCH_ITEMS, NewEdge, NewNode,
+    NodeRecord, TraverseDirection, validate_graph_name, validate_id, validate_label,
+};
+use tessera_api::http::iso8601_ms;
+
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use crate::auth::{Caller, new_id};
+use crate::cluster::Served;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The graph used when a request names none.
+pub const DEFAULT_GRAPH: &str = "default";
+/// Rows (pattern query) or nodes (`/graph/data`) returned at most.
+const MAX_RESULT_ROWS: usize = 100_000;
+/// Edges `/graph/data` returns at most.
+const MAX_RESULT_EDGES: usize = 200_000;
+/// Default `limit` of `/graph/data`.
+const DEFAULT_DATA_LIMIT: usize = 1_000;
+/// Deepest traversal of `/graph/data`.
+const MAX_DEPTH: u32 = 10;
+/// Largest body of `POST /api/v1/graph/batch`.
+const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The graph routes, merged into the router's table.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/graph/nodes", post(create_node))
+        .route("/api/v1/graph/nodes/{id}", get(get_node).delete(delete_node))
+        .route("/api/v1/graph/edges", post(create_edge))
+        .route("/api/v1/graph/edges/{id}", get(get_edge).delete(delete_edge))
+        .route("/api/v1/graph/data", get(data))
+        .route("/api/v1/graph/query", post(query))
+        .merge(Router::new().route("/api/v1/graph/batch", post(batch)).layer(DefaultBodyLimit::max(MAX_BATCH_BODY_BYTES)))
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// `?graph=` of GET and DELETE routes.
+#[derive(Deserialize)]
+pub struct GraphParam {
+    graph: Option<String>,
+}
+
+fn graph_name(body: Option<String>, param: Option<String>) -> Result<String, ApiError> {
+    let name = body.or(param).unwrap_or_else(|| DEFAULT_GRAPH.to_string());
+    validate_graph_name(&name).map_err(ApiError::BadRequest)?;
+    Ok(name)
+}
+
+fn params<T>(p: Result<QueryParams<T>, QueryRejection>) -> Result<T, ApiError> {
+    p.map(|QueryParams(p)| p).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
+}
+
+fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(&format!("graph/{graph}"))?)
+}
+
+/// Proposes a write; a refusal becomes the matching error.
+async fn write(state: &AppState, graph: &str, op: GraphOp, prefs: &ReadPrefs) -> Result<Served<Reply>, ApiError> {
+    let served = state.cluster.write(group_of(state, graph)?, &Operation::Graph(op), prefs.consistency).await?;
+    match served.value {
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        _ => Ok(served),
+    }
+}
+
+async fn read(state: &AppState, graph: &str, q: GraphQuery, prefs: &ReadPrefs) -> Result<Served<GraphQueryResult>, ApiError> {
+    let served = state.cluster.read(group_of(state, graph)?, &Query::Graph(q), prefs.consistency, prefs.replica).await?;
+    match served.value {
+        QueryResult::Graph(r) => Ok(Served { value: r, group: served.group, node: served.node }),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `properties` as sent: absent or null is `{}`, anything but an object is refused.
+fn properties(v: Option<Value>) -> Result<Map<String, Value>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(other) => Err(ApiError::BadRequest(format!("properties must be a JSON object, not {other}"))),
+    }
+}
+
+fn node_json(graph: &str, n: &NodeRecord) -> Value {
+    json!({"id": n.id, "label": n.label, "properties": n.properties, "created_at": iso8601_ms(n.created_at_ms), "graph": graph})
+}
+
+fn edge_json(graph: &str, e: &EdgeRecord) -> Value {
+    json!({
+        "id": e.id, "from_node": e.from_node, "to_node": e.to_node, "label": e.label,
+        "properties": e.properties, "created_at": iso8601_ms(e.created_at_ms), "graph": graph,
+    })
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}
+
+// ---------------------------------------------------------------- nodes and edges
+
+/// A node in a request: `{id?, label, properties?}`.
+#[derive(Deserialize)]
+pub struct NodeBody {
+    #[serde(default)]
+    graph: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    label: String,
+    #[serde(default)]
+    properties: Option<Value>,
+}
+
+impl NodeBody {
+    fn into_new(self) -> Result<NewNode, ApiError> {
+        let id = self.id.unwrap_or_else(new_id);
+        validate_id("node", &id).map_err(ApiError::BadRequest)?;
+        validate_label(&self.label).map_err(ApiError::BadRequest)?;
+        Ok(NewNode { id, label: self.label, properties: properties(self.properties)? })
+    }
+}
+
+/// An edge in a request: `{id?, from_node, to_node, label, properties?}`.
+#[derive(Deserialize)]
+pub struct EdgeBody {
+    #[serde(default)]
+    graph: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(alias = "from")]
+    from_node: String,
+    #[serde(alias = "to")]
+    to_node: String,
+    label: String,
+    #[serde(default)]
+    properties: Option<Value>,
+}
+
+impl EdgeBody {
+    fn into_new(self) -> Result<NewEdge, ApiError> {
+        let id = self.id.unwrap_or_else(new_id);
+        validate_id("edge", &id).map_err(ApiError::BadRequest)?;
+        validate_id("node", &self.from_node).map_err(ApiError::BadRequest)?;
+        validate_id("node", &self.to_node).map_err(ApiError::BadRequest)?;
+        validate_label(&self.label).map_err(ApiError::BadRequest)?;
+        Ok(NewEdge { id, from_node: self.from_node, to_node: self.to_node, label: self.label, properties: properties(self.properties)? })
+    }
+}
+
+/// `POST /api/v1/graph/nodes {label, properties?, id?, graph?}` → 201 with the node.
+pub async fn create_node(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    JsonBody(mut body): JsonBody<NodeBody>,
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    let graph = graph_name(body.graph.take(), params(p)?.graph)?;
+    let node = body.into_new()?;
+    let served = write(&state, &graph, GraphOp::AddNode { graph: graph.clone(), node }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        Reply::Graph(GraphResponse::Node(n)) => Ok((StatusCode::CREATED, headers, Json(node_json(&graph, &n)))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `POST /api/v1/graph/edges {from_node, to_node, label, properties?, id?, graph?}`
+/// → 201 with the edge; 404 when either node does not exist.
+pub async fn create_edge(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    JsonBody(mut body): JsonBody<EdgeBody>,
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    let graph = graph_name(body.graph.take(), params(p)?.graph)?;
+    let edge = body.into_new()?;
+    let served = write(&state, &graph, GraphOp::AddEdge { graph: graph.clone(), edge }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        Reply::Graph(GraphResponse::Edge(e)) => Ok((StatusCode::CREATED, headers, Json(edge_json(&graph, &e)))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/graph/nodes/{id}?graph=`.
+pub async fn get_node(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(id): Path<String>,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    let graph = graph_name(None, params(p)?.graph)?;
+    let served = read(&state, &graph, GraphQuery::Node { graph: graph.clone(), id: id.clone() }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        GraphQueryResult::Node(Some(n)) => Ok((headers, Json(node_json(&graph, &n)))),
+        GraphQueryResult::Node(None) => Err(ApiError::NotFound(format!("node {id} does not exist in graph {graph}"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/graph/edges/{id}?graph=`.
+pub async fn get_edge(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(id): Path<String>,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    let graph = graph_name(None, params(p)?.graph)?;
+    let served = read(&state, &graph, GraphQuery::Edge { graph: graph.clone(), id: id.clone() }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        GraphQueryResult::Edge(Some(e)) => Ok((headers, Json(edge_json(&graph, &e)))),
+        GraphQueryResult::Edge(None) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `DELETE /api/v1/graph/nodes/{id}?graph=`: the node and every edge touching it, atomically.
+pub async fn delete_node(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(id): Path<String>,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let graph = graph_name(None, params(p)?.graph)?;
+    match write(&state, &graph, GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
+        Reply::Graph(GraphResponse::NodeDeleted { edges_removed }) => {
+            Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `DELETE /api/v1/graph/edges/{id}?graph=`.
+pub async fn delete_edge(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path(id): Path<String>,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    let graph = graph_name(None, params(p)?.graph)?;
+    match write(&state, &graph, GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
+        Reply::Deleted(0) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
+        Reply::Deleted(_) => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/graph/batch`.
+#[derive(Deserialize)]
+pub struct BatchBody {
+    #[serde(default)]
+    graph: Option<String>,
+    #[serde(default)]
+    nodes: Vec<NodeBody>,
+    #[serde(default)]
+    edges: Vec<EdgeBody>,
+}
+
+/// `POST /api/v1/graph/batch {nodes, edges, graph?}`: one command, all or nothing
+/// (edges may name the batch's nodes) → 201 with the ids.
+pub async fn batch(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    JsonBody(body): JsonBody<BatchBody>,
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    let graph = graph_name(body.graph, params(p)?.graph)?;
+    let total = body.nodes.len() + body.edges.len();
+    if total == 0 {
+        return Err(ApiError::BadRequest("a batch needs nodes or edges".into()));
+    }
+    if total > MAX_BATCH_ITEMS {
+        return Err(ApiError::BadRequest(format!("a batch holds at most {MAX_BATCH_ITEMS} nodes and edges, got {total}")));
+    }
+    let nodes = body
+        .nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| n.into_new().map_err(|e| ApiError::BadRequest(format!("nodes[{i}]: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let edges = body
+        .edges
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| e.into_new().map_err(|e| ApiError::BadRequest(format!("edges[{i}]: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let node_ids: Vec<String> = nodes.iter().map(|n| n.id.clone()).collect();
+    let edge_ids: Vec<String> = edges.iter().map(|e| e.id.clone()).collect();
+    let served = write(&state, &graph, GraphOp::Batch { graph: graph.clone(), nodes, edges }, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        Reply::Graph(GraphResponse::Batch { nodes, edges }) => Ok((
+            StatusCode::CREATED,
+            headers,
+            Json(json!({"graph": graph, "nodes_created": nodes, "edges_created": edges, "node_ids": node_ids, "edge_ids": edge_ids})),
+        )),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+// ---------------------------------------------------------------- reads
+
+/// Query of `GET /api/v1/graph/data`.
+#[derive(Deserialize)]
+pub struct DataParams {
+    graph: Option<String>,
+    label: Option<String>,
+    start_node: Option<String>,
+    depth: Option<u32>,
+    edge_label: Option<String>,
+    direction: Option<String>,
+    limit: Option<usize>,
+}
+
+fn data_node_json(n: &DataNode) -> Value {
+    let mut v = json!({"id": n.id, "label": n.label, "properties": n.properties});
+    if let Some(d) = n.depth {
+        v["depth"] = json!(d);
+    }
+    v
+}
+
+fn data_edge_json(e: &DataEdge) -> Value {
+    json!({"id": e.id, "from_node": e.from_node, "to_node": e.to_node, "label": e.label, "properties": e.properties})
+}
+
+/// `GET /api/v1/graph/data?graph=&label=&start_node=&depth=&edge_label=&direction=&limit=`:
+/// with `start_node`, a breadth-first traversal to `depth` (default 1) with each
+/// node's depth; otherwise the nodes (of `label`) and the edges among them.
+pub async fn data(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<DataParams>, QueryRejection>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    let started = Instant::now();
+    let p = params(p)?;
+    let graph = graph_name(None, p.graph)?;
+    let label = p.label.filter(|l| !l.is_empty());
+    let edge_label = p.edge_label.filter(|l| !l.is_empty());
+    let start = p.start_node.filter(|s| !s.is_empty());
+    if start.is_none() && p.depth.is_some() {
+        return Err(ApiError::BadRequest("depth needs start_node (the node to traverse from)".into()));
+    }
+    let depth = p.depth.unwrap_or(1);
+    if depth > MAX_DEPTH {
+        return Err(ApiError::BadRequest(format!("depth is at most {MAX_DEPTH}")));
+    }
+    let direction = match p.direction.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("out" | "outgoing") => TraverseDirection::Out,
+        Some("in" | "incoming") => TraverseDirection::In,
+        Some("both" | "any") => TraverseDirection::Both,
+        Some(other) => return Err(ApiError::BadRequest(format!("direction must be out, in or both, not {other:?}"))),
+    };
+    let limit = p.limit.unwrap_or(DEFAULT_DATA_LIMIT);
+    if limit == 0 || limit > MAX_RESULT_ROWS {
+        return Err(ApiError::BadRequest(format!("limit is 1 to {MAX_RESULT_ROWS}")));
+    }
+    let q = GraphQuery::Data {
+        graph: graph.clone(),
+        start: start.clone(),
+        depth,
+        label: label.clone(),
+        edge_label,
+        direction,
+        limit,
+        edge_limit: MAX_RESULT_EDGES,
+    };
+    let served = read(&state, &graph, q, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        GraphQueryResult::Data { nodes, edges, truncated } => {
+            let mut body = json!({
+                "graph": graph,
+                "nodes": nodes.iter().map(data_node_json).collect::<Vec<_>>(),
+                "edges": edges.iter().map(data_edge_json).collect::<Vec<_>>(),
+                "node_count": nodes.len(),
+                "edge_count": edges.len(),
+                "truncated": truncated,
+                "execution_time_ms": elapsed_ms(started),
+            });
+            if let Some(s) = start {
+                body["start_node"] = json!(s);
+                body["depth"] = json!(depth);
+            }
+            if let Some(l) = label {
+                body["label"] = json!(l);
+            }
+            Ok((headers, Json(body)))
+        }
+        GraphQueryResult::NoStartNode => {
+            Err(ApiError::NotFound(format!("start node {} does not exist in graph {graph}", start.unwrap_or_default())))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/graph/query`.
+#[derive(Deserialize)]
+pub struct QueryBody {
+    #[serde(default)]
+    graph: Option<String>,
+    query: String,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// `POST /api/v1/graph/query {query, params?, graph?}`: a pattern query →
+/// `{columns, rows, row_count, truncated, plan, elements_visited, execution_time_ms}`;
+/// a query that does not parse or evaluate is a 400 with its `position`, `line`
+/// and `column`.
+pub async fn query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    JsonBody(body): JsonBody<QueryBody>,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let graph = graph_name(body.graph, params(p)?.graph)?;
+    if body.query.trim().is_empty() {
+        return Err(ApiError::BadRequest("query is empty".into()));
+    }
+    let params = match body.params {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(ApiError::BadRequest("params must be a JSON object of name → value".into())),
+    };
+    let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: MAX_RESULT_ROWS };
+    let served = read(&state, &graph, q, &prefs).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        GraphQueryResult::Table { columns, rows, truncated, work, plan } => {
+            let body = json!({
+                "graph": graph,
+                "columns": columns,
+                "row_count": rows.len(),
+                "rows": rows,
+                "truncated": truncated,
+                "plan": plan,
+                "elements_visited": work,
+                "execution_time_ms": elapsed_ms(started),
+            });
+            Ok((headers, Json(body)).into_response())
+        }
+        GraphQueryResult::Invalid { message, position } => {
+            let mut err = json!({"error": message, "code": "BAD_REQUEST"});
+            if let Some(pos) = position {
+                let (line, column) = line_col(&body.query, pos);
+                err["error"] = json!(format!("{message} (line {line}, column {column})"));
+                err["position"] = json!(pos);
+                err["line"] = json!(line);
+                err["column"] = json!(column);
+            }
+            Ok((StatusCode::BAD_REQUEST, headers, Json(err)).into_response())
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Line and column (1-based) of a 0-based character offset.
+fn line_col(text: &str, position: usize) -> (usize, usize) {
+    let (mut line, mut col) = (1, 1);
+    for c in text.chars().take(position) {
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    (line, col)
+}

@@ -1,0 +1,401 @@
+//! Bulk import routes (spec 01): `POST /api/v1/import/sql`, `/import/documents`,
+//! `/import/kv`. Parsing and batching live in [`crate::import`]; each batch is
+//! one Raft command per group, applied all or nothing. Batches run in order and
+//! the import stops at the first batch that fails: earlier batches stay
+//! imported, the failing batch and later ones are not applied (see
+//! `docs/import-compress.md`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{KvOp, Operation, Query, QueryResult, RejectKind, Response as Reply};
+use tessera_api::document::{CollectionDef, DocOp, DocQuery, DocQueryResult, validate_collection_name};
+use tessera_api::import::{ImportDoc, ImportFailure, ImportResult, ImportRow, OnConflict, SqlImportOp};
+use tessera_api::rpc::Consistency;
+use tessera_api::sql::{SqlQuery, SqlResult};
+
+use super::{JsonBody, ReadPrefs};
+use crate::auth::{Caller, new_id};
+use crate::error::ApiError;
+use crate::import::{self, ParseError};
+use crate::state::AppState;
+
+/// Largest request body the import routes accept (413 beyond).
+pub const MAX_IMPORT_BODY_BYTES: usize = 256 * 1024 * 1024;
+
+/// The import routes, with their own body limit.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/import/sql", post(import_sql))
+        .route("/api/v1/import/documents", post(import_documents))
+        .route("/api/v1/import/kv", post(import_kv))
+        .layer(DefaultBodyLimit::max(MAX_IMPORT_BODY_BYTES))
+}
+
+/// The running report of an import.
+struct Report {
+    started: Instant,
+    imported: u64,
+    skipped: u64,
+    errors: Vec<Value>,
+    /// Status of the first failure (200 while none).
+    status: StatusCode,
+    extra: serde_json::Map<String, Value>,
+    /// How errors name a bad item: `line` (SQL) or `index` (documents, pairs).
+    position: &'static str,
+}
+
+impl Report {
+    fn new(position: &'static str) -> Self {
+        Report {
+            position,
+            started: Instant::now(),
+            imported: 0,
+            skipped: 0,
+            errors: Vec::new(),
+            status: StatusCode::OK,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds a batch's outcome; false when it failed (and the import stops).
+    fn add(&mut self, r: ImportResult) -> bool {
+        self.imported += r.imported;
+        self.skipped += r.skipped;
+        match r.failure {
+            None => true,
+            Some(f) => {
+                self.fail(&f);
+                false
+            }
+        }
+    }
+
+    fn fail(&mut self, f: &ImportFailure) {
+        if self.status == StatusCode::OK {
+            self.status = match f.kind {
+                RejectKind::NotFound => StatusCode::NOT_FOUND,
+                RejectKind::Conflict => StatusCode::CONFLICT,
+                RejectKind::Invalid => StatusCode::BAD_REQUEST,
+            };
+        }
+        let mut e = json!({self.position: f.line, "message": f.message});
+        if let Some(code) = &f.code {
+            e["code"] = json!(code);
+        }
+        self.errors.push(e);
+    }
+
+    fn into_response(self) -> Response {
+        let mut body = json!({
+            "success": self.errors.is_empty(),
+            "rows_imported": self.imported,
+            "rows_skipped": self.skipped,
+            "errors": self.errors,
+            "duration_ms": self.started.elapsed().as_millis() as u64,
+        });
+        if let Some(first) = self.errors.first() {
+            body["error"] = first["message"].clone();
+        }
+        for (k, v) in self.extra {
+            body[k] = v;
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// A bad item found before anything was proposed.
+fn invalid(index: usize, message: String) -> ImportFailure {
+    ImportFailure { line: index as u64, kind: RejectKind::Invalid, code: None, message }
+}
+
+fn parse_error(e: ParseError) -> ApiError {
+    ApiError::BadRequest(e.to_string())
+}
+
+/// Runs the batches' commands for one group each in parallel; the replies in order.
+async fn propose_all(state: &AppState, calls: Vec<(GroupId, Operation)>, c: Consistency) -> Result<Vec<ImportResult>, ApiError> {
+    let futs = calls.iter().map(|(g, op)| state.cluster.write(*g, op, c));
+    let mut out = Vec::with_capacity(calls.len());
+    for r in futures::future::join_all(futs).await {
+        out.push(match r?.value {
+            Reply::Import(r) => r,
+            Reply::Deleted(_) => ImportResult { imported: 0, skipped: 0, failure: None }, // KvOp::PutMany
+            Reply::Rejected { kind, message } => ImportResult {
+                imported: 0,
+                skipped: 0,
+                failure: Some(ImportFailure { line: 0, kind, code: None, message }),
+            },
+            other => return Err(ApiError::unexpected(other)),
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- SQL
+
+/// `options` of a SQL import.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SqlImportOptions {
+    on_conflict: Option<String>,
+    batch_size: Option<usize>,
+}
+
+/// Body of `POST /api/v1/import/sql`.
+#[derive(Deserialize)]
+pub struct SqlImportRequest {
+    table: String,
+    database: Option<String>,
+    format: String,
+    /// CSV or JSON text (a JSON array of row objects is also taken as is).
+    data: Value,
+    #[serde(default)]
+    options: Option<SqlImportOptions>,
+}
+
+fn on_conflict(s: Option<&str>) -> Result<OnConflict, ApiError> {
+    match s.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("error") => Ok(OnConflict::Error),
+        Some("skip") => Ok(OnConflict::Skip),
+        Some("update") => Ok(OnConflict::Update),
+        Some(other) => Err(ApiError::BadRequest(format!("on_conflict must be skip, error or update, not {other:?}"))),
+    }
+}
+
+/// The table's column names, read from a replica (404 when it does not exist).
+async fn table_columns(state: &AppState, group: GroupId, database: &str, table: &str, prefs: &ReadPrefs) -> Result<Vec<String>, ApiError> {
+    let q = Query::Sql(SqlQuery::DescribeTable { database: database.into(), name: table.into() });
+    match state.cluster.read(group, &q, prefs.consistency, prefs.replica).await?.value {
+        QueryResult::Sql(SqlResult::Catalog(schema)) => Ok(schema["columns"]
+            .as_array()
+            .map(|cols| cols.iter().filter_map(|c| c["name"].as_str().map(String::from)).collect())
+            .unwrap_or_default()),
+        QueryResult::Sql(SqlResult::Failed(f)) if f.code == "TABLE_NOT_FOUND" => Err(ApiError::NotFound(f.message)),
+        QueryResult::Sql(SqlResult::Failed(f)) => Err(ApiError::BadRequest(f.message)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `POST /api/v1/import/sql {table, database?, format: csv|json, data, options: {on_conflict, batch_size}}`.
+pub async fn import_sql(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<SqlImportRequest>,
+) -> Result<Response, ApiError> {
+    caller.require("write:sql")?;
+    let mut report = Report::new("line");
+    let options = req.options.unwrap_or_default();
+    let conflict = on_conflict(options.on_conflict.as_deref())?;
+    let size = import::batch_size(options.batch_size).map_err(ApiError::BadRequest)?;
+    if req.table.trim().is_empty() {
+        return Err(ApiError::BadRequest("table must not be empty".into()));
+    }
+    let database = req.database.unwrap_or_else(|| "default".to_string());
+    if !(1..=64).contains(&database.len()) || !database.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(ApiError::BadRequest(format!("invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'")));
+    }
+    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    let rows: Vec<ImportRow> = match (req.format.to_ascii_lowercase().as_str(), req.data) {
+        ("csv", Value::String(text)) => {
+            let columns = table_columns(&state, group, &database, &req.table, &prefs).await?;
+            let header = import::csv_header(&text).map_err(parse_error)?;
+            if let Some(bad) = header.iter().find(|h| !columns.iter().any(|c| c == *h || *c == h.to_lowercase())) {
+                return Err(ApiError::BadRequest(format!(
+                    "line 1: column {bad:?} of the header does not exist in table {} (columns: {})",
+                    req.table,
+                    columns.join(", ")
+                )));
+            }
+            import::parse_csv(&text).map_err(parse_error)?
+        }
+        ("json", Value::String(text)) => import::parse_json(&text).map_err(parse_error)?,
+        ("json", Value::Array(items)) => import::json_rows(items).map_err(parse_error)?,
+        ("csv" | "json", _) => return Err(ApiError::BadRequest("data must be a string holding the CSV or JSON rows".into())),
+        (other, _) => return Err(ApiError::BadRequest(format!("format must be csv or json, not {other:?}"))),
+    };
+    for batch in import::batches(rows, size, import::row_size) {
+        let op = Operation::SqlImport(SqlImportOp { database: database.clone(), table: req.table.clone(), on_conflict: conflict, rows: batch });
+        let r = propose_all(&state, vec![(group, op)], prefs.consistency).await?;
+        if !r.into_iter().all(|r| report.add(r)) {
+            break;
+        }
+    }
+    Ok(report.into_response())
+}
+
+// ---------------------------------------------------------------- documents
+
+/// Body of `POST /api/v1/import/documents`.
+#[derive(Deserialize)]
+pub struct DocImportRequest {
+    collection: String,
+    documents: Vec<Value>,
+    #[serde(default)]
+    batch_size: Option<usize>,
+}
+
+/// The collection's definition from its home group, creating the collection
+/// (without schema, on every group) when it does not exist, as an insert does.
+async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
+    let home = state.cluster.group_for(&format!("doccoll/{name}"))?;
+    let read_def = || async {
+        let q = Query::Document(DocQuery::Collection { name: name.into() });
+        match state.cluster.read(home, &q, Consistency::Quorum, None).await?.value {
+            QueryResult::Document(DocQueryResult::Collection(def)) => Ok::<_, ApiError>(def),
+            other => Err(ApiError::unexpected(other)),
+        }
+    };
+    if let Some(def) = read_def().await? {
+        return Ok(def);
+    }
+    let create = |schema| Operation::Document(DocOp::CreateCollection { name: name.into(), schema, exclusive: false });
+    if let Reply::Rejected { kind, message } = state.cluster.write(home, &create(None), c).await?.value {
+        return Err(ApiError::rejected(kind, message));
+    }
+    let def = read_def().await?.ok_or_else(|| ApiError::Unavailable(format!("collection {name} was not created")))?;
+    let others: Vec<(GroupId, Operation)> =
+        state.cluster.data_groups()?.into_iter().filter(|g| *g != home).map(|g| (g, create(def.schema.clone()))).collect();
+    for r in futures::future::join_all(others.iter().map(|(g, op)| state.cluster.write(*g, op, c))).await {
+        if let Reply::Rejected { kind, message } = r?.value {
+            return Err(ApiError::rejected(kind, message));
+        }
+    }
+    Ok(def)
+}
+
+/// `POST /api/v1/import/documents {collection, documents: [object], batch_size?}`:
+/// ids are assigned by the router (returned in `ids`, in request order); every
+/// document is checked (object, schema) before anything is written, so a bad
+/// one (`errors[].index`, 0-based) leaves the collection unchanged.
+pub async fn import_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<DocImportRequest>,
+) -> Result<Response, ApiError> {
+    caller.require("write:documents")?;
+    let mut report = Report::new("index");
+    validate_collection_name(&req.collection).map_err(ApiError::BadRequest)?;
+    let size = import::batch_size(req.batch_size).map_err(ApiError::BadRequest)?;
+    let def = ensure_collection(&state, &req.collection, prefs.consistency).await?;
+    let schema = match &def.schema {
+        Some(s) => Some(tessera_document::Schema::parse(s).map_err(|e| ApiError::BadRequest(e.to_string()))?),
+        None => None,
+    };
+    for (i, d) in req.documents.iter().enumerate() {
+        let problem = if !d.is_object() {
+            Some("a document must be a JSON object".to_string())
+        } else if let Some(Err(errors)) = schema.as_ref().map(|s| s.validate(d)) {
+            Some(format!("document does not match the schema of collection {}: {}", def.name, errors.join("; ")))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            report.fail(&invalid(i, format!("documents[{i}]: {message}")));
+            return Ok(report.into_response());
+        }
+    }
+    let docs: Vec<ImportDoc> =
+        req.documents.into_iter().enumerate().map(|(i, data)| ImportDoc { index: i as u64, id: new_id(), data }).collect();
+    let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+    for batch in import::batches(docs, size, |d| import::approx_size(&d.data) + 48) {
+        let mut by_group: BTreeMap<GroupId, Vec<ImportDoc>> = BTreeMap::new();
+        for d in batch {
+            by_group.entry(state.cluster.group_for(&format!("doc/{}/{}", req.collection, d.id))?).or_default().push(d);
+        }
+        let calls = by_group
+            .into_iter()
+            .map(|(g, docs)| (g, Operation::Document(DocOp::InsertMany { collection: req.collection.clone(), docs })))
+            .collect();
+        let results = propose_all(&state, calls, prefs.consistency).await?;
+        let mut ok = true;
+        for r in results {
+            ok &= report.add(r);
+        }
+        if !ok {
+            break;
+        }
+    }
+    report.extra.insert("ids".into(), json!(ids));
+    Ok(report.into_response())
+}
+
+// ---------------------------------------------------------------- key-value
+
+/// One pair of a key-value import.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvPair {
+    key: String,
+    value: Value,
+}
+
+/// Body of `POST /api/v1/import/kv`.
+#[derive(Deserialize)]
+pub struct KvImportRequest {
+    pairs: Vec<KvPair>,
+    #[serde(default)]
+    batch_size: Option<usize>,
+}
+
+/// `POST /api/v1/import/kv {pairs: [{key, value}], batch_size?}`: every key and
+/// value is checked (as `POST /kv/keys` does) before anything is written; each
+/// batch is one `PutMany` command per shard. Later pairs with the same key win.
+pub async fn import_kv(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<KvImportRequest>,
+) -> Result<Response, ApiError> {
+    caller.require("write:kv")?;
+    let mut report = Report::new("index");
+    let size = import::batch_size(req.batch_size).map_err(ApiError::BadRequest)?;
+    let (max_key, max_value) = (state.config.kv.max_key_bytes, state.config.kv.max_value_bytes);
+    for (i, p) in req.pairs.iter().enumerate() {
+        let n = serde_json::to_vec(&p.value).map(|v| v.len()).unwrap_or(usize::MAX);
+        let problem = if p.key.is_empty() {
+            Some("key must not be empty".to_string())
+        } else if p.key.len() > max_key {
+            Some(format!("key is {} bytes; the limit is {max_key}", p.key.len()))
+        } else if n > max_value {
+            Some(format!("value is {n} bytes of JSON; the limit is {max_value}"))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            report.fail(&invalid(i, format!("pairs[{i}]: {message}")));
+            return Ok(report.into_response());
+        }
+    }
+    let pairs: Vec<(String, Value)> = req.pairs.into_iter().map(|p| (p.key, p.value)).collect();
+    for batch in import::batches(pairs, size, |(k, v)| k.len() + import::approx_size(v)) {
+        let mut by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
+        for (k, v) in batch {
+            by_group.entry(state.cluster.group_for(&k)?).or_default().push((k, v));
+        }
+        let counts: Vec<u64> = by_group.values().map(|p| p.len() as u64).collect();
+        let calls = by_group.into_iter().map(|(g, pairs)| (g, Operation::Kv(KvOp::PutMany { pairs }))).collect();
+        let results = propose_all(&state, calls, prefs.consistency).await?;
+        let mut ok = true;
+        for (mut r, n) in results.into_iter().zip(counts) {
+            if r.failure.is_none() {
+                r.imported = n;
+            }
+            ok &= report.add(r);
+        }
+        if !ok {
+            break;
+        }
+    }
+    Ok(report.into_response())
+}

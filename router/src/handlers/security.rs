@@ -1,0 +1,199 @@
+//! Security administration: alerts, acknowledgement and the IP block list under
+//! `/api/v1/admin/security/`. Reads need `read:cluster`, mutations
+//! `manage:security` (decided in `permissions::ROUTES`).
+
+use std::net::IpAddr;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query as QueryParams, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::http::iso8601_ms;
+use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse};
+use tracing::warn;
+
+use super::JsonBody;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The security administration routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/admin/security/alerts", get(list_alerts))
+        .route("/api/v1/admin/security/alerts/{alert_id}/acknowledge", post(acknowledge))
+        .route("/api/v1/admin/security/block-ip", post(block_ip))
+        .route("/api/v1/admin/security/blocked-ips", get(list_blocks))
+        .route("/api/v1/admin/security/blocked-ips/{ip}", delete(unblock))
+}
+
+fn alert_view(a: &AlertRecord) -> Value {
+    json!({
+        "id": a.id,
+        "kind": a.kind,
+        "severity": a.severity,
+        "source_ip": a.source_ip,
+        "username": a.username,
+        "message": a.message,
+        "created_at": iso8601_ms(a.created_at_ms),
+        "acknowledged": a.acknowledged,
+        "acknowledged_by": a.acknowledged_by,
+        "acknowledged_at": a.acknowledged_at_ms.map(iso8601_ms),
+    })
+}
+
+fn block_view(b: &BlockRecord) -> Value {
+    json!({
+        "ip_address": b.ip,
+        "reason": b.reason,
+        "blocked_at": iso8601_ms(b.created_at_ms),
+        "expires_at": iso8601_ms(b.expires_at_ms),
+        "remaining_secs": ((b.expires_at_ms - now_ms()).max(0) + 999) / 1000,
+        "blocked_by": b.created_by,
+        "automatic": b.automatic,
+    })
+}
+
+fn username(caller: &Caller) -> String {
+    match caller {
+        Caller::User { user, .. } => user.username.clone(),
+        Caller::Bootstrap => "anonymous".into(),
+    }
+}
+
+async fn write(state: &AppState, op: SecurityOp) -> Result<SecurityResponse, ApiError> {
+    match state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await? {
+        Response::Security(r) => Ok(r),
+        Response::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `?acknowledged=true|false&limit=` of the alert list.
+#[derive(Deserialize)]
+pub struct AlertParams {
+    acknowledged: Option<bool>,
+    limit: Option<usize>,
+}
+
+/// `GET /api/v1/admin/security/alerts`: newest first (default 100, at most 1000).
+pub async fn list_alerts(
+    State(state): State<AppState>,
+    p: Result<QueryParams<AlertParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
+    }
+    let q = Query::Security(SecurityQuery::Alerts { acknowledged: p.acknowledged, limit });
+    match state.cluster.meta_read(&q).await? {
+        QueryResult::Security(SecurityQueryResult::Alerts { alerts, total, unacknowledged }) => Ok(Json(json!({
+            "alerts": alerts.iter().map(alert_view).collect::<Vec<_>>(),
+            "count": alerts.len(),
+            "total": total,
+            "unacknowledged": unacknowledged,
+        }))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `POST /api/v1/admin/security/alerts/{alert_id}/acknowledge` (no body needed).
+pub async fn acknowledge(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(alert_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    match write(&state, SecurityOp::AcknowledgeAlert { id: alert_id, by: username(&caller) }).await? {
+        SecurityResponse::Alert(a) => Ok(Json(json!({"success": true, "alert": alert_view(&a)}))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/admin/security/block-ip`.
+#[derive(Deserialize)]
+pub struct BlockRequest {
+    ip_address: String,
+    #[serde(default)]
+    reason: Option<String>,
+    /// Whole hours, 1 to 87600.
+    duration_hours: Option<i64>,
+    /// Alternative to `duration_hours`: whole seconds, 1 to 315360000.
+    duration_secs: Option<i64>,
+}
+
+/// Parses an IP address in its usual textual forms (canonicalised).
+pub fn parse_ip(s: &str) -> Result<IpAddr, ApiError> {
+    s.trim().parse::<IpAddr>().map_err(|_| ApiError::BadRequest(format!("{s:?} is not a valid IPv4 or IPv6 address")))
+}
+
+/// `POST /api/v1/admin/security/block-ip {ip_address, reason, duration_hours}` → 201.
+pub async fn block_ip(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(req): JsonBody<BlockRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let ip = parse_ip(&req.ip_address)?;
+    let duration_secs = match (req.duration_hours, req.duration_secs) {
+        (Some(h), None) if (1..=87_600).contains(&h) => h * 3600,
+        (None, Some(s)) if (1..=315_360_000).contains(&s) => s,
+        (Some(_), Some(_)) => return Err(ApiError::BadRequest("give duration_hours or duration_secs, not both".into())),
+        (None, None) => return Err(ApiError::BadRequest("duration_hours (an integer number of hours) is required".into())),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "duration_hours must be 1 to 87600 (or duration_secs 1 to 315360000)".into(),
+            ));
+        }
+    };
+    let own = match &caller {
+        Caller::User { client_ip, .. } => *client_ip,
+        Caller::Bootstrap => None,
+    };
+    if own == Some(ip) {
+        return Err(ApiError::BadRequest(format!("refusing to block {ip}: it is the address of this request")));
+    }
+    let by = username(&caller);
+    let reason = req.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("blocked by {by}"));
+    let op = SecurityOp::BlockIp { ip: ip.to_string(), reason, duration_ms: duration_secs * 1000, by };
+    match write(&state, op).await? {
+        SecurityResponse::Block(b) => {
+            state.security.blocks.insert(&b);
+            warn!(ip = %b.ip, by = %b.created_by, "SECURITY: blocked until {}: {}", iso8601_ms(b.expires_at_ms), b.reason);
+            Ok((StatusCode::CREATED, Json(json!({"success": true, "blocked": block_view(&b)}))))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/admin/security/blocked-ips`: the blocks still active.
+pub async fn list_blocks(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match state.cluster.meta_read(&Query::Security(SecurityQuery::Blocks)).await? {
+        QueryResult::Security(SecurityQueryResult::Blocks(list)) => {
+            state.security.blocks.replace(list.clone());
+            Ok(Json(json!({
+                "blocked_ips": list.iter().map(block_view).collect::<Vec<_>>(),
+                "count": list.len(),
+            })))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `DELETE /api/v1/admin/security/blocked-ips/{ip}`: lifts a block (404 if none is active).
+pub async fn unblock(State(state): State<AppState>, Path(ip): Path<String>) -> Result<Json<Value>, ApiError> {
+    let ip = parse_ip(&ip)?;
+    match write(&state, SecurityOp::UnblockIp { ip: ip.to_string() }).await? {
+        SecurityResponse::Unblocked(active) => {
+            state.security.blocks.remove(ip);
+            if !active {
+                return Err(ApiError::NotFound(format!("{ip} is not blocked")));
+            }
+            Ok(Json(json!({"success": true, "ip_address": ip.to_string()})))
+        }
+        other => Err(ApiError::unexpected(other)),
+    }
+}

@@ -1,0 +1,559 @@
+//! Streaming routes (spec 01 streaming; `docs/streaming.md`): channels,
+//! publish, history, the WebSocket feed, consumer groups and change data
+//! capture. A channel lives in the data group `stream/<name>` hashes to; the
+//! CDC channel `cdc.<database>.<table>` lives in the database's group
+//! (`sql/<database>`), so change records are written in the SQL write's batch.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::{Path, Query as QueryParams, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::GroupId;
+use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::http::iso8601_ms;
+use tessera_api::meta::Role;
+use tessera_api::rpc::Consistency;
+use tessera_api::sql::{SqlQuery, SqlResult};
+use tessera_api::stream::{
+    CDC_PREFIX, ChannelEvents, ChannelInfo, StreamOp, StreamQuery, StreamQueryResult, StreamResponse, cdc_channel,
+    parse_cdc_channel,
+};
+
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::stream_hub::{self, event_json};
+
+const MAX_NAME_BYTES: usize = 200;
+const MAX_EVENT_TYPE_BYTES: usize = 128;
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 10_000;
+/// Names that are routes under `/api/v1/streaming/`, so they cannot be socket paths.
+const RESERVED: [&str; 4] = ["channels", "publish", "cdc", "retention"];
+const DEFAULT_DATABASE: &str = "default";
+
+/// The streaming routes, merged into the router's table.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/streaming/channels", get(list_channels).post(create_channel))
+        .route("/api/v1/streaming/channels/{channel}", get(get_channel))
+        .route("/api/v1/streaming/channels/{channel}/history", get(history))
+        .route("/api/v1/streaming/channels/{channel}/consumers", get(list_consumers))
+        .route("/api/v1/streaming/channels/{channel}/consumers/{group}/poll", post(poll))
+        .route("/api/v1/streaming/channels/{channel}/consumers/{group}/commit", post(commit))
+        .route("/api/v1/streaming/publish", post(publish))
+        .route("/api/v1/streaming/cdc", get(list_cdc).post(enable_cdc))
+        .route("/api/v1/streaming/cdc/{database}/{table}", delete(disable_cdc))
+        .route("/api/v1/streaming/retention/enforce", post(enforce))
+        .route("/api/v1/streaming/{channel}", get(subscribe))
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
+}
+
+/// Any channel name, CDC ones included.
+fn check_channel(name: &str) -> Result<(), ApiError> {
+    if valid_name(name) && !RESERVED.contains(&name) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "channel names are 1 to {MAX_NAME_BYTES} characters of A-Z a-z 0-9 _ . : - (and not {})",
+            RESERVED.join(", ")
+        )))
+    }
+}
+
+fn check_group_name(name: &str) -> Result<(), ApiError> {
+    if valid_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!("consumer group names are 1 to {MAX_NAME_BYTES} characters of A-Z a-z 0-9 _ . : -")))
+    }
+}
+
+fn check_database(name: &str) -> Result<(), ApiError> {
+    if (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!("invalid database name {name:?}: use 1 to 64 letters, digits, '_' or '-'")))
+    }
+}
+
+/// The group of a channel: the database's group for `cdc.<database>.<table>`.
+fn group_of(state: &AppState, channel: &str) -> Result<GroupId, ApiError> {
+    let key = match parse_cdc_channel(channel) {
+        Some((database, _)) => format!("sql/{database}"),
+        None => format!("stream/{channel}"),
+    };
+    Ok(state.cluster.group_for(&key)?)
+}
+
+async fn stream_write(state: &AppState, group: GroupId, op: StreamOp, c: Consistency) -> Result<StreamResponse, ApiError> {
+    Ok(stream_write_served(state, group, op, c).await?.0)
+}
+
+/// A write, with the headers naming the group and the leader that committed it.
+async fn stream_write_served(
+    state: &AppState,
+    group: GroupId,
+    op: StreamOp,
+    c: Consistency,
+) -> Result<(StreamResponse, HeaderMap), ApiError> {
+    let served = state.cluster.write(group, &Operation::Stream(op), c).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        Reply::Stream(r) => Ok((r, headers)),
+        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+async fn stream_read(
+    state: &AppState,
+    group: GroupId,
+    q: StreamQuery,
+    consistency: Consistency,
+    replica: Option<tessera_api::NodeId>,
+) -> Result<StreamQueryResult, ApiError> {
+    match state.cluster.read(group, &Query::Stream(q), consistency, replica).await?.value {
+        QueryResult::Stream(r) => Ok(r),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn channel_json(c: &ChannelInfo) -> Value {
+    json!({
+        "name": c.name,
+        "retention": c.retention,
+        "retention_ms": c.retention_ms,
+        "max_events": c.max_events,
+        "created_at": iso8601_ms(c.created_at_ms),
+        "first_id": c.first_id,
+        "last_id": c.last_id,
+        "events": c.retained(),
+        "cdc": c.cdc.as_ref().map(|s| json!({"database": s.database, "table": s.table, "enabled": s.enabled})),
+    })
+}
+
+fn not_found(channel: &str) -> ApiError {
+    ApiError::NotFound(format!("channel {channel} does not exist"))
+}
+
+async fn all_channels(state: &AppState, prefs: &ReadPrefs) -> Result<Vec<ChannelInfo>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| stream_read(state, *g, StreamQuery::ListChannels, prefs.consistency, None));
+    let mut out = Vec::new();
+    for r in futures::future::join_all(calls).await {
+        match r? {
+            StreamQueryResult::Channels(c) => out.extend(c),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// `GET /api/v1/streaming/channels`.
+pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    let list: Vec<Value> = all_channels(&state, &prefs).await?.iter().map(channel_json).collect();
+    Ok(Json(json!({"channels": list, "count": list.len()})))
+}
+
+/// Body of `POST /api/v1/streaming/channels`.
+#[derive(Deserialize)]
+pub struct CreateChannel {
+    name: String,
+    #[serde(default)]
+    retention: Option<String>,
+    #[serde(default)]
+    max_events: Option<u64>,
+}
+
+/// `POST /api/v1/streaming/channels {name, retention?, max_events?}` → 201; 409 if it exists.
+pub async fn create_channel(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<CreateChannel>,
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    check_channel(&req.name)?;
+    if req.name.starts_with(CDC_PREFIX) {
+        return Err(ApiError::BadRequest(format!(
+            "channel names starting with {CDC_PREFIX:?} are CDC channels: enable CDC on the table (POST /api/v1/streaming/cdc)"
+        )));
+    }
+    let group = group_of(&state, &req.name)?;
+    let op = StreamOp::CreateChannel { name: req.name, retention: req.retention, max_events: req.max_events };
+    match stream_write_served(&state, group, op, prefs.consistency).await? {
+        (StreamResponse::Channel(c), headers) => Ok((StatusCode::CREATED, headers, Json(channel_json(&c)))),
+        (other, _) => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/streaming/channels/{channel}`.
+pub async fn get_channel(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(channel): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    check_channel(&channel)?;
+    let group = group_of(&state, &channel)?;
+    match stream_read(&state, group, StreamQuery::Channel { name: channel.clone() }, prefs.consistency, prefs.replica).await? {
+        StreamQueryResult::Channel(Some(c)) => Ok(Json(channel_json(&c))),
+        StreamQueryResult::Channel(None) => Err(not_found(&channel)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn parse_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    params
+        .get(name)
+        .map(|v| v.trim().parse::<u64>().map_err(|_| ApiError::BadRequest(format!("{name} must be a non-negative integer"))))
+        .transpose()
+}
+
+fn parse_limit(v: Option<u64>, name: &str) -> Result<usize, ApiError> {
+    match v {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if (1..=MAX_LIMIT as u64).contains(&n) => Ok(n as usize),
+        Some(_) => Err(ApiError::BadRequest(format!("{name} must be between 1 and {MAX_LIMIT}"))),
+    }
+}
+
+fn events_json(r: &ChannelEvents) -> Vec<Value> {
+    r.events.iter().map(event_json).collect()
+}
+
+/// `GET /api/v1/streaming/channels/{channel}/history?limit=&after=`: the newest
+/// `limit` events (default 100, at most 10000), or the first `limit` after the
+/// event id `after`; oldest first either way.
+pub async fn history(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(channel): Path<String>,
+    params: Result<QueryParams<HashMap<String, String>>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let QueryParams(params) = params.map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    check_channel(&channel)?;
+    let limit = parse_limit(parse_u64(&params, "limit")?, "limit")?;
+    let after = parse_u64(&params, "after")?;
+    let group = group_of(&state, &channel)?;
+    let q = StreamQuery::Events { channel: channel.clone(), after, limit };
+    match stream_read(&state, group, q, prefs.consistency, prefs.replica).await? {
+        StreamQueryResult::Events(Some(r)) => {
+            let events = events_json(&r);
+            Ok(Json(json!({
+                "channel": channel, "events": events, "count": events.len(),
+                "first_id": r.channel.first_id, "last_id": r.channel.last_id,
+            })))
+        }
+        StreamQueryResult::Events(None) => Err(not_found(&channel)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/streaming/publish`.
+#[derive(Deserialize)]
+pub struct PublishRequest {
+    channel: String,
+    event_type: String,
+    data: Value,
+}
+
+/// `POST /api/v1/streaming/publish {channel, event_type, data}` → the event's id and timestamp.
+pub async fn publish(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<PublishRequest>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    check_channel(&req.channel)?;
+    if req.event_type.trim().is_empty() || req.event_type.len() > MAX_EVENT_TYPE_BYTES {
+        return Err(ApiError::BadRequest(format!("event_type must be 1 to {MAX_EVENT_TYPE_BYTES} bytes")));
+    }
+    if !req.data.is_object() {
+        return Err(ApiError::BadRequest("data must be a JSON object".into()));
+    }
+    let size = serde_json::to_vec(&req.data).map(|v| v.len()).unwrap_or(usize::MAX);
+    let max = state.config.kv.max_value_bytes;
+    if size > max {
+        return Err(ApiError::BadRequest(format!("data is {size} bytes of JSON; the limit is {max}")));
+    }
+    let group = group_of(&state, &req.channel)?;
+    let op = StreamOp::Publish { channel: req.channel.clone(), event_type: req.event_type, data: req.data };
+    match stream_write_served(&state, group, op, prefs.consistency).await? {
+        (StreamResponse::Published(e), headers) => {
+            state.streams.poke(&e.channel);
+            Ok((
+                headers,
+                Json(json!({
+                    "success": true, "id": e.id, "channel": e.channel, "event_type": e.event_type,
+                    "timestamp": iso8601_ms(e.timestamp_ms), "timestamp_ms": e.timestamp_ms,
+                })),
+            ))
+        }
+        (other, _) => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/streaming/{channel}` with a WebSocket upgrade: pushes
+/// `{id, channel, event_type, data, timestamp, timestamp_ms}` text messages.
+/// Without `after`/`from`, events published after the handshake; with
+/// `after=<id>`, every event with a greater id; with `from=<id>`, from that id on.
+pub async fn subscribe(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(channel): Path<String>,
+    params: Result<QueryParams<HashMap<String, String>>, QueryRejection>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let QueryParams(params) = params.map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let ws = ws.map_err(|e| ApiError::BadRequest(format!("this route is a WebSocket: {e}")))?;
+    check_channel(&channel)?;
+    let after = parse_u64(&params, "after")?;
+    let from = parse_u64(&params, "from")?;
+    if after.is_some() && from.is_some() {
+        return Err(ApiError::BadRequest("give after or from, not both".into()));
+    }
+    let group = group_of(&state, &channel)?;
+    let info = match stream_read(&state, group, StreamQuery::Channel { name: channel.clone() }, Consistency::Quorum, None).await? {
+        StreamQueryResult::Channel(Some(c)) => c,
+        StreamQueryResult::Channel(None) => return Err(not_found(&channel)),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let start_after = match (after, from) {
+        (Some(a), _) => a,
+        (None, Some(f)) => f.saturating_sub(1),
+        (None, None) => info.last_id,
+    };
+    let (hub, cluster) = (state.streams.clone(), state.cluster.clone());
+    Ok(ws.on_upgrade(move |socket| stream_hub::serve(hub, cluster, socket, channel, group, start_after)).into_response())
+}
+
+/// Body of a consumer poll.
+#[derive(Deserialize)]
+pub struct PollRequest {
+    #[serde(default)]
+    max: Option<u64>,
+}
+
+/// `POST …/channels/{channel}/consumers/{group}/poll {max}`: events after the
+/// group's committed offset (default 100, at most 10000). Polling commits
+/// nothing: the same events come back until they are committed.
+pub async fn poll(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path((channel, consumer)): Path<(String, String)>,
+    JsonBody(req): JsonBody<PollRequest>,
+) -> Result<Json<Value>, ApiError> {
+    check_channel(&channel)?;
+    check_group_name(&consumer)?;
+    let max = parse_limit(req.max, "max")?;
+    let group = group_of(&state, &channel)?;
+    let q = StreamQuery::Poll { channel: channel.clone(), group: consumer.clone(), max };
+    match stream_read(&state, group, q, prefs.consistency, prefs.replica).await? {
+        StreamQueryResult::Events(Some(r)) => {
+            let events = events_json(&r);
+            let next = r.events.last().map(|e| e.id);
+            Ok(Json(json!({
+                "channel": channel, "group": consumer, "committed_offset": r.committed,
+                "events": events, "count": events.len(), "next_offset": next, "last_id": r.channel.last_id,
+            })))
+        }
+        StreamQueryResult::Events(None) => Err(not_found(&channel)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of a consumer commit.
+#[derive(Deserialize)]
+pub struct CommitRequest {
+    offset: u64,
+}
+
+/// `POST …/channels/{channel}/consumers/{group}/commit {offset}`: the group has
+/// processed every event up to `offset`. Offsets only move forward (a lower
+/// one is ignored); beyond the newest event is 400.
+pub async fn commit(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path((channel, consumer)): Path<(String, String)>,
+    JsonBody(req): JsonBody<CommitRequest>,
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
+    check_channel(&channel)?;
+    check_group_name(&consumer)?;
+    let group = group_of(&state, &channel)?;
+    let op = StreamOp::CommitOffset { channel: channel.clone(), group: consumer.clone(), offset: req.offset };
+    match stream_write_served(&state, group, op, prefs.consistency).await? {
+        (StreamResponse::Committed { offset, advanced }, headers) => Ok((
+            headers,
+            Json(json!({"channel": channel, "group": consumer, "committed_offset": offset, "advanced": advanced})),
+        )),
+        (other, _) => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET …/channels/{channel}/consumers`: every consumer group's committed offset.
+pub async fn list_consumers(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(channel): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    check_channel(&channel)?;
+    let group = group_of(&state, &channel)?;
+    match stream_read(&state, group, StreamQuery::Offsets { channel: channel.clone() }, prefs.consistency, prefs.replica).await? {
+        StreamQueryResult::Offsets(Some(list)) => {
+            let groups: Vec<Value> = list.iter().map(|(g, o)| json!({"group": g, "committed_offset": o})).collect();
+            Ok(Json(json!({"channel": channel, "consumers": groups, "count": groups.len()})))
+        }
+        StreamQueryResult::Offsets(None) => Err(not_found(&channel)),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Body of `POST /api/v1/streaming/cdc`.
+#[derive(Deserialize)]
+pub struct EnableCdc {
+    #[serde(default)]
+    database: Option<String>,
+    table: String,
+    #[serde(default)]
+    retention: Option<String>,
+    #[serde(default)]
+    max_events: Option<u64>,
+}
+
+/// `POST /api/v1/streaming/cdc {database?, table, retention?, max_events?}`:
+/// captures the table's changes into `cdc.<database>.<table>` from the next
+/// SQL write on. Needs `read:sql` as well (the channel carries the rows).
+pub async fn enable_cdc(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    JsonBody(req): JsonBody<EnableCdc>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
+    caller.require("read:sql")?;
+    let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
+    check_database(&database)?;
+    if req.table.is_empty() {
+        return Err(ApiError::BadRequest("table must not be empty".into()));
+    }
+    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    let describe = Query::Sql(SqlQuery::DescribeTable { database: database.clone(), name: req.table.clone() });
+    let table = match state.cluster.read(group, &describe, Consistency::Quorum, None).await?.value {
+        QueryResult::Sql(SqlResult::Catalog(schema)) => {
+            schema["name"].as_str().map(str::to_string).unwrap_or_else(|| req.table.clone())
+        }
+        QueryResult::Sql(SqlResult::Failed(f)) if f.code == "TABLE_NOT_FOUND" => {
+            return Err(ApiError::NotFound(format!("table {} does not exist in database {database}", req.table)));
+        }
+        QueryResult::Sql(SqlResult::Failed(f)) => return Err(ApiError::BadRequest(f.message)),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    if !valid_name(&cdc_channel(&database, &table)) || table.contains('.') {
+        return Err(ApiError::BadRequest(format!(
+            "CDC needs a table name of A-Z a-z 0-9 _ - (channel {}); {table:?} is not",
+            cdc_channel(&database, "<table>")
+        )));
+    }
+    let op = StreamOp::EnableCdc { database, table, retention: req.retention, max_events: req.max_events };
+    match stream_write(&state, group, op, prefs.consistency).await? {
+        StreamResponse::Channel(c) => Ok((StatusCode::CREATED, Json(channel_json(&c)))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// `GET /api/v1/streaming/cdc`: every table with a CDC channel, enabled or not.
+pub async fn list_cdc(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    let list: Vec<Value> = all_channels(&state, &prefs)
+        .await?
+        .iter()
+        .filter_map(|c| {
+            c.cdc.as_ref().map(|s| {
+                json!({"database": s.database, "table": s.table, "enabled": s.enabled, "channel": c.name, "last_id": c.last_id})
+            })
+        })
+        .collect();
+    Ok(Json(json!({"tables": list, "count": list.len()})))
+}
+
+/// `DELETE /api/v1/streaming/cdc/{database}/{table}`: stops capturing (the
+/// channel and its events stay).
+pub async fn disable_cdc(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    Path((database, table)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
+    check_database(&database)?;
+    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    match stream_write(&state, group, StreamOp::DisableCdc { database, table }, prefs.consistency).await? {
+        StreamResponse::Channel(c) => Ok(Json(channel_json(&c))),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Runs `EnforceRetention` on every data group; returns the summed outcome.
+pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let calls = groups.iter().map(|g| stream_write(state, *g, StreamOp::EnforceRetention, Consistency::Quorum));
+    let (mut channels, mut dropped) = (0, 0);
+    for r in futures::future::join_all(calls).await {
+        match r? {
+            StreamResponse::Retention { channels: c, dropped_events } => {
+                channels += c;
+                dropped += dropped_events;
+            }
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    Ok(json!({"groups": groups.len(), "channels_with_retention": channels, "dropped_events": dropped}))
+}
+
+/// `POST /api/v1/streaming/retention/enforce` (admin): applies retention now.
+pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    if caller.role() != Role::Admin {
+        return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
+    }
+    Ok(Json(enforce_all(&state).await?))
+}
+
+/// Enforces channel retention every `SERVICE_STREAM_RETENTION_INTERVAL_SECS`
+/// (default 30) seconds; spawn once at start-up. Each run is one command per
+/// group whose cut-off is the leader's `issued_at_ms` minus the retention.
+pub async fn retention_loop(state: AppState) {
+    let secs = std::env::var("SERVICE_STREAM_RETENTION_INTERVAL_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(30);
+    let period = Duration::from_secs(secs.max(1));
+    loop {
+        tokio::time::sleep(period).await;
+        if let Err(e) = enforce_all(&state).await {
+            tracing::warn!("stream retention enforcement failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The vault's admin routes (`/api/v1/admin/vault/...`): status, unseal, seal,
+//! secrets, access policies and the audit trail. Every route needs
+//! `manage:vault` (decided in `permissions::ROUTES`); the logic is in
+//! [`crate::vault`].
+
+use axum::{Extension, Json};
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::http::iso8601_ms;
+use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
+
+use super::JsonBody;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::security::ClientIp;
+use crate::state::AppState;
+use crate::vault::policy::Subject;
+use crate::vault::{Actor, VaultError};
+
+/// The vault routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/admin/vault/status", get(status))
+        .route("/api/v1/admin/vault/unseal", post(unseal))
+        .route("/api/v1/admin/vault/seal", post(seal))
+        .route("/api/v1/admin/vault/secrets", get(list_secrets))
+        .route("/api/v1/admin/vault/secrets/{*path}", get(get_secret).put(put_secret).delete(delete_secret))
+        .route("/api/v1/admin/vault/policies", get(list_policies))
+        .route("/api/v1/admin/vault/policies/{name}", get(get_policy).put(put_policy).delete(delete_policy))
+        .route("/api/v1/admin/vault/audit", get(audit))
+}
+
+impl From<VaultError> for ApiError {
+    fn from(e: VaultError) -> Self {
+        match e {
+            VaultError::Sealed => ApiError::VaultSealed(e.to_string()),
+            VaultError::WrongPassphrase | VaultError::Invalid(_) => ApiError::BadRequest(e.to_string()),
+            VaultError::Denied(m) => ApiError::Forbidden(m),
+            VaultError::NotFound(m) => ApiError::NotFound(m),
+            VaultError::Cluster(c) => c.into(),
+            VaultError::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+fn query_params<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(q)| q).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
+}
+
+/// The acting user, with the roles vault policies are matched against.
+fn actor(caller: &Caller) -> Actor {
+    match caller {
+        Caller::User { user, .. } => {
+            let mut roles = vec![user.role.as_str().to_string()];
+            roles.extend(user.roles.iter().cloned());
+            Actor { name: user.username.clone(), subject: Some(Subject { username: user.username.clone(), roles }) }
+        }
+        _ => Actor { name: "anonymous".into(), subject: None },
+    }
+}
+
+/// `GET /api/v1/admin/vault/status` → `{initialized, sealed, default_deny}` (this router).
+pub async fn status(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let s = state.vault.status(&state.cluster).await?;
+    Ok(Json(json!({"initialized": s.initialized, "sealed": s.sealed, "default_deny": state.vault.default_deny()})))
+}
+
+/// Body of `POST /api/v1/admin/vault/unseal`.
+#[derive(Deserialize)]
+pub struct UnsealBody {
+    passphrase: String,
+}
+
+/// `POST /api/v1/admin/vault/unseal {passphrase}`: unseals this router (the
+/// first unseal of the cluster creates the vault). A wrong passphrase → 400.
+pub async fn unseal(
+    State(state): State<AppState>,
+    caller: Caller,
+    ip: Option<Extension<ClientIp>>,
+    JsonBody(body): JsonBody<UnsealBody>,
+) -> Result<Json<Value>, ApiError> {
+    let passphrase = zeroize::Zeroizing::new(body.passphrase);
+    if passphrase.is_empty() {
+        return Err(ApiError::BadRequest("passphrase must not be empty".into()));
+    }
+    let actor = actor(&caller);
+    match state.vault.unseal(&state.cluster, &passphrase, &actor).await {
+        Ok(out) => Ok(Json(json!({"initialized": true, "sealed": false, "created": out.created}))),
+        Err(VaultError::WrongPassphrase) => {
+            let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
+            crate::vault::alert_unseal_failure(&state, &actor, ip).await;
+            Err(VaultError::WrongPassphrase.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /api/v1/admin/vault/seal`: seals the vault on every router.
+pub async fn seal(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    state.vault.seal(&state.cluster, &actor(&caller)).await?;
+    Ok(Json(json!({"sealed": true})))
+}
+
+/// Query of `GET /api/v1/admin/vault/secrets`.
+#[derive(Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    prefix: String,
+}
+
+/// `GET /api/v1/admin/vault/secrets?prefix=` → the paths only.
+pub async fn list_secrets(
+    State(state): State<AppState>,
+    caller: Caller,
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let q = query_params(q)?;
+    let paths = state.vault.list(&state.cluster, &actor(&caller), &q.prefix).await?;
+    Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
+}
+
+/// Body of `PUT /api/v1/admin/vault/secrets/{*path}`.
+#[derive(Deserialize)]
+pub struct PutBody {
+    value: Option<Value>,
+}
+
+/// `PUT /api/v1/admin/vault/secrets/{*path} {value}` → 201 created, 200 replaced.
+pub async fn put_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<String>,
+    JsonBody(body): JsonBody<PutBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Some(value) = body.value.filter(|v| !v.is_null()) else {
+        return Err(ApiError::BadRequest("value is required (any JSON value but null)".into()));
+    };
+    let created = state.vault.put(&state.cluster, &actor(&caller), &path, &value).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(json!({"path": path, "created": created}))))
+}
+
+/// `GET /api/v1/admin/vault/secrets/{*path}` → the decrypted value.
+pub async fn get_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
+    let s = state.vault.get(&state.cluster, &actor(&caller), &path).await?;
+    Ok(Json(json!({
+        "path": s.record.path, "value": s.value, "version": s.record.version,
+        "created_at": iso8601_ms(s.record.created_at_ms), "updated_at": iso8601_ms(s.record.updated_at_ms),
+        "updated_by": s.record.updated_by,
+    })))
+}
+
+/// `DELETE /api/v1/admin/vault/secrets/{*path}`.
+pub async fn delete_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
+    state.vault.delete(&state.cluster, &actor(&caller), &path).await?;
+    Ok(Json(json!({"path": path, "deleted": true})))
+}
+
+fn policy_json(p: &VaultPolicyRecord) -> Value {
+    json!({
+        "name": p.name, "username": p.username, "role": p.role, "paths": p.paths, "capabilities": p.capabilities,
+        "created_at": iso8601_ms(p.created_at_ms), "updated_at": iso8601_ms(p.updated_at_ms),
+    })
+}
+
+/// `GET /api/v1/admin/vault/policies`.
+pub async fn list_policies(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let ps = state.vault.list_policies(&state.cluster).await?;
+    let list: Vec<Value> = ps.iter().map(policy_json).collect();
+    Ok(Json(json!({"total": list.len(), "policies": list})))
+}
+
+/// `GET /api/v1/admin/vault/policies/{name}`.
+pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    let ps = state.vault.list_policies(&state.cluster).await?;
+    let p = ps.iter().find(|p| p.name == name).ok_or_else(|| ApiError::NotFound(format!("vault policy {name} does not exist")))?;
+    Ok(Json(policy_json(p)))
+}
+
+/// Body of `PUT /api/v1/admin/vault/policies/{name}`.
+#[derive(Deserialize)]
+pub struct PolicyBody {
+    username: Option<String>,
+    role: Option<String>,
+    paths: Vec<String>,
+    capabilities: Vec<VaultCapability>,
+}
+
+/// `PUT /api/v1/admin/vault/policies/{name} {username | role, paths, capabilities}`
+/// → 201 created, 200 replaced.
+pub async fn put_policy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    JsonBody(body): JsonBody<PolicyBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let mut capabilities = body.capabilities;
+    capabilities.sort_by_key(|c| *c as u8);
+    capabilities.dedup();
+    let policy = VaultPolicyRecord {
+        name,
+        username: body.username.map(|u| u.trim().to_string()),
+        role: body.role.map(|r| r.trim().to_ascii_lowercase()),
+        paths: body.paths,
+        capabilities,
+        created_at_ms: 0,
+        updated_at_ms: 0,
+    };
+    let created = state.vault.put_policy(&state.cluster, &actor(&caller), policy.clone()).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let ps = state.vault.list_policies(&state.cluster).await?;
+    let stored = ps.iter().find(|p| p.name == policy.name).unwrap_or(&policy);
+    Ok((status, Json(policy_json(stored))))
+}
+
+/// `DELETE /api/v1/admin/vault/policies/{name}`.
+pub async fn delete_policy(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    state.vault.delete_policy(&state.cluster, &actor(&caller), &name).await?;
+    Ok(Json(json!({"name": name, "deleted": true})))
+}
+
+/// Query of `GET /api/v1/admin/vault/audit`.
+#[derive(Deserialize)]
+pub struct AuditQuery {
+    limit: Option<usize>,
+}
+
+/// `GET /api/v1/admin/vault/audit?limit=` (default 100, at most 10000), newest first.
+pub async fn audit(State(state): State<AppState>, q: Result<Query<AuditQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+    let q = query_params(q)?;
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > tessera_api::meta::VAULT_AUDIT_KEEP {
+        return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::VAULT_AUDIT_KEEP)));
+    }
+    let records = state.vault.audit_trail(&state.cluster, limit).await?;
+    let events: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id, "at": iso8601_ms(r.at_ms), "event": r.event, "actor": r.actor, "router": r.router,
+                "path": r.path, "success": r.success, "detail": r.detail,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"total": events.len(), "events": events})))
+}

@@ -1,0 +1,146 @@
+//! Attack detection and IP blocking (see docs/security.md).
+//!
+//! - [`blocklist`]: the IP block list each router caches from the meta group
+//!   (refreshed every `security.block_refresh_ms`) and the middleware that answers
+//!   403 to a blocked client on every route.
+//! - Brute force: every failed login (and wrong MFA code) is counted per client IP
+//!   and per user in the meta group ([`record_login_failure`]), so all routers
+//!   count together; the meta engine raises the alert and the automatic ban.
+//! - [`injection`]: screens user SQL; a finding is recorded as an alert and
+//!   flagged in the response, never blocked.
+
+pub mod blocklist;
+pub mod injection;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tessera_api::command::{MetaOp, Operation, Response};
+use tessera_api::security::{BruteForcePolicy, NewAlert, SecurityOp, SecurityResponse};
+use tracing::warn;
+
+use crate::auth::{Caller, CallerCache};
+use crate::config::SecuritySection;
+use crate::state::AppState;
+
+/// The client IP of a request, as resolved by the block-list middleware
+/// (`None` when a trusted-proxy header is configured but absent).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientIp(pub Option<IpAddr>);
+
+/// Per-router security state.
+pub struct SecurityState {
+    pub blocks: blocklist::BlockList,
+    pub callers: CallerCache,
+    /// Last SQL alert per (user, rules), so a repeated query does not flood alerts.
+    sql_alerts: Mutex<HashMap<String, Instant>>,
+}
+
+/// A repeated SQL finding of the same user and rules raises at most one alert per this.
+const SQL_ALERT_INTERVAL: Duration = Duration::from_secs(60);
+
+impl SecurityState {
+    /// Empty caches for the configuration.
+    pub fn new(config: &SecuritySection) -> Self {
+        SecurityState {
+            blocks: blocklist::BlockList::default(),
+            callers: CallerCache::new(Duration::from_millis(config.session_cache_ttl_ms)),
+            sql_alerts: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The brute-force policy from the configuration.
+pub fn policy(config: &SecuritySection) -> BruteForcePolicy {
+    BruteForcePolicy {
+        alert_threshold: config.failed_login_threshold.max(1),
+        window_ms: (config.failed_login_window_secs.max(1) * 1000) as i64,
+        ban_threshold: config.auto_ban_threshold,
+        ban_duration_ms: (config.auto_ban_duration_secs.max(1) * 1000) as i64,
+    }
+}
+
+/// Counts a failed login in the meta group; a resulting ban is enforced by this
+/// router at once (the others pick it up on their next refresh). Failures to
+/// record are logged, never shown to the client.
+pub async fn record_login_failure(state: &AppState, ip: Option<IpAddr>, username: &str) {
+    let op = SecurityOp::RecordLoginFailure {
+        ip: ip.map(|i| i.to_string()),
+        username: username.to_string(),
+        policy: policy(&state.config.security),
+    };
+    match state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await {
+        Ok(Response::Security(SecurityResponse::LoginFailure { alerts, banned })) => {
+            for a in alerts {
+                warn!(alert = %a.id, kind = %a.kind, ip = ?a.source_ip, "SECURITY: {}", a.message);
+            }
+            if let Some(b) = banned {
+                state.security.blocks.insert(&b);
+            }
+        }
+        Ok(other) => warn!("recording a failed login: unexpected reply {other:?}"),
+        Err(e) => warn!("recording a failed login: {e}"),
+    }
+}
+
+/// Records an alert; failures are logged.
+pub async fn raise(state: &AppState, alert: NewAlert) {
+    warn!(kind = %alert.kind, ip = ?alert.source_ip, user = ?alert.username, "SECURITY: {}", alert.message);
+    if let Err(e) = state.cluster.meta_write(&Operation::Meta(MetaOp::Security(SecurityOp::RaiseAlert(alert)))).await {
+        warn!("recording a security alert: {e}");
+    }
+}
+
+/// Screens user SQL: returns the names of the rules it matches (empty for clean
+/// SQL) and records an `sql_injection` alert in the background. Never blocks.
+pub fn screen_sql(state: &AppState, caller: &Caller, sql: &str) -> Vec<String> {
+    if !state.config.security.injection_detection {
+        return Vec::new();
+    }
+    let findings = injection::screen(sql);
+    if findings.is_empty() {
+        return Vec::new();
+    }
+    let rules: Vec<String> = findings.iter().map(|f| f.rule.to_string()).collect();
+    let (username, ip) = match caller {
+        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
+        Caller::Bootstrap => (None, None),
+    };
+    let dedupe = format!("{}|{}", username.as_deref().unwrap_or(""), rules.join(","));
+    let now = Instant::now();
+    {
+        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
+            return rules;
+        }
+        if seen.len() > 10_000 {
+            seen.retain(|_, at| now.duration_since(*at) < SQL_ALERT_INTERVAL);
+        }
+        seen.insert(dedupe, now);
+    }
+    let excerpt: String = sql.chars().take(200).collect();
+    let details: Vec<String> = findings.iter().map(|f| format!("{}: {}", f.rule, f.detail)).collect();
+    let alert = NewAlert {
+        kind: "sql_injection".into(),
+        severity: "high".into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username,
+        message: format!("possible SQL injection ({}) in: {excerpt}", details.join("; ")),
+    };
+    let state = state.clone();
+    tokio::spawn(async move { raise(&state, alert).await });
+    rules
+}
+
+/// Adds `metadata.security_flags` to a SQL response body when the query was flagged.
+pub fn flag_body(body: &mut serde_json::Value, flags: &[String]) {
+    if flags.is_empty() {
+        return;
+    }
+    if !body.get("metadata").is_some_and(serde_json::Value::is_object) {
+        body["metadata"] = serde_json::json!({});
+    }
+    body["metadata"]["security_flags"] = serde_json::json!(flags);
+}

@@ -1,0 +1,123 @@
+//! Modes that start their own local clusters through the test harness (with the
+//! binaries next to this one: a release bench starts release nodes):
+//!
+//! - `memory`: resident set size of each node idle and under a KV write load,
+//!   with 8 and with 64 shards.
+//! - `groupcommit`: the fsync latency of the disk, the write rate that one
+//!   fsync per write would allow, and the KV write rate at 1 and 64 clients.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions};
+
+use super::{Client, load};
+
+/// Resident set size of `pid` in KiB (`VmRSS` of /proc/<pid>/status).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+async fn start(shards: u32) -> Result<(Cluster, Client)> {
+    let cluster = Cluster::start(ClusterOptions { shard_count: shards, ..ClusterOptions::default() }).await?;
+    let client = Client::login(&cluster.router_url(0), ADMIN_USER, ADMIN_PASSWORD).await?;
+    Ok((cluster, client))
+}
+
+/// KV puts of 256-byte values from `clients` tasks for `secs`.
+async fn kv_writes(c: &Client, clients: usize, secs: u64, tag: &str) -> Result<(f64, f64, f64)> {
+    let (c, tag) = (c.clone(), tag.to_string());
+    let value = "v".repeat(256);
+    load(clients, secs, move |i, n| {
+        let (c, body) = (c.clone(), json!({"key": format!("{tag}/{i}/{}", n % 1000), "value": value}));
+        async move { c.send(reqwest::Method::POST, "/api/v1/kv/keys", Some(&body), "quorum").await.map(|_| ()) }
+    })
+    .await
+}
+
+/// `tessera-bench memory`.
+pub async fn memory(secs: u64) -> Result<()> {
+    println!("{:<7} {:<5} {:>14} {:>16} {:>12}", "shards", "node", "idle RSS MiB", "loaded RSS MiB", "writes/s");
+    for shards in [8u32, 64] {
+        let (cluster, client) = start(shards).await?;
+        // Let elections, placement and the first heartbeats settle before sampling.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let pids: Vec<u32> = (1..=3).map(|n| cluster.node_pid(n).context("node pid")).collect::<Result<_>>()?;
+        let idle: Vec<u64> = pids.iter().map(|p| rss_kib(*p)).collect();
+        let peaks = Arc::new(std::sync::Mutex::new(idle.clone()));
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (peaks, done, pids) = (peaks.clone(), done.clone(), pids.clone());
+            tokio::spawn(async move {
+                while !done.load(Ordering::Relaxed) {
+                    {
+                        let mut p = peaks.lock().unwrap_or_else(|e| e.into_inner());
+                        for (i, pid) in pids.iter().enumerate() {
+                            p[i] = p[i].max(rss_kib(*pid));
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+        let (rate, _, _) = kv_writes(&client, 32, secs, &format!("mem{shards}")).await?;
+        done.store(true, Ordering::Relaxed);
+        sampler.await?;
+        let peaks = peaks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for n in 0..3 {
+            println!("{:<7} {:<5} {:>14.1} {:>16.1} {:>12.0}", shards, n + 1, mib(idle[n]), mib(peaks[n]), rate);
+        }
+        drop(cluster);
+    }
+    println!("(idle: 5 s after readiness; loaded: peak while 32 clients write 256-byte values)");
+    Ok(())
+}
+
+/// Mean and median latency of `n` 4 KiB write + fdatasync rounds in `dir`.
+fn fsync_latency(dir: &std::path::Path, n: usize) -> Result<(f64, f64)> {
+    use std::io::Write;
+    let path = dir.join("fsync-probe");
+    let mut f = std::fs::File::create(&path)?;
+    let block = vec![7u8; 4096];
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f.write_all(&block)?;
+        f.sync_data()?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    std::fs::remove_file(&path)?;
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((times.iter().sum::<f64>() / n as f64, times[n / 2]))
+}
+
+/// `tessera-bench groupcommit`.
+pub async fn group_commit(secs: u64) -> Result<()> {
+    let (cluster, client) = start(8).await?;
+    let (mean, median) = fsync_latency(cluster.root(), 200)?;
+    let bound = 1000.0 / mean;
+    println!("fsync (4 KiB write + fdatasync) on the data disk: mean {mean:.2} ms, median {median:.2} ms");
+    println!("one fsync per write, one write at a time: at most {bound:.0} writes/s");
+    println!("{:<10} {:>10} {:>9} {:>9} {:>14}", "clients", "writes/s", "p50 ms", "p99 ms", "÷ fsync bound");
+    for clients in [1usize, 16, 64] {
+        let (rate, p50, p99) = kv_writes(&client, clients, secs, &format!("gc{clients}")).await?;
+        println!("{clients:<10} {rate:>10.0} {p50:>9.2} {p99:>9.2} {:>14.2}", rate / bound);
+    }
+    println!(
+        "(each write is fsynced by the leader and a follower before it is acknowledged; a ratio above 1 \
+         means concurrent writes share fsyncs)"
+    );
+    drop(cluster);
+    Ok(())
+}

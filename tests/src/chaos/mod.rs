@@ -1,0 +1,261 @@
+//! The chaos suite: real `tessera-node`s and a `tessera-router` on loopback,
+//! every link through a controllable TCP [`proxy`], a [`nemesis`] that kills,
+//! pauses, partitions, cuts and slows, [`workloads`] that record a [`history`],
+//! and checkers (a [`linearizability`] search for registers, lost-write and
+//! bank-invariant checks). [`run`] drives one profile; see `docs/chaos.md`.
+
+pub mod cluster;
+pub mod history;
+pub mod linearizability;
+pub mod nemesis;
+pub mod proxy;
+pub mod workloads;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use self::cluster::ChaosCluster;
+use self::history::{Outcome, Recorder};
+use self::nemesis::{Fault, Nemesis};
+use self::workloads::{CheckReport, WorkloadConfig, Workloads};
+
+/// A small xorshift PRNG (runs are reproducible from the printed seed as far
+/// as the scheduling of real processes allows).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform-ish in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// Which run to do.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// `false`: the quick profile (one of each fault, then every crash point once).
+    pub long: bool,
+    /// Long profile only: how long to inject random faults.
+    pub duration: Duration,
+    /// How long each fault lasts.
+    pub hold: Duration,
+    pub seed: u64,
+}
+
+impl Profile {
+    /// The CI profile: every fault kind once, then the crash points.
+    pub fn quick(seed: u64) -> Profile {
+        Profile { long: false, duration: Duration::ZERO, hold: Duration::from_secs(5), seed }
+    }
+
+    /// Random faults for `duration`, crash points interleaved.
+    pub fn long(duration: Duration, seed: u64) -> Profile {
+        Profile { long: true, duration, hold: Duration::from_secs(8), seed }
+    }
+}
+
+/// A seed from the clock.
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// What a run did and found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub seed: u64,
+    pub elapsed: Duration,
+    /// Operations by workload and outcome (`ok`/`fail`/`info`).
+    pub operations: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    pub faults: BTreeMap<&'static str, u64>,
+    pub fault_notes: Vec<String>,
+    pub checks: CheckReport,
+    /// The saved history, when there were anomalies.
+    pub history_path: Option<PathBuf>,
+    pub cluster_dir: PathBuf,
+}
+
+impl Report {
+    /// Total client operations.
+    pub fn total_operations(&self) -> u64 {
+        self.operations.values().flat_map(|m| m.values()).sum()
+    }
+
+    /// `true` when no anomaly was found.
+    pub fn passed(&self) -> bool {
+        self.checks.anomalies.is_empty()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "chaos run: seed {}, {:.0?}", self.seed, self.elapsed)?;
+        writeln!(f, "operations: {}", self.total_operations())?;
+        for (w, m) in &self.operations {
+            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(f, "  {w:<9} {}", parts.join(", "))?;
+        }
+        writeln!(f, "faults injected: {}", self.faults.values().sum::<u64>())?;
+        for (k, v) in &self.faults {
+            writeln!(f, "  {k:<23} {v}")?;
+        }
+        for n in &self.fault_notes {
+            writeln!(f, "  · {n}")?;
+        }
+        let c = &self.checks;
+        writeln!(f, "register: {} keys, {} operations checked for linearizability", c.register_keys, c.register_ops_checked)?;
+        writeln!(f, "set: {} adds acknowledged, {} present at the end", c.set_acked, c.set_present)?;
+        writeln!(f, "bank: {} balance reads checked", c.bank_reads)?;
+        writeln!(f, "lost writes: {}", c.lost_writes)?;
+        writeln!(f, "anomalies: {}", c.anomalies.len())?;
+        for a in &c.anomalies {
+            writeln!(f, "  ! {a}")?;
+        }
+        if let Some(p) = &self.history_path {
+            writeln!(f, "history saved to {}", p.display())?;
+        }
+        Ok(())
+    }
+}
+
+/// Snapshot and purge thresholds low enough that every group snapshots and
+/// purges its log many times during a run.
+pub const NODE_ENV: [(&str, &str); 2] = [("SERVICE_RAFT_SNAPSHOT_LOGS", "100"), ("SERVICE_RAFT_KEEP_LOGS", "10")];
+
+/// Runs a profile end to end: start, workloads under faults, heal, check.
+/// Anomalies are in the report (and the history is saved); `Err` means the run
+/// itself could not proceed (the cluster did not start or never recovered).
+pub async fn run(profile: &Profile) -> Result<Report> {
+    let started = Instant::now();
+    let ready = Duration::from_secs(
+        std::env::var("TESSERA_TEST_READY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(120),
+    );
+    eprintln!("[chaos] seed {} ({})", profile.seed, if profile.long { "long" } else { "quick" });
+    let mut c = ChaosCluster::start(&NODE_ENV, ready).await?;
+    let result = drive(&mut c, profile, ready).await;
+    let (rec, mut report) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            c.keep();
+            return Err(e.context(format!("chaos run failed; cluster dir {}", c.root().display())));
+        }
+    };
+    report.seed = profile.seed;
+    report.elapsed = started.elapsed();
+    report.cluster_dir = c.root().to_path_buf();
+    if !report.passed() {
+        let path = c.save_json("history.json", &rec.to_json())?;
+        report.history_path = Some(path);
+    }
+    Ok(report)
+}
+
+async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Result<(Arc<Recorder>, Report)> {
+    let rec = Arc::new(Recorder::default());
+    let bank_group = workloads::setup_bank(&c.http).await.context("setting up the bank")?;
+    let run_id = format!("{:x}", profile.seed & 0xffff_ffff);
+    let cfg = WorkloadConfig {
+        run: run_id.clone(),
+        register_clients: 4,
+        register_keys: 3,
+        register_epoch: if profile.long { Duration::from_secs(300) } else { Duration::from_secs(3600) },
+        set_clients: 2,
+        bank_transfer_clients: 2,
+        bank_read_clients: 1,
+    };
+    let mut w = Workloads::start(&c.http, cfg, rec.clone(), profile.seed, bank_group);
+    let mut nemesis = Nemesis::new(Rng::new(profile.seed ^ 0xC4A0_5EED), profile.hold, ready);
+
+    // Let the workloads get going before the first fault.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let quiet = Duration::from_secs(2);
+    let injected: Result<()> = async {
+        if profile.long {
+            let end = Instant::now() + profile.duration;
+            let mut n = 0u64;
+            while Instant::now() < end {
+                n += 1;
+                let fault = if n % 10 == 0 {
+                    Fault::CrashSnapshotInstall
+                } else {
+                    Fault::RANDOM[nemesis.rng.below(Fault::RANDOM.len() as u64) as usize]
+                };
+                nemesis.inject(c, &w, fault).await?;
+                tokio::time::sleep(quiet).await;
+            }
+        } else {
+            for fault in [
+                Fault::KillLeader,
+                Fault::PauseNode,
+                Fault::PartitionLeader,
+                Fault::OneWayCut,
+                Fault::SlowLinks,
+                Fault::RouterCut,
+                Fault::CrashSqlCommit,
+                Fault::CrashLogPurge,
+                Fault::CrashSnapshotInstall,
+            ] {
+                nemesis.inject(c, &w, fault).await?;
+                tokio::time::sleep(quiet).await;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    injected?;
+
+    // Healed: every workload must make progress again.
+    c.heal_all(ready).await?;
+    let healed_at = rec.now();
+    let progress = crate::wait_for(Duration::from_secs(60), "every workload acknowledges operations after healing", async || {
+        let acked = w.acked_since(healed_at);
+        if ["register", "set", "bank"].iter().all(|k| acked.get(k).copied().unwrap_or(0) >= 3) {
+            Ok(Some(()))
+        } else {
+            Err(anyhow::anyhow!("acknowledged since healing: {acked:?}"))
+        }
+    })
+    .await;
+    w.stop().await?;
+
+    let mut checks = CheckReport::default();
+    if let Err(e) = progress {
+        checks.anomalies.push(format!("no progress after healing: {e:#}"));
+    }
+    workloads::final_register_reads(&c.http, &rec).await?;
+    workloads::check_registers(&rec, &mut checks);
+    workloads::check_set(&c.http, &rec, &run_id, &mut checks).await?;
+    workloads::check_bank(&c.http, &rec, &mut checks).await?;
+
+    let mut operations: BTreeMap<String, BTreeMap<&'static str, u64>> = BTreeMap::new();
+    for o in rec.ops() {
+        let outcome = match o.outcome {
+            Outcome::Ok => "ok",
+            Outcome::Fail => "fail",
+            Outcome::Info => "info",
+        };
+        *operations.entry(format!("{}/{}", o.workload, o.kind)).or_default().entry(outcome).or_insert(0) += 1;
+    }
+    let report = Report {
+        operations,
+        faults: nemesis.counts.clone(),
+        fault_notes: nemesis.notes.clone(),
+        checks,
+        ..Report::default()
+    };
+    Ok((rec, report))
+}

@@ -1,0 +1,288 @@
+//! The fault injector: each fault starts, lasts a while, and is undone before
+//! the next one; every fault is recorded in the history and counted by kind.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::Rng;
+use super::cluster::{ChaosCluster, Peer};
+use super::workloads::Workloads;
+use crate::NODE_IDS;
+
+/// Kinds of faults, as counted in the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    /// SIGKILL the leader of a group, restart it after a while.
+    KillLeader,
+    /// SIGKILL a follower, restart it after a while.
+    KillFollower,
+    /// SIGSTOP a node, SIGCONT it after a while.
+    PauseNode,
+    /// Cut a group leader off from the other nodes (both ways).
+    PartitionLeader,
+    /// The leader's messages to the other nodes are lost; theirs still arrive.
+    OneWayCut,
+    /// Added latency on every link of a node.
+    SlowLinks,
+    /// The router cannot reach a group leader (both ways).
+    RouterCut,
+    /// SIGKILL the bank group's leader while transfers are in flight.
+    CrashSqlCommit,
+    /// SIGKILL a node while snapshots are built and logs purged every few entries.
+    CrashLogPurge,
+    /// SIGKILL a lagging node while it installs snapshots.
+    CrashSnapshotInstall,
+}
+
+impl Fault {
+    /// Stable name used in reports and histories.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::KillLeader => "kill-leader",
+            Fault::KillFollower => "kill-follower",
+            Fault::PauseNode => "pause",
+            Fault::PartitionLeader => "partition-leader",
+            Fault::OneWayCut => "one-way-cut",
+            Fault::SlowLinks => "slow-links",
+            Fault::RouterCut => "router-cut",
+            Fault::CrashSqlCommit => "crash-sql-commit",
+            Fault::CrashLogPurge => "crash-log-purge",
+            Fault::CrashSnapshotInstall => "crash-snapshot-install",
+        }
+    }
+
+    /// The ordinary faults a long run draws from.
+    pub const RANDOM: [Fault; 9] = [
+        Fault::KillLeader,
+        Fault::KillFollower,
+        Fault::PauseNode,
+        Fault::PartitionLeader,
+        Fault::OneWayCut,
+        Fault::SlowLinks,
+        Fault::RouterCut,
+        Fault::CrashSqlCommit,
+        Fault::CrashLogPurge,
+    ];
+}
+
+/// Injects faults into a cluster while workloads run.
+pub struct Nemesis {
+    pub rng: Rng,
+    /// How long a fault lasts.
+    pub hold: Duration,
+    /// Faults injected, by kind.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// Details worth reporting (crash points: what was hit).
+    pub notes: Vec<String>,
+    ready_timeout: Duration,
+}
+
+impl Nemesis {
+    pub fn new(rng: Rng, hold: Duration, ready_timeout: Duration) -> Nemesis {
+        Nemesis { rng, hold, counts: BTreeMap::new(), notes: Vec::new(), ready_timeout }
+    }
+
+    /// A group the workloads use (or the meta group).
+    fn pick_group(&mut self, w: &Workloads) -> u64 {
+        let mut groups: Vec<u64> = w.groups.lock().expect("groups").iter().copied().collect();
+        groups.push(0);
+        groups.push(w.bank_group.load(Ordering::Relaxed));
+        groups[self.rng.below(groups.len() as u64) as usize]
+    }
+
+    /// The leader of `group` as the router sees it; a random node if unknown.
+    async fn leader_of(&mut self, c: &ChaosCluster, group: u64) -> u64 {
+        match c.leaders().await {
+            Ok(m) if m.contains_key(&group) => m[&group],
+            _ => NODE_IDS[self.rng.below(3) as usize],
+        }
+    }
+
+    fn other_nodes(node: u64) -> Vec<u64> {
+        NODE_IDS.iter().copied().filter(|n| *n != node).collect()
+    }
+
+    /// Injects one fault, holds it, undoes it, and waits until the cluster is
+    /// ready again.
+    pub async fn inject(&mut self, c: &mut ChaosCluster, w: &Workloads, fault: Fault) -> Result<()> {
+        let start = w.rec.now();
+        let hold = self.hold;
+        let group = self.pick_group(w);
+        let leader = self.leader_of(c, group).await;
+        let detail = match fault {
+            Fault::KillLeader | Fault::KillFollower => {
+                let node = if fault == Fault::KillLeader {
+                    leader
+                } else {
+                    let others = Self::other_nodes(leader);
+                    others[self.rng.below(2) as usize]
+                };
+                c.kill_node(node)?;
+                tokio::time::sleep(hold / 2).await;
+                c.start_node(node)?;
+                format!("SIGKILL node {node} (leader of group {group}: {leader}), restarted after {:?}", hold / 2)
+            }
+            Fault::PauseNode => {
+                let node = NODE_IDS[self.rng.below(3) as usize];
+                c.pause_node(node)?;
+                tokio::time::sleep(hold).await;
+                c.resume_node(node)?;
+                format!("SIGSTOP node {node} for {hold:?} (leader of group {group}: {leader})")
+            }
+            Fault::PartitionLeader => {
+                for o in Self::other_nodes(leader) {
+                    c.cut(Peer::Node(leader), Peer::Node(o), true);
+                    c.cut(Peer::Node(o), Peer::Node(leader), true);
+                }
+                tokio::time::sleep(hold).await;
+                c.heal_network();
+                format!("partition {{{leader}}} | others (leader of group {group}) for {hold:?}")
+            }
+            Fault::OneWayCut => {
+                for o in Self::other_nodes(leader) {
+                    c.cut(Peer::Node(leader), Peer::Node(o), true);
+                }
+                tokio::time::sleep(hold).await;
+                c.heal_network();
+                format!("node {leader} (leader of group {group}) → others cut for {hold:?}")
+            }
+            Fault::SlowLinks => {
+                let node = NODE_IDS[self.rng.below(3) as usize];
+                let d = Duration::from_millis(50 + self.rng.below(250));
+                for o in Self::other_nodes(node) {
+                    c.delay(Peer::Node(node), Peer::Node(o), d);
+                    c.delay(Peer::Node(o), Peer::Node(node), d);
+                }
+                c.delay(Peer::Router, Peer::Node(node), d);
+                c.delay(Peer::Node(node), Peer::Router, d);
+                tokio::time::sleep(hold).await;
+                c.heal_network();
+                format!("+{d:?} each way on every link of node {node} for {hold:?}")
+            }
+            Fault::RouterCut => {
+                c.cut(Peer::Router, Peer::Node(leader), true);
+                c.cut(Peer::Node(leader), Peer::Router, true);
+                tokio::time::sleep(hold).await;
+                c.heal_network();
+                format!("router ↮ node {leader} (leader of group {group}) for {hold:?}")
+            }
+            Fault::CrashSqlCommit => self.crash_sql_commit(c, w).await?,
+            Fault::CrashLogPurge => {
+                let node = NODE_IDS[self.rng.below(3) as usize];
+                tokio::time::sleep(Duration::from_millis(self.rng.below(2000))).await;
+                c.kill_node(node)?;
+                c.start_node(node)?;
+                format!("SIGKILL node {node} under write load (snapshot + purge every few entries), restarted at once")
+            }
+            Fault::CrashSnapshotInstall => self.crash_snapshot_install(c, w).await?,
+        };
+        w.rec.fault(fault.name(), detail.clone(), start);
+        *self.counts.entry(fault.name()).or_insert(0) += 1;
+        eprintln!("[chaos] {:>8.1}s {}: {detail}", start as f64 / 1e9, fault.name());
+        c.heal_all(self.ready_timeout).await?;
+        Ok(())
+    }
+
+    async fn crash_sql_commit(&mut self, c: &mut ChaosCluster, w: &Workloads) -> Result<String> {
+        let group = w.bank_group.load(Ordering::Relaxed);
+        let leader = self.leader_of(c, group).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while w.transfers_in_flight.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let in_flight = w.transfers_in_flight.load(Ordering::SeqCst);
+        c.kill_node(leader)?;
+        tokio::time::sleep(self.hold / 2).await;
+        c.start_node(leader)?;
+        let note = format!("SIGKILL node {leader} (leader of the bank's group {group}) with {in_flight} multi-statement transfers in flight");
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+
+    /// Kills a node, writes enough that every group snapshots and purges past
+    /// it, slows its inbound links, restarts it, and SIGKILLs it as soon as its
+    /// first snapshot install is logged (others still in transfer or install).
+    async fn crash_snapshot_install(&mut self, c: &mut ChaosCluster, w: &Workloads) -> Result<String> {
+        let meta_leader = self.leader_of(c, 0).await;
+        let node = Self::other_nodes(meta_leader)[self.rng.below(2) as usize];
+        c.kill_node(node)?;
+        // Filler writes: enough entries per group to pass the snapshot threshold
+        // several times over (the node env sets it low).
+        let http = c.http.timeout(Duration::from_secs(10));
+        let run = w.cfg.run.clone();
+        let round = self.counts.get(Fault::CrashSnapshotInstall.name()).copied().unwrap_or(0);
+        let value = "x".repeat(2048);
+        let mut tasks = Vec::new();
+        for t in 0..8u64 {
+            let (http, run, value) = (http.clone(), run.clone(), value.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut ok = 0u64;
+                for i in 0..120u64 {
+                    let key = format!("fill/{run}/{round}/{t}/{i}");
+                    if let Ok(r) = http.kv_put(&key, json!(value), None).await
+                        && r.status == 200
+                    {
+                        ok += 1;
+                    }
+                }
+                ok
+            }));
+        }
+        let mut filled = 0;
+        for t in tasks {
+            filled += t.await.unwrap_or(0);
+        }
+        let log = c.node_log(node);
+        let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        for o in Self::other_nodes(node) {
+            c.delay(Peer::Node(o), Peer::Node(node), Duration::from_millis(300));
+        }
+        let bytes_before = c.bytes_into(node);
+        c.start_node(node)?;
+        let started = Instant::now();
+        let mut installs_before_kill = 0;
+        while started.elapsed() < Duration::from_secs(60) {
+            installs_before_kill = count_after(&log, offset, "installed snapshot");
+            if installs_before_kill > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        c.kill_node(node)?;
+        let delivered = c.bytes_into(node) - bytes_before;
+        c.heal_network();
+        let offset2 = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        c.start_node(node)?;
+        // The restarted node must finish catching up (snapshot installs logged
+        // after the second start, or plain replication if the first got far enough).
+        let replica = c.http.replica(node).timeout(Duration::from_secs(10));
+        let quorum = c.http.consistency("quorum").timeout(Duration::from_secs(10));
+        let prefix = format!("fill/{run}/{round}/");
+        crate::wait_for(Duration::from_secs(120), "the restarted node catches up on the filler keys", async || {
+            let want = quorum.kv_count(&prefix).await?;
+            let got = replica.kv_count(&prefix).await?;
+            if got == want { Ok(Some(())) } else { Err(anyhow::anyhow!("node {node}: {got} of {want} filler keys")) }
+        })
+        .await?;
+        let installs_after = count_after(&log, offset2, "installed snapshot");
+        let note = format!(
+            "node {node}: down while {filled} filler writes passed, restarted behind 300 ms links, SIGKILLed {:?} later \
+             after {installs_before_kill} snapshot install(s) ({delivered} bytes delivered); after the next restart it \
+             installed {installs_after} more and caught up",
+            started.elapsed()
+        );
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+}
+
+/// Lines containing `needle` after byte `offset` of `path`.
+fn count_after(path: &std::path::Path, offset: u64, needle: &str) -> usize {
+    let Ok(bytes) = std::fs::read(path) else { return 0 };
+    let start = (offset as usize).min(bytes.len());
+    String::from_utf8_lossy(&bytes[start..]).lines().filter(|l| l.contains(needle)).count()
+}

@@ -1,0 +1,552 @@
+//! The client workloads run during faults, and their final checks.
+//!
+//! - **register**: KV put (write of a unique integer) and `quorum` get (read) on
+//!   a few keys; checked for linearizability per key. KV has no compare-and-set,
+//!   so the register has only reads and writes.
+//! - **set**: each client adds unique keys `set/<run>/<client>/<n>`; after
+//!   healing every acknowledged key must be present (else a lost write), and
+//!   every replica must hold the same keys.
+//! - **bank**: transfers between accounts as one multi-statement SQL request
+//!   (`BEGIN; UPDATE …; UPDATE …; COMMIT`); concurrent reads of every balance
+//!   must sum to the initial total (a read seeing half a transfer is a snapshot
+//!   isolation anomaly), balances never go negative, replicas agree at the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use super::Rng;
+use super::history::{OpRecord, Outcome, Recorder};
+use super::linearizability::{RegisterOp, Timed, Verdict, check_register};
+use crate::{Http, NODE_IDS, Resp, wait_for};
+
+/// Per-request client timeout: past it an operation's outcome is unknown.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// SQL database of the bank workload.
+pub const BANK_DB: &str = "chaos_bank";
+/// Accounts in the bank.
+pub const ACCOUNTS: i64 = 8;
+/// Initial balance of each account.
+pub const INITIAL_BALANCE: i64 = 1000;
+/// Search budget of the linearizability checker per key.
+const CHECK_BUDGET: u64 = 50_000_000;
+
+/// Client counts and shape of the workloads.
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// Unique id of the run, part of every key.
+    pub run: String,
+    pub register_clients: u64,
+    pub register_keys: u64,
+    /// Register keys are renewed every `register_epoch` (bounds each key's history).
+    pub register_epoch: Duration,
+    pub set_clients: u64,
+    pub bank_transfer_clients: u64,
+    pub bank_read_clients: u64,
+}
+
+/// Classifies the result of a write: 2xx ok, 4xx a definite refusal, anything
+/// else (5xx, transport error, timeout) unknown.
+fn classify(r: &Result<Resp>) -> (Outcome, Option<String>) {
+    match r {
+        Ok(r) if (200..300).contains(&r.status) => (Outcome::Ok, None),
+        Ok(r) if (400..500).contains(&r.status) && r.status != 408 => (Outcome::Fail, Some(r.to_string())),
+        Ok(r) => (Outcome::Info, Some(r.to_string())),
+        Err(e) => (Outcome::Info, Some(format!("{e:#}"))),
+    }
+}
+
+/// Running workloads.
+pub struct Workloads {
+    pub cfg: WorkloadConfig,
+    pub rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    handles: Vec<(String, JoinHandle<Result<()>>)>,
+    /// Transfers currently in flight (for the SQL commit crash point).
+    pub transfers_in_flight: Arc<AtomicU64>,
+    /// Groups that served register and set keys, and the bank's group.
+    pub groups: Arc<std::sync::Mutex<BTreeSet<u64>>>,
+    pub bank_group: Arc<AtomicU64>,
+    started_ns: u64,
+}
+
+/// Creates the bank's table and accounts (before any fault).
+pub async fn setup_bank(http: &Http) -> Result<u64> {
+    let sql = |text: &str| {
+        let http = http.clone();
+        let body = json!({"sql": text, "params": [], "database": BANK_DB});
+        async move { http.post("/api/v1/query", &body).await }
+    };
+    let r = sql("CREATE TABLE IF NOT EXISTS accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL CHECK (balance >= 0))")
+        .await?;
+    ensure!(r.status == 200, "creating the bank table: {r}");
+    let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {INITIAL_BALANCE})")).collect();
+    let r = sql(&format!("INSERT INTO accounts VALUES {}", values.join(", "))).await?;
+    ensure!(r.status == 200, "creating the accounts: {r}");
+    // SQL responses carry no X-Tessera-Group; a database routes by `sql/<name>` on
+    // the same ring as KV keys, so a KV write of that key names the bank's group.
+    let r = http.kv_put(&format!("sql/{BANK_DB}"), json!("bank group probe"), None).await?.ensure_status(200)?;
+    r.group().and_then(|g| g.parse().ok()).with_context(|| format!("no group header on {r}"))
+}
+
+impl Workloads {
+    /// Starts every client.
+    pub fn start(http: &Http, cfg: WorkloadConfig, rec: Arc<Recorder>, seed: u64, bank_group: u64) -> Workloads {
+        let mut w = Workloads {
+            cfg,
+            started_ns: rec.now(),
+            rec,
+            stop: Arc::new(AtomicBool::new(false)),
+            handles: Vec::new(),
+            transfers_in_flight: Arc::new(AtomicU64::new(0)),
+            groups: Arc::default(),
+            bank_group: Arc::new(AtomicU64::new(bank_group)),
+        };
+        let http = http.timeout(CLIENT_TIMEOUT);
+        for p in 0..w.cfg.register_clients {
+            let task = register_client(http.clone(), w.cfg.clone(), w.rec.clone(), w.stop.clone(), w.groups.clone(), p, Rng::new(seed ^ ((p + 1) * 0x9E37)));
+            w.handles.push((format!("register client {p}"), tokio::spawn(task)));
+        }
+        for p in 0..w.cfg.set_clients {
+            let task = set_client(http.clone(), w.cfg.run.clone(), w.rec.clone(), w.stop.clone(), w.groups.clone(), p);
+            w.handles.push((format!("set client {p}"), tokio::spawn(task)));
+        }
+        for p in 0..w.cfg.bank_transfer_clients {
+            let task = bank_transfer_client(http.clone(), w.rec.clone(), w.stop.clone(), w.transfers_in_flight.clone(), p, Rng::new(seed ^ ((p + 101) * 0x7F4A)));
+            w.handles.push((format!("bank transfer client {p}"), tokio::spawn(task)));
+        }
+        for p in 0..w.cfg.bank_read_clients {
+            let task = bank_read_client(http.clone(), w.rec.clone(), w.stop.clone(), 1000 + p);
+            w.handles.push((format!("bank read client {p}"), tokio::spawn(task)));
+        }
+        w
+    }
+
+    /// Count of acknowledged operations per workload since `since_ns`.
+    pub fn acked_since(&self, since_ns: u64) -> BTreeMap<&'static str, u64> {
+        let mut m = BTreeMap::new();
+        for o in self.rec.ops() {
+            if o.outcome == Outcome::Ok && o.invoke_ns >= since_ns {
+                *m.entry(o.workload).or_insert(0) += 1;
+            }
+        }
+        m
+    }
+
+    /// Stops every client and waits for them.
+    pub async fn stop(&mut self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        for (name, h) in self.handles.drain(..) {
+            h.await.with_context(|| format!("{name} panicked"))?.with_context(|| format!("{name} failed"))?;
+        }
+        Ok(())
+    }
+
+    /// When the workloads started.
+    pub fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+}
+
+fn register_key(cfg: &WorkloadConfig, rec: &Recorder, k: u64) -> String {
+    let epoch = rec.now() / cfg.register_epoch.as_nanos().max(1) as u64;
+    format!("reg/{}/{epoch}/{k}", cfg.run)
+}
+
+async fn register_client(
+    http: Http,
+    cfg: WorkloadConfig,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    groups: Arc<std::sync::Mutex<BTreeSet<u64>>>,
+    p: u64,
+    mut rng: Rng,
+) -> Result<()> {
+    let reader = http.consistency("quorum");
+    let mut seq = 0i64;
+    while !stop.load(Ordering::Relaxed) {
+        let key = register_key(&cfg, &rec, rng.below(cfg.register_keys));
+        if rng.below(2) == 0 {
+            seq += 1;
+            // Unique across clients: client id in the low digits.
+            let v = seq * 1000 + p as i64;
+            let invoke_ns = rec.now();
+            let r = http.kv_put(&key, json!(v), None).await;
+            let complete = rec.now();
+            let (outcome, error) = classify(&r);
+            if let Ok(r) = &r
+                && let Some(g) = r.group().and_then(|g| g.parse().ok())
+            {
+                groups.lock().expect("groups").insert(g);
+            }
+            rec.op(OpRecord {
+                workload: "register",
+                process: p,
+                kind: "write",
+                key,
+                input: json!(v),
+                invoke_ns,
+                complete_ns: (outcome != Outcome::Info).then_some(complete),
+                outcome,
+                output: Value::Null,
+                error,
+                served_by: r.as_ref().ok().and_then(Resp::served_by),
+            });
+        } else {
+            let invoke_ns = rec.now();
+            let r = reader.kv_get(&key).await;
+            let complete = rec.now();
+            let (outcome, output, error) = match &r {
+                Ok(r) if r.status == 200 => (Outcome::Ok, r.json["value"].clone(), None),
+                Ok(r) if r.status == 404 && r.json["code"] == "NOT_FOUND" => (Outcome::Ok, Value::Null, None),
+                Ok(r) => (Outcome::Fail, Value::Null, Some(r.to_string())),
+                Err(e) => (Outcome::Fail, Value::Null, Some(format!("{e:#}"))),
+            };
+            rec.op(OpRecord {
+                workload: "register",
+                process: p,
+                kind: "read",
+                key,
+                input: Value::Null,
+                invoke_ns,
+                complete_ns: Some(complete),
+                outcome,
+                output,
+                error,
+                served_by: r.as_ref().ok().and_then(Resp::served_by),
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn set_client(
+    http: Http,
+    run: String,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    groups: Arc<std::sync::Mutex<BTreeSet<u64>>>,
+    p: u64,
+) -> Result<()> {
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let key = format!("set/{run}/{p}/{n:08}");
+        let invoke_ns = rec.now();
+        let r = http.kv_put(&key, json!(n), None).await;
+        let complete = rec.now();
+        let (outcome, error) = classify(&r);
+        if let Ok(r) = &r
+            && let Some(g) = r.group().and_then(|g| g.parse().ok())
+        {
+            groups.lock().expect("groups").insert(g);
+        }
+        rec.op(OpRecord {
+            workload: "set",
+            process: p,
+            kind: "add",
+            key,
+            input: json!(n),
+            invoke_ns,
+            complete_ns: (outcome != Outcome::Info).then_some(complete),
+            outcome,
+            output: Value::Null,
+            error,
+            served_by: r.as_ref().ok().and_then(Resp::served_by),
+        });
+    }
+    Ok(())
+}
+
+const TRANSFER: &str = "BEGIN; UPDATE accounts SET balance = balance - $1 WHERE id = $2; \
+                        UPDATE accounts SET balance = balance + $1 WHERE id = $3; COMMIT";
+const BALANCES: &str = "SELECT id, balance FROM accounts ORDER BY id";
+
+async fn bank_transfer_client(
+    http: Http,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    in_flight: Arc<AtomicU64>,
+    p: u64,
+    mut rng: Rng,
+) -> Result<()> {
+    while !stop.load(Ordering::Relaxed) {
+        let from = rng.below(ACCOUNTS as u64) as i64;
+        let to = (from + 1 + rng.below(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
+        let amount = 1 + rng.below(300) as i64;
+        let input = json!({"from": from, "to": to, "amount": amount});
+        let invoke_ns = rec.now();
+        in_flight.fetch_add(1, Ordering::SeqCst);
+        let r = http.post("/api/v1/query", &json!({"sql": TRANSFER, "params": [amount, from, to], "database": BANK_DB})).await;
+        in_flight.fetch_sub(1, Ordering::SeqCst);
+        let complete = rec.now();
+        let (outcome, error) = classify(&r);
+        rec.op(OpRecord {
+            workload: "bank",
+            process: p,
+            kind: "transfer",
+            key: BANK_DB.into(),
+            input,
+            invoke_ns,
+            complete_ns: (outcome != Outcome::Info).then_some(complete),
+            outcome,
+            output: Value::Null,
+            error,
+            served_by: r.as_ref().ok().and_then(Resp::served_by),
+        });
+    }
+    Ok(())
+}
+
+/// Parses `SELECT id, balance` rows into id → balance.
+fn balances(r: &Resp) -> Option<BTreeMap<i64, i64>> {
+    r.json["data"]["rows"]
+        .as_array()?
+        .iter()
+        .map(|row| Some((row.get(0)?.as_i64()?, row.get(1)?.as_i64()?)))
+        .collect()
+}
+
+async fn bank_read_client(http: Http, rec: Arc<Recorder>, stop: Arc<AtomicBool>, p: u64) -> Result<()> {
+    let http = http.consistency("quorum");
+    while !stop.load(Ordering::Relaxed) {
+        let invoke_ns = rec.now();
+        let r = http.post("/api/v1/query", &json!({"sql": BALANCES, "params": [], "database": BANK_DB})).await;
+        let complete = rec.now();
+        let (outcome, output, error) = match &r {
+            Ok(r) if r.status == 200 => match balances(r) {
+                Some(b) => (Outcome::Ok, json!(b.values().collect::<Vec<_>>()), None),
+                None => (Outcome::Fail, Value::Null, Some(format!("unparseable rows: {r}"))),
+            },
+            Ok(r) => (Outcome::Fail, Value::Null, Some(r.to_string())),
+            Err(e) => (Outcome::Fail, Value::Null, Some(format!("{e:#}"))),
+        };
+        rec.op(OpRecord {
+            workload: "bank",
+            process: p,
+            kind: "balances",
+            key: BANK_DB.into(),
+            input: Value::Null,
+            invoke_ns,
+            complete_ns: Some(complete),
+            outcome,
+            output,
+            error,
+            served_by: r.as_ref().ok().and_then(Resp::served_by),
+        });
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+/// Results of the final checks.
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    /// Human-readable anomalies; empty when everything holds.
+    pub anomalies: Vec<String>,
+    /// Acknowledged set adds missing at the end.
+    pub lost_writes: u64,
+    /// Register keys checked and operations fed to the checker.
+    pub register_keys: usize,
+    pub register_ops_checked: usize,
+    /// Set adds acknowledged / present at the end.
+    pub set_acked: u64,
+    pub set_present: u64,
+    /// Bank reads checked.
+    pub bank_reads: u64,
+}
+
+/// Checks every register key's history for linearizability.
+pub fn check_registers(rec: &Recorder, report: &mut CheckReport) {
+    let mut per_key: BTreeMap<String, Vec<Timed<RegisterOp>>> = BTreeMap::new();
+    let mut bad_values = Vec::new();
+    for o in rec.ops().into_iter().filter(|o| o.workload == "register") {
+        let op = match (o.kind, o.outcome) {
+            ("write", Outcome::Fail) | ("read", Outcome::Fail) | ("read", Outcome::Info) => continue,
+            ("write", _) => RegisterOp::Write(o.input.as_i64().unwrap_or_default()),
+            ("read", Outcome::Ok) => match &o.output {
+                Value::Null => RegisterOp::Read(None),
+                v => match v.as_i64() {
+                    Some(i) => RegisterOp::Read(Some(i)),
+                    None => {
+                        bad_values.push(format!("register {}: read returned a non-integer {v}", o.key));
+                        continue;
+                    }
+                },
+            },
+            _ => continue,
+        };
+        per_key.entry(o.key).or_default().push(Timed { call: o.invoke_ns, ret: o.complete_ns, op });
+    }
+    report.anomalies.extend(bad_values);
+    for (key, hist) in &per_key {
+        let (verdict, kept) = check_register(hist, CHECK_BUDGET);
+        report.register_keys += 1;
+        report.register_ops_checked += kept.len();
+        match verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable { stuck_at, deepest } => {
+                let op = hist.get(stuck_at).map(|t| format!("{:?} called at {:.3} ms", t.op, t.call as f64 / 1e6));
+                report.anomalies.push(format!(
+                    "register {key}: NOT linearizable ({} ops; the deepest partial linearization placed {deepest}; \
+                     it could not get past the return of {})",
+                    kept.len(),
+                    op.unwrap_or_else(|| "?".into())
+                ));
+            }
+            Verdict::Unknown { steps } => report.anomalies.push(format!(
+                "register {key}: linearizability undecided after {steps} search steps ({} ops)",
+                kept.len()
+            )),
+        }
+    }
+}
+
+/// All keys under `prefix`, read with `http`'s consistency.
+async fn list_all(http: &Http, prefix: &str) -> Result<BTreeSet<String>> {
+    let (keys, total) = http.kv_list_keys(prefix, Some(100_000)).await?;
+    ensure!(keys.len() as u64 == total, "listing {prefix}: {} of {total} keys returned", keys.len());
+    Ok(keys.into_iter().collect())
+}
+
+/// After healing: every acknowledged add is present (quorum list), nothing
+/// unattempted appears, and every replica holds the same set.
+pub async fn check_set(http: &Http, rec: &Recorder, run: &str, report: &mut CheckReport) -> Result<()> {
+    let prefix = format!("set/{run}/");
+    let http = http.timeout(Duration::from_secs(60));
+    let present = list_all(&http.consistency("quorum"), &prefix).await?;
+    let ops: Vec<OpRecord> = rec.ops().into_iter().filter(|o| o.workload == "set").collect();
+    let attempted: BTreeSet<&str> = ops.iter().filter(|o| o.outcome != Outcome::Fail).map(|o| o.key.as_str()).collect();
+    let acked: Vec<&str> = ops.iter().filter(|o| o.outcome == Outcome::Ok).map(|o| o.key.as_str()).collect();
+    let lost: Vec<&str> = acked.iter().copied().filter(|k| !present.contains(*k)).collect();
+    report.set_acked = acked.len() as u64;
+    report.set_present = present.len() as u64;
+    report.lost_writes += lost.len() as u64;
+    if !lost.is_empty() {
+        report.anomalies.push(format!("set: {} acknowledged adds lost, e.g. {:?}", lost.len(), &lost[..lost.len().min(5)]));
+    }
+    let phantom: Vec<&String> = present.iter().filter(|k| !attempted.contains(k.as_str())).collect();
+    if !phantom.is_empty() {
+        report.anomalies.push(format!("set: {} keys present that no client added successfully or in doubt, e.g. {:?}", phantom.len(), &phantom[..phantom.len().min(5)]));
+    }
+    for node in NODE_IDS {
+        let replica = http.replica(node);
+        let what = format!("replica {node} holds the same set as the quorum read");
+        let agreed = wait_for(Duration::from_secs(60), &what, async || {
+            let got = list_all(&replica, &prefix).await?;
+            if got == present {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("replica {node} has {} keys, quorum {}", got.len(), present.len()))
+            }
+        })
+        .await;
+        if let Err(e) = agreed {
+            report.anomalies.push(format!("set: {e:#}"));
+        }
+    }
+    Ok(())
+}
+
+async fn read_balances(http: &Http) -> Result<BTreeMap<i64, i64>> {
+    let r = http.post("/api/v1/query", &json!({"sql": BALANCES, "params": [], "database": BANK_DB})).await?;
+    ensure!(r.status == 200, "reading balances: {r}");
+    balances(&r).ok_or_else(|| anyhow!("unparseable balances: {r}"))
+}
+
+fn bank_problem(b: &BTreeMap<i64, i64>) -> Option<String> {
+    let total: i64 = b.values().sum();
+    let expected = ACCOUNTS * INITIAL_BALANCE;
+    if b.len() as i64 != ACCOUNTS {
+        return Some(format!("{} accounts instead of {ACCOUNTS}", b.len()));
+    }
+    if total != expected {
+        return Some(format!("total {total} instead of {expected}"));
+    }
+    if let Some((id, v)) = b.iter().find(|(_, v)| **v < 0) {
+        return Some(format!("account {id} is negative ({v})"));
+    }
+    None
+}
+
+/// Every read during the run and the final state: totals invariant, no
+/// negative balance, replicas agree.
+pub async fn check_bank(http: &Http, rec: &Recorder, report: &mut CheckReport) -> Result<()> {
+    let mut bad = Vec::new();
+    for o in rec.ops().into_iter().filter(|o| o.workload == "bank" && o.kind == "balances" && o.outcome == Outcome::Ok) {
+        report.bank_reads += 1;
+        let b: BTreeMap<i64, i64> = o
+            .output
+            .as_array()
+            .map(|a| a.iter().enumerate().map(|(i, v)| (i as i64, v.as_i64().unwrap_or(i64::MIN))).collect())
+            .unwrap_or_default();
+        if let Some(p) = bank_problem(&b) {
+            bad.push(format!("read at {:.3} ms: {p} ({})", o.invoke_ns as f64 / 1e6, o.output));
+        }
+    }
+    if !bad.is_empty() {
+        report.anomalies.push(format!("bank: {} reads broke the invariant, e.g. {:?}", bad.len(), &bad[..bad.len().min(3)]));
+    }
+    let http = http.timeout(Duration::from_secs(60));
+    let reference = read_balances(&http.consistency("quorum")).await?;
+    if let Some(p) = bank_problem(&reference) {
+        report.anomalies.push(format!("bank: final state: {p} ({reference:?})"));
+    }
+    for node in NODE_IDS {
+        let replica = http.replica(node);
+        let what = format!("bank replica {node} agrees with the quorum read");
+        let agreed = wait_for(Duration::from_secs(60), &what, async || {
+            let got = read_balances(&replica).await?;
+            if got == reference {
+                Ok(Some(()))
+            } else {
+                Err(anyhow!("replica {node}: {got:?}, quorum {reference:?}"))
+            }
+        })
+        .await;
+        if let Err(e) = agreed {
+            report.anomalies.push(format!("bank: {e:#}"));
+        }
+    }
+    Ok(())
+}
+
+/// Final quorum reads of every register key, recorded as ordinary reads so the
+/// checker sees the end state.
+pub async fn final_register_reads(http: &Http, rec: &Recorder) -> Result<()> {
+    let keys: BTreeSet<String> =
+        rec.ops().into_iter().filter(|o| o.workload == "register").map(|o| o.key).collect();
+    let http = http.consistency("quorum").timeout(Duration::from_secs(30));
+    for key in keys {
+        let invoke_ns = rec.now();
+        let r = http.kv_get(&key).await?;
+        let complete = rec.now();
+        let output = match r.status {
+            200 => r.json["value"].clone(),
+            404 => Value::Null,
+            _ => bail!("final read of {key}: {r}"),
+        };
+        rec.op(OpRecord {
+            workload: "register",
+            process: u64::MAX,
+            kind: "read",
+            key,
+            input: Value::Null,
+            invoke_ns,
+            complete_ns: Some(complete),
+            outcome: Outcome::Ok,
+            output,
+            error: None,
+            served_by: r.served_by(),
+        });
+    }
+    Ok(())
+}
