@@ -6,6 +6,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
+# A fresh clone gains nothing from incremental caches, and they cost tens of GB.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 "$ROOT/deploy/prerequisites.sh"
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest not found; installing it" >&2
