@@ -173,6 +173,10 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {
             info!(%addr, "router listening");
+            // No Nagle delay: a response's head and body are separate writes.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
         }
     }
