@@ -11,6 +11,8 @@ pub enum StorageError {
     Encoding(#[from] serde_json::Error),
     #[error("encryption at rest: {0}")]
     Crypt(#[from] crate::crypt::CryptError),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl StorageError {

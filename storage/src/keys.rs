@@ -62,3 +62,26 @@ pub fn data_key(group: u64, space: u8, key: &[u8]) -> Vec<u8> {
     k.extend_from_slice(key);
     k
 }
+
+/// Read options confining an iterator to `[lower, upper)`. Without bounds an
+/// iterator that runs off its range walks on through the next group's deleted
+/// (purged or overwritten) records still in the memtable, which cost as much
+/// CPU as live ones.
+pub fn bounded(lower: &[u8], upper: &[u8]) -> rocksdb::ReadOptions {
+    let mut opts = rocksdb::ReadOptions::default();
+    opts.set_iterate_lower_bound(lower.to_vec());
+    opts.set_iterate_upper_bound(upper.to_vec());
+    opts
+}
+
+/// The first key after every key starting with `prefix` (None: no such key).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

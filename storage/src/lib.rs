@@ -15,6 +15,7 @@ pub mod log_store;
 pub mod state_machine;
 pub mod store;
 pub mod types;
+mod wal_sync;
 
 pub use crypt::{Crypt, CryptError};
 pub use error::StorageError;

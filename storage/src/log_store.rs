@@ -1,8 +1,9 @@
 //! openraft log storage for one group over the shared RocksDB.
 //!
 //! Appends are written to RocksDB at once (so they are readable when `append`
-//! returns) and reported flushed only after the WAL is synced. The sync runs on a
-//! blocking thread; concurrent appends of many groups share one WAL sync.
+//! returns) and reported flushed only after the WAL is synced. The sync runs on the
+//! node's WAL-sync thread ([`crate::wal_sync`]); concurrent appends of many
+//! groups share one WAL sync.
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, LogId, OptionalSend, RaftLogReader, StorageIOError, Vote};
-use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
+use rocksdb::{DB, IteratorMode, WriteBatch, WriteOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -20,11 +21,13 @@ use crate::crypt::Purpose;
 use crate::keys::{self, CF_LOG, CF_RAFT};
 use crate::store::Db;
 use crate::types::{RaftStorageError, TypeConfig};
+use crate::wal_sync::WalSync;
 
 /// The Raft log, vote and committed id of one group.
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<Db>,
+    wal: Arc<WalSync>,
     group: u64,
 }
 
@@ -39,8 +42,8 @@ fn synced() -> WriteOptions {
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<Db>, group: u64) -> Self {
-        LogStore { db, group }
+    pub(crate) fn new(db: Arc<Db>, wal: Arc<WalSync>, group: u64) -> Self {
+        LogStore { db, wal, group }
     }
 
     fn get_raft<T: DeserializeOwned>(&self, tag: u8) -> Result<Option<T>, RaftStorageError> {
@@ -63,9 +66,10 @@ impl LogStore {
     /// True when this group has no vote and no log on this node.
     pub(crate) fn is_fresh(&self) -> crate::error::Result<bool> {
         let vote = self.db.get_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, keys::RAFT_VOTE))?;
-        let mut it = self.db.iterator_cf(
+        let mut it = self.db.iterator_cf_opt(
             cf(&self.db, CF_LOG),
-            IteratorMode::From(&keys::group_prefix(self.group), Direction::Forward),
+            keys::bounded(&keys::group_prefix(self.group), &keys::group_end(self.group)),
+            IteratorMode::Start,
         );
         let has_log = match it.next() {
             Some(item) => item?.0.starts_with(&keys::group_prefix(self.group)),
@@ -81,8 +85,8 @@ impl LogStore {
     }
 
     fn last_entry(&self) -> Result<Option<Entry<TypeConfig>>, RaftStorageError> {
-        let end = keys::log_key(self.group, u64::MAX);
-        let mut it = self.db.iterator_cf(cf(&self.db, CF_LOG), IteratorMode::From(&end, Direction::Reverse));
+        let bounds = keys::bounded(&keys::group_prefix(self.group), &keys::group_end(self.group));
+        let mut it = self.db.iterator_cf_opt(cf(&self.db, CF_LOG), bounds, IteratorMode::End);
         match it.next() {
             Some(item) => {
                 let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
@@ -107,8 +111,14 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Unbounded => 0,
         };
         let start_key = keys::log_key(self.group, start);
+        let end_key = match range.end_bound() {
+            Bound::Included(i) if *i < u64::MAX => keys::log_key(self.group, i + 1).to_vec(),
+            Bound::Excluded(i) => keys::log_key(self.group, *i).to_vec(),
+            _ => keys::group_end(self.group),
+        };
         let mut out = Vec::new();
-        for item in self.db.iterator_cf(cf(&self.db, CF_LOG), IteratorMode::From(&start_key, Direction::Forward)) {
+        let bounds = keys::bounded(&start_key, &end_key);
+        for item in self.db.iterator_cf_opt(cf(&self.db, CF_LOG), bounds, IteratorMode::Start) {
             let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
             if !k.starts_with(&keys::group_prefix(self.group)) {
                 break;
@@ -170,11 +180,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
         // Report the entries flushed only once the WAL holding them is on disk.
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let res = db.flush_wal(true).map_err(std::io::Error::other);
-            callback.log_io_completed(res);
-        });
+        self.wal.after_sync(move |res| callback.log_io_completed(res));
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use openraft::{
     EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
     StoredMembership,
 };
-use rocksdb::{DB, Direction, IteratorMode, WriteBatch, WriteOptions};
+use rocksdb::{DB, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 
 use crate::engine::document::DocumentEngine;
@@ -228,11 +228,9 @@ impl SnapshotBuilder {
         let mut pairs = Vec::new();
         let mut applied: Option<LogId<u64>> = None;
         let mut membership = StoredMembership::default();
-        for item in snap.iterator_cf(cf(db, CF_DATA), IteratorMode::From(&prefix, Direction::Forward)) {
+        let bounds = keys::bounded(&prefix, &keys::group_end(group));
+        for item in snap.iterator_cf_opt(cf(db, CF_DATA), bounds, IteratorMode::Start) {
             let (k, v) = item?;
-            if !k.starts_with(&prefix) {
-                break;
-            }
             // Snapshots carry plaintext records (sealed again as a whole when stored,
             // protected by TLS in transit, and sealed under the receiver's key on install).
             let v = db.open(Purpose::Data, &k, &v)?;
@@ -283,9 +281,10 @@ pub(crate) fn repair_interrupted_install(data: &GroupData) -> Result<bool> {
     if snapshot_last.is_some_and(|s| s.index >= purged.index) {
         return Ok(false);
     }
-    let mut later = db.iterator_cf(
+    let mut later = db.iterator_cf_opt(
         cf(db, keys::CF_LOG),
-        IteratorMode::From(&keys::log_key(group, purged.index + 1), Direction::Forward),
+        keys::bounded(&keys::log_key(group, purged.index.saturating_add(1)), &keys::group_end(group)),
+        IteratorMode::Start,
     );
     if let Some(item) = later.next() {
         let (k, _) = item?;

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::keys::{CF_DATA, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
 use crate::state_machine::{GroupReader, StateMachine};
+use crate::wal_sync::WalSync;
 
 /// Key (in the `default` column family) of the key check value of an encrypted
 /// data directory; a plaintext directory has none.
@@ -70,6 +71,8 @@ impl Db {
 #[derive(Clone)]
 pub struct Store {
     db: Arc<Db>,
+    /// Group commit of the log appends of every group.
+    wal: Arc<WalSync>,
     /// Each group's in-memory vector indexes, shared by its state machine and reader.
     vectors: Arc<Mutex<HashMap<u64, Arc<VectorState>>>>,
 }
@@ -96,7 +99,9 @@ impl Store {
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         check_encryption(&db, crypt.as_ref())?;
-        Ok(Store { db: Arc::new(Db { db, crypt }), vectors: Default::default() })
+        let db = Arc::new(Db { db, crypt });
+        let wal = WalSync::start(&db)?;
+        Ok(Store { db, wal, vectors: Default::default() })
     }
 
     /// Whether this store encrypts values at rest.
@@ -106,7 +111,7 @@ impl Store {
 
     /// The Raft log store of one group.
     pub fn log_store(&self, group: u64) -> LogStore {
-        LogStore::new(self.db.clone(), group)
+        LogStore::new(self.db.clone(), self.wal.clone(), group)
     }
 
     /// The state machine of one group.

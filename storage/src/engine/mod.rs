@@ -14,7 +14,7 @@ pub mod vector;
 
 use std::sync::Arc;
 
-use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
+use rocksdb::{DB, IteratorMode, WriteBatch};
 use tessera_api::command::Response;
 
 use crate::crypt::Purpose;
@@ -94,7 +94,8 @@ impl<'a> ReadView<'a> {
     /// order, until `f` returns false.
     pub fn scan_prefix(&self, prefix: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         let start = keys::data_key(self.group, self.space, prefix);
-        self.iterate(&start, |k, v| if k.starts_with(&start) { f(&k[9..], v) } else { Ok(false) })
+        let end = keys::prefix_end(&start).unwrap_or_else(|| keys::group_end(self.group));
+        self.iterate(&start, &end, |k, v| f(&k[9..], v))
     }
 
     /// Calls `f` with every (key, value) in `[start, end)`, in key order, until
@@ -102,7 +103,10 @@ impl<'a> ReadView<'a> {
     pub fn scan_range(&self, start: &[u8], end: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         let from = keys::data_key(self.group, self.space, start);
         let to = keys::data_key(self.group, self.space, end);
-        self.iterate(&from, |k, v| if k < to.as_slice() { f(&k[9..], v) } else { Ok(false) })
+        if from >= to {
+            return Ok(());
+        }
+        self.iterate(&from, &to, |k, v| f(&k[9..], v))
     }
 
     /// Compacts the stored keys in `[start, end)` of this space (physical only:
@@ -116,11 +120,12 @@ impl<'a> ReadView<'a> {
         self.db.compact_range_cf(self.cf(), Some(from), Some(to));
     }
 
-    fn iterate(&self, from: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
-        let mode = IteratorMode::From(from, Direction::Forward);
+    /// Visits `[from, to)` in key order until `f` returns false.
+    fn iterate(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        let bounds = keys::bounded(from, to);
         let iter = match self.source {
-            Source::Db(db) => db.iterator_cf(self.cf(), mode),
-            Source::Snapshot(s) => s.iterator_cf(self.cf(), mode),
+            Source::Db(db) => db.iterator_cf_opt(self.cf(), bounds, IteratorMode::Start),
+            Source::Snapshot(s) => s.iterator_cf_opt(self.cf(), bounds, IteratorMode::Start),
         };
         for item in iter {
             let (k, v) = item?;

@@ -1,0 +1,82 @@
+//! Group commit of the write-ahead log. Every group's log appends go into the
+//! node's one RocksDB WAL; an append is reported durable only after a WAL sync.
+//! Instead of one fsync per append, appends queue here and one thread syncs
+//! once for everything queued while the previous sync ran — so under load many
+//! appends, of many groups, share each fsync.
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+
+use crate::store::Db;
+
+/// Told the outcome of the WAL sync covering an append.
+type Waiter = Box<dyn FnOnce(std::io::Result<()>) + Send>;
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Waiter>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+/// The node's WAL syncer thread; it stops when the last handle is dropped.
+pub(crate) struct WalSync {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WalSync {
+    /// Starts the syncer of `db`. It holds the database only while syncing, so
+    /// dropping the store closes it.
+    pub(crate) fn start(db: &Arc<Db>) -> std::io::Result<Arc<Self>> {
+        let shared = Arc::new(Shared::default());
+        let (queue, db) = (shared.clone(), Arc::downgrade(db));
+        let thread = std::thread::Builder::new().name("wal-sync".into()).spawn(move || run(&queue, &db))?;
+        Ok(Arc::new(WalSync { shared, thread: Some(thread) }))
+    }
+
+    /// Calls `done` once a WAL sync that started after this call has finished.
+    pub(crate) fn after_sync(&self, done: impl FnOnce(std::io::Result<()>) + Send + 'static) {
+        let mut queue = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        queue.waiting.push(Box::new(done));
+        drop(queue);
+        self.shared.ready.notify_one();
+    }
+}
+
+fn run(shared: &Shared, db: &Weak<Db>) {
+    loop {
+        let batch = {
+            let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            while queue.waiting.is_empty() && !queue.closed {
+                queue = shared.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
+            }
+            if queue.waiting.is_empty() {
+                return; // closed and drained
+            }
+            std::mem::take(&mut queue.waiting)
+        };
+        let outcome = match db.upgrade() {
+            Some(db) => db.flush_wal(true).map_err(|e| e.to_string()),
+            None => Err("the store is closed".to_string()),
+        };
+        for done in batch {
+            done(outcome.clone().map_err(std::io::Error::other));
+        }
+    }
+}
+
+impl Drop for WalSync {
+    fn drop(&mut self) {
+        self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.shared.ready.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join(); // at most one sync in flight
+        }
+    }
+}
