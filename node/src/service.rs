@@ -106,7 +106,14 @@ impl DataService for NodeService {
             Some(map) => encode(&map)?,
             None => Vec::new(),
         };
-        Ok(Response::new(StatusReply { node_id: self.host.id, groups: self.host.group_statuses(), cluster_map }))
+        let wal = self.host.store.wal_stats();
+        Ok(Response::new(StatusReply {
+            node_id: self.host.id,
+            groups: self.host.group_statuses(),
+            cluster_map,
+            wal_syncs: wal.syncs,
+            log_entries_synced: wal.entries,
+        }))
     }
 
     async fn applied(&self, req: Request<AppliedRequest>) -> Result<Response<AppliedReply>, Status> {

@@ -55,6 +55,8 @@ struct View {
     addrs: HashMap<NodeId, String>,
     leaders: HashMap<GroupId, NodeId>,
     reachable: HashMap<NodeId, bool>,
+    /// Node id → (WAL syncs, log entries synced), from the node's status.
+    wal: HashMap<NodeId, (u64, u64)>,
 }
 
 /// Shared cluster client of one router.
@@ -131,6 +133,7 @@ impl Cluster {
             match reply {
                 Ok(status) => {
                     reachable.insert(status.node_id, true);
+                    view.wal.insert(status.node_id, (status.wal_syncs, status.log_entries_synced));
                     view.addrs.entry(status.node_id).or_insert(addr);
                     if view.map.is_none() && !status.cluster_map.is_empty() {
                         if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
@@ -182,6 +185,12 @@ impl Cluster {
     }
 
     /// Known leaders and reachability of nodes.
+    /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).
+    pub fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
+        self.view.read().expect("view lock").wal.clone()
+    }
+
+    /// Group id → cached leader, and node id → whether it answered the last refresh.
     pub fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>) {
         let view = self.view.read().expect("view lock");
         (view.leaders.clone(), view.reachable.clone())

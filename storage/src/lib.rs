@@ -22,4 +22,5 @@ pub use error::StorageError;
 pub use log_store::LogStore;
 pub use state_machine::{GroupReader, StateMachine};
 pub use store::Store;
+pub use wal_sync::WalStats;
 pub use types::TypeConfig;

@@ -173,14 +173,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut batch = WriteBatch::default();
         let log_cf = cf(&self.db, CF_LOG);
+        let mut count = 0;
         for entry in entries {
+            count += 1;
             let bytes = codec::encode(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
             let key = keys::log_key(self.group, entry.log_id.index);
             batch.put_cf(log_cf, key, self.db.seal(Purpose::Log, &key, &bytes));
         }
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
         // Report the entries flushed only once the WAL holding them is on disk.
-        self.wal.after_sync(move |res| callback.log_io_completed(res));
+        self.wal.after_sync(count, move |res| callback.log_io_completed(res));
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::keys::{CF_DATA, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
 use crate::state_machine::{GroupReader, StateMachine};
-use crate::wal_sync::WalSync;
+use crate::wal_sync::{WalStats, WalSync};
 
 /// Key (in the `default` column family) of the key check value of an encrypted
 /// data directory; a plaintext directory has none.
@@ -102,6 +102,11 @@ impl Store {
         let db = Arc::new(Db { db, crypt });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, vectors: Default::default() })
+    }
+
+    /// Log entries appended and WAL syncs made since the store opened.
+    pub fn wal_stats(&self) -> WalStats {
+        self.wal.stats()
     }
 
     /// Whether this store encrypts values at rest.

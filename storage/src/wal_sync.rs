@@ -4,6 +4,7 @@
 //! once for everything queued while the previous sync ran — so under load many
 //! appends, of many groups, share each fsync.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 
@@ -22,6 +23,16 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+    syncs: AtomicU64,
+    entries: AtomicU64,
+}
+
+/// How many log entries the node appended and how many WAL syncs made them
+/// durable, since it started: entries per sync above 1 is group commit at work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalStats {
+    pub syncs: u64,
+    pub entries: u64,
 }
 
 /// The node's WAL syncer thread; it stops when the last handle is dropped.
@@ -40,12 +51,22 @@ impl WalSync {
         Ok(Arc::new(WalSync { shared, thread: Some(thread) }))
     }
 
-    /// Calls `done` once a WAL sync that started after this call has finished.
-    pub(crate) fn after_sync(&self, done: impl FnOnce(std::io::Result<()>) + Send + 'static) {
+    /// Calls `done` once a WAL sync that started after this call has finished;
+    /// `entries` is how many log entries the caller wrote (for [`WalStats`]).
+    pub(crate) fn after_sync(&self, entries: u64, done: impl FnOnce(std::io::Result<()>) + Send + 'static) {
+        self.shared.entries.fetch_add(entries, Ordering::Relaxed);
         let mut queue = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.waiting.push(Box::new(done));
         drop(queue);
         self.shared.ready.notify_one();
+    }
+
+    /// The counters since start.
+    pub(crate) fn stats(&self) -> WalStats {
+        WalStats {
+            syncs: self.shared.syncs.load(Ordering::Relaxed),
+            entries: self.shared.entries.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -65,6 +86,7 @@ fn run(shared: &Shared, db: &Weak<Db>) {
             Some(db) => db.flush_wal(true).map_err(|e| e.to_string()),
             None => Err("the store is closed".to_string()),
         };
+        shared.syncs.fetch_add(1, Ordering::Relaxed);
         for done in batch {
             done(outcome.clone().map_err(std::io::Error::other));
         }

@@ -151,6 +151,11 @@ async fn check_topology(c: &Cluster) -> Result<()> {
     let ids: BTreeSet<u64> = nodes.iter().filter_map(|n| as_id(&n["id"])).collect();
     ensure!(ids == NODE_IDS.into_iter().collect(), "cluster nodes {info}");
     ensure!(nodes.iter().all(|n| n["reachable"] == json!(true)), "unreachable node in {info}");
+    // Every node reports the log entries its WAL syncs made durable.
+    for n in nodes {
+        let (syncs, entries) = (n["wal"]["syncs"].as_u64(), n["wal"]["log_entries_synced"].as_u64());
+        ensure!(matches!((syncs, entries), (Some(s), Some(e)) if s > 0 && e > 0), "WAL counters of {n}");
+    }
     let groups = info["groups"].as_array().with_context(|| format!("no groups in {info}"))?;
     ensure!(groups.len() >= c.options().shard_count as usize, "expected >= {} groups: {info}", c.options().shard_count);
     for g in groups {

@@ -1,5 +1,5 @@
-//! `GET /api/v1/admin/cluster`: nodes, their reachability, and each group's
-//! leader and members as this router sees them.
+//! `GET /api/v1/admin/cluster`: nodes, their reachability and WAL group-commit
+//! counters, and each group's leader and members, freshly asked of every node.
 
 use axum::Json;
 use axum::extract::State;
@@ -11,12 +11,22 @@ use crate::state::AppState;
 
 /// The cluster as this router sees it.
 pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    state.cluster.refresh().await;
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     let (leaders, reachable) = state.cluster.leaders_and_liveness();
+    let wal = state.cluster.wal_stats();
     let nodes: Vec<Value> = map
         .nodes
         .iter()
-        .map(|n| json!({"id": n.id, "addr": n.addr, "reachable": reachable.get(&n.id).copied().unwrap_or(false)}))
+        .map(|n| {
+            let (syncs, entries) = wal.get(&n.id).copied().unwrap_or_default();
+            json!({
+                "id": n.id,
+                "addr": n.addr,
+                "reachable": reachable.get(&n.id).copied().unwrap_or(false),
+                "wal": {"syncs": syncs, "log_entries_synced": entries},
+            })
+        })
         .collect();
     let groups: Vec<Value> = map
         .groups

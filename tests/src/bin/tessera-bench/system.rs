@@ -4,7 +4,8 @@
 //! - `memory`: resident set size of each node idle and under a KV write load,
 //!   with 8 and with 64 shards.
 //! - `groupcommit`: the fsync latency of the disk, the write rate that one
-//!   fsync per write would allow, and the KV write rate at 1 and 64 clients.
+//!   fsync per write would allow, and the KV write rate at 1, 16 and 64
+//!   clients with the nodes' own count of log entries per WAL sync.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +103,15 @@ fn fsync_latency(dir: &std::path::Path, n: usize) -> Result<(f64, f64)> {
     Ok((times.iter().sum::<f64>() / n as f64, times[n / 2]))
 }
 
+/// WAL syncs and log entries synced, summed over the nodes (`GET /api/v1/admin/cluster`).
+async fn wal_counters(c: &Client) -> Result<(u64, u64)> {
+    let cluster = c.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?;
+    let nodes = cluster["nodes"].as_array().context("admin/cluster without nodes")?;
+    Ok(nodes.iter().fold((0, 0), |(s, e), n| {
+        (s + n["wal"]["syncs"].as_u64().unwrap_or(0), e + n["wal"]["log_entries_synced"].as_u64().unwrap_or(0))
+    }))
+}
+
 /// `tessera-bench groupcommit`.
 pub async fn group_commit(secs: u64) -> Result<()> {
     let (cluster, client) = start(8).await?;
@@ -109,14 +119,26 @@ pub async fn group_commit(secs: u64) -> Result<()> {
     let bound = 1000.0 / mean;
     println!("fsync (4 KiB write + fdatasync) on the data disk: mean {mean:.2} ms, median {median:.2} ms");
     println!("one fsync per write, one write at a time: at most {bound:.0} writes/s");
-    println!("{:<10} {:>10} {:>9} {:>9} {:>14}", "clients", "writes/s", "p50 ms", "p99 ms", "÷ fsync bound");
+    println!(
+        "{:<10} {:>10} {:>9} {:>9} {:>14} {:>12} {:>14}",
+        "clients", "writes/s", "p50 ms", "p99 ms", "÷ fsync bound", "fsyncs/s", "entries/fsync"
+    );
     for clients in [1usize, 16, 64] {
+        let before = wal_counters(&client).await?;
         let (rate, p50, p99) = kv_writes(&client, clients, secs, &format!("gc{clients}")).await?;
-        println!("{clients:<10} {rate:>10.0} {p50:>9.2} {p99:>9.2} {:>14.2}", rate / bound);
+        let after = wal_counters(&client).await?;
+        let (syncs, entries) = (after.0 - before.0, after.1 - before.1);
+        println!(
+            "{clients:<10} {rate:>10.0} {p50:>9.2} {p99:>9.2} {:>14.2} {:>12.0} {:>14.2}",
+            rate / bound,
+            syncs as f64 / 3.0 / secs as f64,
+            entries as f64 / (syncs as f64).max(1.0)
+        );
     }
     println!(
-        "(each write is fsynced by the leader and a follower before it is acknowledged; a ratio above 1 \
-         means concurrent writes share fsyncs)"
+        "(each write is fsynced by the leader and a follower before it is acknowledged; fsyncs/s is per node; \
+         entries/fsync is the log entries each WAL sync made durable, counted by the nodes: above 1, \
+         concurrent writes share fsyncs)"
     );
     drop(cluster);
     Ok(())
