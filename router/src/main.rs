@@ -34,6 +34,9 @@ use crate::config::RouterConfig;
 use crate::error::ApiError;
 use crate::state::{AppState, Inner, parse_consistency};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line of the router; everything else comes from the file and `SERVICE_*`.
 #[derive(Parser)]
 #[command(name = "tessera-router", version, about = "Tessera HTTP router")]

@@ -27,18 +27,6 @@ fn data_prefix(database: &str) -> Vec<u8> {
     [b"d/".as_slice(), database.as_bytes(), b"\0"].concat()
 }
 
-/// The first key after every key starting with `prefix` (`None`: no such key).
-fn prefix_after(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
 fn registry_key(database: &str) -> Vec<u8> {
     [b"n/".as_slice(), database.as_bytes()].concat()
 }
@@ -142,7 +130,7 @@ impl SqlEngine {
                 // VACUUM: compact the table's (or database's) key range on this replica.
                 for table in &out.vacuum {
                     let start = [prefix.as_slice(), table].concat();
-                    let end = prefix_after(&start);
+                    let end = crate::keys::prefix_end(&start);
                     tx.view().compact_range(&start, end.as_deref());
                     tracing::info!(database = %op.database, whole_database = table.is_empty(), "VACUUM compacted the key range");
                 }
