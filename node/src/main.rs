@@ -19,6 +19,9 @@ use crate::config::NodeConfig;
 use crate::host::Host;
 use crate::service::NodeService;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line of the node; everything else comes from the file and `SERVICE_*`.
 #[derive(Parser)]
 #[command(name = "tessera-node", version, about = "Tessera data node")]
