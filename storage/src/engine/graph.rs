@@ -378,28 +378,17 @@ const QUERY_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
-    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
     use serde_json::{Map, Value, json};
 
     use super::*;
 
     fn open() -> (tempfile::TempDir, GroupData) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
-        (dir, GroupData { db, group: 2, vectors: Default::default() })
+        crate::engine::test_support::open_group(2)
     }
 
     fn apply(data: &GroupData, op: GraphOp) -> Response {
-        let mut batch = WriteBatch::default();
-        let r = GraphEngine.apply(&mut Tx::new(&data.db, data.group, space::GRAPH, &mut batch), 5, &op).unwrap();
-        data.db.write(batch).unwrap();
-        r
+        crate::engine::test_support::apply_op(&GraphEngine, data, space::GRAPH, 5, &op)
     }
 
     fn props(v: Value) -> Map<String, Value> {

@@ -336,28 +336,16 @@ pub fn vault_audit(view: &ReadView<'_>, limit: usize) -> Result<Vec<VaultAuditRe
 
 #[cfg(test)]
 mod vault_tests {
-    use std::sync::Arc;
-
-    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
 
     use super::*;
     use crate::engine::{GroupData, space};
 
     fn data() -> (tempfile::TempDir, GroupData) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
-        (dir, GroupData { db, group: 0, vectors: Default::default() })
+        crate::engine::test_support::open_group(0)
     }
 
     fn apply(data: &GroupData, now: i64, op: MetaOp) -> Response {
-        let mut batch = WriteBatch::default();
-        let r = MetaEngine.apply(&mut Tx::new(&data.db, data.group, space::META, &mut batch), now, &op).unwrap();
-        data.db.write(batch).unwrap();
-        r
+        crate::engine::test_support::apply_op(&MetaEngine, data, space::META, now, &op)
     }
 
     fn key(id: &str) -> VaultKeyRecord {

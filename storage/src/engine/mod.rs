@@ -11,6 +11,8 @@ pub mod sql;
 pub mod stream;
 pub mod timeseries;
 pub mod vector;
+#[cfg(test)]
+mod test_support;
 
 use std::sync::Arc;
 

@@ -388,9 +388,8 @@ pub fn query(view: &ReadView<'_>, q: &StreamQuery) -> Result<StreamQueryResult> 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
-    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
+    use rocksdb::WriteBatch;
     use tessera_api::sql::SqlOp;
 
     use super::*;
@@ -398,20 +397,11 @@ mod tests {
     use crate::engine::{GroupData, space};
 
     fn open() -> (tempfile::TempDir, GroupData) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
-        (dir, GroupData { db, group: 3, vectors: Default::default() })
+        crate::engine::test_support::open_group(3)
     }
 
     fn apply(data: &GroupData, now: i64, op: StreamOp) -> Response {
-        let mut batch = WriteBatch::default();
-        let r = StreamEngine.apply(&mut Tx::new(&data.db, data.group, space::STREAM, &mut batch), now, &op).unwrap();
-        data.db.write(batch).unwrap();
-        r
+        crate::engine::test_support::apply_op(&StreamEngine, data, space::STREAM, now, &op)
     }
 
     /// A SQL write as the state machine applies it: write and change records in one batch.

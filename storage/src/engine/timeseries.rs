@@ -559,29 +559,18 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
-    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
     use tessera_api::timeseries::TsPointIn;
 
     use super::*;
     use crate::engine::{GroupData, space};
 
     fn open() -> (tempfile::TempDir, GroupData) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
-        (dir, GroupData { db, group: 1, vectors: Default::default() })
+        crate::engine::test_support::open_group(1)
     }
 
     fn apply(data: &GroupData, now: i64, op: TsOp) -> Response {
-        let mut batch = WriteBatch::default();
-        let r = TimeSeriesEngine.apply(&mut Tx::new(&data.db, data.group, space::TIMESERIES, &mut batch), now, &op).unwrap();
-        data.db.write(batch).unwrap();
-        r
+        crate::engine::test_support::apply_op(&TimeSeriesEngine, data, space::TIMESERIES, now, &op)
     }
 
     fn points(data: &GroupData, start: i64, end: i64) -> Vec<Point> {

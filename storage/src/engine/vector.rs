@@ -443,9 +443,8 @@ fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Vec
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
-    use rocksdb::{ColumnFamilyDescriptor, DB, Options, WriteBatch};
+    use rocksdb::WriteBatch;
     use serde_json::json;
     use tessera_api::vector::MetadataFilter;
 
@@ -482,13 +481,7 @@ mod tests {
     /// snapshot install) and drop/recreate all keep index and records in step.
     #[test]
     fn apply_rebuild_and_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-        let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
-        let data = GroupData { db: db.clone(), group: 3, vectors: Default::default() };
+        let (_dir, data) = crate::engine::test_support::open_group(3);
         let config = CollectionConfig {
             name: "c".into(),
             dim: 2,
