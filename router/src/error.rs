@@ -106,9 +106,15 @@ impl ApiError {
 /// content type, a body over the limit — and 405s) get the same JSON body
 /// `{error, code}` as every other error; their headers are kept.
 pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-    let resp = next.run(req).await;
+    use axum::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+    let mut resp = next.run(req).await;
     let status = resp.status();
+    // A body refused as too large was not read to its end, so hyper closes the
+    // connection after the response. Say so, or a client may reuse it for its
+    // next request and see "connection closed before message completed".
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        resp.headers_mut().insert(CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
     let is_json = resp
         .headers()
         .get(CONTENT_TYPE)
