@@ -494,7 +494,9 @@ fn binary(name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
+/// Spawns `bin` with `env` (and none of the runner's own `SERVICE_*`
+/// settings), appending its output to `log`; the child dies with the test.
+pub(crate) fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
     let mut f = OpenOptions::new().create(true).append(true).open(log)?;
     writeln!(f, "===== [harness] starting {label} =====")?;
     let mut cmd = Command::new(bin);
@@ -524,7 +526,8 @@ fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &s
     cmd.spawn().with_context(|| format!("spawning {label} ({})", bin.display()))
 }
 
-fn signal(child: &Child, sig: libc::c_int) {
+/// Sends `sig` to a child process.
+pub(crate) fn signal(child: &Child, sig: libc::c_int) {
     // SAFETY: plain kill(2) on a pid we spawned and have not reaped yet.
     unsafe {
         libc::kill(child.id() as libc::pid_t, sig);
@@ -562,7 +565,8 @@ async fn terminate(children: Vec<(String, Child)>) -> Result<()> {
     Ok(())
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+/// Last `lines` lines of a file.
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     match std::fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);

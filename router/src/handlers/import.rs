@@ -360,19 +360,8 @@ pub async fn import_kv(
     caller.require("write:kv")?;
     let mut report = Report::new("index");
     let size = import::batch_size(req.batch_size).map_err(ApiError::BadRequest)?;
-    let (max_key, max_value) = (state.config.kv.max_key_bytes, state.config.kv.max_value_bytes);
     for (i, p) in req.pairs.iter().enumerate() {
-        let n = serde_json::to_vec(&p.value).map(|v| v.len()).unwrap_or(usize::MAX);
-        let problem = if p.key.is_empty() {
-            Some("key must not be empty".to_string())
-        } else if p.key.len() > max_key {
-            Some(format!("key is {} bytes; the limit is {max_key}", p.key.len()))
-        } else if n > max_value {
-            Some(format!("value is {n} bytes of JSON; the limit is {max_value}"))
-        } else {
-            None
-        };
-        if let Some(message) = problem {
+        if let Err(message) = super::kv::check_pair(&state, &p.key, &p.value) {
             report.fail(&invalid(i, format!("pairs[{i}]: {message}")));
             return Ok(report.into_response());
         }

@@ -21,12 +21,28 @@ const DEFAULT_LIST_LIMIT: usize = 1_000;
 
 
 fn check_key(state: &AppState, key: &str) -> Result<(), ApiError> {
+    check_key_bytes(state, key).map_err(ApiError::BadRequest)
+}
+
+fn check_key_bytes(state: &AppState, key: &str) -> Result<(), String> {
     if key.is_empty() {
-        return Err(ApiError::BadRequest("key must not be empty".into()));
+        return Err("key must not be empty".into());
     }
     let max = state.config.kv.max_key_bytes;
     if key.len() > max {
-        return Err(ApiError::BadRequest(format!("key is {} bytes; the limit is {max}", key.len())));
+        return Err(format!("key is {} bytes; the limit is {max}", key.len()));
+    }
+    Ok(())
+}
+
+/// The limits a stored pair must meet (`kv.max_key_bytes`, and
+/// `kv.max_value_bytes` of the value as JSON); shared with `POST /import/kv`.
+pub(crate) fn check_pair(state: &AppState, key: &str, value: &Value) -> Result<(), String> {
+    check_key_bytes(state, key)?;
+    let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX);
+    let max = state.config.kv.max_value_bytes;
+    if size > max {
+        return Err(format!("value is {size} bytes of JSON; the limit is {max}"));
     }
     Ok(())
 }
@@ -43,12 +59,7 @@ pub async fn put(
     JsonBody(req): JsonBody<KvPutRequest>,
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     require_writer(&caller)?;
-    check_key(&state, &req.key)?;
-    let size = serde_json::to_vec(&req.value).map(|v| v.len()).unwrap_or(usize::MAX);
-    let max = state.config.kv.max_value_bytes;
-    if size > max {
-        return Err(ApiError::BadRequest(format!("value is {size} bytes of JSON; the limit is {max}")));
-    }
+    check_pair(&state, &req.key, &req.value).map_err(ApiError::BadRequest)?;
     if req.ttl == Some(0) {
         return Err(ApiError::BadRequest("ttl must be at least 1 second (omit it for no expiry)".into()));
     }

@@ -6,17 +6,15 @@
 //! SIGKILLed, restarted, SIGSTOPped and SIGCONTed.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
 use super::proxy::{DirState, Proxy};
-use crate::{ADMIN_PASSWORD, ADMIN_USER, Http, NODE_IDS, Value, bin_dir, pick_port, wait_for};
+use crate::{ADMIN_PASSWORD, ADMIN_USER, Http, NODE_IDS, Value, bin_dir, pick_port, signal, spawn, tail, wait_for};
 
 /// One end of a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,54 +64,6 @@ pub struct ChaosCluster {
     /// (from, to node) → proxy. `from` is a node or the router.
     proxies: BTreeMap<(Peer, u64), Proxy>,
     keep: bool,
-}
-
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: kill(2) on a child we spawned and have not reaped.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, sig);
-    }
-}
-
-fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
-    let mut f = OpenOptions::new().create(true).append(true).open(log)?;
-    writeln!(f, "===== [chaos] starting {label} =====")?;
-    let mut cmd = Command::new(bin);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("SERVICE_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_BACKTRACE", "1")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(f.try_clone()?)
-        .stderr(f);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl in the forked child before exec; no allocation.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-    }
-    cmd.spawn().with_context(|| format!("spawning {label} ({})", bin.display()))
-}
-
-/// Last `lines` lines of a file.
-pub fn tail(path: &Path, lines: usize) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("<cannot read: {e}>"),
-    }
 }
 
 impl ChaosCluster {
