@@ -101,18 +101,32 @@ impl ApiError {
     }
 }
 
+/// Largest declared request body an error answer keeps the connection open for.
+const UNREAD_BODY_KEEPALIVE_BYTES: u64 = 64 * 1024;
+
 /// Middleware: error answers made outside the handlers (axum's extractor
 /// rejections — an undecodable path segment or query string, a wrong
 /// content type, a body over the limit — and 405s) get the same JSON body
 /// `{error, code}` as every other error; their headers are kept.
 pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use axum::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+    let declared_body = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    let http1 = req.version() < axum::http::Version::HTTP_2;
     let mut resp = next.run(req).await;
     let status = resp.status();
-    // A body refused as too large was not read to its end, so hyper closes the
+    // A body refused before it was read to its end (too large, or refused by
+    // authentication, rate limiting or the block list) makes hyper close the
     // connection after the response. Say so, or a client may reuse it for its
     // next request and see "connection closed before message completed".
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
+    // Small bodies are drained by hyper and keep the connection; HTTP/2 has no
+    // such header (a refused stream is reset on its own).
+    let refused = status.is_client_error() || status.is_server_error();
+    if http1 && (status == StatusCode::PAYLOAD_TOO_LARGE || (refused && declared_body > UNREAD_BODY_KEEPALIVE_BYTES)) {
         resp.headers_mut().insert(CONNECTION, axum::http::HeaderValue::from_static("close"));
     }
     let is_json = resp
