@@ -71,10 +71,7 @@ impl LogStore {
             keys::bounded(&keys::group_prefix(self.group), &keys::group_end(self.group)),
             IteratorMode::Start,
         );
-        let has_log = match it.next() {
-            Some(item) => item?.0.starts_with(&keys::group_prefix(self.group)),
-            None => false,
-        };
+        let has_log = it.next().transpose()?.is_some();
         Ok(vote.is_none() && !has_log)
     }
 
@@ -90,9 +87,6 @@ impl LogStore {
         match it.next() {
             Some(item) => {
                 let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
-                if !k.starts_with(&keys::group_prefix(self.group)) {
-                    return Ok(None);
-                }
                 Ok(Some(self.decode_entry(&k, &v)?))
             }
             None => Ok(None),
@@ -120,9 +114,6 @@ impl RaftLogReader<TypeConfig> for LogStore {
         let bounds = keys::bounded(&start_key, &end_key);
         for item in self.db.iterator_cf_opt(cf(&self.db, CF_LOG), bounds, IteratorMode::Start) {
             let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
-            if !k.starts_with(&keys::group_prefix(self.group)) {
-                break;
-            }
             let index = keys::log_index_of(&k);
             if !range.contains(&index) {
                 break;
