@@ -3,6 +3,10 @@
 //! Content is stored in chunks: the router streams a body into `PutChunk`
 //! commands of at most [`CHUNK_BYTES`] under a fresh blob id, then `CommitObject`
 //! makes the object visible atomically (replacing, and freeing, any older blob).
+//!
+//! A bucket's objects are spread over the data groups by a hash of bucket and
+//! key; the bucket's record lives in its home group (the hash of its name), and
+//! each other group holds a copy of it so objects can be checked against it there.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,9 +16,21 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Object store writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ObjectOp {
-    CreateBucket { name: String },
-    /// Removes the bucket and every object in it.
-    DropBucket { name: String },
+    /// Creates the bucket; rejected as a conflict when it exists. With
+    /// `copy_of_created_at_ms` it stores a copy of the home group's record
+    /// instead (and succeeds when the copy is there already).
+    CreateBucket {
+        name: String,
+        #[serde(default)]
+        copy_of_created_at_ms: Option<i64>,
+    },
+    /// Removes the bucket and every object in it; rejected as not found when
+    /// the bucket does not exist, unless `if_exists`.
+    DropBucket {
+        name: String,
+        #[serde(default)]
+        if_exists: bool,
+    },
     /// Stores one chunk of a blob that is not visible yet.
     PutChunk {
         bucket: String,
@@ -34,6 +50,9 @@ pub enum ObjectOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ObjectQuery {
     ListBuckets,
+    /// The bucket's record in this group.
+    Bucket { name: String },
+    /// The bucket's record with the count and bytes of its objects in this group.
     BucketStats { name: String },
     Head { bucket: String, key: String },
     Chunk { bucket: String, blob_id: String, index: u32 },
@@ -82,6 +101,7 @@ pub struct BucketStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ObjectQueryResult {
     Buckets(Vec<BucketInfo>),
+    Bucket(Option<BucketInfo>),
     Stats(Option<BucketStats>),
     Meta(Option<ObjectMeta>),
     Chunk(#[serde(with = "crate::b64::option")] Option<Vec<u8>>),

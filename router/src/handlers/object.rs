@@ -1,6 +1,10 @@
-//! Object store routes (spec 03 part A). A bucket lives in the data group its
-//! name hashes to; PUT streams the body into 256 KiB chunk commands and then
-//! commits, GET streams the chunks back (with single-range support).
+//! Object store routes (spec 03 part A). A bucket's objects are spread over
+//! the data groups by a hash of bucket and key, as MinIO spreads objects over its
+//! erasure sets: the bucket's record lives in its home group (the hash of its
+//! name) with a copy in every other group, and listings merge every group's
+//! key-ordered page. PUT streams the body into 256 KiB chunk commands in the
+//! object's group and then commits; GET streams the chunks back (with
+//! single-range support).
 
 use axum::Json;
 use axum::body::Body;
@@ -15,7 +19,7 @@ use tessera_api::GroupId;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::object::{
-    CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name,
+    BucketInfo, CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name,
 };
 use tessera_api::rpc::Consistency;
 
@@ -53,6 +57,111 @@ async fn object_read(state: &AppState, group: GroupId, q: ObjectQuery, prefs: &R
     }
 }
 
+/// The group holding `bucket`'s own record, which decides whether it exists.
+fn home_group(state: &AppState, bucket: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(bucket)?)
+}
+
+/// The group holding object `key` of `bucket`.
+pub(crate) fn object_group(state: &AppState, bucket: &str, key: &str) -> Result<GroupId, ApiError> {
+    Ok(state.cluster.group_for(&format!("obj/{bucket}/{key}"))?)
+}
+
+/// The bucket's record from its home group.
+async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<Option<BucketInfo>, ApiError> {
+    match object_read(state, home_group(state, bucket)?, ObjectQuery::Bucket { name: bucket.into() }, prefs).await? {
+        ObjectQueryResult::Bucket(b) => Ok(b),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Creates `bucket` in its home group (409 when it exists), then copies the
+/// record to the other groups. A copy that cannot be written now is made by
+/// the first write of an object into its group ([`write_in_bucket`]).
+pub(crate) async fn create_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
+    let home = home_group(state, bucket)?;
+    object_write(state, home, ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: None }, c).await?;
+    let Some(info) = bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await? else {
+        return Err(ApiError::Unavailable(format!("bucket {bucket} was dropped while it was being created")));
+    };
+    let copy = || ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };
+    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
+    for (g, r) in others.iter().zip(futures::future::join_all(others.iter().map(|g| object_write(state, *g, copy(), c))).await) {
+        if let Err(e) = r {
+            tracing::warn!(bucket, group = g, "copying the bucket record failed (made on first write): {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Drops `bucket` (404 when it does not exist): its objects in every other
+/// group first, then the home record, so an interrupted drop leaves the bucket
+/// in place and can be repeated.
+pub(crate) async fn drop_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
+    let home = home_group(state, bucket)?;
+    if bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await?.is_none() {
+        return Err(ApiError::NotFound(format!("bucket {bucket} does not exist")));
+    }
+    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
+    let drop_copy = || ObjectOp::DropBucket { name: bucket.into(), if_exists: true };
+    for r in futures::future::join_all(others.iter().map(|g| object_write(state, *g, drop_copy(), c))).await {
+        r.map_err(|e| ApiError::Unavailable(format!("dropping bucket {bucket} did not finish (repeat it): {e}")))?;
+    }
+    object_write(state, home, ObjectOp::DropBucket { name: bucket.into(), if_exists: false }, c).await?;
+    Ok(())
+}
+
+/// Writes `op` for an object of `bucket` into `group`; when that group lacks
+/// its copy of the bucket record but the home group has the bucket, makes
+/// the copy and writes again.
+pub(crate) async fn write_in_bucket(
+    state: &AppState,
+    bucket: &str,
+    group: GroupId,
+    op: ObjectOp,
+    c: Consistency,
+) -> Result<Served<Reply>, ApiError> {
+    match object_write_served(state, group, op.clone(), c).await {
+        Err(ApiError::NotFound(m)) if group != home_group(state, bucket)? => {
+            let Some(info) = bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await? else {
+                return Err(ApiError::NotFound(m));
+            };
+            let copy = ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };
+            object_write(state, group, copy, c).await?;
+            object_write_served(state, group, op, c).await
+        }
+        other => other,
+    }
+}
+
+/// Up to `limit` objects of `bucket` under `prefix`, after `after`, in key
+/// order across every group; `None` when the bucket does not exist.
+pub(crate) async fn list_merged(
+    state: &AppState,
+    bucket: &str,
+    prefix: &str,
+    after: Option<&str>,
+    limit: usize,
+    prefs: &ReadPrefs,
+) -> Result<Option<Vec<ObjectMeta>>, ApiError> {
+    let home = home_group(state, bucket)?;
+    let groups = state.cluster.data_groups()?;
+    let q = || ObjectQuery::List { bucket: bucket.into(), prefix: prefix.into(), after: after.map(String::from), limit };
+    let pages = futures::future::join_all(groups.iter().map(|g| object_read(state, *g, q(), prefs))).await;
+    let mut merged = Vec::new();
+    for (g, page) in groups.iter().zip(pages) {
+        match page? {
+            ObjectQueryResult::List(Some(objects)) => merged.extend(objects),
+            ObjectQueryResult::List(None) if *g == home => return Ok(None),
+            ObjectQueryResult::List(None) => {} // no copy of the record yet, so no objects there
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    merged.sort_by(|a, b| a.key.cmp(&b.key));
+    merged.truncate(limit);
+    Ok(Some(merged))
+}
+
 async fn object_write(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Reply, ApiError> {
     Ok(object_write_served(state, group, op, c).await?.value)
 }
@@ -80,12 +189,11 @@ pub async fn create_bucket(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     require_writer(&caller)?;
     validate_bucket_name(&req.name).map_err(ApiError::BadRequest)?;
-    let group = state.cluster.group_for(&req.name)?;
-    object_write(&state, group, ObjectOp::CreateBucket { name: req.name.clone() }, prefs.consistency).await?;
+    create_bucket_everywhere(&state, &req.name, prefs.consistency).await?;
     Ok((StatusCode::CREATED, Json(json!({"name": req.name, "created": true}))))
 }
 
-/// `GET /api/v1/objects/buckets`: every group's buckets, by name.
+/// `GET /api/v1/objects/buckets`: the buckets of every group, by name.
 pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| object_read(&state, *g, ObjectQuery::ListBuckets, &prefs));
@@ -96,28 +204,44 @@ pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs:
             other => return Err(ApiError::unexpected(other)),
         }
     }
+    // Every group holds a copy of each bucket's record.
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    buckets.dedup_by(|a, b| a.name == b.name);
     let list: Vec<Value> =
         buckets.iter().map(|b| json!({"name": b.name, "created_at": iso8601_ms(b.created_at_ms)})).collect();
     Ok(Json(json!({"buckets": list, "count": list.len()})))
 }
 
-/// `GET /api/v1/objects/buckets/{bucket}`: object count and bytes.
+/// `GET /api/v1/objects/buckets/{bucket}`: object count and bytes over every group.
 pub async fn bucket_stats(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let group = state.cluster.group_for(&bucket)?;
-    match object_read(&state, group, ObjectQuery::BucketStats { name: bucket.clone() }, &prefs).await? {
-        ObjectQueryResult::Stats(Some(s)) => Ok(Json(json!({
-            "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
-            "object_count": s.object_count, "total_bytes": s.total_bytes,
-        }))),
-        ObjectQueryResult::Stats(None) => Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
-        other => Err(ApiError::unexpected(other)),
+    let home = home_group(&state, &bucket)?;
+    let groups = state.cluster.data_groups()?;
+    let q = || ObjectQuery::BucketStats { name: bucket.clone() };
+    let answers = futures::future::join_all(groups.iter().map(|g| object_read(&state, *g, q(), &prefs))).await;
+    let (mut home_stats, mut object_count, mut total_bytes) = (None, 0u64, 0u64);
+    for (g, answer) in groups.iter().zip(answers) {
+        match answer? {
+            ObjectQueryResult::Stats(Some(s)) => {
+                object_count += s.object_count;
+                total_bytes += s.total_bytes;
+                if *g == home {
+                    home_stats = Some(s);
+                }
+            }
+            ObjectQueryResult::Stats(None) => {}
+            other => return Err(ApiError::unexpected(other)),
+        }
     }
+    let s = home_stats.ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;
+    Ok(Json(json!({
+        "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
+        "object_count": object_count, "total_bytes": total_bytes,
+    })))
 }
 
 /// `DELETE /api/v1/objects/buckets/{bucket}`: drops the bucket and its objects.
@@ -128,8 +252,7 @@ pub async fn drop_bucket(
     Path(bucket): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let group = state.cluster.group_for(&bucket)?;
-    object_write(&state, group, ObjectOp::DropBucket { name: bucket.clone() }, prefs.consistency).await?;
+    drop_bucket_everywhere(&state, &bucket, prefs.consistency).await?;
     Ok(Json(json!({"name": bucket, "deleted": true})))
 }
 
@@ -155,13 +278,10 @@ pub async fn list_objects(
     if limit == 0 || limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_LIST_LIMIT}")));
     }
-    let group = state.cluster.group_for(&bucket)?;
-    let q = ObjectQuery::List { bucket: bucket.clone(), prefix: p.prefix.unwrap_or_default(), after: p.marker, limit: limit + 1 };
-    let mut objects = match object_read(&state, group, q, &prefs).await? {
-        ObjectQueryResult::List(Some(o)) => o,
-        ObjectQueryResult::List(None) => return Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let prefix = p.prefix.unwrap_or_default();
+    let mut objects = list_merged(&state, &bucket, &prefix, p.marker.as_deref(), limit + 1, &prefs)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;
     let is_truncated = objects.len() > limit;
     objects.truncate(limit);
     let next_marker = if is_truncated { objects.last().map(|o| o.key.clone()) } else { None };
@@ -201,7 +321,7 @@ pub async fn put_object(
             .ok_or_else(|| ApiError::BadRequest("X-Service-Meta must be a JSON value".into()))?,
         None => Value::Null,
     };
-    let group = state.cluster.group_for(&bucket)?;
+    let group = object_group(&state, &bucket, &key)?;
     let blob_id = new_id();
     let mut upload = Upload { state: &state, group, bucket: &bucket, blob_id: &blob_id, chunks: 0, consistency: prefs.consistency };
     let mut stream = body.into_data_stream();
@@ -243,7 +363,7 @@ pub async fn put_object(
         created_at_ms: 0,
         updated_at_ms: 0,
     };
-    let served = match object_write_served(&state, group, ObjectOp::CommitObject(meta), prefs.consistency).await {
+    let served = match write_in_bucket(&state, &bucket, group, ObjectOp::CommitObject(meta), prefs.consistency).await {
         Ok(s) => s,
         Err(e) => {
             upload.abort().await;
@@ -269,7 +389,7 @@ struct Upload<'a> {
 impl Upload<'_> {
     async fn send(&mut self, data: Vec<u8>) -> Result<(), ApiError> {
         let op = ObjectOp::PutChunk { bucket: self.bucket.into(), blob_id: self.blob_id.into(), index: self.chunks, data };
-        object_write(self.state, self.group, op, self.consistency).await?;
+        write_in_bucket(self.state, self.bucket, self.group, op, self.consistency).await?;
         self.chunks += 1;
         Ok(())
     }
@@ -298,7 +418,7 @@ pub struct GetParams {
 
 async fn head_meta(state: &AppState, prefs: &ReadPrefs, bucket: &str, key: &str) -> Result<(GroupId, ObjectMeta), ApiError> {
     check_key(key)?;
-    let group = state.cluster.group_for(bucket)?;
+    let group = object_group(state, bucket, key)?;
     match object_read(state, group, ObjectQuery::Head { bucket: bucket.into(), key: key.into() }, prefs).await? {
         ObjectQueryResult::Meta(Some(m)) => Ok((group, m)),
         ObjectQueryResult::Meta(None) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
@@ -424,7 +544,7 @@ pub async fn delete_object(
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
     check_key(&key)?;
-    let group = state.cluster.group_for(&bucket)?;
+    let group = object_group(&state, &bucket, &key)?;
     match object_write(&state, group, ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() }, prefs.consistency).await? {
         Reply::Deleted(0) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
         Reply::Deleted(_) => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),

@@ -67,16 +67,22 @@ impl Engine for ObjectEngine {
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &ObjectOp) -> Result<Response> {
         match op {
-            ObjectOp::CreateBucket { name } => {
+            ObjectOp::CreateBucket { name, copy_of_created_at_ms } => {
                 if bucket(tx.view(), name)?.is_some() {
+                    if copy_of_created_at_ms.is_some() {
+                        return Ok(Response::Applied(false));
+                    }
                     return reject(RejectKind::Conflict, format!("bucket {name} already exists"));
                 }
-                let info = BucketInfo { name: name.clone(), created_at_ms: now };
+                let info = BucketInfo { name: name.clone(), created_at_ms: copy_of_created_at_ms.unwrap_or(now) };
                 tx.put(&bucket_key(name), &serde_json::to_vec(&info)?);
                 Ok(Response::Applied(true))
             }
-            ObjectOp::DropBucket { name } => {
+            ObjectOp::DropBucket { name, if_exists } => {
                 if bucket(tx.view(), name)?.is_none() {
+                    if *if_exists {
+                        return Ok(Response::Applied(false));
+                    }
                     return reject(RejectKind::NotFound, format!("bucket {name} does not exist"));
                 }
                 delete_prefix(tx, &objects_prefix(name))?;
@@ -139,6 +145,7 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
             })?;
             ObjectQueryResult::Buckets(out)
         }
+        ObjectQuery::Bucket { name } => ObjectQueryResult::Bucket(bucket(view, name)?),
         ObjectQuery::BucketStats { name } => ObjectQueryResult::Stats(match bucket(view, name)? {
             None => None,
             Some(info) => {
@@ -161,18 +168,101 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
                 return Ok(ObjectQueryResult::List(None));
             }
             let mut out = Vec::new();
+            if *limit == 0 {
+                return Ok(ObjectQueryResult::List(Some(out)));
+            }
             let base = objects_prefix(b);
-            view.scan_prefix(&[base.as_slice(), prefix.as_bytes()].concat(), |k, v| {
-                if out.len() >= *limit {
-                    return Ok(false);
+            let start = [base.as_slice(), prefix.as_bytes()].concat();
+            // (A UTF-8 prefix has no 0xff byte, so the end exists; the fallback is the space's end.)
+            let end = crate::keys::prefix_end(&start).unwrap_or_else(|| b"o0".to_vec());
+            // Seek straight past the marker: the first key after `after` is `after\0`.
+            let from = match after {
+                Some(a) => {
+                    let past = [base.as_slice(), a.as_bytes(), b"\0"].concat();
+                    if past > start { past } else { start }
                 }
-                let key = &k[base.len()..];
-                if after.as_ref().is_none_or(|a| key > a.as_bytes()) {
-                    out.push(serde_json::from_slice(v)?);
-                }
-                Ok(true)
+                None => start,
+            };
+            view.scan_range(&from, &end, |_, v| {
+                out.push(serde_json::from_slice(v)?);
+                Ok(out.len() < *limit)
             })?;
             ObjectQueryResult::List(Some(out))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::space;
+    use crate::engine::test_support::{apply_op, open_group};
+
+    fn apply(data: &crate::engine::GroupData, op: ObjectOp) -> Response {
+        apply_op(&ObjectEngine, data, space::OBJECT, 7, &op)
+    }
+
+    fn list(data: &crate::engine::GroupData, prefix: &str, after: Option<&str>, limit: usize) -> Vec<String> {
+        let q = ObjectQuery::List { bucket: "bk".into(), prefix: prefix.into(), after: after.map(String::from), limit };
+        match query(&ReadView::new(&data.db, data.group, space::OBJECT), &q).unwrap() {
+            ObjectQueryResult::List(Some(objects)) => objects.into_iter().map(|m| m.key).collect(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn commit(data: &crate::engine::GroupData, key: &str) {
+        let meta = ObjectMeta {
+            bucket: "bk".into(),
+            key: key.into(),
+            size: 0,
+            etag: "cbf29ce484222325".into(),
+            content_type: "text/plain".into(),
+            metadata: serde_json::Value::Null,
+            blob_id: format!("blob-{key}"),
+            chunks: 0,
+            chunk_bytes: 4,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        };
+        assert!(matches!(apply(data, ObjectOp::CommitObject(meta)), Response::Object(_)));
+    }
+
+    #[test]
+    fn listing_pages_by_marker_within_a_prefix() {
+        let (_dir, data) = open_group(1);
+        apply(&data, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None });
+        for key in ["a/1", "a/2", "a/2/x", "a/3", "b/1", "a"] {
+            commit(&data, key);
+        }
+        assert_eq!(list(&data, "", None, 100), ["a", "a/1", "a/2", "a/2/x", "a/3", "b/1"]);
+        assert_eq!(list(&data, "a/", None, 2), ["a/1", "a/2"]);
+        assert_eq!(list(&data, "a/", Some("a/2"), 2), ["a/2/x", "a/3"]);
+        assert_eq!(list(&data, "a/", Some("a/3"), 2), Vec::<String>::new());
+        // A marker before the prefix starts at the prefix; one past it lists nothing.
+        assert_eq!(list(&data, "b/", Some("a/9"), 10), ["b/1"]);
+        assert_eq!(list(&data, "a/", Some("b"), 10), Vec::<String>::new());
+        assert_eq!(list(&data, "", None, 0), Vec::<String>::new());
+    }
+
+    #[test]
+    fn bucket_copies_and_idempotent_drops() {
+        let (_dir, data) = open_group(1);
+        let copy = |at| ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(at) };
+        assert_eq!(apply(&data, copy(3)), Response::Applied(true));
+        assert_eq!(apply(&data, copy(3)), Response::Applied(false));
+        let view = ReadView::new(&data.db, data.group, space::OBJECT);
+        match query(&view, &ObjectQuery::Bucket { name: "bk".into() }).unwrap() {
+            ObjectQueryResult::Bucket(Some(info)) => assert_eq!(info.created_at_ms, 3, "a copy keeps the home record's time"),
+            other => panic!("unexpected {other:?}"),
+        }
+        let exclusive = ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None };
+        assert!(matches!(apply(&data, exclusive), Response::Rejected { kind: RejectKind::Conflict, .. }));
+        commit(&data, "k");
+        assert_eq!(apply(&data, ObjectOp::DropBucket { name: "bk".into(), if_exists: true }), Response::Applied(true));
+        assert_eq!(apply(&data, ObjectOp::DropBucket { name: "bk".into(), if_exists: true }), Response::Applied(false));
+        let strict = ObjectOp::DropBucket { name: "bk".into(), if_exists: false };
+        assert!(matches!(apply(&data, strict), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert_eq!(query(&view, &ObjectQuery::Bucket { name: "bk".into() }).unwrap(), ObjectQueryResult::Bucket(None));
+        assert!(view.get(&object_key("bk", "k")).unwrap().is_none(), "dropping removes the objects");
+    }
 }

@@ -44,12 +44,14 @@ use flate2::write::GzEncoder;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::GroupId;
 use tessera_api::object::{CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name};
 use tessera_api::rpc::Consistency;
 use tokio::sync::mpsc;
 
-use super::{MAX_OBJECT_KEY_BYTES, object_read, object_write};
+use super::{
+    MAX_OBJECT_KEY_BYTES, create_bucket_everywhere, drop_bucket_everywhere, list_merged, object_group, object_read,
+    object_write, write_in_bucket,
+};
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::handlers::ReadPrefs;
@@ -83,11 +85,11 @@ fn object_header(out: &mut impl Write, m: &ObjectMeta) -> std::io::Result<()> {
     out.write_all(&m.size.to_le_bytes())
 }
 
-/// Whether the bucket exists (an empty listing: no scan of its objects).
-async fn bucket_exists(state: &AppState, group: GroupId, bucket: &str, prefs: &ReadPrefs) -> Result<bool, ApiError> {
-    let q = ObjectQuery::List { bucket: bucket.into(), prefix: String::new(), after: None, limit: 0 };
-    match object_read(state, group, q, prefs).await? {
-        ObjectQueryResult::List(found) => Ok(found.is_some()),
+/// Whether the bucket exists (its record in the home group).
+async fn bucket_exists(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<bool, ApiError> {
+    let home = state.cluster.group_for(bucket)?;
+    match object_read(state, home, ObjectQuery::Bucket { name: bucket.into() }, prefs).await? {
+        ObjectQueryResult::Bucket(found) => Ok(found.is_some()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -102,14 +104,13 @@ pub async fn export_bucket(
     Path(bucket): Path<String>,
 ) -> Result<Response, ApiError> {
     validate_bucket_name(&bucket).map_err(ApiError::BadRequest)?;
-    let group = state.cluster.group_for(&bucket)?;
-    if !bucket_exists(&state, group, &bucket, &prefs).await? {
+    if !bucket_exists(&state, &bucket, &prefs).await? {
         return Err(ApiError::NotFound(format!("bucket {bucket} does not exist")));
     }
     let (tx, rx) = mpsc::channel(4);
     let name = bucket.clone();
     tokio::spawn(async move {
-        if let Err(e) = export_into(&state, group, &name, &prefs, &tx).await {
+        if let Err(e) = export_into(&state, &name, &prefs, &tx).await {
             // The response ends without the gzip trailer, so an import refuses it.
             tracing::warn!(bucket = %name, "export aborted: {e}");
             let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
@@ -132,7 +133,7 @@ async fn flush(enc: &mut GzEncoder<Vec<u8>>, tx: &Chunks, at_least: usize) -> Re
     Ok(())
 }
 
-async fn export_into(state: &AppState, group: GroupId, bucket: &str, prefs: &ReadPrefs, tx: &Chunks) -> Result<(), ApiError> {
+async fn export_into(state: &AppState, bucket: &str, prefs: &ReadPrefs, tx: &Chunks) -> Result<(), ApiError> {
     let io = |e: std::io::Error| ApiError::Internal(format!("compressing the export: {e}"));
     let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
     enc.write_all(MAGIC).map_err(io)?;
@@ -141,16 +142,14 @@ async fn export_into(state: &AppState, group: GroupId, bucket: &str, prefs: &Rea
     let (mut count, mut bytes) = (0u64, 0u64);
     let mut after: Option<String> = None;
     loop {
-        let q = ObjectQuery::List { bucket: bucket.into(), prefix: String::new(), after: after.clone(), limit: EXPORT_PAGE };
-        let page = match object_read(state, group, q, prefs).await? {
-            ObjectQueryResult::List(Some(p)) => p,
-            ObjectQueryResult::List(None) => return Err(ApiError::NotFound(format!("bucket {bucket} was dropped during the export"))),
-            other => return Err(ApiError::unexpected(other)),
-        };
+        let page = list_merged(state, bucket, "", after.as_deref(), EXPORT_PAGE, prefs)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} was dropped during the export")))?;
         let Some(last) = page.last() else { break };
         after = Some(last.key.clone());
         for m in &page {
             object_header(&mut enc, m).map_err(io)?;
+            let group = object_group(state, bucket, &m.key)?;
             let mut written = 0u64;
             for index in 0..m.chunks {
                 let q = ObjectQuery::Chunk { bucket: bucket.into(), blob_id: m.blob_id.clone(), index };
@@ -343,10 +342,9 @@ pub async fn import_bucket(
         other => return Err(ApiError::BadRequest(format!("on_conflict must be skip or overwrite, not {other:?}"))),
     };
     validate_bucket_name(&bucket).map_err(ApiError::BadRequest)?;
-    let group = state.cluster.group_for(&bucket)?;
     let c = prefs.consistency;
-    let created = !bucket_exists(&state, group, &bucket, &prefs).await?
-        && match object_write(&state, group, ObjectOp::CreateBucket { name: bucket.clone() }, c).await {
+    let created = !bucket_exists(&state, &bucket, &prefs).await?
+        && match create_bucket_everywhere(&state, &bucket, c).await {
             Ok(_) => true,
             Err(ApiError::Conflict(_)) => false,
             Err(e) => return Err(e),
@@ -387,6 +385,7 @@ pub async fn import_bucket(
             };
             match event {
                 Event::Object(h) => {
+                    let group = object_group(&state, &bucket, &h.key)?;
                     skipping = !overwrite
                         && matches!(
                             object_read(&state, group, ObjectQuery::Head { bucket: bucket.clone(), key: h.key.clone() }, &prefs).await?,
@@ -418,7 +417,7 @@ pub async fn import_bucket(
                     let op = ObjectOp::PutChunk { bucket: bucket.clone(), blob_id: m.blob_id.clone(), index: m.chunks, data };
                     // Counted first: a chunk whose write failed may still have been applied.
                     m.chunks += 1;
-                    object_write(&state, group, op, c).await?;
+                    write_in_bucket(&state, &bucket, object_group(&state, &bucket, &m.key)?, op, c).await?;
                 }
                 Event::Done => return Ok(()),
             }
@@ -431,21 +430,22 @@ pub async fn import_bucket(
 
     if let Err(e) = outcome {
         for m in &staged {
-            abort_blob(&state, group, &bucket, &m.blob_id, m.chunks).await;
+            abort_blob(&state, &bucket, &m.key, &m.blob_id, m.chunks).await;
         }
-        if created {
-            let _ = object_write(&state, group, ObjectOp::DropBucket { name: bucket.clone() }, Consistency::Quorum).await;
+        if created && let Err(e) = drop_bucket_everywhere(&state, &bucket, Consistency::Quorum).await {
+            tracing::warn!(bucket = %bucket, "dropping the bucket of a failed import failed: {e}");
         }
         return Err(e);
     }
     let (mut imported, mut bytes) = (0u64, 0u64);
     let mut pending = staged.into_iter();
     while let Some(m) = pending.next() {
-        let (size, blob_id, chunks) = (m.size, m.blob_id.clone(), m.chunks);
-        if let Err(e) = object_write(&state, group, ObjectOp::CommitObject(m), c).await {
-            abort_blob(&state, group, &bucket, &blob_id, chunks).await;
+        let (size, key, blob_id, chunks) = (m.size, m.key.clone(), m.blob_id.clone(), m.chunks);
+        let group = object_group(&state, &bucket, &key)?;
+        if let Err(e) = write_in_bucket(&state, &bucket, group, ObjectOp::CommitObject(m), c).await {
+            abort_blob(&state, &bucket, &key, &blob_id, chunks).await;
             for rest in pending {
-                abort_blob(&state, group, &bucket, &rest.blob_id, rest.chunks).await;
+                abort_blob(&state, &bucket, &rest.key, &rest.blob_id, rest.chunks).await;
             }
             return Err(ApiError::Unavailable(format!(
                 "the file was valid but committing stopped after {imported} objects ({bytes} bytes): {e}"
@@ -460,10 +460,11 @@ pub async fn import_bucket(
     })))
 }
 
-async fn abort_blob(state: &AppState, group: GroupId, bucket: &str, blob_id: &str, chunks: u32) {
+async fn abort_blob(state: &AppState, bucket: &str, key: &str, blob_id: &str, chunks: u32) {
     if chunks == 0 {
         return;
     }
+    let Ok(group) = object_group(state, bucket, key) else { return };
     let op = ObjectOp::AbortUpload { bucket: bucket.into(), blob_id: blob_id.into(), chunks };
     if let Err(e) = object_write(state, group, op, Consistency::Quorum).await {
         tracing::warn!(bucket, blob = blob_id, "freeing a staged import object failed: {e}");
