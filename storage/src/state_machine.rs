@@ -161,7 +161,18 @@ impl StateMachine {
             }
             Operation::Stream(op) => StreamEngine.apply(&mut Tx::new(db, group, space::STREAM, batch), cmd.issued_at_ms, op),
             Operation::Graph(op) => GraphEngine.apply(&mut Tx::new(db, group, space::GRAPH, batch), cmd.issued_at_ms, op),
-            Operation::SqlImport(op) => SqlEngine.import(&mut Tx::new(db, group, space::SQL, batch), cmd.issued_at_ms, op),
+            Operation::SqlImport(op) => {
+                // Imported rows are captured like SQL writes, in the same batch.
+                let cdc = engine::stream::cdc_tables(&engine::ReadView::new(db, group, space::STREAM), &op.database)?;
+                let capture = |table: &str| cdc.contains(table);
+                let sql_tx = &mut Tx::new(db, group, space::SQL, batch);
+                let (response, changes) = SqlEngine.import_capturing(sql_tx, cmd.issued_at_ms, op, &capture)?;
+                if !changes.is_empty() {
+                    let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
+                    engine::stream::append_changes(stream_tx, cmd.issued_at_ms, log_index, &op.database, changes)?;
+                }
+                Ok(response)
+            }
             Operation::Document(op) => {
                 DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
             }
@@ -449,5 +460,54 @@ mod tests {
             decode_pairs(&bytes).unwrap().into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(back, pairs);
         assert!(decode_pairs(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    /// A SQL import batch into a CDC-enabled table appends its change records in
+    /// the same batch as the rows: Insert per new row, Update per replaced row,
+    /// nothing for skipped rows or a failed batch.
+    #[test]
+    fn sql_import_batches_are_captured() {
+        use serde_json::json;
+        use tessera_api::import::{ImportRow, OnConflict, SqlImportOp};
+        use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult};
+        let (_dir, data) = crate::engine::test_support::open_group(1);
+        let sm = StateMachine { data: data.clone() };
+        let mut log_index = 0;
+        let mut apply = |op: Operation| {
+            log_index += 1;
+            let mut batch = WriteBatch::default();
+            let r = sm.apply_command(&mut batch, log_index, &Command { issued_at_ms: 5, op, request_id: None }).unwrap();
+            sm.data.db.write(batch).unwrap();
+            r
+        };
+        let sql = |text: &str| {
+            Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0 })
+        };
+        let import = |on_conflict, rows: &[(u64, i64, &str)]| {
+            let rows = rows.iter().map(|(line, id, v)| ImportRow { line: *line, values: vec![("id".into(), json!(id)), ("v".into(), json!(v))] });
+            Operation::SqlImport(SqlImportOp { database: "db".into(), table: "t".into(), on_conflict, rows: rows.collect() })
+        };
+        apply(sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"));
+        apply(import(OnConflict::Error, &[(2, 0, "before cdc")]));
+        apply(Operation::Stream(StreamOp::EnableCdc { database: "db".into(), table: "t".into(), retention: None, max_events: None }));
+        let ok = |r: Response| assert!(matches!(r, Response::Import(ref i) if i.failure.is_none()), "{r:?}");
+        ok(apply(import(OnConflict::Error, &[(2, 1, "a"), (3, 2, "b")]))); // log index 4
+        ok(apply(import(OnConflict::Update, &[(2, 2, "b2"), (3, 3, "c"), (4, 0, "zero")]))); // 5
+        ok(apply(import(OnConflict::Skip, &[(2, 1, "skipped"), (3, 4, "d")]))); // 6
+        let failed = apply(import(OnConflict::Error, &[(2, 5, "e"), (3, 1, "dup")])); // 7
+        assert!(matches!(failed, Response::Import(ref i) if i.failure.as_ref().is_some_and(|f| f.line == 3)), "{failed:?}");
+        let q = StreamQuery::Events { channel: "cdc.db.t".into(), after: Some(0), limit: 100 };
+        let StreamQueryResult::Events(Some(r)) = engine::stream::query(&data.space(space::STREAM), &q).unwrap() else { panic!() };
+        let got: Vec<serde_json::Value> =
+            r.events.iter().map(|e| json!([e.event_type, e.data["key"]["id"], e.data["data"]["v"], e.data["position"]])).collect();
+        let pos = |log_index: u64, index: u64| json!({"log_index": log_index, "index": index});
+        assert_eq!(got, vec![
+            json!(["Insert", 1, "a", pos(4, 0)]),
+            json!(["Insert", 2, "b", pos(4, 1)]),
+            json!(["Update", 2, "b2", pos(5, 0)]),
+            json!(["Insert", 3, "c", pos(5, 1)]),
+            json!(["Update", 0, "zero", pos(5, 2)]),
+            json!(["Insert", 4, "d", pos(6, 0)]),
+        ]);
     }
 }

@@ -3,7 +3,8 @@
 //! (history and WebSocket), Delete carrying the key, multi-statement
 //! transactions in statement order, rolled-back and failed transactions
 //! emitting nothing, consumer groups (re-delivery until commit, durable offsets
-//! across a leader kill), and disabling CDC.
+//! across a leader kill), disabling CDC, and rows of `POST /api/v1/import/sql`
+//! captured as Insert/Update records.
 
 use std::time::Duration;
 
@@ -162,5 +163,87 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     .await?;
     let after = history(&api).await?;
     ensure!(after.len() == 9, "no record after disabling: {} records", after.len());
+    import_capture(&api).await
+}
+
+/// Bulk-imported rows are captured like SQL writes: one Insert per new row in
+/// row order (across batches), an Update for a row replaced by
+/// `on_conflict: update`, nothing for skipped rows or a failed batch.
+async fn import_capture(api: &Http) -> Result<()> {
+    const ITEMS: &str = "cdc.shop.items";
+    let import = |data: &str, options: Value| {
+        json!({"table": "items", "database": "shop", "format": "csv", "data": data, "options": options})
+    };
+    sql(api, "CREATE TABLE items (id INT PRIMARY KEY, name TEXT, qty INT)").await?.ensure_status(200)?;
+    sql(api, "INSERT INTO items VALUES (100, 'before', 0)").await?.ensure_status(200)?; // before CDC: not captured
+    api.post(CDC, &json!({"database": "shop", "table": "items"})).await?.ensure_status(201)?;
+
+    // Three batches of at most two rows, one Raft command each.
+    let r = api
+        .post("/api/v1/import/sql", &import("id,name,qty
+1,a,1
+2,b,2
+3,c,3
+4,d,4
+5,e,5
+", json!({"batch_size": 2})))
+        .await?
+        .ensure_status(200)?;
+    ensure!(r.json["rows_imported"] == 5, "first import: {r}");
+    // update: 2 and 100 exist (Update), 6 is new (Insert).
+    let r = api
+        .post("/api/v1/import/sql", &import("id,name,qty
+2,b2,20
+6,f,6
+100,after,1
+", json!({"on_conflict": "update"})))
+        .await?
+        .ensure_status(200)?;
+    ensure!(r.json["rows_imported"] == 3, "update import: {r}");
+    // skip: 1 exists (nothing), 7 is new.
+    let r = api
+        .post("/api/v1/import/sql", &import("id,name,qty
+1,x,9
+7,g,7
+", json!({"on_conflict": "skip"})))
+        .await?
+        .ensure_status(200)?;
+    ensure!(r.json["rows_imported"] == 1 && r.json["rows_skipped"] == 1, "skip import: {r}");
+    // error: the batch with a duplicate key is not applied and records nothing.
+    let r = api.post("/api/v1/import/sql", &import("id,name,qty
+8,h,8
+3,dup,3
+", json!({}))).await?;
+    ensure!(r.status == 409 && r.json["rows_imported"] == 0, "failed import: {r}");
+
+    let h = api.get(&format!("/api/v1/streaming/channels/{ITEMS}/history?after=0&limit=1000")).await?.ensure_status(200)?;
+    let events = h.json["events"].as_array().cloned().unwrap_or_default();
+    let got: Vec<(String, Value, Value)> = events.iter().map(record).collect();
+    let ins = |id: i64, name: &str, qty: i64| ("Insert".to_string(), json!({"id": id}), json!({"id": id, "name": name, "qty": qty}));
+    let upd = |id: i64, name: &str, qty: i64| ("Update".to_string(), json!({"id": id}), json!({"id": id, "name": name, "qty": qty}));
+    let want = vec![
+        ins(1, "a", 1),
+        ins(2, "b", 2),
+        ins(3, "c", 3),
+        ins(4, "d", 4),
+        ins(5, "e", 5),
+        upd(2, "b2", 20),
+        ins(6, "f", 6),
+        upd(100, "after", 1),
+        ins(7, "g", 7),
+    ];
+    ensure!(got == want, "import change records:\n got {got:#?}\nwant {want:#?}");
+    for e in &events {
+        let d = &e["data"];
+        ensure!(d["database"] == "shop" && d["table"] == "items" && e["event_type"] == d["op"], "record shape: {e}");
+    }
+    // Each batch is one transaction: positions share its log index, indexed from 0.
+    let pos: Vec<(u64, u64)> = events
+        .iter()
+        .map(|e| (e["data"]["position"]["log_index"].as_u64().unwrap_or(0), e["data"]["position"]["index"].as_u64().unwrap_or(99)))
+        .collect();
+    ensure!(pos[0].0 == pos[1].0 && pos[1].0 < pos[2].0 && pos[2].0 == pos[3].0 && pos[3].0 < pos[4].0, "batch positions {pos:?}");
+    ensure!([pos[0].1, pos[1].1, pos[2].1, pos[3].1, pos[4].1] == [0, 1, 0, 1, 0], "batch indexes {pos:?}");
+    ensure!(pos[5].0 == pos[7].0 && [pos[5].1, pos[6].1, pos[7].1] == [0, 1, 2], "update batch positions {pos:?}");
     Ok(())
 }

@@ -252,7 +252,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Change data capture: records a row change when the table is captured.
-    fn record_change(&mut self, t: &TableDef, op: crate::ChangeOp, before: &[Value], after: Option<&[Value]>) {
+    pub(crate) fn record_change(&mut self, t: &TableDef, op: crate::ChangeOp, before: &[Value], after: Option<&[Value]>) {
         if !self.capture.is_some_and(|c| c(&t.name)) {
             return;
         }

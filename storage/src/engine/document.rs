@@ -736,3 +736,224 @@ mod tests {
         assert_eq!(v.into_iter().collect::<Vec<_>>(), vec![encoded(&json!("b"))]);
     }
 }
+
+/// Engine-level tests over a real group (RocksDB): bulk insert, index upkeep on
+/// every write, and index use giving the same answers as a full scan.
+#[cfg(test)]
+mod engine_tests {
+    use super::*;
+    use crate::engine::test_support::{apply_op, open_group};
+    use crate::engine::{GroupData, space};
+    use serde_json::json;
+
+    fn apply(data: &GroupData, op: DocOp) -> Response {
+        apply_op(&DocumentEngine, data, space::DOCUMENT, 1_000, &op)
+    }
+
+    fn create(data: &GroupData, name: &str, schema: Option<Value>, indexes: &[&str]) {
+        assert_eq!(apply(data, DocOp::CreateCollection { name: name.into(), schema, exclusive: true }), Response::Applied(true));
+        for f in indexes {
+            assert_eq!(apply(data, DocOp::CreateIndex { collection: name.into(), field: (*f).into() }), Response::Applied(true));
+        }
+    }
+
+    fn insert(data: &GroupData, coll: &str, id: &str, doc: Value) {
+        let r = apply(data, DocOp::Insert { collection: coll.into(), id: id.into(), data: doc });
+        assert!(matches!(r, Response::Document(DocResponse::Document(_))), "{r:?}");
+    }
+
+    fn find(data: &GroupData, coll: &str, filter: Value) -> Found {
+        let spec = FindSpec { collection: coll.into(), filter, sort: Value::Null, limit: None };
+        match query(&data.space(space::DOCUMENT), &DocQuery::Find(spec)).unwrap() {
+            DocQueryResult::Found(f) => f,
+            other => panic!("find: {other:?}"),
+        }
+    }
+
+    /// Ids found (in id order) and the index the scan used.
+    fn ids(data: &GroupData, coll: &str, filter: Value) -> (Vec<String>, Option<String>) {
+        let f = find(data, coll, filter);
+        let mut ids: Vec<String> = f.docs.into_iter().map(|d| d.doc.id).collect();
+        ids.sort();
+        (ids, f.index_used)
+    }
+
+    fn count(data: &GroupData, coll: &str) -> usize {
+        find(data, coll, json!({})).docs.len()
+    }
+
+    /// Every index entry of `field`, as (id) strings, in key order.
+    fn index_entries(data: &GroupData, coll: &str, field: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        data.space(space::DOCUMENT)
+            .scan_prefix(&field_prefix(coll, field), |_, v| {
+                out.push(String::from_utf8_lossy(v).into_owned());
+                Ok(true)
+            })
+            .unwrap();
+        out
+    }
+
+    fn doc(index: u64, id: &str, data: Value) -> ImportDoc {
+        ImportDoc { index, id: id.into(), data }
+    }
+
+    fn failure(r: Response) -> ImportFailure {
+        match r {
+            Response::Import(ImportResult { failure: Some(f), imported: 0, .. }) => f,
+            other => panic!("expected a failed batch: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn insert_many_is_all_or_nothing() {
+        let (_dir, data) = open_group(1);
+        let schema = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}});
+        create(&data, "people", Some(schema), &["age"]);
+        insert(&data, "people", "taken", json!({"name": "T", "age": 1}));
+
+        // A schema violation at index 2: neither earlier nor later documents are written.
+        let batch = vec![
+            doc(0, "a", json!({"name": "A", "age": 30})),
+            doc(1, "b", json!({"name": "B"})),
+            doc(2, "c", json!({"name": "C", "age": "old"})),
+            doc(3, "d", json!({"name": "D"})),
+        ];
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: batch.clone() }));
+        assert_eq!((f.line, f.kind), (2, RejectKind::Invalid), "{f:?}");
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "e", json!({"age": 1}))] }));
+        assert_eq!((f.line, f.kind), (0, RejectKind::Invalid), "required field: {f:?}");
+        // A taken id, and an id twice in the batch, are conflicts.
+        let taken = vec![doc(0, "x", json!({"name": "X"})), doc(1, "taken", json!({"name": "T2"}))];
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: taken }));
+        assert_eq!((f.line, f.kind), (1, RejectKind::Conflict), "{f:?}");
+        let twice = vec![doc(0, "y", json!({"name": "Y"})), doc(1, "y", json!({"name": "Y2"}))];
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: twice }));
+        assert_eq!((f.line, f.kind), (1, RejectKind::Conflict), "{f:?}");
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "bad/id", json!({"name": "Z"}))] }));
+        assert_eq!(f.kind, RejectKind::Invalid);
+        let f = failure(apply(&data, DocOp::InsertMany { collection: "nobody".into(), docs: vec![doc(0, "z", json!({}))] }));
+        assert_eq!(f.kind, RejectKind::NotFound);
+        assert_eq!(count(&data, "people"), 1, "no failed batch wrote anything");
+        assert_eq!(index_entries(&data, "people", "age"), vec!["taken"], "nor any index entry");
+
+        // A good batch writes every document, indexed.
+        let mut good = batch;
+        good[2].data = json!({"name": "C", "age": 41});
+        let r = apply(&data, DocOp::InsertMany { collection: "people".into(), docs: good });
+        assert_eq!(r, Response::Import(ImportResult { imported: 4, skipped: 0, failure: None }));
+        assert_eq!(count(&data, "people"), 5);
+        assert_eq!(ids(&data, "people", json!({"age": {"$gte": 30}})), (vec!["a".into(), "c".into()], Some("age".into())));
+        let got = query(&data.space(space::DOCUMENT), &DocQuery::Get { collection: "people".into(), id: "d".into() }).unwrap();
+        let DocQueryResult::Document(Some(d)) = got else { panic!("{got:?}") };
+        assert_eq!((d.data, d.created_at_ms), (json!({"name": "D"}), 1_000));
+    }
+
+    #[test]
+    fn indexes_follow_inserts_updates_replaces_and_deletes() {
+        let (_dir, data) = open_group(1);
+        create(&data, "c", None, &["city", "tags", "addr.zip"]);
+        insert(&data, "c", "d1", json!({"city": "Oslo", "tags": ["x", "y"], "addr": {"zip": 100}}));
+        insert(&data, "c", "d2", json!({"city": "Rome", "tags": [], "addr": {"zip": 200}}));
+        insert(&data, "c", "d3", json!({"city": "Oslo", "addr": {"zip": 300}}));
+        let city = |v: &str| ids(&data, "c", json!({"city": v}));
+        assert_eq!(city("Oslo"), (vec!["d1".into(), "d3".into()], Some("city".into())));
+
+        // $set: the new value is found through the index, the old one no longer.
+        let upd = json!({"$set": {"city": "Rome", "tags": ["y", "z"], "addr.zip": 150}});
+        apply(&data, DocOp::Update { collection: "c".into(), id: "d1".into(), update: upd });
+        assert_eq!(city("Oslo").0, vec!["d3"]);
+        assert_eq!(city("Rome").0, vec!["d1", "d2"]);
+        assert_eq!(ids(&data, "c", json!({"tags": "x"})), (vec![], Some("tags".into())));
+        assert_eq!(ids(&data, "c", json!({"tags": "z"})).0, vec!["d1"]);
+        assert_eq!(ids(&data, "c", json!({"addr.zip": {"$lt": 160}})), (vec!["d1".into()], Some("addr.zip".into())));
+        assert!(ids(&data, "c", json!({"addr.zip": 100})).0.is_empty());
+
+        // Replace drops the fields the new content lacks from their indexes.
+        apply(&data, DocOp::Replace { collection: "c".into(), id: "d3".into(), data: json!({"city": "Paris"}) });
+        assert!(city("Oslo").0.is_empty());
+        assert_eq!(city("Paris").0, vec!["d3"]);
+        assert_eq!(ids(&data, "c", json!({"addr.zip": {"$gt": 0}})).0, vec!["d1", "d2"]);
+
+        // A deleted document disappears from every index.
+        assert_eq!(apply(&data, DocOp::Delete { collection: "c".into(), id: "d2".into() }), Response::Deleted(1));
+        assert_eq!(city("Rome").0, vec!["d1"]);
+        assert_eq!(ids(&data, "c", json!({"addr.zip": {"$gt": 0}})).0, vec!["d1"]);
+
+        // No stale entries: one per (document, value) still held.
+        assert_eq!(index_entries(&data, "c", "city"), vec!["d3", "d1"], "Paris < Rome");
+        assert_eq!(index_entries(&data, "c", "tags"), vec!["d1", "d1", "d1"], "the array and each element");
+        assert_eq!(index_entries(&data, "c", "addr.zip"), vec!["d1"]);
+
+        // A rejected update leaves the indexes as they were.
+        let bad = apply(&data, DocOp::Update { collection: "c".into(), id: "d1".into(), update: json!({"$inc": {"city": 1}}) });
+        assert!(matches!(bad, Response::Rejected { .. }), "{bad:?}");
+        assert_eq!(city("Rome").0, vec!["d1"]);
+
+        // Dropping the collection removes its index entries too.
+        assert_eq!(apply(&data, DocOp::DropCollection { name: "c".into() }), Response::Deleted(2));
+        assert!(index_entries(&data, "c", "city").is_empty() && index_entries(&data, "c", "tags").is_empty());
+    }
+
+    #[test]
+    fn indexed_filters_answer_like_full_scans() {
+        let (_dir, data) = open_group(1);
+        let fields = ["v", "tags", "n.x"];
+        create(&data, "plain", None, &[]);
+        create(&data, "idx", None, &fields);
+        let values = [json!(1), json!(2.5), json!(3), json!(-4), json!("a"), json!("b"), json!(null), json!(true), json!([3, "a"]), json!({"k": 1})];
+        for i in 0..120u64 {
+            let mut d = serde_json::Map::new();
+            if i % 11 != 0 {
+                d.insert("v".into(), values[(i % values.len() as u64) as usize].clone());
+            }
+            d.insert("w".into(), json!(i));
+            d.insert("tags".into(), json!([format!("t{}", i % 4), format!("t{}", i % 7)]));
+            d.insert("n".into(), json!({"x": (i as f64) / 4.0 - 5.0}));
+            for coll in ["plain", "idx"] {
+                insert(&data, coll, &format!("id{i:03}"), Value::Object(d.clone()));
+            }
+        }
+        // (filter, the index it is expected to use)
+        let cases = [
+            (json!({"v": 3}), Some("v")),
+            (json!({"v": 2.5}), Some("v")),
+            (json!({"v": "a"}), Some("v")),
+            (json!({"v": {"$eq": 1.0}}), Some("v")),
+            (json!({"v": {"$in": [1, "b", true]}}), Some("v")),
+            (json!({"v": {"$gt": 1}}), Some("v")),
+            (json!({"v": {"$gte": 1, "$lt": 3}}), Some("v")),
+            (json!({"v": {"$lte": 2.5}}), Some("v")),
+            (json!({"v": {"$gt": "a"}}), Some("v")),
+            (json!({"v": {"$lt": "b"}}), Some("v")),
+            (json!({"v": {"k": 1}}), Some("v")),
+            (json!({"v": [3, "a"]}), Some("v")),
+            (json!({"tags": "t3"}), Some("tags")),
+            (json!({"tags": {"$gte": "t5"}}), Some("tags")),
+            (json!({"tags": {"$gt": "t1", "$lt": "t3"}}), Some("tags")),
+            (json!({"n.x": {"$gte": -1.5, "$lte": 2}}), Some("n.x")),
+            (json!({"n.x": {"$lt": -4}}), Some("n.x")),
+            (json!({"$and": [{"v": {"$gte": 1}}, {"w": {"$lt": 60}}]}), Some("v")),
+            (json!({"v": {"$gt": 1}, "tags": "t2"}), Some("tags")),
+            (json!({"v": 3, "n.x": {"$gt": 0}}), Some("v")),
+            // Not served by an index: null (matches missing fields), $ne, $or, $exists.
+            (json!({"v": null}), None),
+            (json!({"v": {"$ne": 3}}), None),
+            (json!({"$or": [{"v": 3}, {"tags": "t1"}]}), None),
+            (json!({"v": {"$exists": false}}), None),
+        ];
+        for (filter, index) in cases {
+            let (want, none) = ids(&data, "plain", filter.clone());
+            assert_eq!(none, None);
+            let f = find(&data, "idx", filter.clone());
+            let (got, used) = ids(&data, "idx", filter.clone());
+            assert_eq!(got, want, "filter {filter}");
+            assert_eq!(used.as_deref(), index, "index for {filter}");
+            if index.is_some() {
+                assert!(f.scanned < 120, "the index narrowed the scan for {filter}: {}", f.scanned);
+            }
+        }
+        // Unknown index hints: an index on another field is not used.
+        assert_eq!(ids(&data, "idx", json!({"w": 5})).1, None);
+    }
+}

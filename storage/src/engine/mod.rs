@@ -12,7 +12,7 @@ pub mod stream;
 pub mod timeseries;
 pub mod vector;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 use std::sync::Arc;
 

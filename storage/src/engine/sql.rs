@@ -171,12 +171,29 @@ impl SqlEngine {
     /// Applies one bulk import batch: every row or none (the first failing row's
     /// line is reported and the batch writes nothing).
     pub fn import(&self, tx: &mut Tx<'_>, now: i64, op: &SqlImportOp) -> Result<Response> {
+        Ok(self.import_capturing(tx, now, op, &|_| false)?.0)
+    }
+
+    /// [`SqlEngine::import`], also returning the row changes of the batch when
+    /// `capture` selects its table (change data capture): an Insert per new row,
+    /// an Update per row replaced by `on_conflict: update`, in row order; nothing
+    /// for skipped rows or a failed batch.
+    pub fn import_capturing(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        op: &SqlImportOp,
+        capture: &dyn Fn(&str) -> bool,
+    ) -> Result<(Response, Vec<tessera_sql::RowChange>)> {
         let fail = |line: u64, kind: RejectKind, code: Option<String>, message: String| {
-            Ok(Response::Import(ImportResult {
-                imported: 0,
-                skipped: 0,
-                failure: Some(ImportFailure { line, kind, code, message }),
-            }))
+            Ok((
+                Response::Import(ImportResult {
+                    imported: 0,
+                    skipped: 0,
+                    failure: Some(ImportFailure { line, kind, code, message }),
+                }),
+                Vec::new(),
+            ))
         };
         if !valid_database_name(&op.database) {
             return fail(0, RejectKind::Invalid, None, format!("invalid database name {:?}", op.database));
@@ -191,7 +208,7 @@ impl SqlEngine {
         let rows: Vec<ImportInput<'_>> = op.rows.iter().map(|r| ImportInput { line: r.line, values: &r.values }).collect();
         let outcome = {
             let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
-            tessera_sql::import::import_rows(&kv, &op.table, &rows, conflict, &ctx)
+            tessera_sql::import::import_rows_capturing(&kv, &op.table, &rows, conflict, &ctx, capture)
         };
         match outcome {
             Ok(out) => {
@@ -204,7 +221,8 @@ impl SqlEngine {
                         WriteOp::Delete(k) => tx.delete(&[prefix.as_slice(), k].concat()),
                     }
                 }
-                Ok(Response::Import(ImportResult { imported: out.imported, skipped: out.skipped, failure: None }))
+                let response = Response::Import(ImportResult { imported: out.imported, skipped: out.skipped, failure: None });
+                Ok((response, out.changes))
             }
             Err(e) => {
                 use tessera_sql::ErrorCode as C;
