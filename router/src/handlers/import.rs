@@ -1,8 +1,9 @@
 //! Bulk import routes (spec 01): `POST /api/v1/import/sql`, `/import/documents`,
 //! `/import/kv`. Parsing and batching live in [`crate::import`]; each batch is
-//! one Raft command per group, applied all or nothing. Batches run in order and
-//! the import stops at the first batch that fails: earlier batches stay
-//! imported, the failing batch and later ones are not applied (see
+//! one Raft command, applied all or nothing (documents and pairs are grouped by
+//! shard first, so a batch never spans shards). Batches run in order and the
+//! import stops at the first batch that fails: earlier batches stay imported,
+//! the failing batch and later ones are not applied (see
 //! `docs/import-compress.md`).
 
 use std::collections::BTreeMap;
@@ -79,6 +80,31 @@ impl Report {
         }
     }
 
+    /// Records a batch whose outcome is unknown (the cluster did not answer):
+    /// the import stops, and `rows_imported` counts only confirmed batches.
+    fn fail_unconfirmed(&mut self, e: &ApiError) {
+        if self.status == StatusCode::OK {
+            self.status = StatusCode::SERVICE_UNAVAILABLE;
+        }
+        let message = format!("the import stopped: a batch was not confirmed ({e}); rows_imported counts the confirmed batches");
+        self.errors.push(json!({self.position: 0, "message": message}));
+    }
+
+    /// Adds the outcomes of batches run together; false when one failed.
+    fn add_all(&mut self, results: Vec<Result<ImportResult, ApiError>>) -> bool {
+        let mut ok = true;
+        for r in results {
+            ok &= match r {
+                Ok(r) => self.add(r),
+                Err(e) => {
+                    self.fail_unconfirmed(&e);
+                    false
+                }
+            };
+        }
+        ok
+    }
+
     fn fail(&mut self, f: &ImportFailure) {
         if self.status == StatusCode::OK {
             self.status = match f.kind {
@@ -121,23 +147,41 @@ fn parse_error(e: ParseError) -> ApiError {
     ApiError::BadRequest(e.to_string())
 }
 
-/// Runs the batches' commands for one group each in parallel; the replies in order.
-async fn propose_all(state: &AppState, calls: Vec<(GroupId, Operation)>, c: Consistency) -> Result<Vec<ImportResult>, ApiError> {
-    let futs = calls.iter().map(|(g, op)| state.cluster.write(*g, op, c));
-    let mut out = Vec::with_capacity(calls.len());
-    for r in futures::future::join_all(futs).await {
-        out.push(match r?.value {
-            Reply::Import(r) => r,
-            Reply::Deleted(_) => ImportResult { imported: 0, skipped: 0, failure: None }, // KvOp::PutMany
-            Reply::Rejected { kind, message } => ImportResult {
+/// One batch: its command and how many items it imports when the reply does
+/// not say (`KvOp::PutMany` answers only that it applied).
+type Batch = (Operation, u64);
+
+/// Runs one batch command per group in parallel; the outcomes in order.
+async fn propose_all(state: &AppState, calls: Vec<(GroupId, Batch)>, c: Consistency) -> Vec<Result<ImportResult, ApiError>> {
+    let futs = calls.iter().map(|(g, (op, _))| state.cluster.write(*g, op, c));
+    let replies = futures::future::join_all(futs).await;
+    replies
+        .into_iter()
+        .zip(calls)
+        .map(|(r, (_, (_, count)))| match r?.value {
+            Reply::Import(r) => Ok(r),
+            Reply::Deleted(_) => Ok(ImportResult { imported: count, skipped: 0, failure: None }),
+            Reply::Rejected { kind, message } => Ok(ImportResult {
                 imported: 0,
                 skipped: 0,
                 failure: Some(ImportFailure { line: 0, kind, code: None, message }),
-            },
-            other => return Err(ApiError::unexpected(other)),
-        });
+            }),
+            other => Err(ApiError::unexpected(other)),
+        })
+        .collect()
+}
+
+/// Runs every group's batches: the first batch of each group together, then
+/// the second, and so on, stopping after the round in which a batch failed.
+async fn run_by_group(state: &AppState, report: &mut Report, by_group: BTreeMap<GroupId, Vec<Batch>>, c: Consistency) {
+    let mut queues: Vec<(GroupId, std::vec::IntoIter<Batch>)> =
+        by_group.into_iter().map(|(g, batches)| (g, batches.into_iter())).collect();
+    loop {
+        let round: Vec<(GroupId, Batch)> = queues.iter_mut().filter_map(|(g, q)| q.next().map(|b| (*g, b))).collect();
+        if round.is_empty() || !report.add_all(propose_all(state, round, c).await) {
+            return;
+        }
     }
-    Ok(out)
 }
 
 // ---------------------------------------------------------------- SQL
@@ -223,13 +267,15 @@ pub async fn import_sql(
         ("csv" | "json", _) => return Err(ApiError::BadRequest("data must be a string holding the CSV or JSON rows".into())),
         (other, _) => return Err(ApiError::BadRequest(format!("format must be csv or json, not {other:?}"))),
     };
-    for batch in import::batches(rows, size, import::row_size) {
-        let op = Operation::SqlImport(SqlImportOp { database: database.clone(), table: req.table.clone(), on_conflict: conflict, rows: batch });
-        let r = propose_all(&state, vec![(group, op)], prefs.consistency).await?;
-        if !r.into_iter().all(|r| report.add(r)) {
-            break;
-        }
-    }
+    let batches: Vec<Batch> = import::batches(rows, size, import::row_size)
+        .into_iter()
+        .map(|rows| {
+            let count = rows.len() as u64;
+            let op = SqlImportOp { database: database.clone(), table: req.table.clone(), on_conflict: conflict, rows };
+            (Operation::SqlImport(op), count)
+        })
+        .collect();
+    run_by_group(&state, &mut report, BTreeMap::from([(group, batches)]), prefs.consistency).await;
     Ok(report.into_response())
 }
 
@@ -308,24 +354,24 @@ pub async fn import_documents(
     let docs: Vec<ImportDoc> =
         req.documents.into_iter().enumerate().map(|(i, data)| ImportDoc { index: i as u64, id: new_id(), data }).collect();
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
-    for batch in import::batches(docs, size, |d| import::approx_size(&d.data) + 48) {
-        let mut by_group: BTreeMap<GroupId, Vec<ImportDoc>> = BTreeMap::new();
-        for d in batch {
-            by_group.entry(state.cluster.group_for(&format!("doc/{}/{}", req.collection, d.id))?).or_default().push(d);
-        }
-        let calls = by_group
-            .into_iter()
-            .map(|(g, docs)| (g, Operation::Document(DocOp::InsertMany { collection: req.collection.clone(), docs })))
-            .collect();
-        let results = propose_all(&state, calls, prefs.consistency).await?;
-        let mut ok = true;
-        for r in results {
-            ok &= report.add(r);
-        }
-        if !ok {
-            break;
-        }
+    let mut docs_by_group: BTreeMap<GroupId, Vec<ImportDoc>> = BTreeMap::new();
+    for d in docs {
+        docs_by_group.entry(state.cluster.group_for(&format!("doc/{}/{}", req.collection, d.id))?).or_default().push(d);
     }
+    let by_group = docs_by_group
+        .into_iter()
+        .map(|(g, docs)| {
+            let batches = import::batches(docs, size, |d| import::approx_size(&d.data) + 48)
+                .into_iter()
+                .map(|docs| {
+                    let count = docs.len() as u64;
+                    (Operation::Document(DocOp::InsertMany { collection: req.collection.clone(), docs }), count)
+                })
+                .collect();
+            (g, batches)
+        })
+        .collect();
+    run_by_group(&state, &mut report, by_group, prefs.consistency).await;
     report.extra.insert("ids".into(), json!(ids));
     Ok(report.into_response())
 }
@@ -366,25 +412,23 @@ pub async fn import_kv(
             return Ok(report.into_response());
         }
     }
-    let pairs: Vec<(String, Value)> = req.pairs.into_iter().map(|p| (p.key, p.value)).collect();
-    for batch in import::batches(pairs, size, |(k, v)| k.len() + import::approx_size(v)) {
-        let mut by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
-        for (k, v) in batch {
-            by_group.entry(state.cluster.group_for(&k)?).or_default().push((k, v));
-        }
-        let counts: Vec<u64> = by_group.values().map(|p| p.len() as u64).collect();
-        let calls = by_group.into_iter().map(|(g, pairs)| (g, Operation::Kv(KvOp::PutMany { pairs }))).collect();
-        let results = propose_all(&state, calls, prefs.consistency).await?;
-        let mut ok = true;
-        for (mut r, n) in results.into_iter().zip(counts) {
-            if r.failure.is_none() {
-                r.imported = n;
-            }
-            ok &= report.add(r);
-        }
-        if !ok {
-            break;
-        }
+    let mut pairs_by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
+    for p in req.pairs {
+        pairs_by_group.entry(state.cluster.group_for(&p.key)?).or_default().push((p.key, p.value));
     }
+    let by_group = pairs_by_group
+        .into_iter()
+        .map(|(g, pairs)| {
+            let batches = import::batches(pairs, size, |(k, v)| k.len() + import::approx_size(v))
+                .into_iter()
+                .map(|pairs| {
+                    let count = pairs.len() as u64;
+                    (Operation::Kv(KvOp::PutMany { pairs }), count)
+                })
+                .collect();
+            (g, batches)
+        })
+        .collect();
+    run_by_group(&state, &mut report, by_group, prefs.consistency).await;
     Ok(report.into_response())
 }
