@@ -146,6 +146,10 @@ pub fn validate_collection_name(name: &str) -> Result<(), String> {
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) {
         return Err(format!("invalid collection name {name:?}: only letters, digits, '_', '-' and '.' are allowed"));
     }
+    // `/api/v1/documents/collections/query` is taken by the collection routes.
+    if name == "collections" {
+        return Err("\"collections\" is reserved and cannot name a collection".into());
+    }
     Ok(())
 }
 
@@ -163,4 +167,19 @@ pub fn validate_index_field(field: &str) -> Result<(), String> {
         return Err(format!("invalid field path {field:?} (a dotted path such as \"address.city\")"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collection_names() {
+        for ok in ["users", "a.b-c_1", "Collections"] {
+            assert!(validate_collection_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a/b", "sp ace", "collections", &"x".repeat(MAX_NAME_BYTES + 1)] {
+            assert!(validate_collection_name(bad).is_err(), "{bad}");
+        }
+    }
 }
