@@ -47,6 +47,15 @@ pub struct SeriesPoints {
     pub points: Vec<(i64, f64)>,
 }
 
+/// The series of a query answer, in series order, points in time order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesSet {
+    pub series: Vec<SeriesPoints>,
+    /// More rows matched than the query's `max_rows`: `series` holds the first
+    /// `max_rows` of them (series order, then time order).
+    pub truncated: bool,
+}
+
 /// Time-series writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TsOp {
@@ -78,6 +87,9 @@ pub enum TsQuery {
         aggregation: Value,
         /// The router's clock, for `now`-relative timestamps.
         now_ms: i64,
+        /// Rows (points, after aggregation) answered at most (`max_result_rows`);
+        /// the rest are cut and the answer is flagged truncated.
+        max_rows: usize,
     },
 }
 
@@ -98,7 +110,7 @@ pub enum TsQueryResult {
     Metrics(Vec<MetricInfo>),
     Metric(Option<MetricInfo>),
     /// `None`: the metric does not exist.
-    Series(Option<Vec<SeriesPoints>>),
+    Series(Option<SeriesSet>),
     /// The query was malformed (bad timestamp, duration or function).
     Invalid(String),
 }

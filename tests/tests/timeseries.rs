@@ -2,11 +2,17 @@
 //! batched writes of two tagged series, raw range + tag-filtered queries, every
 //! aggregate function against values computed here, downsampling, rolling
 //! windows, bad input, retention (drop and downsample) enforced through the
-//! leader, compression statistics, and data that survives a full restart.
+//! leader, compression statistics, the `max_result_rows` cut (a second router
+//! with a small cap), a SIGKILLed group leader under writes (acknowledged points
+//! all readable, the restarted node catches up and answers locally), and data
+//! that survives a full restart.
 
-use anyhow::{Context, Result, ensure};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, ensure};
 use reqwest::Method;
-use tessera_tests::{Cluster, ClusterOptions, Http, Value, json};
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, HDR_GROUP, HDR_NODE, Http, Value, json, wait_for};
 
 const M: &str = "/api/v1/timeseries/metrics";
 const W: &str = "/api/v1/timeseries/write";
@@ -247,6 +253,9 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ensure!(close(*v, want), "downsampled {k}: {v} vs {want}");
     }
 
+    max_result_rows(c, &api).await?;
+    let acked = leader_kill(c, &api).await?;
+
     // Restart keeps everything.
     c.stop_all().await?;
     c.start_all().await?;
@@ -259,5 +268,148 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(s[0].1.len() == N as usize && close(s[0].1[5].1, val_a(5)), "data after restart");
     let s = query(&api, json!({"metric": "ret.ds"})).await?;
     ensure!(s[0].1.len() == 6, "downsampled after restart");
+    wait_for(Duration::from_secs(30), "failover metric intact after the full restart", async || {
+        fo_check(&api, &acked, None).await.map(Some)
+    })
+    .await?;
     Ok(())
+}
+
+/// Queries through a second router started with `SERVICE_MAX_RESULT_ROWS=50`:
+/// the answer is cut at 50 points and flagged; under the cap nothing is flagged.
+async fn max_result_rows(c: &mut Cluster, api: &Http) -> Result<()> {
+    let r = api.post(Q, &json!({"metric": "cpu.usage"})).await?.ensure_status(200)?;
+    ensure!(r.json["truncated"] == json!(false) && r.json["total_points"] == json!(2 * N), "uncut answer: {}", r.json["total_points"]);
+    let (idx, small) = c.start_router(&[("SERVICE_MAX_RESULT_ROWS", "50")]).await?;
+    let small = small.login_as(ADMIN_USER, ADMIN_PASSWORD).await?;
+    let r = small.post(Q, &json!({"metric": "cpu.usage"})).await?.ensure_status(200)?;
+    ensure!(r.json["truncated"] == json!(true) && r.json["total_points"] == json!(50), "raw answer over the cap: {r}");
+    let s = series(&r.json);
+    ensure!(s.len() == 1 && s[0].1.len() == 50, "the first series' first 50 points: {s:?}");
+    ensure!(s[0].1[0].0 == "2023-11-14T22:00:00.000Z" && close(s[0].1[49].1, val_a(49)), "cut points {:?}", s[0].1[49]);
+    // Aggregated rows are computed over everything, then cut: 12 ten-minute
+    // buckets per series, 24 rows, under the cap; 1-minute buckets are not.
+    let r = small
+        .post(Q, &json!({"metric": "cpu.usage", "aggregation": {"type": "downsample", "interval": "10m", "function": "count"}}))
+        .await?
+        .ensure_status(200)?;
+    ensure!(r.json["truncated"] == json!(false) && r.json["total_points"] == json!(24), "buckets under the cap: {r}");
+    ensure!(series(&r.json).iter().all(|s| s.1.iter().all(|p| close(p.1, 20.0))), "every bucket counts 20: {r}");
+    let r = small
+        .post(Q, &json!({"metric": "cpu.usage", "aggregation": {"function": "avg", "interval": "1m"}}))
+        .await?
+        .ensure_status(200)?;
+    ensure!(r.json["truncated"] == json!(true) && r.json["total_points"] == json!(50), "buckets over the cap: {}", r.json["total_points"]);
+    // Exactly at the cap is not truncated.
+    let r = small.post(Q, &json!({"metric": "cpu.usage", "tags": {"host": "a"}, "end": BASE + 49 * STEP})).await?.ensure_status(200)?;
+    ensure!(r.json["truncated"] == json!(false) && r.json["total_points"] == json!(50), "exactly 50: {r}");
+    c.stop_router(idx).await?;
+    Ok(())
+}
+
+const FO: &str = "ts.failover";
+/// Batches the failover phase writes (and has acknowledged) after the kill.
+const FO_BATCHES_AFTER_KILL: i64 = 10;
+
+/// One 20-point batch of the failover metric (batch `b`, two series); returns
+/// the node that served the write.
+async fn fo_write(api: &Http, b: i64, acked: &mut BTreeMap<(String, i64), f64>) -> Result<(Option<u64>, Option<String>)> {
+    let mut points = Vec::new();
+    let mut batch = Vec::new();
+    for i in 0..10 {
+        let t = BASE + (b * 10 + i) * 1000;
+        for host in ["x", "y"] {
+            let v = (b * 10 + i) as f64 + if host == "y" { 0.5 } else { 0.0 };
+            points.push(json!({"timestamp": t, "value": v, "tags": {"host": host}}));
+            batch.push(((host.to_string(), t), v));
+        }
+    }
+    let r = api.timeout(Duration::from_secs(5)).post(W, &json!({"metric": FO, "points": points})).await?;
+    if r.status != 200 {
+        return Err(anyhow!("write batch {b}: {r}"));
+    }
+    ensure!(r.json["points_written"] == json!(20), "write batch {b}: {r}");
+    acked.extend(batch);
+    Ok((r.served_by(), r.group()))
+}
+
+/// Every acknowledged point, read through `http`; `Err` names what is missing.
+async fn fo_check(http: &Http, acked: &BTreeMap<(String, i64), f64>, node: Option<u64>) -> Result<()> {
+    let r = http.timeout(Duration::from_secs(5)).post(Q, &json!({"metric": FO})).await?.ensure_status(200)?;
+    if let Some(n) = node {
+        ensure!(r.served_by() == Some(n), "answered by {:?}, not node {n}", r.header(HDR_NODE));
+    }
+    let mut found: BTreeMap<(String, i64), f64> = BTreeMap::new();
+    for s in r.json["series"].as_array().context("series")? {
+        let host = s["tags"]["host"].as_str().context("host tag")?.to_string();
+        for p in s["points"].as_array().context("points")? {
+            let ts = chrono_ms(p["timestamp"].as_str().context("timestamp")?)?;
+            found.insert((host.clone(), ts), p["value"].as_f64().context("value")?);
+        }
+    }
+    let missing: Vec<_> = acked.iter().filter(|(k, v)| found.get(*k).is_none_or(|f| !close(*f, **v))).collect();
+    ensure!(missing.is_empty(), "{} of {} acknowledged points missing or wrong, e.g. {:?}", missing.len(), acked.len(), missing[0]);
+    ensure!(found.len() == acked.len(), "{} points found, {} acknowledged", found.len(), acked.len());
+    Ok(())
+}
+
+/// Milliseconds of an answer's `YYYY-MM-DDTHH:MM:SS.mmmZ` timestamp, relative
+/// to `BASE`'s day (the failover points all fall on it).
+fn chrono_ms(s: &str) -> Result<i64> {
+    let day = s.get(..11).context("date")?;
+    ensure!(day == "2023-11-14T", "unexpected day in {s}");
+    let num = |a: usize, b: usize| -> Result<i64> { s.get(a..b).context("field")?.parse::<i64>().map_err(|e| anyhow!("{s}: {e}")) };
+    let (h, m, sec, ms) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
+    Ok(BASE - 22 * 3_600_000 + ((h * 60 + m) * 60 + sec) * 1000 + ms)
+}
+
+/// SIGKILLs the leader of the failover metric's group between writes: writes
+/// resume on a new leader (never served by the dead node), every acknowledged
+/// point stays readable, and the restarted node catches up and answers them
+/// from its own state. Returns the acknowledged points.
+async fn leader_kill(c: &mut Cluster, api: &Http) -> Result<BTreeMap<(String, i64), f64>> {
+    let mut acked = BTreeMap::new();
+    let (leader, group) = fo_write(api, 0, &mut acked).await?;
+    let leader = leader.with_context(|| format!("no {HDR_NODE} on a time-series write"))?;
+    let group = group.with_context(|| format!("no {HDR_GROUP} on a time-series write"))?;
+    let r = api.post(Q, &json!({"metric": FO})).await?.ensure_status(200)?;
+    ensure!(r.group().as_deref() == Some(group.as_str()) && r.served_by().is_some(), "query headers: {:?}", r.headers);
+    eprintln!("{FO} lives in group {group}, led by node {leader}");
+    fo_check(api, &acked, None).await?;
+
+    c.kill_node(leader)?;
+    // Each batch is retried until acknowledged: refusals and timeouts while the
+    // group elects a new leader are "not yet" (a retried batch rewrites the
+    // same timestamps with the same values).
+    let mut b = 1;
+    while b <= FO_BATCHES_AFTER_KILL {
+        let (node, g) = wait_for(Duration::from_secs(30), &format!("write batch {b} after the kill"), async || {
+            fo_write(api, b, &mut acked).await.map(Some)
+        })
+        .await?;
+        ensure!(node.is_some() && node != Some(leader), "batch {b} served by {node:?} after node {leader} was killed");
+        ensure!(g.as_deref() == Some(group.as_str()), "batch {b} in group {g:?}, not {group}");
+        b += 1;
+    }
+    wait_for(Duration::from_secs(30), "every acknowledged point readable through the router", async || {
+        fo_check(api, &acked, None).await.map(Some)
+    })
+    .await?;
+
+    c.start_node(leader)?;
+    let replica = api.replica(leader);
+    wait_for(Duration::from_secs(90), "the restarted node answers every acknowledged point itself", async || {
+        fo_check(&replica, &acked, Some(leader)).await.map(Some)
+    })
+    .await?;
+    // Writes after the restart reach it too.
+    fo_write(api, b, &mut acked).await?;
+    wait_for(Duration::from_secs(30), "the restarted node has the newest batch", async || {
+        fo_check(&replica, &acked, Some(leader)).await.map(Some)
+    })
+    .await?;
+    let m = metric(&replica, FO).await?;
+    ensure!(m["points"] == json!(acked.len()) && m["series"] == json!(2), "stats on the restarted node: {m}");
+    fo_check(&api.consistency("all"), &acked, None).await?;
+    Ok(acked)
 }

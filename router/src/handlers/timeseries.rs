@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,10 +22,11 @@ use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 use tessera_api::rpc::Consistency;
-use tessera_api::timeseries::{MetricInfo, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
+use tessera_api::timeseries::{MetricInfo, SeriesSet, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
 
-use super::{JsonBody, ReadPrefs, require_writer};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
+use crate::cluster::Served;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -58,18 +59,22 @@ fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(&format!("ts/{metric}"))?)
 }
 
-async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) -> Result<TsResponse, ApiError> {
-    match state.cluster.write(group, &Operation::TimeSeries(op), c).await?.value {
-        Reply::TimeSeries(r) => Ok(r),
+/// Proposes `op` to `group`; the reply with the group and node that served it.
+async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) -> Result<Served<TsResponse>, ApiError> {
+    let served = state.cluster.write(group, &Operation::TimeSeries(op), c).await?;
+    match served.value {
+        Reply::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
         Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
         other => Err(ApiError::unexpected(other)),
     }
 }
 
-async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<TsQueryResult, ApiError> {
-    match state.cluster.read(group, &Query::TimeSeries(q), prefs.consistency, prefs.replica).await?.value {
+/// Asks `group` with the caller's consistency; the answer with who served it.
+async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<Served<TsQueryResult>, ApiError> {
+    let served = state.cluster.read(group, &Query::TimeSeries(q), prefs.consistency, prefs.replica).await?;
+    match served.value {
         QueryResult::TimeSeries(TsQueryResult::Invalid(m)) => Err(ApiError::BadRequest(m)),
-        QueryResult::TimeSeries(r) => Ok(r),
+        QueryResult::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -105,13 +110,14 @@ pub async fn create_metric(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateMetric>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
     check_name(&req.name)?;
     let group = group_of(&state, &req.name)?;
     let op = TsOp::CreateMetric { name: req.name, metric_type: req.metric_type, description: req.description, unit: req.unit };
-    match ts_write(&state, group, op, prefs.consistency).await? {
-        TsResponse::Metric(m) => Ok((StatusCode::CREATED, Json(metric_json(&m)))),
+    let served = ts_write(&state, group, op, prefs.consistency).await?;
+    match served.value {
+        TsResponse::Metric(ref m) => Ok((StatusCode::CREATED, served_headers(&served), Json(metric_json(m)))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -122,7 +128,7 @@ pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs:
     let calls = groups.iter().map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs));
     let mut metrics = Vec::new();
     for r in futures::future::join_all(calls).await {
-        match r? {
+        match r?.value {
             TsQueryResult::Metrics(m) => metrics.extend(m),
             other => return Err(ApiError::unexpected(other)),
         }
@@ -138,11 +144,12 @@ pub async fn get_metric(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
     check_name(&name)?;
     let group = group_of(&state, &name)?;
-    match ts_read(&state, group, TsQuery::GetMetric { name: name.clone() }, &prefs).await? {
-        TsQueryResult::Metric(Some(m)) => Ok(Json(metric_json(&m))),
+    let served = ts_read(&state, group, TsQuery::GetMetric { name: name.clone() }, &prefs).await?;
+    match served.value {
+        TsQueryResult::Metric(Some(ref m)) => Ok((served_headers(&served), Json(metric_json(m)))),
         TsQueryResult::Metric(None) => Err(ApiError::NotFound(format!("metric {name} does not exist"))),
         other => Err(ApiError::unexpected(other)),
     }
@@ -156,12 +163,13 @@ pub async fn set_retention(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(policy): JsonBody<Value>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
     check_name(&name)?;
     let group = group_of(&state, &name)?;
-    match ts_write(&state, group, TsOp::SetRetention { metric: name, policy }, prefs.consistency).await? {
-        TsResponse::Metric(m) => Ok(Json(metric_json(&m))),
+    let served = ts_write(&state, group, TsOp::SetRetention { metric: name, policy }, prefs.consistency).await?;
+    match served.value {
+        TsResponse::Metric(ref m) => Ok((served_headers(&served), Json(metric_json(m)))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -181,7 +189,7 @@ pub async fn write(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<WriteRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
     check_name(&req.metric)?;
     if req.points.is_empty() || req.points.len() > MAX_POINTS_PER_WRITE {
@@ -196,10 +204,14 @@ pub async fn write(
         }
     }
     let group = group_of(&state, &req.metric)?;
-    match ts_write(&state, group, TsOp::Write { metric: req.metric.clone(), points }, prefs.consistency).await? {
-        TsResponse::Written { points, series, created_metric } => Ok(Json(json!({
-            "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
-        }))),
+    let served = ts_write(&state, group, TsOp::Write { metric: req.metric.clone(), points }, prefs.consistency).await?;
+    match served.value {
+        TsResponse::Written { points, series, created_metric } => Ok((
+            served_headers(&served),
+            Json(json!({
+                "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
+            })),
+        )),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -219,13 +231,14 @@ pub struct QueryRequest {
 }
 
 /// `POST /api/v1/timeseries/query {metric, start, end, tags, aggregation}`: points in
-/// `[start, end]` of series whose tags include `tags`, per series.
+/// `[start, end]` of series whose tags include `tags`, per series, at most
+/// `max_result_rows` points in all (`truncated: true` when more matched).
 pub async fn query(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<QueryRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(HeaderMap, Json<Value>), ApiError> {
     let began = Instant::now();
     check_name(&req.metric)?;
     let group = group_of(&state, &req.metric)?;
@@ -240,8 +253,11 @@ pub async fn query(
         tags: req.tags,
         aggregation: req.aggregation,
         now_ms,
+        max_rows: state.config.query_limits.max_result_rows,
     };
-    let series = match ts_read(&state, group, q, &prefs).await? {
+    let served = ts_read(&state, group, q, &prefs).await?;
+    let headers = served_headers(&served);
+    let SeriesSet { series, truncated } = match served.value {
         TsQueryResult::Series(Some(s)) => s,
         TsQueryResult::Series(None) => return Err(ApiError::NotFound(format!("metric {} does not exist", req.metric))),
         other => return Err(ApiError::unexpected(other)),
@@ -255,10 +271,13 @@ pub async fn query(
             json!({"metric": req.metric, "tags": s.tags, "points": pts})
         })
         .collect();
-    Ok(Json(json!({
-        "metric": req.metric, "series": list, "total_points": total,
-        "execution_time_ms": began.elapsed().as_millis() as u64,
-    })))
+    Ok((
+        headers,
+        Json(json!({
+            "metric": req.metric, "series": list, "total_points": total, "truncated": truncated,
+            "execution_time_ms": began.elapsed().as_millis() as u64,
+        })),
+    ))
 }
 
 /// Runs `EnforceRetention` on every data group; returns the summed outcome.
@@ -267,7 +286,7 @@ pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
     let calls = groups.iter().map(|g| ts_write(state, *g, TsOp::EnforceRetention, Consistency::Quorum));
     let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
     for r in futures::future::join_all(calls).await {
-        match r? {
+        match r?.value {
             TsResponse::Retention { metrics: m, dropped_chunks, dropped_points, downsampled_chunks } => {
                 metrics += m;
                 dc += dropped_chunks;

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_api::command::{RejectKind, Response};
-use tessera_api::timeseries::{MetricInfo, SeriesPoints, TsOp, TsQuery, TsQueryResult, TsResponse};
+use tessera_api::timeseries::{MetricInfo, SeriesPoints, SeriesSet, TsOp, TsQuery, TsQueryResult, TsResponse};
 use tessera_timeseries::{
     ChunkMeta, Point, RetentionPolicy, decode_chunk, downsample, encode_chunk, format_duration, parse_aggregation,
     parse_timestamp_at, plan_retention,
@@ -36,8 +36,9 @@ use crate::error::{Result, StorageError};
 
 /// Width of a chunk's time block.
 pub const BLOCK_MS: i64 = 3_600_000;
-/// Most points one query may read before aggregation.
-const MAX_QUERY_POINTS: usize = 5_000_000;
+/// Most raw points an aggregating query may read (a work bound, answered as an
+/// invalid query beyond); the rows it answers are capped by the query's `max_rows`.
+const MAX_AGG_POINTS: usize = 5_000_000;
 
 /// A metric as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -495,7 +496,7 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
             Ok(TsQueryResult::Metrics(out))
         }
         TsQuery::GetMetric { name } => Ok(TsQueryResult::Metric(load_metric(view, name)?.map(|r| r.info()))),
-        TsQuery::Query { metric, start, end, tags, aggregation, now_ms } => {
+        TsQuery::Query { metric, start, end, tags, aggregation, now_ms, max_rows } => {
             let (start, end) = match (parse_bound(start, *now_ms, i64::MIN), parse_bound(end, *now_ms, i64::MAX)) {
                 (Ok(s), Ok(e)) => (s, e),
                 (Err(e), _) | (_, Err(e)) => return Ok(TsQueryResult::Invalid(e)),
@@ -510,6 +511,11 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
             if load_metric(view, metric)?.is_none() {
                 return Ok(TsQueryResult::Series(None));
             }
+            let max_rows = *max_rows;
+            // Raw answers stop reading one point past the row cap (enough to
+            // know there is more); aggregations read every point in range, up
+            // to the work bound MAX_AGG_POINTS.
+            let read_cap = if agg.is_some() { MAX_AGG_POINTS } else { max_rows.saturating_add(1) };
             let sp = series_prefix(metric);
             let mut series = Vec::new();
             view.scan_prefix(&sp, |k, _| {
@@ -521,7 +527,7 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                 Ok(true)
             })?;
             let mut out = Vec::new();
-            let mut total = 0usize;
+            let (mut read, mut rows, mut truncated) = (0usize, 0usize, false);
             for (s, t) in series {
                 let mut points = Vec::new();
                 if start <= end {
@@ -534,25 +540,36 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                     view.scan_range(&lo, &hi, |_, v| {
                         let (_, pts) = decode_value(v)?;
                         points.extend(pts.into_iter().filter(|p| p.0 >= start && p.0 <= end));
-                        Ok(points.len() + total <= MAX_QUERY_POINTS)
+                        Ok(points.len() + read <= read_cap)
                     })?;
                 }
-                total += points.len();
-                if total > MAX_QUERY_POINTS {
+                read += points.len();
+                if agg.is_some() && read > MAX_AGG_POINTS {
                     return Ok(TsQueryResult::Invalid(format!(
-                        "the query reads more than {MAX_QUERY_POINTS} points: narrow the time range or tags"
+                        "the aggregation reads more than {MAX_AGG_POINTS} points: narrow the time range or tags"
                     )));
                 }
                 if points.is_empty() {
                     continue;
                 }
-                let points = match &agg {
+                let mut points = match &agg {
                     Some(a) => a.apply(&points),
                     None => points,
                 };
-                out.push(SeriesPoints { tags: t, points });
+                let room = max_rows - rows;
+                if points.len() > room {
+                    points.truncate(room);
+                    truncated = true;
+                }
+                rows += points.len();
+                if !points.is_empty() {
+                    out.push(SeriesPoints { tags: t, points });
+                }
+                if truncated {
+                    break;
+                }
             }
-            Ok(TsQueryResult::Series(Some(out)))
+            Ok(TsQueryResult::Series(Some(SeriesSet { series: out, truncated })))
         }
     }
 }
@@ -581,9 +598,10 @@ mod tests {
             tags: BTreeMap::new(),
             aggregation: Value::Null,
             now_ms: 0,
+            max_rows: usize::MAX,
         };
         match query(&data.space(space::TIMESERIES), &q).unwrap() {
-            TsQueryResult::Series(Some(s)) => s.into_iter().flat_map(|s| s.points).collect(),
+            TsQueryResult::Series(Some(s)) => s.series.into_iter().flat_map(|s| s.points).collect(),
             other => panic!("{other:?}"),
         }
     }
@@ -620,5 +638,145 @@ mod tests {
         let later = apply(&data, day0 + 3 * DAY_MS, TsOp::Compact { older_than_ms: DAY_MS / 2 });
         assert!(matches!(later, Response::TimeSeries(TsResponse::Compacted { blocks_merged: 24, .. })));
         assert_eq!(points(&data, 0, i64::MAX).len(), all.len() + 1);
+    }
+
+    fn write_tagged(data: &GroupData, metric: &str, host: &str, pts: impl Iterator<Item = (i64, f64)>) {
+        let tags: BTreeMap<String, String> = [("host".to_string(), host.to_string())].into();
+        let points = pts.map(|(t, v)| TsPointIn { timestamp: json!(t), value: v, tags: tags.clone() }).collect();
+        let r = apply(data, 0, TsOp::Write { metric: metric.into(), points });
+        assert!(matches!(r, Response::TimeSeries(TsResponse::Written { .. })), "{r:?}");
+    }
+
+    fn ask(data: &GroupData, metric: &str, aggregation: Value, max_rows: usize) -> SeriesSet {
+        let q = TsQuery::Query {
+            metric: metric.into(),
+            start: Value::Null,
+            end: Value::Null,
+            tags: BTreeMap::new(),
+            aggregation,
+            now_ms: 0,
+            max_rows,
+        };
+        match query(&data.space(space::TIMESERIES), &q).unwrap() {
+            TsQueryResult::Series(Some(s)) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn stored(data: &GroupData, metric: &str) -> MetricRecord {
+        load_metric(&data.space(space::TIMESERIES), metric).unwrap().expect("metric")
+    }
+
+    fn set_retention(data: &GroupData, metric: &str, policy: Value) {
+        let r = apply(data, 0, TsOp::SetRetention { metric: metric.into(), policy });
+        assert!(matches!(r, Response::TimeSeries(TsResponse::Metric(_))), "{r:?}");
+    }
+
+    fn enforce(data: &GroupData, now: i64) -> (u64, u64, u64, u64) {
+        match apply(data, now, TsOp::EnforceRetention) {
+            Response::TimeSeries(TsResponse::Retention { metrics, dropped_chunks, dropped_points, downsampled_chunks }) => {
+                (metrics, dropped_chunks, dropped_points, downsampled_chunks)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn retention_drop_after_removes_old_points_and_keeps_new_ones() {
+        let (_dir, data) = open();
+        let now = 20_000 * DAY_MS + 12 * BLOCK_MS;
+        // Two series: 3 old hours (10 days ago) and 30 recent points (last hour) each.
+        for host in ["a", "b"] {
+            let old = (0..180).map(|i| (now - 10 * DAY_MS + i * 60_000, i as f64));
+            let recent = (0..30).map(|i| (now - 30 * 60_000 + i * 60_000, 1000.0 + i as f64));
+            write_tagged(&data, "drop", host, old.chain(recent));
+        }
+        // A metric without a policy is never touched.
+        write_tagged(&data, "keep", "a", (0..10).map(|i| (now - 100 * DAY_MS + i, 1.0)));
+        set_retention(&data, "drop", json!({"drop_after": "2d"}));
+        assert_eq!(stored(&data, "drop").points, 420);
+
+        let (metrics, chunks, points, downsampled) = enforce(&data, now);
+        assert_eq!((metrics, points, downsampled), (1, 360, 0));
+        assert!(chunks >= 6, "3 hours of 2 series dropped: {chunks}");
+        let left = ask(&data, "drop", Value::Null, usize::MAX);
+        assert_eq!(left.series.len(), 2);
+        for s in &left.series {
+            let want: Vec<Point> = (0..30).map(|i| (now - 30 * 60_000 + i * 60_000, 1000.0 + i as f64)).collect();
+            assert_eq!(s.points, want);
+        }
+        let rec = stored(&data, "drop");
+        assert_eq!((rec.points, rec.series), (60, 2));
+        assert_eq!(ask(&data, "keep", Value::Null, usize::MAX).series[0].points.len(), 10);
+        // Idempotent: nothing is left to drop at the same time.
+        assert_eq!(enforce(&data, now), (1, 0, 0, 0));
+    }
+
+    #[test]
+    fn retention_downsample_after_replaces_old_raw_points_with_aggregates() {
+        let (_dir, data) = open();
+        let now = 20_000 * DAY_MS + 12 * BLOCK_MS;
+        // One hour of 10 s points 5 days ago, and 20 raw points in the last hour.
+        let t0 = now - 5 * DAY_MS;
+        let old: Vec<Point> = (0..360).map(|i| (t0 + i * 10_000, i as f64)).collect();
+        let recent: Vec<Point> = (0..20).map(|i| (now - 20 * 60_000 + i * 60_000, -(i as f64))).collect();
+        write_tagged(&data, "ds", "a", old.iter().chain(recent.iter()).copied());
+        set_retention(
+            &data,
+            "ds",
+            json!({"drop_after": "30d", "downsample_after": "1d", "downsample_interval": "10m", "downsample_function": "max"}),
+        );
+
+        let (metrics, dropped_chunks, dropped_points, downsampled) = enforce(&data, now);
+        assert_eq!((metrics, dropped_chunks, dropped_points), (1, 0, 0));
+        assert_eq!(downsampled, 1, "the old hour chunk is downsampled");
+        let got = ask(&data, "ds", Value::Null, usize::MAX).series.remove(0).points;
+        // 10 minute maxima (bucket start, max of its 60 points), then the untouched recent points.
+        let mut want: Vec<Point> = (0..6).map(|k| (t0 + k * 600_000, (k * 60 + 59) as f64)).collect();
+        want.extend(recent.iter().copied());
+        assert_eq!(got, want);
+        let rec = stored(&data, "ds");
+        assert_eq!(rec.points, 26);
+        // The old chunk is stored at the coarser resolution; downsampling again is a no-op.
+        let key = chunk_key("ds", r#"{"host":"a"}"#, block_of(t0));
+        let (res, pts) = decode_value(&data.space(space::TIMESERIES).get(&key).unwrap().expect("chunk")).unwrap();
+        assert_eq!((res, pts.len()), (Some(600_000), 6));
+        assert_eq!(enforce(&data, now), (1, 0, 0, 0));
+        // 26 days later the old buckets are past drop_after and go; the once
+        // recent points are past downsample_after and become 10 minute maxima.
+        let (_, _, dropped_points, downsampled) = enforce(&data, now + 26 * DAY_MS);
+        assert_eq!((dropped_points, downsampled), (6, 1));
+        let t1 = now - 20 * 60_000;
+        assert_eq!(ask(&data, "ds", Value::Null, usize::MAX).series[0].points, vec![(t1, 0.0), (t1 + 600_000, -10.0)]);
+        assert_eq!(stored(&data, "ds").points, 2);
+    }
+
+    #[test]
+    fn queries_cut_at_max_rows_and_flag_truncation() {
+        let (_dir, data) = open();
+        let base = 20_000 * DAY_MS;
+        for host in ["a", "b"] {
+            write_tagged(&data, "cap", host, (0..100).map(|i| (base + i * 60_000, i as f64)));
+        }
+        // Raw: 200 rows match; 150 come back, series a whole, then the first 50 of b.
+        let s = ask(&data, "cap", Value::Null, 150);
+        assert!(s.truncated);
+        assert_eq!(s.series.iter().map(|x| x.points.len()).collect::<Vec<_>>(), vec![100, 50]);
+        assert_eq!(s.series[1].points[49], (base + 49 * 60_000, 49.0));
+        // Exactly at the cap, or above it: not truncated.
+        for cap in [200, 201, usize::MAX] {
+            let s = ask(&data, "cap", Value::Null, cap);
+            assert!(!s.truncated && s.series.iter().map(|x| x.points.len()).sum::<usize>() == 200, "cap {cap}");
+        }
+        // A cap that ends exactly at a series boundary with more series to come.
+        let s = ask(&data, "cap", Value::Null, 100);
+        assert!(s.truncated && s.series.len() == 1 && s.series[0].points.len() == 100);
+        // Aggregations are computed over every point, then their rows are cut.
+        let s = ask(&data, "cap", json!({"function": "sum", "interval": "10m"}), 15);
+        assert!(s.truncated);
+        assert_eq!(s.series.iter().map(|x| x.points.len()).collect::<Vec<_>>(), vec![10, 5]);
+        assert_eq!(s.series[0].points[0], (base, (0..10).sum::<i32>() as f64));
+        let s = ask(&data, "cap", json!({"function": "count"}), 2);
+        assert!(!s.truncated && s.series.iter().all(|x| x.points == vec![(base, 100.0)]));
     }
 }
