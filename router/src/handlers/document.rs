@@ -32,9 +32,6 @@ use crate::cluster::Served;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Rows a listing or query returns at most (spec limit `max_result_rows`).
-const MAX_RESULT_ROWS: usize = 100_000;
-
 /// The document routes, merged into the router's table.
 pub fn routes() -> Router<AppState> {
     const C: &str = "/api/v1/documents/collections";
@@ -482,7 +479,9 @@ pub async fn query(
 async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest) -> Result<Value, ApiError> {
     let filter = req.filter.filter(|f| !f.is_null()).unwrap_or_else(|| json!({}));
     let skip = req.skip.unwrap_or(0);
-    let limit = req.limit.unwrap_or(MAX_RESULT_ROWS).min(MAX_RESULT_ROWS);
+    // Rows a query returns at most (spec limit `max_result_rows`).
+    let max_rows = state.config.query_limits.max_result_rows;
+    let limit = req.limit.unwrap_or(max_rows).min(max_rows);
     let spec = FindSpec {
         collection: name.to_string(),
         filter,

@@ -31,8 +31,6 @@ use crate::state::AppState;
 
 /// The graph used when a request names none.
 pub const DEFAULT_GRAPH: &str = "default";
-/// Rows (pattern query) or nodes (`/graph/data`) returned at most.
-const MAX_RESULT_ROWS: usize = 100_000;
 /// Edges `/graph/data` returns at most.
 const MAX_RESULT_EDGES: usize = 200_000;
 /// Default `limit` of `/graph/data`.
@@ -386,9 +384,11 @@ pub async fn data(
         Some("both" | "any") => TraverseDirection::Both,
         Some(other) => return Err(ApiError::BadRequest(format!("direction must be out, in or both, not {other:?}"))),
     };
-    let limit = p.limit.unwrap_or(DEFAULT_DATA_LIMIT);
-    if limit == 0 || limit > MAX_RESULT_ROWS {
-        return Err(ApiError::BadRequest(format!("limit is 1 to {MAX_RESULT_ROWS}")));
+    // Nodes returned at most (spec limit `max_result_rows`).
+    let max_rows = state.config.query_limits.max_result_rows;
+    let limit = p.limit.unwrap_or(DEFAULT_DATA_LIMIT.min(max_rows));
+    if limit == 0 || limit > max_rows {
+        return Err(ApiError::BadRequest(format!("limit is 1 to {max_rows}")));
     }
     let q = GraphQuery::Data {
         graph: graph.clone(),
@@ -460,7 +460,7 @@ pub async fn query(
         Some(Value::Object(m)) => m,
         Some(_) => return Err(ApiError::BadRequest("params must be a JSON object of name → value".into())),
     };
-    let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: MAX_RESULT_ROWS };
+    let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: state.config.query_limits.max_result_rows };
     let served = read(&state, &graph, q, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
