@@ -44,6 +44,10 @@ pub enum ObjectOp {
     /// Frees the chunks of an upload that will not be committed.
     AbortUpload { bucket: String, blob_id: String, chunks: u32 },
     DeleteObject { bucket: String, key: String },
+    /// Frees the chunks of every upload in this group that started more than
+    /// `max_age_ms` before the command's time and was neither committed nor
+    /// aborted (its router died mid-upload).
+    SweepUploads { max_age_ms: i64 },
 }
 
 /// Object store reads.
@@ -95,6 +99,17 @@ pub struct BucketStats {
     pub created_at_ms: i64,
     pub object_count: u64,
     pub total_bytes: u64,
+    /// Uploads started and not yet committed, aborted or swept.
+    #[serde(default)]
+    pub pending_uploads: u64,
+}
+
+/// The record of an upload in flight, written with its first chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingUpload {
+    pub bucket: String,
+    pub blob_id: String,
+    pub started_at_ms: i64,
 }
 
 /// Answers to [`ObjectQuery`].

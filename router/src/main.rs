@@ -159,6 +159,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(handlers::timeseries::retention_loop(state.clone()));
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
     tokio::spawn(handlers::stream::retention_loop(state.clone()));
+    tokio::spawn(handlers::object::sweep_loop(state.clone()));
     let streams = state.streams.clone();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;

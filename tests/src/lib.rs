@@ -914,6 +914,16 @@ impl Cluster {
         terminate(vec![(format!("router {idx}"), child)]).await
     }
 
+    /// SIGKILLs router `idx` (simulated crash: no graceful shutdown) and reaps it.
+    pub fn kill_router(&mut self, idx: usize) -> Result<()> {
+        let r = self.routers.get_mut(idx).with_context(|| format!("no router {idx}"))?;
+        let mut child = r.child.take().with_context(|| format!("router {idx} is not running"))?;
+        signal(&child, libc::SIGKILL);
+        let status = child.wait()?;
+        eprintln!("[harness] SIGKILLed router {idx}: {status}");
+        Ok(())
+    }
+
     /// Waits for router 0's `/readyz` to answer 200.
     pub async fn wait_ready(&mut self) -> Result<()> {
         self.wait_router_ready(0, self.opts.ready_timeout).await

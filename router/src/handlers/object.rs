@@ -6,6 +6,8 @@
 //! object's group and then commits; GET streams the chunks back (with
 //! single-range support).
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -223,12 +225,13 @@ pub async fn bucket_stats(
     let groups = state.cluster.data_groups()?;
     let q = || ObjectQuery::BucketStats { name: bucket.clone() };
     let answers = futures::future::join_all(groups.iter().map(|g| object_read(&state, *g, q(), &prefs))).await;
-    let (mut home_stats, mut object_count, mut total_bytes) = (None, 0u64, 0u64);
+    let (mut home_stats, mut object_count, mut total_bytes, mut pending_uploads) = (None, 0u64, 0u64, 0u64);
     for (g, answer) in groups.iter().zip(answers) {
         match answer? {
             ObjectQueryResult::Stats(Some(s)) => {
                 object_count += s.object_count;
                 total_bytes += s.total_bytes;
+                pending_uploads += s.pending_uploads;
                 if *g == home {
                     home_stats = Some(s);
                 }
@@ -240,8 +243,29 @@ pub async fn bucket_stats(
     let s = home_stats.ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;
     Ok(Json(json!({
         "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
-        "object_count": object_count, "total_bytes": total_bytes,
+        "object_count": object_count, "total_bytes": total_bytes, "pending_uploads": pending_uploads,
     })))
+}
+
+/// Every `objects.upload_sweep_interval_secs`, asks every data group to free
+/// the chunks of uploads older than `objects.upload_max_age_secs` that were
+/// never committed or aborted (their router died). The age is measured from
+/// the leader's clock in the command, so replicas agree on what is freed.
+pub async fn sweep_loop(state: AppState) {
+    let objects = &state.config.objects;
+    let period = Duration::from_secs(objects.upload_sweep_interval_secs.max(1));
+    let max_age_ms = i64::try_from(objects.upload_max_age_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    loop {
+        tokio::time::sleep(period).await;
+        let Ok(groups) = state.cluster.data_groups() else { continue };
+        for g in groups {
+            match object_write(&state, g, ObjectOp::SweepUploads { max_age_ms }, Consistency::Quorum).await {
+                Ok(Reply::Deleted(n)) if n > 0 => tracing::info!(group = g, uploads = n, "freed abandoned uploads"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(group = g, "sweeping abandoned uploads failed: {e}"),
+            }
+        }
+    }
 }
 
 /// `DELETE /api/v1/objects/buckets/{bucket}`: drops the bucket and its objects.

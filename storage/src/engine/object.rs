@@ -2,10 +2,11 @@
 //!
 //! Keys: `b/<bucket>` → bucket; `o/<bucket>\0<key>` → object metadata (so a
 //! bucket's objects are one range in key order); `c/<bucket>\0<blob>/<index BE>`
-//! → one chunk of content.
+//! → one chunk of content; `u/<bucket>\0<blob>` → [`PendingUpload`], from an
+//! upload's first chunk until it is committed, aborted or swept.
 
 use tessera_api::command::{RejectKind, Response};
-use tessera_api::object::{BucketInfo, BucketStats, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult};
+use tessera_api::object::{BucketInfo, BucketStats, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, PendingUpload};
 
 use super::{Engine, ReadView, Tx};
 use crate::error::Result;
@@ -35,6 +36,14 @@ fn blob_prefix(bucket: &str, blob: &str) -> Vec<u8> {
 
 fn chunk_key(bucket: &str, blob: &str, index: u32) -> Vec<u8> {
     [blob_prefix(bucket, blob).as_slice(), &index.to_be_bytes()].concat()
+}
+
+fn uploads_prefix(bucket: &str) -> Vec<u8> {
+    [b"u/".as_slice(), bucket.as_bytes(), b"\0"].concat()
+}
+
+fn upload_key(bucket: &str, blob: &str) -> Vec<u8> {
+    [uploads_prefix(bucket).as_slice(), blob.as_bytes()].concat()
 }
 
 fn reject(kind: RejectKind, message: String) -> Result<Response> {
@@ -87,12 +96,17 @@ impl Engine for ObjectEngine {
                 }
                 delete_prefix(tx, &objects_prefix(name))?;
                 delete_prefix(tx, &chunks_prefix(name))?;
+                delete_prefix(tx, &uploads_prefix(name))?;
                 tx.delete(&bucket_key(name));
                 Ok(Response::Applied(true))
             }
             ObjectOp::PutChunk { bucket: b, blob_id, index, data } => {
                 if bucket(tx.view(), b)?.is_none() {
                     return reject(RejectKind::NotFound, format!("bucket {b} does not exist"));
+                }
+                if *index == 0 {
+                    let pending = PendingUpload { bucket: b.clone(), blob_id: blob_id.clone(), started_at_ms: now };
+                    tx.put(&upload_key(b, blob_id), &serde_json::to_vec(&pending)?);
                 }
                 tx.put(&chunk_key(b, blob_id, *index), data);
                 Ok(Response::Applied(true))
@@ -116,11 +130,29 @@ impl Engine for ObjectEngine {
                     }
                 }
                 tx.put(&object_key(&m.bucket, &m.key), &serde_json::to_vec(&stored)?);
+                tx.delete(&upload_key(&m.bucket, &m.blob_id));
                 Ok(Response::Object(stored))
             }
             ObjectOp::AbortUpload { bucket, blob_id, .. } => {
                 delete_prefix(tx, &blob_prefix(bucket, blob_id))?;
+                tx.delete(&upload_key(bucket, blob_id));
                 Ok(Response::Applied(true))
+            }
+            ObjectOp::SweepUploads { max_age_ms } => {
+                let cutoff = now.saturating_sub(*max_age_ms);
+                let mut stale = Vec::new();
+                tx.view().scan_prefix(b"u/", |_, v| {
+                    let p: PendingUpload = serde_json::from_slice(v)?;
+                    if p.started_at_ms < cutoff {
+                        stale.push(p);
+                    }
+                    Ok(true)
+                })?;
+                for p in &stale {
+                    delete_prefix(tx, &blob_prefix(&p.bucket, &p.blob_id))?;
+                    tx.delete(&upload_key(&p.bucket, &p.blob_id));
+                }
+                Ok(Response::Deleted(stale.len() as u64))
             }
             ObjectOp::DeleteObject { bucket, key } => match meta(tx.view(), bucket, key)? {
                 Some(old) => {
@@ -156,7 +188,18 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
                     total_bytes += m.size;
                     Ok(true)
                 })?;
-                Some(BucketStats { name: info.name, created_at_ms: info.created_at_ms, object_count, total_bytes })
+                let mut pending_uploads = 0u64;
+                view.scan_prefix(&uploads_prefix(name), |_, _| {
+                    pending_uploads += 1;
+                    Ok(true)
+                })?;
+                Some(BucketStats {
+                    name: info.name,
+                    created_at_ms: info.created_at_ms,
+                    object_count,
+                    total_bytes,
+                    pending_uploads,
+                })
             }
         }),
         ObjectQuery::Head { bucket, key } => ObjectQueryResult::Meta(meta(view, bucket, key)?),
@@ -242,6 +285,51 @@ mod tests {
         assert_eq!(list(&data, "b/", Some("a/9"), 10), ["b/1"]);
         assert_eq!(list(&data, "a/", Some("b"), 10), Vec::<String>::new());
         assert_eq!(list(&data, "", None, 0), Vec::<String>::new());
+    }
+
+    #[test]
+    fn sweeping_frees_only_stale_uploads() {
+        let (_dir, data) = open_group(1);
+        let at = |now: i64, op: ObjectOp| apply_op(&ObjectEngine, &data, space::OBJECT, now, &op);
+        at(0, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None });
+        let chunk = |blob: &str, index| ObjectOp::PutChunk { bucket: "bk".into(), blob_id: blob.into(), index, data: vec![1, 2] };
+        // An upload whose router died at t=1000, one still running since t=9000,
+        // and one committed at t=1000.
+        at(1_000, chunk("dead", 0));
+        at(1_100, chunk("dead", 1));
+        at(9_000, chunk("live", 0));
+        at(1_000, chunk("done", 0));
+        let mut meta = ObjectMeta {
+            bucket: "bk".into(),
+            key: "k".into(),
+            size: 2,
+            etag: "x".into(),
+            content_type: "t".into(),
+            metadata: serde_json::Value::Null,
+            blob_id: "done".into(),
+            chunks: 1,
+            chunk_bytes: 4,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        };
+        assert!(matches!(at(1_200, ObjectOp::CommitObject(meta.clone())), Response::Object(_)));
+        let view = ReadView::new(&data.db, data.group, space::OBJECT);
+        let pending = |view: &ReadView<'_>| match query(view, &ObjectQuery::BucketStats { name: "bk".into() }).unwrap() {
+            ObjectQueryResult::Stats(Some(s)) => s.pending_uploads,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(pending(&view), 2);
+        assert_eq!(at(10_000, ObjectOp::SweepUploads { max_age_ms: 5_000 }), Response::Deleted(1));
+        assert_eq!(pending(&view), 1);
+        assert!(view.get(&chunk_key("bk", "dead", 0)).unwrap().is_none() && view.get(&chunk_key("bk", "dead", 1)).unwrap().is_none());
+        assert!(view.get(&chunk_key("bk", "live", 0)).unwrap().is_some(), "a young upload is kept");
+        assert!(view.get(&chunk_key("bk", "done", 0)).unwrap().is_some(), "a committed blob is kept");
+        // The running upload completes later; nothing is left pending.
+        meta.key = "k2".into();
+        meta.blob_id = "live".into();
+        assert!(matches!(at(20_000, ObjectOp::CommitObject(meta)), Response::Object(_)));
+        assert_eq!(pending(&view), 0);
+        assert_eq!(at(99_000, ObjectOp::SweepUploads { max_age_ms: 5_000 }), Response::Deleted(0));
     }
 
     #[test]
