@@ -2,9 +2,11 @@
 //! each metric split over every data group (and one over two), single and batch
 //! upserts, gets, searches fanned out over the shards that match a brute-force
 //! scan, recall@10 on 10,000 × 64 random vectors, metadata filters applied
-//! during the search, soft deletes, dimension errors, a collection recreated
-//! behind another router's back, and a whole-cluster restart after which the
-//! indexes are rebuilt from storage.
+//! during the search, soft deletes, dimension errors, one node restarted after
+//! updates and deletes that still answers approximate searches exactly like
+//! the replicas that never restarted, a collection recreated behind another
+//! router's back, and a whole-cluster restart after which the indexes are
+//! rebuilt from storage.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -253,6 +255,73 @@ async fn spread(api: &Http, coll: &str) -> Result<(usize, usize)> {
     Ok((shards.len(), counts.iter().filter(|c| c["count"].as_u64() > Some(0)).count()))
 }
 
+/// Inserts, updates with new vectors, deletes and more inserts into a sparse
+/// graph (small `m`, `ef_construction`), restarts node 2, then requires every
+/// replica to give the leader's answers to approximate searches (small `ef`,
+/// with and without a filter). Drops the collection afterwards.
+async fn churn_then_restart_one(c: &mut Cluster, api: &Http) -> Result<()> {
+    const DIM: usize = 16;
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    api.post(C, &json!({"name": "churn", "dim": DIM, "metric": "cosine", "m": 4, "ef_construction": 16})).await?.ensure_status(201)?;
+    let record = |i: usize, v: Vec<f32>| (format!("c{i}"), v, json!({"bucket": i % 4}));
+    let first: Vec<_> = (0..1500).map(|i| record(i, rng.vec(DIM))).collect();
+    batch_upsert(api, "churn", &first).await?;
+    let updates: Vec<_> = (0..1500).step_by(4).map(|i| record(i, rng.vec(DIM))).collect();
+    batch_upsert(api, "churn", &updates).await?;
+    let mut deleted = 0;
+    for i in (1..1500).step_by(9) {
+        api.delete(&format!("{C}/churn/vectors/c{i}")).await?.ensure_status(200)?;
+        deleted += 1;
+    }
+    let again: Vec<_> = (0..1500).step_by(6).map(|i| record(i, rng.vec(DIM))).collect();
+    batch_upsert(api, "churn", &again).await?;
+    let more: Vec<_> = (1500..1800).map(|i| record(i, rng.vec(DIM))).collect();
+    batch_upsert(api, "churn", &more).await?;
+    let count = 1800 - deleted;
+    ensure!(stats_count(api, "churn").await? == count, "churn count");
+    let queries: Vec<Value> = (0..12)
+        .map(|q| {
+            let mut body = json!({"vector": vector_json(&rng.vec(DIM)), "k": 10, "ef": 10});
+            if q % 2 == 1 {
+                body["filter"] = json!({"bucket": q % 4});
+            }
+            body
+        })
+        .collect();
+    same_answers_everywhere(api, &queries, "before the restart").await?;
+
+    c.stop_node(2).await?;
+    c.start_node(2)?;
+    let node2 = api.consistency("one").replica(2);
+    wait_for(Duration::from_secs(60), "node 2 is back with every churn record", async || {
+        let Ok(r) = node2.get(&format!("{C}/churn")).await else { return Ok(None) };
+        Ok((r.status == 200 && r.json["count"] == json!(count)).then_some(()))
+    })
+    .await?;
+
+    same_answers_everywhere(api, &queries, "after node 2 restarted").await?;
+    api.delete(&format!("{C}/churn")).await?.ensure_status(200)?;
+    Ok(())
+}
+
+/// Every replica, pinned, answers each of `queries` on `churn` alike (and as
+/// the leaders do), hits and distances.
+async fn same_answers_everywhere(api: &Http, queries: &[Value], when: &str) -> Result<()> {
+    for (q, body) in queries.iter().enumerate() {
+        wait_for(Duration::from_secs(30), &format!("every replica answers churn query {q} alike {when}"), async || {
+            let leader = search(api, "churn", body.clone()).await?;
+            ensure!(leader.len() == 10, "churn search {body}: {leader:?}");
+            for node in NODE_IDS {
+                let got = search(&api.consistency("one").replica(node), "churn", body.clone()).await?;
+                ensure!(got == leader, "node {node}, query {q}: {got:?} != leaders' {leader:?}");
+            }
+            Ok(Some(()))
+        })
+        .await?;
+    }
+    Ok(())
+}
+
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
 
@@ -406,6 +475,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         })
         .await?;
     }
+
+    // After updates and deletes, a replica that restarts rebuilds the graph the
+    // others built live: pinned to any replica, approximate searches agree.
+    churn_then_restart_one(c, &api).await?;
 
     // A dropped collection is gone; its name can be reused.
     api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;

@@ -3,17 +3,25 @@
 //!
 //! Keys: `c/<name>` → [`CollectionConfig`]; `s/<name>` → counters (next
 //! sequence number, live count); `i/<name>\0<id>` → the record's sequence
-//! number (8 bytes BE); `r/<name>\0<seq BE>` → [`VectorRecord`]. The sequence
-//! number is the record's `u64` id inside the index: assigned from the counter
-//! in log order, so every replica maps ids the same way.
+//! number (8 bytes BE); `r/<name>\0<seq BE>` → [`VectorRecord`];
+//! `n/<name>\0<node BE u64>` → the node log: the sequence number (8 bytes BE)
+//! and the vector as given (little-endian `f32`s) of every graph node the
+//! index appended, in node order. The sequence number is the record's `u64` id
+//! inside the index: assigned from the counter in log order, so every replica
+//! maps ids the same way.
 //!
 //! The index lives in [`VectorState`], shared by a group's state machine
 //! (which updates it while applying) and its reader (which searches it). It is
-//! built lazily from the `r/` records in sequence order (at startup, after a
-//! snapshot install, or after a failed apply) with a seed derived from the
-//! collection name, so levels are the same on every replica.
+//! built lazily (at startup, after a snapshot install, or after a failed
+//! apply) by replaying the node log and then soft-deleting every sequence
+//! number without a live record, with a seed derived from the collection
+//! name: graph linking depends only on the node-adding inserts in order and
+//! levels only on `(seed, seq)`, so a rebuilt replica holds the same graph as
+//! one that applied every command live, and both answer searches identically.
+//! Collections created before the node log existed (counters without
+//! `next_node`) keep the older rebuild from the `r/` records in sequence order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +60,34 @@ fn record_key(name: &str, seq: u64) -> Vec<u8> {
     [records_prefix(name).as_slice(), &seq.to_be_bytes()].concat()
 }
 
+fn nodes_prefix(name: &str) -> Vec<u8> {
+    [b"n/".as_slice(), name.as_bytes(), b"\0"].concat()
+}
+
+fn node_key(name: &str, node: u64) -> Vec<u8> {
+    [nodes_prefix(name).as_slice(), &node.to_be_bytes()].concat()
+}
+
+/// A node-log value: the sequence number (BE) then the vector (LE `f32`s).
+fn node_value(seq: u64, vector: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 4 * vector.len());
+    out.extend_from_slice(&seq.to_be_bytes());
+    for x in vector {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+fn decode_node(raw: &[u8], dim: usize) -> Result<(u64, Vec<f32>)> {
+    if raw.len() != 8 + 4 * dim {
+        return Err(StorageError::Corrupt(format!("vector node record of {} bytes for dim {dim}", raw.len())));
+    }
+    let (seq, vector) = raw.split_at(8);
+    let seq = u64::from_be_bytes(seq.try_into().map_err(|_| StorageError::Corrupt("vector node record".into()))?);
+    let vector = vector.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    Ok((seq, vector))
+}
+
 /// Per-collection counters, updated with every write.
 #[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
 struct Counters {
@@ -59,6 +95,10 @@ struct Counters {
     next_seq: u64,
     /// Live records.
     count: u64,
+    /// The number the next graph node gets (nodes appended so far); `None`
+    /// for a collection created before the node log, which writes none.
+    #[serde(default)]
+    next_node: Option<u64>,
 }
 
 fn metric(m: VectorMetric) -> Metric {
@@ -145,20 +185,49 @@ impl VectorState {
     }
 }
 
-/// Builds a collection's index from its stored records, in sequence order.
+/// Builds a collection's index from storage: replays the node log in node
+/// order, then soft-deletes every sequence number without a live record
+/// (deletes only flip flags, so their order does not matter). A collection
+/// without a node log is built from its records in sequence order.
 fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
     let mut index = new_index(c).map_err(StorageError::Corrupt)?;
+    let logged = counters(view, &c.name)?.next_node.is_some();
+    let mut seen = BTreeSet::new();
+    if logged {
+        let prefix = nodes_prefix(&c.name);
+        view.scan_prefix(&prefix, |k, v| {
+            let b: [u8; 8] = k[prefix.len()..].try_into().map_err(|_| StorageError::Corrupt("vector node key".into()))?;
+            let node = u64::from_be_bytes(b);
+            if node != index.nodes() as u64 {
+                return Err(StorageError::Corrupt(format!("vector node log of {} skips to node {node}", c.name)));
+            }
+            let (seq, vector) = decode_node(v, c.dim as usize)?;
+            let added = index.insert(seq, &vector).map_err(|e| StorageError::Corrupt(format!("vector node {node}: {e}")))?;
+            if !added {
+                return Err(StorageError::Corrupt(format!("vector node {node} of {} repeats its vector", c.name)));
+            }
+            seen.insert(seq);
+            Ok(true)
+        })?;
+    }
     let mut entries = HashMap::new();
     let prefix = records_prefix(&c.name);
     view.scan_prefix(&prefix, |k, v| {
         let b: [u8; 8] = k[prefix.len()..].try_into().map_err(|_| StorageError::Corrupt("vector record key".into()))?;
         let seq = u64::from_be_bytes(b);
         let r: VectorRecord = serde_json::from_slice(v)?;
-        index.insert(seq, &r.vector).map_err(|e| StorageError::Corrupt(format!("vector record {}: {e}", r.id)))?;
+        if !logged {
+            index.insert(seq, &r.vector).map_err(|e| StorageError::Corrupt(format!("vector record {}: {e}", r.id)))?;
+        } else if !index.contains(seq) {
+            return Err(StorageError::Corrupt(format!("vector record {} has no node in the log", r.id)));
+        }
         entries.insert(seq, (r.id, r.metadata));
         Ok(true)
     })?;
-    tracing::debug!(collection = c.name, records = entries.len(), "built vector index");
+    for seq in seen.into_iter().filter(|s| !entries.contains_key(s)) {
+        index.delete(seq);
+    }
+    tracing::debug!(collection = c.name, records = entries.len(), nodes = index.nodes(), "built vector index");
     Ok(Collection { index, entries })
 }
 
@@ -225,7 +294,8 @@ impl Engine for VectorEngine<'_> {
                 }
                 let stored = CollectionConfig { created_at_ms: now, ..c.clone() };
                 tx.put(&config_key(&c.name), &serde_json::to_vec(&stored)?);
-                tx.put(&counters_key(&c.name), &serde_json::to_vec(&Counters::default())?);
+                let n = Counters { next_node: Some(0), ..Counters::default() };
+                tx.put(&counters_key(&c.name), &serde_json::to_vec(&n)?);
                 let col = Collection { index, entries: HashMap::new() };
                 self.state.write().insert(c.name.clone(), Slot::Live(Box::new(col)));
                 Ok(Response::Vector(VectorResponse::Created(stored)))
@@ -239,6 +309,7 @@ impl Engine for VectorEngine<'_> {
                 let count = counters(tx.view(), name)?.count;
                 delete_prefix(tx, &ids_prefix(name))?;
                 delete_prefix(tx, &records_prefix(name))?;
+                delete_prefix(tx, &nodes_prefix(name))?;
                 tx.delete(&counters_key(name));
                 tx.delete(&config_key(name));
                 self.state.write().insert(name.clone(), Slot::Dropped);
@@ -299,15 +370,20 @@ impl VectorEngine<'_> {
             }
         }
         let mut n = counters(tx.view(), collection)?;
-        // Within one batch reads do not see earlier puts: track this batch's records.
-        let mut batch: HashMap<&str, (u64, i64)> = HashMap::new();
+        let dim = c.dim as usize;
+        // Within one batch reads do not see earlier puts: track this batch's
+        // records (sequence number, creation time, latest vector).
+        let mut batch: HashMap<&str, (u64, i64, &[f32])> = HashMap::new();
         let mut planned = Vec::with_capacity(records.len());
         let (mut inserted, mut updated) = (0u64, 0u64);
         for r in records {
-            let (seq, created) = match batch.get(r.id.as_str()) {
-                Some(&(seq, created)) => (seq, Some(created)),
+            let (seq, previous) = match batch.get(r.id.as_str()) {
+                Some(&(seq, created, vector)) => (seq, Some((created, vector.to_vec()))),
                 None => match seq_of(tx.view(), collection, &r.id)? {
-                    Some(seq) => (seq, Some(record(tx.view(), collection, seq)?.map_or(now, |old| old.created_at_ms))),
+                    Some(seq) => {
+                        let old = record(tx.view(), collection, seq)?;
+                        (seq, Some(old.map_or((now, Vec::new()), |old| (old.created_at_ms, old.vector))))
+                    }
                     None => {
                         let seq = n.next_seq;
                         n.next_seq += 1;
@@ -317,24 +393,48 @@ impl VectorEngine<'_> {
                     }
                 },
             };
-            match created {
+            // The index appends a node unless the prepared vector is unchanged
+            // (decided here from storage, so every replica numbers nodes alike).
+            let adds_node = match &previous {
+                Some((_, old)) => m.prepare(old, dim).ok() != m.prepare(&r.vector, dim).ok(),
+                None => true,
+            };
+            let node = match (adds_node, n.next_node.as_mut()) {
+                (true, Some(next)) => {
+                    let node = *next;
+                    *next += 1;
+                    tx.put(&node_key(collection, node), &node_value(seq, &r.vector));
+                    Some(node)
+                }
+                _ => None,
+            };
+            match previous {
                 Some(_) => updated += 1,
                 None => inserted += 1,
             }
-            let stored = VectorRecord { created_at_ms: created.unwrap_or(now), updated_at_ms: now, ..r.clone() };
+            let created = previous.map_or(now, |(created, _)| created);
+            let stored = VectorRecord { created_at_ms: created, updated_at_ms: now, ..r.clone() };
             tx.put(&record_key(collection, seq), &serde_json::to_vec(&stored)?);
-            batch.insert(&r.id, (seq, stored.created_at_ms));
-            planned.push((seq, stored));
+            batch.insert(&r.id, (seq, created, &r.vector));
+            planned.push((seq, stored, node));
         }
         tx.put(&counters_key(collection), &serde_json::to_vec(&n)?);
 
         let mut map = self.state.write();
         let col = live(&mut map, tx.view(), &c)?;
-        for (seq, r) in planned {
-            if let Err(e) = col.index.insert(seq, &r.vector) {
-                // Only capacity can fail here; rebuild from storage on next use.
-                map.remove(collection);
-                return Err(StorageError::Corrupt(format!("vector index insert: {e}")));
+        for (seq, r, node) in planned {
+            let before = col.index.nodes() as u64;
+            let added = match col.index.insert(seq, &r.vector) {
+                Ok(added) => added,
+                Err(e) => {
+                    // Only capacity can fail here; rebuild from storage on next use.
+                    map.remove(collection);
+                    return Err(StorageError::Corrupt(format!("vector index insert: {e}")));
+                }
+            };
+            if n.next_node.is_some() && (node.is_some() != added || node.is_some_and(|node| node != before)) {
+                // Cannot happen while the index mirrors the node log; say so loudly.
+                tracing::error!(collection, seq, ?node, before, added, "vector index out of step with its node log");
             }
             col.entries.insert(seq, (r.id, r.metadata));
         }
@@ -540,5 +640,148 @@ mod tests {
             Ok(true)
         }).unwrap();
         assert_eq!(left, 2, "only the new config and counters remain");
+    }
+
+    fn hits(data: &GroupData, v: &[f32], ef: Option<u32>, filter: Option<Value>) -> Vec<(String, u32)> {
+        let filter = filter.map(|f| MetadataFilter::parse(&f).unwrap());
+        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k: 10, ef, filter, uid: None });
+        match query(data, &q).unwrap() {
+            VectorQueryResult::Hits(h) => h.into_iter().map(|h| (h.id, h.distance.to_bits())).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Inserts, updates with new (and unchanged) vectors, deletes, more
+    /// inserts: a replica that rebuilds its index from storage answers every
+    /// search exactly like one that applied the commands live, where the old
+    /// rebuild from the live records in sequence order does not.
+    #[test]
+    fn rebuild_replays_the_node_log() {
+        let (_dir, data) = crate::engine::test_support::open_group(3);
+        let config = CollectionConfig {
+            name: "c".into(),
+            dim: 8,
+            metric: VectorMetric::Cosine,
+            m: 4,
+            ef_construction: 8,
+            created_at_ms: 0,
+            shards: vec![3],
+            uid: "u1".into(),
+        };
+        apply(&data, VectorOp::CreateCollection(config.clone()));
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut vec8 = || (0..8).map(|_| rand()).collect::<Vec<f32>>();
+        let color = |i: usize| if i.is_multiple_of(3) { "red" } else { "blue" };
+        let upsert = |records: Vec<VectorRecord>| {
+            let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records, uid: None });
+            assert!(matches!(r, Response::Vector(VectorResponse::Upserted { .. })), "{r:?}");
+        };
+        let delete = |i: usize| {
+            let r = apply(&data, VectorOp::Delete { collection: "c".into(), id: format!("p{i}"), uid: None });
+            assert_eq!(r, Response::Vector(VectorResponse::Deleted));
+        };
+        let mut current: HashMap<usize, Vec<f32>> = HashMap::new();
+        for chunk in (0..300).collect::<Vec<_>>().chunks(50) {
+            let batch = chunk.iter().map(|&i| {
+                let v = vec8();
+                current.insert(i, v.clone());
+                rec(&format!("p{i}"), &v, color(i))
+            });
+            upsert(batch.collect());
+        }
+        // Updates: new vectors (one id twice in a batch), an unchanged and a
+        // rescaled one (equal once normalized: no new node), interleaved with deletes.
+        for round in 0..6 {
+            let mut batch = Vec::new();
+            for i in (round * 7..300).step_by(13) {
+                let v = vec8();
+                current.insert(i, v.clone());
+                batch.push(rec(&format!("p{i}"), &v, color(i)));
+            }
+            let v = vec8();
+            batch.push(rec(&format!("p{}", round * 7), &v, "red"));
+            current.insert(round * 7, v);
+            let same = (round * 11 + 1..).find(|i| current.contains_key(i) && current.contains_key(&(i + 1))).unwrap();
+            batch.push(rec(&format!("p{same}"), &current[&same], color(same)));
+            let scaled: Vec<f32> = current[&(same + 1)].iter().map(|x| x * 2.0).collect();
+            batch.push(rec(&format!("p{}", same + 1), &scaled, color(same + 1)));
+            upsert(batch);
+            for i in (round * 5 + 2..300).step_by(29) {
+                if current.remove(&i).is_some() {
+                    delete(i);
+                }
+            }
+        }
+        for chunk in (300..400).collect::<Vec<_>>().chunks(25) {
+            upsert(chunk.iter().map(|&i| {
+                let v = vec8();
+                current.insert(i, v.clone());
+                rec(&format!("p{i}"), &v, color(i))
+            }).collect());
+        }
+        let nodes = counters(&data.space(space::VECTOR), "c").unwrap().next_node.unwrap();
+        {
+            let map = data.vectors.read();
+            let Some(Slot::Live(col)) = map.get("c") else { panic!("no live index") };
+            assert_eq!(col.index.nodes() as u64, nodes);
+            assert_eq!(col.index.len(), current.len());
+            assert!(col.index.tombstones() > 0);
+        }
+
+        let queries: Vec<Vec<f32>> = (0..40).map(|_| vec8()).collect();
+        let filters = [None, Some(json!({"color": "red"}))];
+        let efs = [Some(10), Some(16), None];
+        let answers = |d: &GroupData| {
+            let mut out = Vec::new();
+            for q in &queries {
+                for ef in efs {
+                    for f in &filters {
+                        out.push(hits(d, q, ef, f.clone()));
+                    }
+                }
+            }
+            out
+        };
+        let live_answers = answers(&data);
+        assert!(live_answers.iter().all(|h| h.len() == 10));
+        let restarted = GroupData { vectors: Default::default(), ..data.clone() };
+        assert!(answers(&restarted) == live_answers, "a restarted replica answers differently");
+        data.vectors.invalidate();
+        assert!(answers(&data) == live_answers, "a snapshot-installed replica answers differently");
+
+        // The old rebuild (live records in sequence order, as for a collection
+        // without a node log) builds another graph, which answers differently.
+        let legacy = GroupData { vectors: Default::default(), ..data.clone() };
+        let n = counters(&legacy.space(space::VECTOR), "c").unwrap();
+        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(&legacy.db, legacy.group, space::VECTOR, &mut batch);
+        tx.put(&counters_key("c"), &serde_json::to_vec(&Counters { next_node: None, ..n }).unwrap());
+        legacy.db.write(batch).unwrap();
+        assert!(answers(&legacy) != live_answers, "record-order rebuild happens to match; the test shows nothing");
+        // A collection without a node log writes none and keeps rebuilding by record order.
+        upsert(vec![rec("late", &vec8(), "red")]);
+        let mut logged = 0;
+        legacy.space(space::VECTOR).scan_prefix(&nodes_prefix("c"), |_, _| {
+            logged += 1;
+            Ok(true)
+        }).unwrap();
+        assert_eq!(logged, nodes);
+
+        assert_eq!(
+            apply(&data, VectorOp::DropCollection { name: "c".into(), uid: None }),
+            Response::Vector(VectorResponse::Dropped { count: current.len() as u64 + 1 })
+        );
+        let mut left = 0;
+        data.space(space::VECTOR).scan_prefix(b"", |_, _| {
+            left += 1;
+            Ok(true)
+        }).unwrap();
+        assert_eq!(left, 0, "drop removes the node log too");
     }
 }

@@ -22,9 +22,11 @@ fn replay(metric: Metric, seed: u64) -> HnswIndex {
             0 => {
                 index.delete(id);
             }
-            1 => index
-                .insert(id, &data[rng.below(data.len() as u64) as usize])
-                .unwrap(),
+            1 => {
+                index
+                    .insert(id, &data[rng.below(data.len() as u64) as usize])
+                    .unwrap();
+            }
             _ => {}
         }
     }
