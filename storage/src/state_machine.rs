@@ -136,6 +136,28 @@ impl StateMachine {
         Ok(response)
     }
 
+    /// Runs a SQL write (`run`, given the SQL space and which tables of
+    /// `database` have change data capture) and appends its change records to
+    /// their channels in the same batch.
+    fn apply_sql(
+        &self,
+        batch: &mut WriteBatch,
+        log_index: u64,
+        now: i64,
+        database: &str,
+        run: impl FnOnce(&mut Tx<'_>, &dyn Fn(&str) -> bool) -> Result<(Response, Vec<tessera_sql::RowChange>)>,
+    ) -> Result<Response> {
+        let (db, group) = (&*self.data.db, self.data.group);
+        let cdc = engine::stream::cdc_tables(&engine::ReadView::new(db, group, space::STREAM), database)?;
+        let capture = |table: &str| cdc.contains(table);
+        let (response, changes) = run(&mut Tx::new(db, group, space::SQL, batch), &capture)?;
+        if !changes.is_empty() {
+            let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
+            engine::stream::append_changes(stream_tx, now, log_index, database, changes)?;
+        }
+        Ok(response)
+    }
+
     /// Applies one command into `batch`; business-rule outcomes are responses.
     fn apply_command(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
         let (db, group) = (&*self.data.db, self.data.group);
@@ -147,32 +169,14 @@ impl StateMachine {
             Operation::Object(op) => {
                 ObjectEngine.apply(&mut Tx::new(db, group, space::OBJECT, batch), cmd.issued_at_ms, op)
             }
-            Operation::Sql(op) => {
-                // Change data capture: the change records go into the same batch as the write.
-                let cdc = engine::stream::cdc_tables(&engine::ReadView::new(db, group, space::STREAM), &op.database)?;
-                let capture = |table: &str| cdc.contains(table);
-                let sql_tx = &mut Tx::new(db, group, space::SQL, batch);
-                let (response, changes) = SqlEngine.apply_capturing(sql_tx, cmd.issued_at_ms, op, &capture)?;
-                if !changes.is_empty() {
-                    let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
-                    engine::stream::append_changes(stream_tx, cmd.issued_at_ms, log_index, &op.database, changes)?;
-                }
-                Ok(response)
-            }
+            Operation::Sql(op) => self.apply_sql(batch, log_index, cmd.issued_at_ms, &op.database, |tx, capture| {
+                SqlEngine.apply_capturing(tx, cmd.issued_at_ms, op, capture)
+            }),
             Operation::Stream(op) => StreamEngine.apply(&mut Tx::new(db, group, space::STREAM, batch), cmd.issued_at_ms, op),
             Operation::Graph(op) => GraphEngine.apply(&mut Tx::new(db, group, space::GRAPH, batch), cmd.issued_at_ms, op),
-            Operation::SqlImport(op) => {
-                // Imported rows are captured like SQL writes, in the same batch.
-                let cdc = engine::stream::cdc_tables(&engine::ReadView::new(db, group, space::STREAM), &op.database)?;
-                let capture = |table: &str| cdc.contains(table);
-                let sql_tx = &mut Tx::new(db, group, space::SQL, batch);
-                let (response, changes) = SqlEngine.import_capturing(sql_tx, cmd.issued_at_ms, op, &capture)?;
-                if !changes.is_empty() {
-                    let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
-                    engine::stream::append_changes(stream_tx, cmd.issued_at_ms, log_index, &op.database, changes)?;
-                }
-                Ok(response)
-            }
+            Operation::SqlImport(op) => self.apply_sql(batch, log_index, cmd.issued_at_ms, &op.database, |tx, capture| {
+                SqlEngine.import_capturing(tx, cmd.issued_at_ms, op, capture)
+            }),
             Operation::Document(op) => {
                 DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
             }
