@@ -105,15 +105,9 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let want: Vec<(String, Value, Value)> = expected.iter().map(|(o, k, d)| (o.to_string(), k.clone(), d.clone())).collect();
     ensure!(got == want, "change records:\n got {got:#?}\nwant {want:#?}");
     ensure!(events.iter().enumerate().all(|(i, e)| e["id"] == i as u64 + 1), "ids 1..=8");
-    for e in &events {
-        let d = &e["data"];
-        ensure!(d["database"] == "shop" && d["table"] == "orders" && e["event_type"] == d["op"], "record shape: {e}");
-    }
+    ensure_shape(&events, "orders")?;
     // Positions: increasing log index between writes; one transaction shares one, indexed 0, 1, 2.
-    let pos: Vec<(u64, u64)> = events
-        .iter()
-        .map(|e| (e["data"]["position"]["log_index"].as_u64().unwrap_or(0), e["data"]["position"]["index"].as_u64().unwrap_or(99)))
-        .collect();
+    let pos = positions(&events);
     ensure!(pos[0].0 < pos[1].0 && pos[1].0 == pos[2].0 && pos[2].0 < pos[3].0, "positions {pos:?}");
     ensure!(pos[5].0 == pos[6].0 && pos[6].0 == pos[7].0 && [pos[5].1, pos[6].1, pos[7].1] == [0, 1, 2], "tx positions {pos:?}");
     let live = sub.wait_count(8, Duration::from_secs(30)).await?;
@@ -233,17 +227,28 @@ async fn import_capture(api: &Http) -> Result<()> {
         ins(7, "g", 7),
     ];
     ensure!(got == want, "import change records:\n got {got:#?}\nwant {want:#?}");
-    for e in &events {
-        let d = &e["data"];
-        ensure!(d["database"] == "shop" && d["table"] == "items" && e["event_type"] == d["op"], "record shape: {e}");
-    }
+    ensure_shape(&events, "items")?;
     // Each batch is one transaction: positions share its log index, indexed from 0.
-    let pos: Vec<(u64, u64)> = events
-        .iter()
-        .map(|e| (e["data"]["position"]["log_index"].as_u64().unwrap_or(0), e["data"]["position"]["index"].as_u64().unwrap_or(99)))
-        .collect();
+    let pos = positions(&events);
     ensure!(pos[0].0 == pos[1].0 && pos[1].0 < pos[2].0 && pos[2].0 == pos[3].0 && pos[3].0 < pos[4].0, "batch positions {pos:?}");
     ensure!([pos[0].1, pos[1].1, pos[2].1, pos[3].1, pos[4].1] == [0, 1, 0, 1, 0], "batch indexes {pos:?}");
     ensure!(pos[5].0 == pos[7].0 && [pos[5].1, pos[6].1, pos[7].1] == [0, 1, 2], "update batch positions {pos:?}");
     Ok(())
+}
+
+/// Every record names database `shop` and `table`, and its event type is its op.
+fn ensure_shape(events: &[Value], table: &str) -> Result<()> {
+    for e in events {
+        let d = &e["data"];
+        ensure!(d["database"] == "shop" && d["table"] == table && e["event_type"] == d["op"], "record shape: {e}");
+    }
+    Ok(())
+}
+
+/// Each record's `(log index, index within its transaction)`.
+fn positions(events: &[Value]) -> Vec<(u64, u64)> {
+    events
+        .iter()
+        .map(|e| (e["data"]["position"]["log_index"].as_u64().unwrap_or(0), e["data"]["position"]["index"].as_u64().unwrap_or(99)))
+        .collect()
 }

@@ -126,7 +126,7 @@ fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
 
 /// The home group's definition of a collection, read from its leader.
 async fn home_definition(state: &AppState, name: &str) -> Result<CollectionDef, ApiError> {
-    let prefs = ReadPrefs { consistency: Consistency::Quorum, replica: None };
+    let prefs = ReadPrefs::QUORUM;
     match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
         DocQueryResult::Collection(Some(def)) => Ok(def),
         DocQueryResult::Collection(None) => Err(no_collection(name)),

@@ -63,6 +63,12 @@ pub struct ReadPrefs {
     pub replica: Option<NodeId>,
 }
 
+impl ReadPrefs {
+    /// A quorum read from whichever node leads: what the router's own
+    /// bookkeeping reads (existence checks before a write) use.
+    pub const QUORUM: ReadPrefs = ReadPrefs { consistency: Consistency::Quorum, replica: None };
+}
+
 impl FromRequestParts<AppState> for ReadPrefs {
     type Rejection = ApiError;
 

@@ -70,7 +70,7 @@ pub(crate) fn object_group(state: &AppState, bucket: &str, key: &str) -> Result<
 }
 
 /// The bucket's record from its home group.
-async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<Option<BucketInfo>, ApiError> {
+pub(crate) async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<Option<BucketInfo>, ApiError> {
     match object_read(state, home_group(state, bucket)?, ObjectQuery::Bucket { name: bucket.into() }, prefs).await? {
         ObjectQueryResult::Bucket(b) => Ok(b),
         other => Err(ApiError::unexpected(other)),
@@ -83,7 +83,7 @@ async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Res
 pub(crate) async fn create_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
     let home = home_group(state, bucket)?;
     object_write(state, home, ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: None }, c).await?;
-    let Some(info) = bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await? else {
+    let Some(info) = bucket_record(state, bucket, &ReadPrefs::QUORUM).await? else {
         return Err(ApiError::Unavailable(format!("bucket {bucket} was dropped while it was being created")));
     };
     let copy = || ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };
@@ -101,7 +101,7 @@ pub(crate) async fn create_bucket_everywhere(state: &AppState, bucket: &str, c: 
 /// in place and can be repeated.
 pub(crate) async fn drop_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
     let home = home_group(state, bucket)?;
-    if bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await?.is_none() {
+    if bucket_record(state, bucket, &ReadPrefs::QUORUM).await?.is_none() {
         return Err(ApiError::NotFound(format!("bucket {bucket} does not exist")));
     }
     let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
@@ -125,7 +125,7 @@ pub(crate) async fn write_in_bucket(
 ) -> Result<Served<Reply>, ApiError> {
     match object_write_served(state, group, op.clone(), c).await {
         Err(ApiError::NotFound(m)) if group != home_group(state, bucket)? => {
-            let Some(info) = bucket_record(state, bucket, &ReadPrefs { consistency: Consistency::Quorum, replica: None }).await? else {
+            let Some(info) = bucket_record(state, bucket, &ReadPrefs::QUORUM).await? else {
                 return Err(ApiError::NotFound(m));
             };
             let copy = ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };

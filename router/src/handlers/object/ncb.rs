@@ -49,7 +49,7 @@ use tessera_api::rpc::Consistency;
 use tokio::sync::mpsc;
 
 use super::{
-    MAX_OBJECT_KEY_BYTES, create_bucket_everywhere, drop_bucket_everywhere, list_merged, object_group, object_read,
+    MAX_OBJECT_KEY_BYTES, bucket_record, create_bucket_everywhere, drop_bucket_everywhere, list_merged, object_group, object_read,
     object_write, write_in_bucket,
 };
 use crate::auth::{Caller, new_id};
@@ -85,15 +85,6 @@ fn object_header(out: &mut impl Write, m: &ObjectMeta) -> std::io::Result<()> {
     out.write_all(&m.size.to_le_bytes())
 }
 
-/// Whether the bucket exists (its record in the home group).
-async fn bucket_exists(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<bool, ApiError> {
-    let home = state.cluster.group_for(bucket)?;
-    match object_read(state, home, ObjectQuery::Bucket { name: bucket.into() }, prefs).await? {
-        ObjectQueryResult::Bucket(found) => Ok(found.is_some()),
-        other => Err(ApiError::unexpected(other)),
-    }
-}
-
 type Chunks = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
 /// `GET /api/v1/admin/objects/{bucket}/export`: the bucket as a streamed `objects.ncb`.
@@ -104,7 +95,7 @@ pub async fn export_bucket(
     Path(bucket): Path<String>,
 ) -> Result<Response, ApiError> {
     validate_bucket_name(&bucket).map_err(ApiError::BadRequest)?;
-    if !bucket_exists(&state, &bucket, &prefs).await? {
+    if bucket_record(&state, &bucket, &prefs).await?.is_none() {
         return Err(ApiError::NotFound(format!("bucket {bucket} does not exist")));
     }
     let (tx, rx) = mpsc::channel(4);
@@ -343,7 +334,7 @@ pub async fn import_bucket(
     };
     validate_bucket_name(&bucket).map_err(ApiError::BadRequest)?;
     let c = prefs.consistency;
-    let created = !bucket_exists(&state, &bucket, &prefs).await?
+    let created = bucket_record(&state, &bucket, &prefs).await?.is_none()
         && match create_bucket_everywhere(&state, &bucket, c).await {
             Ok(_) => true,
             Err(ApiError::Conflict(_)) => false,
