@@ -22,18 +22,10 @@ URL="http://127.0.0.1:$ROUTER_PORT"
 
 log() { printf '%s\n' "$*" >&2; }
 
-install_prerequisites() {
-  "$ROOT/deploy/prerequisites.sh"
-}
-
 build() {
-  if [[ -z "${TESSERA_BIN_DIR:-}" ]]; then
-    install_prerequisites
-    local flags=()
-    [[ "$PROFILE" == release ]] && flags+=(--release)
-    log "building tessera-node and tessera-router ($PROFILE; the first build compiles RocksDB and takes 10-16 minutes)"
-    (cd "$ROOT" && cargo build "${flags[@]}" -p tessera-node -p tessera-router)
-  fi
+  # The same build as deploy/test.sh's (every binary, same features): RocksDB once.
+  [[ -z "${TESSERA_BIN_DIR:-}" ]] && TESSERA_PROFILE="$PROFILE" "$ROOT/deploy/build.sh"
+  return 0
 }
 
 pidfile() { echo "$DATA/pids/$1.pid"; }

@@ -14,7 +14,16 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 start=$SECONDS
-# The cluster tests start the binaries, so build them first.
-cargo build --workspace --bins
+# The cluster tests start the binaries, so build them first: the same build as
+# `cluster.sh up` (deploy/build.sh), then the test targets.
+TESSERA_PROFILE=debug "$ROOT/deploy/build.sh"
+bins_rocksdb="$(cat "$CARGO_TARGET_DIR/debug/rocksdb-out-dir")"
+tests_rocksdb="$(cargo test --workspace --no-run --message-format=json-render-diagnostics | "$ROOT/deploy/rocksdb-out-dir.sh")"
+# RocksDB is compiled once for the binaries and the tests alike (a feature or
+# profile drift would compile it again: 10-16 minutes for a newcomer).
+if [[ -z "$bins_rocksdb" || "$bins_rocksdb" != "$tests_rocksdb" ]]; then
+  echo "RocksDB was built more than once: binaries use [$bins_rocksdb], tests use [$tests_rocksdb]" >&2
+  exit 1
+fi
 cargo nextest run --workspace --profile ci "$@"
 echo "test suite finished in $((SECONDS - start)) s"

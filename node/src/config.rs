@@ -30,6 +30,9 @@ pub struct NodeConfig {
     /// Mutual TLS of the gRPC port (peers and routers).
     pub tls: TlsSection,
     pub log_level: String,
+    /// Skews this node's wall clock by this many milliseconds. For tests of a
+    /// leader whose clock is wrong (`SERVICE_TEST_CLOCK_OFFSET_MS`); leave at 0.
+    pub test_clock_offset_ms: i64,
 }
 
 /// Mutual TLS for node-to-node and router-to-node gRPC: all three paths or none.
@@ -55,11 +58,28 @@ pub struct TlsSection {
 pub struct ServerSection {
     /// gRPC listen address for peers and routers.
     pub grpc_addr: String,
+    /// Reads (queries) that run at once on the node's blocking pool, off the
+    /// threads that drive Raft (`SERVICE_QUERY_WORKERS`; 0: twice the cores).
+    pub query_workers: usize,
+    /// Reads that may wait for a worker; beyond it a read is refused as busy
+    /// (the router answers 503 with Retry-After) (`SERVICE_QUERY_QUEUE`).
+    pub query_queue: usize,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { grpc_addr: "0.0.0.0:9190".into() }
+        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256 }
+    }
+}
+
+impl ServerSection {
+    /// The number of query workers, `query_workers` or twice the cores.
+    pub fn query_workers(&self) -> usize {
+        if self.query_workers > 0 {
+            self.query_workers
+        } else {
+            2 * std::thread::available_parallelism().map_or(2, |n| n.get())
+        }
     }
 }
 
@@ -162,6 +182,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("grpc_addr", "server.grpc_addr"),
+    ("query_workers", "server.query_workers"),
+    ("query_queue", "server.query_queue"),
     ("data_dir", "storage.data_dir"),
     ("encryption_at_rest", "storage.encryption_at_rest"),
     ("encryption_key", "storage.encryption_key"),
@@ -179,6 +201,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("raft_snapshot_logs", "raft.snapshot_logs"),
     ("raft_keep_logs", "raft.keep_logs"),
     ("log_level", "log_level"),
+    ("test_clock_offset_ms", "test_clock_offset_ms"),
 ];
 
 /// Errors reading the configuration.

@@ -26,6 +26,8 @@ const ALL_APPLIED_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Group {
     pub raft: Raft<TypeConfig>,
     pub reader: GroupReader,
+    /// The last stamp this node gave a command of the group it proposed.
+    last_stamp: std::sync::atomic::AtomicI64,
 }
 
 /// Why an operation on a group did not produce a result.
@@ -37,6 +39,8 @@ pub enum HostError {
     UnknownGroup(GroupId),
     #[error("{0}")]
     Unavailable(String),
+    #[error("node {0} is busy: every query worker is taken and {1} reads are waiting")]
+    Busy(NodeId, usize),
     #[error("committed, but not applied on every replica within {0:?}")]
     NotAppliedEverywhere(Duration),
     #[error("storage: {0}")]
@@ -50,7 +54,7 @@ impl HostError {
             HostError::UnknownGroup(_) => FailureKind::UnknownGroup,
             HostError::NotAppliedEverywhere(_) => FailureKind::NotAppliedEverywhere,
             HostError::Storage(_) => FailureKind::Storage,
-            HostError::NotLeader { .. } | HostError::Unavailable(_) => FailureKind::Unavailable,
+            HostError::NotLeader { .. } | HostError::Unavailable(_) | HostError::Busy(..) => FailureKind::Unavailable,
         }
     }
 
@@ -67,6 +71,55 @@ pub struct Host {
     pub pool: Arc<PeerPool>,
     pub map: ClusterMap,
     pub groups: HashMap<GroupId, Group>,
+    /// Where reads run: off the runtime threads that drive Raft.
+    pub queries: QueryPool,
+    /// Added to the wall clock (tests of a skewed leader only).
+    clock_offset_ms: i64,
+}
+
+/// A bounded pool for reads: at most `workers` run at once on tokio's blocking
+/// threads, at most `queue` wait for a turn, and the rest are refused as busy.
+/// Heartbeats and appends never wait behind a long scan or search.
+pub struct QueryPool {
+    permits: Arc<tokio::sync::Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
+    queue: usize,
+}
+
+impl QueryPool {
+    pub fn new(workers: usize, queue: usize) -> Self {
+        QueryPool {
+            permits: Arc::new(tokio::sync::Semaphore::new(workers.max(1))),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            queue,
+        }
+    }
+
+    /// Runs `work` on a blocking thread once a worker is free; `None` when the
+    /// queue is full.
+    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Option<Result<T, String>> {
+        use std::sync::atomic::Ordering;
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.queue {
+                    self.waiting.fetch_sub(1, Ordering::SeqCst);
+                    return None;
+                }
+                let p = self.permits.clone().acquire_owned().await;
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                p.ok()?
+            }
+        };
+        Some(
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                work()
+            })
+            .await
+            .map_err(|e| e.to_string()),
+        )
+    }
 }
 
 impl Host {
@@ -108,14 +161,23 @@ impl Host {
         for info in map.groups.iter().filter(|g| g.members.contains(&id)) {
             let fresh = store.group_is_fresh(info.id)?;
             let network = GroupNetwork { group: info.id, pool: pool.clone() };
-            let raft = Raft::new(
+            let started = Raft::new(
                 id,
                 raft_config.clone(),
                 network,
                 store.log_store(info.id),
                 store.state_machine(info.id),
             )
-            .await?;
+            .await;
+            // One group that cannot start (a damaged replica) must not keep the
+            // node's other groups down; this one answers "not hosted" until repaired.
+            let raft = match started {
+                Ok(raft) => raft,
+                Err(e) => {
+                    tracing::error!(group = info.id, "group failed to start; serving the other groups without it: {e}");
+                    continue;
+                }
+            };
             // The group's first member initializes it, once, on a fresh store.
             if fresh && info.members.first() == Some(&id) {
                 let members: BTreeMap<NodeId, BasicNode> = info
@@ -131,17 +193,50 @@ impl Host {
                     Err(e) => return Err(e.into()),
                 }
             }
-            groups.insert(info.id, Group { raft, reader: store.reader(info.id) });
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default() };
+            groups.insert(info.id, group);
         }
         info!(node = id, groups = groups.len(), "node started its groups");
-        Ok(Arc::new(Host { id, store, pool, map, groups }))
+        let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
+        let clock_offset_ms = cfg.test_clock_offset_ms;
+        Ok(Arc::new(Host { id, store, pool, map, groups, queries, clock_offset_ms }))
     }
 
     fn group(&self, group: GroupId) -> Result<&Group, HostError> {
         self.groups.get(&group).ok_or(HostError::UnknownGroup(group))
     }
 
-    /// Stamps `op` with this node's clock and proposes it; leader only.
+    /// This node's wall clock (Unix ms).
+    fn wall_ms(&self) -> i64 {
+        now_ms().saturating_add(self.clock_offset_ms)
+    }
+
+    /// The time of a new command of `g`: the wall clock, but never at or before a
+    /// stamp the group applied or this node gave, so the group's time only moves
+    /// forward whatever the clocks of successive leaders say.
+    fn stamp(&self, g: &Group) -> i64 {
+        use std::sync::atomic::Ordering;
+        let applied = g.reader.applied_clock().ok().flatten().unwrap_or(i64::MIN);
+        let floor = applied.saturating_add(1);
+        let mut stamp = self.wall_ms().max(floor);
+        let mut last = g.last_stamp.load(Ordering::SeqCst);
+        loop {
+            stamp = stamp.max(last.saturating_add(1));
+            match g.last_stamp.compare_exchange(last, stamp, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return stamp,
+                Err(current) => last = current,
+            }
+        }
+    }
+
+    /// The time reads of `g` judge expiry by: the wall clock, but never before the
+    /// group's applied clock (a lagging clock must not bring an expired key back).
+    fn read_time(&self, g: &Group) -> i64 {
+        let applied = g.reader.applied_clock().ok().flatten().unwrap_or(i64::MIN);
+        self.wall_ms().max(applied)
+    }
+
+    /// Stamps `op` with the group's next time (see [`Host::stamp`]) and proposes it; leader only.
     pub async fn write(
         &self,
         group: GroupId,
@@ -150,7 +245,7 @@ impl Host {
         consistency: Consistency,
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
-        let issued_at_ms = now_ms();
+        let issued_at_ms = self.stamp(g);
         if let Operation::Sql(sql) = &op
             && g.raft.metrics().borrow().current_leader == Some(self.id)
         {
@@ -174,7 +269,7 @@ impl Host {
     }
 
     /// Answers `query` with the requested consistency.
-    pub async fn read(&self, group: GroupId, query: &Query, consistency: Consistency) -> Result<QueryResult, HostError> {
+    pub async fn read(&self, group: GroupId, query: Query, consistency: Consistency) -> Result<QueryResult, HostError> {
         let g = self.group(group)?;
         if consistency != Consistency::One {
             let read_log_id = g.raft.ensure_linearizable().await.map_err(|e| match e {
@@ -187,7 +282,13 @@ impl Host {
                 self.wait_all_applied(group, log_id.index).await?;
             }
         }
-        Ok(g.reader.query(query, now_ms())?)
+        let reader = g.reader.clone();
+        let now = self.read_time(g);
+        match self.queries.run(move || reader.query(&query, now)).await {
+            Some(Ok(result)) => Ok(result?),
+            Some(Err(panicked)) => Err(HostError::Unavailable(format!("query failed: {panicked}"))),
+            None => Err(HostError::Busy(self.id, self.queries.queue)),
+        }
     }
 
     /// The index this node's replica of `group` has applied.

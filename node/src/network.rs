@@ -1,5 +1,5 @@
-//! openraft networking over tonic: one lazily connected channel per peer, shared by
-//! every group; each call names its group.
+//! openraft networking over tonic: two lazily connected channels per peer (control
+//! and bulk), shared by every group; each call names its group.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,10 +21,20 @@ use tessera_api::{GroupId, NodeId, codec};
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
 
-/// One tonic channel per peer, created on first use and reconnecting by itself.
+/// Which of the two connections to a peer a call uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Votes, heartbeats and small data calls: never queued behind bulk bytes.
+    Control,
+    /// AppendEntries that carry entries, and snapshots.
+    Bulk,
+}
+
+/// Two tonic channels per peer (one per [`Lane`]), created on first use and
+/// reconnecting by themselves.
 #[derive(Default)]
 pub struct PeerPool {
-    channels: Mutex<HashMap<NodeId, (String, Channel)>>,
+    channels: Mutex<HashMap<(NodeId, Lane), (String, Channel)>>,
     /// Peer id → address dialed instead of the one passed in (`cluster.dial_overrides`).
     dial_overrides: HashMap<NodeId, String>,
     /// Mutual TLS towards peers (`tls` section), or plaintext.
@@ -42,11 +52,11 @@ impl PeerPool {
         PeerPool { tls, ..self }
     }
 
-    /// The shared channel to `node` at `addr` (or at its dial override).
-    pub fn channel(&self, node: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
+    /// The shared channel of `lane` to `node` at `addr` (or at its dial override).
+    pub fn channel(&self, node: NodeId, addr: &str, lane: Lane) -> Result<Channel, tonic::transport::Error> {
         let addr = self.dial_overrides.get(&node).map_or(addr, String::as_str);
         let mut channels = self.channels.lock().expect("peer pool lock");
-        if let Some((known, ch)) = channels.get(&node)
+        if let Some((known, ch)) = channels.get(&(node, lane))
             && known == addr
         {
             return Ok(ch.clone());
@@ -57,20 +67,20 @@ impl PeerPool {
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5))
             .connect_lazy();
-        channels.insert(node, (addr.to_string(), ch.clone()));
+        channels.insert((node, lane), (addr.to_string(), ch.clone()));
         Ok(ch)
     }
 
-    /// A Raft client to a peer.
-    pub fn raft_client(&self, node: NodeId, addr: &str) -> Result<RaftServiceClient<Channel>, tonic::transport::Error> {
-        Ok(RaftServiceClient::new(self.channel(node, addr)?)
+    /// A Raft client to a peer on `lane`.
+    pub fn raft_client(&self, node: NodeId, addr: &str, lane: Lane) -> Result<RaftServiceClient<Channel>, tonic::transport::Error> {
+        Ok(RaftServiceClient::new(self.channel(node, addr, lane)?)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES))
     }
 
     /// A data-service client to a peer.
     pub fn data_client(&self, node: NodeId, addr: &str) -> Result<DataServiceClient<Channel>, tonic::transport::Error> {
-        Ok(DataServiceClient::new(self.channel(node, addr)?)
+        Ok(DataServiceClient::new(self.channel(node, addr, Lane::Control)?)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES))
     }
@@ -82,32 +92,38 @@ pub struct GroupNetwork {
     pub pool: Arc<PeerPool>,
 }
 
-/// The Raft client of one group to one peer.
+/// The Raft clients of one group to one peer, one per lane.
 pub struct PeerLink {
     group: GroupId,
     target: NodeId,
-    client: Option<RaftServiceClient<Channel>>,
+    control: Option<RaftServiceClient<Channel>>,
+    bulk: Option<RaftServiceClient<Channel>>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
     type Network = PeerLink;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerLink {
-        let client = self.pool.raft_client(target, &node.addr).ok();
-        PeerLink { group: self.group, target, client }
+        let control = self.pool.raft_client(target, &node.addr, Lane::Control).ok();
+        let bulk = self.pool.raft_client(target, &node.addr, Lane::Bulk).ok();
+        PeerLink { group: self.group, target, control, bulk }
     }
 }
 
 type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 impl PeerLink {
-    async fn call<Req, Resp, E>(&mut self, kind: Kind, rpc: Req, option: &RPCOption) -> RpcResult<Resp, E>
+    async fn call<Req, Resp, E>(&mut self, kind: Kind, lane: Lane, rpc: Req, option: &RPCOption) -> RpcResult<Resp, E>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let client = self.client.as_mut().ok_or_else(|| {
+        let client = match lane {
+            Lane::Control => self.control.as_mut(),
+            Lane::Bulk => self.bulk.as_mut(),
+        };
+        let client = client.ok_or_else(|| {
             RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address")))
         })?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
@@ -137,7 +153,8 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>, openraft::error::Infallible> {
-        self.call(Kind::Append, rpc, &option).await
+        let lane = if rpc.entries.is_empty() { Lane::Control } else { Lane::Bulk };
+        self.call(Kind::Append, lane, rpc, &option).await
     }
 
     async fn install_snapshot(
@@ -145,7 +162,7 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        self.call(Kind::Snapshot, rpc, &option).await
+        self.call(Kind::Snapshot, Lane::Bulk, rpc, &option).await
     }
 
     async fn vote(
@@ -153,6 +170,6 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
-        self.call(Kind::Vote, rpc, &option).await
+        self.call(Kind::Vote, Lane::Control, rpc, &option).await
     }
 }

@@ -96,7 +96,7 @@ impl DataService for NodeService {
         let r = req.into_inner();
         let consistency = Consistency::try_from(r.consistency).unwrap_or(Consistency::Quorum);
         match codec::decode(&r.query) {
-            Ok(q) => self.reply(self.host.read(r.group_id, &q, consistency).await),
+            Ok(q) => self.reply(self.host.read(r.group_id, q, consistency).await),
             Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
         }
     }

@@ -64,7 +64,12 @@ impl IntoResponse for ApiError {
         if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
             tracing::warn!(%status, "request failed: {self}");
         }
-        (status, Json(ErrorBody { error: self.to_string(), code: code.to_string() })).into_response()
+        let body = Json(ErrorBody { error: self.to_string(), code: code.to_string() });
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // Busy or electing: worth retrying shortly (HTTP's Retry-After, in seconds).
+            return (status, [(axum::http::header::RETRY_AFTER, "1")], body).into_response();
+        }
+        (status, body).into_response()
     }
 }
 

@@ -160,6 +160,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
     tokio::spawn(handlers::stream::retention_loop(state.clone()));
     tokio::spawn(handlers::object::sweep_loop(state.clone()));
+    tokio::spawn(ratelimit::prune_loop(state.clone()));
     let streams = state.streams.clone();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;

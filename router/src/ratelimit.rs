@@ -54,6 +54,17 @@ impl RateLimits {
         }
     }
 
+    /// Forgets the buckets of clients that are full again (idle long enough that
+    /// they would start afresh anyway), so memory follows the active clients,
+    /// not every address ever seen. Returns how many buckets remain.
+    pub fn prune(&self) -> usize {
+        for limiter in [&self.login, &self.general] {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+        self.login.len() + self.general.len()
+    }
+
     /// The client IP: from `rate_limit.client_ip_header` when configured (and only
     /// from there), else the peer address.
     pub fn client_ip(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Option<IpAddr> {
@@ -65,6 +76,15 @@ impl RateLimits {
                 .and_then(|v| v.trim().parse().ok());
         }
         peer.map(|p| p.ip())
+    }
+}
+
+/// Prunes idle buckets every minute (see [`RateLimits::prune`]).
+pub async fn prune_loop(state: AppState) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let remaining = state.rate_limits.prune();
+        tracing::debug!(remaining, "pruned idle rate-limit buckets");
     }
 }
 
@@ -114,5 +134,24 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
             resp.headers_mut().insert("retry-after", HeaderValue::from(retry_after));
             resp
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buckets of clients that went quiet are dropped once full again.
+    #[test]
+    fn idle_buckets_are_pruned() {
+        let limits = RateLimits::new(RateLimitSection { requests_per_minute: 60_000, ..RateLimitSection::default() });
+        for i in 0..200u32 {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            let _ = limits.general.check_key(&ip);
+        }
+        assert_eq!(limits.general.len(), 200);
+        // At 1000 per second a bucket that took one cell is full again after 1 ms.
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(limits.prune(), 0);
     }
 }

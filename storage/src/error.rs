@@ -13,6 +13,11 @@ pub enum StorageError {
     Crypt(#[from] crate::crypt::CryptError),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// A read an engine made failed (RocksDB or decryption): the replica cannot
+    /// know what the command would have done, so the apply must stop, never
+    /// answer as if the command itself had failed.
+    #[error("engine read failed: {0}")]
+    EngineRead(String),
 }
 
 impl StorageError {

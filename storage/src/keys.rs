@@ -21,6 +21,8 @@ pub const RAFT_SNAPSHOT_DATA: u8 = 5;
 pub const SPACE_SM: u8 = 0;
 pub const SM_APPLIED: u8 = 0;
 pub const SM_MEMBERSHIP: u8 = 1;
+/// The group's applied clock: the largest command stamp applied (i64 BE).
+pub const SM_CLOCK: u8 = 2;
 
 pub fn group_prefix(group: u64) -> [u8; 8] {
     group.to_be_bytes()

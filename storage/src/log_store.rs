@@ -29,6 +29,8 @@ pub struct LogStore {
     db: Arc<Db>,
     wal: Arc<WalSync>,
     group: u64,
+    /// Purge only entries the group's state machine has applied on this replica.
+    apply_guard: bool,
 }
 
 fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
@@ -43,7 +45,13 @@ fn synced() -> WriteOptions {
 
 impl LogStore {
     pub(crate) fn new(db: Arc<Db>, wal: Arc<WalSync>, group: u64) -> Self {
-        LogStore { db, wal, group }
+        LogStore { db, wal, group, apply_guard: true }
+    }
+
+    /// The same log store purging whatever it is asked to, applied or not. Only for
+    /// openraft's storage suite, which purges logs no state machine has applied.
+    pub fn without_apply_guard(self) -> Self {
+        LogStore { apply_guard: false, ..self }
     }
 
     fn get_raft<T: DeserializeOwned>(&self, tag: u8) -> Result<Option<T>, RaftStorageError> {
@@ -94,6 +102,46 @@ impl LogStore {
     }
 }
 
+/// The most stored bytes one AppendEntries carries (at least one entry is always
+/// sent). openraft 0.9 gives an AppendEntries one heartbeat interval to finish, so a
+/// lagging follower is fed in slices that fit it, never in a batch that times out
+/// and starts over (object chunks and vector batches make entries large).
+pub const MAX_APPEND_BYTES: usize = 512 * 1024;
+
+impl LogStore {
+    /// Reads the entries of `[start, end)` in order, stopping after `max_bytes` of
+    /// stored values (at least one entry). Fails when the stored log has a hole.
+    fn read_entries(&self, start: u64, end: Option<u64>, max_bytes: usize) -> Result<Vec<Entry<TypeConfig>>, RaftStorageError> {
+        let start_key = keys::log_key(self.group, start);
+        let end_key = match end {
+            Some(end) => keys::log_key(self.group, end).to_vec(),
+            None => keys::group_end(self.group),
+        };
+        let mut out: Vec<Entry<TypeConfig>> = Vec::new();
+        let mut bytes = 0usize;
+        let bounds = keys::bounded(&start_key, &end_key);
+        for item in self.db.iterator_cf_opt(cf(&self.db, CF_LOG), bounds, IteratorMode::Start) {
+            let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
+            let index = keys::log_index_of(&k);
+            if end.is_some_and(|end| index >= end) {
+                break;
+            }
+            if let Some(expected) = out.last().map(|e| e.log_id.index + 1)
+                && index != expected
+            {
+                let gap = std::io::Error::other(format!("group {}: log entry {expected} is missing (found {index})", self.group));
+                return Err(StorageIOError::read_logs(&gap).into());
+            }
+            if !out.is_empty() && bytes + v.len() > max_bytes {
+                break;
+            }
+            bytes += v.len();
+            out.push(self.decode_entry(&k, &v)?);
+        }
+        Ok(out)
+    }
+}
+
 impl RaftLogReader<TypeConfig> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
@@ -104,23 +152,16 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Excluded(i) => i + 1,
             Bound::Unbounded => 0,
         };
-        let start_key = keys::log_key(self.group, start);
-        let end_key = match range.end_bound() {
-            Bound::Included(i) if *i < u64::MAX => keys::log_key(self.group, i + 1).to_vec(),
-            Bound::Excluded(i) => keys::log_key(self.group, *i).to_vec(),
-            _ => keys::group_end(self.group),
+        let end = match range.end_bound() {
+            Bound::Included(i) => i.checked_add(1),
+            Bound::Excluded(i) => Some(*i),
+            Bound::Unbounded => None,
         };
-        let mut out = Vec::new();
-        let bounds = keys::bounded(&start_key, &end_key);
-        for item in self.db.iterator_cf_opt(cf(&self.db, CF_LOG), bounds, IteratorMode::Start) {
-            let (k, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
-            let index = keys::log_index_of(&k);
-            if !range.contains(&index) {
-                break;
-            }
-            out.push(self.decode_entry(&k, &v)?);
-        }
-        Ok(out)
+        self.read_entries(start, end, usize::MAX)
+    }
+
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> Result<Vec<Entry<TypeConfig>>, RaftStorageError> {
+        self.read_entries(start, Some(end), MAX_APPEND_BYTES)
     }
 }
 
@@ -141,7 +182,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), RaftStorageError> {
-        self.put_raft(keys::RAFT_VOTE, vote, true)
+        let vote = *vote;
+        self.off_runtime(move |log| log.put_raft(keys::RAFT_VOTE, &vote, true)).await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, RaftStorageError> {
@@ -178,6 +220,26 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        self.off_runtime(move |log| log.truncate_from(log_id)).await
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        self.off_runtime(move |log| log.purge_through(log_id)).await
+    }
+}
+
+impl LogStore {
+    /// Runs a synced write on the blocking pool: an fsync must not hold a runtime
+    /// thread that drives other groups' heartbeats.
+    async fn off_runtime(
+        &self,
+        work: impl FnOnce(&LogStore) -> Result<(), RaftStorageError> + Send + 'static,
+    ) -> Result<(), RaftStorageError> {
+        let log = self.clone();
+        tokio::task::spawn_blocking(move || work(&log)).await.map_err(|e| StorageIOError::write_logs(&e))?
+    }
+
+    fn truncate_from(&self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(
             cf(&self.db, CF_LOG),
@@ -187,7 +249,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
-    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+    fn purge_through(&self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        // Never delete entries this replica has not applied: openraft 0.9 may ask for
+        // the purge a received snapshot allows before the install has applied it, and
+        // a crash in between would leave the node without entries it acknowledged.
+        // The install purges what it covers itself, in its own batch; the rest of a
+        // capped purge waits for a later call.
+        let log_id = if self.apply_guard {
+            match self.applied_log_id()? {
+                Some(applied) if applied.index < log_id.index => applied,
+                Some(_) => log_id,
+                None => return Ok(()),
+            }
+        } else {
+            log_id
+        };
+        let purged: Option<LogId<u64>> = self.get_raft(keys::RAFT_PURGED)?;
+        if purged.is_some_and(|p| p.index >= log_id.index) {
+            return Ok(());
+        }
         // The state machine writes are not synced one by one; sync them before
         // dropping the log entries they were applied from.
         self.db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
@@ -200,5 +280,125 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             keys::log_key(self.group, log_id.index + 1),
         );
         self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+
+    /// The last log id the group's state machine applied on this replica.
+    fn applied_log_id(&self) -> Result<Option<LogId<u64>>, RaftStorageError> {
+        let key = keys::data_key(self.group, keys::SPACE_SM, &[keys::SM_APPLIED]);
+        let read = || -> Result<Option<LogId<u64>>, crate::error::StorageError> {
+            match self.db.get_cf(cf(&self.db, keys::CF_DATA), &key)? {
+                Some(raw) => Ok(serde_json::from_slice(&self.db.open(Purpose::Data, &key, &raw)?)?),
+                None => Ok(None),
+            }
+        };
+        read().map_err(|e| StorageIOError::read_logs(&e).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::storage::RaftStateMachine;
+    use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
+    use tessera_api::command::{Command, KvOp, Operation};
+
+    use super::*;
+    use crate::Store;
+
+    const GROUP: u64 = 3;
+
+    fn log_id(index: u64) -> LogId<u64> {
+        LogId::new(CommittedLeaderId::new(1, 1), index)
+    }
+
+    fn put(index: u64, value_bytes: usize) -> Entry<TypeConfig> {
+        let op = Operation::Kv(KvOp::Put { key: format!("k{index}"), value: "x".repeat(value_bytes).into(), ttl_secs: None });
+        Entry { log_id: log_id(index), payload: EntryPayload::Normal(Command { issued_at_ms: 1, op, request_id: None }) }
+    }
+
+    /// Writes entries straight into the log column family (what `append` stores).
+    fn write_log(log: &LogStore, entries: &[Entry<TypeConfig>]) {
+        for e in entries {
+            let key = keys::log_key(log.group, e.log_id.index);
+            let bytes = codec::encode(e).unwrap();
+            log.db.put_cf(cf(&log.db, CF_LOG), key, log.db.seal(Purpose::Log, &key, &bytes)).unwrap();
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    /// openraft may ask to purge what a received snapshot covers before the
+    /// install applied it; the log keeps every entry the replica has not applied.
+    #[test]
+    fn purge_never_passes_the_applied_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = store.log_store(GROUP);
+        let mut sm = store.state_machine(GROUP);
+        let entries: Vec<_> = (1..=10).map(|i| put(i, 8)).collect();
+        write_log(&log, &entries);
+        runtime().block_on(async {
+            sm.apply(entries[..5].to_vec()).await.unwrap();
+            log.purge(log_id(9)).await.unwrap();
+            let state = log.get_log_state().await.unwrap();
+            assert_eq!(state.last_purged_log_id, Some(log_id(5)), "purged past the applied index");
+            let kept = log.try_get_log_entries(6..=10).await.unwrap();
+            assert_eq!(kept.iter().map(|e| e.log_id.index).collect::<Vec<_>>(), vec![6, 7, 8, 9, 10]);
+            // Once applied, the next purge goes through.
+            sm.apply(entries[5..].to_vec()).await.unwrap();
+            log.purge(log_id(9)).await.unwrap();
+            assert_eq!(log.get_log_state().await.unwrap().last_purged_log_id, Some(log_id(9)));
+        });
+    }
+
+    /// An install stores the data, the snapshot and the purge of the log it covers
+    /// together: after it, the purge mark and the stored snapshot agree.
+    #[test]
+    fn install_purges_the_log_it_covers_with_the_snapshot() {
+        let source_dir = tempfile::tempdir().unwrap();
+        let source = Store::open(source_dir.path()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let entries: Vec<_> = (1..=8).map(|i| put(i, 8)).collect();
+        runtime().block_on(async {
+            let mut leader_sm = source.state_machine(GROUP);
+            leader_sm.apply(entries.clone()).await.unwrap();
+            let snapshot = leader_sm.get_snapshot_builder().await.build_snapshot().await.unwrap();
+
+            let mut log = store.log_store(GROUP);
+            let mut sm = store.state_machine(GROUP);
+            write_log(&log, &entries[..3]);
+            sm.install_snapshot(&snapshot.meta, snapshot.snapshot).await.unwrap();
+            let state = log.get_log_state().await.unwrap();
+            assert_eq!(state.last_purged_log_id, Some(log_id(8)));
+            assert!(log.try_get_log_entries(0..=8).await.unwrap().is_empty());
+            let stored = sm.get_current_snapshot().await.unwrap().expect("stored snapshot");
+            assert_eq!(stored.meta.last_log_id, Some(log_id(8)));
+        });
+    }
+
+    /// A lagging follower is fed in slices of at most `MAX_APPEND_BYTES` (one
+    /// entry at least), in order.
+    #[test]
+    fn replication_reads_are_bounded_by_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = store.log_store(GROUP);
+        let entries: Vec<_> = (1..=12).map(|i| put(i, 200 * 1024)).collect();
+        write_log(&log, &entries);
+        runtime().block_on(async {
+            let first = log.limited_get_log_entries(1, 13).await.unwrap();
+            assert!(!first.is_empty() && first.len() < 12, "{} entries in one slice", first.len());
+            assert_eq!(first[0].log_id.index, 1);
+            let one = log.limited_get_log_entries(5, 13).await.unwrap();
+            assert_eq!(one[0].log_id.index, 5);
+            let huge = vec![put(20, MAX_APPEND_BYTES * 2)];
+            write_log(&log, &huge);
+            assert_eq!(log.limited_get_log_entries(20, 21).await.unwrap().len(), 1, "an entry over the budget still goes alone");
+            // A hole in the stored log is an error, not a silent short read.
+            log.db.delete_cf(cf(&log.db, CF_LOG), keys::log_key(GROUP, 7)).unwrap();
+            assert!(log.try_get_log_entries(5..=9).await.is_err());
+        });
     }
 }

@@ -90,15 +90,33 @@ impl GroupReader {
         })
     }
 
-    /// The last log id applied to this replica.
     /// The leader's trial run of a SQL write before proposing it (see
     /// [`engine::sql::trial_run`]): `Some` failure when it exceeds its time limit.
     pub fn sql_trial_run(&self, op: &tessera_api::sql::SqlOp, now_ms: i64) -> Option<tessera_api::sql::SqlResult> {
         engine::sql::trial_run(&self.data, op, now_ms)
     }
 
+    /// The last log id applied to this replica.
     pub fn applied(&self) -> Result<Option<LogId<u64>>> {
         read_sm_record(&self.data, keys::SM_APPLIED)
+    }
+
+    /// The largest command stamp this replica applied (the group's clock), if any.
+    pub fn applied_clock(&self) -> Result<Option<i64>> {
+        read_clock(&self.data)
+    }
+}
+
+/// The group's applied clock (see [`keys::SM_CLOCK`]), if a command was applied.
+fn read_clock(data: &GroupData) -> Result<Option<i64>> {
+    let key = keys::data_key(data.group, keys::SPACE_SM, &[keys::SM_CLOCK]);
+    match data.db.get_cf(cf(&data.db, CF_DATA), &key)? {
+        Some(raw) => {
+            let bytes = data.db.open(Purpose::Data, &key, &raw)?;
+            let be: [u8; 8] = bytes.as_ref().try_into().map_err(|_| StorageError::Corrupt("applied clock record".into()))?;
+            Ok(Some(i64::from_be_bytes(be)))
+        }
+        None => Ok(None),
     }
 }
 
@@ -121,19 +139,86 @@ impl StateMachine {
         StateMachine { data: GroupData { db, group, vectors } }
     }
 
+    /// Applies `entries` in order, each in one write batch with its log id.
+    fn apply_entries(&self, entries: Vec<openraft::Entry<TypeConfig>>) -> Result<Vec<Response>, RaftStorageError> {
+        let mut responses = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let mut batch = WriteBatch::default();
+            let response = match &entry.payload {
+                EntryPayload::Blank => Response::Empty,
+                EntryPayload::Normal(cmd) => {
+                    // The group's time never runs backwards: a command stamped by a
+                    // leader whose clock is behind applies at the group's clock.
+                    let clock = read_clock(&self.data).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    let stamped;
+                    let cmd = match clock {
+                        Some(clock) if cmd.issued_at_ms < clock => {
+                            stamped = Command { issued_at_ms: clock, ..cmd.clone() };
+                            &stamped
+                        }
+                        _ => cmd,
+                    };
+                    let response = self
+                        .apply_once(&mut batch, entry.log_id.index, cmd)
+                        .map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_CLOCK), &cmd.issued_at_ms.to_be_bytes());
+                    response
+                }
+                EntryPayload::Membership(m) => {
+                    let stored = StoredMembership::new(Some(entry.log_id), m.clone());
+                    let bytes = serde_json::to_vec(&stored).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_MEMBERSHIP), &bytes);
+                    Response::Empty
+                }
+            };
+            let applied = serde_json::to_vec(&entry.log_id).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+            put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
+            self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+            responses.push(response);
+        }
+        Ok(responses)
+    }
+
     /// Applies a command unless its request id was applied already (then the
     /// first response is returned and nothing changes); see [`crate::dedup`].
     fn apply_once(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
         let Some(id) = cmd.request_id.as_deref().filter(|id| crate::dedup::valid_id(id)) else {
-            return self.apply_command(batch, log_index, cmd);
+            return self.apply_guarded(batch, log_index, cmd);
         };
         let (db, group) = (&*self.data.db, self.data.group);
         if let Some(first) = crate::dedup::seen(&engine::ReadView::new(db, group, space::DEDUP), id)? {
             return Ok(first);
         }
-        let response = self.apply_command(batch, log_index, cmd)?;
+        let response = self.apply_guarded(batch, log_index, cmd)?;
         crate::dedup::remember(&mut Tx::new(db, group, space::DEDUP, batch), cmd.issued_at_ms, id, &response)?;
         Ok(response)
+    }
+
+    /// [`StateMachine::apply_command`] into an empty `batch`, where an engine that
+    /// panics or fails deterministically (the same on every replica: an encoding
+    /// error) leaves a recorded rejection and no writes, so the entry counts as
+    /// applied instead of stopping the group on every replica at every start (a
+    /// poison pill). Errors of this replica's storage stay fatal.
+    fn apply_guarded(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_command(batch, log_index, cmd)));
+        let message = match outcome {
+            Ok(Ok(response)) => return Ok(response),
+            Ok(Err(StorageError::Encoding(e))) => format!("the command could not be applied: {e}"),
+            Ok(Err(fatal)) => return Err(fatal),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                // In-memory indexes may be half-updated: rebuild them from storage.
+                self.data.vectors.invalidate();
+                tracing::error!(group = self.data.group, log_index, "an engine panicked applying a command: {what}");
+                format!("the command could not be applied: internal error ({what})")
+            }
+        };
+        batch.clear();
+        Ok(Response::Rejected { kind: tessera_api::command::RejectKind::Invalid, message })
     }
 
     /// Runs a SQL write (`run`, given the SQL space and which tables of
@@ -161,6 +246,12 @@ impl StateMachine {
     /// Applies one command into `batch`; business-rule outcomes are responses.
     fn apply_command(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
         let (db, group) = (&*self.data.db, self.data.group);
+        #[cfg(test)]
+        if let Operation::Kv(tessera_api::command::KvOp::Put { key, .. }) = &cmd.op
+            && key == test_hooks::PANIC_KEY
+        {
+            panic!("test hook: an engine bug");
+        }
         match &cmd.op {
             Operation::Kv(op) => KvEngine.apply(&mut Tx::new(db, group, space::KV, batch), cmd.issued_at_ms, op),
             Operation::Meta(op) => {
@@ -334,15 +425,42 @@ pub(crate) fn repair_interrupted_install(data: &GroupData) -> Result<bool> {
     Ok(true)
 }
 
-fn save_snapshot(db: &Db, group: u64, meta: &SnapshotMeta<u64, openraft::BasicNode>, bytes: &[u8]) -> Result<()> {
-    let mut batch = WriteBatch::default();
+/// Serializes the writes of stored snapshots (builds and installs), so a build
+/// that finishes after a newer install cannot put its older snapshot back.
+static SNAPSHOT_WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The `last_log_id` of the snapshot stored for `group`, if one is.
+fn stored_snapshot_last(db: &Db, group: u64) -> Result<Option<LogId<u64>>> {
+    match db.get_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_META))? {
+        Some(b) => Ok(serde_json::from_slice::<SnapshotMeta<u64, openraft::BasicNode>>(&b)?.last_log_id),
+        None => Ok(None),
+    }
+}
+
+/// Adds the snapshot's meta and bytes to `batch`.
+fn put_snapshot(db: &Db, batch: &mut WriteBatch, group: u64, meta: &SnapshotMeta<u64, openraft::BasicNode>, bytes: &[u8]) -> Result<()> {
     batch.put_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_SNAPSHOT_META), serde_json::to_vec(meta)?);
     let data_key = keys::raft_key(group, keys::RAFT_SNAPSHOT_DATA);
     batch.put_cf(cf(db, CF_RAFT), data_key, db.seal(Purpose::Snapshot, &data_key, bytes));
+    Ok(())
+}
+
+/// Stores a snapshot this replica built, unless a newer one (installed from the
+/// leader meanwhile) is stored already. Whether it was stored.
+fn save_snapshot(db: &Db, group: u64, meta: &SnapshotMeta<u64, openraft::BasicNode>, bytes: &[u8]) -> Result<bool> {
+    let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(stored) = stored_snapshot_last(db, group)?
+        && Some(stored) > meta.last_log_id
+    {
+        tracing::info!(group, %stored, built = ?meta.last_log_id, "a newer snapshot is stored; dropping the one built");
+        return Ok(false);
+    }
+    let mut batch = WriteBatch::default();
+    put_snapshot(db, &mut batch, group, meta, bytes)?;
     let mut w = WriteOptions::default();
     w.set_sync(true);
     db.write_opt(batch, &w)?;
-    Ok(())
+    Ok(true)
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
@@ -372,27 +490,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut responses = Vec::new();
-        for entry in entries {
-            let mut batch = WriteBatch::default();
-            let response = match &entry.payload {
-                EntryPayload::Blank => Response::Empty,
-                EntryPayload::Normal(cmd) => self
-                    .apply_once(&mut batch, entry.log_id.index, cmd)
-                    .map_err(|e| StorageIOError::apply(entry.log_id, &e))?,
-                EntryPayload::Membership(m) => {
-                    let stored = StoredMembership::new(Some(entry.log_id), m.clone());
-                    let bytes = serde_json::to_vec(&stored).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-                    put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_MEMBERSHIP), &bytes);
-                    Response::Empty
-                }
-            };
-            let applied = serde_json::to_vec(&entry.log_id).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-            put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
-            self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-            responses.push(response);
-        }
-        Ok(responses)
+        // Engines do real work here (index upkeep, SQL, vector graphs): run it on the
+        // blocking pool, never on the runtime threads that drive every group's
+        // heartbeats and RPCs.
+        let entries: Vec<openraft::Entry<TypeConfig>> = entries.into_iter().collect();
+        let machine = StateMachine { data: self.data.clone() };
+        tokio::task::spawn_blocking(move || machine.apply_entries(entries))
+            .await
+            .map_err(|e| StorageIOError::write_state_machine(&e))?
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -409,9 +514,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), RaftStorageError> {
         let bytes = snapshot.into_inner();
-        let db = &*self.data.db;
-        let group = self.data.group;
-        let install = || -> Result<()> {
+        let data = self.data.clone();
+        let meta_owned = meta.clone();
+        let install = move || -> Result<()> {
+            let db = &*data.db;
+            let group = data.group;
+            let meta = &meta_owned;
             let pairs = decode_pairs(&bytes)?;
             let mut batch = WriteBatch::default();
             batch.delete_range_cf(cf(db, CF_DATA), keys::group_prefix(group).as_slice(), keys::group_end(group).as_slice());
@@ -420,14 +528,39 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             }
             // The snapshot's own records say where it ends; write them again from
             // the meta so an empty group's snapshot still records them.
-            put_data(db, &mut batch, &self.sm_key(keys::SM_APPLIED), &serde_json::to_vec(&meta.last_log_id)?);
-            put_data(db, &mut batch, &self.sm_key(keys::SM_MEMBERSHIP), &serde_json::to_vec(&meta.last_membership)?);
+            let sm_key = |tag: u8| keys::data_key(group, keys::SPACE_SM, &[tag]);
+            put_data(db, &mut batch, &sm_key(keys::SM_APPLIED), &serde_json::to_vec(&meta.last_log_id)?);
+            put_data(db, &mut batch, &sm_key(keys::SM_MEMBERSHIP), &serde_json::to_vec(&meta.last_membership)?);
+            // One synced batch: the data, the state machine records, the stored
+            // snapshot, and the log it covers purged. A crash leaves either the
+            // old state or all of the new one, never a purge past what was applied.
+            let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+            put_snapshot(db, &mut batch, group, meta, &bytes)?;
+            if let Some(last) = meta.last_log_id {
+                let purged: Option<LogId<u64>> = match db.get_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_PURGED))? {
+                    Some(b) => serde_json::from_slice(&b)?,
+                    None => None,
+                };
+                if purged.is_none_or(|p| p.index < last.index) {
+                    batch.put_cf(cf(db, CF_RAFT), keys::raft_key(group, keys::RAFT_PURGED), serde_json::to_vec(&Some(last))?);
+                    batch.delete_range_cf(
+                        cf(db, keys::CF_LOG),
+                        keys::log_key(group, 0).as_slice(),
+                        keys::log_key(group, last.index + 1).as_slice(),
+                    );
+                }
+            }
             let mut w = WriteOptions::default();
             w.set_sync(true);
             db.write_opt(batch, &w)?;
-            save_snapshot(db, group, meta, &bytes)
+            Ok(())
         };
-        install().map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        // Decoding and writing a whole group is heavy: keep it off the runtime threads.
+        tokio::task::spawn_blocking(install)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        let group = self.data.group;
         self.data.vectors.invalidate(); // vector indexes are rebuilt from the new records
         tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");
         Ok(())
@@ -453,8 +586,44 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 }
 
 #[cfg(test)]
+mod test_hooks {
+    /// A KV put of this key panics inside apply (test builds only).
+    pub const PANIC_KEY: &str = "test-hook/panic";
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An engine that panics on a command does not stop the group: the entry is
+    /// applied as a rejection with no writes, the same on every replica, and the
+    /// next commands apply.
+    #[test]
+    fn an_engine_panic_is_a_recorded_rejection() {
+        use tessera_api::command::KvOp;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(2);
+        let put = |key: &str, request_id: &str| Command {
+            issued_at_ms: 9,
+            op: Operation::Kv(KvOp::Put { key: key.into(), value: serde_json::json!(1), ttl_secs: None }),
+            request_id: Some(request_id.into()),
+        };
+        let entry = |index: u64, cmd: Command| openraft::Entry::<TypeConfig> {
+            log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(cmd),
+        };
+        let responses = sm
+            .apply_entries(vec![entry(1, put(test_hooks::PANIC_KEY, "r1")), entry(2, put("fine", "r2")), entry(3, put(test_hooks::PANIC_KEY, "r1"))])
+            .expect("the group keeps applying");
+        assert!(matches!(&responses[0], Response::Rejected { message, .. } if message.contains("internal error")), "{responses:?}");
+        assert_eq!(responses[2], responses[0], "a retry answers the recorded rejection");
+        let reader = store.reader(2);
+        let got = reader.query(&Query::KvGet { key: test_hooks::PANIC_KEY.into() }, 10).unwrap();
+        assert_eq!(got, QueryResult::KvEntry(None), "the failed command wrote nothing");
+        assert!(matches!(reader.query(&Query::KvGet { key: "fine".into() }, 10).unwrap(), QueryResult::KvEntry(Some(_))));
+        assert_eq!(reader.applied().unwrap().map(|l| l.index), Some(3));
+    }
 
     #[test]
     fn snapshot_records_round_trip() {
@@ -464,6 +633,48 @@ mod tests {
             decode_pairs(&bytes).unwrap().into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(back, pairs);
         assert!(decode_pairs(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    /// A replica that cannot read its own state (here: a row whose sealed bytes
+    /// no longer decrypt) stops applying instead of answering the statement as
+    /// failed, which the replicas that could read would not have done. A
+    /// deterministic failure (a constraint) stays an ordinary answer.
+    #[test]
+    fn sql_read_errors_stop_the_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open_with(dir.path(), Some(crate::Crypt::new(&[7; crate::crypt::KEY_LEN]))).unwrap();
+        let sm = store.state_machine(4);
+        let sql = |text: &str| Command {
+            issued_at_ms: 5,
+            op: Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0 }),
+            request_id: None,
+        };
+        let apply = |cmd: Command| {
+            let mut batch = WriteBatch::default();
+            let r = sm.apply_command(&mut batch, 1, &cmd);
+            if r.is_ok() {
+                sm.data.db.write(batch).unwrap();
+            }
+            r
+        };
+        apply(sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")).unwrap();
+        apply(sql("INSERT INTO t VALUES (1, 1)")).unwrap();
+        let dup = apply(sql("INSERT INTO t VALUES (1, 2)")).unwrap();
+        assert!(matches!(&dup, Response::Sql(tessera_api::sql::SqlResult::Failed(f)) if f.code == "CONSTRAINT_VIOLATION"), "{dup:?}");
+        // Damage every stored value of the SQL space.
+        let db = &*sm.data.db;
+        let start = keys::data_key(4, space::SQL, b"");
+        let end = keys::prefix_end(&start).unwrap();
+        let stored: Vec<Vec<u8>> = db
+            .iterator_cf_opt(cf(db, CF_DATA), keys::bounded(&start, &end), IteratorMode::Start)
+            .map(|kv| kv.unwrap().0.to_vec())
+            .collect();
+        assert!(!stored.is_empty());
+        for k in stored {
+            db.put_cf(cf(db, CF_DATA), k, b"not a sealed value").unwrap();
+        }
+        let r = apply(sql("UPDATE t SET v = 3 WHERE id = 1"));
+        assert!(matches!(r, Err(StorageError::EngineRead(_))), "a read error was answered as {r:?}");
     }
 
     /// A SQL import batch into a CDC-enabled table appends its change records in

@@ -11,7 +11,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Roc
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(dir.path()).expect("open rocksdb");
         // Use a group other than 0 so group prefixes are exercised.
-        Ok((dir, store.log_store(7), store.state_machine(7)))
+        Ok((dir, store.log_store(7).without_apply_guard(), store.state_machine(7)))
     }
 }
 
@@ -29,7 +29,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Enc
         let dir = tempfile::tempdir().expect("temp dir");
         let crypt = tessera_storage::Crypt::new(&[0x5a; tessera_storage::crypt::KEY_LEN]);
         let store = Store::open_with(dir.path(), Some(crypt)).expect("open encrypted rocksdb");
-        Ok((dir, store.log_store(7), store.state_machine(7)))
+        Ok((dir, store.log_store(7).without_apply_guard(), store.state_machine(7)))
     }
 }
 

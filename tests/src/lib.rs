@@ -627,6 +627,8 @@ impl ClusterOptions {
 
 struct NodeProc {
     port: u16,
+    /// Extra env of this node only (after `ClusterOptions::node_env`).
+    env: Vec<(String, String)>,
     data_dir: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -671,6 +673,7 @@ impl Cluster {
                 id,
                 NodeProc {
                     port: pick_port()?,
+                    env: Vec::new(),
                     data_dir,
                     log: root.join(format!("node-{id}.log")),
                     child: None,
@@ -801,10 +804,19 @@ impl Cluster {
             ("SERVICE_LOG_LEVEL".into(), level),
         ];
         env.extend(extra);
+        env.extend(n.env.clone());
         n.starts += 1;
         let label = format!("node {id} (start #{})", n.starts);
         n.child = Some(spawn(&bin, &env, &n.log, &root, &label)?);
         eprintln!("[harness] started {label} on 127.0.0.1:{}, log {}", n.port, n.log.display());
+        Ok(())
+    }
+
+    /// Sets env of node `id` alone, used from its next start on.
+    pub fn set_node_env(&mut self, id: u64, key: &str, value: &str) -> Result<()> {
+        let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
+        n.env.retain(|(k, _)| k != key);
+        n.env.push((key.to_string(), value.to_string()));
         Ok(())
     }
 

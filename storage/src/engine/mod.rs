@@ -167,6 +167,15 @@ impl<'a> Tx<'a> {
         let k = keys::data_key(self.view.group, self.view.space, key);
         self.batch.delete_cf(self.view.cf(), k);
     }
+
+    /// Deletes every key of this space under `prefix` with one range tombstone: the
+    /// command's size and apply time do not grow with the number of keys (a drop of
+    /// a large collection or bucket is one small entry in the batch).
+    pub fn delete_prefix(&mut self, prefix: &[u8]) {
+        let start = keys::data_key(self.view.group, self.view.space, prefix);
+        let end = keys::prefix_end(&start).expect("a data key starts with the group prefix, never all 0xff");
+        self.batch.delete_range_cf(self.view.cf(), start, end);
+    }
 }
 
 /// Read access to one group's state for the engines' query functions.

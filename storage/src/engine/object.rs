@@ -58,19 +58,6 @@ fn meta(view: &ReadView<'_>, bucket: &str, key: &str) -> Result<Option<ObjectMet
     Ok(view.get(&object_key(bucket, key))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
 }
 
-/// Deletes every key under `prefix`.
-fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<()> {
-    let mut doomed = Vec::new();
-    tx.view().scan_prefix(prefix, |k, _| {
-        doomed.push(k.to_vec());
-        Ok(true)
-    })?;
-    for k in doomed {
-        tx.delete(&k);
-    }
-    Ok(())
-}
-
 impl Engine for ObjectEngine {
     type Op = ObjectOp;
 
@@ -94,9 +81,9 @@ impl Engine for ObjectEngine {
                     }
                     return reject(RejectKind::NotFound, format!("bucket {name} does not exist"));
                 }
-                delete_prefix(tx, &objects_prefix(name))?;
-                delete_prefix(tx, &chunks_prefix(name))?;
-                delete_prefix(tx, &uploads_prefix(name))?;
+                tx.delete_prefix(&objects_prefix(name));
+                tx.delete_prefix(&chunks_prefix(name));
+                tx.delete_prefix(&uploads_prefix(name));
                 tx.delete(&bucket_key(name));
                 Ok(Response::Applied(true))
             }
@@ -126,7 +113,7 @@ impl Engine for ObjectEngine {
                 if let Some(old) = meta(tx.view(), &m.bucket, &m.key)? {
                     stored.created_at_ms = old.created_at_ms;
                     if old.blob_id != m.blob_id {
-                        delete_prefix(tx, &blob_prefix(&old.bucket, &old.blob_id))?;
+                        tx.delete_prefix(&blob_prefix(&old.bucket, &old.blob_id));
                     }
                 }
                 tx.put(&object_key(&m.bucket, &m.key), &serde_json::to_vec(&stored)?);
@@ -134,7 +121,7 @@ impl Engine for ObjectEngine {
                 Ok(Response::Object(stored))
             }
             ObjectOp::AbortUpload { bucket, blob_id, .. } => {
-                delete_prefix(tx, &blob_prefix(bucket, blob_id))?;
+                tx.delete_prefix(&blob_prefix(bucket, blob_id));
                 tx.delete(&upload_key(bucket, blob_id));
                 Ok(Response::Applied(true))
             }
@@ -149,14 +136,14 @@ impl Engine for ObjectEngine {
                     Ok(true)
                 })?;
                 for p in &stale {
-                    delete_prefix(tx, &blob_prefix(&p.bucket, &p.blob_id))?;
+                    tx.delete_prefix(&blob_prefix(&p.bucket, &p.blob_id));
                     tx.delete(&upload_key(&p.bucket, &p.blob_id));
                 }
                 Ok(Response::Deleted(stale.len() as u64))
             }
             ObjectOp::DeleteObject { bucket, key } => match meta(tx.view(), bucket, key)? {
                 Some(old) => {
-                    delete_prefix(tx, &blob_prefix(bucket, &old.blob_id))?;
+                    tx.delete_prefix(&blob_prefix(bucket, &old.blob_id));
                     tx.delete(&object_key(bucket, key));
                     Ok(Response::Deleted(1))
                 }

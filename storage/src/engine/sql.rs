@@ -136,6 +136,10 @@ impl SqlEngine {
                 }
                 Ok((Response::Sql(rows(out.result)), out.changes))
             }
+            // I/O and decryption errors are this replica's, not the statement's:
+            // stop this group's apply here instead of answering a failure that the
+            // other replicas (which could read) did not give.
+            Err(e) if e.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.message)),
             Err(e) => Ok((Response::Sql(failure(e)), Vec::new())),
         }
     }
@@ -224,6 +228,7 @@ impl SqlEngine {
                 let response = Response::Import(ImportResult { imported: out.imported, skipped: out.skipped, failure: None });
                 Ok((response, out.changes))
             }
+            Err(e) if e.error.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.error.message)),
             Err(e) => {
                 use tessera_sql::ErrorCode as C;
                 let kind = match e.error.code {

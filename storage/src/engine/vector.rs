@@ -255,19 +255,6 @@ fn recreated(name: &str) -> String {
     format!("collection {name} does not exist (it was dropped and recreated)")
 }
 
-/// Deletes every key under `prefix`.
-fn delete_prefix(tx: &mut Tx<'_>, prefix: &[u8]) -> Result<()> {
-    let mut doomed = Vec::new();
-    tx.view().scan_prefix(prefix, |k, _| {
-        doomed.push(k.to_vec());
-        Ok(true)
-    })?;
-    for k in doomed {
-        tx.delete(&k);
-    }
-    Ok(())
-}
-
 /// Vector engine: applies writes to storage and to the group's in-memory indexes.
 pub struct VectorEngine<'a> {
     pub state: &'a VectorState,
@@ -307,9 +294,9 @@ impl Engine for VectorEngine<'_> {
                     Some(_) => {}
                 }
                 let count = counters(tx.view(), name)?.count;
-                delete_prefix(tx, &ids_prefix(name))?;
-                delete_prefix(tx, &records_prefix(name))?;
-                delete_prefix(tx, &nodes_prefix(name))?;
+                tx.delete_prefix(&ids_prefix(name));
+                tx.delete_prefix(&records_prefix(name));
+                tx.delete_prefix(&nodes_prefix(name));
                 tx.delete(&counters_key(name));
                 tx.delete(&config_key(name));
                 self.state.write().insert(name.clone(), Slot::Dropped);

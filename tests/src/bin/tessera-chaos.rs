@@ -11,39 +11,35 @@
 
 use std::time::Duration;
 
+use clap::Parser;
 use tessera_tests::chaos::{self, Profile};
 
-fn usage() -> ! {
-    eprintln!("usage: tessera-chaos [--long] [--minutes N] [--seed N] [--hold-secs N]");
-    std::process::exit(2);
+/// Runs the chaos suite against real binaries.
+#[derive(Parser)]
+#[command(name = "tessera-chaos", version)]
+struct Args {
+    /// Run the long profile instead of the quick one.
+    #[arg(long)]
+    long: bool,
+    /// Length of the long profile in minutes (only with --long).
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    minutes: u64,
+    /// Random seed [default: derived from the clock].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// How long each fault lasts, in seconds [default: the profile's].
+    #[arg(long, value_name = "N")]
+    hold_secs: Option<u64>,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let (mut long, mut minutes, mut seed, mut hold) = (false, 60u64, chaos::clock_seed(), None);
-    while let Some(a) = args.next() {
-        let mut num = |name: &str| -> u64 {
-            args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-                eprintln!("{name} needs a number");
-                usage()
-            })
-        };
-        match a.as_str() {
-            "--long" => long = true,
-            "--minutes" => minutes = num("--minutes"),
-            "--seed" => seed = num("--seed"),
-            "--hold-secs" => hold = Some(Duration::from_secs(num("--hold-secs"))),
-            "-h" | "--help" => usage(),
-            other => {
-                eprintln!("unknown argument {other}");
-                usage()
-            }
-        }
-    }
-    let mut profile = if long { Profile::long(Duration::from_secs(minutes * 60), seed) } else { Profile::quick(seed) };
-    if let Some(h) = hold {
-        profile.hold = h;
+    let args = Args::parse();
+    let seed = args.seed.unwrap_or_else(chaos::clock_seed);
+    let mut profile =
+        if args.long { Profile::long(Duration::from_secs(args.minutes * 60), seed) } else { Profile::quick(seed) };
+    if let Some(h) = args.hold_secs {
+        profile.hold = Duration::from_secs(h);
     }
     match chaos::run(&profile).await {
         Ok(report) => {
@@ -53,7 +49,12 @@ async fn main() {
             }
         }
         Err(e) => {
-            eprintln!("chaos run could not complete: {e:?}");
+            // Exit status 2, not 1: 1 means the run completed and found anomalies.
+            if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+                eprintln!("tessera-chaos: run could not complete: {e:?}");
+            } else {
+                eprintln!("tessera-chaos: run could not complete: {e:#}");
+            }
             std::process::exit(2);
         }
     }

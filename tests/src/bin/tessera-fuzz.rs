@@ -9,22 +9,46 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
+use clap::Parser;
 use tessera_tests::fuzz;
 
-fn main() -> Result<()> {
-    let (mut seconds, mut seed, mut out, mut names) = (60u64, 1u64, PathBuf::from("fuzz-crashes"), Vec::new());
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = || args.next().ok_or_else(|| anyhow!("{a} needs a value"));
-        match a.as_str() {
-            "--seconds" => seconds = value()?.parse()?,
-            "--seed" => seed = value()?.parse()?,
-            "--out" => out = PathBuf::from(value()?),
-            flag if flag.starts_with("--") => bail!("unknown flag {flag}"),
-            name => names.push(name.to_string()),
+/// Runs each in-process fuzz target for a bounded time.
+#[derive(Parser)]
+#[command(name = "tessera-fuzz", version)]
+struct Args {
+    /// Seconds to fuzz each target.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory the crash inputs are saved in.
+    #[arg(long, value_name = "DIR", default_value = "fuzz-crashes")]
+    out: PathBuf,
+    /// Targets to run (sql, document_filter, command_decode) [default: all].
+    #[arg(value_name = "TARGET")]
+    targets: Vec<String>,
+}
+
+fn main() {
+    let args = Args::parse();
+    match run(args) {
+        Ok(crashed) => std::process::exit(i32::from(crashed)),
+        Err(err) => {
+            if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+                eprintln!("tessera-fuzz: {err:?}");
+            } else {
+                eprintln!("tessera-fuzz: {err:#}");
+            }
+            std::process::exit(1);
         }
     }
+}
+
+/// Returns whether any target crashed.
+fn run(args: Args) -> Result<bool> {
+    let Args { seconds, seed, out, targets: names } = args;
     let targets: Vec<_> = fuzz::targets::all().into_iter().filter(|t| names.is_empty() || names.iter().any(|n| n == t.name)).collect();
     if targets.is_empty() {
         bail!("no such target; targets: sql document_filter command_decode");
@@ -40,8 +64,5 @@ fn main() -> Result<()> {
             println!("  crash saved to {}: {}", path.display(), c.message.lines().next().unwrap_or(""));
         }
     }
-    if crashed {
-        std::process::exit(1);
-    }
-    Ok(())
+    Ok(crashed)
 }

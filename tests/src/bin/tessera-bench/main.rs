@@ -10,7 +10,14 @@
 //! tessera-bench documents --url … --password … [--rows 100000] # inserts/s, import, filtered query ± index
 //! tessera-bench timeseries --url … --password … [--rows 1000000] # batched points/s, bytes/point ± compress
 //! tessera-bench graph --url … --password … [--rows 100000]    # batch-built graph of N edges, 3-hop traversal time
+//! tessera-bench streaming|memory|groupcommit …                # see streaming.rs, system.rs
+//! tessera-bench --help
 //! ```
+//!
+//! Without `--user`/`--password` (or `SERVICE_ADMIN_USERNAME`/`SERVICE_ADMIN_PASSWORD`),
+//! the credentials come from the file `deploy/cluster.sh` writes:
+//! `$TESSERA_DATA/admin-credentials`, else `data/cluster/admin-credentials` under the
+//! current directory or the repository root.
 //!
 //! `compare` starts a three-member etcd (the `etcd` binary, Debian `etcd-server`) on
 //! loopback ports 23790–23795 in a temporary directory, runs the same KV workload
@@ -24,45 +31,147 @@ mod timeseries;
 mod vectors;
 mod system;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
+use clap::{Parser, ValueEnum};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+/// Throughput and latency of a running Tessera cluster, printed as tables.
+#[derive(Parser)]
+#[command(name = "tessera-bench", version)]
 struct Args {
-    mode: String,
+    /// What to measure.
+    #[arg(value_enum)]
+    mode: Mode,
+    /// Router URL.
+    #[arg(long, default_value_t = String::from("http://127.0.0.1:9090"))]
     url: String,
-    user: String,
-    password: String,
+    /// Admin user [default: from the cluster's admin-credentials file, else admin].
+    #[arg(long, env = "SERVICE_ADMIN_USERNAME", hide_env_values = true)]
+    user: Option<String>,
+    /// Admin password [default: from the cluster's admin-credentials file].
+    #[arg(long, env = "SERVICE_ADMIN_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// Duration of each timed measurement, in seconds.
+    #[arg(long, default_value_t = 5)]
     seconds: u64,
+    /// Number of rows (records, points, edges) the data-loading modes write.
+    #[arg(long, default_value_t = 100_000)]
     rows: u64,
 }
 
-fn parse_args() -> Result<Args> {
-    let mut it = std::env::args().skip(1);
-    let mode = it.next().ok_or_else(|| anyhow!("usage: tessera-bench kv|sql --url URL --user U --password P"))?;
-    let mut a = Args {
-        mode,
-        url: "http://127.0.0.1:9090".into(),
-        user: std::env::var("SERVICE_ADMIN_USERNAME").unwrap_or_else(|_| "admin".into()),
-        password: std::env::var("SERVICE_ADMIN_PASSWORD").unwrap_or_default(),
-        seconds: 5,
-        rows: 100_000,
-    };
-    while let Some(flag) = it.next() {
-        let v = it.next().ok_or_else(|| anyhow!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--url" => a.url = v,
-            "--user" => a.user = v,
-            "--password" => a.password = v,
-            "--seconds" => a.seconds = v.parse()?,
-            "--rows" => a.rows = v.parse()?,
-            other => bail!("unknown flag {other}"),
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// KV operations/s and p50/p99 latency.
+    Kv,
+    /// SQL inserts and queries/s.
+    Sql,
+    /// The KV rows again, next to a 3-member etcd on loopback.
+    Compare,
+    /// Object PUT/GET MB/s, 1 KiB and 8 MiB.
+    Objects,
+    /// Vector upserts/s, QPS and recall@10 vs hnswlib.
+    Vectors,
+    /// Document inserts/s, import, filtered query with and without index.
+    Documents,
+    /// Time-series batched points/s, bytes/point with and without compression.
+    Timeseries,
+    /// Batch-built graph of N edges, 3-hop traversal time.
+    Graph,
+    /// Streaming publishes/s and publish-to-WebSocket latency.
+    Streaming,
+    /// Node RSS idle and under KV load (starts its own cluster).
+    Memory,
+    /// fsync latency and KV write rate with group commit (starts its own cluster).
+    Groupcommit,
+}
+
+/// Where `deploy/cluster.sh` keeps the generated admin credentials:
+/// `$TESSERA_DATA/admin-credentials` if `TESSERA_DATA` is set, else
+/// `data/cluster/admin-credentials` under the current directory or the repository root.
+fn credentials_file() -> Option<PathBuf> {
+    const FILE: &str = "admin-credentials";
+    if let Some(dir) = std::env::var_os("TESSERA_DATA").filter(|d| !d.is_empty()) {
+        let f = PathBuf::from(dir).join(FILE);
+        return f.is_file().then_some(f);
+    }
+    [PathBuf::from("data/cluster"), Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cluster")]
+        .into_iter()
+        .map(|d| d.join(FILE))
+        .find(|f| f.is_file())
+}
+
+/// Parses the file `cluster.sh` writes with `printf 'ADMIN_USER=%q\nADMIN_PASS=%q\n'`:
+/// returns (user, password).
+fn read_credentials(path: &Path) -> Result<(Option<String>, Option<String>)> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (mut user, mut pass) = (None, None);
+    for line in text.lines() {
+        let Some((key, value)) = line.trim().split_once('=') else { continue };
+        match key {
+            "ADMIN_USER" => user = Some(shell_unquote(value)),
+            "ADMIN_PASS" => pass = Some(shell_unquote(value)),
+            _ => {}
         }
     }
-    Ok(a)
+    Ok((user, pass))
+}
+
+/// Undoes bash's `printf %q` quoting: backslash escapes, '…' and $'…'.
+fn shell_unquote(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '\'' => out.extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '$' if chars.peek() == Some(&'\'') => {
+                chars.next();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\'' => break,
+                        '\\' => match chars.next() {
+                            Some('n') => out.push('\n'),
+                            Some('t') => out.push('\t'),
+                            Some('r') => out.push('\r'),
+                            Some('e' | 'E') => out.push('\x1b'),
+                            Some('a') => out.push('\x07'),
+                            Some('b') => out.push('\x08'),
+                            Some('f') => out.push('\x0c'),
+                            Some('v') => out.push('\x0b'),
+                            Some(other) => out.push(other),
+                            None => {}
+                        },
+                        c => out.push(c),
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The user and password: flags or environment first, then the cluster's credentials file.
+fn credentials(a: &Args) -> Result<(String, String)> {
+    let (mut user, mut password) = (a.user.clone(), a.password.clone());
+    if user.is_none() || password.is_none() {
+        if let Some(f) = credentials_file() {
+            let (u, p) = read_credentials(&f)?;
+            user = user.or(u);
+            password = password.or(p);
+        }
+    }
+    let password = password.ok_or_else(|| {
+        anyhow!(
+            "no admin password: pass --password (or set SERVICE_ADMIN_PASSWORD), or start the cluster with deploy/cluster.sh so $TESSERA_DATA/admin-credentials exists"
+        )
+    })?;
+    Ok((user.unwrap_or_else(|| "admin".into()), password))
 }
 
 #[derive(Clone)]
@@ -79,9 +188,11 @@ impl Client {
             .post(format!("{url}/api/v1/auth/login"))
             .json(&json!({"username": user, "password": password}))
             .send()
-            .await?
+            .await
+            .with_context(|| format!("login at {url}"))?
             .json()
-            .await?;
+            .await
+            .with_context(|| format!("login at {url}"))?;
         let token = r["token"].as_str().ok_or_else(|| anyhow!("login failed: {r}"))?.to_string();
         Ok(Client { http, url: url.to_string(), token })
     }
@@ -370,27 +481,38 @@ async fn compare(c: Client, secs: u64) -> Result<()> {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
-    let a = parse_args()?;
+async fn main() {
+    let a = Args::parse();
+    if let Err(err) = run(a).await {
+        let backtrace = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+        if backtrace {
+            eprintln!("tessera-bench: {err:?}");
+        } else {
+            eprintln!("tessera-bench: {err:#}");
+        }
+        std::process::exit(1);
+    }
+}
+
+async fn run(a: Args) -> Result<()> {
     // Modes that start clusters of their own.
-    match a.mode.as_str() {
-        "memory" => return system::memory(a.seconds).await,
-        "groupcommit" => return system::group_commit(a.seconds).await,
+    match a.mode {
+        Mode::Memory => return system::memory(a.seconds).await,
+        Mode::Groupcommit => return system::group_commit(a.seconds).await,
         _ => {}
     }
-    let c = Client::login(&a.url, &a.user, &a.password).await?;
-    match a.mode.as_str() {
-        "kv" => bench_kv(c, a.seconds).await,
-        "sql" => bench_sql(c, a.seconds, a.rows).await,
-        "compare" => compare(c, a.seconds).await,
-        "objects" => objects::run(c, a.seconds).await,
-        "vectors" => vectors::run(c, a.rows).await,
-        "documents" => documents::run(c, a.seconds, a.rows).await,
-        "timeseries" => timeseries::run(c, a.rows).await,
-        "graph" => graph::run(c, a.rows).await,
-        "streaming" => streaming::run(c, a.seconds, a.rows).await,
-        other => bail!(
-            "unknown mode {other}: kv, sql, compare, objects, vectors, documents, timeseries, graph, streaming, memory, groupcommit"
-        ),
+    let (user, password) = credentials(&a)?;
+    let c = Client::login(&a.url, &user, &password).await?;
+    match a.mode {
+        Mode::Kv => bench_kv(c, a.seconds).await,
+        Mode::Sql => bench_sql(c, a.seconds, a.rows).await,
+        Mode::Compare => compare(c, a.seconds).await,
+        Mode::Objects => objects::run(c, a.seconds).await,
+        Mode::Vectors => vectors::run(c, a.rows).await,
+        Mode::Documents => documents::run(c, a.seconds, a.rows).await,
+        Mode::Timeseries => timeseries::run(c, a.rows).await,
+        Mode::Graph => graph::run(c, a.rows).await,
+        Mode::Streaming => streaming::run(c, a.seconds, a.rows).await,
+        Mode::Memory | Mode::Groupcommit => unreachable!("handled above"),
     }
 }
