@@ -73,8 +73,8 @@ pub struct Host {
     pub groups: HashMap<GroupId, Group>,
     /// Where reads run: off the runtime threads that drive Raft.
     pub queries: QueryPool,
-    /// Added to the wall clock (tests of a skewed leader only).
-    clock_offset_ms: i64,
+    /// The node's hybrid clock (wall clock, never behind what peers said).
+    pub clock: Arc<tessera_api::clock::HybridClock>,
 }
 
 /// A bounded pool for reads: at most `workers` run at once on tokio's blocking
@@ -138,7 +138,10 @@ impl Host {
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
-        let pool = Arc::new(PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?));
+        let clock = Arc::new(tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms));
+        let pool = Arc::new(
+            PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?).with_clock(clock.clone()),
+        );
         let raft_config = Arc::new(
             Config {
                 cluster_name: cfg.cluster.name.clone(),
@@ -198,27 +201,21 @@ impl Host {
         }
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
-        let clock_offset_ms = cfg.test_clock_offset_ms;
-        Ok(Arc::new(Host { id, store, pool, map, groups, queries, clock_offset_ms }))
+        Ok(Arc::new(Host { id, store, pool, map, groups, queries, clock }))
     }
 
     fn group(&self, group: GroupId) -> Result<&Group, HostError> {
         self.groups.get(&group).ok_or(HostError::UnknownGroup(group))
     }
 
-    /// This node's wall clock (Unix ms).
-    fn wall_ms(&self) -> i64 {
-        now_ms().saturating_add(self.clock_offset_ms)
-    }
-
-    /// The time of a new command of `g`: the wall clock, but never at or before a
-    /// stamp the group applied or this node gave, so the group's time only moves
-    /// forward whatever the clocks of successive leaders say.
+    /// The time of a new command of `g`: the node's hybrid clock, but never at or
+    /// before a stamp the group applied or this node gave, so the group's time
+    /// only moves forward whatever the clocks of successive leaders say.
     fn stamp(&self, g: &Group) -> i64 {
         use std::sync::atomic::Ordering;
         let applied = g.reader.applied_clock().ok().flatten().unwrap_or(i64::MIN);
         let floor = applied.saturating_add(1);
-        let mut stamp = self.wall_ms().max(floor);
+        let mut stamp = self.clock.now_ms().max(floor);
         let mut last = g.last_stamp.load(Ordering::SeqCst);
         loop {
             stamp = stamp.max(last.saturating_add(1));
@@ -229,11 +226,11 @@ impl Host {
         }
     }
 
-    /// The time reads of `g` judge expiry by: the wall clock, but never before the
-    /// group's applied clock (a lagging clock must not bring an expired key back).
+    /// The time reads of `g` judge expiry by: the hybrid clock, but never before
+    /// the group's applied clock (a lagging clock must not bring an expired key back).
     fn read_time(&self, g: &Group) -> i64 {
         let applied = g.reader.applied_clock().ok().flatten().unwrap_or(i64::MIN);
-        self.wall_ms().max(applied)
+        self.clock.now_ms().max(applied)
     }
 
     /// Stamps `op` with the group's next time (see [`Host::stamp`]) and proposes it; leader only.

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
+use tessera_api::clock::HybridClock;
 use tessera_api::{GroupId, NodeId, codec};
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
@@ -39,12 +40,19 @@ pub struct PeerPool {
     dial_overrides: HashMap<NodeId, String>,
     /// Mutual TLS towards peers (`tls` section), or plaintext.
     tls: Option<tessera_api::tls::ClusterTls>,
+    /// Sent with every Raft message and advanced by every reply.
+    clock: Arc<HybridClock>,
 }
 
 impl PeerPool {
     /// A pool that dials the peers in `overrides` at the given addresses.
     pub fn with_dial_overrides(overrides: HashMap<NodeId, String>) -> Self {
         PeerPool { dial_overrides: overrides, ..PeerPool::default() }
+    }
+
+    /// The same pool carrying `clock` in its Raft messages.
+    pub fn with_clock(self, clock: Arc<HybridClock>) -> Self {
+        PeerPool { clock, ..self }
     }
 
     /// The same pool dialing its peers over mutual TLS when `tls` is given.
@@ -98,6 +106,7 @@ pub struct PeerLink {
     target: NodeId,
     control: Option<RaftServiceClient<Channel>>,
     bulk: Option<RaftServiceClient<Channel>>,
+    clock: Arc<HybridClock>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
@@ -106,7 +115,7 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerLink {
         let control = self.pool.raft_client(target, &node.addr, Lane::Control).ok();
         let bulk = self.pool.raft_client(target, &node.addr, Lane::Bulk).ok();
-        PeerLink { group: self.group, target, control, bulk }
+        PeerLink { group: self.group, target, control, bulk, clock: self.pool.clock.clone() }
     }
 }
 
@@ -127,15 +136,18 @@ impl PeerLink {
             RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address")))
         })?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload });
+        let sent_at_ms = self.clock.now_ms();
+        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload, sent_at_ms });
         req.set_timeout(option.hard_ttl());
         let reply = match kind {
             Kind::Vote => client.vote(req).await,
             Kind::Append => client.append_entries(req).await,
             Kind::Snapshot => client.install_snapshot(req).await,
         }
-        .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?;
-        let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.into_inner().payload)
+        .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
+        .into_inner();
+        self.clock.observe(reply.sent_at_ms);
+        let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.payload)
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }

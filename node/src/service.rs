@@ -40,6 +40,18 @@ impl NodeService {
             .ok_or_else(|| Status::not_found(format!("group {group} is not hosted here")))
     }
 
+    /// A peer's Raft message, its clock taken in.
+    fn received(&self, req: Request<RaftMessage>) -> RaftMessage {
+        let m = req.into_inner();
+        self.host.clock.observe(m.sent_at_ms);
+        m
+    }
+
+    /// The reply to a peer's Raft message, carrying this node's clock.
+    fn raft_reply<T: Serialize>(&self, group_id: u64, result: &T) -> Result<Response<RaftMessage>, Status> {
+        Ok(Response::new(RaftMessage { group_id, payload: encode(result)?, sent_at_ms: self.host.clock.now_ms() }))
+    }
+
     fn reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<Response<DataReply>, Status> {
         let outcome = match result {
             Ok(value) => Outcome::Ok(encode(&value)?),
@@ -60,21 +72,21 @@ fn bad_request(e: codec::CodecError) -> Outcome {
 #[tonic::async_trait]
 impl RaftService for NodeService {
     async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = req.into_inner();
+        let m = self.received(req);
         let res = self.raft(m.group_id)?.vote(decode(&m.payload)?).await;
-        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+        self.raft_reply(m.group_id, &res)
     }
 
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = req.into_inner();
+        let m = self.received(req);
         let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
-        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+        self.raft_reply(m.group_id, &res)
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = req.into_inner();
+        let m = self.received(req);
         let res = self.raft(m.group_id)?.install_snapshot(decode(&m.payload)?).await;
-        Ok(Response::new(RaftMessage { group_id: m.group_id, payload: encode(&res)? }))
+        self.raft_reply(m.group_id, &res)
     }
 }
 
