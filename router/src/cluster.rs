@@ -245,8 +245,9 @@ impl Cluster {
     /// Proposes a write to a group's leader.
     pub async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
         let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
-        // One id for every attempt: a retry after a lost answer cannot apply twice.
-        let request_id = hex::encode(rand::random::<[u8; 16]>());
+        // One id for every attempt: a retry after a lost answer cannot apply twice
+        // (and with an Idempotency-Key, neither can the client's own retry).
+        let request_id = crate::idempotency::request_id(group);
         self.call(group, None, false, |mut client| {
             let req = WriteRequest {
                 group_id: group,

@@ -7,6 +7,7 @@ mod cluster;
 mod config;
 mod error;
 mod handlers;
+mod idempotency;
 mod import;
 mod permissions;
 mod ratelimit;

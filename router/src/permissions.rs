@@ -187,6 +187,20 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
     {
         return ApiError::Forbidden(format!("this route needs the {p} permission")).into_response();
     }
+    let idempotency = match parts.headers.get(crate::idempotency::HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(key)) if crate::idempotency::valid_key(key) => match &caller {
+            Caller::User { user, .. } => Some(crate::idempotency::Scope::new(&user.id, key)),
+            Caller::Bootstrap => None,
+        },
+        Some(_) => {
+            return ApiError::BadRequest("Idempotency-Key must be 1-255 visible ASCII characters".into()).into_response();
+        }
+    };
     parts.extensions.insert(caller);
-    next.run(Request::from_parts(parts, body)).await
+    let req = Request::from_parts(parts, body);
+    match idempotency {
+        Some(scope) => crate::idempotency::with_scope(scope, next.run(req)).await,
+        None => next.run(req).await,
+    }
 }

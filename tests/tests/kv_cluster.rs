@@ -141,6 +141,26 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         let r = quorum.kv_get(k).await?.ensure_status(200)?;
         ensure!(r.json["value"] == json!(k), "{k} changed: {r}");
     }
+
+    idempotent_retries(&api).await
+}
+
+/// A client that sends a write again with the same `Idempotency-Key` (after a
+/// timeout, say) gets the first answer and the write does not apply twice: a
+/// delete made between the two sends is not undone by the retry. Another key,
+/// or no key, applies anew; a malformed key is refused.
+async fn idempotent_retries(api: &Http) -> Result<()> {
+    let once = api.header("Idempotency-Key", "put-order-7");
+    let first = once.kv_put("idem/order", json!({"n": 7}), None).await?.ensure_status(200)?;
+    api.kv_delete("idem/order").await?.ensure_status(200)?;
+    let retry = once.kv_put("idem/order", json!({"n": 7}), None).await?.ensure_status(200)?;
+    ensure!(retry.json == first.json, "the retry answered {retry}, the first send {first}");
+    let q = api.consistency("quorum");
+    q.kv_get("idem/order").await?.ensure_status(404)?;
+    api.header("Idempotency-Key", "put-order-8").kv_put("idem/order", json!({"n": 8}), None).await?.ensure_status(200)?;
+    let r = q.kv_get("idem/order").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == json!({"n": 8}), "a new key did not apply: {r}");
+    api.header("Idempotency-Key", "bad key").kv_put("idem/x", json!(1), None).await?.ensure_status(400)?;
     Ok(())
 }
 
