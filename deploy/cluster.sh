@@ -39,8 +39,13 @@ start_node() {
   local n="$1"
   if running "node-$n"; then log "node $n already running (pid $(cat "$(pidfile "node-$n")"))"; return; fi
   mkdir -p "$DATA/node-$n" "$DATA/pids" "$DATA/logs"
+  # Once the cluster has bootstrapped, a node whose data directory is empty (new or
+  # wiped) joins it as "existing": it initializes nothing and does not vote until
+  # it has caught up.
+  local state=new
+  [[ -f "$DATA/bootstrapped" && ! -d "$DATA/node-$n/rocksdb" ]] && state=existing
   SERVICE_NODE_ID="$n" SERVICE_PEERS="$PEERS" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
-  SERVICE_DATA_DIR="$DATA/node-$n" \
+  SERVICE_DATA_DIR="$DATA/node-$n" SERVICE_INITIAL_CLUSTER_STATE="$state" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
   log "node $n started (pid $!, gRPC 127.0.0.1:$((NODE_BASE + n)))"
@@ -118,6 +123,7 @@ case "${1:-}" in
     for n in 1 2 3; do start_node "$n"; done
     start_router
     wait_ready
+    touch "$DATA/bootstrapped"
     credentials
     cat <<TXT
 Tessera is ready at $URL

@@ -124,11 +124,32 @@ pub struct ClusterSection {
     /// Optional `id=host:port` entries: this node dials peer `id` at that address
     /// instead of the one in the membership (the chaos suite's per-link proxies).
     pub dial_overrides: Peers,
+    /// `new`: this start may bootstrap the cluster (a group's first member
+    /// initializes it on a fresh store). `existing`: the cluster exists; a fresh
+    /// store (a new or wiped data directory) initializes nothing and its groups
+    /// do not vote until they have caught up from a leader, like etcd's
+    /// `--initial-cluster-state` (`SERVICE_INITIAL_CLUSTER_STATE`).
+    pub initial_state: InitialState,
+}
+
+/// See [`ClusterSection::initial_state`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InitialState {
+    #[default]
+    New,
+    Existing,
 }
 
 impl Default for ClusterSection {
     fn default() -> Self {
-        ClusterSection { node_id: 1, name: "tessera".into(), peers: Peers::default(), dial_overrides: Peers::default() }
+        ClusterSection {
+            node_id: 1,
+            name: "tessera".into(),
+            peers: Peers::default(),
+            dial_overrides: Peers::default(),
+            initial_state: InitialState::New,
+        }
     }
 }
 
@@ -181,6 +202,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("node_id", "cluster.node_id"),
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
+    ("initial_cluster_state", "cluster.initial_state"),
     ("grpc_addr", "server.grpc_addr"),
     ("query_workers", "server.query_workers"),
     ("query_queue", "server.query_queue"),

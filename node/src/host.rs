@@ -18,6 +18,7 @@ use tracing::{info, warn};
 use crate::config::NodeConfig;
 use crate::network::{GroupNetwork, PeerPool};
 use crate::placement;
+use crate::query_pool::{PoolError, QueryPool};
 
 /// How long a write or read with consistency `all` waits for every voter.
 const ALL_APPLIED_TIMEOUT: Duration = Duration::from_secs(5);
@@ -28,6 +29,25 @@ pub struct Group {
     pub reader: GroupReader,
     /// The last stamp this node gave a command of the group it proposed.
     last_stamp: std::sync::atomic::AtomicI64,
+    /// A fresh replica joining an existing cluster, until it applied something.
+    catching_up: std::sync::atomic::AtomicBool,
+}
+
+impl Group {
+    /// Whether this replica may answer votes: not while a fresh replica in an
+    /// existing cluster has applied nothing (an empty log grants any candidate
+    /// its vote, which could elect a leader that lacks committed entries).
+    pub fn may_vote(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if !self.catching_up.load(Ordering::Relaxed) {
+            return true;
+        }
+        let caught_up = self.reader.applied().ok().flatten().is_some();
+        if caught_up {
+            self.catching_up.store(false, Ordering::Relaxed);
+        }
+        caught_up
+    }
 }
 
 /// Why an operation on a group did not produce a result.
@@ -39,8 +59,8 @@ pub enum HostError {
     UnknownGroup(GroupId),
     #[error("{0}")]
     Unavailable(String),
-    #[error("node {0} is busy: every query worker is taken and {1} reads are waiting")]
-    Busy(NodeId, usize),
+    #[error("{0}")]
+    Query(#[from] PoolError),
     #[error("committed, but not applied on every replica within {0:?}")]
     NotAppliedEverywhere(Duration),
     #[error("storage: {0}")]
@@ -54,7 +74,7 @@ impl HostError {
             HostError::UnknownGroup(_) => FailureKind::UnknownGroup,
             HostError::NotAppliedEverywhere(_) => FailureKind::NotAppliedEverywhere,
             HostError::Storage(_) => FailureKind::Storage,
-            HostError::NotLeader { .. } | HostError::Unavailable(_) | HostError::Busy(..) => FailureKind::Unavailable,
+            HostError::NotLeader { .. } | HostError::Unavailable(_) | HostError::Query(_) => FailureKind::Unavailable,
         }
     }
 
@@ -77,57 +97,13 @@ pub struct Host {
     pub clock: Arc<tessera_api::clock::HybridClock>,
 }
 
-/// A bounded pool for reads: at most `workers` run at once on tokio's blocking
-/// threads, at most `queue` wait for a turn, and the rest are refused as busy.
-/// Heartbeats and appends never wait behind a long scan or search.
-pub struct QueryPool {
-    permits: Arc<tokio::sync::Semaphore>,
-    waiting: std::sync::atomic::AtomicUsize,
-    queue: usize,
-}
-
-impl QueryPool {
-    pub fn new(workers: usize, queue: usize) -> Self {
-        QueryPool {
-            permits: Arc::new(tokio::sync::Semaphore::new(workers.max(1))),
-            waiting: std::sync::atomic::AtomicUsize::new(0),
-            queue,
-        }
-    }
-
-    /// Runs `work` on a blocking thread once a worker is free; `None` when the
-    /// queue is full.
-    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Option<Result<T, String>> {
-        use std::sync::atomic::Ordering;
-        let permit = match self.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.queue {
-                    self.waiting.fetch_sub(1, Ordering::SeqCst);
-                    return None;
-                }
-                let p = self.permits.clone().acquire_owned().await;
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
-                p.ok()?
-            }
-        };
-        Some(
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                work()
-            })
-            .await
-            .map_err(|e| e.to_string()),
-        )
-    }
-}
 
 impl Host {
     /// Opens the store and starts every group placed on this node.
     pub async fn start(cfg: &NodeConfig) -> anyhow::Result<Arc<Host>> {
         let id = cfg.cluster.node_id;
         let peers = cfg.peers()?;
-        let map = placement::initial_map(
+        let configured = placement::initial_map(
             &peers,
             cfg.sharding.shard_count,
             cfg.replication.replication_factor,
@@ -138,6 +114,8 @@ impl Host {
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
+        let map = placement::recorded_or_configured(&store, configured)?;
+        let existing = cfg.cluster.initial_state == crate::config::InitialState::Existing;
         let clock = Arc::new(tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms));
         let pool = Arc::new(
             PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?).with_clock(clock.clone()),
@@ -163,6 +141,9 @@ impl Host {
         let mut groups = HashMap::new();
         for info in map.groups.iter().filter(|g| g.members.contains(&id)) {
             let fresh = store.group_is_fresh(info.id)?;
+            if fresh && existing {
+                info!(group = info.id, "fresh replica in an existing cluster: it will not vote until it has caught up");
+            }
             let network = GroupNetwork { group: info.id, pool: pool.clone() };
             let started = Raft::new(
                 id,
@@ -181,8 +162,9 @@ impl Host {
                     continue;
                 }
             };
-            // The group's first member initializes it, once, on a fresh store.
-            if fresh && info.members.first() == Some(&id) {
+            // The group's first member initializes it, once, on a fresh store, and
+            // only when this start may bootstrap the cluster.
+            if fresh && !existing && info.members.first() == Some(&id) {
                 let members: BTreeMap<NodeId, BasicNode> = info
                     .members
                     .iter()
@@ -196,7 +178,8 @@ impl Host {
                     Err(e) => return Err(e.into()),
                 }
             }
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default() };
+            let catching_up = std::sync::atomic::AtomicBool::new(fresh && existing);
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), catching_up };
             groups.insert(info.id, group);
         }
         info!(node = id, groups = groups.len(), "node started its groups");
@@ -247,9 +230,7 @@ impl Host {
             && g.raft.metrics().borrow().current_leader == Some(self.id)
         {
             let (reader, sql) = (g.reader.clone(), sql.clone());
-            let trial = tokio::task::spawn_blocking(move || reader.sql_trial_run(&sql, issued_at_ms))
-                .await
-                .map_err(|e| HostError::Unavailable(e.to_string()))?;
+            let trial = self.queries.run(move || reader.sql_trial_run(&sql, issued_at_ms)).await?;
             if let Some(timed_out) = trial {
                 return Ok(Response::Sql(timed_out));
             }
@@ -281,11 +262,7 @@ impl Host {
         }
         let reader = g.reader.clone();
         let now = self.read_time(g);
-        match self.queries.run(move || reader.query(&query, now)).await {
-            Some(Ok(result)) => Ok(result?),
-            Some(Err(panicked)) => Err(HostError::Unavailable(format!("query failed: {panicked}"))),
-            None => Err(HostError::Busy(self.id, self.queries.queue)),
-        }
+        Ok(self.queries.run(move || reader.query(&query, now)).await??)
     }
 
     /// The index this node's replica of `group` has applied.

@@ -5,6 +5,7 @@ mod config;
 mod host;
 mod network;
 mod placement;
+mod query_pool;
 mod service;
 
 use std::path::PathBuf;

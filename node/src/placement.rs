@@ -28,9 +28,86 @@ pub fn initial_map(
     ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups }
 }
 
+/// Why a node refuses to start.
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    #[error(
+        "the configuration disagrees with the placement this node recorded at bootstrap: {0}. \
+         Start it with the configuration the cluster was bootstrapped with (peers, shard_count, \
+         replication_factor, sharding strategy); wipe the data directory only to re-add the node \
+         (then start it with initial_cluster_state=existing)"
+    )]
+    Disagrees(String),
+    #[error("placement record: {0}")]
+    Record(String),
+}
+
+/// The placement this node hosts groups from: the one it recorded at its first
+/// start (recorded now when there is none), with the configured addresses (nodes
+/// may move; ids and groups may not). Refuses a configuration whose topology
+/// differs from the recorded one.
+pub fn recorded_or_configured(store: &tessera_storage::Store, configured: ClusterMap) -> Result<ClusterMap, PlacementError> {
+    let record = |e: &dyn std::fmt::Display| PlacementError::Record(e.to_string());
+    let Some(bytes) = store.recorded_placement().map_err(|e| record(&e))? else {
+        let bytes = serde_json::to_vec(&configured).map_err(|e| record(&e))?;
+        store.record_placement(&bytes).map_err(|e| record(&e))?;
+        return Ok(configured);
+    };
+    let recorded: ClusterMap = serde_json::from_slice(&bytes).map_err(|e| record(&e))?;
+    if let Some(difference) = topology_difference(&recorded, &configured) {
+        return Err(PlacementError::Disagrees(difference));
+    }
+    Ok(configured)
+}
+
+/// How two maps differ in anything but node addresses, if they do.
+fn topology_difference(recorded: &ClusterMap, configured: &ClusterMap) -> Option<String> {
+    let ids = |m: &ClusterMap| m.nodes.iter().map(|n| n.id).collect::<Vec<_>>();
+    if ids(recorded) != ids(configured) {
+        return Some(format!("nodes {:?} were recorded, {:?} are configured", ids(recorded), ids(configured)));
+    }
+    if recorded.groups.len() != configured.groups.len() {
+        return Some(format!(
+            "{} data groups were recorded, {} are configured (shard_count)",
+            recorded.data_groups().len(),
+            configured.data_groups().len()
+        ));
+    }
+    if recorded.replication_factor != configured.replication_factor {
+        return Some(format!(
+            "replication factor {} was recorded, {} is configured",
+            recorded.replication_factor, configured.replication_factor
+        ));
+    }
+    if recorded.strategy != configured.strategy {
+        return Some(format!("sharding strategy {:?} was recorded, {:?} is configured", recorded.strategy, configured.strategy));
+    }
+    (recorded.groups != configured.groups).then(|| "group members differ".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_hosts_the_recorded_placement_and_refuses_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = tessera_storage::Store::open(dir.path()).unwrap();
+        let first = initial_map(&nodes(3), 8, 3, ShardingStrategy::Hash);
+        assert_eq!(recorded_or_configured(&store, first.clone()).unwrap(), first);
+        // Same topology at new addresses: accepted, with the new addresses.
+        let mut moved = first.clone();
+        moved.nodes[1].addr = "10.0.0.2:9190".into();
+        assert_eq!(recorded_or_configured(&store, moved.clone()).unwrap(), moved);
+        for (other, what) in [
+            (initial_map(&nodes(3), 4, 3, ShardingStrategy::Hash), "data groups"),
+            (initial_map(&nodes(4), 8, 3, ShardingStrategy::Hash), "nodes"),
+            (initial_map(&nodes(3), 8, 1, ShardingStrategy::Hash), "replication factor"),
+        ] {
+            let e = recorded_or_configured(&store, other).unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("recorded at bootstrap"), "{e}");
+        }
+    }
 
     fn nodes(n: u64) -> Vec<NodeInfo> {
         (1..=n).map(|id| NodeInfo { id, addr: format!("127.0.0.1:{}", 9190 + id) }).collect()

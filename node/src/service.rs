@@ -73,6 +73,14 @@ fn bad_request(e: codec::CodecError) -> Outcome {
 impl RaftService for NodeService {
     async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
         let m = self.received(req);
+        if let Some(g) = self.host.groups.get(&m.group_id)
+            && !g.may_vote()
+        {
+            return Err(Status::unavailable(format!(
+                "node {} is catching up on group {} and does not vote yet",
+                self.host.id, m.group_id
+            )));
+        }
         let res = self.raft(m.group_id)?.vote(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }

@@ -54,6 +54,8 @@ struct View {
     /// Node id → address, from the map or learned from seeds.
     addrs: HashMap<NodeId, String>,
     leaders: HashMap<GroupId, NodeId>,
+    /// The highest Raft term any node reported for each group.
+    terms: HashMap<GroupId, u64>,
     reachable: HashMap<NodeId, bool>,
     /// Node id → (WAL syncs, log entries synced), from the node's status.
     wal: HashMap<NodeId, (u64, u64)>,
@@ -146,6 +148,8 @@ impl Cluster {
                         }
                     }
                     for g in status.groups {
+                        let term = view.terms.entry(g.group_id).or_default();
+                        *term = (*term).max(g.term);
                         if g.leader_id != 0 && best.get(&g.group_id).is_none_or(|(t, _)| g.term > *t) {
                             best.insert(g.group_id, (g.term, g.leader_id));
                         }
@@ -188,6 +192,11 @@ impl Cluster {
     /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).
     pub fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
         self.view.read().expect("view lock").wal.clone()
+    }
+
+    /// Group id → the highest Raft term a node reported (a new term means an election).
+    pub fn terms(&self) -> HashMap<GroupId, u64> {
+        self.view.read().expect("view lock").terms.clone()
     }
 
     /// Group id → cached leader, and node id → whether it answered the last refresh.

@@ -49,6 +49,12 @@ pub fn log_index_of(key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// Node-level records in the `raft` CF live under this pseudo group id (no real
+/// group has it).
+pub const NODE_RECORDS: u64 = u64::MAX;
+/// The placement the node recorded at its first start (JSON).
+pub const NODE_PLACEMENT: u8 = 1;
+
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];
     k[..8].copy_from_slice(&group.to_be_bytes());

@@ -11,7 +11,7 @@ use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteOptions};
 use crate::crypt::{Crypt, CryptError, Purpose};
 use crate::engine::vector::VectorState;
 use crate::error::Result;
-use crate::keys::{CF_DATA, CF_LOG, CF_RAFT};
+use crate::keys::{self, CF_DATA, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
 use crate::state_machine::{GroupReader, StateMachine};
 use crate::wal_sync::{WalStats, WalSync};
@@ -137,6 +137,20 @@ impl Store {
 
     fn vector_state(&self, group: u64) -> Arc<VectorState> {
         self.vectors.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().clone()
+    }
+
+    /// The placement this node recorded at its first start (opaque bytes), if any.
+    pub fn recorded_placement(&self) -> Result<Option<Vec<u8>>> {
+        let key = keys::raft_key(keys::NODE_RECORDS, keys::NODE_PLACEMENT);
+        Ok(self.db.get_cf(self.db.cf_handle(CF_RAFT).expect("raft column family"), key)?)
+    }
+
+    /// Records the node's placement (synced).
+    pub fn record_placement(&self, bytes: &[u8]) -> Result<()> {
+        let key = keys::raft_key(keys::NODE_RECORDS, keys::NODE_PLACEMENT);
+        let mut w = rocksdb::WriteOptions::default();
+        w.set_sync(true);
+        Ok(self.db.put_cf_opt(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes, &w)?)
     }
 
     /// Whether the group has never stored a vote or log entry on this node.

@@ -820,6 +820,29 @@ impl Cluster {
         Ok(())
     }
 
+    /// Waits until node `id`'s process exits by itself (a refused start) and
+    /// returns its exit status; fails if it still runs after `timeout`.
+    pub async fn wait_node_exit(&mut self, id: u64, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
+            let child = n.child.as_mut().with_context(|| format!("node {id} is not running"))?;
+            if let Some(status) = child.try_wait()? {
+                n.child = None;
+                return Ok(status);
+            }
+            ensure!(Instant::now() < deadline, "node {id} still runs after {timeout:?}");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Removes node `id`'s env override `key` (see [`Cluster::set_node_env`]).
+    pub fn unset_node_env(&mut self, id: u64, key: &str) -> Result<()> {
+        let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
+        n.env.retain(|(k, _)| k != key);
+        Ok(())
+    }
+
     /// SIGKILLs node `id` (simulated crash) and reaps it.
     pub fn kill_node(&mut self, id: u64) -> Result<()> {
         let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;

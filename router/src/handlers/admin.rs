@@ -1,5 +1,5 @@
 //! `GET /api/v1/admin/cluster`: nodes, their reachability and WAL group-commit
-//! counters, and each group's leader and members, freshly asked of every node.
+//! counters, and each group's leader, term and members, freshly asked of every node.
 
 use axum::Json;
 use axum::extract::State;
@@ -15,6 +15,7 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     let (leaders, reachable) = state.cluster.leaders_and_liveness();
     let wal = state.cluster.wal_stats();
+    let terms = state.cluster.terms();
     let nodes: Vec<Value> = map
         .nodes
         .iter()
@@ -31,7 +32,7 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     let groups: Vec<Value> = map
         .groups
         .iter()
-        .map(|g| json!({"id": g.id, "leader": leaders.get(&g.id), "members": g.members}))
+        .map(|g| json!({"id": g.id, "leader": leaders.get(&g.id), "term": terms.get(&g.id), "members": g.members}))
         .collect();
     Ok(Json(json!({
         "nodes": nodes,

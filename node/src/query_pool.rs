@@ -1,0 +1,118 @@
+//! The node's query pool: a fixed set of threads, at a lower CPU priority than
+//! the rest of the process, that run reads (and the leader's SQL trial runs)
+//! off the runtime threads driving Raft. At most `queue` jobs wait; beyond
+//! that a job is refused as busy. A scan or search that takes every core
+//! leaves heartbeats, appends and applies the CPU they need first.
+
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+
+use tracing::warn;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Nice value of the query threads (the runtime and apply threads keep 0).
+const QUERY_NICE: i32 = 10;
+
+/// Why a job did not produce its result.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("every query worker is busy and {0} reads are waiting")]
+    Busy(usize),
+    #[error("the query failed: {0}")]
+    Panicked(String),
+}
+
+/// A bounded pool of low-priority threads.
+pub struct QueryPool {
+    jobs: SyncSender<Job>,
+    queue: usize,
+}
+
+impl QueryPool {
+    /// Starts `workers` threads (at least one) with room for `queue` waiting jobs.
+    pub fn new(workers: usize, queue: usize) -> Self {
+        let (jobs, rx) = sync_channel::<Job>(queue);
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..workers.max(1) {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new().name(format!("query-{i}")).spawn(move || worker(&rx));
+            if let Err(e) = spawned {
+                warn!("starting query worker {i}: {e}");
+            }
+        }
+        QueryPool { jobs, queue }
+    }
+
+    /// Runs `work` on a query thread and waits for its result.
+    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PoolError> {
+        let result = self.submit(work)?;
+        result.await.map_err(|_| PoolError::Panicked("the query panicked (see the node log)".into()))
+    }
+
+    /// Queues `work`; its result arrives on the receiver.
+    fn submit<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<tokio::sync::oneshot::Receiver<T>, PoolError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = tx.send(work());
+        });
+        match self.jobs.try_send(job) {
+            Ok(()) => Ok(rx),
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => Err(PoolError::Busy(self.queue)),
+        }
+    }
+}
+
+fn worker(rx: &Mutex<Receiver<Job>>) {
+    lower_priority();
+    loop {
+        let job = match rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        // A panicking query drops its result sender (the caller sees an error);
+        // the worker lives on.
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            warn!("a query panicked: {}", what.unwrap_or_default());
+        }
+    }
+}
+
+/// Lowers this thread's CPU priority (Linux schedules threads one by one).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority on the calling thread have no memory effects.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        if libc::setpriority(libc::PRIO_PROCESS, tid, QUERY_NICE) != 0 {
+            warn!("could not lower the query thread's priority");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_jobs_refuses_beyond_the_queue_and_survives_panics() {
+        let pool = QueryPool::new(1, 1);
+        assert_eq!(pool.run(|| 2 + 2).await.unwrap(), 4);
+        assert!(matches!(pool.run(|| -> u32 { panic!("boom") }).await, Err(PoolError::Panicked(_))));
+        assert_eq!(pool.run(|| 5).await.unwrap(), 5, "the worker survived the panic");
+        // One job runs, one waits: the third is refused.
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+        let blocked = pool.submit(move || gate_rx.recv().ok()).unwrap();
+        while pool.jobs.try_send(Box::new(|| {})).is_ok() {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(pool.run(|| 0).await, Err(PoolError::Busy(1))));
+        gate_tx.send(()).unwrap();
+        assert_eq!(blocked.await.unwrap(), Some(()));
+    }
+}
