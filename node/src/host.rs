@@ -29,22 +29,30 @@ pub struct Group {
     pub reader: GroupReader,
     /// The last stamp this node gave a command of the group it proposed.
     last_stamp: std::sync::atomic::AtomicI64,
-    /// A fresh replica joining an existing cluster, until it applied something.
-    catching_up: std::sync::atomic::AtomicBool,
+    /// While set, the log index this replica must apply before it grants votes: 0 ("anything") for a fresh replica joining an existing cluster,
+    /// the purge mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
+    vote_floor: std::sync::atomic::AtomicU64,
 }
 
+/// [`Group::vote_floor`] when the replica may vote.
+const NO_VOTE_FLOOR: u64 = u64::MAX;
+
 impl Group {
-    /// Whether this replica may answer votes: not while a fresh replica in an
-    /// existing cluster has applied nothing (an empty log grants any candidate
-    /// its vote, which could elect a leader that lacks committed entries).
+    /// Whether this replica may grant votes: not while it has a vote floor it has
+    /// not applied (a fresh replica's empty log, or a log that lost acknowledged
+    /// entries, would grant any candidate its vote and could elect a leader that
+    /// lacks committed entries). Its own campaigns cannot win meanwhile: its log
+    /// is behind the majority that holds the floor's entries.
     pub fn may_vote(&self) -> bool {
         use std::sync::atomic::Ordering;
-        if !self.catching_up.load(Ordering::Relaxed) {
+        let floor = self.vote_floor.load(Ordering::Relaxed);
+        if floor == NO_VOTE_FLOOR {
             return true;
         }
-        let caught_up = self.reader.applied().ok().flatten().is_some();
+        let caught_up = self.reader.applied().ok().flatten().is_some_and(|a| a.index >= floor);
         if caught_up {
-            self.catching_up.store(false, Ordering::Relaxed);
+            self.vote_floor.store(NO_VOTE_FLOOR, Ordering::Relaxed);
+            info!(floor, "replica caught up to its vote floor: it votes again");
         }
         caught_up
     }
@@ -178,13 +186,18 @@ impl Host {
                     Err(e) => return Err(e.into()),
                 }
             }
-            let catching_up = std::sync::atomic::AtomicBool::new(fresh && existing);
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), catching_up };
+            let floor = if fresh && existing { Some(0) } else { store.vote_floor(info.id)? };
+            if let Some(floor) = floor {
+                info!(group = info.id, floor, "this replica does not vote until it has applied the floor");
+            }
+            let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor };
             groups.insert(info.id, group);
         }
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
-        Ok(Arc::new(Host { id, store, pool, map, groups, queries, clock }))
+        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock });
+        Ok(host)
     }
 
     fn group(&self, group: GroupId) -> Result<&Group, HostError> {

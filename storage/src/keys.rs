@@ -2,7 +2,8 @@
 //! data is one contiguous range in each column family.
 //!
 //! - `log` CF: `group | index(8 BE)` → JSON log entry.
-//! - `raft` CF: `group | tag` → vote, committed, last purged log id, snapshot.
+//! - `raft` CF: `group | tag` → vote, committed, last purged log id, install and vote records.
+//!   Snapshots are files (see `snapshot`).
 //! - `data` CF: `group | space | key` → state machine records; space 0 holds the
 //!   applied log id and membership so they travel with snapshots.
 
@@ -14,8 +15,13 @@ pub const CF_DATA: &str = "data";
 pub const RAFT_VOTE: u8 = 1;
 pub const RAFT_COMMITTED: u8 = 2;
 pub const RAFT_PURGED: u8 = 3;
+/// Snapshot meta and bytes of versions before file snapshots (removed at the next install).
 pub const RAFT_SNAPSHOT_META: u8 = 4;
 pub const RAFT_SNAPSHOT_DATA: u8 = 5;
+/// An install between its ingest and its completion (see `snapshot::install`).
+pub const RAFT_INSTALL_PENDING: u8 = 6;
+/// The log index this replica must apply before it votes again (u64 JSON).
+pub const RAFT_VOTE_FLOOR: u8 = 7;
 
 /// Key spaces in the `data` column family.
 pub const SPACE_SM: u8 = 0;

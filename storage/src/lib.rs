@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 mod keys;
 pub mod log_store;
+pub mod snapshot;
 pub mod state_machine;
 pub mod store;
 pub mod types;

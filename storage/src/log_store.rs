@@ -298,7 +298,7 @@ impl LogStore {
 #[cfg(test)]
 mod tests {
     use openraft::storage::RaftStateMachine;
-    use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
+    use openraft::{CommittedLeaderId, EntryPayload};
     use tessera_api::command::{Command, KvOp, Operation};
 
     use super::*;
@@ -349,32 +349,6 @@ mod tests {
             sm.apply(entries[5..].to_vec()).await.unwrap();
             log.purge(log_id(9)).await.unwrap();
             assert_eq!(log.get_log_state().await.unwrap().last_purged_log_id, Some(log_id(9)));
-        });
-    }
-
-    /// An install stores the data, the snapshot and the purge of the log it covers
-    /// together: after it, the purge mark and the stored snapshot agree.
-    #[test]
-    fn install_purges_the_log_it_covers_with_the_snapshot() {
-        let source_dir = tempfile::tempdir().unwrap();
-        let source = Store::open(source_dir.path()).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let entries: Vec<_> = (1..=8).map(|i| put(i, 8)).collect();
-        runtime().block_on(async {
-            let mut leader_sm = source.state_machine(GROUP);
-            leader_sm.apply(entries.clone()).await.unwrap();
-            let snapshot = leader_sm.get_snapshot_builder().await.build_snapshot().await.unwrap();
-
-            let mut log = store.log_store(GROUP);
-            let mut sm = store.state_machine(GROUP);
-            write_log(&log, &entries[..3]);
-            sm.install_snapshot(&snapshot.meta, snapshot.snapshot).await.unwrap();
-            let state = log.get_log_state().await.unwrap();
-            assert_eq!(state.last_purged_log_id, Some(log_id(8)));
-            assert!(log.try_get_log_entries(0..=8).await.unwrap().is_empty());
-            let stored = sm.get_current_snapshot().await.unwrap().expect("stored snapshot");
-            assert_eq!(stored.meta.last_log_id, Some(log_id(8)));
         });
     }
 

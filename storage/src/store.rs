@@ -119,15 +119,26 @@ impl Store {
         LogStore::new(self.db.clone(), self.wal.clone(), group)
     }
 
-    /// The state machine of one group.
-    /// The state machine of one group; repairs an interrupted snapshot install
-    /// first (see [`crate::state_machine::repair_interrupted_install`]).
+    /// The state machine of one group. First finishes or forgets a snapshot
+    /// install a crash interrupted, and guards a replica whose applied index is
+    /// behind its purge mark (see [`crate::state_machine::guard_applied_behind_purge`]).
     pub fn state_machine(&self, group: u64) -> StateMachine {
         let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
-        if let Err(e) = crate::state_machine::repair_interrupted_install(&sm.data) {
-            tracing::error!(group, "checking for an interrupted snapshot install failed: {e}");
+        let dir = crate::snapshot::SnapshotDir::of(&sm.data);
+        if let Err(e) = crate::snapshot::resolve_pending_install(&sm.data, &dir) {
+            tracing::error!(group, "resolving an interrupted snapshot install failed: {e}");
+        }
+        if let Err(e) = crate::state_machine::guard_applied_behind_purge(&sm.data) {
+            tracing::error!(group, "checking the applied index against the purge mark failed: {e}");
         }
         sm
+    }
+
+    /// The log index `group`'s replica must apply before it grants votes
+    /// again, when it has not yet (a replica found applied behind its purge mark).
+    pub fn vote_floor(&self, group: u64) -> Result<Option<u64>> {
+        let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
+        crate::state_machine::vote_floor(&sm.data)
     }
 
     /// A read-only view of one group's state machine, for serving queries.

@@ -1,7 +1,5 @@
 //! The openraft type configuration shared by every group.
 
-use std::io::Cursor;
-
 use tessera_api::command::{Command, Response};
 
 openraft::declare_raft_types!(
@@ -12,7 +10,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = crate::snapshot::SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -62,6 +62,9 @@ struct Args {
     /// Number of rows (records, points, edges) the data-loading modes write.
     #[arg(long, default_value_t = 100_000)]
     rows: u64,
+    /// Size of the group the `snapshot` mode ships, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    mib: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,6 +91,9 @@ enum Mode {
     Memory,
     /// fsync latency and KV write rate with group commit (starts its own cluster).
     Groupcommit,
+    /// RSS and time while a `--mib` group is snapshotted and shipped to a wiped
+    /// follower (starts its own cluster).
+    Snapshot,
 }
 
 /// Where `deploy/cluster.sh` keeps the generated admin credentials:
@@ -499,6 +505,7 @@ async fn run(a: Args) -> Result<()> {
     match a.mode {
         Mode::Memory => return system::memory(a.seconds).await,
         Mode::Groupcommit => return system::group_commit(a.seconds).await,
+        Mode::Snapshot => return system::snapshot(a.mib).await,
         _ => {}
     }
     let (user, password) = credentials(&a)?;
@@ -513,6 +520,6 @@ async fn run(a: Args) -> Result<()> {
         Mode::Timeseries => timeseries::run(c, a.rows).await,
         Mode::Graph => graph::run(c, a.rows).await,
         Mode::Streaming => streaming::run(c, a.seconds, a.rows).await,
-        Mode::Memory | Mode::Groupcommit => unreachable!("handled above"),
+        Mode::Memory | Mode::Groupcommit | Mode::Snapshot => unreachable!("handled above"),
     }
 }

@@ -22,7 +22,7 @@ fn content(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-async fn put(c: &Client, path: &str, body: Vec<u8>) -> Result<()> {
+pub(super) async fn put(c: &Client, path: &str, body: Vec<u8>) -> Result<()> {
     let r = c
         .http
         .put(format!("{}{path}", c.url))

@@ -143,3 +143,121 @@ pub async fn group_commit(secs: u64) -> Result<()> {
     drop(cluster);
     Ok(())
 }
+
+/// `tessera-bench snapshot --mib N`: one shard filled with `mib` MiB of 8 MiB
+/// objects while node 3 is down; node 3's data directory is then wiped and the
+/// node restarted, so the group reaches it as one snapshot built by the leader,
+/// shipped in chunks and installed. Prints every node's RSS before and its peak
+/// during the catch-up, and the time from node 3's start to the installed
+/// snapshot.
+pub async fn snapshot(group_mib: u64) -> Result<()> {
+    let opts = ClusterOptions {
+        shard_count: 1,
+        node_env: vec![
+            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "64".into()),
+            ("SERVICE_RAFT_KEEP_LOGS".into(), "8".into()),
+        ],
+        ..ClusterOptions::default()
+    };
+    let mut cluster = Cluster::start(opts).await?;
+    let client = Client::login(&cluster.router_url(0), ADMIN_USER, ADMIN_PASSWORD).await?;
+    cluster.stop_node(3).await?;
+    client.send(reqwest::Method::POST, "/api/v1/objects/buckets", Some(&json!({"name": "snap"})), "quorum").await?;
+    let object = 8u64; // MiB
+    let count = group_mib.div_ceil(object);
+    let loaded = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (c, next) = (client.clone(), next.clone());
+            tokio::spawn(async move {
+                let body = vec![0x5au8; (object * 1024 * 1024) as usize];
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return Ok::<(), anyhow::Error>(());
+                    }
+                    let mut body = body.clone();
+                    body[..8].copy_from_slice(&i.to_be_bytes()); // distinct objects
+                    super::objects::put(&c, &format!("/api/v1/objects/buckets/snap/object/o{i}"), body).await?;
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await??;
+    }
+    println!("loaded {} MiB in {count} objects in {:.1} s (node 3 down)", count * object, loaded.elapsed().as_secs_f64());
+
+    let dir = cluster.node_data_dir(3)?;
+    std::fs::remove_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir)?;
+    cluster.set_node_env(3, "SERVICE_INITIAL_CLUSTER_STATE", "existing")?;
+    let before: Vec<u64> = (1..=2).map(|n| cluster.node_pid(n).map_or(0, rss_kib)).collect();
+    let started = Instant::now();
+    cluster.start_node(3)?;
+    let pids: Vec<u32> = (1..=3).map(|n| cluster.node_pid(n).context("node pid")).collect::<Result<_>>()?;
+    let log = cluster.node_log(3)?;
+    let mut peaks = vec![0u64; 3];
+    let installed = loop {
+        for (i, pid) in pids.iter().enumerate() {
+            peaks[i] = peaks[i].max(rss_kib(*pid));
+        }
+        let text = strip_ansi(&std::fs::read_to_string(&log).unwrap_or_default());
+        // Group 1 is the data group (group 0 is the meta group).
+        if text.lines().any(|l| l.contains("installed snapshot") && l.contains("group=1 ")) {
+            break started.elapsed();
+        }
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(1800), "node 3 did not install the snapshot in 30 min");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // A follower that just installed must not unsettle the group: count its
+    // elections over the next 30 s.
+    let term = |v: &serde_json::Value| v["groups"].as_array().and_then(|g| g.iter().find(|g| g["id"] == 1)).and_then(|g| g["term"].as_u64());
+    let t0 = term(&client.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let t1 = term(&client.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?);
+    println!("group 1 term right after the install {t0:?}, 30 s later {t1:?}");
+    let on_disk = dir_bytes(&dir);
+    println!("node 3 installed the {} MiB group in {:.1} s; its data directory holds {:.0} MiB", count * object, installed.as_secs_f64(), on_disk as f64 / 1048576.0);
+    println!("{:<6} {:>15} {:>22} {:>12}", "node", "RSS before MiB", "peak in catch-up MiB", "growth MiB");
+    for n in 0..3 {
+        let base = if n < 2 { before[n] } else { 0 };
+        let growth = if n < 2 { format!("{:.1}", mib(peaks[n].saturating_sub(base))) } else { "(started)".into() };
+        println!("{:<6} {:>15.1} {:>22.1} {:>12}", n + 1, mib(base), mib(peaks[n]), growth);
+    }
+    Ok(())
+}
+
+/// `text` without terminal colour sequences (node logs are coloured).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
