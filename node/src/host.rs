@@ -197,6 +197,20 @@ impl Host {
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
         let host = Arc::new(Host { id, store, pool, map, groups, queries, clock });
+        // Vector indexes live in memory: rebuild them now, in the background on the
+        // query pool, rather than inside the first searches after a start (a
+        // 10 000-vector collection takes seconds to rebuild in a debug build).
+        for (&group, g) in &host.groups {
+            let (reader, host) = (g.reader.clone(), host.clone());
+            tokio::spawn(async move {
+                match host.queries.run(move || reader.warm_vector_indexes()).await {
+                    Ok(Ok(0)) => {}
+                    Ok(Ok(built)) => info!(group, built, "vector indexes rebuilt after start"),
+                    Ok(Err(e)) => tracing::warn!(group, "rebuilding vector indexes after start failed: {e}"),
+                    Err(e) => tracing::warn!(group, "vector index rebuild not run: {e}"),
+                }
+            });
+        }
         Ok(host)
     }
 

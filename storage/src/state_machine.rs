@@ -97,6 +97,12 @@ impl GroupReader {
         engine::sql::trial_run(&self.data, op, now_ms)
     }
 
+    /// Builds the group's vector indexes that are not in memory yet (see
+    /// [`engine::vector::warm`]); how many were built.
+    pub fn warm_vector_indexes(&self) -> Result<usize> {
+        engine::vector::warm(&self.data)
+    }
+
     /// The last log id applied to this replica.
     pub fn applied(&self) -> Result<Option<LogId<u64>>> {
         read_sm_record(&self.data, keys::SM_APPLIED)

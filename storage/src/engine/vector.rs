@@ -477,6 +477,30 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
     })
 }
 
+/// Builds every collection index of the group that is not in memory yet (after
+/// a start or an install), so the first searches do not pay for it. Returns how
+/// many were built. Each build holds the group's index lock, as a search would.
+pub fn warm(data: &GroupData) -> Result<usize> {
+    let view = data.space(space::VECTOR);
+    let mut configs = Vec::new();
+    view.scan_prefix(b"c/", |_, v| {
+        configs.push(serde_json::from_slice::<CollectionConfig>(v)?);
+        Ok(true)
+    })?;
+    let mut built = 0;
+    for c in configs {
+        if data.vectors.read().contains_key(&c.name) {
+            continue;
+        }
+        let mut map = data.vectors.write();
+        if !map.contains_key(&c.name) {
+            live(&mut map, &view, &c)?;
+            built += 1;
+        }
+    }
+    Ok(built)
+}
+
 fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<VectorQueryResult> {
     let Some(c) = config(view, &req.collection)? else {
         return Ok(missing(&req.collection));
