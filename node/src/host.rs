@@ -29,8 +29,9 @@ pub struct Group {
     pub reader: GroupReader,
     /// The last stamp this node gave a command of the group it proposed.
     last_stamp: std::sync::atomic::AtomicI64,
-    /// While set, the log index this replica must apply before it grants votes: 0 ("anything") for a fresh replica joining an existing cluster,
-    /// the purge mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
+    /// While set, the log index this replica must apply before it grants votes:
+    /// 0 ("anything") for a fresh replica joining an existing cluster, the purge
+    /// mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
     vote_floor: std::sync::atomic::AtomicU64,
 }
 

@@ -292,8 +292,6 @@ impl StateMachine {
     }
 }
 
-/// Snapshot file format: a sequence of `u32 len | key | u32 len | value` records
-/// (big-endian lengths), keys relative to the group prefix.
 /// Builds snapshots of one group.
 pub struct SnapshotBuilder {
     data: GroupData,
