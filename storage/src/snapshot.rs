@@ -442,9 +442,13 @@ pub(crate) fn install(data: &GroupData, dir: &SnapshotDir, meta: &Meta, path: &P
     let _ = fs::remove_file(&sst);
     #[cfg(test)]
     test_points::crash_at(2)?;
+    // The file becomes the current snapshot before the purge mark passes the old
+    // one: openraft refuses to start a group whose purge mark is past its snapshot.
     let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
-    finish_install(db, group, meta.last_log_id)?;
     dir.publish(path, meta)?;
+    #[cfg(test)]
+    test_points::crash_at(3)?;
+    finish_install(db, group, meta.last_log_id)?;
     Ok(())
 }
 
@@ -473,6 +477,29 @@ fn finish_install(db: &Db, group: u64, last: Option<LogId<u64>>) -> Result<()> {
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
     db.write_opt(batch, &sync)?;
+    Ok(())
+}
+
+/// At start: removes the current snapshot file when the purge mark is past it.
+/// openraft requires `purged <= snapshot` and stops the group otherwise; an
+/// install interrupted after its ingest but before its file became current
+/// leaves exactly that (the received file was a leftover). Without a file,
+/// openraft builds a new snapshot from the applied state, which is at or past
+/// the purge mark.
+pub(crate) fn drop_snapshot_behind_purge(data: &GroupData, dir: &SnapshotDir) -> Result<()> {
+    let raft = data.db.cf_handle(CF_RAFT).expect("raft column family");
+    let purged: Option<LogId<u64>> = match data.db.get_cf(raft, keys::raft_key(data.group, keys::RAFT_PURGED))? {
+        Some(b) => serde_json::from_slice(&b)?,
+        None => None,
+    };
+    let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((meta, path)) = dir.current_meta()?
+        && meta.last_log_id < purged
+    {
+        tracing::warn!(group = data.group, snapshot = ?meta.last_log_id, ?purged,
+            "the stored snapshot is behind the purge mark; a new one is built from the applied state");
+        fs::remove_file(path)?;
+    }
     Ok(())
 }
 
@@ -507,7 +534,8 @@ pub(crate) fn resolve_pending_install(data: &GroupData, dir: &SnapshotDir) -> Re
 pub(crate) mod test_points {
     //! Crash points inside an install (test builds only).
     use std::sync::atomic::AtomicU8;
-    /// 0: none; 1: stop after the pending record (before ingest); 2: stop after the ingest.
+    /// 0: none; 1: stop after the pending record (before ingest); 2: stop after
+    /// the ingest; 3: stop after the file became current (before the purge).
     pub static STOP_INSTALL: AtomicU8 = AtomicU8::new(0);
 
     pub(super) fn crash_at(point: u8) -> crate::error::Result<()> {
@@ -662,6 +690,45 @@ mod tests {
                 assert!(leftovers.iter().all(|p| p.extension().is_none_or(|e| e != "part" && e != "sst")), "{leftovers:?}");
                 if expect_installed {
                     assert!(flog.try_get_log_entries(0..=6).await.unwrap().is_empty(), "the covered log was not deleted");
+                }
+            });
+        }
+    }
+
+    /// A follower that built a snapshot of its own, then crashed in the middle of
+    /// installing the leader's newer one, restarts in a state openraft accepts:
+    /// its stored snapshot is never behind its purge mark (openraft panics at
+    /// start otherwise; seen in the quick chaos run).
+    #[test]
+    fn an_interrupted_install_never_leaves_the_snapshot_behind_the_purge_mark() {
+        for point in [1u8, 2, 3] {
+            let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let leader = Store::open(a.path()).unwrap();
+            runtime().block_on(async {
+                let mut lsm = leader.state_machine(GROUP);
+                lsm.apply((1..=6).map(|i| put(i, &format!("k{i}"), "new"))).await.unwrap();
+                let snapshot = lsm.get_snapshot_builder().await.build_snapshot().await.unwrap();
+                {
+                    let follower = Store::open(b.path()).unwrap();
+                    let mut fsm = follower.state_machine(GROUP);
+                    fsm.apply(vec![put(1, "k1", "old"), put(2, "k2", "old")]).await.unwrap();
+                    let own = fsm.get_snapshot_builder().await.build_snapshot().await.unwrap();
+                    assert_eq!(own.meta.last_log_id, Some(log_id(2)));
+                    let meta = snapshot.meta.clone();
+                    let file = receive(&mut fsm, snapshot).await;
+                    test_points::STOP_INSTALL.store(point, Ordering::SeqCst);
+                    assert!(fsm.install_snapshot(&meta, file).await.is_err(), "crash point {point}");
+                    test_points::STOP_INSTALL.store(0, Ordering::SeqCst);
+                }
+                let follower = Store::open(b.path()).unwrap();
+                let mut fsm = follower.state_machine(GROUP);
+                let mut flog = follower.log_store(GROUP);
+                let purged = flog.get_log_state().await.unwrap().last_purged_log_id;
+                let applied = fsm.applied_state().await.unwrap().0;
+                let current = fsm.get_current_snapshot().await.unwrap().map(|s| s.meta.last_log_id);
+                assert!(purged <= applied, "point {point}: purged {purged:?} past applied {applied:?}");
+                if let Some(current) = current {
+                    assert!(purged <= current, "point {point}: snapshot {current:?} behind the purge mark {purged:?}");
                 }
             });
         }

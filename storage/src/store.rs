@@ -120,8 +120,9 @@ impl Store {
     }
 
     /// The state machine of one group. First finishes or forgets a snapshot
-    /// install a crash interrupted, and guards a replica whose applied index is
-    /// behind its purge mark (see [`crate::state_machine::guard_applied_behind_purge`]).
+    /// install a crash interrupted, guards a replica whose applied index is
+    /// behind its purge mark (see [`crate::state_machine::guard_applied_behind_purge`]),
+    /// and drops a stored snapshot the purge mark has passed.
     pub fn state_machine(&self, group: u64) -> StateMachine {
         let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
         let dir = crate::snapshot::SnapshotDir::of(&sm.data);
@@ -130,6 +131,9 @@ impl Store {
         }
         if let Err(e) = crate::state_machine::guard_applied_behind_purge(&sm.data) {
             tracing::error!(group, "checking the applied index against the purge mark failed: {e}");
+        }
+        if let Err(e) = crate::snapshot::drop_snapshot_behind_purge(&sm.data, &dir) {
+            tracing::error!(group, "checking the stored snapshot against the purge mark failed: {e}");
         }
         sm
     }

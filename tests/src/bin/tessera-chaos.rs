@@ -5,13 +5,15 @@
 //! cargo run -p tessera-tests --bin tessera-chaos -- --long --minutes 120
 //! ```
 //! Options: `--long`, `--minutes N` (long profile, default 60), `--seed N`,
-//! `--hold-secs N` (how long each fault lasts). Prints operations, faults
+//! `--hold-secs N` (how long each fault lasts), `--fault NAME` (quick profile: only
+//! this fault; repeat the flag for a sequence). Prints operations, faults
 //! injected by kind, anomalies and lost writes; exits 1 on any anomaly (the
 //! history is saved as JSON and its path printed), 2 if the run could not complete.
 
 use std::time::Duration;
 
 use clap::Parser;
+use tessera_tests::chaos::nemesis::Fault;
 use tessera_tests::chaos::{self, Profile};
 
 /// Runs the chaos suite against real binaries.
@@ -30,6 +32,17 @@ struct Args {
     /// How long each fault lasts, in seconds [default: the profile's].
     #[arg(long, value_name = "N")]
     hold_secs: Option<u64>,
+    /// Quick profile: inject only this fault (repeat the flag for a sequence,
+    /// e.g. `--fault crash-snapshot-install --fault crash-snapshot-install`).
+    #[arg(long, value_name = "NAME", value_parser = parse_fault)]
+    fault: Vec<Fault>,
+}
+
+fn parse_fault(name: &str) -> Result<Fault, String> {
+    Fault::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown fault {name:?}; one of: {}", names.join(", "))
+    })
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -38,6 +51,7 @@ async fn main() {
     let seed = args.seed.unwrap_or_else(chaos::clock_seed);
     let mut profile =
         if args.long { Profile::long(Duration::from_secs(args.minutes * 60), seed) } else { Profile::quick(seed) };
+    profile.faults = args.fault;
     if let Some(h) = args.hold_secs {
         profile.hold = Duration::from_secs(h);
     }

@@ -55,17 +55,20 @@ pub struct Profile {
     /// How long each fault lasts.
     pub hold: Duration,
     pub seed: u64,
+    /// Quick profile only: inject these faults in this order instead of the
+    /// standard sequence (to reproduce one fault kind again and again).
+    pub faults: Vec<Fault>,
 }
 
 impl Profile {
     /// The CI profile: every fault kind once, then the crash points.
     pub fn quick(seed: u64) -> Profile {
-        Profile { long: false, duration: Duration::ZERO, hold: Duration::from_secs(5), seed }
+        Profile { long: false, duration: Duration::ZERO, hold: Duration::from_secs(5), seed, faults: Vec::new() }
     }
 
     /// Random faults for `duration`, crash points interleaved.
     pub fn long(duration: Duration, seed: u64) -> Profile {
-        Profile { long: true, duration, hold: Duration::from_secs(8), seed }
+        Profile { long: true, duration, hold: Duration::from_secs(8), seed, faults: Vec::new() }
     }
 }
 
@@ -194,6 +197,11 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 } else {
                     Fault::RANDOM[nemesis.rng.below(Fault::RANDOM.len() as u64) as usize]
                 };
+                nemesis.inject(c, &w, fault).await?;
+                tokio::time::sleep(quiet).await;
+            }
+        } else if !profile.faults.is_empty() {
+            for &fault in &profile.faults {
                 nemesis.inject(c, &w, fault).await?;
                 tokio::time::sleep(quiet).await;
             }

@@ -55,6 +55,25 @@ impl Fault {
         }
     }
 
+    /// Every fault kind.
+    pub const ALL: [Fault; 10] = [
+        Fault::KillLeader,
+        Fault::KillFollower,
+        Fault::PauseNode,
+        Fault::PartitionLeader,
+        Fault::OneWayCut,
+        Fault::SlowLinks,
+        Fault::RouterCut,
+        Fault::CrashSqlCommit,
+        Fault::CrashLogPurge,
+        Fault::CrashSnapshotInstall,
+    ];
+
+    /// The fault named `name` (as in [`Fault::name`]).
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The ordinary faults a long run draws from.
     pub const RANDOM: [Fault; 9] = [
         Fault::KillLeader,
