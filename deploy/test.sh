@@ -9,6 +9,14 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 # A fresh clone gains nothing from incremental caches, and they cost tens of GB.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 "$ROOT/deploy/prerequisites.sh"
+# PostgreSQL is the SQL engine's differential-testing peer (storage/sql/tests/join_planner.rs).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "installing postgresql (the SQL differential tests' peer)" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+fi
+export TESSERA_REQUIRE_POSTGRES=1
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest not found; installing it" >&2
   cargo install --locked cargo-nextest

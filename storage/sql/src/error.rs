@@ -22,6 +22,8 @@ pub enum ErrorCode {
     GroupingError,
     TransactionError,
     QueryTimeout,
+    /// Intermediate results outgrew the query's memory budget.
+    QueryMemoryExceeded,
     Storage,
     Internal,
 }
@@ -45,6 +47,7 @@ impl ErrorCode {
             ErrorCode::GroupingError => "GROUPING_ERROR",
             ErrorCode::TransactionError => "TRANSACTION_ERROR",
             ErrorCode::QueryTimeout => "QUERY_TIMEOUT",
+            ErrorCode::QueryMemoryExceeded => "QUERY_MEMORY_EXCEEDED",
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Internal => "INTERNAL",
         }

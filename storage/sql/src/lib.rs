@@ -18,6 +18,7 @@ mod eval;
 mod exec;
 mod functions;
 pub mod import;
+mod join;
 pub mod mem;
 mod parser;
 mod query;
@@ -86,11 +87,24 @@ pub struct ExecContext {
     /// Set only for a leader's trial run of a write before proposing it: a
     /// state machine applying a committed write never stops part-way.
     pub enforce_deadline_on_writes: bool,
+    /// Bytes a query's intermediate results may hold (join inputs and outputs);
+    /// past it the query stops with `QUERY_MEMORY_EXCEEDED`. A function of the
+    /// data only, so every replica of a write decides alike.
+    pub max_memory_bytes: usize,
 }
+
+/// The default [`ExecContext::max_memory_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_MEMORY_BYTES: usize = 256 * 1024 * 1024;
 
 impl Default for ExecContext {
     fn default() -> Self {
-        ExecContext { now_ms: 0, max_result_rows: 100_000, deadline: None, enforce_deadline_on_writes: false }
+        ExecContext {
+            now_ms: 0,
+            max_result_rows: 100_000,
+            deadline: None,
+            enforce_deadline_on_writes: false,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+        }
     }
 }
 

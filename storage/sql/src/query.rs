@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-enum Src {
+pub(crate) enum Src {
     Table(TableDef),
     Rows(Rc<RowSet>),
 }
@@ -29,12 +29,12 @@ enum JoinKind {
     Left,
 }
 
-struct Item<'q> {
-    qual: String,
-    cols: Vec<String>,
-    src: Src,
+pub(crate) struct Item<'q> {
+    pub(crate) qual: String,
+    pub(crate) cols: Vec<String>,
+    pub(crate) src: Src,
     kind: JoinKind,
-    on: Option<Expr>,
+    pub(crate) on: Option<Expr>,
     _p: std::marker::PhantomData<&'q ()>,
 }
 
@@ -306,6 +306,13 @@ impl<'a> Exec<'a> {
                 full.cols.push(ScopeCol { qual: Some(it.qual.clone()), name: c.clone() });
             }
         }
+        // Inner and cross joins go through the join planner; a FROM clause with
+        // a LEFT JOIN is joined in written order.
+        if items.iter().all(|it| it.kind != JoinKind::Left) {
+            let rows = self.join_planned(&items, &full, selection, outer)?;
+            return Ok((full, rows));
+        }
+        let budget = self.ctx.max_memory_bytes;
         let mut conj = Vec::new();
         if let Some(w) = selection {
             conjuncts(w, &mut conj);
@@ -379,6 +386,7 @@ impl<'a> Exec<'a> {
                 }
             }
             let mut out = Vec::new();
+            let mut out_bytes = 0usize;
             let nulls = vec![Value::Null; n];
             for l in &rows {
                 let cand: Vec<Vec<Value>> = match (&pre, equi) {
@@ -426,6 +434,10 @@ impl<'a> Exec<'a> {
                     };
                     if ok {
                         matched = true;
+                        out_bytes += std::mem::size_of::<Value>() * row.len();
+                        if out_bytes > budget {
+                            return Err(crate::join::memory_exceeded(budget));
+                        }
                         out.push(row);
                     }
                 }

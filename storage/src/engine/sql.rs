@@ -164,9 +164,12 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult>
         max_result_rows: op.max_result_rows,
         deadline: Some(Instant::now() + Duration::from_millis(op.timeout_ms)),
         enforce_deadline_on_writes: true,
+        ..ExecContext::default()
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
-        Err(e) if e.code == tessera_sql::ErrorCode::QueryTimeout => Some(failure(e)),
+        Err(e) if matches!(e.code, tessera_sql::ErrorCode::QueryTimeout | tessera_sql::ErrorCode::QueryMemoryExceeded) => {
+            Some(failure(e))
+        }
         _ => None,
     }
 }
