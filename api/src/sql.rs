@@ -16,13 +16,25 @@ pub struct SqlOp {
     /// is applied to completion on every replica (0: no limit).
     #[serde(default)]
     pub timeout_ms: u64,
+    /// MiB the request's intermediate results may hold (0: the engine's default).
+    #[serde(default)]
+    pub max_memory_mb: u64,
 }
 
 /// SQL reads, answered from one replica without the Raft log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SqlQuery {
     /// A read-only request (SELECT, SHOW TABLES, …).
-    Execute { database: String, sql: String, params: Vec<serde_json::Value>, max_result_rows: usize, timeout_ms: u64 },
+    Execute {
+        database: String,
+        sql: String,
+        params: Vec<serde_json::Value>,
+        max_result_rows: usize,
+        timeout_ms: u64,
+        /// MiB the query's intermediate results may hold (0: the engine's default).
+        #[serde(default)]
+        max_memory_mb: u64,
+    },
     ListTables { database: String },
     DescribeTable { database: String, name: String },
     ListDatabases,

@@ -149,11 +149,14 @@ pub struct QueryLimitsSection {
     pub max_result_rows: usize,
     /// Seconds a read-only query may run before it is cancelled.
     pub query_timeout_secs: u64,
+    /// MiB one SQL query's intermediate results (join inputs and outputs) may
+    /// hold; past it the query fails with QUERY_MEMORY_EXCEEDED.
+    pub max_memory_mb: u64,
 }
 
 impl Default for QueryLimitsSection {
     fn default() -> Self {
-        QueryLimitsSection { max_result_rows: 100_000, query_timeout_secs: 30 }
+        QueryLimitsSection { max_result_rows: 100_000, query_timeout_secs: 30, max_memory_mb: 256 }
     }
 }
 
@@ -313,6 +316,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("upload_sweep_interval_secs", "objects.upload_sweep_interval_secs"),
     ("max_result_rows", "query_limits.max_result_rows"),
     ("query_timeout_secs", "query_limits.query_timeout_secs"),
+    ("query_max_memory_mb", "query_limits.max_memory_mb"),
     ("requests_per_minute", "rate_limit.requests_per_minute"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),

@@ -522,7 +522,7 @@ mod tests {
         let sm = store.state_machine(4);
         let sql = |text: &str| Command {
             issued_at_ms: 5,
-            op: Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0 }),
+            op: Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0, max_memory_mb: 0 }),
             request_id: None,
         };
         let apply = |cmd: Command| {
@@ -572,7 +572,7 @@ mod tests {
             r
         };
         let sql = |text: &str| {
-            Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0 })
+            Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0, max_memory_mb: 0 })
         };
         let import = |on_conflict, rows: &[(u64, i64, &str)]| {
             let rows = rows.iter().map(|(line, id, v)| ImportRow { line: *line, values: vec![("id".into(), json!(id)), ("v".into(), json!(v))] });

@@ -15,6 +15,7 @@ fn entry(index: u64, sql: &str, request_id: Option<&str>) -> Entry<TypeConfig> {
         params: vec![],
         max_result_rows: 100,
         timeout_ms: 0,
+        max_memory_mb: 0,
     });
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
@@ -29,6 +30,7 @@ fn count(store: &Store) -> serde_json::Value {
         params: vec![],
         max_result_rows: 10,
         timeout_ms: 1000,
+        max_memory_mb: 0,
     });
     match store.reader(3).query(&q, 0).expect("query") {
         QueryResult::Sql(SqlResult::Rows(r)) => json!(r.rows),

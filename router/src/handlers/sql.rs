@@ -114,6 +114,7 @@ pub async fn query(
             params: req.params.clone(),
             max_result_rows: limits.max_result_rows,
             timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+            max_memory_mb: limits.max_memory_mb,
         });
         let served = state.cluster.read(group, &q, prefs.consistency, prefs.replica).await?;
         match served.value {
@@ -132,6 +133,7 @@ pub async fn query(
                 params: req.params,
                 max_result_rows: limits.max_result_rows,
                 timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+                max_memory_mb: limits.max_memory_mb,
             });
             match state.cluster.write(group, &op, prefs.consistency).await?.value {
                 Reply::Sql(r) => r,

@@ -296,12 +296,30 @@ impl Exec<'_> {
                     })
                     .collect()
             };
+            // Predicates whose tables are all joined after this step filter each
+            // joined row as it is made, before it takes any memory.
+            let ready: Vec<(usize, Scope)> = preds
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.done && p.items.as_ref().is_some_and(|s| s.iter().all(|i| *i == next || joined.contains(i))))
+                .map(|(i, p)| (i, Scope { cols: full.cols[..p.scope_len].to_vec() }))
+                .collect();
             let mut out: Vec<Vec<Value>> = Vec::new();
             let mut out_bytes = 0usize;
             let mut emit = |l: &Vec<Value>, r: &[Value], out: &mut Vec<Vec<Value>>| -> Result<()> {
                 self.tick()?;
                 let mut row = l.clone();
                 row[off..off + n].clone_from_slice(r);
+                for (pi, scope) in &ready {
+                    let env = Env { scope, row: &row, group: None, outer };
+                    match self.eval_bool(preds[*pi].expr, &env) {
+                        Ok(Some(true)) => {}
+                        Ok(_) => return Ok(()),
+                        Err(e) if preds[*pi].required => return Err(e),
+                        // The caller evaluates WHERE again and reports the error if the row survives.
+                        Err(_) => {}
+                    }
+                }
                 out_bytes += row_bytes(&row);
                 if held + out_bytes > budget {
                     return Err(memory_exceeded(budget));
@@ -383,48 +401,30 @@ impl Exec<'_> {
                 }
             }
             joined.insert(next);
+            for (pi, _) in &ready {
+                preds[*pi].done = true;
+            }
             let before = rows.iter().map(|r| row_bytes(r)).sum::<usize>();
-            rows = self.apply_ready(&mut preds, &joined, full, out, outer, false)?;
-            held = held - before.min(held) + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
+            held = held - before.min(held) + out_bytes;
+            rows = out;
             self.note(format!("{how} → {} rows", rows.len()));
         }
         // Predicates that could not be placed: ON ones are applied now; WHERE
         // ones are left to the caller.
-        self.apply_ready(&mut preds, &joined, full, rows, outer, true)
+        self.apply_unplaced(&mut preds, full, rows, outer)
     }
 
-    /// Filters `rows` by every pending predicate whose items are all joined
-    /// (and, when `last`, by the pending ON predicates that could not be placed).
-    fn apply_ready(
-        &self,
-        preds: &mut [Pred],
-        joined: &BTreeSet<usize>,
-        full: &Scope,
-        mut rows: Vec<Vec<Value>>,
-        outer: Option<&Env>,
-        last: bool,
-    ) -> Result<Vec<Vec<Value>>> {
-        for p in preds.iter_mut().filter(|p| !p.done) {
-            let ready = match &p.items {
-                Some(items) => items.iter().all(|i| joined.contains(i)),
-                None => last && p.required,
-            };
-            if !ready {
-                continue;
-            }
+    /// Filters `rows` by the ON predicates whose tables could not be told, once
+    /// every item is joined.
+    fn apply_unplaced(&self, preds: &mut [Pred], full: &Scope, mut rows: Vec<Vec<Value>>, outer: Option<&Env>) -> Result<Vec<Vec<Value>>> {
+        for p in preds.iter_mut().filter(|p| !p.done && p.items.is_none() && p.required) {
             p.done = true;
             let scope = Scope { cols: full.cols[..p.scope_len].to_vec() };
             let mut kept = Vec::with_capacity(rows.len());
             for row in rows {
                 self.tick()?;
                 let env = Env { scope: &scope, row: &row, group: None, outer };
-                let keep = match self.eval_bool(p.expr, &env) {
-                    Ok(v) => v == Some(true),
-                    Err(e) if p.required => return Err(e),
-                    // The caller evaluates WHERE again and reports the error if the row survives.
-                    Err(_) => true,
-                };
-                if keep {
+                if self.eval_bool(p.expr, &env)? == Some(true) {
                     kept.push(row);
                 }
             }

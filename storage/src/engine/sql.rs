@@ -111,7 +111,12 @@ impl SqlEngine {
             ));
         }
         let prefix = data_prefix(&op.database);
-        let ctx = ExecContext { now_ms: now, max_result_rows: op.max_result_rows, ..Default::default() };
+        let ctx = ExecContext {
+            now_ms: now,
+            max_result_rows: op.max_result_rows,
+            max_memory_bytes: memory_budget(op.max_memory_mb),
+            ..Default::default()
+        };
         let outcome = {
             let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
             tessera_sql::execute_capturing(&kv, &op.sql, &op.params, &ctx, capture)
@@ -151,6 +156,11 @@ impl SqlEngine {
 /// limit is exceeded; every other outcome is left to the real apply, which may
 /// see newer state. Only requests that may run long are tried
 /// ([`tessera_sql::may_run_long`]).
+/// The memory budget of a request that asked for `mb` MiB (0: the default).
+fn memory_budget(mb: u64) -> usize {
+    if mb == 0 { tessera_sql::DEFAULT_MAX_MEMORY_BYTES } else { usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX) }
+}
+
 pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult> {
     if op.timeout_ms == 0 || !valid_database_name(&op.database) || !tessera_sql::may_run_long(&op.sql) {
         return None;
@@ -164,7 +174,7 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult>
         max_result_rows: op.max_result_rows,
         deadline: Some(Instant::now() + Duration::from_millis(op.timeout_ms)),
         enforce_deadline_on_writes: true,
-        ..ExecContext::default()
+        max_memory_bytes: memory_budget(op.max_memory_mb),
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
         Err(e) if matches!(e.code, tessera_sql::ErrorCode::QueryTimeout | tessera_sql::ErrorCode::QueryMemoryExceeded) => {
@@ -252,7 +262,7 @@ pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
     let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
     let kv = |database: &str| DatabaseKv { view: &view, prefix: data_prefix(database) };
     Ok(match q {
-        SqlQuery::Execute { database, sql, params, max_result_rows, timeout_ms } => {
+        SqlQuery::Execute { database, sql, params, max_result_rows, timeout_ms, max_memory_mb } => {
             match tessera_sql::is_read_only(sql) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -269,6 +279,7 @@ pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
                 max_result_rows: *max_result_rows,
                 deadline: Some(Instant::now() + Duration::from_millis(*timeout_ms)),
                 enforce_deadline_on_writes: false,
+                max_memory_bytes: memory_budget(*max_memory_mb),
             };
             match tessera_sql::execute(&kv(database), sql, params, &ctx) {
                 Ok(out) => rows(out.result),

@@ -104,6 +104,7 @@ pub fn sql(data: &[u8]) {
         max_result_rows: 1000,
         deadline: Some(Instant::now() + Duration::from_millis(200)),
         enforce_deadline_on_writes: true,
+        max_memory_bytes: 64 * 1024 * 1024,
     };
     let params = [json!(1), json!("x"), Value::Null];
     let _ = tessera_sql::execute(sql_base(), &text, &params, &ctx);
@@ -157,6 +158,7 @@ fn command_seeds() -> Vec<Vec<u8>> {
             params: vec![json!(1)],
             max_result_rows: 100,
             timeout_ms: 1000,
+            max_memory_mb: 0,
         }),
         Operation::Document(DocOp::Insert { collection: "c".into(), id: "1".into(), data: json!({"x": 1}) }),
         Operation::Document(DocOp::Update { collection: "c".into(), id: "1".into(), update: json!({"$set": {"x": 2}}) }),
