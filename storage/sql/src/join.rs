@@ -23,6 +23,7 @@ use crate::encoding::key_of;
 use crate::error::{ErrorCode, Result, SqlError};
 use crate::exec::{Env, Exec, Scope, ident};
 use crate::query::{Item, Src};
+use crate::types::SqlType;
 use crate::value::{Value, cast, compare};
 use sqlparser::ast::{self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
 use std::cmp::Ordering;
@@ -78,6 +79,26 @@ pub fn memory_exceeded(budget: usize) -> SqlError {
             budget / (1024 * 1024)
         ),
     )
+}
+
+/// Whether `v` probes an index on a column of type `ty` exactly: the one key
+/// its cast gives is the only stored value that can compare equal to it. Other
+/// pairs (a DOUBLE probing a BIGINT key, where several integers round to one
+/// float; TEXT against numbers, which compare as numbers) are hash-joined or
+/// nested-looped instead, so results never depend on whether an index exists.
+pub(crate) fn exact_probe(v: &Value, ty: &SqlType) -> bool {
+    use SqlType as T;
+    match v {
+        Value::Null => true,
+        Value::Int(_) => matches!(ty, T::TinyInt | T::SmallInt | T::Int | T::BigInt),
+        Value::Text(_) => matches!(ty, T::Varchar(_) | T::Text),
+        Value::Bool(_) => matches!(ty, T::Boolean),
+        Value::Date(_) => matches!(ty, T::Date),
+        Value::Time(_) => matches!(ty, T::Time),
+        Value::Timestamp(_) => matches!(ty, T::Timestamp),
+        Value::Uuid(_) => matches!(ty, T::Uuid),
+        _ => false,
+    }
 }
 
 /// Hash key of a join column value (`-0.0` and `0.0` are one key).
@@ -249,9 +270,12 @@ impl Exec<'_> {
                 Input::Lookup => 1,
             };
             let lookup_ok = |i: usize, probe: usize| {
+                let Src::Table(t) = &items[i].src else { return false };
                 matches!(inputs[i], Input::Lookup)
                     && probe <= MAX_LOOKUP_ROWS
-                    && self.lookup_column_within(items, &offsets, &preds, i, &joined).is_some()
+                    && self
+                        .lookup_column_within(items, &offsets, &preds, i, &joined)
+                        .is_some_and(|(rc, lc)| rows.iter().all(|l| exact_probe(&l[lc], &t.columns[rc].ty)))
             };
             let mut pool: Vec<usize> = remaining.iter().copied().filter(|&i| !joined.is_empty() && connected(i)).collect();
             if pool.is_empty() {

@@ -348,10 +348,11 @@ impl<'a> Exec<'a> {
                 }
             }
             let use_index = match (&it.src, equi) {
-                (Src::Table(t), Some((rc, _))) => {
+                (Src::Table(t), Some((rc, lc))) => {
                     let cname = &t.columns[rc].name;
-                    t.primary_key.first() == Some(cname)
-                        || t.indexes.iter().any(|ix| ix.columns.first() == Some(cname) && (ix.method == crate::catalog::IndexMethod::BTree || ix.columns.len() == 1))
+                    (t.primary_key.first() == Some(cname)
+                        || t.indexes.iter().any(|ix| ix.columns.first() == Some(cname) && (ix.method == crate::catalog::IndexMethod::BTree || ix.columns.len() == 1)))
+                        && rows.iter().all(|l| crate::join::exact_probe(&l[lc], &t.columns[rc].ty))
                 }
                 _ => false,
             };

@@ -3,12 +3,13 @@
 //! products; a join that would outgrow the memory budget stops with
 //! QUERY_MEMORY_EXCEEDED; and random multi-way joins agree with a real
 //! PostgreSQL (when its binaries are installed; see `deploy/prerequisites.sh`).
-use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Instant;
 
 use tessera_sql::mem::MemStore;
 use tessera_sql::*;
+
+mod support;
+use support::Postgres;
 
 /// `n` tables `t0..t{n-1}` of `rows` rows: `id` (primary key), `ref` (the id of a
 /// row of the next table), `grp` (id mod 10) and a text column.
@@ -160,74 +161,6 @@ fn random_case(seed: u64, tables: usize, max_rows: u64, queries: usize) -> (Vec<
     (setup, out)
 }
 
-/// A throwaway PostgreSQL cluster on a temp dir and a Unix socket.
-struct Postgres {
-    dir: tempfile::TempDir,
-    bin: std::path::PathBuf,
-}
-
-impl Postgres {
-    fn start() -> Option<Postgres> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path().join("bin")).find(|b| b.join("initdb").exists())?;
-        let dir = tempfile::tempdir().ok()?;
-        let root = unsafe { libc_geteuid() } == 0;
-        let as_pg = |cmd: &std::path::Path| -> Command {
-            if root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(cmd);
-                c
-            } else {
-                Command::new(cmd)
-            }
-        };
-        if root {
-            Command::new("chown").args(["-R", "postgres"]).arg(dir.path()).status().ok()?;
-        }
-        let data = dir.path().join("data");
-        let ok = as_pg(&bin.join("initdb")).args(["-A", "trust", "-U", "postgres", "-D"]).arg(&data).output().ok()?.status.success();
-        if !ok {
-            return None;
-        }
-        let opts = format!("-c listen_addresses='' -c unix_socket_directories={} -c fsync=off", dir.path().display());
-        let ok = as_pg(&bin.join("pg_ctl")).args(["-w", "-D"]).arg(&data).args(["-o", &opts, "-l"]).arg(dir.path().join("log")).arg("start").output().ok()?.status.success();
-        ok.then_some(Postgres { dir, bin })
-    }
-
-    /// Runs `script` through psql; returns its stdout.
-    fn run(&self, script: &str) -> String {
-        let path = self.dir.path().join("script.sql");
-        std::fs::write(&path, script).unwrap();
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-h"])
-            .arg(self.dir.path())
-            .args(["-d", "postgres", "-f"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "psql failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let data = self.dir.path().join("data");
-        let mut c = if unsafe { libc_geteuid() } == 0 {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(self.bin.join("pg_ctl"));
-            c
-        } else {
-            Command::new(self.bin.join("pg_ctl"))
-        };
-        let _ = c.args(["-m", "immediate", "-D"]).arg(&data).arg("stop").output();
-    }
-}
-
-unsafe extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
 /// Tessera's rows in psql's unaligned format (`|` between fields, NULL empty).
 fn tessera_rows(s: &MemStore, sql: &str) -> Vec<String> {
     let out = execute(s, sql, &[], &ExecContext::default()).unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -255,40 +188,16 @@ fn tessera_rows(s: &MemStore, sql: &str) -> Vec<String> {
 /// PostgreSQL return the same rows as multisets.
 #[test]
 fn random_joins_agree_with_postgresql() {
-    let Some(pg) = Postgres::start() else {
-        eprintln!("SKIPPED: PostgreSQL binaries not found under /usr/lib/postgresql (deploy/prerequisites.sh installs them)");
-        if std::env::var_os("TESSERA_REQUIRE_POSTGRES").is_some() {
-            panic!("TESSERA_REQUIRE_POSTGRES is set but PostgreSQL could not be started");
-        }
-        return;
-    };
+    let Some(pg) = Postgres::start_or_skip() else { return };
     let mut checked = 0;
     for seed in 1..=6u64 {
         let (setup, queries) = random_case(seed * 7919, 6, 12, 25);
         let mut s = MemStore::new();
-        let mut script = String::from("DROP SCHEMA public CASCADE; CREATE SCHEMA public;\n");
         for stmt in &setup {
             s.exec(stmt, &[]).unwrap();
-            script.push_str(stmt);
-            script.push_str(";\n");
         }
-        for (i, q) in queries.iter().enumerate() {
-            script.push_str(&format!("\\echo ===Q{i}\n{q};\n"));
-        }
-        let pg_out = pg.run(&script);
-        let mut by_query: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-        let mut current = None;
-        for line in pg_out.lines() {
-            if let Some(n) = line.strip_prefix("===Q") {
-                current = Some(n.parse::<usize>().unwrap());
-                by_query.entry(current.unwrap()).or_default();
-            } else if let Some(q) = current {
-                by_query.get_mut(&q).unwrap().push(line.to_string());
-            }
-        }
-        for (i, q) in queries.iter().enumerate() {
-            let mut want = by_query.remove(&i).unwrap_or_default();
-            want.sort();
+        for (q, want) in queries.iter().zip(pg.results(&setup, &queries)) {
+            let want = want.unwrap_or_else(|e| panic!("PostgreSQL refused {q}: {e}"));
             let got = tessera_rows(&s, q);
             assert_eq!(got.len(), want.len(), "seed {seed}, query {q}: row counts differ");
             assert_eq!(got, want, "seed {seed}, query {q}");
