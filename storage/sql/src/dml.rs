@@ -3,7 +3,7 @@ use crate::access::{Cons, conjuncts};
 use crate::catalog::{self, TableDef};
 use crate::encoding::{self, key_of};
 use crate::error::{Result, constraint, parse, table_not_found, unsupported};
-use crate::exec::{Env, Exec, Scope, ident, object_name};
+use crate::exec::{Env, Exec, RowSet, Scope, ident, object_name};
 use crate::value::{Value, cast, compare};
 use sqlparser::ast::{self, Expr, SetExpr};
 use std::cmp::Ordering;
@@ -269,15 +269,54 @@ impl<'a> Exec<'a> {
         self.changes.push(crate::RowChange { op, table: t.name.clone(), key, data });
     }
 
-    pub fn insert(&mut self, ins: &ast::Insert) -> Result<u64> {
+    /// INSERT, with `ON CONFLICT … DO NOTHING | DO UPDATE` and `RETURNING`:
+    /// the number of rows inserted or updated, and the returned rows.
+    pub fn insert(&mut self, ins: &ast::Insert) -> Result<(u64, Option<RowSet>)> {
         let name = match &ins.table {
             ast::TableObject::TableName(n) => object_name(n),
             _ => return Err(unsupported("INSERT target must be a table name")),
         };
-        if ins.on.is_some() || ins.returning.is_some() {
-            return Err(unsupported("ON CONFLICT / RETURNING are not supported"));
+        // Other dialects' INSERT forms are refused, never run as a plain INSERT.
+        if ins.replace_into {
+            return Err(unsupported("REPLACE INTO is not supported; use INSERT … ON CONFLICT … DO UPDATE"));
         }
+        if ins.or.is_some() || ins.ignore || ins.overwrite || ins.priority.is_some() {
+            return Err(unsupported("INSERT OR …, INSERT IGNORE and INSERT priorities are not supported; use ON CONFLICT"));
+        }
+        if ins.partitioned.is_some() || !ins.assignments.is_empty() || ins.insert_alias.is_some() || !ins.after_columns.is_empty() {
+            return Err(unsupported("this INSERT form is not supported"));
+        }
+        let on_conflict = match &ins.on {
+            None => None,
+            Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
+            Some(_) => return Err(unsupported("ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT … DO UPDATE")),
+        };
         let t = self.load_table(&name)?;
+        let qual = ins.table_alias.as_ref().map(ident).unwrap_or_else(|| t.name.clone());
+        let conflict_cols: Option<Vec<String>> = match on_conflict.and_then(|oc| oc.conflict_target.as_ref()) {
+            None => None,
+            Some(ast::ConflictTarget::Columns(cols)) => Some(cols.iter().map(ident).collect()),
+            Some(ast::ConflictTarget::OnConstraint(c)) => {
+                let cname = object_name(c);
+                if cname == t.pk_name && !t.primary_key.is_empty() {
+                    Some(t.primary_key.clone())
+                } else {
+                    let ix = t.indexes.iter().find(|ix| ix.unique && ix.name == cname).ok_or_else(|| {
+                        crate::error::SqlError::new(
+                            crate::error::ErrorCode::ConstraintNotFound,
+                            format!("constraint \"{cname}\" for table \"{}\" does not exist", t.name),
+                        )
+                    })?;
+                    Some(ix.columns.clone())
+                }
+            }
+        };
+        if let Some(oc) = on_conflict
+            && matches!(oc.action, ast::OnConflictAction::DoUpdate(_))
+            && conflict_cols.is_none()
+        {
+            return Err(parse("ON CONFLICT DO UPDATE requires inference specification or constraint name"));
+        }
         let targets: Vec<usize> = if ins.columns.is_empty() {
             (0..t.columns.len()).collect()
         } else {
@@ -309,6 +348,7 @@ impl<'a> Exec<'a> {
             }
         }
         let mut n = 0;
+        let mut returned: Vec<Vec<Value>> = Vec::new();
         for r in src {
             if r.len() != targets.len() {
                 return Err(parse(format!(
@@ -340,10 +380,151 @@ impl<'a> Exec<'a> {
                 };
                 row.push(v);
             }
+            if let Some(oc) = on_conflict
+                && let Some((key, old)) = self.find_conflict(&t, &row, conflict_cols.as_deref())?
+            {
+                let ast::OnConflictAction::DoUpdate(du) = &oc.action else { continue };
+                // The existing row under the table's name and the proposed one as `excluded`.
+                let mut scope = Scope::for_table(&qual, t.columns.iter().map(|c| c.name.clone()));
+                scope.cols.extend(Scope::for_table("excluded", t.columns.iter().map(|c| c.name.clone())).cols);
+                let both: Vec<Value> = old.iter().cloned().chain(row.iter().cloned()).collect();
+                let env = Env { scope: &scope, row: &both, group: None, outer: None };
+                if let Some(w) = &du.selection
+                    && self.eval_bool(w, &env)? != Some(true)
+                {
+                    continue;
+                }
+                let mut new = old.clone();
+                for (ci, e) in self.assignment_targets(&t, &du.assignments)? {
+                    new[ci] = if is_default_kw(e) {
+                        self.default_value(&t, ci)?
+                    } else {
+                        let v = self.eval(e, &env)?;
+                        self.coerce_col(&t, ci, v)?
+                    };
+                }
+                self.replace_row(&t, &key, &old, &new)?;
+                returned.push(new);
+                n += 1;
+                continue;
+            }
+            if ins.returning.is_some() {
+                returned.push(row.clone());
+            }
             self.insert_row(&t, row)?;
             n += 1;
         }
-        Ok(n)
+        let rows = match &ins.returning {
+            Some(items) => Some(self.returning(&t, &qual, items, &returned)?),
+            None => None,
+        };
+        Ok((n, rows))
+    }
+
+    /// The existing row that `row` conflicts with on the primary key or a unique
+    /// index (only the one on exactly `target`'s columns, when given).
+    fn find_conflict(&self, t: &TableDef, row: &[Value], target: Option<&[String]>) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        let same = |cols: &[String]| {
+            target.is_none_or(|tc| tc.len() == cols.len() && tc.iter().all(|c| cols.contains(c)))
+        };
+        let mut matched = false;
+        if !t.primary_key.is_empty() && same(&t.primary_key) {
+            matched = true;
+            let key = self.pk_key(t, row)?;
+            if let Some(bytes) = self.kv.get(&key)? {
+                return Ok(Some((key, encoding::decode_row(&bytes)?)));
+            }
+        }
+        for ix in t.indexes.iter().filter(|i| i.unique && same(&i.columns)) {
+            matched = true;
+            let idx = t.cols_idx(&ix.columns)?;
+            if idx.iter().any(|i| row[*i].is_null()) {
+                continue;
+            }
+            let mut p = encoding::index_prefix(t.id, ix.id);
+            for i in &idx {
+                encoding::encode_key(&mut p, &row[*i]);
+            }
+            let mut found = None;
+            self.kv.scan(&p, &encoding::prefix_end(&p), &mut |_, v| {
+                found = Some(v.to_vec());
+                Ok(false)
+            })?;
+            if let Some(key) = found
+                && let Some(bytes) = self.kv.get(&key)?
+            {
+                return Ok(Some((key, encoding::decode_row(&bytes)?)));
+            }
+        }
+        if target.is_some() && !matched {
+            return Err(parse("there is no unique or exclusion constraint matching the ON CONFLICT specification"));
+        }
+        Ok(None)
+    }
+
+    /// `(column index, value expression)` of SET assignments.
+    fn assignment_targets<'e>(&self, t: &TableDef, assignments: &'e [ast::Assignment]) -> Result<Vec<(usize, &'e Expr)>> {
+        let mut sets = Vec::new();
+        for a in assignments {
+            let col = match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => object_name(n),
+                _ => return Err(unsupported("tuple assignment is not supported")),
+            };
+            let ci = t.col(&col).ok_or_else(|| crate::error::column_not_found(format!("column \"{col}\" of relation \"{}\" does not exist", t.name)))?;
+            sets.push((ci, &a.value));
+        }
+        Ok(sets)
+    }
+
+    /// Replaces row `old` at `key` with `new` after every check (keys, unique
+    /// indexes, foreign keys both ways), keeping the indexes right.
+    fn replace_row(&mut self, t: &TableDef, key: &[u8], old: &[Value], new: &[Value]) -> Result<()> {
+        self.validate_row(t, new)?;
+        let new_key = if t.primary_key.is_empty() { key.to_vec() } else { self.pk_key(t, new)? };
+        if new_key != key && self.kv.get(&new_key)?.is_some() {
+            return Err(constraint(format!("duplicate key value violates unique constraint \"{}\"", t.pk_name)));
+        }
+        self.check_unique(t, new, key)?;
+        self.check_fk_child(t, new, Some(old))?;
+        self.check_fk_parent(t, old, Some(new))?;
+        self.remove_row(t, key, old)?;
+        self.kv.put(new_key.clone(), encoding::encode_row(new));
+        self.put_index_entries(t, new, &new_key)?;
+        self.record_change(t, crate::ChangeOp::Update, old, Some(new));
+        Ok(())
+    }
+
+    /// The rows of a RETURNING list, evaluated over rows of `t` named `qual`.
+    fn returning(&self, t: &TableDef, qual: &str, items: &[ast::SelectItem], rows: &[Vec<Value>]) -> Result<RowSet> {
+        let scope = Scope::for_table(qual, t.columns.iter().map(|c| c.name.clone()));
+        let mut cols = Vec::new();
+        for item in items {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    cols.extend(t.columns.iter().map(|c| c.name.clone()))
+                }
+                ast::SelectItem::UnnamedExpr(e) => cols.push(crate::query::expr_name(e)),
+                ast::SelectItem::ExprWithAlias { alias, .. } => cols.push(ident(alias)),
+            }
+        }
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let env = Env { scope: &scope, row, group: None, outer: None };
+            let mut vals = Vec::with_capacity(cols.len());
+            for item in items {
+                match item {
+                    ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => vals.extend(row.iter().cloned()),
+                    ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                        if crate::eval::contains_aggregate(e) {
+                            return Err(parse("aggregate functions are not allowed in RETURNING"));
+                        }
+                        vals.push(self.eval(e, &env)?)
+                    }
+                }
+            }
+            out.push(vals);
+        }
+        Ok(RowSet { cols, rows: out })
     }
 
     /// Rows of a single table matching `selection` (index-assisted).
@@ -381,22 +562,23 @@ impl<'a> Exec<'a> {
         }
     }
 
-    pub fn update(&mut self, table: &ast::TableWithJoins, assignments: &[ast::Assignment], from: bool, selection: Option<&Expr>) -> Result<u64> {
+    /// UPDATE of one table: the number of rows updated, and the RETURNING rows.
+    pub fn update(
+        &mut self,
+        table: &ast::TableWithJoins,
+        assignments: &[ast::Assignment],
+        from: bool,
+        selection: Option<&Expr>,
+        returning: Option<&[ast::SelectItem]>,
+    ) -> Result<(u64, Option<RowSet>)> {
         if from {
             return Err(unsupported("UPDATE ... FROM is not supported"));
         }
         let (name, qual) = Self::single_table(table)?;
         let t = self.load_table(&name)?;
-        let mut sets = Vec::new();
-        for a in assignments {
-            let col = match &a.target {
-                ast::AssignmentTarget::ColumnName(n) => object_name(n),
-                _ => return Err(unsupported("tuple assignment is not supported")),
-            };
-            let ci = t.col(&col).ok_or_else(|| crate::error::column_not_found(format!("column \"{col}\" of relation \"{}\" does not exist", t.name)))?;
-            sets.push((ci, &a.value));
-        }
+        let sets = self.assignment_targets(&t, assignments)?;
         let (scope, rows) = self.matching_rows(&t, &qual, selection)?;
+        let mut returned = Vec::new();
         let mut n = 0;
         for (key, old) in rows {
             let mut new = old.clone();
@@ -410,40 +592,45 @@ impl<'a> Exec<'a> {
                 };
                 new[*ci] = v;
             }
-            self.validate_row(&t, &new)?;
-            let new_key = if t.primary_key.is_empty() { key.clone() } else { self.pk_key(&t, &new)? };
-            if new_key != key && self.kv.get(&new_key)?.is_some() {
-                return Err(constraint(format!("duplicate key value violates unique constraint \"{}\"", t.pk_name)));
+            self.replace_row(&t, &key, &old, &new)?;
+            if returning.is_some() {
+                returned.push(new);
             }
-            self.check_unique(&t, &new, &key)?;
-            self.check_fk_child(&t, &new, Some(&old))?;
-            self.check_fk_parent(&t, &old, Some(&new))?;
-            self.remove_row(&t, &key, &old)?;
-            self.kv.put(new_key.clone(), encoding::encode_row(&new));
-            self.put_index_entries(&t, &new, &new_key)?;
-            self.record_change(&t, crate::ChangeOp::Update, &old, Some(&new));
             n += 1;
         }
-        Ok(n)
+        let rows = match returning {
+            Some(items) => Some(self.returning(&t, &qual, items, &returned)?),
+            None => None,
+        };
+        Ok((n, rows))
     }
 
-    pub fn delete(&mut self, d: &ast::Delete) -> Result<u64> {
+    /// DELETE from one table: the number of rows deleted, and the RETURNING rows.
+    pub fn delete(&mut self, d: &ast::Delete) -> Result<(u64, Option<RowSet>)> {
         let from = match &d.from {
             ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
         };
-        if from.len() != 1 || d.using.is_some() || !d.tables.is_empty() || d.returning.is_some() {
+        if from.len() != 1 || d.using.is_some() || !d.tables.is_empty() || d.limit.is_some() || !d.order_by.is_empty() {
             return Err(unsupported("DELETE supports a single table only"));
         }
         let (name, qual) = Self::single_table(&from[0])?;
         let t = self.load_table(&name)?;
         let (_, rows) = self.matching_rows(&t, &qual, d.selection.as_ref())?;
+        let mut returned = Vec::new();
         let mut n = 0;
         for (key, old) in rows {
             self.check_fk_parent(&t, &old, None)?;
             self.remove_row(&t, &key, &old)?;
             self.record_change(&t, crate::ChangeOp::Delete, &old, None);
+            if d.returning.is_some() {
+                returned.push(old);
+            }
             n += 1;
         }
-        Ok(n)
+        let rows = match &d.returning {
+            Some(items) => Some(self.returning(&t, &qual, items, &returned)?),
+            None => None,
+        };
+        Ok((n, rows))
     }
 }

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 
 /// Names of aggregate functions.
 pub fn is_aggregate_name(n: &str) -> bool {
-    matches!(n, "count" | "sum" | "avg" | "min" | "max")
+    matches!(n, "count" | "sum" | "avg" | "min" | "max" | "string_agg" | "array_agg")
 }
 
 /// Lowercase function name.
@@ -597,6 +597,9 @@ impl<'a> Exec<'a> {
         }
         let (args, distinct) = func_args(f)?;
         if is_aggregate_name(&name) {
+            if matches!(name.as_str(), "string_agg" | "array_agg") {
+                return self.eval_list_aggregate(&name, f, &args, distinct, env);
+            }
             return self.eval_aggregate(&name, &args, distinct, env);
         }
         let mut vals = Vec::with_capacity(args.len());
@@ -618,6 +621,85 @@ impl<'a> Exec<'a> {
             }
         }
         functions::scalar(&name, vals, self.ctx)
+    }
+
+    /// `STRING_AGG(x, separator [ORDER BY …])` (NULLs skipped; NULL when none is
+    /// left) and `ARRAY_AGG(x [ORDER BY …])` (NULLs kept; a JSON array, since
+    /// results travel as JSON; NULL over no rows), as in PostgreSQL.
+    fn eval_list_aggregate(&self, name: &str, f: &ast::Function, args: &[&FunctionArgExpr], distinct: bool, env: &Env) -> Result<Value> {
+        let group = env.group.ok_or_else(|| parse(format!("aggregate function {name}() is not allowed here")))?;
+        let (x, sep) = match (name, args) {
+            ("string_agg", [FunctionArgExpr::Expr(x), FunctionArgExpr::Expr(sep)]) => (x, Some(sep)),
+            ("array_agg", [FunctionArgExpr::Expr(x)]) => (x, None),
+            _ => return Err(parse(format!("{name}() takes {} argument(s)", if name == "string_agg" { 2 } else { 1 }))),
+        };
+        if contains_aggregate(x) {
+            return Err(parse("aggregate function calls cannot be nested"));
+        }
+        let order: &[ast::OrderByExpr] = match &f.args {
+            FunctionArguments::List(l) => l
+                .clauses
+                .iter()
+                .find_map(|c| match c {
+                    ast::FunctionArgumentClause::OrderBy(o) => Some(o.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or(&[]),
+            _ => &[],
+        };
+        let mut items: Vec<(Vec<Value>, Value)> = Vec::with_capacity(group.len());
+        for r in group {
+            let e = Env { scope: env.scope, row: r, group: None, outer: env.outer };
+            let v = self.eval(x, &e)?;
+            let keys = order.iter().map(|o| self.eval(&o.expr, &e)).collect::<Result<Vec<_>>>()?;
+            items.push((keys, v));
+        }
+        if !order.is_empty() {
+            let mut err = None;
+            items.sort_by(|(a, _), (b, _)| {
+                for (i, o) in order.iter().enumerate() {
+                    let asc = o.options.asc.unwrap_or(true);
+                    let nulls_first = o.options.nulls_first.unwrap_or(!asc);
+                    let ord = match (a[i].is_null(), b[i].is_null()) {
+                        (true, true) => Ordering::Equal,
+                        (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
+                        (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+                        (false, false) => {
+                            let o = compare(&a[i], &b[i]).unwrap_or_else(|e| {
+                                err.get_or_insert(e);
+                                None
+                            });
+                            let o = o.unwrap_or(Ordering::Equal);
+                            if asc { o } else { o.reverse() }
+                        }
+                    };
+                    if ord != Ordering::Equal {
+                        return ord;
+                    }
+                }
+                Ordering::Equal
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        let mut vals: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+        if distinct {
+            let mut seen = std::collections::BTreeSet::new();
+            vals.retain(|v| seen.insert(crate::encoding::key_of(std::slice::from_ref(v))));
+        }
+        match sep {
+            Some(sep) => {
+                let sep = self.eval(sep, env)?;
+                if sep.is_null() {
+                    return Ok(Value::Null);
+                }
+                let parts: Vec<String> = vals.iter().filter(|v| !v.is_null()).map(|v| v.to_text()).collect();
+                Ok(if parts.is_empty() { Value::Null } else { Value::Text(parts.join(&sep.to_text())) })
+            }
+            None if vals.is_empty() => Ok(Value::Null),
+            None => Ok(Value::Json(serde_json::Value::Array(vals.iter().map(|v| v.to_json()).collect()).to_string())),
+        }
     }
 
     fn eval_aggregate(&self, name: &str, args: &[&FunctionArgExpr], distinct: bool, env: &Env) -> Result<Value> {

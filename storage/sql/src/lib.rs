@@ -209,6 +209,17 @@ pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
 enum StmtOut {
     Rows(RowSet),
     Affected(u64),
+    /// A write with RETURNING: rows changed, and the rows it returns.
+    Returning(u64, RowSet),
+}
+
+impl StmtOut {
+    fn changed((n, rows): (u64, Option<RowSet>)) -> StmtOut {
+        match rows {
+            Some(rows) => StmtOut::Returning(n, rows),
+            None => StmtOut::Affected(n),
+        }
+    }
 }
 
 impl<'a> Exec<'a> {
@@ -232,14 +243,14 @@ impl<'a> Exec<'a> {
         use error::unsupported;
         Ok(match s {
             Statement::Query(q) => StmtOut::Rows(self.run_query(q, None)?),
-            Statement::Insert(ins) => StmtOut::Affected(self.insert(ins)?),
-            Statement::Update { table, assignments, from, selection, returning, limit, .. } => {
-                if returning.is_some() || limit.is_some() {
-                    return Err(unsupported("UPDATE ... RETURNING/LIMIT is not supported"));
+            Statement::Insert(ins) => StmtOut::changed(self.insert(ins)?),
+            Statement::Update { table, assignments, from, selection, returning, limit, or, .. } => {
+                if limit.is_some() || or.is_some() {
+                    return Err(unsupported("UPDATE ... LIMIT and UPDATE OR ... are not supported"));
                 }
-                StmtOut::Affected(self.update(table, assignments, from.is_some(), selection.as_ref())?)
+                StmtOut::changed(self.update(table, assignments, from.is_some(), selection.as_ref(), returning.as_deref())?)
             }
-            Statement::Delete(d) => StmtOut::Affected(self.delete(d)?),
+            Statement::Delete(d) => StmtOut::changed(self.delete(d)?),
             Statement::CreateTable(ct) => {
                 self.create_table(ct)?;
                 StmtOut::Affected(0)
@@ -349,6 +360,11 @@ pub fn execute_capturing(
                 StmtOut::Affected(n) => {
                     affected += n;
                     tx_affected += n;
+                }
+                StmtOut::Returning(n, r) => {
+                    affected += n;
+                    tx_affected += n;
+                    last_rows = Some(r);
                 }
             },
         }

@@ -1,0 +1,126 @@
+//! Scenarios for what PostgreSQL users reach for next: upserts
+//! (`INSERT … ON CONFLICT DO NOTHING | DO UPDATE`), `RETURNING` on INSERT,
+//! UPDATE and DELETE, `STRING_AGG` and `ARRAY_AGG`. Statement sequences run on
+//! Tessera and on a real PostgreSQL must give the same rows after each
+//! statement; other dialects' INSERT forms are refused, never run as an INSERT.
+use tessera_sql::mem::MemStore;
+use tessera_sql::*;
+
+mod support;
+use support::Postgres;
+
+/// Rows of one statement in psql's unaligned format (booleans as t/f), sorted.
+fn rows_of(out: &QueryResult) -> Vec<String> {
+    let mut rows: Vec<String> = out
+        .rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+const SETUP: &[&str] = &[
+    "CREATE TABLE stock (sku TEXT PRIMARY KEY, qty INTEGER NOT NULL, note TEXT)",
+    "CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT, UNIQUE (name))",
+    "INSERT INTO stock VALUES ('a', 1, NULL), ('b', 2, 'x'), ('c', 3, 'y')",
+    "INSERT INTO tags VALUES (1, 'red'), (2, 'blue')",
+];
+
+const STATEMENTS: &[&str] = &[
+    // Upserts.
+    "INSERT INTO stock VALUES ('a', 10, 'new') ON CONFLICT (sku) DO NOTHING",
+    "INSERT INTO stock VALUES ('d', 4, NULL) ON CONFLICT DO NOTHING RETURNING sku, qty",
+    "INSERT INTO stock VALUES ('a', 10, 'n1'), ('e', 5, 'n2') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty + excluded.qty, note = excluded.note RETURNING *",
+    "INSERT INTO stock VALUES ('b', 7, 'z') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty * 100 WHERE stock.qty > 5 RETURNING sku",
+    "INSERT INTO stock VALUES ('b', 7, 'z') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty * 100 WHERE excluded.qty > 5 RETURNING sku, qty",
+    "INSERT INTO stock VALUES ('c', 7, 'z') ON CONFLICT ON CONSTRAINT stock_pkey DO UPDATE SET note = 'via constraint' RETURNING note",
+    "INSERT INTO tags VALUES (3, 'red') ON CONFLICT (name) DO UPDATE SET id = tags.id RETURNING id, name",
+    "INSERT INTO tags VALUES (4, 'green') ON CONFLICT (name) DO NOTHING RETURNING id",
+    "SELECT * FROM stock",
+    "SELECT * FROM tags",
+    // RETURNING on UPDATE and DELETE.
+    "UPDATE stock SET qty = qty + 1 WHERE qty < 5 RETURNING sku, qty * 2 AS doubled",
+    "DELETE FROM stock WHERE sku IN ('d', 'e') RETURNING *",
+    "SELECT sku, qty FROM stock",
+    // List aggregates.
+    "SELECT STRING_AGG(sku, ',' ORDER BY sku) FROM stock",
+    "SELECT STRING_AGG(note, '; ' ORDER BY sku DESC) FROM stock",
+    "SELECT qty > 5, STRING_AGG(sku, '-' ORDER BY sku) FROM stock GROUP BY qty > 5",
+    "SELECT STRING_AGG(sku, ',') FROM stock WHERE qty < 0",
+];
+
+#[test]
+fn upserts_returning_and_string_agg_agree_with_postgresql() {
+    let Some(pg) = Postgres::start_or_skip() else { return };
+    let setup: Vec<String> = SETUP.iter().map(|s| s.to_string()).collect();
+    let statements: Vec<String> = STATEMENTS.iter().map(|s| s.to_string()).collect();
+    let want = pg.results(&setup, &statements);
+    let mut s = MemStore::new();
+    for stmt in &setup {
+        s.exec(stmt, &[]).unwrap();
+    }
+    for (stmt, want) in statements.iter().zip(want) {
+        let want = want.unwrap_or_else(|e| panic!("PostgreSQL refused {stmt}: {e}"));
+        let got = s.exec(stmt, &[]).unwrap_or_else(|e| panic!("{stmt}: {e}"));
+        assert_eq!(rows_of(&got), want, "{stmt}");
+    }
+}
+
+#[test]
+fn upsert_counts_and_errors() {
+    let mut s = MemStore::new();
+    for stmt in SETUP {
+        s.exec(stmt, &[]).unwrap();
+    }
+    let r = s.exec("INSERT INTO stock VALUES ('a', 1, NULL), ('z', 1, NULL) ON CONFLICT DO NOTHING", &[]).unwrap();
+    assert_eq!(r.rows_affected, 1, "only the new row counts");
+    let err = s.exec("INSERT INTO stock VALUES ('a', 1, NULL) ON CONFLICT (qty) DO NOTHING", &[]).unwrap_err();
+    assert!(err.message.contains("no unique or exclusion constraint"), "{err}");
+    let err = s.exec("INSERT INTO stock VALUES ('a', 1, NULL) ON CONFLICT DO UPDATE SET qty = 0", &[]).unwrap_err();
+    assert!(err.message.contains("requires inference specification"), "{err}");
+    // A DO UPDATE that breaks a constraint is an error, and nothing of the request is written.
+    let err = s.exec("INSERT INTO tags VALUES (9, 'red') ON CONFLICT (name) DO UPDATE SET id = 2", &[]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::ConstraintViolation, "{err}");
+}
+
+#[test]
+fn array_agg_returns_a_json_array_with_nulls() {
+    let mut s = MemStore::new();
+    for stmt in SETUP {
+        s.exec(stmt, &[]).unwrap();
+    }
+    let r = s.exec("SELECT ARRAY_AGG(note ORDER BY sku), ARRAY_AGG(qty ORDER BY qty DESC) FROM stock", &[]).unwrap();
+    assert_eq!(r.rows, vec![vec![serde_json::json!([null, "x", "y"]), serde_json::json!([3, 2, 1])]]);
+    let r = s.exec("SELECT ARRAY_AGG(qty) FROM stock WHERE qty > 100", &[]).unwrap();
+    assert_eq!(r.rows, vec![vec![serde_json::Value::Null]]);
+}
+
+#[test]
+fn other_dialects_insert_forms_are_refused_not_run_as_insert() {
+    let mut s = MemStore::new();
+    for stmt in SETUP {
+        s.exec(stmt, &[]).unwrap();
+    }
+    for stmt in [
+        "REPLACE INTO stock VALUES ('a', 99, NULL)",
+        "INSERT OR REPLACE INTO stock VALUES ('a', 99, NULL)",
+        "INSERT IGNORE INTO stock VALUES ('a', 99, NULL)",
+        "INSERT INTO stock VALUES ('a', 99, NULL) ON DUPLICATE KEY UPDATE qty = 99",
+    ] {
+        let err = s.exec(stmt, &[]).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Unsupported, "{stmt}: {err}");
+    }
+    let r = s.exec("SELECT qty FROM stock WHERE sku = 'a'", &[]).unwrap();
+    assert_eq!(r.rows, vec![vec![serde_json::json!(1)]], "a refused statement wrote");
+}
