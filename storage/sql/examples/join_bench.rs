@@ -18,8 +18,9 @@
 //! ```
 //!
 //! Options: `--tables LIST` (default `4,8,16,32`; env `JOIN_BENCH_TABLES`),
-//! `--reps N` (default 5; env `JOIN_BENCH_REPS`), `--no-postgres`
-//! (env `JOIN_BENCH_NO_POSTGRES=1`).
+//! `--reps N` (default 5; env `JOIN_BENCH_REPS`), `--queries comma,on` (which
+//! of the two joins to run in Tessera, default both; env `JOIN_BENCH_QUERIES`),
+//! `--no-postgres` (env `JOIN_BENCH_NO_POSTGRES=1`).
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -68,6 +69,8 @@ fn reset_peak_rss() -> bool {
 struct Opts {
     tables: Vec<usize>,
     reps: usize,
+    comma: bool,
+    on: bool,
     postgres: bool,
 }
 
@@ -75,15 +78,17 @@ fn opts() -> Opts {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut tables = env("JOIN_BENCH_TABLES").unwrap_or_else(|| "4,8,16,32".into());
     let mut reps = env("JOIN_BENCH_REPS").unwrap_or_else(|| "5".into());
+    let mut queries = env("JOIN_BENCH_QUERIES").unwrap_or_else(|| "comma,on".into());
     let mut postgres = env("JOIN_BENCH_NO_POSTGRES").is_none_or(|v| v == "0");
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--tables" => tables = args.next().expect("--tables needs a list, e.g. 4,8,16"),
             "--reps" => reps = args.next().expect("--reps needs a number"),
+            "--queries" => queries = args.next().expect("--queries needs comma, on or comma,on"),
             "--no-postgres" => postgres = false,
             "-h" | "--help" => {
-                println!("join_bench [--tables 4,8,16,32] [--reps 5] [--no-postgres]");
+                println!("join_bench [--tables 4,8,16,32] [--reps 5] [--queries comma,on] [--no-postgres]");
                 std::process::exit(0);
             }
             other => {
@@ -94,7 +99,15 @@ fn opts() -> Opts {
     }
     let tables: Vec<usize> = tables.split(',').map(|t| t.trim().parse().expect("--tables: numbers separated by commas")).collect();
     assert!(tables.iter().all(|&n| n >= 2), "--tables: at least 2 tables per join");
-    Opts { tables, reps: reps.parse::<usize>().expect("--reps: a number").max(1), postgres }
+    let queries: Vec<&str> = queries.split(',').map(str::trim).collect();
+    assert!(queries.iter().all(|q| *q == "comma" || *q == "on"), "--queries: comma, on or comma,on");
+    Opts {
+        tables,
+        reps: reps.parse::<usize>().expect("--reps: a number").max(1),
+        comma: queries.contains(&"comma"),
+        on: queries.contains(&"on"),
+        postgres,
+    }
 }
 
 /// Schema and data: the same statements for Tessera and PostgreSQL.
@@ -149,8 +162,8 @@ fn time_tessera(s: &MemStore, sql: &str, reps: usize) -> Result<Duration, String
 
 struct Row {
     n: usize,
-    comma: Result<Duration, String>,
-    on: Result<Duration, String>,
+    comma: Option<Result<Duration, String>>,
+    on: Option<Result<Duration, String>>,
     rss_kib: u64,
     pg: Option<(Result<f64, String>, Result<f64, String>)>,
 }
@@ -167,11 +180,15 @@ fn main() {
         for stmt in setup(n) {
             s.exec(&stmt, &[]).unwrap_or_else(|e| panic!("setup failed: {e}: {stmt}"));
         }
-        let comma = time_tessera(&s, &comma_query(n), o.reps);
-        let on = time_tessera(&s, &on_query(n), o.reps);
+        let comma = o.comma.then(|| time_tessera(&s, &comma_query(n), o.reps));
+        let on = o.on.then(|| time_tessera(&s, &on_query(n), o.reps));
         drop(s);
         let rss_kib = peak_rss_kib();
-        let show = |r: &Result<Duration, String>| r.as_ref().map(|d| format!("{} ms", ms(*d))).unwrap_or_else(|e| format!("error: {e}"));
+        let show = |r: &Option<Result<Duration, String>>| match r {
+            None => "not run".to_string(),
+            Some(Ok(d)) => format!("{} ms", ms(*d)),
+            Some(Err(e)) => format!("error: {e}"),
+        };
         println!("  {n:>3} tables: comma {}, JOIN ON {}, peak RSS {:.1} MiB", show(&comma), show(&on), rss_kib as f64 / 1024.0);
         rows.push(Row { n, comma, on, rss_kib, pg: None });
     }
@@ -197,7 +214,11 @@ fn main() {
     println!();
     println!("| tables | Tessera comma ms | Tessera JOIN ON ms | PostgreSQL comma ms | PostgreSQL JOIN ON ms | {rss_label} |");
     println!("|---|---|---|---|---|---|");
-    let cell = |r: &Result<Duration, String>| r.as_ref().map(|d| ms(*d)).unwrap_or_else(|e| format!("error: {e}"));
+    let cell = |r: &Option<Result<Duration, String>>| match r {
+        None => "-".to_string(),
+        Some(Ok(d)) => ms(*d),
+        Some(Err(e)) => format!("error: {e}"),
+    };
     let pcell = |r: Option<&Result<f64, String>>| match r {
         None => "-".to_string(),
         Some(Ok(m)) => format!("{m:.3}"),
@@ -219,9 +240,32 @@ fn main() {
 /// A throwaway PostgreSQL cluster in a temp dir, reached over a Unix socket
 /// (as storage/sql/tests/support/mod.rs does).
 struct Postgres {
-    dir: tempfile::TempDir,
+    dir: TempDir,
     bin: PathBuf,
     root: bool,
+}
+
+/// A directory under the system temp dir, removed on drop (std only, so the
+/// example also builds against older trees of this crate).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<TempDir> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let p = std::env::temp_dir().join(format!("join_bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&p)?;
+        Ok(TempDir(p))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Postgres {
@@ -237,7 +281,7 @@ impl Postgres {
             .filter(|b| b.join("initdb").exists())
             .max()
             .ok_or("no initdb under /usr/lib/postgresql/*/bin")?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let dir = TempDir::new().map_err(|e| e.to_string())?;
         let root = unsafe { geteuid() } == 0;
         if root {
             // The cluster runs as `postgres`, which must reach the temp dir.

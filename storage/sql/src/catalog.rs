@@ -83,6 +83,32 @@ pub fn index_key(name: &str) -> Vec<u8> {
     format!("c/i/{name}").into_bytes()
 }
 
+/// A view: a stored query and the names of its columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewDef {
+    pub name: String,
+    /// The defining query, as SQL text (parsed again at each use).
+    pub query: String,
+    pub columns: Vec<String>,
+}
+
+pub fn view_key(name: &str) -> Vec<u8> {
+    format!("c/v/{name}").into_bytes()
+}
+
+pub fn get_view(kv: &Overlay, name: &str) -> Result<Option<ViewDef>> {
+    match kv.get(&view_key(name))? {
+        Some(b) => serde_json::from_slice(&b).map(Some).map_err(|e| internal(format!("corrupt view entry for {name}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+pub fn put_view(kv: &mut Overlay, v: &ViewDef) -> Result<()> {
+    let b = serde_json::to_vec(v).map_err(|e| internal(e.to_string()))?;
+    kv.put(view_key(&v.name), b);
+    Ok(())
+}
+
 pub fn get_table(kv: &Overlay, name: &str) -> Result<Option<TableDef>> {
     match kv.get(&table_key(name))? {
         Some(b) => serde_json::from_slice(&b).map(Some).map_err(|e| internal(format!("corrupt catalog entry for {name}: {e}"))),

@@ -149,7 +149,7 @@ impl<'a> Exec<'a> {
 
     pub fn create_table(&mut self, ct: &ast::CreateTable) -> Result<()> {
         let name = object_name(&ct.name);
-        if catalog::get_table(&self.kv, &name)?.is_some() {
+        if catalog::get_table(&self.kv, &name)?.is_some() || catalog::get_view(&self.kv, &name)?.is_some() {
             if ct.if_not_exists {
                 return Ok(());
             }

@@ -3,6 +3,7 @@
 //! Key layout over the database's key space:
 //! - `c/t/<table name>`            → table definition (JSON)
 //! - `c/i/<index name>`            → owning table name
+//! - `c/v/<view name>`             → view definition (JSON)
 //! - `c/next_table_id`             → counter (decimal text)
 //! - `t/<id:4 BE>/r/<pk key>`      → encoded row
 //! - `t/<id:4 BE>/i/<idx:4 BE>/<index values key><pk key>` → row key

@@ -74,6 +74,8 @@ pub struct Exec<'a> {
     /// Rows processed (for deadline checks).
     pub work: Cell<u64>,
     pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
+    /// How many views deep the expansion in progress is.
+    pub view_depth: Cell<u32>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).
     pub vacuum: Vec<Vec<u8>>,
     /// Change data capture: which tables' row changes to record (`None`: none).

@@ -23,6 +23,7 @@ pub mod mem;
 mod parser;
 mod query;
 mod store;
+mod views;
 pub mod types;
 pub mod value;
 
@@ -233,6 +234,7 @@ impl<'a> Exec<'a> {
             rows_scanned: Cell::new(0),
             work: Cell::new(0),
             ctes: RefCell::new(Vec::new()),
+            view_depth: Cell::new(0),
             vacuum: Vec::new(),
             capture: None,
             changes: Vec::new(),
@@ -261,6 +263,17 @@ impl<'a> Exec<'a> {
             }
             Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
                 self.drop_tables(names, *if_exists)?;
+                StmtOut::Affected(0)
+            }
+            Statement::CreateView { name, columns, query, or_replace, or_alter, materialized, temporary, if_not_exists, to, .. } => {
+                if *materialized || *temporary || *or_alter || to.is_some() {
+                    return Err(unsupported("only CREATE [OR REPLACE] VIEW name [(columns)] AS query is supported"));
+                }
+                self.create_view(name, columns, query, *or_replace, *if_not_exists)?;
+                StmtOut::Affected(0)
+            }
+            Statement::Drop { object_type: ObjectType::View, if_exists, names, .. } => {
+                self.drop_views(names, *if_exists)?;
                 StmtOut::Affected(0)
             }
             Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {

@@ -463,6 +463,10 @@ impl<'a> Exec<'a> {
                 let tname = object_name(name);
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
                 let cte = self.ctes.borrow().iter().rev().find(|(n, _)| *n == tname).map(|(_, rs)| rs.clone());
+                let cte = match cte {
+                    Some(rs) => Some(rs),
+                    None => self.expand_view(&tname)?.map(Rc::new),
+                };
                 let (cols, src) = match cte {
                     Some(rs) => (rs.cols.clone(), Src::Rows(rs)),
                     None => {

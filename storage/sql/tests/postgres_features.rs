@@ -1,6 +1,6 @@
 //! Scenarios for what PostgreSQL users reach for next: upserts
 //! (`INSERT … ON CONFLICT DO NOTHING | DO UPDATE`), `RETURNING` on INSERT,
-//! UPDATE and DELETE, `STRING_AGG` and `ARRAY_AGG`. Statement sequences run on
+//! UPDATE and DELETE, `STRING_AGG` and `ARRAY_AGG`, views. Statement sequences run on
 //! Tessera and on a real PostgreSQL must give the same rows after each
 //! statement; other dialects' INSERT forms are refused, never run as an INSERT.
 use tessera_sql::mem::MemStore;
@@ -58,6 +58,17 @@ const STATEMENTS: &[&str] = &[
     "SELECT STRING_AGG(note, '; ' ORDER BY sku DESC) FROM stock",
     "SELECT qty > 5, STRING_AGG(sku, '-' ORDER BY sku) FROM stock GROUP BY qty > 5",
     "SELECT STRING_AGG(sku, ',') FROM stock WHERE qty < 0",
+    // Views.
+    "CREATE VIEW low_stock AS SELECT sku, qty FROM stock WHERE qty < 5",
+    "CREATE VIEW low_names (code) AS SELECT sku FROM low_stock",
+    "SELECT * FROM low_stock",
+    "SELECT l.code, s.note FROM low_names l JOIN stock s ON s.sku = l.code",
+    "INSERT INTO stock VALUES ('f', 1, 'fresh')",
+    "SELECT code FROM low_names",
+    "CREATE OR REPLACE VIEW low_stock AS SELECT sku, qty FROM stock WHERE qty < 3",
+    "SELECT count(*) FROM low_names",
+    "DROP VIEW low_names",
+    "DROP VIEW IF EXISTS low_names",
 ];
 
 #[test]
@@ -123,4 +134,25 @@ fn other_dialects_insert_forms_are_refused_not_run_as_insert() {
     }
     let r = s.exec("SELECT qty FROM stock WHERE sku = 'a'", &[]).unwrap();
     assert_eq!(r.rows, vec![vec![serde_json::json!(1)]], "a refused statement wrote");
+}
+
+#[test]
+fn views_that_would_expand_forever_are_an_error() {
+    let mut s = MemStore::new();
+    for stmt in SETUP {
+        s.exec(stmt, &[]).unwrap();
+    }
+    s.exec("CREATE VIEW v1 AS SELECT sku FROM stock", &[]).unwrap();
+    s.exec("CREATE VIEW v2 AS SELECT sku FROM v1", &[]).unwrap();
+    let err = s.exec("CREATE VIEW v1 AS SELECT sku FROM stock", &[]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TableExists, "{err}");
+    let err = s.exec("CREATE TABLE v2 (x INTEGER)", &[]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TableExists, "{err}");
+    // v1 → v2 → v1 …: refused when made or when used, never a stack overflow.
+    let made = s.exec("CREATE OR REPLACE VIEW v1 AS SELECT sku FROM v2", &[]);
+    if made.is_ok() {
+        assert!(s.exec("SELECT * FROM v1", &[]).is_err());
+    }
+    let err = s.exec("DROP VIEW nope", &[]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TableNotFound, "{err}");
 }

@@ -86,6 +86,9 @@ impl Postgres {
                 cur = None;
             } else if let Some(q) = cur {
                 let e = by.get_mut(&q).unwrap();
+                if line.starts_with("psql:") && line.contains("NOTICE:") {
+                    continue;
+                }
                 if line.starts_with("psql:") && line.contains("ERROR:") {
                     *e = Err(line.to_string());
                 } else if let Ok(v) = e {
