@@ -48,12 +48,11 @@ struct RUsage {
 /// Peak resident set size in KiB: `VmHWM` from /proc/self/status (reset per
 /// table count when the kernel allows it), else getrusage's `ru_maxrss`.
 fn peak_rss_kib() -> u64 {
-    if let Ok(s) = std::fs::read_to_string("/proc/self/status") {
-        if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-            if let Ok(k) = v.trim().trim_end_matches("kB").trim().parse() {
-                return k;
-            }
-        }
+    if let Ok(s) = std::fs::read_to_string("/proc/self/status")
+        && let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:"))
+        && let Ok(k) = v.trim().trim_end_matches("kB").trim().parse()
+    {
+        return k;
     }
     let mut ru = RUsage::default();
     // RUSAGE_SELF = 0
@@ -288,7 +287,11 @@ impl Postgres {
             Command::new("chown").args(["-R", "postgres"]).arg(dir.path()).status().map_err(|e| e.to_string())?;
         }
         let data = dir.path().join("data");
-        let out = as_pg(root, &bin.join("initdb")).args(["-A", "trust", "-U", "postgres", "-D"]).arg(&data).output().map_err(|e| e.to_string())?;
+        let out = as_pg(root, &bin.join("initdb"))
+            .args(["-A", "trust", "-U", "postgres", "-D"])
+            .arg(&data)
+            .output()
+            .map_err(|e| e.to_string())?;
         if !out.status.success() {
             return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
@@ -370,10 +373,10 @@ impl Postgres {
             } else if let Some((is_count, i)) = cur {
                 if is_count {
                     counts[i].get_or_insert_with(|| line.trim().to_string());
-                } else if let Some(t) = line.strip_prefix("Time: ") {
-                    if let Some(m) = t.split_whitespace().next().and_then(|m| m.parse::<f64>().ok()) {
-                        times[i].push(m);
-                    }
+                } else if let Some(t) = line.strip_prefix("Time: ")
+                    && let Some(m) = t.split_whitespace().next().and_then(|m| m.parse::<f64>().ok())
+                {
+                    times[i].push(m);
                 }
             }
         }

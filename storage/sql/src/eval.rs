@@ -31,7 +31,7 @@ pub fn contains_aggregate(e: &Expr) -> bool {
 }
 
 /// Visits `e` and its sub-expressions (not subqueries).
-pub fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub fn walk<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
     walk_pruned(e, &mut |x| {
         f(x);
         true
@@ -40,7 +40,7 @@ pub fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 
 /// Visits `e` and its sub-expressions (not subqueries), descending below an
 /// expression only when `f` returns true for it.
-pub fn walk_pruned(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+pub fn walk_pruned<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr) -> bool) {
     if !f(e) {
         return;
     }
@@ -593,7 +593,7 @@ impl<'a> Exec<'a> {
     fn eval_function(&self, f: &ast::Function, env: &Env) -> Result<Value> {
         let name = func_name(f);
         if f.over.is_some() {
-            return Err(unsupported("window functions are not supported"));
+            return self.window_value(f, env);
         }
         let (args, distinct) = func_args(f)?;
         if is_aggregate_name(&name) {

@@ -76,6 +76,8 @@ pub struct Exec<'a> {
     pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
     /// How many views deep the expansion in progress is.
     pub view_depth: Cell<u32>,
+    /// Window call (by the address of its AST node) → its hidden column's slot.
+    pub window_slots: RefCell<std::collections::HashMap<usize, usize>>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).
     pub vacuum: Vec<Vec<u8>>,
     /// Change data capture: which tables' row changes to record (`None`: none).

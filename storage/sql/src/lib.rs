@@ -24,6 +24,7 @@ mod parser;
 mod query;
 mod store;
 mod views;
+mod window;
 pub mod types;
 pub mod value;
 
@@ -235,6 +236,7 @@ impl<'a> Exec<'a> {
             work: Cell::new(0),
             ctes: RefCell::new(Vec::new()),
             view_depth: Cell::new(0),
+            window_slots: RefCell::new(Default::default()),
             vacuum: Vec::new(),
             capture: None,
             changes: Vec::new(),

@@ -599,6 +599,17 @@ impl<'a> Exec<'a> {
         if aggregate {
             check_grouping(&scope, &group_exprs, &proj, s.having.as_ref(), order, &cols)?;
         }
+        // Window functions: computed over the rows WHERE kept, as hidden columns.
+        let calls = crate::window::window_calls(proj.iter().filter_map(|p| p.0).chain(order.iter().map(|o| &o.expr)));
+        let mut kept = kept;
+        let scope = if calls.is_empty() {
+            scope
+        } else {
+            if aggregate {
+                return Err(unsupported("window functions in queries with GROUP BY or aggregates are not supported"));
+            }
+            self.compute_windows(&calls, &scope, &mut kept, outer)?
+        };
         let mut out: Keyed = Vec::new();
         let project = |env: &Env| -> Result<(Vec<Value>, Vec<Value>)> {
             let mut row = Vec::with_capacity(proj.len());
