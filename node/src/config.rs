@@ -64,11 +64,15 @@ pub struct ServerSection {
     /// Reads that may wait for a worker; beyond it a read is refused as busy
     /// (the router answers 503 with Retry-After) (`SERVICE_QUERY_QUEUE`).
     pub query_queue: usize,
+    /// MiB all SQL reads running on the node may hold for intermediate results
+    /// together (`SERVICE_SQL_MEMORY_POOL_MB`); each query also has its own
+    /// budget, sent by the router.
+    pub sql_memory_pool_mb: u64,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256 }
+        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256, sql_memory_pool_mb: 1024 }
     }
 }
 
@@ -206,6 +210,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("grpc_addr", "server.grpc_addr"),
     ("query_workers", "server.query_workers"),
     ("query_queue", "server.query_queue"),
+    ("sql_memory_pool_mb", "server.sql_memory_pool_mb"),
     ("data_dir", "storage.data_dir"),
     ("encryption_at_rest", "storage.encryption_at_rest"),
     ("encryption_key", "storage.encryption_key"),

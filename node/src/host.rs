@@ -197,6 +197,7 @@ impl Host {
         }
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
+        tessera_storage::set_sql_memory_pool_mb(cfg.server.sql_memory_pool_mb);
         let host = Arc::new(Host { id, store, pool, map, groups, queries, clock });
         // Vector indexes live in memory: rebuild them now, in the background on the
         // query pool, rather than inside the first searches after a start (a
@@ -290,7 +291,7 @@ impl Host {
         }
         let reader = g.reader.clone();
         let now = self.read_time(g);
-        Ok(self.queries.run(move || reader.query(&query, now)).await??)
+        Ok(self.queries.run_cancellable(move |cancel| reader.query_cancellable(&query, now, Some(cancel))).await??)
     }
 
     /// The index this node's replica of `group` has applied.

@@ -5,6 +5,7 @@
 //! leaves heartbeats, appends and applies the CPU they need first.
 
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tracing::warn;
@@ -48,6 +49,31 @@ impl QueryPool {
     pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PoolError> {
         let result = self.submit(work)?;
         result.await.map_err(|_| PoolError::Panicked("the query panicked (see the node log)".into()))
+    }
+
+    /// Like [`QueryPool::run`], for work that can stop early: the flag handed to
+    /// `work` is set when the caller stops waiting (this future is dropped,
+    /// e.g. because the client went away), so the work ends instead of burning
+    /// a query thread for nobody.
+    pub async fn run_cancellable<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(Arc<AtomicBool>) -> T + Send + 'static,
+    ) -> Result<T, PoolError> {
+        /// Sets the flag when dropped before the result arrived.
+        struct CancelOnDrop(Option<Arc<AtomicBool>>);
+        impl Drop for CancelOnDrop {
+            fn drop(&mut self) {
+                if let Some(flag) = self.0.take() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut guard = CancelOnDrop(Some(flag.clone()));
+        let result = self.submit(move || work(flag))?;
+        let out = result.await.map_err(|_| PoolError::Panicked("the query panicked (see the node log)".into()));
+        guard.0 = None;
+        out
     }
 
     /// Queues `work`; its result arrives on the receiver.
@@ -114,5 +140,30 @@ mod tests {
         assert!(matches!(pool.run(|| 0).await, Err(PoolError::Busy(1))));
         gate_tx.send(()).unwrap();
         assert_eq!(blocked.await.unwrap(), Some(()));
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_cancels_the_work() {
+        let pool = QueryPool::new(1, 4);
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel::<bool>();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+        let waiting = pool.run_cancellable(move |cancel| {
+            let _ = started_tx.send(());
+            // Work until cancelled (bounded, so a failing test ends).
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !cancel.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let _ = seen_tx.send(cancel.load(Ordering::Relaxed));
+        });
+        // The caller gives up once the work has started.
+        tokio::select! {
+            _ = waiting => panic!("the work finished without being cancelled"),
+            _ = started_rx => {}
+        }
+        let cancelled = tokio::task::spawn_blocking(move || seen_rx.recv_timeout(std::time::Duration::from_secs(5))).await.unwrap();
+        assert_eq!(cancelled, Ok(true), "the work did not see the cancellation");
+        // Work whose caller waits to the end is not cancelled.
+        assert!(!pool.run_cancellable(|cancel| cancel.load(Ordering::Relaxed)).await.unwrap());
     }
 }

@@ -24,4 +24,5 @@ pub use log_store::LogStore;
 pub use state_machine::{GroupReader, StateMachine};
 pub use store::Store;
 pub use wal_sync::WalStats;
+pub use engine::sql::set_memory_pool_mb as set_sql_memory_pool_mb;
 pub use types::TypeConfig;

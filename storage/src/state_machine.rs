@@ -51,6 +51,17 @@ impl GroupReader {
 
     /// Answers `query` from this replica's applied state, with `now_ms` for expiry.
     pub fn query(&self, query: &Query, now_ms: i64) -> Result<QueryResult> {
+        self.query_cancellable(query, now_ms, None)
+    }
+
+    /// Like [`GroupReader::query`]; setting `cancel` stops a running SQL query
+    /// at its next work check (the caller stopped waiting).
+    pub fn query_cancellable(
+        &self,
+        query: &Query,
+        now_ms: i64,
+        cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    ) -> Result<QueryResult> {
         let kv = self.data.space(space::KV);
         let meta = self.data.space(space::META);
         Ok(match query {
@@ -80,7 +91,7 @@ impl GroupReader {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
             Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
-            Query::Sql(q) => QueryResult::Sql(engine::sql::query(&self.data, q)?),
+            Query::Sql(q) => QueryResult::Sql(engine::sql::query(&self.data, q, cancel)?),
             Query::Document(q) => QueryResult::Document(engine::document::query(&self.data.space(space::DOCUMENT), q)?),
             Query::Vector(q) => QueryResult::Vector(engine::vector::query(&self.data, q)?),
             Query::TimeSeries(q) => {

@@ -4,7 +4,8 @@
 //! outgrow the query memory budget is refused with QUERY_MEMORY_EXCEEDED, as
 //! is the same work inside a write (the leader's trial run refuses it before it
 //! is proposed); meanwhile a KV writer sees no failed write and no group
-//! changes its Raft term.
+//! changes its Raft term. A slow query whose client gives up stops on the
+//! node: the nodes go idle instead of running it to its 30 s deadline.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -106,5 +107,39 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         let r = sql_ok(&api.consistency("one").replica(node), "SELECT COUNT(*) FROM sink").await?;
         ensure!(r.json["data"]["rows"] == json!([[0]]), "node {node} has rows in sink: {r}");
     }
+    client_that_goes_away_stops_its_query(cluster).await
+}
+
+/// CPU seconds (user + system) the node processes have used.
+fn nodes_cpu_secs(cluster: &Cluster) -> Result<f64> {
+    let mut ticks = 0u64;
+    for node in 1..=3u64 {
+        let pid = cluster.node_pid(node).with_context(|| format!("node {node} is not running"))?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).context("stat format")?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        ticks += fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    }
+    Ok(ticks as f64 / 100.0)
+}
+
+async fn client_that_goes_away_stops_its_query(cluster: &Cluster) -> Result<()> {
+    let api = cluster.http.clone();
+    sql_ok(&api, "CREATE TABLE big (id INTEGER PRIMARY KEY, v INTEGER)").await?;
+    let values: Vec<String> = (0..3000).map(|i| format!("({i}, {})", i % 97)).collect();
+    sql_ok(&api, &format!("INSERT INTO big VALUES {}", values.join(", "))).await?;
+    // Nine million row pairs, none matching: seconds of work, no memory.
+    let slow = "SELECT COUNT(*) FROM big a CROSS JOIN big b WHERE a.v + b.v = -1";
+    let impatient = api.timeout(std::time::Duration::from_millis(1500));
+    let gave_up = sql(&impatient, slow).await;
+    ensure!(gave_up.is_err(), "the slow query answered within 1.5 s: {gave_up:?}");
+    // Give the cancellation a moment to travel router → node, then measure.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let before = nodes_cpu_secs(cluster)?;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let used = nodes_cpu_secs(cluster)? - before;
+    eprintln!("CPU used by the three nodes in the 3 s after the client went away: {used:.2} s");
+    ensure!(used < 1.5, "the nodes kept working for a client that went away: {used:.2} CPU s in 3 s");
     Ok(())
 }

@@ -97,6 +97,9 @@ impl<'a> Exec<'a> {
                     return Err(SqlError::new(ErrorCode::QueryTimeout, "query exceeded its time limit and was cancelled"));
                 }
             }
+            if self.ctx.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(SqlError::new(ErrorCode::QueryTimeout, "query was cancelled: its caller stopped waiting"));
+            }
         }
         Ok(())
     }

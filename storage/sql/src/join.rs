@@ -28,6 +28,7 @@ use crate::value::{Value, cast, compare};
 use sqlparser::ast::{self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 /// Above this many rows on the probe side an indexed input is scanned and
 /// hashed instead of looked up once per row.
@@ -68,6 +69,91 @@ fn row_bytes(row: &[Value]) -> usize {
         })
         .sum::<usize>()
         + std::mem::size_of::<Vec<Value>>()
+}
+
+/// A node-wide pool of memory for queries' intermediate results: concurrent
+/// queries together hold at most `limit` bytes. Used for reads and trial runs
+/// only: a replica applying a committed write must decide the same way as every
+/// other replica, whatever else runs on it.
+#[derive(Debug)]
+pub struct MemoryPool {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl MemoryPool {
+    /// A pool of `limit` bytes.
+    pub fn new(limit: usize) -> MemoryPool {
+        MemoryPool { limit, used: AtomicUsize::new(0) }
+    }
+
+    /// Bytes reserved now.
+    pub fn used(&self) -> usize {
+        self.used.load(AtomicOrdering::SeqCst)
+    }
+
+    /// The pool's size in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Reserves `n` bytes if they are free.
+    pub fn try_reserve(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |u| u.checked_add(n).filter(|t| *t <= self.limit))
+            .is_ok()
+    }
+
+    /// Returns `n` reserved bytes.
+    pub fn release(&self, n: usize) {
+        let _ = self.used.fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |u| Some(u.saturating_sub(n)));
+    }
+}
+
+/// What one query holds against its budget and the node's pool; the pool's
+/// share is returned when the query ends, however it ends.
+pub(crate) struct Charge<'a> {
+    budget: usize,
+    pool: Option<&'a MemoryPool>,
+    reserved: usize,
+}
+
+impl<'a> Charge<'a> {
+    pub(crate) fn new(ctx: &'a crate::ExecContext) -> Charge<'a> {
+        Charge { budget: ctx.max_memory_bytes, pool: ctx.memory_pool.as_deref(), reserved: 0 }
+    }
+
+    /// The query now holds `bytes`: an error past its budget or the pool's free room.
+    pub(crate) fn hold(&mut self, bytes: usize) -> Result<()> {
+        if bytes > self.budget {
+            return Err(memory_exceeded(self.budget));
+        }
+        if let Some(pool) = self.pool {
+            if bytes > self.reserved {
+                if !pool.try_reserve(bytes - self.reserved) {
+                    return Err(SqlError::new(
+                        ErrorCode::QueryMemoryExceeded,
+                        format!(
+                            "the node's SQL memory pool ({} MiB) is taken by other queries; retry later",
+                            pool.limit() / (1024 * 1024)
+                        ),
+                    ));
+                }
+            } else {
+                pool.release(self.reserved - bytes);
+            }
+            self.reserved = bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool {
+            pool.release(self.reserved);
+        }
+    }
 }
 
 /// The error of a query whose intermediate results outgrow its memory budget.
@@ -191,7 +277,7 @@ impl Exec<'_> {
         selection: Option<&Expr>,
         outer: Option<&Env>,
     ) -> Result<Vec<Vec<Value>>> {
-        let budget = self.ctx.max_memory_bytes;
+        let mut charge = Charge::new(self.ctx);
         let width = full.cols.len();
         let mut offsets = Vec::with_capacity(items.len());
         let mut item_of = Vec::with_capacity(width);
@@ -246,9 +332,7 @@ impl Exec<'_> {
                     Input::Rows(rs.rows.clone())
                 }
             };
-            if held > budget {
-                return Err(memory_exceeded(budget));
-            }
+            charge.hold(held)?;
             inputs.push(input);
         }
 
@@ -295,9 +379,7 @@ impl Exec<'_> {
                 let Src::Table(t) = &items[next].src else { unreachable!("lookups are tables") };
                 let scanned: Vec<Vec<Value>> = self.scan_table(t, &Default::default())?.into_iter().map(|(_, r)| r).collect();
                 held += scanned.iter().map(|r| row_bytes(r)).sum::<usize>();
-                if held > budget {
-                    return Err(memory_exceeded(budget));
-                }
+                charge.hold(held)?;
                 inputs[next] = Input::Rows(scanned);
             }
             let (off, n) = (offsets[next], items[next].cols.len());
@@ -345,9 +427,7 @@ impl Exec<'_> {
                     }
                 }
                 out_bytes += row_bytes(&row);
-                if held + out_bytes > budget {
-                    return Err(memory_exceeded(budget));
-                }
+                charge.hold(held + out_bytes)?;
                 out.push(row);
                 Ok(())
             };

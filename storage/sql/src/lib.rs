@@ -12,6 +12,7 @@ mod access;
 pub mod catalog;
 mod ddl;
 mod dml;
+pub mod difftest;
 pub mod encoding;
 pub mod error;
 mod eval;
@@ -19,6 +20,7 @@ mod exec;
 mod functions;
 pub mod import;
 mod join;
+pub use join::MemoryPool;
 pub mod mem;
 mod parser;
 mod query;
@@ -93,6 +95,12 @@ pub struct ExecContext {
     /// past it the query stops with `QUERY_MEMORY_EXCEEDED`. A function of the
     /// data only, so every replica of a write decides alike.
     pub max_memory_bytes: usize,
+    /// Set by whoever waits for a read when it stops waiting (the client went
+    /// away): the query stops at its next work check, like at its deadline.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The node-wide pool that reads draw intermediate memory from, besides
+    /// their own budget (never set for applying writes).
+    pub memory_pool: Option<std::sync::Arc<MemoryPool>>,
 }
 
 /// The default [`ExecContext::max_memory_bytes`]: 256 MiB.
@@ -106,6 +114,8 @@ impl Default for ExecContext {
             deadline: None,
             enforce_deadline_on_writes: false,
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            cancel: None,
+            memory_pool: None,
         }
     }
 }

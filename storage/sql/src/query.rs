@@ -312,7 +312,7 @@ impl<'a> Exec<'a> {
             let rows = self.join_planned(&items, &full, selection, outer)?;
             return Ok((full, rows));
         }
-        let budget = self.ctx.max_memory_bytes;
+        let mut charge = crate::join::Charge::new(self.ctx);
         let mut conj = Vec::new();
         if let Some(w) = selection {
             conjuncts(w, &mut conj);
@@ -436,9 +436,7 @@ impl<'a> Exec<'a> {
                     if ok {
                         matched = true;
                         out_bytes += std::mem::size_of::<Value>() * row.len();
-                        if out_bytes > budget {
-                            return Err(crate::join::memory_exceeded(budget));
-                        }
+                        charge.hold(out_bytes)?;
                         out.push(row);
                     }
                 }

@@ -5,8 +5,7 @@
 use tessera_sql::mem::MemStore;
 use tessera_sql::*;
 
-mod support;
-use support::Postgres;
+use tessera_sql::difftest::Postgres;
 
 fn tessera(s: &MemStore, sql: &str) -> Result<Vec<String>, String> {
     // Catch panics too (index out of bounds etc.).

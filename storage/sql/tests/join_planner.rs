@@ -8,8 +8,7 @@ use std::time::Instant;
 use tessera_sql::mem::MemStore;
 use tessera_sql::*;
 
-mod support;
-use support::Postgres;
+use tessera_sql::difftest::{Postgres, random_join_case, unaligned_rows};
 
 /// `n` tables `t0..t{n-1}` of `rows` rows: `id` (primary key), `ref` (the id of a
 /// row of the next table), `grp` (id mod 10) and a text column.
@@ -87,102 +86,6 @@ fn where_errors_on_rows_a_join_removes_are_not_raised() {
 // ---------------------------------------------------------------------------
 // Differential checks against PostgreSQL.
 
-/// A tiny deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
-/// Random tables (`tables` of them, up to `max_rows` rows each, small value
-/// domains so joins match, NULLs included) and random join queries over them.
-fn random_case(seed: u64, tables: usize, max_rows: u64, queries: usize) -> (Vec<String>, Vec<String>) {
-    let mut rng = Rng(seed.max(1));
-    let mut setup = Vec::new();
-    for t in 0..tables {
-        setup.push(format!("CREATE TABLE r{t} (a INTEGER, b INTEGER, c TEXT)"));
-        let rows = 1 + rng.below(max_rows);
-        let mut values = Vec::new();
-        for _ in 0..rows {
-            let mut v = |dom: u64| if rng.below(8) == 0 { "NULL".to_string() } else { rng.below(dom).to_string() };
-            let (a, b) = (v(6), v(4));
-            let c = if rng.below(8) == 0 { "NULL".to_string() } else { format!("'x{}'", rng.below(3)) };
-            values.push(format!("({a}, {b}, {c})"));
-        }
-        setup.push(format!("INSERT INTO r{t} VALUES {}", values.join(", ")));
-    }
-    let mut out = Vec::new();
-    for _ in 0..queries {
-        let k = 2 + rng.below(tables as u64 - 1) as usize;
-        let mut picked: Vec<usize> = (0..tables).collect();
-        for i in (1..picked.len()).rev() {
-            picked.swap(i, rng.below(i as u64 + 1) as usize);
-        }
-        picked.truncate(k);
-        let alias = |i: usize| format!("q{i}");
-        let mut preds = Vec::new();
-        for i in 1..k {
-            let j = rng.below(i as u64) as usize;
-            let (x, y) = (["a", "b"][rng.below(2) as usize], ["a", "b"][rng.below(2) as usize]);
-            preds.push(format!("{}.{x} = {}.{y}", alias(i), alias(j)));
-        }
-        for i in 0..k {
-            match rng.below(6) {
-                0 => preds.push(format!("{}.a IN ({}, {})", alias(i), rng.below(6), rng.below(6))),
-                1 => preds.push(format!("{}.b BETWEEN 1 AND {}", alias(i), 1 + rng.below(3))),
-                2 => preds.push(format!("{}.c IS NOT NULL", alias(i))),
-                3 => preds.push(format!("({}.a < 3 OR {}.c = 'x1')", alias(i), alias(i))),
-                _ => {}
-            }
-        }
-        let explicit = rng.below(2) == 0;
-        let from = if explicit {
-            let mut f = format!("r{} {}", picked[0], alias(0));
-            for i in 1..k {
-                // The equality chaining item i to an earlier one goes into its ON.
-                f.push_str(&format!(" JOIN r{} {} ON {}", picked[i], alias(i), preds[i - 1]));
-            }
-            preds.drain(..k - 1);
-            f
-        } else {
-            (0..k).map(|i| format!("r{} {}", picked[i], alias(i))).collect::<Vec<_>>().join(", ")
-        };
-        let cols: Vec<String> = (0..k).map(|i| format!("{}.a, {}.c", alias(i), alias(i))).collect();
-        let mut q = format!("SELECT {} FROM {from}", cols.join(", "));
-        if !preds.is_empty() {
-            q.push_str(&format!(" WHERE {}", preds.join(" AND ")));
-        }
-        out.push(q);
-    }
-    (setup, out)
-}
-
-/// Tessera's rows in psql's unaligned format (`|` between fields, NULL empty).
-fn tessera_rows(s: &MemStore, sql: &str) -> Vec<String> {
-    let out = execute(s, sql, &[], &ExecContext::default()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut rows: Vec<String> = out
-        .result
-        .rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| match v {
-                    serde_json::Value::Null => String::new(),
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect();
-    rows.sort();
-    rows
-}
-
 /// Random schemas, data and 2-to-6-table join queries (comma and explicit
 /// joins, predicates in WHERE and ON, IN lists, BETWEEN, NULLs): Tessera and
 /// PostgreSQL return the same rows as multisets.
@@ -191,14 +94,15 @@ fn random_joins_agree_with_postgresql() {
     let Some(pg) = Postgres::start_or_skip() else { return };
     let mut checked = 0;
     for seed in 1..=6u64 {
-        let (setup, queries) = random_case(seed * 7919, 6, 12, 25);
+        let (setup, queries) = random_join_case(seed * 7919, 6, 12, 25);
         let mut s = MemStore::new();
         for stmt in &setup {
             s.exec(stmt, &[]).unwrap();
         }
         for (q, want) in queries.iter().zip(pg.results(&setup, &queries)) {
             let want = want.unwrap_or_else(|e| panic!("PostgreSQL refused {q}: {e}"));
-            let got = tessera_rows(&s, q);
+            let out = execute(&s, q, &[], &ExecContext::default()).unwrap_or_else(|e| panic!("{q}: {e}"));
+            let got = unaligned_rows(&out.result);
             assert_eq!(got.len(), want.len(), "seed {seed}, query {q}: row counts differ");
             assert_eq!(got, want, "seed {seed}, query {q}");
             checked += 1;
@@ -207,3 +111,22 @@ fn random_joins_agree_with_postgresql() {
     eprintln!("{checked} random join queries agreed with PostgreSQL");
 }
 
+
+#[test]
+fn concurrent_queries_share_the_nodes_memory_pool() {
+    let s = chain(3, 100);
+    let pool = std::sync::Arc::new(MemoryPool::new(4 * 1024 * 1024));
+    let ctx = ExecContext { memory_pool: Some(pool.clone()), ..ExecContext::default() };
+    let sql = "SELECT count(*) FROM t0, t1 WHERE t0.grp = t1.grp";
+    // Alone, the query fits; its share goes back to the pool when it ends.
+    execute(&s, sql, &[], &ctx).unwrap();
+    assert_eq!(pool.used(), 0, "a finished query kept its share of the pool");
+    // With most of the pool taken by others, it is refused, and holds nothing after.
+    assert!(pool.try_reserve(4 * 1024 * 1024 - 64 * 1024));
+    let err = execute(&s, sql, &[], &ctx).unwrap_err();
+    assert_eq!(err.code, ErrorCode::QueryMemoryExceeded, "{err}");
+    assert!(err.message.contains("pool"), "{err}");
+    pool.release(4 * 1024 * 1024 - 64 * 1024);
+    assert_eq!(pool.used(), 0, "a refused query kept its share of the pool");
+    execute(&s, sql, &[], &ctx).unwrap();
+}

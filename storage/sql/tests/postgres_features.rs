@@ -6,33 +6,10 @@
 use tessera_sql::mem::MemStore;
 use tessera_sql::*;
 
-mod support;
-use support::Postgres;
+use tessera_sql::difftest::Postgres;
 
-/// Rows of one statement in psql's unaligned format (booleans as t/f, whole
-/// doubles without a fraction), sorted.
 fn rows_of(out: &QueryResult) -> Vec<String> {
-    let mut rows: Vec<String> = out
-        .rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| match v {
-                    serde_json::Value::Null => String::new(),
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Bool(b) => if *b { "t" } else { "f" }.to_string(),
-                    // psql prints a whole double without its fraction.
-                    serde_json::Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && !n.is_i64()) => {
-                        format!("{}", n.as_f64().unwrap_or_default() as i64)
-                    }
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect();
-    rows.sort();
-    rows
+    tessera_sql::difftest::unaligned_rows(out)
 }
 
 const SETUP: &[&str] = &[

@@ -156,9 +156,25 @@ impl SqlEngine {
 /// limit is exceeded; every other outcome is left to the real apply, which may
 /// see newer state. Only requests that may run long are tried
 /// ([`tessera_sql::may_run_long`]).
+/// The node's pool for SQL reads' intermediate results (see [`MemoryPool`]).
+static MEMORY_POOL: std::sync::OnceLock<std::sync::Arc<tessera_sql::MemoryPool>> = std::sync::OnceLock::new();
+
+/// Sizes the node's SQL memory pool; the first call wins (default 1 GiB).
+pub fn set_memory_pool_mb(mb: u64) {
+    let _ = MEMORY_POOL.set(std::sync::Arc::new(tessera_sql::MemoryPool::new(mb_to_bytes(mb))));
+}
+
+fn memory_pool() -> std::sync::Arc<tessera_sql::MemoryPool> {
+    MEMORY_POOL.get_or_init(|| std::sync::Arc::new(tessera_sql::MemoryPool::new(mb_to_bytes(1024)))).clone()
+}
+
+fn mb_to_bytes(mb: u64) -> usize {
+    usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+}
+
 /// The memory budget of a request that asked for `mb` MiB (0: the default).
 fn memory_budget(mb: u64) -> usize {
-    if mb == 0 { tessera_sql::DEFAULT_MAX_MEMORY_BYTES } else { usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX) }
+    if mb == 0 { tessera_sql::DEFAULT_MAX_MEMORY_BYTES } else { mb_to_bytes(mb) }
 }
 
 pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult> {
@@ -175,6 +191,8 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult>
         deadline: Some(Instant::now() + Duration::from_millis(op.timeout_ms)),
         enforce_deadline_on_writes: true,
         max_memory_bytes: memory_budget(op.max_memory_mb),
+        cancel: None,
+        memory_pool: Some(memory_pool()),
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
         Err(e) if matches!(e.code, tessera_sql::ErrorCode::QueryTimeout | tessera_sql::ErrorCode::QueryMemoryExceeded) => {
@@ -256,7 +274,8 @@ impl SqlEngine {
 }
 
 /// Answers SQL reads from one consistent snapshot of this replica.
-pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
+/// Answers a SQL read from this replica; `cancel`, once set, stops a running query.
+pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Result<SqlResult> {
     let db = data.db();
     let snapshot = db.snapshot();
     let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
@@ -280,6 +299,8 @@ pub fn query(data: &GroupData, q: &SqlQuery) -> Result<SqlResult> {
                 deadline: Some(Instant::now() + Duration::from_millis(*timeout_ms)),
                 enforce_deadline_on_writes: false,
                 max_memory_bytes: memory_budget(*max_memory_mb),
+                cancel,
+                memory_pool: Some(memory_pool()),
             };
             match tessera_sql::execute(&kv(database), sql, params, &ctx) {
                 Ok(out) => rows(out.result),

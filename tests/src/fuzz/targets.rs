@@ -105,6 +105,8 @@ pub fn sql(data: &[u8]) {
         deadline: Some(Instant::now() + Duration::from_millis(200)),
         enforce_deadline_on_writes: true,
         max_memory_bytes: 64 * 1024 * 1024,
+        cancel: None,
+        memory_pool: None,
     };
     let params = [json!(1), json!("x"), Value::Null];
     let _ = tessera_sql::execute(sql_base(), &text, &params, &ctx);
