@@ -490,26 +490,26 @@ impl<'a> Exec<'a> {
             }
             Expr::InSubquery { expr, subquery, negated } => {
                 let v = self.eval(expr, env)?;
-                let rs = self.run_query(subquery, Some(env))?;
+                let rs = self.run_subquery(subquery, env)?;
                 if rs.cols.len() != 1 {
                     return Err(type_mismatch("subquery has too many columns"));
                 }
-                let vals: Vec<Value> = rs.rows.into_iter().filter_map(|mut r| r.pop()).collect();
+                let vals: Vec<Value> = rs.rows.iter().filter_map(|r| r.last().cloned()).collect();
                 let r = in_values(&v, &vals)?;
                 Ok(b3(if *negated { r.map(|b| !b) } else { r }))
             }
             Expr::Exists { subquery, negated } => {
-                let rs = self.run_query(subquery, Some(env))?;
+                let rs = self.run_subquery(subquery, env)?;
                 Ok(Value::Bool(rs.rows.is_empty() == *negated))
             }
             Expr::Subquery(q) => {
-                let rs = self.run_query(q, Some(env))?;
+                let rs = self.run_subquery(q, env)?;
                 if rs.cols.len() != 1 {
                     return Err(type_mismatch("subquery must return only one column"));
                 }
                 match rs.rows.len() {
                     0 => Ok(Value::Null),
-                    1 => Ok(rs.rows.into_iter().next().and_then(|mut r| r.pop()).unwrap_or(Value::Null)),
+                    1 => Ok(rs.rows[0].last().cloned().unwrap_or(Value::Null)),
                     _ => Err(type_mismatch("more than one row returned by a subquery used as an expression")),
                 }
             }
@@ -587,6 +587,33 @@ impl<'a> Exec<'a> {
                 functions::extract(&field.to_string(), v)
             }
             other => Err(unsupported(format!("unsupported expression: {other}"))),
+        }
+    }
+
+    /// Runs a subquery for the row of `env`. One that does not depend on the
+    /// outer row (it runs without the outer scope) is run once per statement
+    /// and its rows reused, as PostgreSQL does for uncorrelated subqueries;
+    /// a correlated one runs per row.
+    fn run_subquery(&self, q: &ast::Query, env: &Env) -> Result<std::rc::Rc<crate::exec::RowSet>> {
+        use std::rc::Rc;
+        let key = q as *const ast::Query as usize;
+        // View queries are parsed anew at each use, so addresses repeat there:
+        // the stored copy of the query confirms a hit.
+        let cached = self.subqueries.borrow().get(&key).filter(|(same, _)| same.as_ref() == q).map(|(_, rows)| rows.clone());
+        match cached {
+            Some(Some(rows)) => return Ok(rows),
+            Some(None) => return Ok(Rc::new(self.run_query(q, Some(env))?)),
+            None => {}
+        }
+        let outcome = match self.run_query(q, None) {
+            Ok(rows) => Some(Rc::new(rows)),
+            // It needs the outer row (or fails on its own: running it per row says so).
+            Err(_) => None,
+        };
+        self.subqueries.borrow_mut().insert(key, (Box::new(q.clone()), outcome.clone()));
+        match outcome {
+            Some(rows) => Ok(rows),
+            None => Ok(Rc::new(self.run_query(q, Some(env))?)),
         }
     }
 

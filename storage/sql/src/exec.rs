@@ -76,6 +76,10 @@ pub struct Exec<'a> {
     pub ctes: RefCell<Vec<(String, Rc<RowSet>)>>,
     /// How many views deep the expansion in progress is.
     pub view_depth: Cell<u32>,
+    /// Subqueries of the current statement by address: a copy of the query and,
+    /// when it does not depend on the outer row, its rows (see `run_subquery`).
+    #[allow(clippy::type_complexity)]
+    pub subqueries: RefCell<std::collections::HashMap<usize, (Box<sqlparser::ast::Query>, Option<Rc<RowSet>>)>>,
     /// Window call (by the address of its AST node) → its hidden column's slot.
     pub window_slots: RefCell<std::collections::HashMap<usize, usize>>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).

@@ -247,6 +247,7 @@ impl<'a> Exec<'a> {
             ctes: RefCell::new(Vec::new()),
             view_depth: Cell::new(0),
             window_slots: RefCell::new(Default::default()),
+            subqueries: RefCell::new(Default::default()),
             vacuum: Vec::new(),
             capture: None,
             changes: Vec::new(),
@@ -255,6 +256,8 @@ impl<'a> Exec<'a> {
 
     fn exec_stmt(&mut self, s: &Statement) -> Result<StmtOut, SqlError> {
         use error::unsupported;
+        // Uncorrelated subqueries are run once per statement: earlier statements may have changed their rows.
+        self.subqueries.borrow_mut().clear();
         Ok(match s {
             Statement::Query(q) => StmtOut::Rows(self.run_query(q, None)?),
             Statement::Insert(ins) => StmtOut::changed(self.insert(ins)?),

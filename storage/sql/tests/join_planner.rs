@@ -130,3 +130,16 @@ fn concurrent_queries_share_the_nodes_memory_pool() {
     assert_eq!(pool.used(), 0, "a refused query kept its share of the pool");
     execute(&s, sql, &[], &ctx).unwrap();
 }
+
+#[test]
+fn an_uncorrelated_subquery_runs_once() {
+    let s = chain(2, 2000);
+    let plan = explain(&s, "SELECT count(*) FROM t0 WHERE t0.ref IN (SELECT id FROM t1 WHERE grp = 3)").unwrap();
+    let scanned: u64 = plan.lines().last().and_then(|l| l.strip_prefix("rows scanned: ")).and_then(|n| n.parse().ok()).unwrap();
+    // Once: t0 (2000 rows) and t1 (2000 rows), not 2000 times t1.
+    assert!(scanned <= 4000, "the subquery ran per row: {scanned} rows scanned\n{plan}");
+    // A correlated one still sees its outer row.
+    let out = execute(&s, "SELECT count(*) FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp)", &[], &ExecContext::default()).unwrap();
+    let direct = execute(&s, "SELECT count(*) FROM t0, t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp", &[], &ExecContext::default()).unwrap();
+    assert_eq!(out.result.rows, direct.result.rows);
+}

@@ -40,6 +40,10 @@ const STATEMENTS: &[&str] = &[
     "SELECT STRING_AGG(note, '; ' ORDER BY sku DESC) FROM stock",
     "SELECT qty > 5, STRING_AGG(sku, '-' ORDER BY sku) FROM stock GROUP BY qty > 5",
     "SELECT STRING_AGG(sku, ',') FROM stock WHERE qty < 0",
+    // Uncorrelated subqueries run once per statement, before its changes.
+    "UPDATE stock SET qty = (SELECT MAX(qty) FROM stock) + 1 WHERE sku IN ('a', 'b') RETURNING sku, qty",
+    "SELECT sku FROM stock WHERE qty = (SELECT MAX(qty) FROM stock)",
+    "SELECT sku, (SELECT COUNT(*) FROM stock s2 WHERE s2.qty < stock.qty) FROM stock",
     // Views.
     "CREATE VIEW low_stock AS SELECT sku, qty FROM stock WHERE qty < 5",
     "CREATE VIEW low_names (code) AS SELECT sku FROM low_stock",
