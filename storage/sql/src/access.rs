@@ -159,6 +159,19 @@ impl<'a> Exec<'a> {
     /// Reads the rows of `t` (key, values) satisfying at least the usable constraints.
     /// The caller must still apply the full predicate.
     pub fn scan_table(&self, t: &TableDef, cons: &Cons) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        if !self.analyze.get() {
+            return self.scan_table_with(t, cons);
+        }
+        // EXPLAIN ANALYZE: the access path's line gets the rows and time it took.
+        let (line, started) = (self.trace.borrow().len(), std::time::Instant::now());
+        let rows = self.scan_table_with(t, cons)?;
+        if let Some(l) = self.trace.borrow_mut().get_mut(line) {
+            l.push_str(&format!(" → {} rows ({:.3} ms)", rows.len(), started.elapsed().as_secs_f64() * 1000.0));
+        }
+        Ok(rows)
+    }
+
+    fn scan_table_with(&self, t: &TableDef, cons: &Cons) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
         struct Cand {
             name: String,
             cols: Vec<usize>,

@@ -80,6 +80,8 @@ pub struct Exec<'a> {
     /// when it does not depend on the outer row, its rows (see `run_subquery`).
     #[allow(clippy::type_complexity)]
     pub subqueries: RefCell<std::collections::HashMap<usize, (Box<sqlparser::ast::Query>, Option<Rc<RowSet>>)>>,
+    /// `EXPLAIN ANALYZE`: plan lines carry the time each step took.
+    pub analyze: Cell<bool>,
     /// Window call (by the address of its AST node) → its hidden column's slot.
     pub window_slots: RefCell<std::collections::HashMap<usize, usize>>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).

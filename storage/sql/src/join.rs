@@ -339,6 +339,7 @@ impl Exec<'_> {
         let mut joined: BTreeSet<usize> = BTreeSet::new();
         let mut rows: Vec<Vec<Value>> = vec![vec![Value::Null; width]];
         while joined.len() < items.len() {
+            let step_started = std::time::Instant::now();
             let remaining: Vec<usize> = (0..items.len()).filter(|i| !joined.contains(i)).collect();
             let connected = |i: usize| {
                 preds.iter().any(|p| {
@@ -511,7 +512,11 @@ impl Exec<'_> {
             let before = rows.iter().map(|r| row_bytes(r)).sum::<usize>();
             held = held - before.min(held) + out_bytes;
             rows = out;
-            self.note(format!("{how} → {} rows", rows.len()));
+            if self.analyze.get() {
+                self.note(format!("{how} → {} rows ({:.3} ms)", rows.len(), step_started.elapsed().as_secs_f64() * 1000.0));
+            } else {
+                self.note(format!("{how} → {} rows", rows.len()));
+            }
         }
         // Predicates that could not be placed: ON ones are applied now; WHERE
         // ones are left to the caller.

@@ -248,6 +248,7 @@ impl<'a> Exec<'a> {
             view_depth: Cell::new(0),
             window_slots: RefCell::new(Default::default()),
             subqueries: RefCell::new(Default::default()),
+            analyze: Cell::new(false),
             vacuum: Vec::new(),
             capture: None,
             changes: Vec::new(),
@@ -311,10 +312,22 @@ impl<'a> Exec<'a> {
                 let rows = catalog::all_tables(&self.kv)?.into_iter().map(|t| vec![value::Value::Text(t.name)]).collect();
                 StmtOut::Rows(RowSet { cols: vec!["table_name".into()], rows })
             }
-            Statement::Explain { statement, analyze: false, .. } => match &**statement {
+            Statement::Explain { statement, analyze, .. } => match &**statement {
                 Statement::Query(q) => {
                     self.trace.borrow_mut().clear();
-                    self.run_query(q, None)?;
+                    self.analyze.set(*analyze);
+                    let started = std::time::Instant::now();
+                    let result = self.run_query(q, None);
+                    self.analyze.set(false);
+                    let result = result?;
+                    if *analyze {
+                        self.note(format!(
+                            "result: {} rows; rows scanned: {}; execution time: {:.3} ms",
+                            result.rows.len(),
+                            self.rows_scanned.get(),
+                            started.elapsed().as_secs_f64() * 1000.0
+                        ));
+                    }
                     let rows = self.trace.borrow().iter().map(|l| vec![value::Value::Text(l.clone())]).collect();
                     StmtOut::Rows(RowSet { cols: vec!["plan".into()], rows })
                 }

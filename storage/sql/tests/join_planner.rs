@@ -143,3 +143,17 @@ fn an_uncorrelated_subquery_runs_once() {
     let direct = execute(&s, "SELECT count(*) FROM t0, t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp", &[], &ExecContext::default()).unwrap();
     assert_eq!(out.result.rows, direct.result.rows);
 }
+
+#[test]
+fn explain_analyze_shows_rows_and_time_per_step() {
+    let mut s = chain(3, 50);
+    let out = s.exec("EXPLAIN ANALYZE SELECT t0.id FROM t2, t1, t0 WHERE t0.ref = t1.id AND t1.ref = t2.id AND t0.grp = 1", &[]).unwrap();
+    let plan: Vec<String> = out.rows.iter().map(|r| r[0].as_str().unwrap_or_default().to_string()).collect();
+    let text = plan.join("\n");
+    assert!(plan.iter().any(|l| l.starts_with("FULL SCAN t0") && l.contains("→ 50 rows (") && l.ends_with(" ms)")), "{text}");
+    assert!(plan.iter().any(|l| l.contains("JOIN t1") && l.contains("→ 5 rows (")), "{text}");
+    assert!(plan.last().is_some_and(|l| l.starts_with("result: 5 rows;") && l.contains("execution time:")), "{text}");
+    // Plain EXPLAIN has the row counts without times.
+    let out = s.exec("EXPLAIN SELECT t0.id FROM t1, t0 WHERE t0.ref = t1.id", &[]).unwrap();
+    assert!(out.rows.iter().all(|r| !r[0].as_str().unwrap_or_default().contains(" ms)")), "{:?}", out.rows);
+}
