@@ -72,7 +72,7 @@ pub struct ServerSection {
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256, sql_memory_pool_mb: 1024 }
+        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256, sql_memory_pool_mb: 4096 }
     }
 }
 

@@ -156,7 +156,7 @@ pub struct QueryLimitsSection {
 
 impl Default for QueryLimitsSection {
     fn default() -> Self {
-        QueryLimitsSection { max_result_rows: 100_000, query_timeout_secs: 30, max_memory_mb: 256 }
+        QueryLimitsSection { max_result_rows: 100_000, query_timeout_secs: 30, max_memory_mb: 1024 }
     }
 }
 

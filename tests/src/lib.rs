@@ -760,6 +760,19 @@ impl Cluster {
         self.nodes.get(&id).and_then(|n| n.child.as_ref()).map(|c| c.id())
     }
 
+    /// CPU seconds (user + system) the running node processes have used so far.
+    pub fn nodes_cpu_secs(&self) -> Result<f64> {
+        let mut ticks = 0u64;
+        for pid in self.nodes.values().filter_map(|n| n.child.as_ref()).map(|c| c.id()) {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+            // After the parenthesised command name, utime and stime are the 12th and 13th fields.
+            let rest = stat.rsplit_once(')').map(|(_, r)| r).context("unexpected /proc stat format")?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            ticks += fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+        }
+        Ok(ticks as f64 / 100.0)
+    }
+
     /// Whether the harness currently has a live process for node `id`.
     pub fn node_running(&self, id: u64) -> bool {
         self.nodes.get(&id).is_some_and(|n| n.child.is_some())

@@ -110,20 +110,6 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     client_that_goes_away_stops_its_query(cluster).await
 }
 
-/// CPU seconds (user + system) the node processes have used.
-fn nodes_cpu_secs(cluster: &Cluster) -> Result<f64> {
-    let mut ticks = 0u64;
-    for node in 1..=3u64 {
-        let pid = cluster.node_pid(node).with_context(|| format!("node {node} is not running"))?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).context("stat format")?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        ticks += fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    }
-    Ok(ticks as f64 / 100.0)
-}
-
 async fn client_that_goes_away_stops_its_query(cluster: &Cluster) -> Result<()> {
     let api = cluster.http.clone();
     sql_ok(&api, "CREATE TABLE big (id INTEGER PRIMARY KEY, v INTEGER)").await?;
@@ -136,9 +122,9 @@ async fn client_that_goes_away_stops_its_query(cluster: &Cluster) -> Result<()> 
     ensure!(gave_up.is_err(), "the slow query answered within 1.5 s: {gave_up:?}");
     // Give the cancellation a moment to travel router → node, then measure.
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    let before = nodes_cpu_secs(cluster)?;
+    let before = cluster.nodes_cpu_secs()?;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    let used = nodes_cpu_secs(cluster)? - before;
+    let used = cluster.nodes_cpu_secs()? - before;
     eprintln!("CPU used by the three nodes in the 3 s after the client went away: {used:.2} s");
     ensure!(used < 1.5, "the nodes kept working for a client that went away: {used:.2} CPU s in 3 s");
     Ok(())

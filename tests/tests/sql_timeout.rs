@@ -42,9 +42,18 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let values: Vec<String> = (0..3000).map(|i| format!("({i}, {})", i % 97)).collect();
     sql_ok(&api, &format!("INSERT INTO big VALUES {}", values.join(", "))).await?;
 
-    // A read that would examine nine million row pairs is cancelled.
+    // A read that would examine nine million row pairs is cancelled, answers
+    // within 2 s, and the nodes go idle (the query stopped on the node too).
     let slow_select = "SELECT COUNT(*) FROM big a CROSS JOIN big b WHERE a.v + b.v = -1";
+    let started = std::time::Instant::now();
     ensure_timed_out(&sql(&api, slow_select).await?, "slow SELECT")?;
+    let answered = started.elapsed();
+    ensure!(answered < std::time::Duration::from_secs(2), "the 1 s query limit answered after {answered:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let before = cluster.nodes_cpu_secs()?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let used = cluster.nodes_cpu_secs()? - before;
+    ensure!(used < 1.0, "the nodes kept working after the query's deadline: {used:.2} CPU s in 2 s");
 
     // The same work inside a write is refused before it is proposed.
     let slow_insert = "INSERT INTO sink SELECT a.id FROM big a CROSS JOIN big b WHERE a.v + b.v = -1";

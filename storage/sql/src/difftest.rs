@@ -154,10 +154,13 @@ impl Rng {
 
 /// Random tables (`tables` of them, at least 2, up to `max_rows` rows each,
 /// small value domains so joins match, NULLs included) and random join queries
-/// over them (comma and explicit joins, equalities in WHERE and ON, `IN`,
-/// `BETWEEN`, `OR`, `IS NOT NULL`): `(setup statements, queries)`.
+/// of 2 to `tables` tables over them (comma and explicit joins, equalities in
+/// WHERE and ON, `IN`, `BETWEEN`, `OR`, `IS NOT NULL`): `(setup statements,
+/// queries)`. With more than 6 tables the join columns' domains grow to the
+/// row count, so an equality matches about one row and long joins stay small.
 pub fn random_join_case(seed: u64, tables: usize, max_rows: u64, queries: usize) -> (Vec<String>, Vec<String>) {
     let mut rng = Rng(seed.max(1));
+    let (dom_a, dom_b) = if tables > 6 { (max_rows.max(6), max_rows.max(4)) } else { (6, 4) };
     let mut setup = Vec::new();
     for t in 0..tables {
         setup.push(format!("CREATE TABLE r{t} (a INTEGER, b INTEGER, c TEXT)"));
@@ -165,7 +168,7 @@ pub fn random_join_case(seed: u64, tables: usize, max_rows: u64, queries: usize)
         let mut values = Vec::new();
         for _ in 0..rows {
             let mut v = |dom: u64| if rng.below(8) == 0 { "NULL".to_string() } else { rng.below(dom).to_string() };
-            let (a, b) = (v(6), v(4));
+            let (a, b) = (v(dom_a), v(dom_b));
             let c = if rng.below(8) == 0 { "NULL".to_string() } else { format!("'x{}'", rng.below(3)) };
             values.push(format!("({a}, {b}, {c})"));
         }
@@ -188,7 +191,7 @@ pub fn random_join_case(seed: u64, tables: usize, max_rows: u64, queries: usize)
         }
         for i in 0..k {
             match rng.below(6) {
-                0 => preds.push(format!("{}.a IN ({}, {})", alias(i), rng.below(6), rng.below(6))),
+                0 => preds.push(format!("{}.a IN ({}, {})", alias(i), rng.below(dom_a), rng.below(dom_a))),
                 1 => preds.push(format!("{}.b BETWEEN 1 AND {}", alias(i), 1 + rng.below(3))),
                 2 => preds.push(format!("{}.c IS NOT NULL", alias(i))),
                 3 => preds.push(format!("({}.a < 3 OR {}.c = 'x1')", alias(i), alias(i))),

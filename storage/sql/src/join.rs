@@ -57,7 +57,7 @@ enum Input {
 }
 
 /// Approximate bytes a row takes in memory.
-fn row_bytes(row: &[Value]) -> usize {
+pub(crate) fn row_bytes(row: &[Value]) -> usize {
     row.iter()
         .map(|v| {
             std::mem::size_of::<Value>()

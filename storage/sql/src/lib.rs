@@ -103,8 +103,8 @@ pub struct ExecContext {
     pub memory_pool: Option<std::sync::Arc<MemoryPool>>,
 }
 
-/// The default [`ExecContext::max_memory_bytes`]: 256 MiB.
-pub const DEFAULT_MAX_MEMORY_BYTES: usize = 256 * 1024 * 1024;
+/// The default [`ExecContext::max_memory_bytes`]: 1 GiB.
+pub const DEFAULT_MAX_MEMORY_BYTES: usize = 1024 * 1024 * 1024;
 
 impl Default for ExecContext {
     fn default() -> Self {

@@ -608,6 +608,16 @@ impl<'a> Exec<'a> {
             }
             self.compute_windows(&calls, &scope, &mut kept, outer)?
         };
+        // The projected rows (what ORDER BY, DISTINCT and the caller hold) count
+        // against the memory budget too.
+        let mut out_charge = crate::join::Charge::new(self.ctx);
+        let mut out_bytes = 0usize;
+        let mut push = |out: &mut Keyed, kr: (Vec<Value>, Vec<Value>)| -> Result<()> {
+            out_bytes += crate::join::row_bytes(&kr.0) + crate::join::row_bytes(&kr.1);
+            out_charge.hold(out_bytes)?;
+            out.push(kr);
+            Ok(())
+        };
         let mut out: Keyed = Vec::new();
         let project = |env: &Env| -> Result<(Vec<Value>, Vec<Value>)> {
             let mut row = Vec::with_capacity(proj.len());
@@ -667,12 +677,12 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                out.push(project(&env)?);
+                push(&mut out, project(&env)?)?;
             }
         } else {
             for r in &kept {
                 let env = Env { scope: &scope, row: r, group: None, outer };
-                out.push(project(&env)?);
+                push(&mut out, project(&env)?)?;
             }
         }
         if distinct {

@@ -159,13 +159,13 @@ impl SqlEngine {
 /// The node's pool for SQL reads' intermediate results (see [`MemoryPool`]).
 static MEMORY_POOL: std::sync::OnceLock<std::sync::Arc<tessera_sql::MemoryPool>> = std::sync::OnceLock::new();
 
-/// Sizes the node's SQL memory pool; the first call wins (default 1 GiB).
+/// Sizes the node's SQL memory pool; the first call wins (default 4 GiB).
 pub fn set_memory_pool_mb(mb: u64) {
     let _ = MEMORY_POOL.set(std::sync::Arc::new(tessera_sql::MemoryPool::new(mb_to_bytes(mb))));
 }
 
 fn memory_pool() -> std::sync::Arc<tessera_sql::MemoryPool> {
-    MEMORY_POOL.get_or_init(|| std::sync::Arc::new(tessera_sql::MemoryPool::new(mb_to_bytes(1024)))).clone()
+    MEMORY_POOL.get_or_init(|| std::sync::Arc::new(tessera_sql::MemoryPool::new(mb_to_bytes(4096)))).clone()
 }
 
 fn mb_to_bytes(mb: u64) -> usize {
