@@ -9,12 +9,17 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 # A fresh clone gains nothing from incremental caches, and they cost tens of GB.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 "$ROOT/deploy/prerequisites.sh"
-# PostgreSQL is the SQL engine's differential-testing peer (storage/sql/tests/join_planner.rs).
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  echo "installing postgresql (the SQL differential tests' peer)" >&2
+# PostgreSQL is the SQL engine's differential-testing peer (storage/sql/tests/join_planner.rs);
+# fuse3 (fusermount3) lets the chaos suite mount its power-loss filesystem without root
+# (as root it mounts directly).
+test_packages=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || test_packages+=(postgresql)
+command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
+if ((${#test_packages[@]})); then
+  echo "installing: ${test_packages[*]} (test peers and tools)" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${test_packages[@]}" >/dev/null
 fi
 export TESSERA_REQUIRE_POSTGRES=1
 if ! cargo nextest --version >/dev/null 2>&1; then

@@ -279,7 +279,9 @@ impl LogStore {
             keys::log_key(self.group, 0),
             keys::log_key(self.group, log_id.index + 1),
         );
-        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
+        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e))?;
+        crate::crash_point::reached("log-purged");
+        Ok(())
     }
 
     /// The last log id the group's state machine applied on this replica.

@@ -347,6 +347,7 @@ pub(crate) fn build(data: &GroupData, dir: &SnapshotDir) -> Result<(Meta, PathBu
         let v = db.open(Purpose::Data, &k, &v)?;
         out.push(&k[prefix.len()..], &v)?;
     }
+    crate::crash_point::reached("snapshot-build");
     out.finish()?;
     Ok((meta, path))
 }
@@ -434,18 +435,21 @@ pub(crate) fn install(data: &GroupData, dir: &SnapshotDir, meta: &Meta, path: &P
     sync.set_sync(true);
     let raft = db.cf_handle(CF_RAFT).expect("raft column family");
     db.put_cf_opt(raft, pending_key(group), serde_json::to_vec(&meta.last_log_id)?, &sync)?;
+    crate::crash_point::reached("snapshot-install-pending");
     #[cfg(test)]
     test_points::crash_at(1)?;
     let mut ingest = IngestExternalFileOptions::default();
     ingest.set_move_files(true);
     db.ingest_external_file_cf_opts(cf, &ingest, vec![&sst])?;
     let _ = fs::remove_file(&sst);
+    crate::crash_point::reached("snapshot-install-ingested");
     #[cfg(test)]
     test_points::crash_at(2)?;
     // The file becomes the current snapshot before the purge mark passes the old
     // one: openraft refuses to start a group whose purge mark is past its snapshot.
     let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
     dir.publish(path, meta)?;
+    crate::crash_point::reached("snapshot-install-published");
     #[cfg(test)]
     test_points::crash_at(3)?;
     finish_install(db, group, meta.last_log_id)?;

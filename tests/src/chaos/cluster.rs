@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::lazyfs::{CutReport, DiskFault, LazyFs};
 use super::proxy::{DirState, Proxy};
 use crate::{ADMIN_PASSWORD, ADMIN_USER, Http, NODE_IDS, Value, bin_dir, pick_port, signal, spawn, tail, wait_for};
 
@@ -63,6 +64,10 @@ pub struct ChaosCluster {
     router_port: u16,
     /// (from, to node) → proxy. `from` is a node or the router.
     proxies: BTreeMap<(Peer, u64), Proxy>,
+    /// Each node's data directory is a power-loss filesystem when FUSE works here.
+    disks: BTreeMap<u64, LazyFs>,
+    /// Why there are no `disks`.
+    no_disks: Option<String>,
     keep: bool,
 }
 
@@ -97,6 +102,22 @@ impl ChaosCluster {
             .collect::<Vec<_>>()
             .join(",");
         let level = std::env::var("TESSERA_TEST_LOG_LEVEL").unwrap_or_else(|_| "info".into());
+        // Data directories on power-loss filesystems (node-i over node-i.disk).
+        let mut disks = BTreeMap::new();
+        let no_disks = match LazyFs::probe(&root) {
+            Ok(()) => {
+                for &i in &NODE_IDS {
+                    let disk = LazyFs::mount(&root.join(format!("node-{i}.disk")), &root.join(format!("node-{i}")))?;
+                    disks.insert(i, disk);
+                }
+                None
+            }
+            Err(e) => {
+                let why = format!("{e:#}");
+                eprintln!("[chaos] SKIPPING the power-loss and disk faults: FUSE is not available here ({why})");
+                Some(why)
+            }
+        };
         let mut nodes = BTreeMap::new();
         for &i in &NODE_IDS {
             let dial = NODE_IDS
@@ -142,6 +163,8 @@ impl ChaosCluster {
             router_log: root.join("router.log"),
             router_port,
             proxies,
+            disks,
+            no_disks,
             keep: std::env::var_os("TESSERA_TEST_KEEP").is_some_and(|v| v == "1"),
         };
         eprintln!("[chaos] cluster dir {}", root.display());
@@ -232,6 +255,27 @@ impl ChaosCluster {
         self.nodes[&id].log.clone()
     }
 
+    /// `Err(why)` when the data directories are not power-loss filesystems.
+    pub fn disks_available(&self) -> Result<(), String> {
+        match &self.no_disks {
+            None => Ok(()),
+            Some(why) => Err(why.clone()),
+        }
+    }
+
+    /// Loses node `id`'s unsynced writes, as a power cut would. The node must
+    /// be killed first.
+    pub fn power_cut(&mut self, id: u64) -> Result<CutReport> {
+        ensure!(self.nodes[&id].child.is_none(), "node {id} must be down for a power cut");
+        self.disks.get(&id).with_context(|| format!("node {id} has no power-loss disk"))?.power_cut()
+    }
+
+    /// Starts or ends a disk fault on node `id`'s data directory.
+    pub fn set_disk_fault(&self, id: u64, fault: Option<DiskFault>) -> Result<()> {
+        self.disks.get(&id).with_context(|| format!("node {id} has no power-loss disk"))?.set_fault(fault);
+        Ok(())
+    }
+
     /// Process state of a node.
     pub fn node_state(&self, id: u64) -> NodeState {
         let n = &self.nodes[&id];
@@ -244,13 +288,20 @@ impl ChaosCluster {
 
     /// Spawns node `id` (same port, data dir, env).
     pub fn start_node(&mut self, id: u64) -> Result<()> {
+        self.start_node_with(id, &[])
+    }
+
+    /// Spawns node `id` with `extra` added to its environment for this start only.
+    pub fn start_node_with(&mut self, id: u64, extra: &[(&str, &str)]) -> Result<()> {
         let (root, bin) = (self.root.clone(), self.node_bin.clone());
         let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
         ensure!(n.child.is_none(), "node {id} is already running");
         std::fs::create_dir_all(&n.data_dir)?;
         n.starts += 1;
         let label = format!("node {id} (start #{}) on 127.0.0.1:{}", n.starts, n.port);
-        n.child = Some(spawn(&bin, &n.env, &n.log, &root, &label)?);
+        let mut env = n.env.clone();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        n.child = Some(spawn(&bin, &env, &n.log, &root, &label)?);
         n.paused = false;
         Ok(())
     }
@@ -263,6 +314,16 @@ impl ChaosCluster {
         child.wait()?;
         n.paused = false;
         Ok(())
+    }
+
+    /// If node `id` has exited by itself, reaps it and says how it ended.
+    pub fn reap_if_exited(&mut self, id: u64) -> Result<Option<String>> {
+        let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
+        if let Some(status) = n.child.as_mut().map(Child::try_wait).transpose()?.flatten() {
+            n.child = None;
+            return Ok(Some(status.to_string()));
+        }
+        Ok(None)
     }
 
     /// SIGSTOPs node `id`.
@@ -339,6 +400,9 @@ impl ChaosCluster {
     /// for readiness.
     pub async fn heal_all(&mut self, timeout: Duration) -> Result<()> {
         self.heal_network();
+        for disk in self.disks.values() {
+            disk.set_fault(None);
+        }
         for id in NODE_IDS {
             match self.node_state(id) {
                 NodeState::Paused => self.resume_node(id)?,
@@ -394,6 +458,10 @@ impl Drop for ChaosCluster {
         if let Some(mut r) = self.router.take() {
             signal(&r, libc::SIGKILL);
             let _ = r.wait();
+        }
+        for (_, disk) in std::mem::take(&mut self.disks) {
+            disk.set_fault(None);
+            drop(disk);
         }
         if failed {
             eprintln!("[chaos] failed; logs:\n{}", self.log_tails(40));

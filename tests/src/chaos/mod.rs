@@ -1,11 +1,13 @@
 //! The chaos suite: real `tessera-node`s and a `tessera-router` on loopback,
 //! every link through a controllable TCP [`proxy`], a [`nemesis`] that kills,
-//! pauses, partitions, cuts and slows, [`workloads`] that record a [`history`],
+//! pauses, partitions, cuts, slows and cuts power or fails disks ([`lazyfs`]),
+//! [`workloads`] that record a [`history`],
 //! and checkers (a [`linearizability`] search for registers, lost-write and
 //! bank-invariant checks). [`run`] drives one profile; see `docs/chaos.md`.
 
 pub mod cluster;
 pub mod history;
+pub mod lazyfs;
 pub mod linearizability;
 pub mod nemesis;
 pub mod proxy;
@@ -122,7 +124,7 @@ impl fmt::Display for Report {
         let c = &self.checks;
         writeln!(f, "register: {} keys, {} operations checked for linearizability", c.register_keys, c.register_ops_checked)?;
         writeln!(f, "set: {} adds acknowledged, {} present at the end", c.set_acked, c.set_present)?;
-        writeln!(f, "bank: {} balance reads checked", c.bank_reads)?;
+        writeln!(f, "bank: {} balance reads checked; {} transfers checked against {} ledger rows", c.bank_reads, c.bank_transfers_checked, c.bank_ledger_rows)?;
         writeln!(f, "lost writes: {}", c.lost_writes)?;
         writeln!(f, "anomalies: {}", c.anomalies.len())?;
         for a in &c.anomalies {
@@ -216,6 +218,15 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 Fault::CrashSqlCommit,
                 Fault::CrashLogPurge,
                 Fault::CrashSnapshotInstall,
+                Fault::CrashPoint(0),
+                Fault::CrashPoint(1),
+                Fault::CrashPoint(2),
+                Fault::CrashPoint(3),
+                Fault::CrashPoint(4),
+                Fault::PowerLoss,
+                Fault::DiskFull,
+                Fault::DiskEio,
+                Fault::PowerLossAll,
             ] {
                 nemesis.inject(c, &w, fault).await?;
                 tokio::time::sleep(quiet).await;

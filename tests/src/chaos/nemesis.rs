@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::Rng;
 use super::cluster::{ChaosCluster, Peer};
+use super::lazyfs::DiskFault;
 use super::workloads::Workloads;
 use crate::NODE_IDS;
 
@@ -36,7 +37,41 @@ pub enum Fault {
     CrashLogPurge,
     /// SIGKILL a lagging node while it installs snapshots.
     CrashSnapshotInstall,
+    /// Power cut on a group leader: SIGKILL, and its disk loses every write it
+    /// did not fsync.
+    PowerLoss,
+    /// Power cut on every node at once.
+    PowerLossAll,
+    /// A node's disk is full (`ENOSPC` on writes) for a while; then the node
+    /// is restarted, as an operator would after freeing space.
+    DiskFull,
+    /// A node's disk fails writes and fsyncs with `EIO` for a while; then the
+    /// node is restarted.
+    DiskEio,
+    /// A node restarted with one of the storage layer's named crash points armed
+    /// ([`CRASH_POINTS`]; `SERVICE_TEST_CRASH_POINTS`) kills itself there; it is
+    /// then restarted plainly and must catch up.
+    CrashPoint(usize),
 }
+
+/// The storage layer's crash points (`storage/src/crash_point.rs`, kept equal
+/// to its `POINTS`): a snapshot build with its frames written, a purge written,
+/// and an install after its pending record, after its ingest, after its
+/// publish.
+pub const CRASH_POINTS: [&str; 5] = [
+    "snapshot-build",
+    "log-purged",
+    "snapshot-install-pending",
+    "snapshot-install-ingested",
+    "snapshot-install-published",
+];
+const CRASH_POINT_FAULTS: [&str; 5] = [
+    "crash-at-snapshot-build",
+    "crash-at-log-purged",
+    "crash-at-snapshot-install-pending",
+    "crash-at-snapshot-install-ingested",
+    "crash-at-snapshot-install-published",
+];
 
 impl Fault {
     /// Stable name used in reports and histories.
@@ -52,11 +87,16 @@ impl Fault {
             Fault::CrashSqlCommit => "crash-sql-commit",
             Fault::CrashLogPurge => "crash-log-purge",
             Fault::CrashSnapshotInstall => "crash-snapshot-install",
+            Fault::PowerLoss => "power-loss",
+            Fault::PowerLossAll => "power-loss-all",
+            Fault::DiskFull => "disk-full",
+            Fault::DiskEio => "disk-eio",
+            Fault::CrashPoint(i) => CRASH_POINT_FAULTS[i % CRASH_POINT_FAULTS.len()],
         }
     }
 
     /// Every fault kind.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 19] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -67,7 +107,21 @@ impl Fault {
         Fault::CrashSqlCommit,
         Fault::CrashLogPurge,
         Fault::CrashSnapshotInstall,
+        Fault::PowerLoss,
+        Fault::PowerLossAll,
+        Fault::DiskFull,
+        Fault::DiskEio,
+        Fault::CrashPoint(0),
+        Fault::CrashPoint(1),
+        Fault::CrashPoint(2),
+        Fault::CrashPoint(3),
+        Fault::CrashPoint(4),
     ];
+
+    /// Faults that need the power-loss filesystem under the data directories.
+    pub fn needs_disks(self) -> bool {
+        matches!(self, Fault::PowerLoss | Fault::PowerLossAll | Fault::DiskFull | Fault::DiskEio)
+    }
 
     /// The fault named `name` (as in [`Fault::name`]).
     pub fn from_name(name: &str) -> Option<Fault> {
@@ -75,7 +129,7 @@ impl Fault {
     }
 
     /// The ordinary faults a long run draws from.
-    pub const RANDOM: [Fault; 9] = [
+    pub const RANDOM: [Fault; 18] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -85,6 +139,15 @@ impl Fault {
         Fault::RouterCut,
         Fault::CrashSqlCommit,
         Fault::CrashLogPurge,
+        Fault::PowerLoss,
+        Fault::PowerLossAll,
+        Fault::DiskFull,
+        Fault::DiskEio,
+        Fault::CrashPoint(0),
+        Fault::CrashPoint(1),
+        Fault::CrashPoint(2),
+        Fault::CrashPoint(3),
+        Fault::CrashPoint(4),
     ];
 }
 
@@ -128,6 +191,16 @@ impl Nemesis {
     /// Injects one fault, holds it, undoes it, and waits until the cluster is
     /// ready again.
     pub async fn inject(&mut self, c: &mut ChaosCluster, w: &Workloads, fault: Fault) -> Result<()> {
+        if fault.needs_disks()
+            && let Err(why) = c.disks_available()
+        {
+            let note = format!("{} SKIPPED: FUSE is not available here ({why})", fault.name());
+            eprintln!("[chaos] {note}");
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+            return Ok(());
+        }
         let start = w.rec.now();
         let hold = self.hold;
         let group = self.pick_group(w);
@@ -198,6 +271,55 @@ impl Nemesis {
                 format!("SIGKILL node {node} under write load (snapshot + purge every few entries), restarted at once")
             }
             Fault::CrashSnapshotInstall => self.crash_snapshot_install(c, w).await?,
+            Fault::CrashPoint(i) => self.crash_point(c, w, i % CRASH_POINTS.len()).await?,
+            Fault::PowerLoss => {
+                c.kill_node(leader)?;
+                let cut = c.power_cut(leader)?;
+                tokio::time::sleep(hold / 2).await;
+                c.start_node(leader)?;
+                let note = format!(
+                    "power cut on node {leader} (leader of group {group}): {} unsynced bytes in {} files lost, restarted after {:?}",
+                    cut.bytes,
+                    cut.files,
+                    hold / 2
+                );
+                self.notes.push(note.clone());
+                note
+            }
+            Fault::PowerLossAll => {
+                for n in NODE_IDS {
+                    c.kill_node(n)?;
+                }
+                let mut lost = Vec::new();
+                for n in NODE_IDS {
+                    let cut = c.power_cut(n)?;
+                    lost.push(format!("node {n}: {} bytes in {} files", cut.bytes, cut.files));
+                }
+                tokio::time::sleep(hold / 2).await;
+                for n in NODE_IDS {
+                    c.start_node(n)?;
+                }
+                let note = format!("power cut on every node (unsynced writes lost: {}), restarted after {:?}", lost.join(", "), hold / 2);
+                self.notes.push(note.clone());
+                note
+            }
+            Fault::DiskFull | Fault::DiskEio => {
+                let disk_fault = if fault == Fault::DiskFull { DiskFault::Full } else { DiskFault::Broken };
+                c.set_disk_fault(leader, Some(disk_fault))?;
+                tokio::time::sleep(hold).await;
+                c.set_disk_fault(leader, None)?;
+                let ended = match c.reap_if_exited(leader)? {
+                    Some(status) => format!("the node stopped by itself ({status})"),
+                    None => {
+                        c.kill_node(leader)?;
+                        "the node kept running; SIGKILLed".to_string()
+                    }
+                };
+                c.start_node(leader)?;
+                let note = format!("{disk_fault:?} disk on node {leader} (leader of group {group}) for {hold:?}: {ended}, then restarted");
+                self.notes.push(note.clone());
+                note
+            }
         };
         w.rec.fault(fault.name(), detail.clone(), start);
         *self.counts.entry(fault.name()).or_insert(0) += 1;
@@ -231,30 +353,9 @@ impl Nemesis {
         c.kill_node(node)?;
         // Filler writes: enough entries per group to pass the snapshot threshold
         // several times over (the node env sets it low).
-        let http = c.http.timeout(Duration::from_secs(10));
         let run = w.cfg.run.clone();
         let round = self.counts.get(Fault::CrashSnapshotInstall.name()).copied().unwrap_or(0);
-        let value = "x".repeat(2048);
-        let mut tasks = Vec::new();
-        for t in 0..8u64 {
-            let (http, run, value) = (http.clone(), run.clone(), value.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut ok = 0u64;
-                for i in 0..120u64 {
-                    let key = format!("fill/{run}/{round}/{t}/{i}");
-                    if let Ok(r) = http.kv_put(&key, json!(value), None).await
-                        && r.status == 200
-                    {
-                        ok += 1;
-                    }
-                }
-                ok
-            }));
-        }
-        let mut filled = 0;
-        for t in tasks {
-            filled += t.await.unwrap_or(0);
-        }
+        let filled = fill(c, &run, &round.to_string(), 0).await;
         let log = c.node_log(node);
         let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
         for o in Self::other_nodes(node) {
@@ -297,6 +398,102 @@ impl Nemesis {
         self.notes.push(note.clone());
         Ok(note)
     }
+}
+
+impl Nemesis {
+    /// Restarts a follower of the meta group with crash point `CRASH_POINTS[i]`
+    /// armed and drives it there: for the install points it was down while
+    /// every group wrote past its snapshot threshold (so it is sent snapshots);
+    /// for the others filler writes make every group snapshot and purge. When
+    /// it has killed itself it is restarted plainly and must serve every filler
+    /// key from its own state.
+    async fn crash_point(&mut self, c: &mut ChaosCluster, w: &Workloads, i: usize) -> Result<String> {
+        let point = CRASH_POINTS[i];
+        let meta_leader = self.leader_of(c, 0).await;
+        let node = Self::other_nodes(meta_leader)[self.rng.below(2) as usize];
+        let round = format!("cp{}-{}", i, self.counts.get(Fault::CrashPoint(i).name()).copied().unwrap_or(0));
+        let install = point.starts_with("snapshot-install");
+        if install {
+            c.kill_node(node)?;
+            fill(c, &w.cfg.run, &round, 0).await;
+        }
+        if c.node_state(node) != super::cluster::NodeState::Killed {
+            c.kill_node(node)?;
+        }
+        let armed = format!("{point}@1");
+        c.start_node_with(node, &[("SERVICE_TEST_CRASH_POINTS", armed.as_str())])?;
+        let started = Instant::now();
+        let mut batch = 1;
+        let ended = loop {
+            if let Some(status) = c.reap_if_exited(node)? {
+                break Some(status);
+            }
+            if started.elapsed() > Duration::from_secs(90) {
+                break None;
+            }
+            if install {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            } else {
+                // Writes until the node reaches the point (every group snapshots
+                // and purges every ~100 entries).
+                fill_some(c, &w.cfg.run, &round, batch, 8, 20).await;
+                batch += 1;
+            }
+        };
+        let reached = match &ended {
+            Some(status) => format!("killed itself at {point} after {:?} ({status})", started.elapsed()),
+            None => {
+                c.kill_node(node)?;
+                format!("did not reach {point} in 90 s; SIGKILLed")
+            }
+        };
+        c.start_node(node)?;
+        let replica = c.http.replica(node).timeout(Duration::from_secs(10));
+        let quorum = c.http.consistency("quorum").timeout(Duration::from_secs(10));
+        let prefix = format!("fill/{}/{round}/", w.cfg.run);
+        crate::wait_for(Duration::from_secs(120), "the restarted node catches up on the filler keys", async || {
+            let want = quorum.kv_count(&prefix).await?;
+            let got = replica.kv_count(&prefix).await?;
+            if got == want { Ok(Some(())) } else { Err(anyhow::anyhow!("node {node}: {got} of {want} filler keys")) }
+        })
+        .await?;
+        let note = format!("node {node} restarted with {point} armed: {reached}; restarted plainly, it caught up");
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+}
+
+/// 960 filler writes of 2 KiB under `fill/<run>/<round>/<batch>/`: enough
+/// entries for every group to pass its snapshot threshold several times.
+async fn fill(c: &ChaosCluster, run: &str, round: &str, batch: u64) -> u64 {
+    fill_some(c, run, round, batch, 8, 120).await
+}
+
+/// `tasks` × `per_task` filler writes; how many were acknowledged.
+async fn fill_some(c: &ChaosCluster, run: &str, round: &str, batch: u64, tasks: u64, per_task: u64) -> u64 {
+    let http = c.http.timeout(Duration::from_secs(10));
+    let value = "x".repeat(2048);
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let (http, value) = (http.clone(), value.clone());
+        let prefix = format!("fill/{run}/{round}/{batch}/{t}");
+        handles.push(tokio::spawn(async move {
+            let mut ok = 0u64;
+            for i in 0..per_task {
+                if let Ok(r) = http.kv_put(&format!("{prefix}/{i}"), json!(value), None).await
+                    && r.status == 200
+                {
+                    ok += 1;
+                }
+            }
+            ok
+        }));
+    }
+    let mut filled = 0;
+    for h in handles {
+        filled += h.await.unwrap_or(0);
+    }
+    filled
 }
 
 /// Lines containing `needle` after byte `offset` of `path`.

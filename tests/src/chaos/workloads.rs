@@ -85,6 +85,10 @@ pub async fn setup_bank(http: &Http) -> Result<u64> {
     let r = sql("CREATE TABLE IF NOT EXISTS accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL CHECK (balance >= 0))")
         .await?;
     ensure!(r.status == 200, "creating the bank table: {r}");
+    // The ledger has no key on purpose: a transfer applied twice shows as two rows.
+    let r = sql("CREATE TABLE IF NOT EXISTS ledger (transfer_id BIGINT NOT NULL, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL)")
+        .await?;
+    ensure!(r.status == 200, "creating the ledger table: {r}");
     let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {INITIAL_BALANCE})")).collect();
     let r = sql(&format!("INSERT INTO accounts VALUES {}", values.join(", "))).await?;
     ensure!(r.status == 200, "creating the accounts: {r}");
@@ -263,8 +267,12 @@ async fn set_client(
     Ok(())
 }
 
-const TRANSFER: &str = "BEGIN; UPDATE accounts SET balance = balance - $1 WHERE id = $2; \
+/// A transfer with its ledger row, all or nothing. `$4` is the transfer's id,
+/// unique in the run (client in the high digits).
+const TRANSFER: &str = "BEGIN; INSERT INTO ledger VALUES ($4, $2, $3, $1); \
+                        UPDATE accounts SET balance = balance - $1 WHERE id = $2; \
                         UPDATE accounts SET balance = balance + $1 WHERE id = $3; COMMIT";
+const LEDGER: &str = "SELECT transfer_id, from_id, to_id, amount FROM ledger";
 const BALANCES: &str = "SELECT id, balance FROM accounts ORDER BY id";
 
 async fn bank_transfer_client(
@@ -275,14 +283,18 @@ async fn bank_transfer_client(
     p: u64,
     mut rng: Rng,
 ) -> Result<()> {
+    let mut seq = 0i64;
     while !stop.load(Ordering::Relaxed) {
         let from = rng.below(ACCOUNTS as u64) as i64;
         let to = (from + 1 + rng.below(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
         let amount = 1 + rng.below(300) as i64;
-        let input = json!({"from": from, "to": to, "amount": amount});
+        seq += 1;
+        let id = (p as i64 + 1) * 1_000_000_000 + seq;
+        let input = json!({"id": id, "from": from, "to": to, "amount": amount});
         let invoke_ns = rec.now();
         in_flight.fetch_add(1, Ordering::SeqCst);
-        let r = http.post("/api/v1/query", &json!({"sql": TRANSFER, "params": [amount, from, to], "database": BANK_DB})).await;
+        let params = json!([amount, from, to, id]);
+        let r = http.post("/api/v1/query", &json!({"sql": TRANSFER, "params": params, "database": BANK_DB})).await;
         in_flight.fetch_sub(1, Ordering::SeqCst);
         let complete = rec.now();
         let (outcome, error) = classify(&r);
@@ -362,6 +374,9 @@ pub struct CheckReport {
     pub set_present: u64,
     /// Bank reads checked.
     pub bank_reads: u64,
+    /// Transfers sent (every outcome) checked against the ledger, and its rows.
+    pub bank_transfers_checked: usize,
+    pub bank_ledger_rows: usize,
 }
 
 /// Checks every register key's history for linearizability.
@@ -500,6 +515,7 @@ pub async fn check_bank(http: &Http, rec: &Recorder, report: &mut CheckReport) -
     if let Some(p) = bank_problem(&reference) {
         report.anomalies.push(format!("bank: final state: {p} ({reference:?})"));
     }
+    check_ledger(&http, rec, &reference, report).await?;
     for node in NODE_IDS {
         let replica = http.replica(node);
         let what = format!("bank replica {node} agrees with the quorum read");
@@ -517,6 +533,71 @@ pub async fn check_bank(http: &Http, rec: &Recorder, report: &mut CheckReport) -
         }
     }
     Ok(())
+}
+
+/// The ledger against the history and the balances: every acknowledged
+/// transfer is in it exactly once (lost / doubled), nothing is in it that was
+/// never sent or was definitely refused, and every balance is the initial one
+/// plus the ledger's credits minus its debits.
+async fn check_ledger(http: &Http, rec: &Recorder, balances: &BTreeMap<i64, i64>, report: &mut CheckReport) -> Result<()> {
+    let r = http.consistency("quorum").post("/api/v1/query", &json!({"sql": LEDGER, "params": [], "database": BANK_DB})).await?;
+    ensure!(r.status == 200, "reading the ledger: {r}");
+    let rows = r.json["data"]["rows"].as_array().with_context(|| format!("no ledger rows in {r}"))?;
+    let ledger: Vec<[i64; 4]> = rows
+        .iter()
+        .map(|row| std::array::from_fn(|i| row.get(i).and_then(Value::as_i64).unwrap_or(i64::MIN)))
+        .collect();
+    let transfers: BTreeMap<i64, (Outcome, Value)> = rec
+        .ops()
+        .into_iter()
+        .filter(|o| o.workload == "bank" && o.kind == "transfer")
+        .filter_map(|o| Some((o.input["id"].as_i64()?, (o.outcome, o.input))))
+        .collect();
+    let problems = ledger_problems(&transfers, &ledger, balances);
+    report.bank_transfers_checked = transfers.len();
+    report.bank_ledger_rows = ledger.len();
+    report.lost_writes += problems.iter().filter(|p| p.ends_with("(lost)")).count() as u64;
+    if !problems.is_empty() {
+        report.anomalies.push(format!("bank ledger: {} problems, e.g. {:?}", problems.len(), &problems[..problems.len().min(5)]));
+    }
+    Ok(())
+}
+
+/// What is wrong with a ledger (rows of transfer id, from, to, amount), given
+/// the transfers sent (id → outcome, input) and the final balances.
+pub fn ledger_problems(transfers: &BTreeMap<i64, (Outcome, Value)>, ledger: &[[i64; 4]], balances: &BTreeMap<i64, i64>) -> Vec<String> {
+    let mut seen: BTreeMap<i64, (u64, i64, i64, i64)> = BTreeMap::new();
+    for [id, from, to, amount] in ledger {
+        seen.entry(*id).or_insert((0, *from, *to, *amount)).0 += 1;
+    }
+    let mut problems = Vec::new();
+    for (id, (outcome, input)) in transfers {
+        match (outcome, seen.get(id)) {
+            (Outcome::Ok, None) => problems.push(format!("acknowledged transfer {input} is not in the ledger (lost)")),
+            (Outcome::Fail, Some(_)) => problems.push(format!("transfer {input} was refused but is in the ledger")),
+            _ => {}
+        }
+        if let Some((n, from, to, amount)) = seen.get(id) {
+            if *n > 1 {
+                problems.push(format!("transfer {input} is in the ledger {n} times (doubled)"));
+            }
+            if json!({"id": id, "from": from, "to": to, "amount": amount}) != *input {
+                problems.push(format!("ledger row of transfer {id} is ({from}, {to}, {amount}), sent {input}"));
+            }
+        }
+    }
+    for id in seen.keys().filter(|id| !transfers.contains_key(id)) {
+        problems.push(format!("ledger row {id} belongs to no transfer sent"));
+    }
+    let mut expected: BTreeMap<i64, i64> = (0..ACCOUNTS).map(|a| (a, INITIAL_BALANCE)).collect();
+    for [_, from, to, amount] in ledger {
+        *expected.entry(*from).or_default() -= amount;
+        *expected.entry(*to).or_default() += amount;
+    }
+    if &expected != balances {
+        problems.push(format!("balances {balances:?} are not what the ledger adds up to {expected:?}"));
+    }
+    problems
 }
 
 /// Final quorum reads of every register key, recorded as ordinary reads so the
@@ -549,4 +630,60 @@ pub async fn final_register_reads(http: &Http, rec: &Recorder) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(entries: &[(i64, Outcome, i64, i64, i64)]) -> BTreeMap<i64, (Outcome, Value)> {
+        entries
+            .iter()
+            .map(|&(id, o, from, to, amount)| (id, (o, json!({"id": id, "from": from, "to": to, "amount": amount}))))
+            .collect()
+    }
+
+    fn balances_after(ledger: &[[i64; 4]]) -> BTreeMap<i64, i64> {
+        let mut b: BTreeMap<i64, i64> = (0..ACCOUNTS).map(|a| (a, INITIAL_BALANCE)).collect();
+        for [_, from, to, amount] in ledger {
+            *b.get_mut(from).unwrap() -= amount;
+            *b.get_mut(to).unwrap() += amount;
+        }
+        b
+    }
+
+    #[test]
+    fn the_ledger_finds_lost_doubled_phantom_and_refused_transfers() {
+        let transfers = sent(&[
+            (1, Outcome::Ok, 0, 1, 10),
+            (2, Outcome::Info, 1, 2, 20),
+            (3, Outcome::Fail, 2, 3, 30),
+            (4, Outcome::Ok, 3, 4, 40),
+        ]);
+        // A good ledger: every acknowledged transfer once, the unknown one may be absent.
+        let good = [[1, 0, 1, 10], [4, 3, 4, 40]];
+        assert!(ledger_problems(&transfers, &good, &balances_after(&good)).is_empty());
+
+        let lost = [[1, 0, 1, 10]];
+        let p = ledger_problems(&transfers, &lost, &balances_after(&lost));
+        assert!(p.iter().any(|p| p.contains("(lost)")), "{p:?}");
+
+        let doubled = [[1, 0, 1, 10], [1, 0, 1, 10], [4, 3, 4, 40]];
+        let p = ledger_problems(&transfers, &doubled, &balances_after(&doubled));
+        assert!(p.iter().any(|p| p.contains("2 times")), "{p:?}");
+
+        let refused = [[1, 0, 1, 10], [3, 2, 3, 30], [4, 3, 4, 40]];
+        let p = ledger_problems(&transfers, &refused, &balances_after(&refused));
+        assert!(p.iter().any(|p| p.contains("refused")), "{p:?}");
+
+        let phantom = [[1, 0, 1, 10], [4, 3, 4, 40], [9, 5, 6, 1]];
+        let p = ledger_problems(&transfers, &phantom, &balances_after(&phantom));
+        assert!(p.iter().any(|p| p.contains("no transfer sent")), "{p:?}");
+
+        // Half a transfer: the ledger is right but one balance missed its credit.
+        let mut half = balances_after(&good);
+        *half.get_mut(&4).unwrap() -= 40;
+        let p = ledger_problems(&transfers, &good, &half);
+        assert_eq!(p.len(), 1, "{p:?}");
+    }
 }
