@@ -134,6 +134,11 @@ pub struct ClusterSection {
     /// do not vote until they have caught up from a leader, like etcd's
     /// `--initial-cluster-state` (`SERVICE_INITIAL_CLUSTER_STATE`).
     pub initial_state: InitialState,
+    /// How far apart (ms) the nodes' clocks may be: a peer time further ahead of
+    /// the majority's is ignored, and a node whose clock the majority finds off
+    /// by more corrects it (`SERVICE_MAX_CLOCK_OFFSET_MS`; CockroachDB's
+    /// `--max-offset`).
+    pub max_clock_offset_ms: i64,
 }
 
 /// See [`ClusterSection::initial_state`].
@@ -153,6 +158,7 @@ impl Default for ClusterSection {
             peers: Peers::default(),
             dial_overrides: Peers::default(),
             initial_state: InitialState::New,
+            max_clock_offset_ms: tessera_api::clock::DEFAULT_MAX_OFFSET_MS,
         }
     }
 }
@@ -229,6 +235,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("raft_keep_logs", "raft.keep_logs"),
     ("log_level", "log_level"),
     ("test_clock_offset_ms", "test_clock_offset_ms"),
+    ("max_clock_offset_ms", "cluster.max_clock_offset_ms"),
 ];
 
 /// Errors reading the configuration.

@@ -125,9 +125,11 @@ impl Host {
         }
         let map = placement::recorded_or_configured(&store, configured)?;
         let existing = cfg.cluster.initial_state == crate::config::InitialState::Existing;
-        let clock = Arc::new(tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms));
+        let clock = Arc::new(
+            tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms),
+        );
         let pool = Arc::new(
-            PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?).with_clock(clock.clone()),
+            PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?).with_clock(id, clock.clone()),
         );
         let raft_config = Arc::new(
             Config {

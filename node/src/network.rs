@@ -42,6 +42,8 @@ pub struct PeerPool {
     tls: Option<tessera_api::tls::ClusterTls>,
     /// Sent with every Raft message and advanced by every reply.
     clock: Arc<HybridClock>,
+    /// This node's id, sent with every Raft message.
+    node_id: NodeId,
 }
 
 impl PeerPool {
@@ -50,9 +52,9 @@ impl PeerPool {
         PeerPool { dial_overrides: overrides, ..PeerPool::default() }
     }
 
-    /// The same pool carrying `clock` in its Raft messages.
-    pub fn with_clock(self, clock: Arc<HybridClock>) -> Self {
-        PeerPool { clock, ..self }
+    /// The same pool carrying this node's id and `clock` in its Raft messages.
+    pub fn with_clock(self, node_id: NodeId, clock: Arc<HybridClock>) -> Self {
+        PeerPool { clock, node_id, ..self }
     }
 
     /// The same pool dialing its peers over mutual TLS when `tls` is given.
@@ -94,6 +96,24 @@ impl PeerPool {
     }
 }
 
+/// Takes a peer's time into the node's clock; a time too far ahead of the
+/// majority's is ignored and logged (at most every 10 s).
+pub fn observe_peer_clock(clock: &HybridClock, peer: NodeId, sent_at_ms: i64) {
+    static LAST_WARNING_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    if let Some(ignored) = clock.observe(peer, sent_at_ms) {
+        let now = tessera_api::command::now_ms();
+        let last = LAST_WARNING_MS.load(std::sync::atomic::Ordering::Relaxed);
+        if now - last >= 10_000
+            && LAST_WARNING_MS
+                .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(peer = ignored.peer, ahead_ms = ignored.ahead_ms, correction_ms = clock.correction_ms(),
+                "a peer's clock is ahead of the majority's by more than cluster.max_clock_offset_ms; its time is ignored");
+        }
+    }
+}
+
 /// Creates per-target Raft clients for one group.
 pub struct GroupNetwork {
     pub group: GroupId,
@@ -107,6 +127,7 @@ pub struct PeerLink {
     control: Option<RaftServiceClient<Channel>>,
     bulk: Option<RaftServiceClient<Channel>>,
     clock: Arc<HybridClock>,
+    node_id: NodeId,
 }
 
 impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
@@ -115,7 +136,7 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerLink {
         let control = self.pool.raft_client(target, &node.addr, Lane::Control).ok();
         let bulk = self.pool.raft_client(target, &node.addr, Lane::Bulk).ok();
-        PeerLink { group: self.group, target, control, bulk, clock: self.pool.clock.clone() }
+        PeerLink { group: self.group, target, control, bulk, clock: self.pool.clock.clone(), node_id: self.pool.node_id }
     }
 }
 
@@ -137,7 +158,7 @@ impl PeerLink {
         })?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let sent_at_ms = self.clock.now_ms();
-        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload, sent_at_ms });
+        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload, sent_at_ms, from_node: self.node_id });
         req.set_timeout(option.hard_ttl());
         let reply = match kind {
             Kind::Vote => client.vote(req).await,
@@ -146,7 +167,7 @@ impl PeerLink {
         }
         .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
         .into_inner();
-        self.clock.observe(reply.sent_at_ms);
+        observe_peer_clock(&self.clock, self.target, reply.sent_at_ms);
         let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.payload)
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))

@@ -43,13 +43,18 @@ impl NodeService {
     /// A peer's Raft message, its clock taken in.
     fn received(&self, req: Request<RaftMessage>) -> RaftMessage {
         let m = req.into_inner();
-        self.host.clock.observe(m.sent_at_ms);
+        crate::network::observe_peer_clock(&self.host.clock, m.from_node, m.sent_at_ms);
         m
     }
 
     /// The reply to a peer's Raft message, carrying this node's clock.
     fn raft_reply<T: Serialize>(&self, group_id: u64, result: &T) -> Result<Response<RaftMessage>, Status> {
-        Ok(Response::new(RaftMessage { group_id, payload: encode(result)?, sent_at_ms: self.host.clock.now_ms() }))
+        Ok(Response::new(RaftMessage {
+            group_id,
+            payload: encode(result)?,
+            sent_at_ms: self.host.clock.now_ms(),
+            from_node: self.host.id,
+        }))
     }
 
     fn reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<Response<DataReply>, Status> {

@@ -218,6 +218,7 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 Fault::CrashSqlCommit,
                 Fault::CrashLogPurge,
                 Fault::CrashSnapshotInstall,
+                Fault::ClockSkew,
                 Fault::CrashPoint(0),
                 Fault::CrashPoint(1),
                 Fault::CrashPoint(2),

@@ -48,6 +48,10 @@ pub enum Fault {
     /// A node's disk fails writes and fsyncs with `EIO` for a while; then the
     /// node is restarted.
     DiskEio,
+    /// A group leader restarted with its wall clock 1–10 minutes ahead or
+    /// behind (`SERVICE_TEST_CLOCK_OFFSET_MS`) for a while, then restarted
+    /// with a right clock.
+    ClockSkew,
     /// A node restarted with one of the storage layer's named crash points armed
     /// ([`CRASH_POINTS`]; `SERVICE_TEST_CRASH_POINTS`) kills itself there; it is
     /// then restarted plainly and must catch up.
@@ -91,12 +95,13 @@ impl Fault {
             Fault::PowerLossAll => "power-loss-all",
             Fault::DiskFull => "disk-full",
             Fault::DiskEio => "disk-eio",
+            Fault::ClockSkew => "clock-skew",
             Fault::CrashPoint(i) => CRASH_POINT_FAULTS[i % CRASH_POINT_FAULTS.len()],
         }
     }
 
     /// Every fault kind.
-    pub const ALL: [Fault; 19] = [
+    pub const ALL: [Fault; 20] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -111,6 +116,7 @@ impl Fault {
         Fault::PowerLossAll,
         Fault::DiskFull,
         Fault::DiskEio,
+        Fault::ClockSkew,
         Fault::CrashPoint(0),
         Fault::CrashPoint(1),
         Fault::CrashPoint(2),
@@ -129,7 +135,7 @@ impl Fault {
     }
 
     /// The ordinary faults a long run draws from.
-    pub const RANDOM: [Fault; 18] = [
+    pub const RANDOM: [Fault; 19] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -143,6 +149,7 @@ impl Fault {
         Fault::PowerLossAll,
         Fault::DiskFull,
         Fault::DiskEio,
+        Fault::ClockSkew,
         Fault::CrashPoint(0),
         Fault::CrashPoint(1),
         Fault::CrashPoint(2),
@@ -272,6 +279,19 @@ impl Nemesis {
             }
             Fault::CrashSnapshotInstall => self.crash_snapshot_install(c, w).await?,
             Fault::CrashPoint(i) => self.crash_point(c, w, i % CRASH_POINTS.len()).await?,
+            Fault::ClockSkew => {
+                let minutes = 1 + self.rng.below(10) as i64;
+                let skew_ms = if self.rng.below(2) == 0 { minutes } else { -minutes } * 60_000;
+                c.kill_node(leader)?;
+                let skew = skew_ms.to_string();
+                c.start_node_with(leader, &[("SERVICE_TEST_CLOCK_OFFSET_MS", skew.as_str())])?;
+                tokio::time::sleep(hold).await;
+                c.kill_node(leader)?;
+                c.start_node(leader)?;
+                let note = format!("node {leader} (leader of group {group}) ran with its clock {skew_ms:+} ms off for {hold:?}, then restarted with a right clock");
+                self.notes.push(note.clone());
+                note
+            }
             Fault::PowerLoss => {
                 c.kill_node(leader)?;
                 let cut = c.power_cut(leader)?;
