@@ -1,32 +1,60 @@
 //! Retry deduplication. A router gives every client write an id and keeps it
 //! across its retries; a retry after a lost answer may reach a new leader while
 //! the first attempt is committed too. The state machine remembers the ids it
-//! applied, with their responses, for [`WINDOW_MS`] of leader time, and answers
-//! a repeated id with the first response instead of applying it again — in the
-//! same batch as the write, so replicas and snapshots agree.
+//! applied, with their responses, and answers a repeated id with the first
+//! response instead of applying it again — in the same batch as the write, so
+//! replicas and snapshots agree.
 //!
-//! Keys (space [`space::DEDUP`]): `r/<id>` → encoded response, and
-//! `t/<issued_at_ms BE><id>` → empty, the expiry index scanned in time order.
+//! A record is forgotten only when it is both older than [`WINDOW_MS`] of the
+//! group's time **and** more than [`MIN_KEPT_ENTRIES`] log entries old: a
+//! leader whose clock jumps ahead cannot expire the records of retries still
+//! in flight, and a quiet group keeps them as long as it needs to.
+//!
+//! Keys (space [`space::DEDUP`]): `r/<id>` → encoded response; `c/<id>` → a
+//! compact KV put response (the entry without its value, and a hash of the
+//! value: a retry carries the same value, so the first answer is rebuilt from
+//! it); `p/<log index BE><id>` → issued-at BE, the expiry index in log order.
+//! (`t/<issued_at BE><id>`: the time-ordered index of earlier versions, still
+//! expired by time.)
 
+use serde::{Deserialize, Serialize};
 use tessera_api::codec;
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::{Command, KvEntry, KvOp, Operation, RejectKind, Response};
 
 use crate::engine::{ReadView, Tx};
 use crate::error::{Result, StorageError};
 
-/// How long an applied request id is remembered: far beyond the router's retry
-/// deadline (`server.request_timeout`, 30 s by default, at most 300 s).
+/// How long an applied request id is remembered at least: far beyond the
+/// router's retry deadline (`server.request_timeout`, 30 s by default, at most 300 s).
 pub const WINDOW_MS: i64 = 10 * 60 * 1000;
 
-/// Responses larger than this are not kept; a repeat then gets a conflict
-/// saying the request was applied.
+/// How many log entries a record outlives at least, whatever the clock says.
+pub const MIN_KEPT_ENTRIES: u64 = 100_000;
+
+/// Responses larger than this are not kept whole: a KV put keeps a compact
+/// record; others a conflict saying the request was applied.
 const MAX_KEPT_RESPONSE: usize = 64 * 1024;
+
+/// A KV put's response without its value, and the value's hash.
+#[derive(Serialize, Deserialize)]
+struct CompactPut {
+    entry: KvEntry,
+    value_hash: u64,
+}
 
 fn record_key(id: &str) -> Vec<u8> {
     [b"r/".as_slice(), id.as_bytes()].concat()
 }
 
-fn expiry_key(at_ms: i64, id: &str) -> Vec<u8> {
+fn compact_key(id: &str) -> Vec<u8> {
+    [b"c/".as_slice(), id.as_bytes()].concat()
+}
+
+fn position_key(log_index: u64, id: &str) -> Vec<u8> {
+    [b"p/".as_slice(), &log_index.to_be_bytes(), id.as_bytes()].concat()
+}
+
+fn legacy_expiry_key(at_ms: i64, id: &str) -> Vec<u8> {
     [b"t/".as_slice(), &(at_ms.max(0) as u64).to_be_bytes(), id.as_bytes()].concat()
 }
 
@@ -34,35 +62,79 @@ fn codec_error(e: impl std::fmt::Display) -> StorageError {
     StorageError::Corrupt(format!("deduplication record: {e}"))
 }
 
-/// The response recorded for `id`, when it was applied within the window.
-pub fn seen(view: &ReadView<'_>, id: &str) -> Result<Option<Response>> {
-    match view.get(&record_key(id))? {
-        Some(bytes) => Ok(Some(codec::decode(&bytes).map_err(codec_error)?)),
-        None => Ok(None),
+/// FNV-1a of the value's JSON text (stable across builds and replicas).
+fn value_hash(value: &serde_json::Value) -> u64 {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn put_value(cmd: &Command) -> Option<&serde_json::Value> {
+    match &cmd.op {
+        Operation::Kv(KvOp::Put { value, .. }) => Some(value),
+        _ => None,
     }
 }
 
-/// Records that `id` was applied at `issued_at_ms` with `response`, and forgets
-/// the ids applied before the window.
-pub fn remember(tx: &mut Tx<'_>, issued_at_ms: i64, id: &str, response: &Response) -> Result<()> {
-    let mut stored = codec::encode(response).map_err(codec_error)?;
-    if stored.len() > MAX_KEPT_RESPONSE {
+/// The response recorded for `id`, when it was applied and is still
+/// remembered; `cmd` is the repeat (a compact put record takes its value).
+pub fn seen(view: &ReadView<'_>, id: &str, cmd: &Command) -> Result<Option<Response>> {
+    if let Some(bytes) = view.get(&record_key(id))? {
+        return Ok(Some(codec::decode(&bytes).map_err(codec_error)?));
+    }
+    let Some(bytes) = view.get(&compact_key(id))? else { return Ok(None) };
+    let CompactPut { mut entry, value_hash: hash } = codec::decode(&bytes).map_err(codec_error)?;
+    Ok(Some(match put_value(cmd) {
+        Some(value) if value_hash(value) == hash => {
+            entry.value = value.clone();
+            Response::KvEntry(entry)
+        }
+        _ => Response::Rejected {
+            kind: RejectKind::Conflict,
+            message: format!("request {id} was applied already with another body"),
+        },
+    }))
+}
+
+/// Records that `id` was applied at `log_index` (stamped `issued_at_ms`) with
+/// `response`, and forgets records past both the window and the entry count.
+pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cmd: &Command, response: &Response) -> Result<()> {
+    let stored = codec::encode(response).map_err(codec_error)?;
+    if stored.len() <= MAX_KEPT_RESPONSE {
+        tx.put(&record_key(id), &stored);
+    } else if let (Response::KvEntry(entry), Some(value)) = (response, put_value(cmd)) {
+        let compact = CompactPut {
+            entry: KvEntry { value: serde_json::Value::Null, ..entry.clone() },
+            value_hash: value_hash(value),
+        };
+        tx.put(&compact_key(id), &codec::encode(&compact).map_err(codec_error)?);
+    } else {
         let marker = Response::Rejected {
             kind: RejectKind::Conflict,
             message: format!("request {id} was applied already; its response was too large to keep for a retry"),
         };
-        stored = codec::encode(&marker).map_err(codec_error)?;
+        tx.put(&record_key(id), &codec::encode(&marker).map_err(codec_error)?);
     }
-    tx.put(&record_key(id), &stored);
-    tx.put(&expiry_key(issued_at_ms, id), b"");
+    tx.put(&position_key(log_index, id), &issued_at_ms.to_be_bytes());
+
+    // Expire in log order; group times grow with the log, so the first record
+    // still wanted ends the scan.
     let mut expired = Vec::new();
-    tx.view().scan_range(b"t/", &expiry_key(issued_at_ms - WINDOW_MS, ""), |k, _| {
-        expired.push(k.to_vec());
-        Ok(expired.len() < 1024)
+    tx.view().scan_range(b"p/", b"p0", |k, v| {
+        let index = k.get(2..10).and_then(|b| b.try_into().ok()).map_or(u64::MAX, u64::from_be_bytes);
+        let at = v.try_into().map_or(i64::MAX, i64::from_be_bytes);
+        let gone = index.saturating_add(MIN_KEPT_ENTRIES) <= log_index && at < issued_at_ms - WINDOW_MS;
+        if gone {
+            expired.push((k.to_vec(), String::from_utf8_lossy(&k[10..]).into_owned()));
+        }
+        Ok(gone && expired.len() < 1024)
     })?;
-    for k in expired {
-        let old_id = String::from_utf8_lossy(&k[10..]).into_owned();
+    tx.view().scan_range(b"t/", &legacy_expiry_key(issued_at_ms - WINDOW_MS, ""), |k, _| {
+        expired.push((k.to_vec(), String::from_utf8_lossy(&k[10..]).into_owned()));
+        Ok(expired.len() < 2048)
+    })?;
+    for (k, old_id) in expired {
         tx.delete(&record_key(&old_id));
+        tx.delete(&compact_key(&old_id));
         tx.delete(&k);
     }
     Ok(())

@@ -204,11 +204,11 @@ impl StateMachine {
             return self.apply_guarded(batch, log_index, cmd);
         };
         let (db, group) = (&*self.data.db, self.data.group);
-        if let Some(first) = crate::dedup::seen(&engine::ReadView::new(db, group, space::DEDUP), id)? {
+        if let Some(first) = crate::dedup::seen(&engine::ReadView::new(db, group, space::DEDUP), id, cmd)? {
             return Ok(first);
         }
         let response = self.apply_guarded(batch, log_index, cmd)?;
-        crate::dedup::remember(&mut Tx::new(db, group, space::DEDUP, batch), cmd.issued_at_ms, id, &response)?;
+        crate::dedup::remember(&mut Tx::new(db, group, space::DEDUP, batch), log_index, cmd.issued_at_ms, id, cmd, &response)?;
         Ok(response)
     }
 
@@ -520,6 +520,59 @@ mod tests {
         assert_eq!(got, QueryResult::KvEntry(None), "the failed command wrote nothing");
         assert!(matches!(reader.query(&Query::KvGet { key: "fine".into() }, 10).unwrap(), QueryResult::KvEntry(Some(_))));
         assert_eq!(reader.applied().unwrap().map(|l| l.index), Some(3));
+    }
+
+    fn kv_put(key: &str, value: serde_json::Value, issued_at_ms: i64, request_id: &str) -> Command {
+        Command {
+            issued_at_ms,
+            op: Operation::Kv(tessera_api::command::KvOp::Put { key: key.into(), value, ttl_secs: None }),
+            request_id: Some(request_id.into()),
+        }
+    }
+
+    fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {
+        openraft::Entry { log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index), payload: EntryPayload::Normal(cmd) }
+    }
+
+    /// A retried 1 MiB put answers exactly like the first (its record keeps the
+    /// entry without the value; the retry carries the value) and applies once;
+    /// a different body under the same id is a conflict.
+    #[test]
+    fn a_retried_large_put_answers_like_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(3);
+        let big = serde_json::json!("x".repeat(1 << 20));
+        let first = sm.apply_entries(vec![entry(1, kv_put("big", big.clone(), 100, "req1"))]).unwrap();
+        assert!(matches!(&first[0], Response::KvEntry(e) if e.value == big));
+        // Overwritten in between: the retry must not apply again.
+        sm.apply_entries(vec![entry(2, kv_put("big", serde_json::json!("later"), 200, "req2"))]).unwrap();
+        let retry = sm.apply_entries(vec![entry(3, kv_put("big", big.clone(), 300, "req1"))]).unwrap();
+        assert_eq!(retry, first, "the retry answers like the first");
+        let got = store.reader(3).query(&Query::KvGet { key: "big".into() }, 400).unwrap();
+        assert!(matches!(got, QueryResult::KvEntry(Some(e)) if e.value == serde_json::json!("later")), "the retry applied again");
+        let other = sm.apply_entries(vec![entry(4, kv_put("big", serde_json::json!("other"), 400, "req1"))]).unwrap();
+        assert!(matches!(&other[0], Response::Rejected { kind: tessera_api::command::RejectKind::Conflict, .. }), "{other:?}");
+    }
+
+    /// Records are forgotten only past both the time window and the entry
+    /// count: a clock that jumps ahead does not expire a retry in flight.
+    #[test]
+    fn dedup_records_outlive_a_clock_jump() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(3);
+        let first = sm.apply_entries(vec![entry(1, kv_put("k", serde_json::json!(1), 1_000, "req1"))]).unwrap();
+        // A leader whose clock is an hour ahead applies the next entry.
+        let hour = 3_600_000;
+        sm.apply_entries(vec![entry(2, kv_put("k", serde_json::json!(2), 1_000 + hour, "req2"))]).unwrap();
+        let retry = sm.apply_entries(vec![entry(3, kv_put("k", serde_json::json!(1), 1_000 + hour + 1, "req1"))]).unwrap();
+        assert_eq!(retry, first, "the record of req1 expired with the clock jump");
+        // Far enough in the log and in time, it is forgotten: the id applies anew.
+        let far = crate::dedup::MIN_KEPT_ENTRIES + 10;
+        sm.apply_entries(vec![entry(far, kv_put("other", serde_json::json!(0), 2 * hour, "req3"))]).unwrap();
+        let again = sm.apply_entries(vec![entry(far + 1, kv_put("k", serde_json::json!(1), 2 * hour + 1, "req1"))]).unwrap();
+        assert!(matches!(&again[0], Response::KvEntry(e) if e.updated_at_ms == 2 * hour + 1), "{again:?}");
     }
 
     /// A replica that cannot read its own state (here: a row whose sealed bytes
