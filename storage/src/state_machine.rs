@@ -192,6 +192,7 @@ impl StateMachine {
             let applied = serde_json::to_vec(&entry.log_id).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
             put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
             self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+            self.data.db.compact_pending();
             responses.push(response);
         }
         Ok(responses)

@@ -28,6 +28,9 @@ const ENCRYPTION_CHECK_KEY: &[u8] = b"tessera/encryption-at-rest/key-check";
 pub struct Db {
     db: DB,
     crypt: Option<Crypt>,
+    /// Key ranges of the data column family an apply asked to compact (VACUUM);
+    /// compacted off the apply path once its batch is written ([`Db::compact_pending`]).
+    pending_compactions: std::sync::Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl Deref for Db {
@@ -40,11 +43,39 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None }
+        Db { db, crypt: None, pending_compactions: Default::default() }
     }
 }
 
 impl Db {
+    /// Asks for `[from, to)` of the data column family to be compacted after
+    /// the current apply (physical only: reclaims deleted and overwritten records).
+    pub(crate) fn compact_later(&self, from: Vec<u8>, to: Vec<u8>) {
+        self.pending_compactions.lock().unwrap_or_else(|e| e.into_inner()).push((from, to));
+    }
+
+    /// Compacts the ranges asked for so far on a background thread: a VACUUM
+    /// neither holds the apply (and the group's Raft) nor compacts before its
+    /// own deletes are written.
+    pub(crate) fn compact_pending(self: &Arc<Self>) {
+        let ranges = std::mem::take(&mut *self.pending_compactions.lock().unwrap_or_else(|e| e.into_inner()));
+        if ranges.is_empty() {
+            return;
+        }
+        let db = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("vacuum".into())
+            .spawn(move || {
+                let cf = db.cf_handle(crate::keys::CF_DATA).expect("data column family");
+                for (from, to) in ranges {
+                    db.compact_range_cf(cf, Some(from), Some(to));
+                }
+                tracing::info!("VACUUM compaction finished");
+            })
+            .map(drop)
+            .unwrap_or_else(|e| tracing::warn!(error = %e, "could not start the VACUUM compaction thread"));
+    }
+
     /// Whether values are encrypted at rest.
     pub fn encrypted(&self) -> bool {
         self.crypt.is_some()
@@ -99,7 +130,7 @@ impl Store {
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         check_encryption(&db, crypt.as_ref())?;
-        let db = Arc::new(Db { db, crypt });
+        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default() });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, vectors: Default::default() })
     }

@@ -111,15 +111,16 @@ impl<'a> ReadView<'a> {
         self.iterate(&from, &to, |k, v| f(&k[9..], v))
     }
 
-    /// Compacts the stored keys in `[start, end)` of this space (physical only:
-    /// reclaims the space of deleted and overwritten records).
+    /// Asks for the stored keys in `[start, end)` of this space to be compacted
+    /// once the current apply is written (physical only: reclaims the space of
+    /// deleted and overwritten records); see [`crate::store::Db::compact_pending`].
     pub fn compact_range(&self, start: &[u8], end: Option<&[u8]>) {
         let from = keys::data_key(self.group, self.space, start);
         let to = match end {
             Some(e) => keys::data_key(self.group, self.space, e),
             None => keys::data_key(self.group, self.space + 1, b""),
         };
-        self.db.compact_range_cf(self.cf(), Some(from), Some(to));
+        self.db.compact_later(from, to);
     }
 
     /// Visits `[from, to)` in key order until `f` returns false.

@@ -132,12 +132,13 @@ impl SqlEngine {
                         WriteOp::Delete(k) => tx.delete(&[prefix.as_slice(), k].concat()),
                     }
                 }
-                // VACUUM: compact the table's (or database's) key range on this replica.
+                // VACUUM: compact the table's (or database's) key range on this replica,
+                // after this apply and off its thread.
                 for table in &out.vacuum {
                     let start = [prefix.as_slice(), table].concat();
                     let end = crate::keys::prefix_end(&start);
                     tx.view().compact_range(&start, end.as_deref());
-                    tracing::info!(database = %op.database, whole_database = table.is_empty(), "VACUUM compacted the key range");
+                    tracing::info!(database = %op.database, whole_database = table.is_empty(), "VACUUM: compaction of the key range scheduled");
                 }
                 Ok((Response::Sql(rows(out.result)), out.changes))
             }
