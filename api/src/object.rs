@@ -18,7 +18,8 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 pub enum ObjectOp {
     /// Creates the bucket; rejected as a conflict when it exists. With
     /// `copy_of_created_at_ms` it stores a copy of the home group's record
-    /// instead (and succeeds when the copy is there already).
+    /// instead (and succeeds when the copy is there already); a copy of another
+    /// incarnation left by an interrupted drop is emptied and replaced.
     CreateBucket {
         name: String,
         #[serde(default)]
@@ -38,6 +39,11 @@ pub enum ObjectOp {
         index: u32,
         #[serde(with = "crate::b64")]
         data: Vec<u8>,
+        /// The bucket's incarnation (its record's `created_at_ms`) when the
+        /// upload started: refused as not found when the group's record is of
+        /// another incarnation (the bucket was dropped, or dropped and made again).
+        #[serde(default)]
+        incarnation: Option<i64>,
     },
     /// Makes a fully uploaded blob the content of `key`.
     CommitObject(ObjectMeta),
@@ -83,6 +89,10 @@ pub struct ObjectMeta {
     pub created_at_ms: i64,
     #[serde(default)]
     pub updated_at_ms: i64,
+    /// The bucket's incarnation the object was written into (see
+    /// [`ObjectOp::PutChunk`]); a commit into another incarnation is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_incarnation: Option<i64>,
 }
 
 /// A bucket record.

@@ -110,6 +110,15 @@ pub(crate) async fn drop_bucket_everywhere(state: &AppState, bucket: &str, c: Co
         r.map_err(|e| ApiError::Unavailable(format!("dropping bucket {bucket} did not finish (repeat it): {e}")))?;
     }
     object_write(state, home, ObjectOp::DropBucket { name: bucket.into(), if_exists: false }, c).await?;
+    // A write that found its group's copy gone while the drop ran may have made
+    // the copy again from the home record; remove such copies now that the home
+    // record is gone (one made later still is of this incarnation and is emptied
+    // when the bucket is made again).
+    for (g, r) in others.iter().zip(futures::future::join_all(others.iter().map(|g| object_write(state, *g, drop_copy(), c))).await) {
+        if let Err(e) = r {
+            tracing::warn!(bucket, group = g, "removing a bucket copy after the drop failed: {e}");
+        }
+    }
     Ok(())
 }
 
@@ -128,11 +137,23 @@ pub(crate) async fn write_in_bucket(
             let Some(info) = bucket_record(state, bucket, &ReadPrefs::QUORUM).await? else {
                 return Err(ApiError::NotFound(m));
             };
+            if op_incarnation(&op).is_some_and(|i| i != info.created_at_ms) {
+                return Err(ApiError::NotFound(m)); // the bucket was made again since the write began
+            }
             let copy = ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };
             object_write(state, group, copy, c).await?;
             object_write_served(state, group, op, c).await
         }
         other => other,
+    }
+}
+
+/// The bucket incarnation an object write was made for.
+fn op_incarnation(op: &ObjectOp) -> Option<i64> {
+    match op {
+        ObjectOp::PutChunk { incarnation, .. } => *incarnation,
+        ObjectOp::CommitObject(m) => m.bucket_incarnation,
+        _ => None,
     }
 }
 
@@ -346,8 +367,22 @@ pub async fn put_object(
         None => Value::Null,
     };
     let group = object_group(&state, &bucket, &key)?;
+    // The upload belongs to the bucket's current incarnation: if the bucket is
+    // dropped (and perhaps made again) meanwhile, its chunks and commit are refused.
+    let incarnation = match bucket_record(&state, &bucket, &ReadPrefs::QUORUM).await? {
+        Some(info) => info.created_at_ms,
+        None => return Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
+    };
     let blob_id = new_id();
-    let mut upload = Upload { state: &state, group, bucket: &bucket, blob_id: &blob_id, chunks: 0, consistency: prefs.consistency };
+    let mut upload = Upload {
+        state: &state,
+        group,
+        bucket: &bucket,
+        blob_id: &blob_id,
+        incarnation,
+        chunks: 0,
+        consistency: prefs.consistency,
+    };
     let mut stream = body.into_data_stream();
     let (mut buf, mut size, mut etag) = (Vec::with_capacity(CHUNK_BYTES), 0u64, Fnv1a64::default());
     let result: Result<(), ApiError> = async {
@@ -386,6 +421,7 @@ pub async fn put_object(
         chunk_bytes: CHUNK_BYTES as u32,
         created_at_ms: 0,
         updated_at_ms: 0,
+        bucket_incarnation: Some(incarnation),
     };
     let served = match write_in_bucket(&state, &bucket, group, ObjectOp::CommitObject(meta), prefs.consistency).await {
         Ok(s) => s,
@@ -406,13 +442,20 @@ struct Upload<'a> {
     group: GroupId,
     bucket: &'a str,
     blob_id: &'a str,
+    incarnation: i64,
     chunks: u32,
     consistency: Consistency,
 }
 
 impl Upload<'_> {
     async fn send(&mut self, data: Vec<u8>) -> Result<(), ApiError> {
-        let op = ObjectOp::PutChunk { bucket: self.bucket.into(), blob_id: self.blob_id.into(), index: self.chunks, data };
+        let op = ObjectOp::PutChunk {
+            bucket: self.bucket.into(),
+            blob_id: self.blob_id.into(),
+            index: self.chunks,
+            data,
+            incarnation: Some(self.incarnation),
+        };
         write_in_bucket(self.state, self.bucket, self.group, op, self.consistency).await?;
         self.chunks += 1;
         Ok(())

@@ -58,17 +58,37 @@ fn meta(view: &ReadView<'_>, bucket: &str, key: &str) -> Result<Option<ObjectMet
     Ok(view.get(&object_key(bucket, key))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
 }
 
+/// Refuses (as not found) a write into a bucket that does not exist here, or
+/// whose record here is of another incarnation than the writer's.
+fn incarnation_refusal(view: &ReadView<'_>, name: &str, incarnation: Option<i64>) -> Result<Option<Response>> {
+    let message = match (bucket(view, name)?, incarnation) {
+        (None, _) => format!("bucket {name} does not exist"),
+        (Some(b), Some(i)) if b.created_at_ms != i => {
+            format!("bucket {name} was dropped during the upload (incarnation {i}, now {})", b.created_at_ms)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(Response::Rejected { kind: RejectKind::NotFound, message }))
+}
+
 impl Engine for ObjectEngine {
     type Op = ObjectOp;
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &ObjectOp) -> Result<Response> {
         match op {
             ObjectOp::CreateBucket { name, copy_of_created_at_ms } => {
-                if bucket(tx.view(), name)?.is_some() {
-                    if copy_of_created_at_ms.is_some() {
-                        return Ok(Response::Applied(false));
+                if let Some(existing) = bucket(tx.view(), name)? {
+                    match copy_of_created_at_ms {
+                        Some(at) if *at == existing.created_at_ms => return Ok(Response::Applied(false)),
+                        // A copy of an older incarnation (a drop raced with a write):
+                        // its objects belong to a bucket that no longer exists.
+                        Some(_) => {
+                            tx.delete_prefix(&objects_prefix(name));
+                            tx.delete_prefix(&chunks_prefix(name));
+                            tx.delete_prefix(&uploads_prefix(name));
+                        }
+                        None => return reject(RejectKind::Conflict, format!("bucket {name} already exists")),
                     }
-                    return reject(RejectKind::Conflict, format!("bucket {name} already exists"));
                 }
                 let info = BucketInfo { name: name.clone(), created_at_ms: copy_of_created_at_ms.unwrap_or(now) };
                 tx.put(&bucket_key(name), &serde_json::to_vec(&info)?);
@@ -87,9 +107,9 @@ impl Engine for ObjectEngine {
                 tx.delete(&bucket_key(name));
                 Ok(Response::Applied(true))
             }
-            ObjectOp::PutChunk { bucket: b, blob_id, index, data } => {
-                if bucket(tx.view(), b)?.is_none() {
-                    return reject(RejectKind::NotFound, format!("bucket {b} does not exist"));
+            ObjectOp::PutChunk { bucket: b, blob_id, index, data, incarnation } => {
+                if let Some(refusal) = incarnation_refusal(tx.view(), b, *incarnation)? {
+                    return Ok(refusal);
                 }
                 if *index == 0 {
                     let pending = PendingUpload { bucket: b.clone(), blob_id: blob_id.clone(), started_at_ms: now };
@@ -99,8 +119,8 @@ impl Engine for ObjectEngine {
                 Ok(Response::Applied(true))
             }
             ObjectOp::CommitObject(m) => {
-                if bucket(tx.view(), &m.bucket)?.is_none() {
-                    return reject(RejectKind::NotFound, format!("bucket {} does not exist", m.bucket));
+                if let Some(refusal) = incarnation_refusal(tx.view(), &m.bucket, m.bucket_incarnation)? {
+                    return Ok(refusal);
                 }
                 for i in 0..m.chunks {
                     if tx.view().get(&chunk_key(&m.bucket, &m.blob_id, i))?.is_none() {
@@ -253,6 +273,7 @@ mod tests {
             chunk_bytes: 4,
             created_at_ms: 0,
             updated_at_ms: 0,
+            bucket_incarnation: None,
         };
         assert!(matches!(apply(data, ObjectOp::CommitObject(meta)), Response::Object(_)));
     }
@@ -279,7 +300,7 @@ mod tests {
         let (_dir, data) = open_group(1);
         let at = |now: i64, op: ObjectOp| apply_op(&ObjectEngine, &data, space::OBJECT, now, &op);
         at(0, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None });
-        let chunk = |blob: &str, index| ObjectOp::PutChunk { bucket: "bk".into(), blob_id: blob.into(), index, data: vec![1, 2] };
+        let chunk = |blob: &str, index| ObjectOp::PutChunk { bucket: "bk".into(), blob_id: blob.into(), index, data: vec![1, 2], incarnation: None };
         // An upload whose router died at t=1000, one still running since t=9000,
         // and one committed at t=1000.
         at(1_000, chunk("dead", 0));
@@ -298,6 +319,7 @@ mod tests {
             chunk_bytes: 4,
             created_at_ms: 0,
             updated_at_ms: 0,
+            bucket_incarnation: None,
         };
         assert!(matches!(at(1_200, ObjectOp::CommitObject(meta.clone())), Response::Object(_)));
         let view = ReadView::new(&data.db, data.group, space::OBJECT);
@@ -339,5 +361,55 @@ mod tests {
         assert!(matches!(apply(&data, strict), Response::Rejected { kind: RejectKind::NotFound, .. }));
         assert_eq!(query(&view, &ObjectQuery::Bucket { name: "bk".into() }).unwrap(), ObjectQueryResult::Bucket(None));
         assert!(view.get(&object_key("bk", "k")).unwrap().is_none(), "dropping removes the objects");
+    }
+
+    /// A drop that races with an upload: chunks and commits of the old
+    /// incarnation are refused once the bucket is made again, and a copy of an
+    /// old incarnation is emptied when the new one's copy arrives.
+    #[test]
+    fn writes_of_a_dropped_incarnation_are_refused() {
+        let (_dir, data) = open_group(1);
+        let at = |now: i64, op: ObjectOp| apply_op(&ObjectEngine, &data, space::OBJECT, now, &op);
+        let chunk = |blob: &str, incarnation| ObjectOp::PutChunk {
+            bucket: "bk".into(),
+            blob_id: blob.into(),
+            index: 0,
+            data: vec![1],
+            incarnation: Some(incarnation),
+        };
+        let commit = |key: &str, blob: &str, incarnation| {
+            ObjectOp::CommitObject(ObjectMeta {
+                bucket: "bk".into(),
+                key: key.into(),
+                size: 1,
+                etag: "x".into(),
+                content_type: "t".into(),
+                metadata: serde_json::Value::Null,
+                blob_id: blob.into(),
+                chunks: 1,
+                chunk_bytes: 4,
+                created_at_ms: 0,
+                updated_at_ms: 0,
+                bucket_incarnation: Some(incarnation),
+            })
+        };
+        // Incarnation 100 (a copy of the home record) gets an object.
+        at(100, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(100) });
+        assert!(matches!(at(110, chunk("a", 100)), Response::Applied(true)));
+        assert!(matches!(at(120, commit("old", "a", 100)), Response::Object(_)));
+        // Dropped and made again (incarnation 500): the old upload's writes are refused.
+        at(200, ObjectOp::DropBucket { name: "bk".into(), if_exists: true });
+        at(500, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(500) });
+        assert!(matches!(at(510, chunk("b", 100)), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(at(520, commit("late", "b", 100)), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(at(530, chunk("c", 500)), Response::Applied(true)));
+        assert!(matches!(at(540, commit("new", "c", 500)), Response::Object(_)));
+        assert_eq!(list(&data, "", None, 10), ["new"]);
+
+        // A copy of incarnation 500 left behind by a drop that raced with a write
+        // is emptied when incarnation 900's copy arrives.
+        at(900, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(900) });
+        assert_eq!(list(&data, "", None, 10), Vec::<String>::new());
+        assert!(matches!(at(910, chunk("d", 500)), Response::Rejected { kind: RejectKind::NotFound, .. }));
     }
 }

@@ -398,6 +398,7 @@ pub async fn import_bucket(
                         chunk_bytes: CHUNK_BYTES as u32,
                         created_at_ms: 0,
                         updated_at_ms: 0,
+                        bucket_incarnation: None,
                     });
                 }
                 Event::Chunk(data) => {
@@ -405,7 +406,13 @@ pub async fn import_bucket(
                         continue;
                     }
                     let Some(m) = staged.last_mut() else { return Err(ApiError::Internal("content before a header".into())) };
-                    let op = ObjectOp::PutChunk { bucket: bucket.clone(), blob_id: m.blob_id.clone(), index: m.chunks, data };
+                    let op = ObjectOp::PutChunk {
+                        bucket: bucket.clone(),
+                        blob_id: m.blob_id.clone(),
+                        index: m.chunks,
+                        data,
+                        incarnation: None,
+                    };
                     // Counted first: a chunk whose write failed may still have been applied.
                     m.chunks += 1;
                     write_in_bucket(&state, &bucket, object_group(&state, &bucket, &m.key)?, op, c).await?;
