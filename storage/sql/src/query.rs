@@ -300,6 +300,14 @@ impl<'a> Exec<'a> {
                 items.push(it);
             }
         }
+        // As PostgreSQL: one name per FROM item at this level (`FROM a, a`
+        // needs an alias on one of them).
+        let mut names = std::collections::BTreeSet::new();
+        for it in &items {
+            if it.qual != "subquery" && !names.insert(it.qual.as_str()) {
+                return Err(parse(format!("table name \"{}\" specified more than once", it.qual)));
+            }
+        }
         let mut full = Scope::default();
         for it in &items {
             for c in &it.cols {

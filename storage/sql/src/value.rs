@@ -364,7 +364,7 @@ pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>> {
         (Decimal(x), Int(y)) => x.cmp(&rust_decimal::Decimal::from(*y)),
         (Int(_) | Float(_) | Decimal(_), Int(_) | Float(_) | Decimal(_)) => {
             let (x, y) = (to_f64(a).unwrap_or(f64::NAN), to_f64(b).unwrap_or(f64::NAN));
-            x.total_cmp(&y)
+            float_cmp(x, y)
         }
         (Text(x), Text(y)) => x.cmp(y),
         (Bool(x), Bool(y)) => x.cmp(y),
@@ -382,6 +382,17 @@ pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>> {
             return Err(type_mismatch(format!("cannot compare {} with {}", a.type_name(), b.type_name())));
         }
     }))
+}
+
+/// Floats ordered as PostgreSQL orders them: -0 equals 0, NaN equals NaN and
+/// is greater than every number.
+fn float_cmp(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+    }
 }
 
 /// Converts text to the type of `like` for comparisons.

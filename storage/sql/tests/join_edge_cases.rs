@@ -169,10 +169,10 @@ fn lookup_and_scan_disagree_on_text_integer_keys() {
 
 /// Differences from PostgreSQL that come from build_from / value.rs rather
 /// than from join.rs (the old in-order path behaves the same): USING columns
-/// are not merged, ON clauses see earlier comma-separated items, duplicate
-/// aliases are accepted, `-0.0 = 0.0` is false.
+/// are not merged, ON clauses see earlier comma-separated items, and text is
+/// compared with numbers by converting it (PostgreSQL refuses `integer = text`).
 #[test]
-#[ignore = "known differences outside the join planner (USING columns not merged, ON scope of comma items, duplicate aliases, -0.0 = 0.0); run with --ignored"]
+#[ignore = "known differences outside the join planner (USING columns not merged, ON scope of comma items, text = integer); run with --ignored"]
 fn differences_outside_the_planner() {
     let pg = need_pg!();
     let queries = strs(&[
@@ -180,14 +180,10 @@ fn differences_outside_the_planner() {
         "SELECT * FROM a JOIN c USING (k)",
         "SELECT a.id, b.id, c.y FROM a, b JOIN c ON a.k = c.k",
         "SELECT b.id, c.y FROM a, b JOIN c ON x = c.y",
-        "SELECT count(*) FROM a, a",
         "SELECT count(*) FROM ts JOIN a ON a.id = ts.k",
         "SELECT count(*) FROM a JOIN ts ON ts.k = a.id",
         "SELECT count(*) FROM a JOIN tn ON tn.k = a.id",
         "SELECT count(*) FROM (SELECT '1.0'::text AS v) q JOIN a ON a.id = q.v",
-        "SELECT f1.id, f2.id FROM fl f1 JOIN fl f2 ON f1.f = f2.f",
-        "SELECT fl.id FROM fl JOIN fk ON fk.f = fl.f",
-        "SELECT fl.id FROM fl, fk WHERE fk.f = fl.f AND fl.id > 0",
     ]);
     let bad = diff(&pg, &fixture(), &queries);
     for b in &bad {
@@ -214,6 +210,14 @@ fn suspicions_that_agree_with_postgresql() {
         "SELECT count(*) FROM a JOIN b USING (k, x)",
         "SELECT a.id FROM a JOIN b ON a.k = c.k JOIN c ON b.k = c.k",
         "SELECT count(*) FROM a JOIN a ON a.id = a.id",
+        // Fixed after review: a repeated table name is an error; -0.0 = 0.0 and NaN = NaN.
+        "SELECT count(*) FROM a, a",
+        "SELECT f1.id, f2.id FROM fl f1 JOIN fl f2 ON f1.f = f2.f",
+        "SELECT fl.id FROM fl JOIN fk ON fk.f = fl.f",
+        "SELECT fl.id FROM fl, fk WHERE fk.f = fl.f AND fl.id > 0",
+        "SELECT id FROM fl WHERE f = 0 ORDER BY id",
+        "SELECT count(*) FROM fl GROUP BY f ORDER BY 1",
+        "SELECT count(DISTINCT f) FROM fl",
         "SELECT x1.id, x2.id FROM a x1 JOIN a x2 ON x1.k = x2.k",
         "SELECT x1.id, x2.id FROM a x1 JOIN a x2 ON x1.id = x2.k JOIN a x3 ON x3.id = x2.id",
         "SELECT x1.id, x2.id FROM a x1, a x2, a x3 WHERE x1.id = x2.id AND x2.id = x3.id AND x3.k = x1.k",
