@@ -19,6 +19,9 @@ pub struct RowSet {
 pub struct ScopeCol {
     pub qual: Option<String>,
     pub name: String,
+    /// A right-hand column of `JOIN … USING`: merged into the left one, so an
+    /// unqualified name and `SELECT *` see only the left one (as PostgreSQL).
+    pub merged: bool,
 }
 
 /// Columns of the row an expression is evaluated against.
@@ -29,13 +32,13 @@ pub struct Scope {
 
 impl Scope {
     pub fn for_table(qual: &str, names: impl IntoIterator<Item = String>) -> Scope {
-        Scope { cols: names.into_iter().map(|n| ScopeCol { qual: Some(qual.to_string()), name: n }).collect() }
+        Scope { cols: names.into_iter().map(|n| ScopeCol { qual: Some(qual.to_string()), name: n, merged: false }).collect() }
     }
     /// Resolves a (possibly qualified) column. Ok(None) when absent.
     pub fn resolve(&self, qual: Option<&str>, name: &str) -> Result<Option<usize>> {
         let mut found = None;
         for (i, c) in self.cols.iter().enumerate() {
-            if c.name == name && (qual.is_none() || c.qual.as_deref() == qual) {
+            if c.name == name && (qual.is_none() && !c.merged || qual.is_some() && c.qual.as_deref() == qual) {
                 if found.is_some() {
                     return Err(crate::error::column_not_found(format!("column reference \"{name}\" is ambiguous")));
                 }

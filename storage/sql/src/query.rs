@@ -35,6 +35,8 @@ pub(crate) struct Item<'q> {
     pub(crate) src: Src,
     kind: JoinKind,
     pub(crate) on: Option<Expr>,
+    /// Columns merged into an earlier item's by `USING`.
+    merged: Vec<String>,
     _p: std::marker::PhantomData<&'q ()>,
 }
 
@@ -276,10 +278,11 @@ impl<'a> Exec<'a> {
                         let mut cond: Option<Expr> = None;
                         for c in cols {
                             let name = object_name(c);
+                            it.merged.push(name.clone());
                             let left_qual = items
                                 .iter()
                                 .rev()
-                                .find(|i| i.cols.contains(&name))
+                                .find(|i| i.cols.contains(&name) && !i.merged.contains(&name))
                                 .map(|i| i.qual.clone())
                                 .ok_or_else(|| crate::error::column_not_found(format!("column \"{name}\" specified in USING clause does not exist")))?;
                             let mk = |q: &str| Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', q), ast::Ident::with_quote('"', &name)]);
@@ -311,7 +314,7 @@ impl<'a> Exec<'a> {
         let mut full = Scope::default();
         for it in &items {
             for c in &it.cols {
-                full.cols.push(ScopeCol { qual: Some(it.qual.clone()), name: c.clone() });
+                full.cols.push(ScopeCol { qual: Some(it.qual.clone()), name: c.clone(), merged: it.merged.contains(c) });
             }
         }
         // Inner and cross joins go through the join planner; a FROM clause with
@@ -489,7 +492,7 @@ impl<'a> Exec<'a> {
                         }
                     }
                 }
-                Ok(Item { qual, cols, src, kind, on: None, _p: Default::default() })
+                Ok(Item { qual, cols, src, kind, on: None, merged: Vec::new(), _p: Default::default() })
             }
             TableFactor::Derived { subquery, alias, lateral } => {
                 if *lateral {
@@ -504,7 +507,7 @@ impl<'a> Exec<'a> {
                         }
                     }
                 }
-                Ok(Item { qual, cols: rs.cols.clone(), src: Src::Rows(Rc::new(rs)), kind, on: None, _p: Default::default() })
+                Ok(Item { qual, cols: rs.cols.clone(), src: Src::Rows(Rc::new(rs)), kind, on: None, merged: Vec::new(), _p: Default::default() })
             }
             TableFactor::NestedJoin { .. } => Err(unsupported("parenthesized joins are not supported")),
             _ => Err(unsupported("unsupported FROM item")),
@@ -532,8 +535,28 @@ impl<'a> Exec<'a> {
                     if scope.cols.is_empty() {
                         return Err(parse("SELECT * with no tables specified is not valid"));
                     }
+                    // As PostgreSQL: the merged USING columns first, then every other
+                    // column in FROM order (the right-hand copies of USING columns left out).
+                    let using: Vec<&str> = {
+                        let mut names: Vec<&str> = Vec::new();
+                        for c in scope.cols.iter().filter(|c| c.merged) {
+                            if !names.contains(&c.name.as_str()) {
+                                names.push(&c.name);
+                            }
+                        }
+                        names
+                    };
+                    let mut emitted = vec![false; scope.cols.len()];
+                    for name in &using {
+                        if let Some(i) = scope.cols.iter().position(|c| !c.merged && c.name == *name) {
+                            emitted[i] = true;
+                            proj.push((None, Some(i), scope.cols[i].name.clone()));
+                        }
+                    }
                     for (i, c) in scope.cols.iter().enumerate() {
-                        proj.push((None, Some(i), c.name.clone()));
+                        if !c.merged && !emitted[i] {
+                            proj.push((None, Some(i), c.name.clone()));
+                        }
                     }
                 }
                 SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {

@@ -70,7 +70,7 @@ impl Exec<'_> {
         let mut extended = scope.clone();
         for (i, f) in calls.iter().enumerate() {
             self.window_slots.borrow_mut().insert(*f as *const ast::Function as usize, i);
-            extended.cols.push(ScopeCol { qual: Some(WINDOW_QUAL.into()), name: i.to_string() });
+            extended.cols.push(ScopeCol { qual: Some(WINDOW_QUAL.into()), name: i.to_string(), merged: false });
         }
         for (ri, row) in rows.iter_mut().enumerate() {
             for col in &columns {
