@@ -197,7 +197,8 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 let fault = if n % 10 == 0 {
                     Fault::CrashSnapshotInstall
                 } else {
-                    Fault::RANDOM[nemesis.rng.below(Fault::RANDOM.len() as u64) as usize]
+                    let kinds = Fault::random_kinds();
+                    kinds[nemesis.rng.below(kinds.len() as u64) as usize]
                 };
                 nemesis.inject(c, &w, fault).await?;
                 tokio::time::sleep(quiet).await;
@@ -208,27 +209,7 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 tokio::time::sleep(quiet).await;
             }
         } else {
-            for fault in [
-                Fault::KillLeader,
-                Fault::PauseNode,
-                Fault::PartitionLeader,
-                Fault::OneWayCut,
-                Fault::SlowLinks,
-                Fault::RouterCut,
-                Fault::CrashSqlCommit,
-                Fault::CrashLogPurge,
-                Fault::CrashSnapshotInstall,
-                Fault::ClockSkew,
-                Fault::CrashPoint(0),
-                Fault::CrashPoint(1),
-                Fault::CrashPoint(2),
-                Fault::CrashPoint(3),
-                Fault::CrashPoint(4),
-                Fault::PowerLoss,
-                Fault::DiskFull,
-                Fault::DiskEio,
-                Fault::PowerLossAll,
-            ] {
+            for fault in Fault::quick_sequence() {
                 nemesis.inject(c, &w, fault).await?;
                 tokio::time::sleep(quiet).await;
             }

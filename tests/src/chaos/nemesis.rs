@@ -100,7 +100,7 @@ impl Fault {
         }
     }
 
-    /// Every fault kind.
+    /// Every fault kind, in the quick profile's order.
     pub const ALL: [Fault; 20] = [
         Fault::KillLeader,
         Fault::KillFollower,
@@ -112,17 +112,28 @@ impl Fault {
         Fault::CrashSqlCommit,
         Fault::CrashLogPurge,
         Fault::CrashSnapshotInstall,
-        Fault::PowerLoss,
-        Fault::PowerLossAll,
-        Fault::DiskFull,
-        Fault::DiskEio,
         Fault::ClockSkew,
         Fault::CrashPoint(0),
         Fault::CrashPoint(1),
         Fault::CrashPoint(2),
         Fault::CrashPoint(3),
         Fault::CrashPoint(4),
+        Fault::PowerLoss,
+        Fault::DiskFull,
+        Fault::DiskEio,
+        Fault::PowerLossAll,
     ];
+
+    /// The quick profile: every kind once but `kill-follower`.
+    pub fn quick_sequence() -> Vec<Fault> {
+        Fault::ALL.into_iter().filter(|f| *f != Fault::KillFollower).collect()
+    }
+
+    /// The kinds a long run draws from (it injects `crash-snapshot-install`
+    /// every tenth time instead).
+    pub fn random_kinds() -> Vec<Fault> {
+        Fault::ALL.into_iter().filter(|f| *f != Fault::CrashSnapshotInstall).collect()
+    }
 
     /// Faults that need the power-loss filesystem under the data directories.
     pub fn needs_disks(self) -> bool {
@@ -133,29 +144,6 @@ impl Fault {
     pub fn from_name(name: &str) -> Option<Fault> {
         Fault::ALL.into_iter().find(|f| f.name() == name)
     }
-
-    /// The ordinary faults a long run draws from.
-    pub const RANDOM: [Fault; 19] = [
-        Fault::KillLeader,
-        Fault::KillFollower,
-        Fault::PauseNode,
-        Fault::PartitionLeader,
-        Fault::OneWayCut,
-        Fault::SlowLinks,
-        Fault::RouterCut,
-        Fault::CrashSqlCommit,
-        Fault::CrashLogPurge,
-        Fault::PowerLoss,
-        Fault::PowerLossAll,
-        Fault::DiskFull,
-        Fault::DiskEio,
-        Fault::ClockSkew,
-        Fault::CrashPoint(0),
-        Fault::CrashPoint(1),
-        Fault::CrashPoint(2),
-        Fault::CrashPoint(3),
-        Fault::CrashPoint(4),
-    ];
 }
 
 /// Injects faults into a cluster while workloads run.
