@@ -259,6 +259,7 @@ impl<'a> Exec<'a> {
     pub fn build_from(&self, from: &[ast::TableWithJoins], selection: Option<&Expr>, outer: Option<&Env>) -> Result<(Scope, Vec<Vec<Value>>)> {
         let mut items: Vec<Item> = Vec::new();
         for (ti, twj) in from.iter().enumerate() {
+            let group_start = items.len();
             items.push(self.from_item(&twj.relation, if ti == 0 { JoinKind::First } else { JoinKind::Cross }, None, outer)?);
             for j in &twj.joins {
                 let (kind, c) = match &j.join_operator {
@@ -299,6 +300,15 @@ impl<'a> Exec<'a> {
                 };
                 if matches!(kind, JoinKind::Inner | JoinKind::Left) && it.on.is_none() {
                     return Err(parse("JOIN requires an ON or USING condition"));
+                }
+                // With comma items before this join, its ON sees only the items of its
+                // own comma element (as PostgreSQL): names are resolved against them.
+                if group_start > 0
+                    && let Some(on) = &it.on
+                {
+                    let visible: Vec<&Item> = items[group_start..].iter().chain(std::iter::once(&it)).collect();
+                    let earlier: Vec<&Item> = items[..group_start].iter().collect();
+                    it.on = Some(scope_on(on, &visible, &earlier)?);
                 }
                 items.push(it);
             }
@@ -722,6 +732,64 @@ impl<'a> Exec<'a> {
         }
         Ok((cols, out))
     }
+}
+
+/// An ON clause of a join that follows comma items, with its column names
+/// resolved against the items of its own comma element only: unqualified names
+/// are qualified with the visible item that has them, and a name or qualifier
+/// that only an earlier comma item has is an error, as in PostgreSQL. Names the
+/// FROM clause does not have at all (outer references) are left alone, as are
+/// subqueries inside the clause.
+fn scope_on(e: &Expr, visible: &[&Item], earlier: &[&Item]) -> Result<Expr> {
+    let q = |x: &Expr| scope_on(x, visible, earlier).map(Box::new);
+    Ok(match e {
+        Expr::Identifier(i) => {
+            let name = ident(i);
+            let owners: Vec<&&Item> = visible.iter().filter(|it| it.cols.contains(&name) && !it.merged.contains(&name)).collect();
+            match owners.as_slice() {
+                [one] => Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', &one.qual), ast::Ident::with_quote('"', &name)]),
+                [] if earlier.iter().any(|it| it.cols.contains(&name)) => {
+                    return Err(crate::error::column_not_found(format!(
+                        "column \"{name}\" does not exist here: a table before the comma has it, but a JOIN's ON clause cannot refer to it"
+                    )));
+                }
+                [] => e.clone(),
+                _ => return Err(crate::error::column_not_found(format!("column reference \"{name}\" is ambiguous"))),
+            }
+        }
+        Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+            let qual = ident(&parts[0]);
+            if !visible.iter().any(|it| it.qual == qual) && earlier.iter().any(|it| it.qual == qual) {
+                return Err(table_not_found(format!("invalid reference to FROM-clause entry for table \"{qual}\"")));
+            }
+            e.clone()
+        }
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp { left: q(left)?, op: op.clone(), right: q(right)? },
+        Expr::UnaryOp { op, expr } => Expr::UnaryOp { op: *op, expr: q(expr)? },
+        Expr::Nested(x) => Expr::Nested(q(x)?),
+        Expr::IsNull(x) => Expr::IsNull(q(x)?),
+        Expr::IsNotNull(x) => Expr::IsNotNull(q(x)?),
+        Expr::IsTrue(x) => Expr::IsTrue(q(x)?),
+        Expr::IsNotTrue(x) => Expr::IsNotTrue(q(x)?),
+        Expr::IsDistinctFrom(a, b) => Expr::IsDistinctFrom(q(a)?, q(b)?),
+        Expr::IsNotDistinctFrom(a, b) => Expr::IsNotDistinctFrom(q(a)?, q(b)?),
+        Expr::InList { expr, list, negated } => Expr::InList {
+            expr: q(expr)?,
+            list: list.iter().map(|x| scope_on(x, visible, earlier)).collect::<Result<_>>()?,
+            negated: *negated,
+        },
+        Expr::Between { expr, negated, low, high } => Expr::Between { expr: q(expr)?, negated: *negated, low: q(low)?, high: q(high)? },
+        Expr::Like { negated, any, expr, pattern, escape_char } => {
+            Expr::Like { negated: *negated, any: *any, expr: q(expr)?, pattern: q(pattern)?, escape_char: escape_char.clone() }
+        }
+        Expr::ILike { negated, any, expr, pattern, escape_char } => {
+            Expr::ILike { negated: *negated, any: *any, expr: q(expr)?, pattern: q(pattern)?, escape_char: escape_char.clone() }
+        }
+        Expr::Cast { kind, expr, data_type, format } => {
+            Expr::Cast { kind: kind.clone(), expr: q(expr)?, data_type: data_type.clone(), format: format.clone() }
+        }
+        other => other.clone(),
+    })
 }
 
 /// How GROUP BY membership compares expressions: a column reference by the
