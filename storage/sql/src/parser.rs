@@ -4,9 +4,13 @@ use sqlparser::ast::{Expr, Statement};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 
-/// Parses a `;`-separated request.
+/// Parses a `;`-separated request. What the generic dialect cannot parse is
+/// tried once more as PostgreSQL (it alone takes `INSERT INTO t AS alias`);
+/// the generic dialect's error is the one reported.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
-    Parser::parse_sql(&GenericDialect {}, sql).map_err(from_parser)
+    Parser::parse_sql(&GenericDialect {}, sql)
+        .or_else(|generic| Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql).map_err(|_| generic))
+        .map_err(from_parser)
 }
 
 /// Parses one stored expression (CHECK / DEFAULT text).

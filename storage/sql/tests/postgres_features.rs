@@ -25,6 +25,7 @@ const STATEMENTS: &[&str] = &[
     "INSERT INTO stock VALUES ('d', 4, NULL) ON CONFLICT DO NOTHING RETURNING sku, qty",
     "INSERT INTO stock VALUES ('a', 10, 'n1'), ('e', 5, 'n2') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty + excluded.qty, note = excluded.note RETURNING *",
     "INSERT INTO stock VALUES ('b', 7, 'z') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty * 100 WHERE stock.qty > 5 RETURNING sku",
+    "INSERT INTO stock AS s VALUES ('a', 1, 'aliased') ON CONFLICT (sku) DO UPDATE SET qty = s.qty + excluded.qty RETURNING s.sku, s.qty",
     "INSERT INTO stock VALUES ('b', 7, 'z') ON CONFLICT (sku) DO UPDATE SET qty = stock.qty * 100 WHERE excluded.qty > 5 RETURNING sku, qty",
     "INSERT INTO stock VALUES ('c', 7, 'z') ON CONFLICT ON CONSTRAINT stock_pkey DO UPDATE SET note = 'via constraint' RETURNING note",
     "INSERT INTO tags VALUES (3, 'red') ON CONFLICT (name) DO UPDATE SET id = tags.id RETURNING id, name",
