@@ -167,6 +167,9 @@ enum Slot {
 #[derive(Default)]
 pub struct VectorState {
     collections: RwLock<BTreeMap<String, Slot>>,
+    /// Bumped by every writer (under the write lock): an index built outside
+    /// the lock is kept only if no writer came between its start and its end.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl VectorState {
@@ -175,7 +178,27 @@ impl VectorState {
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Slot>> {
-        self.collections.write().unwrap_or_else(|e| e.into_inner())
+        let guard = self.collections.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        guard
+    }
+
+    /// Whether `name` has no slot yet, and the generation to build it against.
+    fn absent(&self, name: &str) -> Option<u64> {
+        let map = self.read();
+        (!map.contains_key(name)).then(|| self.generation.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Keeps an index of `name` built outside the lock from storage, unless a
+    /// writer came since `generation` was read (its state may not be in the
+    /// build) or the slot was filled meanwhile. Whether it was kept.
+    fn keep_built(&self, generation: u64, name: &str, col: Collection) -> bool {
+        let mut map = self.collections.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(std::sync::atomic::Ordering::SeqCst) != generation || map.contains_key(name) {
+            return false;
+        }
+        map.insert(name.to_string(), Slot::Live(Box::new(col)));
+        true
     }
 
     /// Forgets every index (they are rebuilt from storage on next use); called
@@ -479,7 +502,7 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
 
 /// Builds every collection index of the group that is not in memory yet (after
 /// a start or an install), so the first searches do not pay for it. Returns how
-/// many were built. Each build holds the group's index lock, as a search would.
+/// many were built. Builds run outside the group's index lock.
 pub fn warm(data: &GroupData) -> Result<usize> {
     let view = data.space(space::VECTOR);
     let mut configs = Vec::new();
@@ -489,12 +512,11 @@ pub fn warm(data: &GroupData) -> Result<usize> {
     })?;
     let mut built = 0;
     for c in configs {
-        if data.vectors.read().contains_key(&c.name) {
-            continue;
-        }
-        let mut map = data.vectors.write();
-        if !map.contains_key(&c.name) {
-            live(&mut map, &view, &c)?;
+        // Built outside the lock, so applies and searches of the group's other
+        // collections go on meanwhile; dropped when a writer came in between.
+        let Some(generation) = data.vectors.absent(&c.name) else { continue };
+        let col = load(&view, &c)?;
+        if data.vectors.keep_built(generation, &c.name, col) {
             built += 1;
         }
     }
@@ -522,7 +544,14 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
                 None => {}
             }
         }
-        // Build under the write lock (re-checked inside), then search under a read lock.
+        // Build outside the lock, keep it unless a writer came meanwhile, then
+        // search under a read lock; after a lost race, build under the lock.
+        if let Some(generation) = state.absent(&c.name) {
+            let col = load(view, &c)?;
+            if state.keep_built(generation, &c.name, col) {
+                continue;
+            }
+        }
         let mut map = state.write();
         if map.get(&c.name).is_none() {
             live(&mut map, view, &c)?;
@@ -586,6 +615,36 @@ mod tests {
             VectorQueryResult::Hits(h) => h.into_iter().map(|h| h.id).collect(),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// An index built outside the lock is kept only when no writer came in
+    /// between (here: a snapshot install's invalidation) and the slot is still free.
+    #[test]
+    fn a_build_outside_the_lock_loses_to_any_writer() {
+        let (_dir, data) = crate::engine::test_support::open_group(3);
+        let config = CollectionConfig {
+            name: "c".into(),
+            dim: 2,
+            metric: VectorMetric::L2,
+            m: 16,
+            ef_construction: 50,
+            created_at_ms: 0,
+            shards: vec![3],
+            uid: "u1".into(),
+        };
+        apply(&data, VectorOp::CreateCollection(config.clone()));
+        data.vectors.invalidate();
+        let view = data.space(space::VECTOR);
+        let generation = data.vectors.absent("c").expect("no index after an invalidation");
+        let built = load(&view, &config).unwrap();
+        data.vectors.invalidate(); // a writer came meanwhile
+        assert!(!data.vectors.keep_built(generation, "c", built), "a build that raced a writer was kept");
+        let generation = data.vectors.absent("c").unwrap();
+        assert!(data.vectors.keep_built(generation, "c", load(&view, &config).unwrap()));
+        assert_eq!(data.vectors.absent("c"), None);
+        assert_eq!(warm(&data).unwrap(), 0, "warm builds only what is missing");
+        data.vectors.invalidate();
+        assert_eq!(warm(&data).unwrap(), 1);
     }
 
     /// Batches with repeated ids, deletes, a rebuild from storage (restart or
