@@ -544,14 +544,8 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
                 None => {}
             }
         }
-        // Build outside the lock, keep it unless a writer came meanwhile, then
-        // search under a read lock; after a lost race, build under the lock.
-        if let Some(generation) = state.absent(&c.name) {
-            let col = load(view, &c)?;
-            if state.keep_built(generation, &c.name, col) {
-                continue;
-            }
-        }
+        // Build under the write lock (re-checked inside), so concurrent first
+        // searches build once; then search under a read lock.
         let mut map = state.write();
         if map.get(&c.name).is_none() {
             live(&mut map, view, &c)?;
