@@ -694,6 +694,7 @@ impl<'a> Exec<'a> {
             let mut index: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
             let mut groups: Vec<Vec<Vec<Value>>> = Vec::new();
             for r in kept {
+                self.tick()?;
                 let env = Env { scope: &scope, row: &r, group: None, outer };
                 let mut k = Vec::with_capacity(group_exprs.len());
                 for g in &group_exprs {
@@ -711,6 +712,7 @@ impl<'a> Exec<'a> {
             }
             let null_row = vec![Value::Null; scope.cols.len()];
             for g in &groups {
+                self.tick()?;
                 let first = g.first().unwrap_or(&null_row);
                 let env = Env { scope: &scope, row: first, group: Some(g), outer };
                 if let Some(h) = &s.having {
