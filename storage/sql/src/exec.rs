@@ -93,6 +93,9 @@ pub struct Exec<'a> {
     pub capture: Option<&'a dyn Fn(&str) -> bool>,
     /// Row changes of captured tables, in execution order.
     pub changes: Vec<crate::RowChange>,
+    /// Bytes of intermediate results the statement's operators hold now,
+    /// together (checked against the memory budget by `join::Charge`).
+    pub held: Cell<usize>,
 }
 
 impl<'a> Exec<'a> {

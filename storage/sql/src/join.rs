@@ -110,22 +110,27 @@ impl MemoryPool {
     }
 }
 
-/// What one query holds against its budget and the node's pool; the pool's
-/// share is returned when the query ends, however it ends.
+/// What one operator of a statement holds against the statement's budget and
+/// the node's pool. The budget is checked against everything the statement's
+/// live charges hold together (`Exec::held`), not one operator's share; the
+/// pool's share is returned when the charge ends, however it ends.
 pub(crate) struct Charge<'a> {
     budget: usize,
     pool: Option<&'a MemoryPool>,
+    statement: &'a std::cell::Cell<usize>,
     reserved: usize,
 }
 
 impl<'a> Charge<'a> {
-    pub(crate) fn new(ctx: &'a crate::ExecContext) -> Charge<'a> {
-        Charge { budget: ctx.max_memory_bytes, pool: ctx.memory_pool.as_deref(), reserved: 0 }
+    pub(crate) fn new(exec: &'a Exec<'_>) -> Charge<'a> {
+        Charge { budget: exec.ctx.max_memory_bytes, pool: exec.ctx.memory_pool.as_deref(), statement: &exec.held, reserved: 0 }
     }
 
-    /// The query now holds `bytes`: an error past its budget or the pool's free room.
+    /// This operator now holds `bytes`: an error once the statement's total
+    /// passes its budget or the pool's free room.
     pub(crate) fn hold(&mut self, bytes: usize) -> Result<()> {
-        if bytes > self.budget {
+        let total = self.statement.get().saturating_sub(self.reserved).saturating_add(bytes);
+        if total > self.budget {
             return Err(memory_exceeded(self.budget));
         }
         if let Some(pool) = self.pool {
@@ -142,18 +147,31 @@ impl<'a> Charge<'a> {
             } else {
                 pool.release(self.reserved - bytes);
             }
-            self.reserved = bytes;
         }
+        self.statement.set(total);
+        self.reserved = bytes;
         Ok(())
+    }
+
+    /// Adds `bytes` to what this operator holds.
+    pub(crate) fn add(&mut self, bytes: usize) -> Result<()> {
+        self.hold(self.reserved.saturating_add(bytes))
     }
 }
 
 impl Drop for Charge<'_> {
     fn drop(&mut self) {
+        self.statement.set(self.statement.get().saturating_sub(self.reserved));
         if let Some(pool) = self.pool {
             pool.release(self.reserved);
         }
     }
+}
+
+/// What one entry of an in-memory key set or map costs: the key and the
+/// tree's share per entry.
+pub(crate) fn key_bytes(key: &[u8]) -> usize {
+    key.len() + 64
 }
 
 /// The error of a query whose intermediate results outgrow its memory budget.
@@ -277,7 +295,7 @@ impl Exec<'_> {
         selection: Option<&Expr>,
         outer: Option<&Env>,
     ) -> Result<Vec<Vec<Value>>> {
-        let mut charge = Charge::new(self.ctx);
+        let mut charge = Charge::new(self);
         let width = full.cols.len();
         let mut offsets = Vec::with_capacity(items.len());
         let mut item_of = Vec::with_capacity(width);

@@ -252,6 +252,7 @@ impl<'a> Exec<'a> {
             vacuum: Vec::new(),
             capture: None,
             changes: Vec::new(),
+            held: Cell::new(0),
         }
     }
 

@@ -76,12 +76,26 @@ fn cmp_keys(a: &[Value], b: &[Value], order: &[&OrderByExpr]) -> Ordering {
     Ordering::Equal
 }
 
-fn dedupe_rows(rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
-    let mut seen = BTreeSet::new();
-    rows.into_iter().filter(|r| seen.insert(key_of(r))).collect()
-}
-
 impl<'a> Exec<'a> {
+    /// The rows without repeats, in first-seen order; the key set counts
+    /// against the statement's memory budget.
+    fn dedupe_rows(&self, rows: Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>> {
+        let mut seen = BTreeSet::new();
+        let mut charge = crate::join::Charge::new(self);
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            self.tick()?;
+            let k = key_of(&r);
+            if seen.contains(&k) {
+                continue;
+            }
+            charge.add(crate::join::key_bytes(&k))?;
+            seen.insert(k);
+            out.push(r);
+        }
+        Ok(out)
+    }
+
     /// Runs a query (with CTEs, ORDER BY, LIMIT) and materializes its rows.
     pub fn run_query(&self, q: &Query, outer: Option<&Env>) -> Result<RowSet> {
         let mut pushed = 0;
@@ -218,16 +232,24 @@ impl<'a> Exec<'a> {
                     return Err(type_mismatch("each side of a set operation must have the same number of columns"));
                 }
                 let all = matches!(set_quantifier, SetQuantifier::All);
+                // Both sides are held, and so is the key set a de-duplication builds.
+                let mut sides = crate::join::Charge::new(self);
+                sides.hold(l.rows.iter().chain(&r.rows).map(|r| crate::join::row_bytes(r)).sum())?;
                 let rows = match op {
                     SetOperator::Union => {
                         let mut rows = l.rows;
                         rows.extend(r.rows);
-                        if all { rows } else { dedupe_rows(rows) }
+                        if all { rows } else { self.dedupe_rows(rows)? }
                     }
                     SetOperator::Intersect | SetOperator::Except => {
                         let mut counts: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
                         for row in &r.rows {
-                            *counts.entry(key_of(row)).or_default() += 1;
+                            self.tick()?;
+                            let k = key_of(row);
+                            if !counts.contains_key(&k) {
+                                sides.add(crate::join::key_bytes(&k))?;
+                            }
+                            *counts.entry(k).or_default() += 1;
                         }
                         let is_int = matches!(op, SetOperator::Intersect);
                         let mut out = Vec::new();
@@ -244,7 +266,7 @@ impl<'a> Exec<'a> {
                                 }
                             }
                         }
-                        if all { out } else { dedupe_rows(out) }
+                        if all { out } else { self.dedupe_rows(out)? }
                     }
                     SetOperator::Minus => return Err(unsupported("MINUS is not supported")),
                 };
@@ -333,7 +355,7 @@ impl<'a> Exec<'a> {
             let rows = self.join_planned(&items, &full, selection, outer)?;
             return Ok((full, rows));
         }
-        let mut charge = crate::join::Charge::new(self.ctx);
+        let mut charge = crate::join::Charge::new(self);
         let mut conj = Vec::new();
         if let Some(w) = selection {
             conjuncts(w, &mut conj);
@@ -535,6 +557,9 @@ impl<'a> Exec<'a> {
             return Err(unsupported("TOP / SELECT INTO are not supported"));
         }
         let (scope, rows) = self.build_from(&s.from, s.selection.as_ref(), outer)?;
+        // The FROM rows stay held while they are filtered, grouped and projected.
+        let mut from_charge = crate::join::Charge::new(self);
+        from_charge.hold(rows.iter().map(|r| crate::join::row_bytes(r)).sum())?;
         // Projection list.
         let mut proj: Vec<(Option<&Expr>, Option<usize>, String)> = Vec::new();
         for item in &s.projection {
@@ -651,7 +676,7 @@ impl<'a> Exec<'a> {
         };
         // The projected rows (what ORDER BY, DISTINCT and the caller hold) count
         // against the memory budget too.
-        let mut out_charge = crate::join::Charge::new(self.ctx);
+        let mut out_charge = crate::join::Charge::new(self);
         let mut out_bytes = 0usize;
         let mut push = |out: &mut Keyed, kr: (Vec<Value>, Vec<Value>)| -> Result<()> {
             out_bytes += crate::join::row_bytes(&kr.0) + crate::join::row_bytes(&kr.1);
@@ -693,6 +718,7 @@ impl<'a> Exec<'a> {
         if aggregate {
             let mut index: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
             let mut groups: Vec<Vec<Vec<Value>>> = Vec::new();
+            let mut group_charge = crate::join::Charge::new(self);
             for r in kept {
                 self.tick()?;
                 let env = Env { scope: &scope, row: &r, group: None, outer };
@@ -701,6 +727,9 @@ impl<'a> Exec<'a> {
                     k.push(self.eval(g, &env)?);
                 }
                 let kb = key_of(&k);
+                if !index.contains_key(&kb) {
+                    group_charge.add(crate::join::key_bytes(&kb) + std::mem::size_of::<Vec<Vec<Value>>>())?;
+                }
                 let gi = *index.entry(kb).or_insert_with(|| {
                     groups.push(Vec::new());
                     groups.len() - 1
@@ -730,7 +759,18 @@ impl<'a> Exec<'a> {
         }
         if distinct {
             let mut seen = BTreeSet::new();
-            out.retain(|(_, r)| seen.insert(key_of(r)));
+            let mut seen_charge = crate::join::Charge::new(self);
+            let mut kept_rows = Vec::with_capacity(out.len());
+            for kr in out {
+                let k = key_of(&kr.1);
+                if seen.contains(&k) {
+                    continue;
+                }
+                seen_charge.add(crate::join::key_bytes(&k))?;
+                seen.insert(k);
+                kept_rows.push(kr);
+            }
+            out = kept_rows;
         }
         Ok((cols, out))
     }

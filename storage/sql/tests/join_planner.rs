@@ -178,3 +178,45 @@ fn random_long_joins_agree_with_postgresql() {
     }
     eprintln!("{checked} random joins of up to 20 tables agreed with PostgreSQL");
 }
+
+/// One table of `rows` rows with a distinct 200-byte label each.
+fn wide_labels(rows: usize) -> MemStore {
+    let mut s = MemStore::new();
+    s.exec("CREATE TABLE w (id INTEGER PRIMARY KEY, label TEXT)", &[]).unwrap();
+    for chunk in (0..rows).collect::<Vec<_>>().chunks(500) {
+        let values: Vec<String> = chunk.iter().map(|i| format!("({i}, '{i:0>200}')")).collect();
+        s.exec(&format!("INSERT INTO w VALUES {}", values.join(",")), &[]).unwrap();
+    }
+    s
+}
+
+#[test]
+fn grouping_distinct_and_set_operations_count_against_the_budget() {
+    let s = wide_labels(5000);
+    // Each case: a statement that fits the budget, and one over the same rows
+    // that also holds a key set (group keys, the DISTINCT set, both sides of a
+    // set operation and its key set) on top of them.
+    let cases = [
+        (7 << 19, "SELECT id FROM w", "SELECT label, count(*) FROM w GROUP BY label"),
+        (7 << 19, "SELECT id FROM w", "SELECT DISTINCT label FROM w"),
+        (
+            2 << 20,
+            "SELECT label FROM w WHERE id < 2500",
+            "SELECT label FROM w WHERE id < 2500 UNION SELECT label FROM w WHERE id >= 2500",
+        ),
+        (
+            2 << 20,
+            "SELECT label FROM w WHERE id < 2500",
+            "SELECT label FROM w WHERE id < 2500 EXCEPT SELECT label FROM w WHERE id >= 2500",
+        ),
+    ];
+    for (budget, fits, over) in cases {
+        let ctx = ExecContext { max_memory_bytes: budget, ..ExecContext::default() };
+        execute(&s, fits, &[], &ctx).unwrap_or_else(|e| panic!("{fits}: {e}"));
+        let err = execute(&s, over, &[], &ctx).map(|o| o.result.row_count).unwrap_err();
+        assert_eq!(err.code, ErrorCode::QueryMemoryExceeded, "{over}: {err}");
+        // With the default budget the same statement answers.
+        let out = execute(&s, over, &[], &ExecContext::default()).unwrap();
+        assert!(out.result.row_count >= 2500, "{over}");
+    }
+}
