@@ -59,6 +59,38 @@ impl Group {
     }
 }
 
+/// Asks every peer of the cluster map for its incarnation (`Status`), retrying
+/// unreachable ones, until this node has one for each (see `incarnation`).
+async fn learn_peer_incarnations(host: Arc<Host>) {
+    let mut pending: Vec<(NodeId, String)> =
+        host.map.nodes.iter().filter(|n| n.id != host.id).map(|n| (n.id, n.addr.clone())).collect();
+    while !pending.is_empty() {
+        let mut left = Vec::new();
+        for (peer, addr) in pending {
+            let reply = match host.pool.data_client(peer, &addr) {
+                Ok(mut client) => {
+                    let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest {});
+                    req.set_timeout(std::time::Duration::from_secs(2));
+                    client.status(req).await.ok().map(|r| r.into_inner())
+                }
+                Err(_) => None,
+            };
+            match reply {
+                // A mismatch is reported (once) by the check itself.
+                Some(r) if r.node_id == peer => {
+                    let _ = host.pool.incarnations.check(peer, r.incarnation);
+                }
+                _ => left.push((peer, addr)),
+            }
+        }
+        pending = left;
+        if !pending.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+    }
+    info!("this node knows the incarnation of every peer");
+}
+
 /// Why an operation on a group did not produce a result.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -129,7 +161,10 @@ impl Host {
             tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms),
         );
         let pool = Arc::new(
-            PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?).with_clock(id, clock.clone()),
+            PeerPool::with_dial_overrides(cfg.dial_overrides()?)
+                .with_tls(cfg.cluster_tls()?)
+                .with_clock(id, clock.clone())
+                .with_incarnations(Arc::new(crate::incarnation::Incarnations::open(&store)?)),
         );
         let raft_config = Arc::new(
             Config {
@@ -201,6 +236,9 @@ impl Host {
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
         tessera_storage::set_sql_memory_pool_mb(cfg.server.sql_memory_pool_mb);
         let host = Arc::new(Host { id, store, pool, map, groups, queries, clock });
+        // Learn every peer's incarnation now, before a disk is lost: a peer first
+        // heard from after its data directory was wiped would pass as itself.
+        tokio::spawn(learn_peer_incarnations(host.clone()));
         // Vector indexes live in memory: rebuild them now, in the background on the
         // query pool, rather than inside the first searches after a start (a
         // 10 000-vector collection takes seconds to rebuild in a debug build).

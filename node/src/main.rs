@@ -3,6 +3,7 @@
 
 mod config;
 mod host;
+mod incarnation;
 mod network;
 mod placement;
 mod query_pool;

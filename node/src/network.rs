@@ -44,6 +44,8 @@ pub struct PeerPool {
     clock: Arc<HybridClock>,
     /// This node's id, sent with every Raft message.
     node_id: NodeId,
+    /// This node's incarnation (sent) and its peers' (checked on replies).
+    pub incarnations: Arc<crate::incarnation::Incarnations>,
 }
 
 impl PeerPool {
@@ -55,6 +57,11 @@ impl PeerPool {
     /// The same pool carrying this node's id and `clock` in its Raft messages.
     pub fn with_clock(self, node_id: NodeId, clock: Arc<HybridClock>) -> Self {
         PeerPool { clock, node_id, ..self }
+    }
+
+    /// The same pool sending this node's incarnation and checking its peers'.
+    pub fn with_incarnations(self, incarnations: Arc<crate::incarnation::Incarnations>) -> Self {
+        PeerPool { incarnations, ..self }
     }
 
     /// The same pool dialing its peers over mutual TLS when `tls` is given.
@@ -128,6 +135,7 @@ pub struct PeerLink {
     bulk: Option<RaftServiceClient<Channel>>,
     clock: Arc<HybridClock>,
     node_id: NodeId,
+    incarnations: Arc<crate::incarnation::Incarnations>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
@@ -136,7 +144,15 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerLink {
         let control = self.pool.raft_client(target, &node.addr, Lane::Control).ok();
         let bulk = self.pool.raft_client(target, &node.addr, Lane::Bulk).ok();
-        PeerLink { group: self.group, target, control, bulk, clock: self.pool.clock.clone(), node_id: self.pool.node_id }
+        PeerLink {
+            group: self.group,
+            target,
+            control,
+            bulk,
+            clock: self.pool.clock.clone(),
+            node_id: self.pool.node_id,
+            incarnations: self.pool.incarnations.clone(),
+        }
     }
 }
 
@@ -158,7 +174,13 @@ impl PeerLink {
         })?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let sent_at_ms = self.clock.now_ms();
-        let mut req = tonic::Request::new(RaftMessage { group_id: self.group, payload, sent_at_ms, from_node: self.node_id });
+        let mut req = tonic::Request::new(RaftMessage {
+            group_id: self.group,
+            payload,
+            sent_at_ms,
+            from_node: self.node_id,
+            from_incarnation: self.incarnations.own(),
+        });
         req.set_timeout(option.hard_ttl());
         let reply = match kind {
             Kind::Vote => client.vote(req).await,
@@ -168,6 +190,13 @@ impl PeerLink {
         .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
         .into_inner();
         observe_peer_clock(&self.clock, self.target, reply.sent_at_ms);
+        // A vote from a peer whose data directory was replaced is not counted:
+        // it has forgotten the entries it acknowledged (see `incarnation`).
+        if let Err(reason) = self.incarnations.check(self.target, reply.from_incarnation)
+            && matches!(kind, Kind::Vote)
+        {
+            return Err(RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason))));
+        }
         let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.payload)
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))

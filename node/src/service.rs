@@ -40,11 +40,14 @@ impl NodeService {
             .ok_or_else(|| Status::not_found(format!("group {group} is not hosted here")))
     }
 
-    /// A peer's Raft message, its clock taken in.
-    fn received(&self, req: Request<RaftMessage>) -> RaftMessage {
+    /// A peer's Raft message, its clock taken in, and whether the sender's
+    /// incarnation is the one recorded for it (`Err`: its data directory was
+    /// replaced; see `incarnation`).
+    fn received(&self, req: Request<RaftMessage>) -> (RaftMessage, Result<(), String>) {
         let m = req.into_inner();
         crate::network::observe_peer_clock(&self.host.clock, m.from_node, m.sent_at_ms);
-        m
+        let same = self.host.pool.incarnations.check(m.from_node, m.from_incarnation);
+        (m, same)
     }
 
     /// The reply to a peer's Raft message, carrying this node's clock.
@@ -54,6 +57,7 @@ impl NodeService {
             payload: encode(result)?,
             sent_at_ms: self.host.clock.now_ms(),
             from_node: self.host.id,
+            from_incarnation: self.host.pool.incarnations.own(),
         }))
     }
 
@@ -77,7 +81,11 @@ fn bad_request(e: codec::CodecError) -> Outcome {
 #[tonic::async_trait]
 impl RaftService for NodeService {
     async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = self.received(req);
+        let (m, same) = self.received(req);
+        // A candidate whose data directory was replaced does not campaign.
+        if let Err(reason) = same {
+            return Err(Status::failed_precondition(reason));
+        }
         if let Some(g) = self.host.groups.get(&m.group_id)
             && !g.may_vote()
         {
@@ -91,13 +99,13 @@ impl RaftService for NodeService {
     }
 
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = self.received(req);
+        let (m, _) = self.received(req);
         let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let m = self.received(req);
+        let (m, _) = self.received(req);
         let res = self.raft(m.group_id)?.install_snapshot(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }
@@ -138,6 +146,7 @@ impl DataService for NodeService {
             cluster_map,
             wal_syncs: wal.syncs,
             log_entries_synced: wal.entries,
+            incarnation: self.host.pool.incarnations.own(),
         }))
     }
 

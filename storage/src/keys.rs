@@ -60,6 +60,10 @@ pub fn log_index_of(key: &[u8]) -> u64 {
 pub const NODE_RECORDS: u64 = u64::MAX;
 /// The placement the node recorded at its first start (JSON).
 pub const NODE_PLACEMENT: u8 = 1;
+/// This node's incarnation: a random id drawn when its data directory was new.
+pub const NODE_INCARNATION: u8 = 2;
+/// The incarnation each peer had when this node first heard from it (JSON map).
+pub const NODE_PEER_INCARNATIONS: u8 = 3;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

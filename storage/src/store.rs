@@ -199,6 +199,20 @@ impl Store {
         Ok(self.db.put_cf_opt(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes, &w)?)
     }
 
+    /// A node-level record (`keys::NODE_*` tag), if present.
+    pub fn node_record(&self, tag: u8) -> Result<Option<Vec<u8>>> {
+        let key = keys::raft_key(keys::NODE_RECORDS, tag);
+        Ok(self.db.get_cf(self.db.cf_handle(CF_RAFT).expect("raft column family"), key)?)
+    }
+
+    /// Writes a node-level record (synced).
+    pub fn record_node_record(&self, tag: u8, bytes: &[u8]) -> Result<()> {
+        let key = keys::raft_key(keys::NODE_RECORDS, tag);
+        let mut w = rocksdb::WriteOptions::default();
+        w.set_sync(true);
+        Ok(self.db.put_cf_opt(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes, &w)?)
+    }
+
     /// Whether the group has never stored a vote or log entry on this node.
     pub fn group_is_fresh(&self, group: u64) -> Result<bool> {
         self.log_store(group).is_fresh()
