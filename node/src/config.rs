@@ -4,7 +4,7 @@
 //!
 //! Nested keys use a double underscore (`SERVICE_CLUSTER__NODE_ID=2`); the common
 //! ones also have flat names: `SERVICE_NODE_ID`, `SERVICE_PEERS`,
-//! `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
+//! `SERVICE_CLUSTER_NAME`, `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
 //! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
 //! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
 //! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_DIAL_OVERRIDES`.
@@ -213,6 +213,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("initial_cluster_state", "cluster.initial_state"),
+    ("cluster_name", "cluster.name"),
     ("grpc_addr", "server.grpc_addr"),
     ("query_workers", "server.query_workers"),
     ("query_queue", "server.query_queue"),

@@ -76,6 +76,10 @@ async fn learn_peer_incarnations(host: Arc<Host>) {
                 Err(_) => None,
             };
             match reply {
+                Some(r) if r.cluster_id != 0 && r.cluster_id != host.pool.cluster_id => {
+                    warn!(peer, "the node at {addr} belongs to cluster {:016x}, not this one ({:016x})", r.cluster_id, host.pool.cluster_id);
+                    left.push((peer, addr));
+                }
                 // A mismatch is reported (once) by the check itself.
                 Some(r) if r.node_id == peer => {
                     let _ = host.pool.incarnations.check(peer, r.incarnation);
@@ -156,6 +160,8 @@ impl Host {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
         let map = placement::recorded_or_configured(&store, configured)?;
+        let cluster_id = placement::recorded_cluster_id(&store, placement::cluster_id(&cfg.cluster.name, &map))?;
+        info!(cluster_id = format!("{cluster_id:016x}"), "cluster id");
         let existing = cfg.cluster.initial_state == crate::config::InitialState::Existing;
         let clock = Arc::new(
             tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms),
@@ -164,7 +170,8 @@ impl Host {
             PeerPool::with_dial_overrides(cfg.dial_overrides()?)
                 .with_tls(cfg.cluster_tls()?)
                 .with_clock(id, clock.clone())
-                .with_incarnations(Arc::new(crate::incarnation::Incarnations::open(&store)?)),
+                .with_incarnations(Arc::new(crate::incarnation::Incarnations::open(&store)?))
+                .with_cluster_id(cluster_id),
         );
         let raft_config = Arc::new(
             Config {

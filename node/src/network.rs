@@ -46,6 +46,8 @@ pub struct PeerPool {
     node_id: NodeId,
     /// This node's incarnation (sent) and its peers' (checked on replies).
     pub incarnations: Arc<crate::incarnation::Incarnations>,
+    /// The cluster this node belongs to (sent; replies of another are refused).
+    pub cluster_id: u64,
 }
 
 impl PeerPool {
@@ -62,6 +64,11 @@ impl PeerPool {
     /// The same pool sending this node's incarnation and checking its peers'.
     pub fn with_incarnations(self, incarnations: Arc<crate::incarnation::Incarnations>) -> Self {
         PeerPool { incarnations, ..self }
+    }
+
+    /// The same pool sending `cluster_id` and refusing replies of another cluster.
+    pub fn with_cluster_id(self, cluster_id: u64) -> Self {
+        PeerPool { cluster_id, ..self }
     }
 
     /// The same pool dialing its peers over mutual TLS when `tls` is given.
@@ -103,6 +110,13 @@ impl PeerPool {
     }
 }
 
+/// Why a message of cluster `theirs` is refused by a node of cluster `ours`
+/// (`None`: the same cluster, or a sender that names none).
+pub fn other_cluster(ours: u64, theirs: u64) -> Option<String> {
+    (ours != 0 && theirs != 0 && ours != theirs)
+        .then(|| format!("the message is from cluster {theirs:016x}; this node belongs to cluster {ours:016x}"))
+}
+
 /// Takes a peer's time into the node's clock; a time too far ahead of the
 /// majority's is ignored and logged (at most every 10 s).
 pub fn observe_peer_clock(clock: &HybridClock, peer: NodeId, sent_at_ms: i64) {
@@ -136,6 +150,7 @@ pub struct PeerLink {
     clock: Arc<HybridClock>,
     node_id: NodeId,
     incarnations: Arc<crate::incarnation::Incarnations>,
+    cluster_id: u64,
 }
 
 impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
@@ -152,6 +167,7 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
             clock: self.pool.clock.clone(),
             node_id: self.pool.node_id,
             incarnations: self.pool.incarnations.clone(),
+            cluster_id: self.pool.cluster_id,
         }
     }
 }
@@ -180,6 +196,7 @@ impl PeerLink {
             sent_at_ms,
             from_node: self.node_id,
             from_incarnation: self.incarnations.own(),
+            cluster_id: self.cluster_id,
         });
         req.set_timeout(option.hard_ttl());
         let reply = match kind {
@@ -189,6 +206,9 @@ impl PeerLink {
         }
         .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
         .into_inner();
+        if let Some(reason) = other_cluster(self.cluster_id, reply.cluster_id) {
+            return Err(RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason))));
+        }
         observe_peer_clock(&self.clock, self.target, reply.sent_at_ms);
         // A vote from a peer whose data directory was replaced is not counted:
         // it has forgotten the entries it acknowledged (see `incarnation`).
@@ -233,5 +253,19 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         option: RPCOption,
     ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
         self.call(Kind::Vote, Lane::Control, rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_cluster;
+
+    #[test]
+    fn raft_traffic_of_another_cluster_is_refused() {
+        assert_eq!(other_cluster(7, 7), None);
+        // Senders that name no cluster (older binaries) pass.
+        assert_eq!(other_cluster(7, 0), None);
+        let reason = other_cluster(7, 9).unwrap();
+        assert!(reason.contains("cluster 0000000000000009") && reason.contains("0000000000000007"), "{reason}");
     }
 }

@@ -60,6 +60,45 @@ pub fn recorded_or_configured(store: &tessera_storage::Store, configured: Cluste
     Ok(configured)
 }
 
+/// The cluster's id: FNV-1a (64-bit) of its name and topology (node ids, groups
+/// and their members, replication factor, strategy), never of addresses. Every
+/// node of a cluster computes the same id without talking to the others; two
+/// clusters share one only if both name and topology match (as etcd's
+/// `initial-cluster-token`).
+pub fn cluster_id(name: &str, map: &ClusterMap) -> u64 {
+    let ids: Vec<u64> = map.nodes.iter().map(|n| n.id).collect();
+    let groups: Vec<String> = map.groups.iter().map(|g| format!("{}:{:?}", g.id, g.members)).collect();
+    let canonical = format!("{name}|{ids:?}|{}|{:?}|{}", map.replication_factor, map.strategy, groups.join(";"));
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canonical.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// The cluster id this node recorded at bootstrap (`computed` is recorded now
+/// when there is none). Refuses one that differs: the node belongs to another
+/// cluster (its `cluster.name` changed, or its data directory came from elsewhere).
+pub fn recorded_cluster_id(store: &tessera_storage::Store, computed: u64) -> Result<u64, PlacementError> {
+    let record = |e: &dyn std::fmt::Display| PlacementError::Record(e.to_string());
+    match store.node_record(tessera_storage::NODE_CLUSTER_ID).map_err(|e| record(&e))? {
+        Some(bytes) if bytes.len() == 8 => {
+            let recorded = u64::from_be_bytes(bytes.try_into().expect("8 bytes"));
+            if recorded != computed {
+                return Err(PlacementError::Disagrees(format!(
+                    "cluster id {recorded:016x} was recorded, the configuration (cluster.name and topology) gives {computed:016x}"
+                )));
+            }
+            Ok(recorded)
+        }
+        _ => {
+            store.record_node_record(tessera_storage::NODE_CLUSTER_ID, &computed.to_be_bytes()).map_err(|e| record(&e))?;
+            Ok(computed)
+        }
+    }
+}
+
 /// How two maps differ in anything but node addresses, if they do.
 fn topology_difference(recorded: &ClusterMap, configured: &ClusterMap) -> Option<String> {
     let ids = |m: &ClusterMap| m.nodes.iter().map(|n| n.id).collect::<Vec<_>>();
@@ -107,6 +146,13 @@ mod tests {
             let e = recorded_or_configured(&store, other).unwrap_err().to_string();
             assert!(e.contains(what) && e.contains("recorded at bootstrap"), "{e}");
         }
+        // The cluster id: the same for moved addresses, another for another name.
+        let id = cluster_id("tessera", &first);
+        assert_eq!(cluster_id("tessera", &moved), id);
+        assert_ne!(cluster_id("other", &first), id);
+        assert_eq!(recorded_cluster_id(&store, id).unwrap(), id);
+        let e = recorded_cluster_id(&store, cluster_id("other", &first)).unwrap_err().to_string();
+        assert!(e.contains("cluster id") && e.contains("recorded at bootstrap"), "{e}");
     }
 
     fn nodes(n: u64) -> Vec<NodeInfo> {

@@ -43,11 +43,14 @@ impl NodeService {
     /// A peer's Raft message, its clock taken in, and whether the sender's
     /// incarnation is the one recorded for it (`Err`: its data directory was
     /// replaced; see `incarnation`).
-    fn received(&self, req: Request<RaftMessage>) -> (RaftMessage, Result<(), String>) {
+    fn received(&self, req: Request<RaftMessage>) -> Result<(RaftMessage, Result<(), String>), Status> {
         let m = req.into_inner();
+        if let Some(reason) = crate::network::other_cluster(self.host.pool.cluster_id, m.cluster_id) {
+            return Err(Status::failed_precondition(reason));
+        }
         crate::network::observe_peer_clock(&self.host.clock, m.from_node, m.sent_at_ms);
         let same = self.host.pool.incarnations.check(m.from_node, m.from_incarnation);
-        (m, same)
+        Ok((m, same))
     }
 
     /// The reply to a peer's Raft message, carrying this node's clock.
@@ -58,6 +61,7 @@ impl NodeService {
             sent_at_ms: self.host.clock.now_ms(),
             from_node: self.host.id,
             from_incarnation: self.host.pool.incarnations.own(),
+            cluster_id: self.host.pool.cluster_id,
         }))
     }
 
@@ -81,7 +85,7 @@ fn bad_request(e: codec::CodecError) -> Outcome {
 #[tonic::async_trait]
 impl RaftService for NodeService {
     async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let (m, same) = self.received(req);
+        let (m, same) = self.received(req)?;
         // A candidate whose data directory was replaced does not campaign.
         if let Err(reason) = same {
             return Err(Status::failed_precondition(reason));
@@ -99,13 +103,13 @@ impl RaftService for NodeService {
     }
 
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let (m, _) = self.received(req);
+        let (m, _) = self.received(req)?;
         let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let (m, _) = self.received(req);
+        let (m, _) = self.received(req)?;
         let res = self.raft(m.group_id)?.install_snapshot(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }
@@ -147,6 +151,7 @@ impl DataService for NodeService {
             wal_syncs: wal.syncs,
             log_entries_synced: wal.entries,
             incarnation: self.host.pool.incarnations.own(),
+            cluster_id: self.host.pool.cluster_id,
         }))
     }
 

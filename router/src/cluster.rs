@@ -59,6 +59,8 @@ struct View {
     reachable: HashMap<NodeId, bool>,
     /// Node id → (WAL syncs, log entries synced), from the node's status.
     wal: HashMap<NodeId, (u64, u64)>,
+    /// Node id → (cluster id, incarnation), from the node's status.
+    identity: HashMap<NodeId, (u64, u64)>,
 }
 
 /// Shared cluster client of one router.
@@ -136,6 +138,7 @@ impl Cluster {
                 Ok(status) => {
                     reachable.insert(status.node_id, true);
                     view.wal.insert(status.node_id, (status.wal_syncs, status.log_entries_synced));
+                    view.identity.insert(status.node_id, (status.cluster_id, status.incarnation));
                     view.addrs.entry(status.node_id).or_insert(addr);
                     if view.map.is_none() && !status.cluster_map.is_empty() {
                         if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
@@ -192,6 +195,11 @@ impl Cluster {
     /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).
     pub fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
         self.view.read().expect("view lock").wal.clone()
+    }
+
+    /// Node id → (cluster id, incarnation) the node reported.
+    pub fn identities(&self) -> HashMap<NodeId, (u64, u64)> {
+        self.view.read().expect("view lock").identity.clone()
     }
 
     /// Group id → the highest Raft term a node reported (a new term means an election).

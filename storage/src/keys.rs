@@ -64,6 +64,8 @@ pub const NODE_PLACEMENT: u8 = 1;
 pub const NODE_INCARNATION: u8 = 2;
 /// The incarnation each peer had when this node first heard from it (JSON map).
 pub const NODE_PEER_INCARNATIONS: u8 = 3;
+/// The id of the cluster the node was bootstrapped into (8 bytes, big-endian).
+pub const NODE_CLUSTER_ID: u8 = 4;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

@@ -1,6 +1,6 @@
-//! Scenario: a node hosts the placement it recorded at bootstrap. Restarted with
-//! a configuration whose topology differs (another shard count) it refuses to
-//! start with a clear message; with its data directory wiped it rejoins with
+//! Scenario: a node hosts the placement and cluster id it recorded at bootstrap.
+//! Restarted with a configuration whose topology differs (another shard count)
+//! or that names another cluster it refuses to start with a clear message; with its data directory wiped it rejoins with
 //! `initial_cluster_state=existing`, initializes nothing, and catches up on
 //! every acknowledged key from the leaders.
 
@@ -22,6 +22,13 @@ async fn node_bootstrap() {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
+    // Every node reports the one cluster id and an incarnation of its own.
+    let info = c.cluster_info().await?;
+    let nodes = info["nodes"].as_array().cloned().unwrap_or_default();
+    let ids: std::collections::BTreeSet<String> = nodes.iter().filter_map(|n| n["cluster_id"].as_str().map(String::from)).collect();
+    let incarnations: std::collections::BTreeSet<String> =
+        nodes.iter().filter_map(|n| n["incarnation"].as_str().map(String::from)).collect();
+    ensure!(ids.len() == 1 && incarnations.len() == 3, "cluster ids {ids:?}, incarnations {incarnations:?} in {info}");
     for i in 0..KEYS {
         api.kv_put(&format!("boot/{i}"), json!(i), None).await?.ensure_status(200)?;
     }
@@ -38,6 +45,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         "no clear refusal in node {NODE}'s log"
     );
     c.unset_node_env(NODE, "SERVICE_SHARD_COUNT")?;
+
+    // Another cluster name gives another cluster id than the one recorded: refused too.
+    c.set_node_env(NODE, "SERVICE_CLUSTER_NAME", "another")?;
+    c.start_node(NODE)?;
+    let status = c.wait_node_exit(NODE, Duration::from_secs(30)).await?;
+    ensure!(!status.success(), "node {NODE} started with another cluster name");
+    let log = std::fs::read_to_string(c.node_log(NODE)?)?;
+    ensure!(log.contains("cluster id") && log.contains("recorded at bootstrap"), "no clear cluster id refusal in node {NODE}'s log");
+    c.unset_node_env(NODE, "SERVICE_CLUSTER_NAME")?;
 
     // Wiped: it rejoins as a fresh replica of an existing cluster and catches up.
     let dir = c.node_data_dir(NODE)?;

@@ -16,14 +16,19 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     let (leaders, reachable) = state.cluster.leaders_and_liveness();
     let wal = state.cluster.wal_stats();
     let terms = state.cluster.terms();
+    let identities = state.cluster.identities();
     let nodes: Vec<Value> = map
         .nodes
         .iter()
         .map(|n| {
             let (syncs, entries) = wal.get(&n.id).copied().unwrap_or_default();
+            let hex = |v: u64| (v != 0).then(|| format!("{v:016x}"));
+            let (cluster_id, incarnation) = identities.get(&n.id).copied().unwrap_or_default();
             json!({
                 "id": n.id,
                 "addr": n.addr,
+                "cluster_id": hex(cluster_id),
+                "incarnation": hex(incarnation),
                 "reachable": reachable.get(&n.id).copied().unwrap_or(false),
                 "wal": {"syncs": syncs, "log_entries_synced": entries},
             })
