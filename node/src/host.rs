@@ -59,6 +59,28 @@ impl Group {
     }
 }
 
+/// At the first start of a data directory: whether a peer knew this node under
+/// another incarnation (the directory was wiped), as the reason to log. Asks
+/// every peer once (500 ms each, together); a peer that does not answer counts
+/// as not knowing (at a cluster's first start none is listening yet).
+async fn replaced_incarnation(pool: &PeerPool, map: &ClusterMap, id: NodeId) -> Option<String> {
+    let own = pool.incarnations.own();
+    let asks = map.nodes.iter().filter(|n| n.id != id).map(|n| async move {
+        let mut client = pool.data_client(n.id, &n.addr).ok()?;
+        let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: id });
+        req.set_timeout(Duration::from_millis(500));
+        let r = client.status(req).await.ok()?.into_inner();
+        let same_cluster = r.cluster_id == pool.cluster_id || r.cluster_id == 0;
+        (same_cluster && r.your_incarnation != 0 && r.your_incarnation != own).then_some((n.id, r.your_incarnation))
+    });
+    let (peer, recorded) = futures::future::join_all(asks).await.into_iter().flatten().next()?;
+    Some(format!(
+        "this node's data directory was replaced: node {peer} knew it as incarnation {recorded:016x}, it is now \
+         {own:016x}. It has lost the votes and entries it acknowledged, so it initializes no group, does not vote \
+         and does not campaign until it is removed and re-added; it still replicates"
+    ))
+}
+
 /// Asks every peer of the cluster map for its incarnation (`Status`), retrying
 /// unreachable ones, until this node has one for each (see `incarnation`).
 async fn learn_peer_incarnations(host: Arc<Host>) {
@@ -69,7 +91,7 @@ async fn learn_peer_incarnations(host: Arc<Host>) {
         for (peer, addr) in pending {
             let reply = match host.pool.data_client(peer, &addr) {
                 Ok(mut client) => {
-                    let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest {});
+                    let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: host.id });
                     req.set_timeout(std::time::Duration::from_secs(2));
                     client.status(req).await.ok().map(|r| r.into_inner())
                 }
@@ -140,6 +162,9 @@ pub struct Host {
     pub queries: QueryPool,
     /// The node's hybrid clock (wall clock, never behind what peers said).
     pub clock: Arc<tessera_api::clock::HybridClock>,
+    /// Why this node takes no part in elections: at its start a peer knew it
+    /// under another incarnation (its data directory was wiped).
+    pub replaced: Option<String>,
 }
 
 
@@ -191,6 +216,10 @@ impl Host {
             .validate()?,
         );
 
+        let replaced = if pool.incarnations.drawn_now() { replaced_incarnation(&pool, &map, id).await } else { None };
+        if let Some(reason) = &replaced {
+            tracing::error!("{reason}");
+        }
         let mut groups = HashMap::new();
         for info in map.groups.iter().filter(|g| g.members.contains(&id)) {
             let fresh = store.group_is_fresh(info.id)?;
@@ -217,7 +246,7 @@ impl Host {
             };
             // The group's first member initializes it, once, on a fresh store, and
             // only when this start may bootstrap the cluster.
-            if fresh && !existing && info.members.first() == Some(&id) {
+            if fresh && !existing && replaced.is_none() && info.members.first() == Some(&id) {
                 let members: BTreeMap<NodeId, BasicNode> = info
                     .members
                     .iter()
@@ -235,6 +264,11 @@ impl Host {
             if let Some(floor) = floor {
                 info!(group = info.id, floor, "this replica does not vote until it has applied the floor");
             }
+            // A replica that may not vote does not campaign either (its campaigns
+            // would only raise terms and unseat the leader).
+            if floor.is_some() || replaced.is_some() {
+                raft.runtime_config().elect(false);
+            }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
             let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor };
             groups.insert(info.id, group);
@@ -242,7 +276,24 @@ impl Host {
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
         tessera_storage::set_sql_memory_pool_mb(cfg.server.sql_memory_pool_mb);
-        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock });
+        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock, replaced });
+        // Replicas below their vote floor campaign again once they have caught up.
+        if host.replaced.is_none() {
+            for (&group, g) in &host.groups {
+                if g.may_vote() {
+                    continue;
+                }
+                let host = host.clone();
+                tokio::spawn(async move {
+                    let Some(g) = host.groups.get(&group) else { return };
+                    while !g.may_vote() {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    g.raft.runtime_config().elect(true);
+                    info!(group, "replica caught up: it campaigns again");
+                });
+            }
+        }
         // Learn every peer's incarnation now, before a disk is lost: a peer first
         // heard from after its data directory was wiped would pass as itself.
         tokio::spawn(learn_peer_incarnations(host.clone()));

@@ -20,6 +20,8 @@ use tessera_api::NodeId;
 /// This node's incarnation and the ones it recorded for its peers.
 pub struct Incarnations {
     own: u64,
+    /// Whether `own` was drawn at this start (the data directory was new).
+    drawn_now: bool,
     store: Option<Store>,
     known: Mutex<BTreeMap<NodeId, u64>>,
     /// Replaced incarnations already reported in the log.
@@ -29,7 +31,7 @@ pub struct Incarnations {
 /// Incarnations that are never checked (a pool without a store).
 impl Default for Incarnations {
     fn default() -> Incarnations {
-        Incarnations { own: 0, store: None, known: Mutex::default(), reported: Mutex::default() }
+        Incarnations { own: 0, drawn_now: false, store: None, known: Mutex::default(), reported: Mutex::default() }
     }
 }
 
@@ -37,6 +39,7 @@ impl Incarnations {
     /// Reads this node's incarnation (drawing and recording one on a new data
     /// directory) and the peers' recorded ones.
     pub fn open(store: &Store) -> anyhow::Result<Incarnations> {
+        let mut drawn_now = false;
         let own = match store.node_record(NODE_INCARNATION)? {
             Some(bytes) if bytes.len() == 8 => u64::from_be_bytes(bytes.try_into().expect("8 bytes")),
             _ => {
@@ -47,6 +50,7 @@ impl Incarnations {
                     }
                 };
                 store.record_node_record(NODE_INCARNATION, &drawn.to_be_bytes())?;
+                drawn_now = true;
                 drawn
             }
         };
@@ -54,13 +58,24 @@ impl Incarnations {
             Some(bytes) => serde_json::from_slice(&bytes)?,
             None => BTreeMap::new(),
         };
-        Ok(Incarnations { own, store: Some(store.clone()), known: Mutex::new(known), reported: Mutex::default() })
+        Ok(Incarnations { own, drawn_now, store: Some(store.clone()), known: Mutex::new(known), reported: Mutex::default() })
     }
 
 
     /// This node's incarnation (0: unchecked).
     pub fn own(&self) -> u64 {
         self.own
+    }
+
+    /// Whether this node's incarnation was drawn at this start (a new or wiped
+    /// data directory).
+    pub fn drawn_now(&self) -> bool {
+        self.drawn_now
+    }
+
+    /// The incarnation recorded for `node` (0: none).
+    pub fn recorded(&self, node: NodeId) -> u64 {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).get(&node).copied().unwrap_or(0)
     }
 
     /// Takes in the incarnation `node` says it has: recorded when first heard;

@@ -90,6 +90,9 @@ impl RaftService for NodeService {
         if let Err(reason) = same {
             return Err(Status::failed_precondition(reason));
         }
+        if let Some(reason) = &self.host.replaced {
+            return Err(Status::failed_precondition(reason.clone()));
+        }
         if let Some(g) = self.host.groups.get(&m.group_id)
             && !g.may_vote()
         {
@@ -138,7 +141,7 @@ impl DataService for NodeService {
         }
     }
 
-    async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+    async fn status(&self, req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
         let cluster_map = match self.host.recorded_map() {
             Some(map) => encode(&map)?,
             None => Vec::new(),
@@ -152,6 +155,7 @@ impl DataService for NodeService {
             log_entries_synced: wal.entries,
             incarnation: self.host.pool.incarnations.own(),
             cluster_id: self.host.pool.cluster_id,
+            your_incarnation: self.host.pool.incarnations.recorded(req.into_inner().from_node),
         }))
     }
 

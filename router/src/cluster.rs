@@ -120,7 +120,7 @@ impl Cluster {
         let calls = targets.into_iter().map(|addr| async move {
             let result = async {
                 let mut client = self.client(&addr)?;
-                let mut req = tonic::Request::new(StatusRequest {});
+                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
                 req.set_timeout(Duration::from_secs(1));
                 client.status(req).await.map_err(|s| ClusterError::Unavailable(s.to_string()))
             }

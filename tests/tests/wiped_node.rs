@@ -5,8 +5,9 @@
 //! grant node 2 its vote, and node 2 (which lacks the write) would lead and
 //! answer 404 for an acknowledged key. Its peers know it was wiped (its node
 //! incarnation changed), so they ignore its votes: the group waits for node 1,
-//! and the write is there when node 1 is back. The wiped node still catches up
-//! as a replica.
+//! and the write is there when node 1 is back. The wiped node learns from node
+//! 2 at its start that it was wiped and never campaigns; it still catches up as
+//! a replica.
 
 use std::time::Duration;
 
@@ -54,6 +55,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     c.stop_node(1).await?;
     c.start_node(2)?;
+    let node2 = c.node_addr(2)?;
+    wait_for(Duration::from_secs(60), "node 2 to listen", async || {
+        Ok(tokio::net::TcpStream::connect(&node2).await.ok().map(|_| ()))
+    })
+    .await?;
     c.start_node(3)?;
 
     // Node 2 campaigns again and again; the wiped node's vote must not elect it.
@@ -96,7 +102,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     })
     .await?;
     api.kv_put("wiped/after", json!(1), None).await?.ensure_status(200)?;
-    let log = std::fs::read_to_string(c.node_log(2)?)?;
-    ensure!(log.contains("data directory was replaced"), "node 2's log does not say that node 3 was wiped");
+    // Node 3 learned from node 2 at its start that it was wiped: it said so, and
+    // it never campaigned.
+    let log = std::fs::read_to_string(c.node_log(3)?)?;
+    ensure!(log.contains("this node's data directory was replaced"), "node 3's log does not say that it was wiped");
+    ensure!(!log.contains("requesting vote"), "the wiped node campaigned");
     Ok(())
 }
