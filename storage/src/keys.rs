@@ -1,7 +1,7 @@
 //! Key layout. Every key starts with the 8-byte big-endian group id, so one group's
 //! data is one contiguous range in each column family.
 //!
-//! - `log` CF: `group | index(8 BE)` → JSON log entry.
+//! - `log` CF: `group | index(8 BE)` → log entry (MessagePack, `tessera_api::codec`).
 //! - `raft` CF: `group | tag` → vote, committed, last purged log id, install and vote records.
 //!   Snapshots are files (see `snapshot`).
 //! - `data` CF: `group | space | key` → state machine records; space 0 holds the
