@@ -113,7 +113,25 @@ impl RaftService for NodeService {
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
         let (m, _) = self.received(req)?;
-        let res = self.raft(m.group_id)?.install_snapshot(decode(&m.payload)?).await;
+        let raft = self.raft(m.group_id)?;
+        let chunk: openraft::raft::InstallSnapshotRequest<tessera_storage::TypeConfig> = decode(&m.payload)?;
+        // openraft 0.9 sends no heartbeats to a follower while a snapshot is in
+        // flight to it, and the chunks do not reach the follower's Raft core, so
+        // a snapshot that takes longer than the election timeout made the
+        // follower campaign, unseat the leader and restart the transfer, forever.
+        // Each chunk therefore counts as a heartbeat of the leader that sends it:
+        // an empty AppendEntries with its vote (no previous entry, no commit
+        // index, so it changes nothing but the leader's lease on this node).
+        let heartbeat = openraft::raft::AppendEntriesRequest::<tessera_storage::TypeConfig> {
+            vote: chunk.vote.clone(),
+            prev_log_id: None,
+            leader_commit: None,
+            entries: Vec::new(),
+        };
+        if chunk.vote.is_committed() {
+            let _ = raft.append_entries(heartbeat).await;
+        }
+        let res = raft.install_snapshot(chunk).await;
         self.raft_reply(m.group_id, &res)
     }
 }

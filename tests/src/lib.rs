@@ -75,6 +75,24 @@ where
     }
 }
 
+/// `text` without terminal colour sequences (node logs are coloured).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Polls `f` until it yields `Ok(Some(v))` and returns `v`.
 ///
 /// `Ok(None)` and `Err(_)` both mean "not yet"; the last error is included in
@@ -753,6 +771,11 @@ impl Cluster {
     /// Log file of a node.
     pub fn node_log(&self, id: u64) -> Result<PathBuf> {
         Ok(self.node(id)?.log.clone())
+    }
+
+    /// A node's log so far, without its colour sequences.
+    pub fn node_log_text(&self, id: u64) -> Result<String> {
+        Ok(strip_ansi(&std::fs::read_to_string(self.node_log(id)?)?))
     }
 
     /// The OS process id of node `id`, while it runs.

@@ -65,6 +65,10 @@ struct Args {
     /// Size of the group the `snapshot` mode ships, in MiB.
     #[arg(long, default_value_t = 2048)]
     mib: u64,
+    /// `snapshot` mode: restart node 3 with its data directory (a lagging
+    /// follower) instead of wiping it.
+    #[arg(long)]
+    keep_follower_data: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -505,7 +509,7 @@ async fn run(a: Args) -> Result<()> {
     match a.mode {
         Mode::Memory => return system::memory(a.seconds).await,
         Mode::Groupcommit => return system::group_commit(a.seconds).await,
-        Mode::Snapshot => return system::snapshot(a.mib).await,
+        Mode::Snapshot => return system::snapshot(a.mib, a.keep_follower_data).await,
         _ => {}
     }
     let (user, password) = credentials(&a)?;

@@ -150,7 +150,7 @@ pub async fn group_commit(secs: u64) -> Result<()> {
 /// shipped in chunks and installed. Prints every node's RSS before and its peak
 /// during the catch-up, and the time from node 3's start to the installed
 /// snapshot.
-pub async fn snapshot(group_mib: u64) -> Result<()> {
+pub async fn snapshot(group_mib: u64, keep_follower_data: bool) -> Result<()> {
     let opts = ClusterOptions {
         shard_count: 1,
         node_env: vec![
@@ -190,9 +190,11 @@ pub async fn snapshot(group_mib: u64) -> Result<()> {
     println!("loaded {} MiB in {count} objects in {:.1} s (node 3 down)", count * object, loaded.elapsed().as_secs_f64());
 
     let dir = cluster.node_data_dir(3)?;
-    std::fs::remove_dir_all(&dir)?;
-    std::fs::create_dir_all(&dir)?;
-    cluster.set_node_env(3, "SERVICE_INITIAL_CLUSTER_STATE", "existing")?;
+    if !keep_follower_data {
+        std::fs::remove_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir)?;
+        cluster.set_node_env(3, "SERVICE_INITIAL_CLUSTER_STATE", "existing")?;
+    }
     let before: Vec<u64> = (1..=2).map(|n| cluster.node_pid(n).map_or(0, rss_kib)).collect();
     let started = Instant::now();
     cluster.start_node(3)?;
@@ -203,7 +205,7 @@ pub async fn snapshot(group_mib: u64) -> Result<()> {
         for (i, pid) in pids.iter().enumerate() {
             peaks[i] = peaks[i].max(rss_kib(*pid));
         }
-        let text = strip_ansi(&std::fs::read_to_string(&log).unwrap_or_default());
+        let text = tessera_tests::strip_ansi(&std::fs::read_to_string(&log).unwrap_or_default());
         // Group 1 is the data group (group 0 is the meta group).
         if text.lines().any(|l| l.contains("installed snapshot") && l.contains("group=1 ")) {
             break started.elapsed();
@@ -227,24 +229,6 @@ pub async fn snapshot(group_mib: u64) -> Result<()> {
         println!("{:<6} {:>15.1} {:>22.1} {:>12}", n + 1, mib(base), mib(peaks[n]), growth);
     }
     Ok(())
-}
-
-/// `text` without terminal colour sequences (node logs are coloured).
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn dir_bytes(dir: &std::path::Path) -> u64 {
