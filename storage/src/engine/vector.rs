@@ -170,6 +170,11 @@ pub struct VectorState {
     /// Bumped by every writer (under the write lock): an index built outside
     /// the lock is kept only if no writer came between its start and its end.
     generation: std::sync::atomic::AtomicU64,
+    /// Collections whose index is being built outside the lock (by the warm-up
+    /// or a first search); others that need it wait for that build.
+    building: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Signalled when a build outside the lock ends.
+    build_done: std::sync::Condvar,
 }
 
 impl VectorState {
@@ -199,6 +204,34 @@ impl VectorState {
         }
         map.insert(name.to_string(), Slot::Live(Box::new(col)));
         true
+    }
+
+    /// Builds the index of `c` outside the lock unless it is in memory, or waits
+    /// for the build of it that is already running (the warm-up's or another
+    /// search's), so the group's applies and searches go on and no index is
+    /// built twice at once. Whether the slot is filled now; `false` when a
+    /// writer came during the build (the caller then builds under the lock).
+    fn build_outside_lock(&self, view: &ReadView<'_>, c: &CollectionConfig) -> Result<bool> {
+        {
+            let mut building = self.building.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if self.absent(&c.name).is_none() {
+                    return Ok(true);
+                }
+                if building.insert(c.name.clone()) {
+                    break;
+                }
+                building = self.build_done.wait(building).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        let built = (|| {
+            let Some(generation) = self.absent(&c.name) else { return Ok(true) };
+            let col = load(view, c)?;
+            Ok(self.keep_built(generation, &c.name, col))
+        })();
+        self.building.lock().unwrap_or_else(|e| e.into_inner()).remove(&c.name);
+        self.build_done.notify_all();
+        built
     }
 
     /// Forgets every index (they are rebuilt from storage on next use); called
@@ -514,9 +547,7 @@ pub fn warm(data: &GroupData) -> Result<usize> {
     for c in configs {
         // Built outside the lock, so applies and searches of the group's other
         // collections go on meanwhile; dropped when a writer came in between.
-        let Some(generation) = data.vectors.absent(&c.name) else { continue };
-        let col = load(&view, &c)?;
-        if data.vectors.keep_built(generation, &c.name, col) {
+        if data.vectors.absent(&c.name).is_some() && data.vectors.build_outside_lock(&view, &c)? {
             built += 1;
         }
     }
@@ -544,11 +575,15 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
                 None => {}
             }
         }
-        // Build under the write lock (re-checked inside), so concurrent first
-        // searches build once; then search under a read lock.
-        let mut map = state.write();
-        if map.get(&c.name).is_none() {
-            live(&mut map, view, &c)?;
+        // Build outside the lock, or wait for the build already running (the
+        // warm-up's after a start, or another first search's). Only when a writer
+        // came during that build, build under the write lock (re-checked inside),
+        // which always completes; then search under a read lock.
+        if !state.build_outside_lock(view, &c)? {
+            let mut map = state.write();
+            if map.get(&c.name).is_none() {
+                live(&mut map, view, &c)?;
+            }
         }
     }
 }
