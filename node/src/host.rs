@@ -311,6 +311,9 @@ impl Host {
                 }
             });
         }
+        // Link checkpoints of large vector indexes, so the next start restores
+        // them instead of re-linking every node (also written at shutdown).
+        tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
         Ok(host)
     }
 
@@ -493,8 +496,37 @@ impl Host {
                 warn!(group = id, "shutting down group: {e}");
             }
         }
+        // Nothing applies any more: checkpoint every vector index that grew, so
+        // the next start does not re-link it.
+        for (&group, g) in &self.groups {
+            match g.reader.checkpoint_vector_indexes(1) {
+                Ok(0) => {}
+                Ok(written) => info!(group, written, "vector index link checkpoints written"),
+                Err(e) => warn!(group, "writing vector index link checkpoints: {e}"),
+            }
+        }
         if let Err(e) = self.store.flush() {
             warn!("flushing the store: {e}");
+        }
+    }
+}
+
+/// Every 30 s, stores a link checkpoint of each vector index that grew by at
+/// least 1 000 nodes since its last one (on the query pool), so a node that
+/// crashes does not re-link more than that on its next start.
+async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        for (&group, g) in &host.groups {
+            let reader = g.reader.clone();
+            match host.queries.run(move || reader.checkpoint_vector_indexes(1000)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => warn!(group, "writing vector index link checkpoints: {e}"),
+                Err(e) => warn!(group, "vector index link checkpoints not written: {e}"),
+            }
         }
     }
 }

@@ -6,10 +6,15 @@
 //!   Snapshots are files (see `snapshot`).
 //! - `data` CF: `group | space | key` → state machine records; space 0 holds the
 //!   applied log id and membership so they travel with snapshots.
+//! - `index` CF: `group | space | key` → node-local data derived from the `data`
+//!   CF that is costly to recompute (vector index link checkpoints). Never
+//!   replicated and not in snapshots: each entry says what it was derived from,
+//!   and a reader checks that before using it.
 
 pub const CF_LOG: &str = "log";
 pub const CF_RAFT: &str = "raft";
 pub const CF_DATA: &str = "data";
+pub const CF_INDEX: &str = "index";
 
 /// Tags in the `raft` column family.
 pub const RAFT_VOTE: u8 = 1;

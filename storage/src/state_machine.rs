@@ -114,6 +114,13 @@ impl GroupReader {
         engine::vector::warm(&self.data)
     }
 
+    /// Stores link checkpoints of the group's large vector indexes that grew by
+    /// at least `min_new` nodes since their last one (see
+    /// [`engine::vector::checkpoint`]); how many were written.
+    pub fn checkpoint_vector_indexes(&self, min_new: usize) -> Result<usize> {
+        engine::vector::checkpoint(&self.data, min_new)
+    }
+
     /// The last log id applied to this replica.
     pub fn applied(&self) -> Result<Option<LogId<u64>>> {
         read_sm_record(&self.data, keys::SM_APPLIED)

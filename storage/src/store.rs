@@ -11,7 +11,7 @@ use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteOptions};
 use crate::crypt::{Crypt, CryptError, Purpose};
 use crate::engine::vector::VectorState;
 use crate::error::Result;
-use crate::keys::{self, CF_DATA, CF_LOG, CF_RAFT};
+use crate::keys::{self, CF_DATA, CF_INDEX, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
 use crate::state_machine::{GroupReader, StateMachine};
 use crate::wal_sync::{WalStats, WalSync};
@@ -123,7 +123,7 @@ impl Store {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-        let cfs = [CF_LOG, CF_RAFT, CF_DATA].map(|name| {
+        let cfs = [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX].map(|name| {
             let mut cf = Options::default();
             cf.set_compression_type(rocksdb::DBCompressionType::Lz4);
             ColumnFamilyDescriptor::new(name, cf)
@@ -221,7 +221,7 @@ impl Store {
     /// Flushes memtables and syncs the WAL (used on graceful shutdown).
     pub fn flush(&self) -> Result<()> {
         self.db.flush_wal(true)?;
-        for cf in [CF_LOG, CF_RAFT, CF_DATA] {
+        for cf in [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX] {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.flush_cf(h)?;
             }

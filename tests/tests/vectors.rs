@@ -524,6 +524,13 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         eprintln!("[vectors] {coll} recall@10 after restart = {r:.3}");
         ensure!(r >= 0.95, "{coll} recall@10 after restart {r} < 0.95");
     }
+    // The nodes checkpointed the 10 000-node graph when they stopped, so the
+    // replica that answered restored it instead of re-linking every node.
+    let restored = (1..=3).filter_map(|n| c.node_log_text(n).ok()).any(|log| {
+        let this_start = log.rsplit("===== [harness] starting").next().unwrap_or_default();
+        this_start.lines().any(|l| l.contains("vector index built") && l.contains("recall-one") && l.contains("restored=10000 linked=0"))
+    });
+    ensure!(restored, "no node restored recall-one from its link checkpoint after the restart");
     for metric in METRICS {
         let coll = format!("small-{metric}");
         ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after restart");

@@ -21,7 +21,7 @@ use tessera_api::command::Response;
 
 use crate::crypt::Purpose;
 use crate::error::Result;
-use crate::keys::{self, CF_DATA};
+use crate::keys::{self, CF_DATA, CF_INDEX};
 use crate::store::Db;
 
 /// Key spaces of the engines inside a group's range.
@@ -121,6 +121,43 @@ impl<'a> ReadView<'a> {
             None => keys::data_key(self.group, self.space + 1, b""),
         };
         self.db.compact_later(from, to);
+    }
+
+    fn index_cf(&self) -> &'a rocksdb::ColumnFamily {
+        self.db.cf_handle(CF_INDEX).expect("column family is created at open")
+    }
+
+    /// This node's derived data under `key` (the `index` column family: not
+    /// replicated, not in snapshots, read from the latest state whatever the
+    /// view's source).
+    pub fn derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let k = keys::data_key(self.group, self.space, key);
+        match self.db.get_cf(self.index_cf(), &k)? {
+            Some(v) => Ok(Some(self.db.open(Purpose::Data, &k, &v)?.into_owned())),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores derived data under `key` (unsynced: it can always be recomputed).
+    pub fn put_derived(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let k = keys::data_key(self.group, self.space, key);
+        Ok(self.db.put_cf(self.index_cf(), &k, self.db.seal(Purpose::Data, &k, value))?)
+    }
+
+    /// Forgets the derived data under `key`.
+    pub fn delete_derived(&self, key: &[u8]) -> Result<()> {
+        Ok(self.db.delete_cf(self.index_cf(), keys::data_key(self.group, self.space, key))?)
+    }
+
+    /// The keys of this space's derived data that start with `prefix`.
+    pub fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let start = keys::data_key(self.group, self.space, prefix);
+        let end = keys::prefix_end(&start).unwrap_or_else(|| keys::group_end(self.group));
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf_opt(self.index_cf(), keys::bounded(&start, &end), IteratorMode::Start) {
+            out.push(item?.0[9..].to_vec());
+        }
+        Ok(out)
     }
 
     /// Visits `[from, to)` in key order until `f` returns false.

@@ -14,8 +14,8 @@ pub(crate) fn open_group(group: u64) -> (tempfile::TempDir, GroupData) {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
-    let cf = ColumnFamilyDescriptor::new(crate::keys::CF_DATA, Options::default());
-    let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), [cf]).unwrap()));
+    let cfs = [crate::keys::CF_DATA, crate::keys::CF_INDEX].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+    let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), cfs).unwrap()));
     (dir, GroupData { db, group, vectors: Default::default() })
 }
 

@@ -20,6 +20,16 @@
 //! one that applied every command live, and both answer searches identically.
 //! Collections created before the node log existed (counters without
 //! `next_node`) keep the older rebuild from the `r/` records in sequence order.
+//!
+//! Re-linking is what makes a rebuild slow (seconds for 10 000 vectors), so a
+//! replica keeps a link checkpoint of each large index in its derived data
+//! (`h/<name>\0<uid>\0<created BE>`, see [`tessera_vector::HnswIndex::links_checkpoint`]):
+//! written after a rebuild that linked many nodes, by the node's periodic
+//! [`checkpoint`] pass and at shutdown. A rebuild restores the first nodes of
+//! the log from it and links only the nodes appended after it. The node log of
+//! one incarnation of a collection only grows and is the same on every
+//! replica, so a checkpoint of its first `n` nodes stays valid through later
+//! writes and snapshot installs; one that does not fit is ignored.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -69,6 +79,16 @@ fn node_key(name: &str, node: u64) -> Vec<u8> {
 }
 
 /// A node-log value: the sequence number (BE) then the vector (LE `f32`s).
+/// Where the link checkpoint of one incarnation of a collection is kept.
+fn checkpoint_key(c: &CollectionConfig) -> Vec<u8> {
+    let mut k = format!("h/{}\0{}\0", c.name, c.uid).into_bytes();
+    k.extend_from_slice(&c.created_at_ms.to_be_bytes());
+    k
+}
+
+/// Indexes with fewer nodes are rebuilt from the log without a checkpoint.
+const CHECKPOINT_MIN_NODES: usize = 1000;
+
 fn node_value(seq: u64, vector: &[f32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + 4 * vector.len());
     out.extend_from_slice(&seq.to_be_bytes());
@@ -155,6 +175,14 @@ struct Collection {
     index: HnswIndex,
     /// Sequence number → (record id, metadata) of live records.
     entries: HashMap<u64, (String, Value)>,
+    /// Nodes in this replica's stored link checkpoint of the index.
+    checkpointed: std::sync::atomic::AtomicUsize,
+}
+
+impl Collection {
+    fn new(index: HnswIndex, entries: HashMap<u64, (String, Value)>, checkpointed: usize) -> Self {
+        Collection { index, entries, checkpointed: checkpointed.into() }
+    }
 }
 
 enum Slot {
@@ -249,9 +277,17 @@ fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
     let mut index = new_index(c).map_err(StorageError::Corrupt)?;
     let logged = counters(view, &c.name)?.next_node.is_some();
     let mut seen = BTreeSet::new();
+    let mut restored = 0;
     if logged {
+        if let Some((from_checkpoint, seqs)) = restore_checkpoint(view, c)? {
+            index = from_checkpoint;
+            restored = index.nodes();
+            seen.extend(seqs);
+        }
         let prefix = nodes_prefix(&c.name);
-        view.scan_prefix(&prefix, |k, v| {
+        let first = node_key(&c.name, restored as u64);
+        let end = crate::keys::prefix_end(&prefix).expect("a prefix that ends in a name");
+        view.scan_range(&first[..], &end, |k, v| {
             let b: [u8; 8] = k[prefix.len()..].try_into().map_err(|_| StorageError::Corrupt("vector node key".into()))?;
             let node = u64::from_be_bytes(b);
             if node != index.nodes() as u64 {
@@ -283,8 +319,96 @@ fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
     for seq in seen.into_iter().filter(|s| !entries.contains_key(s)) {
         index.delete(seq);
     }
-    tracing::debug!(collection = c.name, records = entries.len(), nodes = index.nodes(), "built vector index");
-    Ok(Collection { index, entries })
+    let linked = index.nodes() - restored;
+    if restored > 0 || linked >= CHECKPOINT_MIN_NODES {
+        tracing::info!(collection = c.name, records = entries.len(), restored, linked, "vector index built");
+    } else {
+        tracing::debug!(collection = c.name, records = entries.len(), restored, linked, "vector index built");
+    }
+    let col = Collection::new(index, entries, restored);
+    if logged && linked >= CHECKPOINT_MIN_NODES {
+        save_checkpoint(view, c, &col)?;
+    }
+    Ok(col)
+}
+
+/// The index restored from the stored link checkpoint of `c` and the node
+/// log's first nodes, with their sequence numbers; `None` when there is no
+/// checkpoint or it does not fit the log (then it is ignored, and replaced
+/// once the rebuild is done).
+fn restore_checkpoint(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Option<(HnswIndex, Vec<u64>)>> {
+    let Some(checkpoint) = view.derived(&checkpoint_key(c))? else { return Ok(None) };
+    let Some(n) = HnswIndex::checkpoint_nodes(&checkpoint) else { return Ok(None) };
+    let mut nodes = Vec::with_capacity(n as usize);
+    let prefix = nodes_prefix(&c.name);
+    view.scan_prefix(&prefix, |_, v| {
+        if nodes.len() as u64 == n {
+            return Ok(false);
+        }
+        nodes.push(decode_node(v, c.dim as usize)?);
+        Ok(true)
+    })?;
+    let seqs: Vec<u64> = nodes.iter().map(|(seq, _)| *seq).collect();
+    let params = new_index(c).map_err(StorageError::Corrupt)?.params().to_owned();
+    match HnswIndex::from_links_checkpoint(c.dim as usize, metric(c.metric), params, nodes, &checkpoint) {
+        Ok(index) => Ok(Some((index, seqs))),
+        Err(e) => {
+            tracing::warn!(collection = c.name, "vector index link checkpoint not used: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// Stores a link checkpoint of `col`'s index.
+fn save_checkpoint(view: &ReadView<'_>, c: &CollectionConfig, col: &Collection) -> Result<()> {
+    let nodes = col.index.nodes();
+    view.put_derived(&checkpoint_key(c), &col.index.links_checkpoint())?;
+    col.checkpointed.store(nodes, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// Stores a link checkpoint of every index in memory that has at least
+/// [`CHECKPOINT_MIN_NODES`] nodes and `min_new` (at least 1) more than its last
+/// one, and forgets the checkpoints of collections that are gone. Each index
+/// is serialized under the read lock (applies wait for it, searches do not).
+/// Returns how many checkpoints were written.
+pub fn checkpoint(data: &GroupData, min_new: usize) -> Result<usize> {
+    checkpoint_larger_than(data, min_new, CHECKPOINT_MIN_NODES)
+}
+
+fn checkpoint_larger_than(data: &GroupData, min_new: usize, min_nodes: usize) -> Result<usize> {
+    let view = data.space(space::VECTOR);
+    let mut configs = Vec::new();
+    view.scan_prefix(b"c/", |_, v| {
+        configs.push(serde_json::from_slice::<CollectionConfig>(v)?);
+        Ok(true)
+    })?;
+    let mut written = 0;
+    for c in &configs {
+        if counters(&view, &c.name)?.next_node.is_none() {
+            continue; // rebuilt from its records, not from a node log
+        }
+        let checkpoint = {
+            let map = data.vectors.read();
+            let Some(Slot::Live(col)) = map.get(&c.name) else { continue };
+            let nodes = col.index.nodes();
+            let last = col.checkpointed.load(std::sync::atomic::Ordering::Relaxed);
+            if nodes < min_nodes || nodes < last + min_new.max(1) {
+                continue;
+            }
+            col.checkpointed.store(nodes, std::sync::atomic::Ordering::Relaxed);
+            col.index.links_checkpoint()
+        };
+        view.put_derived(&checkpoint_key(c), &checkpoint)?;
+        written += 1;
+    }
+    let live: BTreeSet<Vec<u8>> = configs.iter().map(checkpoint_key).collect();
+    for key in view.derived_keys(b"h/")? {
+        if !live.contains(&key) {
+            view.delete_derived(&key)?;
+        }
+    }
+    Ok(written)
 }
 
 /// The live collection in `map`, loaded from storage when missing.
@@ -339,7 +463,7 @@ impl Engine for VectorEngine<'_> {
                 tx.put(&config_key(&c.name), &serde_json::to_vec(&stored)?);
                 let n = Counters { next_node: Some(0), ..Counters::default() };
                 tx.put(&counters_key(&c.name), &serde_json::to_vec(&n)?);
-                let col = Collection { index, entries: HashMap::new() };
+                let col = Collection::new(index, HashMap::new(), 0);
                 self.state.write().insert(c.name.clone(), Slot::Live(Box::new(col)));
                 Ok(Response::Vector(VectorResponse::Created(stored)))
             }
@@ -817,6 +941,15 @@ mod tests {
                 }
             }
         }
+        // A link checkpoint now; the nodes appended after it are linked on rebuild.
+        let view = data.space(space::VECTOR);
+        assert_eq!(checkpoint_larger_than(&data, 1, 1).unwrap(), 1);
+        assert_eq!(checkpoint_larger_than(&data, 1, 1).unwrap(), 0, "nothing new to checkpoint");
+        let checkpointed = counters(&view, "c").unwrap().next_node.unwrap() as usize;
+        let restored = |d: &GroupData| match d.vectors.read().get("c") {
+            Some(Slot::Live(col)) => col.checkpointed.load(std::sync::atomic::Ordering::Relaxed),
+            _ => panic!("no live index"),
+        };
         for chunk in (300..400).collect::<Vec<_>>().chunks(25) {
             upsert(chunk.iter().map(|&i| {
                 let v = vec8();
@@ -851,8 +984,17 @@ mod tests {
         assert!(live_answers.iter().all(|h| h.len() == 10));
         let restarted = GroupData { vectors: Default::default(), ..data.clone() };
         assert!(answers(&restarted) == live_answers, "a restarted replica answers differently");
+        assert_eq!(restored(&restarted), checkpointed, "the rebuild did not start from the checkpoint");
         data.vectors.invalidate();
         assert!(answers(&data) == live_answers, "a snapshot-installed replica answers differently");
+        // A damaged checkpoint is ignored: the rebuild links every node.
+        let key = checkpoint_key(&super::config(&view, "c").unwrap().unwrap());
+        let mut damaged = view.derived(&key).unwrap().unwrap();
+        damaged[40] ^= 0x10;
+        view.put_derived(&key, &damaged).unwrap();
+        let rebuilt = GroupData { vectors: Default::default(), ..data.clone() };
+        assert!(answers(&rebuilt) == live_answers, "a replica with a damaged checkpoint answers differently");
+        assert_eq!(restored(&rebuilt), 0);
 
         // The old rebuild (live records in sequence order, as for a collection
         // without a node log) builds another graph, which answers differently.
@@ -882,5 +1024,7 @@ mod tests {
             Ok(true)
         }).unwrap();
         assert_eq!(left, 0, "drop removes the node log too");
+        checkpoint_larger_than(&data, 1, 1).unwrap();
+        assert_eq!(view.derived_keys(b"h/").unwrap(), Vec::<Vec<u8>>::new(), "the dropped collection's checkpoint is kept");
     }
 }

@@ -4,7 +4,8 @@ use thiserror::Error;
 
 /// Everything that can go wrong when building or querying an index.
 ///
-/// All variants describe bad input or exhausted capacity; the index is left
+/// All variants describe bad input, exhausted capacity or an unusable link
+/// checkpoint; the index is left
 /// unchanged when an operation returns an error.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum VectorError {
@@ -23,4 +24,7 @@ pub enum VectorError {
     /// The index holds the maximum number of graph nodes (`u32::MAX`).
     #[error("index capacity exceeded")]
     CapacityExceeded,
+    /// A link checkpoint that does not fit the index it should restore.
+    #[error("invalid link checkpoint: {0}")]
+    InvalidCheckpoint(String),
 }

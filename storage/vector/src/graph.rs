@@ -8,6 +8,14 @@
 use crate::Metric;
 use crate::search::{Cand, Visited};
 
+/// A graph's links, borrowed (see [`Graph::links`]).
+pub(crate) struct Links<'a> {
+    pub(crate) levels: &'a [u8],
+    pub(crate) base: &'a [u32],
+    pub(crate) upper: &'a [Vec<u32>],
+    pub(crate) entry: Option<(u32, usize)>,
+}
+
 /// The navigable small-world graph: vectors, levels and links. It knows
 /// nothing about external ids, deletions or filters.
 #[derive(Debug, Clone)]
@@ -41,6 +49,27 @@ impl Graph {
             upper: Vec::new(),
             entry: None,
         }
+    }
+
+    /// The link structure: levels, layer-0 blocks, upper blocks and the entry.
+    pub(crate) fn links(&self) -> Links<'_> {
+        Links { levels: &self.levels, base: &self.base, upper: &self.upper, entry: self.entry }
+    }
+
+    /// A graph from its parts, as [`Graph::links`] gave them (checked by the caller).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_links(
+        dim: usize,
+        metric: Metric,
+        m: usize,
+        ef_construction: usize,
+        vectors: Vec<f32>,
+        levels: Vec<u8>,
+        base: Vec<u32>,
+        upper: Vec<Vec<u32>>,
+        entry: Option<(u32, usize)>,
+    ) -> Self {
+        Graph { vectors, levels, base, upper, entry, ..Graph::new(dim, metric, m, ef_construction) }
     }
 
     /// Number of nodes, live or not.

@@ -266,6 +266,50 @@ impl HnswIndex {
             .collect())
     }
 
+    /// The graph's links (not its vectors) as a checkpoint: with the vectors of
+    /// the same node-adding inserts, [`HnswIndex::from_links_checkpoint`]
+    /// restores this index without re-linking (which is what makes a rebuild
+    /// slow). Explicit deletes are not in it; apply them after restoring.
+    pub fn links_checkpoint(&self) -> Vec<u8> {
+        crate::checkpoint::save(&self.graph, &self.params)
+    }
+
+    /// Number of nodes a checkpoint says it holds (read from its header only),
+    /// or `None` when the bytes are not a link checkpoint.
+    pub fn checkpoint_nodes(checkpoint: &[u8]) -> Option<u64> {
+        crate::checkpoint::nodes(checkpoint)
+    }
+
+    /// Restores the index that the node-adding inserts `nodes` (`(id, vector)`
+    /// in node order, vectors as given to [`HnswIndex::insert`]) built, from
+    /// a checkpoint of it. Fails with [`VectorError::InvalidCheckpoint`] when
+    /// the checkpoint does not match: another node count, dimension, metric or
+    /// parameters, a level that is not the id's, a link out of range, a wrong
+    /// entry node or a bad checksum.
+    pub fn from_links_checkpoint(
+        dim: usize,
+        metric: Metric,
+        params: HnswParams,
+        nodes: Vec<(u64, Vec<f32>)>,
+        checkpoint: &[u8],
+    ) -> Result<Self, VectorError> {
+        crate::checkpoint::restore(dim, metric, params, nodes, checkpoint)
+    }
+
+    /// Installs a restored graph over an empty index, with the upsert
+    /// bookkeeping of every node (a repeated id soft-deletes its older node).
+    pub(crate) fn restore_parts(&mut self, ids: Vec<u64>, graph: Graph) {
+        self.graph = graph;
+        self.deleted = vec![false; ids.len()];
+        self.by_id.clear();
+        for (node, &id) in ids.iter().enumerate() {
+            if let Some(old) = self.by_id.insert(id, node as u32) {
+                self.deleted[old as usize] = true;
+            }
+        }
+        self.ids = ids;
+    }
+
     /// A fresh index holding only the live records, re-inserted in their
     /// original order; drops all tombstones. Deterministic.
     pub fn compacted(&self) -> HnswIndex {

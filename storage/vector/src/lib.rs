@@ -2,7 +2,8 @@
 //! small world) with soft deletes, upserts and filtered search.
 //!
 //! The index is purely in-memory; the storage layer persists records and
-//! feeds them in. Replicas that apply the same operations in the same order,
+//! feeds them in, and may keep a link checkpoint
+//! ([`HnswIndex::links_checkpoint`]) to restore the graph without re-linking. Replicas that apply the same operations in the same order,
 //! with the same [`HnswParams::seed`], build identical graphs.
 //!
 //! [`HnswIndex`] is `Send + Sync`: `search` takes `&self`, so readers can
@@ -23,6 +24,7 @@
 //! ```
 
 mod brute;
+mod checkpoint;
 mod error;
 mod graph;
 mod index;
