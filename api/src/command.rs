@@ -100,7 +100,7 @@ pub enum Response {
     /// Whether a conditional meta write took effect.
     Applied(bool),
     /// The command broke a rule of its engine and changed nothing.
-    Rejected { kind: RejectKind, message: String },
+    Rejected(crate::error::Rejection),
     /// Stored object metadata after a commit.
     Object(crate::object::ObjectMeta),
     Sql(crate::sql::SqlResult),
@@ -112,14 +112,6 @@ pub enum Response {
     Graph(crate::graph::GraphResponse),
     /// The outcome of one bulk import batch.
     Import(crate::import::ImportResult),
-}
-
-/// Why an engine refused a command (mapped to an HTTP status by the router).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RejectKind {
-    NotFound,
-    Conflict,
-    Invalid,
 }
 
 /// Reads a group answers.
@@ -180,6 +172,8 @@ pub enum QueryResult {
     TimeSeries(crate::timeseries::TsQueryResult),
     Stream(crate::stream::StreamQueryResult),
     Graph(crate::graph::GraphQueryResult),
+    /// The query named something missing or was invalid; nothing was read.
+    Rejected(crate::error::Rejection),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.
@@ -191,6 +185,20 @@ pub struct KvEntry {
     pub updated_at_ms: i64,
     /// When the entry stops being visible; `None` for no expiry.
     pub expires_at_ms: Option<i64>,
+}
+
+impl Response {
+    /// A rejection with `code` and `message`.
+    pub fn rejected(code: crate::error::ErrorCode, message: impl Into<String>) -> Self {
+        Response::Rejected(crate::error::Rejection::new(code, message))
+    }
+}
+
+impl QueryResult {
+    /// A rejection with `code` and `message`.
+    pub fn rejected(code: crate::error::ErrorCode, message: impl Into<String>) -> Self {
+        QueryResult::Rejected(crate::error::Rejection::new(code, message))
+    }
 }
 
 impl KvEntry {

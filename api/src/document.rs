@@ -132,10 +132,6 @@ pub enum DocQueryResult {
     Collection(Option<CollectionDef>),
     Document(Option<DocRecord>),
     Found(Found),
-    /// The collection does not exist in this group.
-    NoCollection,
-    /// The filter or sort could not be understood (shown to the client).
-    Invalid(String),
 }
 
 /// Collection names: 1 to [`MAX_NAME_BYTES`] bytes of letters, digits, `_`, `-` and `.`.

@@ -130,9 +130,6 @@ pub enum GraphQueryResult {
     /// The traversal's start node does not exist.
     NoStartNode,
     Table { columns: Vec<String>, rows: Vec<Vec<Value>>, truncated: bool, work: u64, plan: Vec<String> },
-    /// The query could not be parsed or evaluated; `position` is a 0-based
-    /// character offset into it.
-    Invalid { message: String, position: Option<usize> },
 }
 
 /// Graph names: 1 to 128 bytes of letters, digits, `_`, `-` and `.`.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::command::RejectKind;
+use crate::error::Rejection;
 
 /// What a SQL import does with a row whose primary key (or a unique key) exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,10 +49,7 @@ pub struct ImportDoc {
 pub struct ImportFailure {
     /// Line (SQL) or index (documents); 0 when the batch failed as a whole.
     pub line: u64,
-    pub kind: RejectKind,
-    /// A SQL error code (`TYPE_MISMATCH`, `CONSTRAINT_VIOLATION`, ...) when SQL.
-    pub code: Option<String>,
-    pub message: String,
+    pub rejection: Rejection,
 }
 
 /// The outcome of one import batch. With a failure nothing of the batch was written.

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod codec;
 pub mod command;
 pub mod document;
+pub mod error;
 pub mod graph;
 pub mod http;
 pub mod import;

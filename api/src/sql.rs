@@ -50,20 +50,11 @@ pub struct SqlRows {
     pub truncated: bool,
 }
 
-/// A SQL error: a stable code (`PARSE_ERROR`, `TABLE_NOT_FOUND`, …), a message
-/// and, for parse errors, where.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SqlFailure {
-    pub code: String,
-    pub message: String,
-    pub position: Option<(u64, u64)>,
-}
-
-/// The outcome of a SQL request or catalog read.
+/// The outcome of a SQL request or catalog read (a SQL error is a
+/// `Rejected` reply with its code, message and position).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SqlResult {
     Rows(SqlRows),
-    Failed(SqlFailure),
     /// Catalog answers (table list, table schema, databases) as JSON.
     Catalog(serde_json::Value),
 }

@@ -3,7 +3,7 @@
 //! Timestamps, durations, aggregations and retention policies travel as the
 //! client's JSON and are parsed by the engine (which owns the time-series
 //! model), so one parser decides what is valid; parse failures come back as
-//! `Response::Rejected { kind: Invalid }` / [`TsQueryResult::Invalid`].
+//! `Response::Rejected` / `QueryResult::Rejected` with `ErrorCode::Invalid`.
 
 use std::collections::BTreeMap;
 
@@ -111,6 +111,4 @@ pub enum TsQueryResult {
     Metric(Option<MetricInfo>),
     /// `None`: the metric does not exist.
     Series(Option<SeriesSet>),
-    /// The query was malformed (bad timestamp, duration or function).
-    Invalid(String),
 }

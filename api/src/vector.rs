@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::GroupId;
-use crate::command::RejectKind;
 
 /// Largest accepted vector dimension.
 pub const MAX_DIM: u32 = 4096;
@@ -210,8 +209,6 @@ pub enum VectorQueryResult {
     Record(VectorRecord),
     /// Nearest first.
     Hits(Vec<VectorHit>),
-    /// The query named something missing or was invalid for the collection.
-    Rejected { kind: RejectKind, message: String },
 }
 
 /// Collection names: 1 to 64 ASCII letters, digits, `_`, `-` or `.`, starting

@@ -362,7 +362,7 @@ impl Host {
             let (reader, sql) = (g.reader.clone(), sql.clone());
             let trial = self.queries.run(move || reader.sql_trial_run(&sql, issued_at_ms)).await?;
             if let Some(timed_out) = trial {
-                return Ok(Response::Sql(timed_out));
+                return Ok(Response::Rejected(timed_out));
             }
         }
         let cmd = Command { issued_at_ms, op, request_id };

@@ -344,13 +344,13 @@ impl Cluster {
                                     }
                                 }
                             }
-                            Some(Outcome::Failure(f)) => match FailureKind::parse(&f.kind) {
+                            Some(Outcome::Failure(f)) => match f.failure_kind() {
                                 FailureKind::NotAppliedEverywhere => {
                                     return Err(ClusterError::NotAppliedEverywhere(f.message));
                                 }
                                 FailureKind::BadRequest => return Err(ClusterError::BadRequest(f.message)),
                                 FailureKind::Storage => return Err(ClusterError::Storage(f.message)),
-                                FailureKind::UnknownGroup | FailureKind::Unavailable => last_error = f.message,
+                                FailureKind::UnknownGroup | FailureKind::Unavailable | FailureKind::Unspecified => last_error = f.message,
                             },
                             None => last_error = "empty reply".into(),
                         }
@@ -403,10 +403,10 @@ impl Cluster {
                 let value = codec::decode(&bytes).map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
                 Ok(Some(Served { value, group, node: reply.served_by }))
             }
-            Some(Outcome::Failure(f)) if FailureKind::parse(&f.kind) == FailureKind::NotAppliedEverywhere => {
+            Some(Outcome::Failure(f)) if f.failure_kind() == FailureKind::NotAppliedEverywhere => {
                 Err(ClusterError::NotAppliedEverywhere(f.message))
             }
-            Some(Outcome::Failure(f)) if FailureKind::parse(&f.kind) == FailureKind::BadRequest => {
+            Some(Outcome::Failure(f)) if f.failure_kind() == FailureKind::BadRequest => {
                 Err(ClusterError::BadRequest(f.message))
             }
             _ => Ok(None),

@@ -3,6 +3,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde_json::json;
+use tessera_api::error::{ErrorClass, Rejection};
 use tessera_api::http::ErrorBody;
 
 /// Every way a request can fail, as the client sees it.
@@ -36,6 +38,12 @@ pub enum ApiError {
     NotAppliedEverywhere(String),
     #[error("{0}")]
     Internal(String),
+    /// An engine refused the request; the status follows its code's class.
+    #[error("{}", .0.message)]
+    Rejected(Rejection),
+    /// A SQL statement was refused: SQL's own body, with the statement.
+    #[error("{}", .rejection.message)]
+    Sql { rejection: Rejection, sql: String },
 }
 
 impl ApiError {
@@ -54,6 +62,63 @@ impl ApiError {
             ApiError::VaultSealed(_) => (StatusCode::SERVICE_UNAVAILABLE, "VAULT_SEALED"),
             ApiError::NotAppliedEverywhere(_) => (StatusCode::GATEWAY_TIMEOUT, "NOT_APPLIED_EVERYWHERE"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+            ApiError::Rejected(r) | ApiError::Sql { rejection: r, .. } => match r.code.class() {
+                ErrorClass::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+                ErrorClass::Conflict => (StatusCode::CONFLICT, "CONFLICT"),
+                ErrorClass::Invalid => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
+                ErrorClass::Timeout => (StatusCode::REQUEST_TIMEOUT, "QUERY_TIMEOUT"),
+                ErrorClass::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+            },
+        }
+    }
+
+    /// The body of the error: `{error, code}`, with SQL's and positioned
+    /// rejections' own fields.
+    fn body(&self, code: &str) -> serde_json::Value {
+        match self {
+            ApiError::Sql { rejection: r, .. } if r.code.class() == ErrorClass::Timeout => {
+                json!({"success": false, "error": r.message})
+            }
+            ApiError::Sql { rejection: r, sql } => {
+                let position = r.position.map(|p| json!({"line": p.line, "column": p.column}));
+                json!({"error": {"code": r.code.as_str(), "message": r.message, "position": position, "sql": sql}})
+            }
+            ApiError::Rejected(r) if r.position.is_some() => {
+                let p = r.position.expect("checked");
+                let mut body = json!({
+                    "error": format!("{} (line {}, column {})", r.message, p.line, p.column),
+                    "code": code,
+                    "line": p.line,
+                    "column": p.column,
+                });
+                if let Some(offset) = p.offset {
+                    body["position"] = json!(offset);
+                }
+                body
+            }
+            _ => serde_json::to_value(ErrorBody { error: self.to_string(), code: code.to_string() }).unwrap_or_default(),
+        }
+    }
+
+    /// A SQL rejection of statement `sql`.
+    pub fn sql(rejection: Rejection, sql: &str) -> Self {
+        ApiError::Sql { rejection, sql: sql.to_string() }
+    }
+}
+
+impl From<Rejection> for ApiError {
+    /// By the code's class; a rejection that points into the request text
+    /// keeps its position (and its own body).
+    fn from(r: Rejection) -> Self {
+        if r.position.is_some() {
+            return ApiError::Rejected(r);
+        }
+        match r.code.class() {
+            ErrorClass::NotFound => ApiError::NotFound(r.message),
+            ErrorClass::Conflict => ApiError::Conflict(r.message),
+            ErrorClass::Invalid => ApiError::BadRequest(r.message),
+            ErrorClass::Internal => ApiError::Internal(r.message),
+            ErrorClass::Timeout => ApiError::Rejected(r),
         }
     }
 }
@@ -64,7 +129,7 @@ impl IntoResponse for ApiError {
         if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
             tracing::warn!(%status, "request failed: {self}");
         }
-        let body = Json(ErrorBody { error: self.to_string(), code: code.to_string() });
+        let body = Json(self.body(code));
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // Busy or electing: worth retrying shortly (HTTP's Retry-After, in seconds).
             return (status, [(axum::http::header::RETRY_AFTER, "1")], body).into_response();
@@ -86,16 +151,6 @@ impl From<crate::cluster::ClusterError> for ApiError {
 }
 
 impl ApiError {
-    /// The error for a command its engine refused.
-    pub fn rejected(kind: tessera_api::command::RejectKind, message: String) -> Self {
-        use tessera_api::command::RejectKind as K;
-        match kind {
-            K::NotFound => ApiError::NotFound(message),
-            K::Conflict => ApiError::Conflict(message),
-            K::Invalid => ApiError::BadRequest(message),
-        }
-    }
-
     /// The error for a reply of an unexpected shape. Names only the reply's
     /// variant: replies can hold records with secrets (hashes, MFA secrets,
     /// vault ciphertexts), and 5xx messages are logged.

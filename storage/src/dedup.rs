@@ -19,7 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_api::codec;
-use tessera_api::command::{Command, KvEntry, KvOp, Operation, RejectKind, Response};
+use tessera_api::command::{Command, KvEntry, KvOp, Operation, Response};
+use tessera_api::error::ErrorCode;
 
 use crate::engine::{ReadView, Tx};
 use crate::error::{Result, StorageError};
@@ -88,10 +89,7 @@ pub fn seen(view: &ReadView<'_>, id: &str, cmd: &Command) -> Result<Option<Respo
             entry.value = value.clone();
             Response::KvEntry(entry)
         }
-        _ => Response::Rejected {
-            kind: RejectKind::Conflict,
-            message: format!("request {id} was applied already with another body"),
-        },
+        _ => Response::rejected(ErrorCode::Conflict, format!("request {id} was applied already with another body")),
     }))
 }
 
@@ -108,10 +106,10 @@ pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cm
         };
         tx.put(&compact_key(id), &codec::encode(&compact).map_err(codec_error)?);
     } else {
-        let marker = Response::Rejected {
-            kind: RejectKind::Conflict,
-            message: format!("request {id} was applied already; its response was too large to keep for a retry"),
-        };
+        let marker = Response::rejected(
+            ErrorCode::Conflict,
+            format!("request {id} was applied already; its response was too large to keep for a retry"),
+        );
         tx.put(&record_key(id), &codec::encode(&marker).map_err(codec_error)?);
     }
     tx.put(&position_key(log_index, id), &issued_at_ms.to_be_bytes());

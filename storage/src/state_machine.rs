@@ -38,6 +38,11 @@ pub struct StateMachine {
     pub(crate) data: GroupData,
 }
 
+/// A model's answer as the group's reply: its result, or the rejection.
+fn answer<T>(a: engine::Answer<T>, wrap: impl FnOnce(T) -> QueryResult) -> QueryResult {
+    a.map_or_else(QueryResult::Rejected, wrap)
+}
+
 /// Answers queries from one group's local state (any replica).
 #[derive(Clone)]
 pub struct GroupReader {
@@ -91,20 +96,21 @@ impl GroupReader {
                 QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
             }
             Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
-            Query::Sql(q) => QueryResult::Sql(engine::sql::query(&self.data, q, cancel)?),
-            Query::Document(q) => QueryResult::Document(engine::document::query(&self.data.space(space::DOCUMENT), q)?),
-            Query::Vector(q) => QueryResult::Vector(engine::vector::query(&self.data, q)?),
+            Query::Sql(q) => answer(engine::sql::query(&self.data, q, cancel)?, QueryResult::Sql),
+            Query::Document(q) => answer(engine::document::query(&self.data.space(space::DOCUMENT), q)?, QueryResult::Document),
+            Query::Vector(q) => answer(engine::vector::query(&self.data, q)?, QueryResult::Vector),
             Query::TimeSeries(q) => {
-                QueryResult::TimeSeries(engine::timeseries::query(&self.data.space(space::TIMESERIES), q)?)
+                answer(engine::timeseries::query(&self.data.space(space::TIMESERIES), q)?, QueryResult::TimeSeries)
             }
             Query::Stream(q) => QueryResult::Stream(engine::stream::query(&self.data.space(space::STREAM), q)?),
-            Query::Graph(q) => QueryResult::Graph(engine::graph::query(&self.data, q)?),
+            Query::Graph(q) => answer(engine::graph::query(&self.data, q)?, QueryResult::Graph),
         })
     }
 
     /// The leader's trial run of a SQL write before proposing it (see
-    /// [`engine::sql::trial_run`]): `Some` failure when it exceeds its time limit.
-    pub fn sql_trial_run(&self, op: &tessera_api::sql::SqlOp, now_ms: i64) -> Option<tessera_api::sql::SqlResult> {
+    /// [`engine::sql::trial_run`]): `Some` rejection when it exceeds its time
+    /// or memory limit.
+    pub fn sql_trial_run(&self, op: &tessera_api::sql::SqlOp, now_ms: i64) -> Option<tessera_api::error::Rejection> {
         engine::sql::trial_run(&self.data, op, now_ms)
     }
 
@@ -244,7 +250,7 @@ impl StateMachine {
             }
         };
         batch.clear();
-        Ok(Response::Rejected { kind: tessera_api::command::RejectKind::Invalid, message })
+        Ok(Response::rejected(tessera_api::error::ErrorCode::Invalid, message))
     }
 
     /// Runs a SQL write (`run`, given the SQL space and which tables of
@@ -499,6 +505,7 @@ mod test_hooks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_api::error::{ErrorCode, Rejection};
 
     /// An engine that panics on a command does not stop the group: the entry is
     /// applied as a rejection with no writes, the same on every replica, and the
@@ -521,7 +528,7 @@ mod tests {
         let responses = sm
             .apply_entries(vec![entry(1, put(test_hooks::PANIC_KEY, "r1")), entry(2, put("fine", "r2")), entry(3, put(test_hooks::PANIC_KEY, "r1"))])
             .expect("the group keeps applying");
-        assert!(matches!(&responses[0], Response::Rejected { message, .. } if message.contains("internal error")), "{responses:?}");
+        assert!(matches!(&responses[0], Response::Rejected(Rejection { message, .. }) if message.contains("internal error")), "{responses:?}");
         assert_eq!(responses[2], responses[0], "a retry answers the recorded rejection");
         let reader = store.reader(2);
         let got = reader.query(&Query::KvGet { key: test_hooks::PANIC_KEY.into() }, 10).unwrap();
@@ -560,7 +567,7 @@ mod tests {
         let got = store.reader(3).query(&Query::KvGet { key: "big".into() }, 400).unwrap();
         assert!(matches!(got, QueryResult::KvEntry(Some(e)) if e.value == serde_json::json!("later")), "the retry applied again");
         let other = sm.apply_entries(vec![entry(4, kv_put("big", serde_json::json!("other"), 400, "req1"))]).unwrap();
-        assert!(matches!(&other[0], Response::Rejected { kind: tessera_api::command::RejectKind::Conflict, .. }), "{other:?}");
+        assert!(matches!(&other[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{other:?}");
     }
 
     /// Records are forgotten only past both the time window and the entry
@@ -608,7 +615,7 @@ mod tests {
         apply(sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")).unwrap();
         apply(sql("INSERT INTO t VALUES (1, 1)")).unwrap();
         let dup = apply(sql("INSERT INTO t VALUES (1, 2)")).unwrap();
-        assert!(matches!(&dup, Response::Sql(tessera_api::sql::SqlResult::Failed(f)) if f.code == "CONSTRAINT_VIOLATION"), "{dup:?}");
+        assert!(matches!(&dup, Response::Rejected(r) if r.code == tessera_api::error::ErrorCode::ConstraintViolation), "{dup:?}");
         // Damage every stored value of the SQL space.
         let db = &*sm.data.db;
         let start = keys::data_key(4, space::SQL, b"");

@@ -116,7 +116,7 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
     let secret = totp::encode_secret(&raw);
     match security_write(&state, SecurityOp::EnableMfa { user_id: user.id.clone(), secret_b32: secret.clone() }).await? {
         Reply::Applied(true) => {}
-        Reply::Rejected { kind, message } => return Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => return Err(r.into()),
         other => return Err(ApiError::unexpected(other)),
     }
     state.security.callers.evict(&token_hash);

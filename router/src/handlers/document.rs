@@ -18,7 +18,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, RejectKind, Response as Reply};
+use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{
     CollectionDef, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, FoundDoc,
     validate_collection_name, validate_doc_id, validate_index_field,
@@ -69,7 +70,7 @@ async fn propose(state: &AppState, group: GroupId, op: DocOp, c: Consistency) ->
 async fn write(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
     let served = propose(state, group, op, c).await?;
     match served.value {
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         _ => Ok(served),
     }
 }
@@ -85,15 +86,23 @@ async fn write_all(
     futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
 }
 
-async fn read(state: &AppState, group: GroupId, q: DocQuery, prefs: &ReadPrefs) -> Result<Served<DocQueryResult>, ApiError> {
+/// A read whose rejection is left to the caller.
+async fn read(
+    state: &AppState,
+    group: GroupId,
+    q: DocQuery,
+    prefs: &ReadPrefs,
+) -> Result<Served<Result<DocQueryResult, Rejection>>, ApiError> {
     let served = state.cluster.read(group, &Query::Document(q), prefs.consistency, prefs.replica).await?;
-    match served.value {
-        QueryResult::Document(r) => Ok(Served { value: r, group: served.group, node: served.node }),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let value = match served.value {
+        QueryResult::Document(r) => Ok(r),
+        QueryResult::Rejected(r) => Err(r),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    Ok(Served { value, group: served.group, node: served.node })
 }
 
-async fn read_all(state: &AppState, q: DocQuery, prefs: &ReadPrefs) -> Result<Vec<DocQueryResult>, ApiError> {
+async fn read_all(state: &AppState, q: DocQuery, prefs: &ReadPrefs) -> Result<Vec<Result<DocQueryResult, Rejection>>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| read(state, *g, q.clone(), prefs));
     futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
@@ -118,8 +127,8 @@ async fn spread_definition(state: &AppState, def: &CollectionDef, except: GroupI
 
 /// The first refusal among fan-out replies, as an error.
 fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
-    if let Some(Reply::Rejected { kind, message }) = replies.iter().find(|r| matches!(r, Reply::Rejected { .. })) {
-        return Err(ApiError::rejected(*kind, message.clone()));
+    if let Some(Reply::Rejected(r)) = replies.iter().find(|r| matches!(r, Reply::Rejected(_))) {
+        return Err(r.clone().into());
     }
     Ok(replies)
 }
@@ -128,8 +137,9 @@ fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
 async fn home_definition(state: &AppState, name: &str) -> Result<CollectionDef, ApiError> {
     let prefs = ReadPrefs::QUORUM;
     match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
-        DocQueryResult::Collection(Some(def)) => Ok(def),
-        DocQueryResult::Collection(None) => Err(no_collection(name)),
+        Ok(DocQueryResult::Collection(Some(def))) => Ok(def),
+        Ok(DocQueryResult::Collection(None)) => Err(no_collection(name)),
+        Err(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -177,14 +187,14 @@ pub async fn create_collection(
     let home = home_group(&state, &req.name)?;
     let op = DocOp::CreateCollection { name: req.name.clone(), schema: schema.clone(), exclusive: true };
     let reply = propose(&state, home, op, prefs.consistency).await?.value;
-    if let Reply::Rejected { kind: RejectKind::Conflict, message } = reply {
+    if let Reply::Rejected(Rejection { code: ErrorCode::Conflict, message, .. }) = reply {
         // Finish a creation that failed half-way before reporting the conflict.
         let def = home_definition(&state, &req.name).await?;
         spread_definition(&state, &def, home, prefs.consistency).await?;
         return Err(ApiError::Conflict(message));
     }
-    if let Reply::Rejected { kind, message } = reply {
-        return Err(ApiError::rejected(kind, message));
+    if let Reply::Rejected(r) = reply {
+        return Err(r.into());
     }
     let def = home_definition(&state, &req.name).await?;
     spread_definition(&state, &def, home, prefs.consistency).await?;
@@ -197,7 +207,10 @@ pub async fn create_collection(
 pub async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let mut merged: std::collections::BTreeMap<String, (CollectionDef, u64)> = Default::default();
     for r in read_all(&state, DocQuery::ListCollections, &prefs).await? {
-        let DocQueryResult::Collections(list) = r else { return Err(ApiError::unexpected(r)) };
+        let list = match r? {
+            DocQueryResult::Collections(list) => list,
+            other => return Err(ApiError::unexpected(other)),
+        };
         for info in list {
             let e = merged.entry(info.def.name.clone()).or_insert((info.def, 0));
             e.1 += info.documents;
@@ -261,8 +274,8 @@ pub async fn drop_collection(
                 found = true;
                 documents += n;
             }
-            Reply::Rejected { kind: RejectKind::NotFound, .. } => {}
-            Reply::Rejected { kind, message } => return Err(ApiError::rejected(kind, message)),
+            Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }) => {}
+            Reply::Rejected(r) => return Err(r.into()),
             other => return Err(ApiError::unexpected(other)),
         }
     }
@@ -301,7 +314,7 @@ pub async fn insert(
     let group = doc_group(&state, &name, &id)?;
     let op = || DocOp::Insert { collection: name.clone(), id: id.clone(), data: req.document.clone() };
     let mut served = propose(&state, group, op(), prefs.consistency).await?;
-    if matches!(served.value, Reply::Rejected { kind: RejectKind::NotFound, .. }) {
+    if matches!(served.value, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. })) {
         let home = home_group(&state, &name)?;
         let create = DocOp::CreateCollection { name: name.clone(), schema: None, exclusive: false };
         write(&state, home, create, prefs.consistency).await?;
@@ -318,7 +331,7 @@ fn stored(served: Served<Reply>) -> Result<(HeaderMap, DocRecord), ApiError> {
     let headers = served_headers(&served);
     match served.value {
         Reply::Document(DocResponse::Document(rec)) => Ok((headers, rec)),
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -335,9 +348,10 @@ pub async fn get_document(
     let served = read(&state, group, DocQuery::Get { collection: name.clone(), id: id.clone() }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        DocQueryResult::Document(Some(d)) => Ok((headers, Json(doc_json(&d)))),
-        DocQueryResult::Document(None) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
-        DocQueryResult::NoCollection => Err(no_collection(&name)),
+        Ok(DocQueryResult::Document(Some(d))) => Ok((headers, Json(doc_json(&d)))),
+        Ok(DocQueryResult::Document(None)) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        Err(r) if r.code == ErrorCode::NotFound => Err(no_collection(&name)),
+        Err(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -492,20 +506,20 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
     let mut invalid = None;
     for r in read_all(state, DocQuery::Find(spec), prefs).await? {
         match r {
-            DocQueryResult::Found(f) => {
+            Ok(DocQueryResult::Found(f)) => {
                 known = true;
                 docs.extend(f.docs);
                 scanned += f.scanned;
                 matched += f.matched;
                 index_used = index_used.or(f.index_used);
             }
-            DocQueryResult::NoCollection => {}
-            DocQueryResult::Invalid(m) => invalid = Some(m),
-            other => return Err(ApiError::unexpected(other)),
+            Err(r) if r.code == ErrorCode::NotFound => {}
+            Err(r) => invalid = Some(r),
+            Ok(other) => return Err(ApiError::unexpected(other)),
         }
     }
-    if let Some(m) = invalid {
-        return Err(ApiError::BadRequest(m));
+    if let Some(r) = invalid {
+        return Err(r.into());
     }
     if !known {
         return Err(no_collection(name));

@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
+use tessera_api::error::Rejection;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::graph::{
     DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, MAX_BATCH_ITEMS, NewEdge, NewNode,
@@ -78,17 +79,31 @@ fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
 async fn write(state: &AppState, graph: &str, op: GraphOp, prefs: &ReadPrefs) -> Result<Served<Reply>, ApiError> {
     let served = state.cluster.write(group_of(state, graph)?, &Operation::Graph(op), prefs.consistency).await?;
     match served.value {
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         _ => Ok(served),
     }
 }
 
 async fn read(state: &AppState, graph: &str, q: GraphQuery, prefs: &ReadPrefs) -> Result<Served<GraphQueryResult>, ApiError> {
+    let served = read_answer(state, graph, q, prefs).await?;
+    let value = served.value?;
+    Ok(Served { value, group: served.group, node: served.node })
+}
+
+/// A read whose rejection is left to the caller.
+async fn read_answer(
+    state: &AppState,
+    graph: &str,
+    q: GraphQuery,
+    prefs: &ReadPrefs,
+) -> Result<Served<Result<GraphQueryResult, Rejection>>, ApiError> {
     let served = state.cluster.read(group_of(state, graph)?, &Query::Graph(q), prefs.consistency, prefs.replica).await?;
-    match served.value {
-        QueryResult::Graph(r) => Ok(Served { value: r, group: served.group, node: served.node }),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let value = match served.value {
+        QueryResult::Graph(r) => Ok(r),
+        QueryResult::Rejected(r) => Err(r),
+        other => return Err(ApiError::unexpected(other)),
+    };
+    Ok(Served { value, group: served.group, node: served.node })
 }
 
 /// `properties` as sent: absent or null is `{}`, anything but an object is refused.
@@ -461,10 +476,10 @@ pub async fn query(
         Some(_) => return Err(ApiError::BadRequest("params must be a JSON object of name → value".into())),
     };
     let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: state.config.query_limits.max_result_rows };
-    let served = read(&state, &graph, q, &prefs).await?;
+    let served = read_answer(&state, &graph, q, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        GraphQueryResult::Table { columns, rows, truncated, work, plan } => {
+        Ok(GraphQueryResult::Table { columns, rows, truncated, work, plan }) => {
             let body = json!({
                 "graph": graph,
                 "columns": columns,
@@ -477,31 +492,9 @@ pub async fn query(
             });
             Ok((headers, Json(body)).into_response())
         }
-        GraphQueryResult::Invalid { message, position } => {
-            let mut err = json!({"error": message, "code": "BAD_REQUEST"});
-            if let Some(pos) = position {
-                let (line, column) = line_col(&body.query, pos);
-                err["error"] = json!(format!("{message} (line {line}, column {column})"));
-                err["position"] = json!(pos);
-                err["line"] = json!(line);
-                err["column"] = json!(column);
-            }
-            Ok((StatusCode::BAD_REQUEST, headers, Json(err)).into_response())
-        }
-        other => Err(ApiError::unexpected(other)),
+        // Refused with the replica's headers; a parse error says where.
+        Err(r) => Ok((headers, ApiError::from(r)).into_response()),
+        Ok(other) => Err(ApiError::unexpected(other)),
     }
 }
 
-/// Line and column (1-based) of a 0-based character offset.
-fn line_col(text: &str, position: usize) -> (usize, usize) {
-    let (mut line, mut col) = (1, 1);
-    for c in text.chars().take(position) {
-        if c == '\n' {
-            line += 1;
-            col = 1;
-        } else {
-            col += 1;
-        }
-    }
-    (line, col)
-}

@@ -17,7 +17,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{KvOp, Operation, Query, QueryResult, RejectKind, Response as Reply};
+use tessera_api::command::{KvOp, Operation, Query, QueryResult, Response as Reply};
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{CollectionDef, DocOp, DocQuery, DocQueryResult, validate_collection_name};
 use tessera_api::import::{ImportDoc, ImportFailure, ImportResult, ImportRow, OnConflict, SqlImportOp};
 use tessera_api::rpc::Consistency;
@@ -106,16 +107,14 @@ impl Report {
     }
 
     fn fail(&mut self, f: &ImportFailure) {
+        let r = &f.rejection;
         if self.status == StatusCode::OK {
-            self.status = match f.kind {
-                RejectKind::NotFound => StatusCode::NOT_FOUND,
-                RejectKind::Conflict => StatusCode::CONFLICT,
-                RejectKind::Invalid => StatusCode::BAD_REQUEST,
-            };
+            self.status = ApiError::from(r.clone()).status_and_code().0;
         }
-        let mut e = json!({self.position: f.line, "message": f.message});
-        if let Some(code) = &f.code {
-            e["code"] = json!(code);
+        let mut e = json!({self.position: f.line, "message": r.message});
+        // Model-specific codes (SQL's) are shown; the generic ones are the status.
+        if !matches!(r.code, ErrorCode::NotFound | ErrorCode::Conflict | ErrorCode::Invalid) {
+            e["code"] = json!(r.code.as_str());
         }
         self.errors.push(e);
     }
@@ -140,7 +139,7 @@ impl Report {
 
 /// A bad item found before anything was proposed.
 fn invalid(index: usize, message: String) -> ImportFailure {
-    ImportFailure { line: index as u64, kind: RejectKind::Invalid, code: None, message }
+    ImportFailure { line: index as u64, rejection: Rejection::invalid(message) }
 }
 
 fn parse_error(e: ParseError) -> ApiError {
@@ -161,10 +160,10 @@ async fn propose_all(state: &AppState, calls: Vec<(GroupId, Batch)>, c: Consiste
         .map(|(r, (_, (_, count)))| match r?.value {
             Reply::Import(r) => Ok(r),
             Reply::Deleted(_) => Ok(ImportResult { imported: count, skipped: 0, failure: None }),
-            Reply::Rejected { kind, message } => Ok(ImportResult {
+            Reply::Rejected(rejection) => Ok(ImportResult {
                 imported: 0,
                 skipped: 0,
-                failure: Some(ImportFailure { line: 0, kind, code: None, message }),
+                failure: Some(ImportFailure { line: 0, rejection }),
             }),
             other => Err(ApiError::unexpected(other)),
         })
@@ -223,8 +222,7 @@ async fn table_columns(state: &AppState, group: GroupId, database: &str, table: 
             .as_array()
             .map(|cols| cols.iter().filter_map(|c| c["name"].as_str().map(String::from)).collect())
             .unwrap_or_default()),
-        QueryResult::Sql(SqlResult::Failed(f)) if f.code == "TABLE_NOT_FOUND" => Err(ApiError::NotFound(f.message)),
-        QueryResult::Sql(SqlResult::Failed(f)) => Err(ApiError::BadRequest(f.message)),
+        QueryResult::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -305,15 +303,15 @@ async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Resu
         return Ok(def);
     }
     let create = |schema| Operation::Document(DocOp::CreateCollection { name: name.into(), schema, exclusive: false });
-    if let Reply::Rejected { kind, message } = state.cluster.write(home, &create(None), c).await?.value {
-        return Err(ApiError::rejected(kind, message));
+    if let Reply::Rejected(r) = state.cluster.write(home, &create(None), c).await?.value {
+        return Err(r.into());
     }
     let def = read_def().await?.ok_or_else(|| ApiError::Unavailable(format!("collection {name} was not created")))?;
     let others: Vec<(GroupId, Operation)> =
         state.cluster.data_groups()?.into_iter().filter(|g| *g != home).map(|g| (g, create(def.schema.clone()))).collect();
     for r in futures::future::join_all(others.iter().map(|(g, op)| state.cluster.write(*g, op, c))).await {
-        if let Reply::Rejected { kind, message } = r?.value {
-            return Err(ApiError::rejected(kind, message));
+        if let Reply::Rejected(r) = r?.value {
+            return Err(r.into());
         }
     }
     Ok(def)

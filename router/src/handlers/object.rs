@@ -192,7 +192,7 @@ async fn object_write(state: &AppState, group: GroupId, op: ObjectOp, c: Consist
 async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
     let served = state.cluster.write(group, &Operation::Object(op), c).await?;
     match served.value {
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         _ => Ok(served),
     }
 }

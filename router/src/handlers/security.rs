@@ -68,7 +68,7 @@ fn username(caller: &Caller) -> String {
 async fn write(state: &AppState, op: SecurityOp) -> Result<SecurityResponse, ApiError> {
     match state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await? {
         Response::Security(r) => Ok(r),
-        Response::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Response::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query as QueryParams, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -17,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
-use tessera_api::sql::{SqlFailure, SqlOp, SqlQuery, SqlResult};
+use tessera_api::error::{ErrorCode, Rejection};
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
 use super::{JsonBody, ReadPrefs};
 use crate::auth::Caller;
@@ -69,28 +69,6 @@ fn looks_read_only(sql: &str) -> bool {
     any
 }
 
-fn status_of(code: &str) -> StatusCode {
-    match code {
-        "TABLE_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONSTRAINT_NOT_FOUND" => StatusCode::NOT_FOUND,
-        "CONSTRAINT_VIOLATION" | "TABLE_EXISTS" | "INDEX_EXISTS" | "COLUMN_EXISTS" => StatusCode::CONFLICT,
-        "STORAGE" | "INTERNAL" => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => StatusCode::BAD_REQUEST,
-    }
-}
-
-fn sql_error(f: SqlFailure, sql: &str) -> Response {
-    if f.code == "QUERY_TIMEOUT" {
-        return (StatusCode::REQUEST_TIMEOUT, Json(json!({"success": false, "error": f.message}))).into_response();
-    }
-    let position = f.position.map(|(line, column)| json!({"line": line, "column": column}));
-    let body = json!({"error": {"code": f.code, "message": f.message, "position": position, "sql": sql}});
-    (status_of(&f.code), Json(body)).into_response()
-}
-
-fn is_not_read_only(r: &SqlResult) -> bool {
-    matches!(r, SqlResult::Failed(f) if f.message.starts_with("NOT_READ_ONLY"))
-}
-
 /// `POST /api/v1/query {sql, params?, database?}`.
 pub async fn query(
     State(state): State<AppState>,
@@ -118,8 +96,10 @@ pub async fn query(
         });
         let served = state.cluster.read(group, &q, prefs.consistency, prefs.replica).await?;
         match served.value {
-            QueryResult::Sql(r) if !is_not_read_only(&r) => result = Some(r),
-            QueryResult::Sql(_) => {}
+            QueryResult::Sql(r) => result = Some(Ok(r)),
+            // The guess was wrong: the statement writes, so it is proposed below.
+            QueryResult::Rejected(r) if r.code == ErrorCode::NotReadOnly => {}
+            QueryResult::Rejected(r) => result = Some(Err(r)),
             other => return Err(ApiError::unexpected(other)),
         }
     }
@@ -136,13 +116,14 @@ pub async fn query(
                 max_memory_mb: limits.max_memory_mb,
             });
             match state.cluster.write(group, &op, prefs.consistency).await?.value {
-                Reply::Sql(r) => r,
+                Reply::Sql(r) => Ok(r),
+                Reply::Rejected(r) => Err(r),
                 other => return Err(ApiError::unexpected(other)),
             }
         }
     };
     let elapsed = started.elapsed().as_millis() as u64;
-    Ok(match result {
+    Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
         SqlResult::Rows(r) => {
             let mut body = json!({
                 "success": true,
@@ -161,7 +142,6 @@ pub async fn query(
             crate::security::flag_body(&mut body, &security_flags);
             Json(body).into_response()
         }
-        SqlResult::Failed(f) => sql_error(f, &req.sql),
         SqlResult::Catalog(v) => Json(v).into_response(),
     })
 }
@@ -172,13 +152,18 @@ pub struct DatabaseParam {
     database: Option<String>,
 }
 
-async fn catalog(state: &AppState, prefs: &ReadPrefs, database: &str, q: SqlQuery) -> Result<Result<Value, SqlFailure>, ApiError> {
+async fn catalog(state: &AppState, prefs: &ReadPrefs, database: &str, q: SqlQuery) -> Result<Value, ApiError> {
     let group = database_group(state, database)?;
     match state.cluster.read(group, &Query::Sql(q), prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Sql(SqlResult::Catalog(v)) => Ok(Ok(v)),
-        QueryResult::Sql(SqlResult::Failed(f)) => Ok(Err(f)),
+        QueryResult::Sql(SqlResult::Catalog(v)) => Ok(v),
+        QueryResult::Rejected(r) => Err(catalog_error(r)),
         other => Err(ApiError::unexpected(other)),
     }
+}
+
+/// A refused catalog read, in SQL's error body (without a statement).
+fn catalog_error(r: Rejection) -> ApiError {
+    ApiError::sql(r, "")
 }
 
 fn database_param(p: Result<QueryParams<DatabaseParam>, QueryRejection>) -> Result<String, ApiError> {
@@ -194,10 +179,8 @@ pub async fn list_tables(
     p: Result<QueryParams<DatabaseParam>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let database = database_param(p)?;
-    Ok(match catalog(&state, &prefs, &database, SqlQuery::ListTables { database: database.clone() }).await? {
-        Ok(tables) => Json(json!({"database": database, "tables": tables})).into_response(),
-        Err(f) => sql_error(f, ""),
-    })
+    let tables = catalog(&state, &prefs, &database, SqlQuery::ListTables { database: database.clone() }).await?;
+    Ok(Json(json!({"database": database, "tables": tables})).into_response())
 }
 
 /// `GET /api/v1/tables/{name}?database=`: columns, indexes and constraints.
@@ -210,13 +193,9 @@ pub async fn describe_table(
 ) -> Result<Response, ApiError> {
     let database = database_param(p)?;
     let q = SqlQuery::DescribeTable { database: database.clone(), name };
-    Ok(match catalog(&state, &prefs, &database, q).await? {
-        Ok(mut schema) => {
-            schema["database"] = json!(database);
-            Json(schema).into_response()
-        }
-        Err(f) => sql_error(f, ""),
-    })
+    let mut schema = catalog(&state, &prefs, &database, q).await?;
+    schema["database"] = json!(database);
+    Ok(Json(schema).into_response())
 }
 
 /// `GET /api/v1/databases`: every database that has been written to.

@@ -19,6 +19,7 @@ use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
+use tessera_api::error::ErrorCode;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
@@ -117,7 +118,7 @@ async fn stream_write_served(
     let headers = served_headers(&served);
     match served.value {
         Reply::Stream(r) => Ok((r, headers)),
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -466,10 +467,10 @@ pub async fn enable_cdc(
         QueryResult::Sql(SqlResult::Catalog(schema)) => {
             schema["name"].as_str().map(str::to_string).unwrap_or_else(|| req.table.clone())
         }
-        QueryResult::Sql(SqlResult::Failed(f)) if f.code == "TABLE_NOT_FOUND" => {
+        QueryResult::Rejected(r) if r.code == ErrorCode::TableNotFound => {
             return Err(ApiError::NotFound(format!("table {} does not exist in database {database}", req.table)));
         }
-        QueryResult::Sql(SqlResult::Failed(f)) => return Err(ApiError::BadRequest(f.message)),
+        QueryResult::Rejected(r) => return Err(ApiError::BadRequest(r.message)),
         other => return Err(ApiError::unexpected(other)),
     };
     if !valid_name(&cdc_channel(&database, &table)) || table.contains('.') {

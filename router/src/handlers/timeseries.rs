@@ -64,7 +64,7 @@ async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) ->
     let served = state.cluster.write(group, &Operation::TimeSeries(op), c).await?;
     match served.value {
         Reply::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -73,8 +73,8 @@ async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) ->
 async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<Served<TsQueryResult>, ApiError> {
     let served = state.cluster.read(group, &Query::TimeSeries(q), prefs.consistency, prefs.replica).await?;
     match served.value {
-        QueryResult::TimeSeries(TsQueryResult::Invalid(m)) => Err(ApiError::BadRequest(m)),
         QueryResult::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
+        QueryResult::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }

@@ -55,7 +55,7 @@ fn user_json(u: &UserRecord) -> Value {
 
 async fn meta_write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
     match state.cluster.meta_write(&Operation::Meta(op)).await? {
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         _ => Ok(()),
     }
 }

@@ -136,15 +136,15 @@ where
 async fn write(state: &AppState, group: GroupId, op: VectorOp, prefs: &ReadPrefs) -> Result<VectorResponse, ApiError> {
     match state.cluster.write(group, &Operation::Vector(op), prefs.consistency).await?.value {
         Reply::Vector(r) => Ok(r),
-        Reply::Rejected { kind, message } => Err(ApiError::rejected(kind, message)),
+        Reply::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }
 
 async fn read(state: &AppState, group: GroupId, q: VectorQuery, prefs: &ReadPrefs) -> Result<VectorQueryResult, ApiError> {
     match state.cluster.read(group, &Query::Vector(q), prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Vector(VectorQueryResult::Rejected { kind, message }) => Err(ApiError::rejected(kind, message)),
         QueryResult::Vector(r) => Ok(r),
+        QueryResult::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
     }
 }

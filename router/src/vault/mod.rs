@@ -170,9 +170,9 @@ impl Vault {
 
     async fn write(&self, cluster: &Cluster, op: MetaOp) -> Result<Response> {
         match cluster.meta_write(&Operation::Meta(op)).await? {
-            Response::Rejected { kind, message } => match kind {
-                tessera_api::command::RejectKind::NotFound => Err(VaultError::NotFound(message)),
-                _ => Err(VaultError::Invalid(message)),
+            Response::Rejected(r) => match r.code {
+                tessera_api::error::ErrorCode::NotFound => Err(VaultError::NotFound(r.message)),
+                _ => Err(VaultError::Invalid(r.message)),
             },
             r => Ok(r),
         }

@@ -19,7 +19,8 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::import::{ImportDoc, ImportFailure, ImportResult};
 use tessera_api::document::{
     CollectionDef, CollectionInfo, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, Found, FoundDoc,
@@ -27,7 +28,7 @@ use tessera_api::document::{
 };
 use tessera_document::{Bound, Direction, Filter, Schema, SortSpec, apply_update, get_path};
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, ReadView, Tx};
 use crate::error::{Result, StorageError};
 
 /// Document engine.
@@ -218,8 +219,8 @@ fn index_values(data: &Value, field: &str) -> (BTreeSet<Vec<u8>>, bool) {
 
 // ---------------------------------------------------------------- records
 
-fn reject(kind: RejectKind, message: String) -> Result<Response> {
-    Ok(Response::Rejected { kind, message })
+fn reject(kind: ErrorCode, message: String) -> Result<Response> {
+    Ok(Response::rejected(kind, message))
 }
 
 fn collection(view: &ReadView<'_>, name: &str) -> Result<Option<CollectionDef>> {
@@ -303,22 +304,22 @@ fn compress(tx: &mut Tx<'_>, cutoff: i64) -> Result<Response> {
 /// Inserts a batch of new documents all or nothing; the first bad one (schema,
 /// id, taken id) fails the batch with its index.
 fn insert_many(tx: &mut Tx<'_>, now: i64, name: &str, docs: &[ImportDoc]) -> Result<Response> {
-    let fail = |line: u64, kind: RejectKind, message: String| {
-        Ok(Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, kind, code: None, message }) }))
+    let fail = |line: u64, kind: ErrorCode, message: String| {
+        Ok(Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, rejection: Rejection::new(kind, message) }) }))
     };
     let Some(def) = collection(tx.view(), name)? else {
-        return fail(0, RejectKind::NotFound, format!("collection {name} does not exist"));
+        return fail(0, ErrorCode::NotFound, format!("collection {name} does not exist"));
     };
     let mut seen = std::collections::HashSet::new();
     for d in docs {
         if let Err(e) = validate_doc_id(&d.id) {
-            return fail(d.index, RejectKind::Invalid, e);
+            return fail(d.index, ErrorCode::Invalid, e);
         }
         if let Some(msg) = schema_violation(&def, &d.data) {
-            return fail(d.index, RejectKind::Invalid, msg);
+            return fail(d.index, ErrorCode::Invalid, msg);
         }
         if !seen.insert(d.id.as_str()) || tx.view().get(&doc_key(name, &d.id))?.is_some() {
-            return fail(d.index, RejectKind::Conflict, format!("document {} already exists in collection {name}", d.id));
+            return fail(d.index, ErrorCode::Conflict, format!("document {} already exists in collection {name}", d.id));
         }
     }
     for d in docs {
@@ -383,11 +384,11 @@ fn write_doc(tx: &mut Tx<'_>, def: &CollectionDef, old: Option<&DocRecord>, new:
 }
 
 fn no_collection(name: &str) -> Result<Response> {
-    reject(RejectKind::NotFound, format!("collection {name} does not exist"))
+    reject(ErrorCode::NotFound, format!("collection {name} does not exist"))
 }
 
 fn no_document(coll: &str, id: &str) -> Result<Response> {
-    reject(RejectKind::NotFound, format!("document {id} does not exist in collection {coll}"))
+    reject(ErrorCode::NotFound, format!("document {id} does not exist in collection {coll}"))
 }
 
 impl Engine for DocumentEngine {
@@ -397,15 +398,15 @@ impl Engine for DocumentEngine {
         match op {
             DocOp::CreateCollection { name, schema, exclusive } => {
                 if let Err(e) = validate_collection_name(name) {
-                    return reject(RejectKind::Invalid, e);
+                    return reject(ErrorCode::Invalid, e);
                 }
                 let schema = schema.clone().filter(|s| !s.is_null());
                 if let Some(Err(e)) = schema.as_ref().map(Schema::parse) {
-                    return reject(RejectKind::Invalid, e.to_string());
+                    return reject(ErrorCode::Invalid, e.to_string());
                 }
                 if collection(tx.view(), name)?.is_some() {
                     if *exclusive {
-                        return reject(RejectKind::Conflict, format!("collection {name} already exists"));
+                        return reject(ErrorCode::Conflict, format!("collection {name} already exists"));
                     }
                     return Ok(Response::Applied(false));
                 }
@@ -425,7 +426,7 @@ impl Engine for DocumentEngine {
             }
             DocOp::CreateIndex { collection: name, field } => {
                 if let Err(e) = validate_index_field(field) {
-                    return reject(RejectKind::Invalid, e);
+                    return reject(ErrorCode::Invalid, e);
                 }
                 let Some(mut def) = collection(tx.view(), name)? else { return no_collection(name) };
                 if def.indexes.contains(field) {
@@ -464,14 +465,14 @@ impl Engine for DocumentEngine {
             }
             DocOp::Insert { collection: name, id, data } => {
                 if let Err(e) = validate_doc_id(id) {
-                    return reject(RejectKind::Invalid, e);
+                    return reject(ErrorCode::Invalid, e);
                 }
                 let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
                 if let Some(msg) = schema_violation(&def, data) {
-                    return reject(RejectKind::Invalid, msg);
+                    return reject(ErrorCode::Invalid, msg);
                 }
                 if document(tx.view(), name, id)?.is_some() {
-                    return reject(RejectKind::Conflict, format!("document {id} already exists in collection {name}"));
+                    return reject(ErrorCode::Conflict, format!("document {id} already exists in collection {name}"));
                 }
                 let rec = DocRecord {
                     id: id.clone(),
@@ -487,7 +488,7 @@ impl Engine for DocumentEngine {
                 let Some(def) = collection(tx.view(), name)? else { return no_collection(name) };
                 let Some(old) = document(tx.view(), name, id)? else { return no_document(name, id) };
                 if let Some(msg) = schema_violation(&def, data) {
-                    return reject(RejectKind::Invalid, msg);
+                    return reject(ErrorCode::Invalid, msg);
                 }
                 let rec = DocRecord { data: data.clone(), updated_at_ms: now, ..old.clone() };
                 write_doc(tx, &def, Some(&old), Some(&rec))?;
@@ -498,10 +499,10 @@ impl Engine for DocumentEngine {
                 let Some(old) = document(tx.view(), name, id)? else { return no_document(name, id) };
                 let mut data = old.data.clone();
                 if let Err(e) = apply_update(&mut data, update) {
-                    return reject(RejectKind::Invalid, e.to_string());
+                    return reject(ErrorCode::Invalid, e.to_string());
                 }
                 if let Some(msg) = schema_violation(&def, &data) {
-                    return reject(RejectKind::Invalid, msg);
+                    return reject(ErrorCode::Invalid, msg);
                 }
                 let rec = DocRecord { data, updated_at_ms: now, ..old.clone() };
                 write_doc(tx, &def, Some(&old), Some(&rec))?;
@@ -526,8 +527,8 @@ impl Engine for DocumentEngine {
 // ---------------------------------------------------------------- queries
 
 /// Answers a document query.
-pub fn query(view: &ReadView<'_>, q: &DocQuery) -> Result<DocQueryResult> {
-    Ok(match q {
+pub fn query(view: &ReadView<'_>, q: &DocQuery) -> Result<Answer<DocQueryResult>> {
+    Ok(Ok(match q {
         DocQuery::ListCollections => {
             let mut defs: Vec<CollectionDef> = Vec::new();
             view.scan_prefix(b"c/", |_, v| {
@@ -547,22 +548,27 @@ pub fn query(view: &ReadView<'_>, q: &DocQuery) -> Result<DocQueryResult> {
         }
         DocQuery::Collection { name } => DocQueryResult::Collection(collection(view, name)?),
         DocQuery::Get { collection: name, id } => match collection(view, name)? {
-            None => DocQueryResult::NoCollection,
+            None => return Ok(no_collection_read(name)),
             Some(_) => DocQueryResult::Document(document(view, name, id)?),
         },
-        DocQuery::Find(spec) => find(view, spec)?,
-    })
+        DocQuery::Find(spec) => return find(view, spec),
+    }))
 }
 
-fn find(view: &ReadView<'_>, spec: &FindSpec) -> Result<DocQueryResult> {
-    let Some(def) = collection(view, &spec.collection)? else { return Ok(DocQueryResult::NoCollection) };
+/// The rejection of a read of a collection this group does not hold.
+fn no_collection_read<T>(name: &str) -> Answer<T> {
+    Err(Rejection::not_found(format!("collection {name} does not exist")))
+}
+
+fn find(view: &ReadView<'_>, spec: &FindSpec) -> Result<Answer<DocQueryResult>> {
+    let Some(def) = collection(view, &spec.collection)? else { return Ok(no_collection_read(&spec.collection)) };
     let filter = match Filter::parse(&spec.filter) {
         Ok(f) => f,
-        Err(e) => return Ok(DocQueryResult::Invalid(e.to_string())),
+        Err(e) => return Ok(Err(Rejection::invalid(e.to_string()))),
     };
     let sort = match SortSpec::parse(&spec.sort) {
         Ok(s) => s,
-        Err(e) => return Ok(DocQueryResult::Invalid(e.to_string())),
+        Err(e) => return Ok(Err(Rejection::invalid(e.to_string()))),
     };
     let (mut scanned, mut matched) = (0u64, Vec::new());
     let mut consider = |d: DocRecord| {
@@ -591,7 +597,7 @@ fn find(view: &ReadView<'_>, spec: &FindSpec) -> Result<DocQueryResult> {
     if let Some(limit) = spec.limit {
         docs.truncate(limit);
     }
-    Ok(DocQueryResult::Found(Found { docs, scanned, matched: total, index_used: index.map(|(f, _)| f) }))
+    Ok(Ok(DocQueryResult::Found(Found { docs, scanned, matched: total, index_used: index.map(|(f, _)| f) })))
 }
 
 /// The indexed field to scan for `filter`: an equality or `$in` constraint first,
@@ -765,7 +771,7 @@ mod engine_tests {
     fn find(data: &GroupData, coll: &str, filter: Value) -> Found {
         let spec = FindSpec { collection: coll.into(), filter, sort: Value::Null, limit: None };
         match query(&data.space(space::DOCUMENT), &DocQuery::Find(spec)).unwrap() {
-            DocQueryResult::Found(f) => f,
+            Ok(DocQueryResult::Found(f)) => f,
             other => panic!("find: {other:?}"),
         }
     }
@@ -820,20 +826,20 @@ mod engine_tests {
             doc(3, "d", json!({"name": "D"})),
         ];
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: batch.clone() }));
-        assert_eq!((f.line, f.kind), (2, RejectKind::Invalid), "{f:?}");
+        assert_eq!((f.line, f.rejection.code), (2, ErrorCode::Invalid), "{f:?}");
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "e", json!({"age": 1}))] }));
-        assert_eq!((f.line, f.kind), (0, RejectKind::Invalid), "required field: {f:?}");
+        assert_eq!((f.line, f.rejection.code), (0, ErrorCode::Invalid), "required field: {f:?}");
         // A taken id, and an id twice in the batch, are conflicts.
         let taken = vec![doc(0, "x", json!({"name": "X"})), doc(1, "taken", json!({"name": "T2"}))];
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: taken }));
-        assert_eq!((f.line, f.kind), (1, RejectKind::Conflict), "{f:?}");
+        assert_eq!((f.line, f.rejection.code), (1, ErrorCode::Conflict), "{f:?}");
         let twice = vec![doc(0, "y", json!({"name": "Y"})), doc(1, "y", json!({"name": "Y2"}))];
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: twice }));
-        assert_eq!((f.line, f.kind), (1, RejectKind::Conflict), "{f:?}");
+        assert_eq!((f.line, f.rejection.code), (1, ErrorCode::Conflict), "{f:?}");
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "bad/id", json!({"name": "Z"}))] }));
-        assert_eq!(f.kind, RejectKind::Invalid);
+        assert_eq!(f.rejection.code, ErrorCode::Invalid);
         let f = failure(apply(&data, DocOp::InsertMany { collection: "nobody".into(), docs: vec![doc(0, "z", json!({}))] }));
-        assert_eq!(f.kind, RejectKind::NotFound);
+        assert_eq!(f.rejection.code, ErrorCode::NotFound);
         assert_eq!(count(&data, "people"), 1, "no failed batch wrote anything");
         assert_eq!(index_entries(&data, "people", "age"), vec!["taken"], "nor any index entry");
 
@@ -845,7 +851,7 @@ mod engine_tests {
         assert_eq!(count(&data, "people"), 5);
         assert_eq!(ids(&data, "people", json!({"age": {"$gte": 30}})), (vec!["a".into(), "c".into()], Some("age".into())));
         let got = query(&data.space(space::DOCUMENT), &DocQuery::Get { collection: "people".into(), id: "d".into() }).unwrap();
-        let DocQueryResult::Document(Some(d)) = got else { panic!("{got:?}") };
+        let Ok(DocQueryResult::Document(Some(d))) = got else { panic!("{got:?}") };
         assert_eq!((d.data, d.created_at_ms), (json!({"name": "D"}), 1_000));
     }
 
@@ -887,7 +893,7 @@ mod engine_tests {
 
         // A rejected update leaves the indexes as they were.
         let bad = apply(&data, DocOp::Update { collection: "c".into(), id: "d1".into(), update: json!({"$inc": {"city": 1}}) });
-        assert!(matches!(bad, Response::Rejected { .. }), "{bad:?}");
+        assert!(matches!(bad, Response::Rejected(_)), "{bad:?}");
         assert_eq!(city("Rome").0, vec!["d1"]);
 
         // Dropping the collection removes its index entries too.

@@ -14,14 +14,15 @@
 
 use std::collections::HashSet;
 
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::{ErrorCode, Position, Rejection};
 use tessera_api::graph::{
     DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, NewEdge, NewNode, NodeRecord,
     TraverseDirection, validate_graph_name, validate_id, validate_label,
 };
 use tessera_graph::{Adjacent, Direction, Edge, EvalError, GraphSource, Node, TraversalSpec};
 
-use super::{Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, ReadView, Tx, space};
 use crate::error::{Result, StorageError};
 
 /// Graph engine.
@@ -68,8 +69,8 @@ fn under(mut prefix: Vec<u8>) -> Vec<u8> {
 
 // ---------------------------------------------------------------- records
 
-fn reject(kind: RejectKind, message: String) -> Result<Response> {
-    Ok(Response::Rejected { kind, message })
+fn reject(kind: ErrorCode, message: String) -> Result<Response> {
+    Ok(Response::rejected(kind, message))
 }
 
 fn node(view: &ReadView<'_>, g: &str, id: &str) -> Result<Option<NodeRecord>> {
@@ -147,29 +148,29 @@ impl Engine for GraphEngine {
         match op {
             GraphOp::AddNode { graph, node: n } => {
                 if let Err(e) = check_node(graph, n) {
-                    return reject(RejectKind::Invalid, e);
+                    return reject(ErrorCode::Invalid, e);
                 }
                 if tx.view().get(&node_key(graph, &n.id))?.is_some() {
-                    return reject(RejectKind::Conflict, format!("node {} already exists", n.id));
+                    return reject(ErrorCode::Conflict, format!("node {} already exists", n.id));
                 }
                 Ok(Response::Graph(GraphResponse::Node(put_node(tx, graph, n, now)?)))
             }
             GraphOp::AddEdge { graph, edge: e } => {
                 if let Err(msg) = check_edge(graph, e) {
-                    return reject(RejectKind::Invalid, msg);
+                    return reject(ErrorCode::Invalid, msg);
                 }
                 for id in [&e.from_node, &e.to_node] {
                     if tx.view().get(&node_key(graph, id))?.is_none() {
-                        return reject(RejectKind::NotFound, missing_node(id));
+                        return reject(ErrorCode::NotFound, missing_node(id));
                     }
                 }
                 if tx.view().get(&edge_key(graph, &e.id))?.is_some() {
-                    return reject(RejectKind::Conflict, format!("edge {} already exists", e.id));
+                    return reject(ErrorCode::Conflict, format!("edge {} already exists", e.id));
                 }
                 Ok(Response::Graph(GraphResponse::Edge(put_edge(tx, graph, e, now)?)))
             }
             GraphOp::DeleteNode { graph, id } => {
-                let Some(rec) = node(tx.view(), graph, id)? else { return reject(RejectKind::NotFound, missing_node(id)) };
+                let Some(rec) = node(tx.view(), graph, id)? else { return reject(ErrorCode::NotFound, missing_node(id)) };
                 let mut ids = incident(tx.view(), b"o/", graph, id)?;
                 ids.extend(incident(tx.view(), b"i/", graph, id)?);
                 let mut removed = HashSet::new();
@@ -203,29 +204,29 @@ fn batch(tx: &mut Tx<'_>, now: i64, graph: &str, nodes: &[NewNode], edges: &[New
     let mut new_nodes: HashSet<&str> = HashSet::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
         if let Err(e) = check_node(graph, n) {
-            return reject(RejectKind::Invalid, format!("nodes[{i}]: {e}"));
+            return reject(ErrorCode::Invalid, format!("nodes[{i}]: {e}"));
         }
         if !new_nodes.insert(&n.id) || tx.view().get(&node_key(graph, &n.id))?.is_some() {
-            return reject(RejectKind::Conflict, format!("nodes[{i}]: node {} already exists", n.id));
+            return reject(ErrorCode::Conflict, format!("nodes[{i}]: node {} already exists", n.id));
         }
     }
     let mut new_edges: HashSet<&str> = HashSet::with_capacity(edges.len());
     let mut known: HashSet<&str> = HashSet::new();
     for (i, e) in edges.iter().enumerate() {
         if let Err(msg) = check_edge(graph, e) {
-            return reject(RejectKind::Invalid, format!("edges[{i}]: {msg}"));
+            return reject(ErrorCode::Invalid, format!("edges[{i}]: {msg}"));
         }
         for id in [e.from_node.as_str(), e.to_node.as_str()] {
             if new_nodes.contains(id) || known.contains(id) {
                 continue;
             }
             if tx.view().get(&node_key(graph, id))?.is_none() {
-                return reject(RejectKind::NotFound, format!("edges[{i}]: {}", missing_node(id)));
+                return reject(ErrorCode::NotFound, format!("edges[{i}]: {}", missing_node(id)));
             }
             known.insert(id);
         }
         if !new_edges.insert(&e.id) || tx.view().get(&edge_key(graph, &e.id))?.is_some() {
-            return reject(RejectKind::Conflict, format!("edges[{i}]: edge {} already exists", e.id));
+            return reject(ErrorCode::Conflict, format!("edges[{i}]: edge {} already exists", e.id));
         }
     }
     for n in nodes {
@@ -305,11 +306,11 @@ impl GraphSource for Source<'_, '_> {
 }
 
 /// Answers a graph query from one snapshot of this replica.
-pub fn query(data: &GroupData, q: &GraphQuery) -> Result<GraphQueryResult> {
+pub fn query(data: &GroupData, q: &GraphQuery) -> Result<Answer<GraphQueryResult>> {
     let db = data.db();
     let snapshot = db.snapshot();
     let view = ReadView::at_snapshot(db, &snapshot, data.group, space::GRAPH);
-    Ok(match q {
+    Ok(Ok(match q {
         GraphQuery::Node { graph, id } => GraphQueryResult::Node(node(&view, graph, id)?),
         GraphQuery::Edge { graph, id } => GraphQueryResult::Edge(edge(&view, graph, id)?),
         GraphQuery::Data { graph, start, depth, label, edge_label, direction, limit, edge_limit } => {
@@ -328,7 +329,7 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<GraphQueryResult> {
             };
             let t = tessera_graph::traverse(&Source { view: &view, graph }, &spec)?;
             if !t.start_found {
-                return Ok(GraphQueryResult::NoStartNode);
+                return Ok(Ok(GraphQueryResult::NoStartNode));
             }
             let nodes = t
                 .nodes
@@ -345,14 +346,17 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<GraphQueryResult> {
         GraphQuery::Pattern { graph, query, params, max_rows } => {
             let opts = tessera_graph::eval::Options { max_rows: *max_rows, ..Default::default() };
             let run = || match tessera_graph::run_query(&Source { view: &view, graph }, query, params, opts) {
-                Ok(out) => Ok(GraphQueryResult::Table {
+                Ok(out) => Ok(Ok(GraphQueryResult::Table {
                     columns: out.columns,
                     rows: out.rows,
                     truncated: out.truncated,
                     work: out.work,
                     plan: out.plan,
-                }),
-                Err(EvalError::Query(e)) => Ok(GraphQueryResult::Invalid { message: e.message, position: e.position }),
+                })),
+                Err(EvalError::Query(e)) => {
+                    let position = e.position.map(|offset| Position::of_offset(query, offset));
+                    Ok(Err(Rejection::invalid(e.message).at(position)))
+                }
                 Err(EvalError::Source(e)) => Err(e),
             };
             // The matcher recurses once per hop; the parser bounds that, and a
@@ -365,12 +369,12 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<GraphQueryResult> {
                     .spawn_scoped(s, move || run())
                     .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             });
-            match spawned {
-                Ok(result) => result?,
-                Err(_) => run()?,
-            }
+            return match spawned {
+                Ok(result) => result,
+                Err(_) => run(),
+            };
         }
-    })
+    }))
 }
 
 /// Stack of the thread a pattern query runs on.
@@ -422,7 +426,7 @@ mod tests {
             limit: 100,
             edge_limit: 100,
         };
-        query(data, &q).unwrap()
+        query(data, &q).unwrap().unwrap()
     }
 
     fn counts(r: &GraphQueryResult) -> (usize, usize) {
@@ -433,12 +437,15 @@ mod tests {
     }
 
     fn pattern(data: &GroupData, g: &str, q: &str) -> GraphQueryResult {
-        query(data, &GraphQuery::Pattern { graph: g.into(), query: q.into(), params: Map::new(), max_rows: 100 }).unwrap()
+        match query(data, &GraphQuery::Pattern { graph: g.into(), query: q.into(), params: Map::new(), max_rows: 100 }).unwrap() {
+            Ok(r) => r,
+            Err(r) => panic!("{r}"),
+        }
     }
 
-    fn rejected(r: &Response) -> Option<RejectKind> {
+    fn rejected(r: &Response) -> Option<ErrorCode> {
         match r {
-            Response::Rejected { kind, .. } => Some(*kind),
+            Response::Rejected(Rejection { code: kind, .. }) => Some(*kind),
             _ => None,
         }
     }
@@ -449,15 +456,15 @@ mod tests {
         assert!(matches!(add_node(&d, "g", "a", "P"), Response::Graph(GraphResponse::Node(ref n)) if n.created_at_ms == 5));
         add_node(&d, "g", "b", "P");
         add_node(&d, "g", "c", "Q");
-        assert_eq!(rejected(&add_node(&d, "g", "a", "P")), Some(RejectKind::Conflict));
-        assert_eq!(rejected(&add_node(&d, "g", "x/y", "P")), Some(RejectKind::Invalid));
-        assert_eq!(rejected(&add_node(&d, "g", "z", "")), Some(RejectKind::Invalid));
-        assert_eq!(rejected(&add_node(&d, "bad name", "z", "P")), Some(RejectKind::Invalid));
+        assert_eq!(rejected(&add_node(&d, "g", "a", "P")), Some(ErrorCode::Conflict));
+        assert_eq!(rejected(&add_node(&d, "g", "x/y", "P")), Some(ErrorCode::Invalid));
+        assert_eq!(rejected(&add_node(&d, "g", "z", "")), Some(ErrorCode::Invalid));
+        assert_eq!(rejected(&add_node(&d, "bad name", "z", "P")), Some(ErrorCode::Invalid));
         assert!(matches!(add_edge(&d, "g", "e1", "a", "b"), Response::Graph(GraphResponse::Edge(_))));
         add_edge(&d, "g", "e2", "b", "c");
         add_edge(&d, "g", "e3", "c", "c");
-        assert_eq!(rejected(&add_edge(&d, "g", "e1", "a", "c")), Some(RejectKind::Conflict));
-        assert_eq!(rejected(&add_edge(&d, "g", "e9", "a", "nope")), Some(RejectKind::NotFound));
+        assert_eq!(rejected(&add_edge(&d, "g", "e1", "a", "c")), Some(ErrorCode::Conflict));
+        assert_eq!(rejected(&add_edge(&d, "g", "e9", "a", "nope")), Some(ErrorCode::NotFound));
         // The out-adjacency of one node is one prefix scan.
         let view = d.space(space::GRAPH);
         let src = Source { view: &view, graph: "g" };
@@ -486,7 +493,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(pattern(&d, "g", "MATCH (a RETURN a"), GraphQueryResult::Invalid { position: Some(9), .. }));
+        let bad = GraphQuery::Pattern { graph: "g".into(), query: "MATCH (a RETURN a".into(), params: Map::new(), max_rows: 100 };
+        let expected = Position { line: 1, column: 10, offset: Some(9) };
+        assert!(matches!(query(&d, &bad).unwrap(), Err(Rejection { code: ErrorCode::Invalid, position: Some(p), .. }) if p == expected));
     }
 
     #[test]
@@ -514,7 +523,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(left, vec!["e/g|ac", "i/g|c|R|ac", "l/g|P|a", "l/g|P|c", "n/g|a", "n/g|c", "o/g|a|R|ac"]);
-        assert_eq!(rejected(&apply(&d, GraphOp::DeleteNode { graph: "g".into(), id: "b".into() })), Some(RejectKind::NotFound));
+        assert_eq!(rejected(&apply(&d, GraphOp::DeleteNode { graph: "g".into(), id: "b".into() })), Some(ErrorCode::NotFound));
         assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Deleted(1));
         assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Deleted(0));
         assert_eq!(counts(&data(&d, "g", None, 0)), (2, 0));
@@ -527,12 +536,12 @@ mod tests {
         let nodes = vec![nn("n1", "P"), nn("n2", "P")];
         // The second edge names a missing node: nothing is written.
         let bad = GraphOp::Batch { graph: "g".into(), nodes: nodes.clone(), edges: vec![ne("e1", "n1", "n2", "R"), ne("e2", "n2", "ghost", "R")] };
-        assert_eq!(rejected(&apply(&d, bad)), Some(RejectKind::NotFound));
+        assert_eq!(rejected(&apply(&d, bad)), Some(ErrorCode::NotFound));
         assert_eq!(counts(&data(&d, "g", None, 0)), (1, 0));
         let dup = GraphOp::Batch { graph: "g".into(), nodes: vec![nn("n1", "P"), nn("n1", "P")], edges: vec![] };
-        assert_eq!(rejected(&apply(&d, dup)), Some(RejectKind::Conflict));
+        assert_eq!(rejected(&apply(&d, dup)), Some(ErrorCode::Conflict));
         let dup_edge = GraphOp::Batch { graph: "g".into(), nodes: vec![], edges: vec![ne("e", "old", "old", "R"), ne("e", "old", "old", "R")] };
-        assert_eq!(rejected(&apply(&d, dup_edge)), Some(RejectKind::Conflict));
+        assert_eq!(rejected(&apply(&d, dup_edge)), Some(ErrorCode::Conflict));
         let good = GraphOp::Batch { graph: "g".into(), nodes, edges: vec![ne("e1", "n1", "n2", "R"), ne("e2", "n2", "old", "R")] };
         assert_eq!(apply(&d, good), Response::Graph(GraphResponse::Batch { nodes: 2, edges: 2 }));
         assert_eq!(counts(&data(&d, "g", Some("n1"), 5)), (3, 2));

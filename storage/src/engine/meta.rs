@@ -3,7 +3,8 @@
 //! Keys: `map` → cluster map; `u/<id>` → user; `n/<username>` → user id;
 //! `s/<token hash>` → session. The vault (see [`apply_vault`]) lives under `vault/`.
 
-use tessera_api::command::{MetaOp, RejectKind, Response};
+use tessera_api::command::{MetaOp, Response};
+use tessera_api::error::ErrorCode;
 use tessera_api::meta::{ClusterMap, Role, RoleRecord, SessionRecord, UserRecord};
 use tessera_api::meta::{VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
@@ -30,8 +31,8 @@ fn role_key(name: &str) -> Vec<u8> {
     [b"r/".as_slice(), name.as_bytes()].concat()
 }
 
-fn reject(kind: RejectKind, message: impl Into<String>) -> Result<Response> {
-    Ok(Response::Rejected { kind, message: message.into() })
+fn reject(kind: ErrorCode, message: impl Into<String>) -> Result<Response> {
+    Ok(Response::rejected(kind, message))
 }
 
 /// Whether removing `id`'s admin role (or the user) would leave no admin.
@@ -66,7 +67,7 @@ impl Engine for MetaEngine {
             }
             MetaOp::CreateUser(user) => {
                 if tx.view().get(&name_key(&user.username))?.is_some() {
-                    return reject(RejectKind::Conflict, format!("user {} already exists", user.username));
+                    return reject(ErrorCode::Conflict, format!("user {} already exists", user.username));
                 }
                 tx.put(&user_key(&user.id), &serde_json::to_vec(user)?);
                 tx.put(&name_key(&user.username), user.id.as_bytes());
@@ -74,14 +75,14 @@ impl Engine for MetaEngine {
             }
             MetaOp::UpdateUser(user) => {
                 let Some(old) = user_by_id(tx.view(), &user.id)? else {
-                    return reject(RejectKind::NotFound, format!("user {} does not exist", user.id));
+                    return reject(ErrorCode::NotFound, format!("user {} does not exist", user.id));
                 };
                 if old.role == Role::Admin && user.role != Role::Admin && is_last_admin(tx.view(), &user.id)? {
-                    return reject(RejectKind::Conflict, "the last admin cannot lose the admin role");
+                    return reject(ErrorCode::Conflict, "the last admin cannot lose the admin role");
                 }
                 if old.username != user.username {
                     if tx.view().get(&name_key(&user.username))?.is_some() {
-                        return reject(RejectKind::Conflict, format!("user {} already exists", user.username));
+                        return reject(ErrorCode::Conflict, format!("user {} already exists", user.username));
                     }
                     tx.delete(&name_key(&old.username));
                     tx.put(&name_key(&user.username), user.id.as_bytes());
@@ -91,10 +92,10 @@ impl Engine for MetaEngine {
             }
             MetaOp::DeleteUser { id } => {
                 let Some(old) = user_by_id(tx.view(), id)? else {
-                    return reject(RejectKind::NotFound, format!("user {id} does not exist"));
+                    return reject(ErrorCode::NotFound, format!("user {id} does not exist"));
                 };
                 if old.role == Role::Admin && is_last_admin(tx.view(), id)? {
-                    return reject(RejectKind::Conflict, "the last admin cannot be deleted");
+                    return reject(ErrorCode::Conflict, "the last admin cannot be deleted");
                 }
                 tx.delete(&user_key(id));
                 tx.delete(&name_key(&old.username));
@@ -103,17 +104,17 @@ impl Engine for MetaEngine {
             MetaOp::PutRole { role, create } => {
                 let exists = tx.view().get(&role_key(&role.name))?.is_some();
                 if *create && exists {
-                    return reject(RejectKind::Conflict, format!("role {} already exists", role.name));
+                    return reject(ErrorCode::Conflict, format!("role {} already exists", role.name));
                 }
                 if !*create && !exists {
-                    return reject(RejectKind::NotFound, format!("role {} does not exist", role.name));
+                    return reject(ErrorCode::NotFound, format!("role {} does not exist", role.name));
                 }
                 tx.put(&role_key(&role.name), &serde_json::to_vec(role)?);
                 Ok(Response::Applied(true))
             }
             MetaOp::DeleteRole { name } => {
                 if tx.view().get(&role_key(name))?.is_none() {
-                    return reject(RejectKind::NotFound, format!("role {name} does not exist"));
+                    return reject(ErrorCode::NotFound, format!("role {name} does not exist"));
                 }
                 tx.delete(&role_key(name));
                 Ok(Response::Applied(true))
@@ -262,7 +263,7 @@ fn apply_vault(tx: &mut Tx<'_>, now: i64, op: &MetaOp) -> Result<Response> {
         }
         MetaOp::VaultDeletePolicy { name } => {
             if tx.view().get(&vault_policy_key(name))?.is_none() {
-                return reject(RejectKind::NotFound, format!("vault policy {name} does not exist"));
+                return reject(ErrorCode::NotFound, format!("vault policy {name} does not exist"));
             }
             tx.delete(&vault_policy_key(name));
             Ok(Response::Applied(true))
@@ -287,7 +288,7 @@ fn apply_vault(tx: &mut Tx<'_>, now: i64, op: &MetaOp) -> Result<Response> {
             tx.put(VAULT_AUDIT_COUNT, &count.to_be_bytes());
             Ok(Response::Applied(true))
         }
-        _ => reject(RejectKind::Invalid, "not a vault operation"),
+        _ => reject(ErrorCode::Invalid, "not a vault operation"),
     }
 }
 

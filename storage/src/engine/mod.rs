@@ -24,6 +24,9 @@ use crate::error::Result;
 use crate::keys::{self, CF_DATA, CF_INDEX};
 use crate::store::Db;
 
+/// A read's answer, or why it was refused (the reply carries the rejection).
+pub type Answer<T> = std::result::Result<T, tessera_api::error::Rejection>;
+
 /// Key spaces of the engines inside a group's range.
 pub mod space {
     pub const KV: u8 = 1;

@@ -5,7 +5,8 @@
 //! → one chunk of content; `u/<bucket>\0<blob>` → [`PendingUpload`], from an
 //! upload's first chunk until it is committed, aborted or swept.
 
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::ErrorCode;
 use tessera_api::object::{BucketInfo, BucketStats, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, PendingUpload};
 
 use super::{Engine, ReadView, Tx};
@@ -46,8 +47,8 @@ fn upload_key(bucket: &str, blob: &str) -> Vec<u8> {
     [uploads_prefix(bucket).as_slice(), blob.as_bytes()].concat()
 }
 
-fn reject(kind: RejectKind, message: String) -> Result<Response> {
-    Ok(Response::Rejected { kind, message })
+fn reject(kind: ErrorCode, message: String) -> Result<Response> {
+    Ok(Response::rejected(kind, message))
 }
 
 fn bucket(view: &ReadView<'_>, name: &str) -> Result<Option<BucketInfo>> {
@@ -68,7 +69,7 @@ fn incarnation_refusal(view: &ReadView<'_>, name: &str, incarnation: Option<i64>
         }
         _ => return Ok(None),
     };
-    Ok(Some(Response::Rejected { kind: RejectKind::NotFound, message }))
+    Ok(Some(Response::rejected(ErrorCode::NotFound, message)))
 }
 
 impl Engine for ObjectEngine {
@@ -87,7 +88,7 @@ impl Engine for ObjectEngine {
                             tx.delete_prefix(&chunks_prefix(name));
                             tx.delete_prefix(&uploads_prefix(name));
                         }
-                        None => return reject(RejectKind::Conflict, format!("bucket {name} already exists")),
+                        None => return reject(ErrorCode::Conflict, format!("bucket {name} already exists")),
                     }
                 }
                 let info = BucketInfo { name: name.clone(), created_at_ms: copy_of_created_at_ms.unwrap_or(now) };
@@ -99,7 +100,7 @@ impl Engine for ObjectEngine {
                     if *if_exists {
                         return Ok(Response::Applied(false));
                     }
-                    return reject(RejectKind::NotFound, format!("bucket {name} does not exist"));
+                    return reject(ErrorCode::NotFound, format!("bucket {name} does not exist"));
                 }
                 tx.delete_prefix(&objects_prefix(name));
                 tx.delete_prefix(&chunks_prefix(name));
@@ -124,7 +125,7 @@ impl Engine for ObjectEngine {
                 }
                 for i in 0..m.chunks {
                     if tx.view().get(&chunk_key(&m.bucket, &m.blob_id, i))?.is_none() {
-                        return reject(RejectKind::Invalid, format!("chunk {i} of the upload is missing"));
+                        return reject(ErrorCode::Invalid, format!("chunk {i} of the upload is missing"));
                     }
                 }
                 let mut stored = m.clone();
@@ -245,6 +246,7 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_api::error::Rejection;
     use crate::engine::space;
     use crate::engine::test_support::{apply_op, open_group};
 
@@ -353,12 +355,12 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         let exclusive = ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None };
-        assert!(matches!(apply(&data, exclusive), Response::Rejected { kind: RejectKind::Conflict, .. }));
+        assert!(matches!(apply(&data, exclusive), Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })));
         commit(&data, "k");
         assert_eq!(apply(&data, ObjectOp::DropBucket { name: "bk".into(), if_exists: true }), Response::Applied(true));
         assert_eq!(apply(&data, ObjectOp::DropBucket { name: "bk".into(), if_exists: true }), Response::Applied(false));
         let strict = ObjectOp::DropBucket { name: "bk".into(), if_exists: false };
-        assert!(matches!(apply(&data, strict), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(apply(&data, strict), Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         assert_eq!(query(&view, &ObjectQuery::Bucket { name: "bk".into() }).unwrap(), ObjectQueryResult::Bucket(None));
         assert!(view.get(&object_key("bk", "k")).unwrap().is_none(), "dropping removes the objects");
     }
@@ -400,8 +402,8 @@ mod tests {
         // Dropped and made again (incarnation 500): the old upload's writes are refused.
         at(200, ObjectOp::DropBucket { name: "bk".into(), if_exists: true });
         at(500, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(500) });
-        assert!(matches!(at(510, chunk("b", 100)), Response::Rejected { kind: RejectKind::NotFound, .. }));
-        assert!(matches!(at(520, commit("late", "b", 100)), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(at(510, chunk("b", 100)), Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
+        assert!(matches!(at(520, commit("late", "b", 100)), Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         assert!(matches!(at(530, chunk("c", 500)), Response::Applied(true)));
         assert!(matches!(at(540, commit("new", "c", 500)), Response::Object(_)));
         assert_eq!(list(&data, "", None, 10), ["new"]);
@@ -410,6 +412,6 @@ mod tests {
         // is emptied when incarnation 900's copy arrives.
         at(900, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: Some(900) });
         assert_eq!(list(&data, "", None, 10), Vec::<String>::new());
-        assert!(matches!(at(910, chunk("d", 500)), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(at(910, chunk("d", 500)), Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
     }
 }

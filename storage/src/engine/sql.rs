@@ -6,13 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::{ErrorCode, Position, Rejection};
 use tessera_api::import::{ImportFailure, ImportResult, OnConflict, SqlImportOp};
-use tessera_api::sql::{SqlFailure, SqlOp, SqlQuery, SqlResult, SqlRows};
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, SqlRows};
 use tessera_sql::import::{Conflict, ImportInput};
 use tessera_sql::{ExecContext, KvRead, SqlError, WriteOp};
 
-use super::{Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, ReadView, Tx, space};
 use crate::error::Result;
 
 /// SQL engine.
@@ -64,12 +65,35 @@ impl KvRead for DatabaseKv<'_, '_> {
     }
 }
 
-fn failure(e: SqlError) -> SqlResult {
-    SqlResult::Failed(SqlFailure {
-        code: e.code.as_str().to_string(),
-        message: e.message,
-        position: e.position.map(|p| (p.line, p.column)),
-    })
+/// The wire code of a SQL error code.
+fn error_code(code: tessera_sql::ErrorCode) -> ErrorCode {
+    use tessera_sql::ErrorCode as C;
+    match code {
+        C::ParseError => ErrorCode::ParseError,
+        C::TableNotFound => ErrorCode::TableNotFound,
+        C::ColumnNotFound => ErrorCode::ColumnNotFound,
+        C::TypeMismatch => ErrorCode::TypeMismatch,
+        C::DivisionByZero => ErrorCode::DivisionByZero,
+        C::ConstraintViolation => ErrorCode::ConstraintViolation,
+        C::TableExists => ErrorCode::TableExists,
+        C::IndexNotFound => ErrorCode::IndexNotFound,
+        C::IndexExists => ErrorCode::IndexExists,
+        C::ColumnExists => ErrorCode::ColumnExists,
+        C::ConstraintNotFound => ErrorCode::ConstraintNotFound,
+        C::Unsupported => ErrorCode::Unsupported,
+        C::GroupingError => ErrorCode::GroupingError,
+        C::TransactionError => ErrorCode::TransactionError,
+        C::QueryTimeout => ErrorCode::QueryTimeout,
+        C::QueryMemoryExceeded => ErrorCode::QueryMemoryExceeded,
+        C::Storage => ErrorCode::Storage,
+        C::Internal => ErrorCode::Internal,
+    }
+}
+
+/// A SQL error as the reply's rejection.
+fn rejection(e: SqlError) -> Rejection {
+    let position = e.position.map(|p| Position { line: p.line, column: p.column, offset: None });
+    Rejection::new(error_code(e.code), e.message).at(position)
 }
 
 fn rows(r: tessera_sql::QueryResult) -> SqlResult {
@@ -101,14 +125,8 @@ impl SqlEngine {
         capture: &dyn Fn(&str) -> bool,
     ) -> Result<(Response, Vec<tessera_sql::RowChange>)> {
         if !valid_database_name(&op.database) {
-            return Ok((
-                Response::Sql(failure(SqlError {
-                    code: tessera_sql::ErrorCode::Unsupported,
-                    message: format!("invalid database name {:?}", op.database),
-                    position: None,
-                })),
-                Vec::new(),
-            ));
+            let message = format!("invalid database name {:?}", op.database);
+            return Ok((Response::Rejected(Rejection::new(ErrorCode::Unsupported, message)), Vec::new()));
         }
         let prefix = data_prefix(&op.database);
         let ctx = ExecContext {
@@ -146,17 +164,11 @@ impl SqlEngine {
             // stop this group's apply here instead of answering a failure that the
             // other replicas (which could read) did not give.
             Err(e) if e.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.message)),
-            Err(e) => Ok((Response::Sql(failure(e)), Vec::new())),
+            Err(e) => Ok((Response::Rejected(rejection(e)), Vec::new())),
         }
     }
 }
 
-/// The leader's trial run of a write before it is proposed: executes `op`
-/// against a snapshot of this replica's current state with the request's time
-/// limit and discards the writes. Returns the `QUERY_TIMEOUT` failure when the
-/// limit is exceeded; every other outcome is left to the real apply, which may
-/// see newer state. Only requests that may run long are tried
-/// ([`tessera_sql::may_run_long`]).
 /// The node's pool for SQL reads' intermediate results (see [`MemoryPool`]).
 static MEMORY_POOL: std::sync::OnceLock<std::sync::Arc<tessera_sql::MemoryPool>> = std::sync::OnceLock::new();
 
@@ -178,7 +190,13 @@ fn memory_budget(mb: u64) -> usize {
     if mb == 0 { tessera_sql::DEFAULT_MAX_MEMORY_BYTES } else { mb_to_bytes(mb) }
 }
 
-pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult> {
+/// The leader's trial run of a write before it is proposed: executes `op`
+/// against a snapshot of this replica's current state with the request's time
+/// limit and discards the writes. Returns the `QUERY_TIMEOUT` (or
+/// `QUERY_MEMORY_EXCEEDED`) rejection when a limit is exceeded; every other
+/// outcome is left to the real apply, which may see newer state. Only requests
+/// that may run long are tried ([`tessera_sql::may_run_long`]).
+pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<Rejection> {
     if op.timeout_ms == 0 || !valid_database_name(&op.database) || !tessera_sql::may_run_long(&op.sql) {
         return None;
     }
@@ -197,7 +215,7 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<SqlResult>
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
         Err(e) if matches!(e.code, tessera_sql::ErrorCode::QueryTimeout | tessera_sql::ErrorCode::QueryMemoryExceeded) => {
-            Some(failure(e))
+            Some(rejection(e))
         }
         _ => None,
     }
@@ -221,18 +239,14 @@ impl SqlEngine {
         op: &SqlImportOp,
         capture: &dyn Fn(&str) -> bool,
     ) -> Result<(Response, Vec<tessera_sql::RowChange>)> {
-        let fail = |line: u64, kind: RejectKind, code: Option<String>, message: String| {
+        let fail = |line: u64, rejection: Rejection| {
             Ok((
-                Response::Import(ImportResult {
-                    imported: 0,
-                    skipped: 0,
-                    failure: Some(ImportFailure { line, kind, code, message }),
-                }),
+                Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, rejection }) }),
                 Vec::new(),
             ))
         };
         if !valid_database_name(&op.database) {
-            return fail(0, RejectKind::Invalid, None, format!("invalid database name {:?}", op.database));
+            return fail(0, Rejection::invalid(format!("invalid database name {:?}", op.database)));
         }
         let prefix = data_prefix(&op.database);
         let ctx = ExecContext { now_ms: now, max_result_rows: 0, deadline: None, ..ExecContext::default() };
@@ -261,22 +275,15 @@ impl SqlEngine {
                 Ok((response, out.changes))
             }
             Err(e) if e.error.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.error.message)),
-            Err(e) => {
-                use tessera_sql::ErrorCode as C;
-                let kind = match e.error.code {
-                    C::TableNotFound => RejectKind::NotFound,
-                    C::ConstraintViolation => RejectKind::Conflict,
-                    _ => RejectKind::Invalid,
-                };
-                fail(e.line.unwrap_or(0), kind, Some(e.error.code.as_str().to_string()), e.error.message)
-            }
+            Err(e) => fail(e.line.unwrap_or(0), rejection(e.error)),
         }
     }
 }
 
-/// Answers SQL reads from one consistent snapshot of this replica.
-/// Answers a SQL read from this replica; `cancel`, once set, stops a running query.
-pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Result<SqlResult> {
+/// Answers a SQL read from one consistent snapshot of this replica; `cancel`,
+/// once set, stops a running query. A statement that writes is refused with
+/// `NOT_READ_ONLY` (the router then proposes it).
+pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Result<Answer<SqlResult>> {
     let db = data.db();
     let snapshot = db.snapshot();
     let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
@@ -286,13 +293,9 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
             match tessera_sql::is_read_only(sql) {
                 Ok(true) => {}
                 Ok(false) => {
-                    return Ok(failure(SqlError {
-                        code: tessera_sql::ErrorCode::TransactionError,
-                        message: "NOT_READ_ONLY: the request writes and must be proposed".into(),
-                        position: None,
-                    }));
+                    return Ok(Err(Rejection::new(ErrorCode::NotReadOnly, "the request writes and must be proposed")));
                 }
-                Err(e) => return Ok(failure(e)),
+                Err(e) => return Ok(Err(rejection(e))),
             }
             let ctx = ExecContext {
                 now_ms: tessera_api::command::now_ms(),
@@ -303,18 +306,15 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 cancel,
                 memory_pool: Some(memory_pool()),
             };
-            match tessera_sql::execute(&kv(database), sql, params, &ctx) {
-                Ok(out) => rows(out.result),
-                Err(e) => failure(e),
-            }
+            tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result)).map_err(rejection)
         }
         SqlQuery::ListTables { database } => match tessera_sql::list_tables(&kv(database)) {
-            Ok(tables) => SqlResult::Catalog(serde_json::to_value(tables)?),
-            Err(e) => failure(e),
+            Ok(tables) => Ok(SqlResult::Catalog(serde_json::to_value(tables)?)),
+            Err(e) => Err(rejection(e)),
         },
         SqlQuery::DescribeTable { database, name } => match tessera_sql::describe_table(&kv(database), name) {
-            Ok(schema) => SqlResult::Catalog(serde_json::to_value(schema)?),
-            Err(e) => failure(e),
+            Ok(schema) => Ok(SqlResult::Catalog(serde_json::to_value(schema)?)),
+            Err(e) => Err(rejection(e)),
         },
         SqlQuery::ListDatabases => {
             let mut names = Vec::new();
@@ -322,7 +322,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 names.push(String::from_utf8_lossy(&k[2..]).into_owned());
                 Ok(true)
             })?;
-            SqlResult::Catalog(serde_json::json!(names))
+            Ok(SqlResult::Catalog(serde_json::json!(names)))
         }
     })
 }

@@ -16,7 +16,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::ErrorCode;
 use tessera_api::stream::{
     CdcSource, ChannelEvents, ChannelInfo, StreamEvent, StreamOp, StreamQuery, StreamQueryResult, StreamResponse,
     cdc_channel,
@@ -85,8 +86,8 @@ fn decode_event(channel: &str, id: u64, bytes: &[u8]) -> Result<StreamEvent> {
     Ok(StreamEvent { id, channel: channel.to_string(), event_type: e.event_type, data: e.data, timestamp_ms: e.timestamp_ms })
 }
 
-fn rejected(kind: RejectKind, message: impl Into<String>) -> Response {
-    Response::Rejected { kind, message: message.into() }
+fn rejected(kind: ErrorCode, message: impl Into<String>) -> Response {
+    Response::rejected(kind, message)
 }
 
 /// Parses a retention duration (`"30m"`, `"24h"`, `"7d"`, `"1h30m"`; > 0).
@@ -156,21 +157,21 @@ impl Engine for StreamEngine {
         match op {
             StreamOp::CreateChannel { name, retention, max_events } => {
                 if load_channel(tx.view(), name)?.is_some() {
-                    return Ok(rejected(RejectKind::Conflict, format!("channel {name} already exists")));
+                    return Ok(rejected(ErrorCode::Conflict, format!("channel {name} already exists")));
                 }
                 let c = match new_channel(name, retention, *max_events, now, None) {
                     Ok(c) => c,
-                    Err(m) => return Ok(rejected(RejectKind::Invalid, m)),
+                    Err(m) => return Ok(rejected(ErrorCode::Invalid, m)),
                 };
                 save_channel(tx, &c)?;
                 Ok(Response::Stream(StreamResponse::Channel(c)))
             }
             StreamOp::Publish { channel, event_type, data } => {
                 let Some(mut c) = load_channel(tx.view(), channel)? else {
-                    return Ok(rejected(RejectKind::NotFound, format!("channel {channel} does not exist")));
+                    return Ok(rejected(ErrorCode::NotFound, format!("channel {channel} does not exist")));
                 };
                 if c.cdc.is_some() {
-                    return Ok(rejected(RejectKind::Invalid, format!("{channel} is a CDC channel: only SQL commits write to it")));
+                    return Ok(rejected(ErrorCode::Invalid, format!("{channel} is a CDC channel: only SQL commits write to it")));
                 }
                 let ev = append(tx, &mut c, event_type, data.clone(), now)?;
                 save_channel(tx, &c)?;
@@ -210,11 +211,11 @@ impl Engine for StreamEngine {
             }
             StreamOp::CommitOffset { channel, group, offset } => {
                 let Some(c) = load_channel(tx.view(), channel)? else {
-                    return Ok(rejected(RejectKind::NotFound, format!("channel {channel} does not exist")));
+                    return Ok(rejected(ErrorCode::NotFound, format!("channel {channel} does not exist")));
                 };
                 if *offset > c.last_id {
                     return Ok(rejected(
-                        RejectKind::Invalid,
+                        ErrorCode::Invalid,
                         format!("offset {offset} is beyond the newest event of {channel} ({})", c.last_id),
                     ));
                 }
@@ -234,12 +235,12 @@ impl Engine for StreamEngine {
                         if retention.is_some() {
                             match parse_retention(retention) {
                                 Ok(ms) => (c.retention, c.retention_ms) = (retention.clone(), ms),
-                                Err(m) => return Ok(rejected(RejectKind::Invalid, m)),
+                                Err(m) => return Ok(rejected(ErrorCode::Invalid, m)),
                             }
                         }
                         if max_events.is_some() {
                             if *max_events == Some(0) {
-                                return Ok(rejected(RejectKind::Invalid, "max_events must be at least 1"));
+                                return Ok(rejected(ErrorCode::Invalid, "max_events must be at least 1"));
                             }
                             c.max_events = *max_events;
                         }
@@ -247,7 +248,7 @@ impl Engine for StreamEngine {
                     }
                     None => match new_channel(&name, retention, *max_events, now, Some(source)) {
                         Ok(c) => c,
-                        Err(m) => return Ok(rejected(RejectKind::Invalid, m)),
+                        Err(m) => return Ok(rejected(ErrorCode::Invalid, m)),
                     },
                 };
                 save_channel(tx, &c)?;
@@ -265,7 +266,7 @@ impl Engine for StreamEngine {
                         tx.delete(&cdc_key(database, table));
                         Ok(Response::Stream(StreamResponse::Channel(c)))
                     }
-                    _ => Ok(rejected(RejectKind::NotFound, format!("CDC is not enabled for {database}.{table}"))),
+                    _ => Ok(rejected(ErrorCode::NotFound, format!("CDC is not enabled for {database}.{table}"))),
                 }
             }
         }
@@ -393,6 +394,7 @@ mod tests {
     use tessera_api::sql::SqlOp;
 
     use super::*;
+    use tessera_api::error::Rejection;
     use crate::engine::sql::SqlEngine;
     use crate::engine::{GroupData, space};
 
@@ -440,11 +442,11 @@ mod tests {
     fn channels_assign_ids_in_order_and_read_back() {
         let (_d, data) = open();
         assert!(matches!(create(&data, "c", Some("1h"), None), Response::Stream(StreamResponse::Channel(_))));
-        assert!(matches!(create(&data, "c", None, None), Response::Rejected { kind: RejectKind::Conflict, .. }));
-        assert!(matches!(create(&data, "d", Some("soon"), None), Response::Rejected { kind: RejectKind::Invalid, .. }));
-        assert!(matches!(create(&data, "d", Some("0s"), None), Response::Rejected { kind: RejectKind::Invalid, .. }));
-        assert!(matches!(create(&data, "d", None, Some(0)), Response::Rejected { kind: RejectKind::Invalid, .. }));
-        assert!(matches!(publish(&data, 1, "missing", 0), Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(create(&data, "c", None, None), Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })));
+        assert!(matches!(create(&data, "d", Some("soon"), None), Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })));
+        assert!(matches!(create(&data, "d", Some("0s"), None), Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })));
+        assert!(matches!(create(&data, "d", None, Some(0)), Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })));
+        assert!(matches!(publish(&data, 1, "missing", 0), Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         for n in 1..=10 {
             match publish(&data, 100 + n, "c", n) {
                 Response::Stream(StreamResponse::Published(e)) => {
@@ -509,7 +511,7 @@ mod tests {
         assert_eq!(commit(2), Response::Stream(StreamResponse::Committed { offset: 2, advanced: true }));
         assert_eq!(poll(10), (Some(2), vec![3, 4, 5]));
         assert_eq!(commit(1), Response::Stream(StreamResponse::Committed { offset: 2, advanced: false }));
-        assert!(matches!(commit(6), Response::Rejected { kind: RejectKind::Invalid, .. }));
+        assert!(matches!(commit(6), Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })));
         match query(&data.space(space::STREAM), &StreamQuery::Offsets { channel: "c".into() }).unwrap() {
             StreamQueryResult::Offsets(Some(o)) => assert_eq!(o, vec![("g".to_string(), 2)]),
             other => panic!("{other:?}"),
@@ -548,7 +550,7 @@ mod tests {
         assert_eq!(events(&data, "cdc.db.t", Some(0), 100).len(), 4);
         assert!(matches!(
             apply(&data, 0, StreamOp::Publish { channel: "cdc.db.t".into(), event_type: "x".into(), data: json!({}) }),
-            Response::Rejected { kind: RejectKind::Invalid, .. }
+            Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })
         ));
     }
 }

@@ -24,14 +24,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::timeseries::{MetricInfo, SeriesPoints, SeriesSet, TsOp, TsQuery, TsQueryResult, TsResponse};
 use tessera_timeseries::{
     ChunkMeta, Point, RetentionPolicy, decode_chunk, downsample, encode_chunk, format_duration, parse_aggregation,
     parse_timestamp_at, plan_retention,
 };
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, ReadView, Tx};
 use crate::error::{Result, StorageError};
 
 /// Width of a chunk's time block.
@@ -176,8 +177,8 @@ fn load_metric(view: &ReadView<'_>, name: &str) -> Result<Option<MetricRecord>> 
     Ok(view.get(&metric_key(name))?.map(|raw| serde_json::from_slice(&raw)).transpose()?)
 }
 
-fn rejected(kind: RejectKind, message: impl Into<String>) -> Response {
-    Response::Rejected { kind, message: message.into() }
+fn rejected(kind: ErrorCode, message: impl Into<String>) -> Response {
+    Response::rejected(kind, message)
 }
 
 /// Time-series engine.
@@ -211,7 +212,7 @@ impl TimeSeriesEngine {
         for (i, p) in points.iter().enumerate() {
             let ts = match parse_timestamp_at(&p.timestamp, now) {
                 Ok(ts) => ts,
-                Err(e) => return Ok(rejected(RejectKind::Invalid, format!("points[{i}]: {e}"))),
+                Err(e) => return Ok(rejected(ErrorCode::Invalid, format!("points[{i}]: {e}"))),
             };
             let series = serde_json::to_string(&p.tags)?;
             let block = match targets.get(&(series.clone(), block_of(ts))) {
@@ -248,7 +249,7 @@ impl TimeSeriesEngine {
             let pts: Vec<Point> = merged.into_iter().collect();
             let value = match encode_value(res, &pts, sealed) {
                 Ok(v) => v,
-                Err(e) => return Ok(rejected(RejectKind::Invalid, e)),
+                Err(e) => return Ok(rejected(ErrorCode::Invalid, e)),
             };
             rec.account(old, (pts.len(), value.len()));
             puts.push((key, value));
@@ -439,7 +440,7 @@ impl Engine for TimeSeriesEngine {
         match op {
             TsOp::CreateMetric { name, metric_type, description, unit } => {
                 if tx.view().get(&metric_key(name))?.is_some() {
-                    return Ok(rejected(RejectKind::Conflict, format!("metric {name} already exists")));
+                    return Ok(rejected(ErrorCode::Conflict, format!("metric {name} already exists")));
                 }
                 let rec = MetricRecord {
                     name: name.clone(),
@@ -459,13 +460,13 @@ impl Engine for TimeSeriesEngine {
             TsOp::Write { metric, points } => Self::write(tx, now, metric, points),
             TsOp::SetRetention { metric, policy } => {
                 let Some(mut rec) = load_metric(tx.view(), metric)? else {
-                    return Ok(rejected(RejectKind::NotFound, format!("metric {metric} does not exist")));
+                    return Ok(rejected(ErrorCode::NotFound, format!("metric {metric} does not exist")));
                 };
                 rec.retention = match policy {
                     Value::Null => None,
                     p => match RetentionPolicy::from_json(p) {
                         Ok(p) => Some(p),
-                        Err(e) => return Ok(rejected(RejectKind::Invalid, e.to_string())),
+                        Err(e) => return Ok(rejected(ErrorCode::Invalid, e.to_string())),
                     },
                 };
                 tx.put(&metric_key(metric), &serde_json::to_vec(&rec)?);
@@ -485,7 +486,7 @@ fn parse_bound(v: &Value, now: i64, default: i64) -> std::result::Result<i64, St
 }
 
 /// Answers a time-series query.
-pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
+pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<Answer<TsQueryResult>> {
     match q {
         TsQuery::ListMetrics => {
             let mut out = Vec::new();
@@ -493,23 +494,23 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                 out.push(serde_json::from_slice::<MetricRecord>(v)?.info());
                 Ok(true)
             })?;
-            Ok(TsQueryResult::Metrics(out))
+            Ok(Ok(TsQueryResult::Metrics(out)))
         }
-        TsQuery::GetMetric { name } => Ok(TsQueryResult::Metric(load_metric(view, name)?.map(|r| r.info()))),
+        TsQuery::GetMetric { name } => Ok(Ok(TsQueryResult::Metric(load_metric(view, name)?.map(|r| r.info())))),
         TsQuery::Query { metric, start, end, tags, aggregation, now_ms, max_rows } => {
             let (start, end) = match (parse_bound(start, *now_ms, i64::MIN), parse_bound(end, *now_ms, i64::MAX)) {
                 (Ok(s), Ok(e)) => (s, e),
-                (Err(e), _) | (_, Err(e)) => return Ok(TsQueryResult::Invalid(e)),
+                (Err(e), _) | (_, Err(e)) => return Ok(Err(Rejection::invalid(e))),
             };
             let agg = match aggregation {
                 Value::Null => None,
                 a => match parse_aggregation(a) {
                     Ok(a) => Some(a),
-                    Err(e) => return Ok(TsQueryResult::Invalid(e.to_string())),
+                    Err(e) => return Ok(Err(Rejection::invalid(e.to_string()))),
                 },
             };
             if load_metric(view, metric)?.is_none() {
-                return Ok(TsQueryResult::Series(None));
+                return Ok(Ok(TsQueryResult::Series(None)));
             }
             let max_rows = *max_rows;
             // Raw answers stop reading one point past the row cap (enough to
@@ -545,9 +546,9 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                 }
                 read += points.len();
                 if agg.is_some() && read > MAX_AGG_POINTS {
-                    return Ok(TsQueryResult::Invalid(format!(
+                    return Ok(Err(Rejection::invalid(format!(
                         "the aggregation reads more than {MAX_AGG_POINTS} points: narrow the time range or tags"
-                    )));
+                    ))));
                 }
                 if points.is_empty() {
                     continue;
@@ -569,7 +570,7 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<TsQueryResult> {
                     break;
                 }
             }
-            Ok(TsQueryResult::Series(Some(SeriesSet { series: out, truncated })))
+            Ok(Ok(TsQueryResult::Series(Some(SeriesSet { series: out, truncated }))))
         }
     }
 }
@@ -601,7 +602,7 @@ mod tests {
             max_rows: usize::MAX,
         };
         match query(&data.space(space::TIMESERIES), &q).unwrap() {
-            TsQueryResult::Series(Some(s)) => s.series.into_iter().flat_map(|s| s.points).collect(),
+            Ok(TsQueryResult::Series(Some(s))) => s.series.into_iter().flat_map(|s| s.points).collect(),
             other => panic!("{other:?}"),
         }
     }
@@ -658,7 +659,7 @@ mod tests {
             max_rows,
         };
         match query(&data.space(space::TIMESERIES), &q).unwrap() {
-            TsQueryResult::Series(Some(s)) => s,
+            Ok(TsQueryResult::Series(Some(s))) => s,
             other => panic!("{other:?}"),
         }
     }

@@ -36,14 +36,15 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::vector::{
     CollectionConfig, CollectionStats, MAX_DIM, SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery,
     VectorQueryResult, VectorRecord, VectorResponse, validate_collection_name, validate_record_id,
 };
 use tessera_vector::{HnswIndex, HnswParams, Metric, score};
 
-use super::{Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, ReadView, Tx, space};
 use crate::error::{Result, StorageError};
 
 fn config_key(name: &str) -> Vec<u8> {
@@ -422,8 +423,8 @@ fn live<'m>(map: &'m mut BTreeMap<String, Slot>, view: &ReadView<'_>, c: &Collec
     }
 }
 
-fn reject(kind: RejectKind, message: String) -> Result<Response> {
-    Ok(Response::Rejected { kind, message })
+fn reject(kind: ErrorCode, message: String) -> Result<Response> {
+    Ok(Response::rejected(kind, message))
 }
 
 /// Whether a command naming `uid` was meant for another incarnation of the collection.
@@ -447,17 +448,17 @@ impl Engine for VectorEngine<'_> {
         match op {
             VectorOp::CreateCollection(c) => {
                 if let Err(e) = validate_collection_name(&c.name) {
-                    return reject(RejectKind::Invalid, e);
+                    return reject(ErrorCode::Invalid, e);
                 }
                 if !(1..=MAX_DIM).contains(&c.dim) {
-                    return reject(RejectKind::Invalid, format!("dim must be 1 to {MAX_DIM}"));
+                    return reject(ErrorCode::Invalid, format!("dim must be 1 to {MAX_DIM}"));
                 }
                 let index = match new_index(c) {
                     Ok(i) => i,
-                    Err(e) => return reject(RejectKind::Invalid, e),
+                    Err(e) => return reject(ErrorCode::Invalid, e),
                 };
                 if config(tx.view(), &c.name)?.is_some() {
-                    return reject(RejectKind::Conflict, format!("collection {} already exists", c.name));
+                    return reject(ErrorCode::Conflict, format!("collection {} already exists", c.name));
                 }
                 let stored = CollectionConfig { created_at_ms: now, ..c.clone() };
                 tx.put(&config_key(&c.name), &serde_json::to_vec(&stored)?);
@@ -469,8 +470,8 @@ impl Engine for VectorEngine<'_> {
             }
             VectorOp::DropCollection { name, uid } => {
                 match config(tx.view(), name)? {
-                    None => return reject(RejectKind::NotFound, format!("collection {name} does not exist")),
-                    Some(c) if stale(&c, uid) => return reject(RejectKind::NotFound, recreated(name)),
+                    None => return reject(ErrorCode::NotFound, format!("collection {name} does not exist")),
+                    Some(c) if stale(&c, uid) => return reject(ErrorCode::NotFound, recreated(name)),
                     Some(_) => {}
                 }
                 let count = counters(tx.view(), name)?.count;
@@ -485,13 +486,13 @@ impl Engine for VectorEngine<'_> {
             VectorOp::Upsert { collection, records, uid } => self.upsert(tx, now, collection, records, uid),
             VectorOp::Delete { collection, id, uid } => {
                 let Some(c) = config(tx.view(), collection)? else {
-                    return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
+                    return reject(ErrorCode::NotFound, format!("collection {collection} does not exist"));
                 };
                 if stale(&c, uid) {
-                    return reject(RejectKind::NotFound, recreated(collection));
+                    return reject(ErrorCode::NotFound, recreated(collection));
                 }
                 let Some(seq) = seq_of(tx.view(), collection, id)? else {
-                    return reject(RejectKind::NotFound, format!("record {id} does not exist in {collection}"));
+                    return reject(ErrorCode::NotFound, format!("record {id} does not exist in {collection}"));
                 };
                 let mut n = counters(tx.view(), collection)?;
                 n.count = n.count.saturating_sub(1);
@@ -518,22 +519,22 @@ impl VectorEngine<'_> {
         uid: &Option<String>,
     ) -> Result<Response> {
         let Some(c) = config(tx.view(), collection)? else {
-            return reject(RejectKind::NotFound, format!("collection {collection} does not exist"));
+            return reject(ErrorCode::NotFound, format!("collection {collection} does not exist"));
         };
         if stale(&c, uid) {
-            return reject(RejectKind::NotFound, recreated(collection));
+            return reject(ErrorCode::NotFound, recreated(collection));
         }
         // Validate everything first: a rejected batch changes nothing.
         let m = metric(c.metric);
         for r in records {
             if let Err(e) = validate_record_id(&r.id) {
-                return reject(RejectKind::Invalid, e);
+                return reject(ErrorCode::Invalid, e);
             }
             if let Err(e) = m.prepare(&r.vector, c.dim as usize) {
-                return reject(RejectKind::Invalid, format!("record {}: {e}", r.id));
+                return reject(ErrorCode::Invalid, format!("record {}: {e}", r.id));
             }
             if !(r.metadata.is_object() || r.metadata.is_null()) {
-                return reject(RejectKind::Invalid, format!("record {}: metadata must be a JSON object", r.id));
+                return reject(ErrorCode::Invalid, format!("record {}: metadata must be a JSON object", r.id));
             }
         }
         let mut n = counters(tx.view(), collection)?;
@@ -609,14 +610,14 @@ impl VectorEngine<'_> {
     }
 }
 
-fn missing(name: &str) -> VectorQueryResult {
-    VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: format!("collection {name} does not exist") }
+fn missing<T>(name: &str) -> Answer<T> {
+    Err(Rejection::not_found(format!("collection {name} does not exist")))
 }
 
 /// Answers a vector query from a replica's state.
-pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
+pub fn query(data: &GroupData, q: &VectorQuery) -> Result<Answer<VectorQueryResult>> {
     let view = data.space(space::VECTOR);
-    Ok(match q {
+    Ok(Ok(match q {
         VectorQuery::ListCollections => {
             let mut out = Vec::new();
             view.scan_prefix(b"c/", |_, v| {
@@ -631,13 +632,13 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
         }
         VectorQuery::Stats { name } => match config(&view, name)? {
             Some(config) => VectorQueryResult::Stats(CollectionStats { count: counters(&view, name)?.count, config }),
-            None => missing(name),
+            None => return Ok(missing(name)),
         },
         VectorQuery::Get { collection, id, uid } => {
             match config(&view, collection)? {
                 None => return Ok(missing(collection)),
                 Some(c) if stale(&c, uid) => {
-                    return Ok(VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: recreated(collection) });
+                    return Ok(Err(Rejection::not_found(recreated(collection))));
                 }
                 Some(_) => {}
             }
@@ -647,14 +648,11 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<VectorQueryResult> {
             };
             match found {
                 Some(r) => VectorQueryResult::Record(r),
-                None => VectorQueryResult::Rejected {
-                    kind: RejectKind::NotFound,
-                    message: format!("record {id} does not exist in {collection}"),
-                },
+                None => return Ok(Err(Rejection::not_found(format!("record {id} does not exist in {collection}")))),
             }
         }
-        VectorQuery::Search(req) => search(data, &view, req)?,
-    })
+        VectorQuery::Search(req) => return search(data, &view, req),
+    }))
 }
 
 /// Builds every collection index of the group that is not in memory yet (after
@@ -678,14 +676,14 @@ pub fn warm(data: &GroupData) -> Result<usize> {
     Ok(built)
 }
 
-fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<VectorQueryResult> {
+fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<Answer<VectorQueryResult>> {
     let Some(c) = config(view, &req.collection)? else {
         return Ok(missing(&req.collection));
     };
     if stale(&c, &req.uid) {
-        return Ok(VectorQueryResult::Rejected { kind: RejectKind::NotFound, message: recreated(&req.collection) });
+        return Ok(Err(Rejection::not_found(recreated(&req.collection))));
     }
-    let invalid = |message: String| Ok(VectorQueryResult::Rejected { kind: RejectKind::Invalid, message });
+    let invalid = |message: String| Ok(Err(Rejection::invalid(message)));
     if let Err(e) = metric(c.metric).prepare(&req.vector, c.dim as usize) {
         return invalid(format!("query vector: {e}"));
     }
@@ -712,7 +710,7 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
     }
 }
 
-fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> VectorQueryResult {
+fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Answer<VectorQueryResult> {
     let accept = |seq: u64| {
         req.filter
             .as_ref()
@@ -721,17 +719,17 @@ fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Vec
     let filter: Option<&dyn Fn(u64) -> bool> = if req.filter.is_some() { Some(&accept) } else { None };
     let hits = match col.index.search(&req.vector, req.k as usize, req.ef.map(|e| e as usize), filter) {
         Ok(h) => h,
-        Err(e) => return VectorQueryResult::Rejected { kind: RejectKind::Invalid, message: e.to_string() },
+        Err(e) => return Err(Rejection::invalid(e.to_string())),
     };
     let m = metric(c.metric);
-    VectorQueryResult::Hits(
+    Ok(VectorQueryResult::Hits(
         hits.into_iter()
             .filter_map(|h| {
                 let (id, metadata) = col.entries.get(&h.id)?;
                 Some(VectorHit { id: id.clone(), score: score(m, h.distance), distance: h.distance, metadata: metadata.clone() })
             })
             .collect(),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -765,7 +763,7 @@ mod tests {
         let filter = filter.map(|f| MetadataFilter::parse(&f).unwrap());
         let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k, ef: None, filter, uid: None });
         match query(data, &q).unwrap() {
-            VectorQueryResult::Hits(h) => h.into_iter().map(|h| h.id).collect(),
+            Ok(VectorQueryResult::Hits(h)) => h.into_iter().map(|h| h.id).collect(),
             other => panic!("{other:?}"),
         }
     }
@@ -818,11 +816,11 @@ mod tests {
         assert!(matches!(apply(&data, VectorOp::CreateCollection(config.clone())), Response::Vector(_)));
         assert!(matches!(
             apply(&data, VectorOp::CreateCollection(config.clone())),
-            Response::Rejected { kind: RejectKind::Conflict, .. }
+            Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })
         ));
         // A command for another incarnation of the collection changes nothing.
         let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![rec("s", &[0.0, 0.0], "red")], uid: Some("u0".into()) });
-        assert!(matches!(r, Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(r, Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![], uid: Some("u1".into()) });
         assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 0, updated: 0 }));
         let records = vec![rec("a", &[0.0, 0.0], "red"), rec("b", &[1.0, 0.0], "blue"), rec("a", &[5.0, 5.0], "red")];
@@ -830,14 +828,14 @@ mod tests {
         assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 2, updated: 1 }));
         let bad = vec![rec("x", &[1.0, 1.0], "red"), rec("y", &[1.0], "red")];
         let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: bad, uid: None });
-        assert!(matches!(r, Response::Rejected { kind: RejectKind::Invalid, .. }));
+        assert!(matches!(r, Response::Rejected(Rejection { code: ErrorCode::Invalid, .. })));
         let more = (0..50).map(|i| rec(&format!("p{i}"), &[i as f32, 1.0], if i % 2 == 0 { "red" } else { "blue" })).collect();
         apply(&data, VectorOp::Upsert { collection: "c".into(), records: more, uid: None });
         assert_eq!(ids(&data, &[0.0, 0.0], 2, None), ["b", "p0"]);
         assert_eq!(ids(&data, &[5.0, 5.0], 1, None), ["a"]);
         apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into(), uid: None });
         let r = apply(&data, VectorOp::Delete { collection: "c".into(), id: "b".into(), uid: None });
-        assert!(matches!(r, Response::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(r, Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         let before = ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"})));
         assert_eq!(before.len(), 10);
         assert!(!before.contains(&"b".to_string()));
@@ -848,13 +846,13 @@ mod tests {
         data.vectors.invalidate();
         assert_eq!(ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"}))), before);
         match query(&data, &VectorQuery::Stats { name: "c".into() }).unwrap() {
-            VectorQueryResult::Stats(s) => assert_eq!(s.count, 51),
+            Ok(VectorQueryResult::Stats(s)) => assert_eq!(s.count, 51),
             other => panic!("{other:?}"),
         }
 
         assert_eq!(apply(&data, VectorOp::DropCollection { name: "c".into(), uid: None }), Response::Vector(VectorResponse::Dropped { count: 51 }));
         let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None, uid: None });
-        assert!(matches!(query(&data, &q).unwrap(), VectorQueryResult::Rejected { kind: RejectKind::NotFound, .. }));
+        assert!(matches!(query(&data, &q).unwrap(), Err(Rejection { code: ErrorCode::NotFound, .. })));
         apply(&data, VectorOp::CreateCollection(config));
         assert!(ids(&data, &[0.0, 0.0], 5, None).is_empty());
         let mut left = 0;
@@ -869,7 +867,7 @@ mod tests {
         let filter = filter.map(|f| MetadataFilter::parse(&f).unwrap());
         let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: v.to_vec(), k: 10, ef, filter, uid: None });
         match query(data, &q).unwrap() {
-            VectorQueryResult::Hits(h) => h.into_iter().map(|h| (h.id, h.distance.to_bits())).collect(),
+            Ok(VectorQueryResult::Hits(h)) => h.into_iter().map(|h| (h.id, h.distance.to_bits())).collect(),
             other => panic!("{other:?}"),
         }
     }

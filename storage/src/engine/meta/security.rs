@@ -10,7 +10,8 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tessera_api::command::{RejectKind, Response};
+use tessera_api::command::Response;
+use tessera_api::error::ErrorCode;
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{
     AlertRecord, BlockRecord, BruteForcePolicy, MfaChallenge, MfaOutcome, MfaRecord, NewAlert, SecurityOp,
@@ -161,13 +162,10 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
     match op {
         SecurityOp::EnableMfa { user_id, secret_b32 } => {
             let Some(mut user) = user_by_id(tx.view(), user_id)? else {
-                return Ok(Response::Rejected { kind: RejectKind::NotFound, message: format!("user {user_id} does not exist") });
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("user {user_id} does not exist")));
             };
             if user.mfa_enabled || tx.view().get(&key(MFA, user_id))?.is_some() {
-                return Ok(Response::Rejected {
-                    kind: RejectKind::Conflict,
-                    message: "MFA is already enabled; disable it first to get a new secret".into(),
-                });
+                return Ok(Response::rejected(ErrorCode::Conflict, "MFA is already enabled; disable it first to get a new secret"));
             }
             put(tx, &key(MFA, user_id), &MfaRecord { secret_b32: secret_b32.clone(), enabled_at_ms: now, last_step: None })?;
             user.mfa_enabled = true;
@@ -312,7 +310,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
         }
         SecurityOp::AcknowledgeAlert { id, by } => {
             let Some(mut alert) = get::<AlertRecord>(tx.view(), &key(ALERT, id))? else {
-                return Ok(Response::Rejected { kind: RejectKind::NotFound, message: format!("alert {id} does not exist") });
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("alert {id} does not exist")));
             };
             if !alert.acknowledged {
                 alert.acknowledged = true;
