@@ -19,6 +19,8 @@ pub mod import;
 pub mod meta;
 pub mod object;
 pub mod rpc;
+#[cfg(feature = "runtime")]
+pub mod runtime;
 pub mod security;
 pub mod sql;
 pub mod stream;

@@ -11,8 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use tessera_api::NodeId;
 use tessera_api::meta::{NodeInfo, ShardingStrategy};
@@ -255,21 +253,8 @@ pub enum ConfigError {
 impl NodeConfig {
     /// Loads defaults, then the TOML file (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
-        let mut fig = Figment::from(Serialized::defaults(NodeConfig {
-            log_level: "info".into(),
-            ..NodeConfig::default()
-        }));
-        if let Some(path) = file {
-            fig = fig.merge(Toml::file_exact(path));
-        }
-        fig = fig.merge(Env::prefixed("SERVICE_").map(|key| {
-            let key = key.as_str();
-            match FLAT_ALIASES.iter().find(|(flat, _)| flat.eq_ignore_ascii_case(key)) {
-                Some((_, nested)) => (*nested).into(),
-                None => key.replace("__", ".").into(),
-            }
-        }));
-        let cfg: NodeConfig = fig.extract().map_err(Box::new)?;
+        let defaults = NodeConfig { log_level: "info".into(), ..NodeConfig::default() };
+        let cfg: NodeConfig = tessera_api::runtime::load_config(&defaults, file, FLAT_ALIASES)?;
         cfg.validate()?;
         Ok(cfg)
     }

@@ -70,11 +70,11 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             info!(node = host.id, %addr, "serving gRPC over mutual TLS");
             let incoming = tessera_api::tls::TlsIncoming::new(listener, tls)?.into_stream();
-            server.serve_with_incoming_shutdown(incoming, shutdown_signal()).await?;
+            server.serve_with_incoming_shutdown(incoming, tessera_api::runtime::shutdown_signal()).await?;
         }
         None => {
             info!(node = host.id, %addr, "serving gRPC");
-            server.serve_with_shutdown(addr, shutdown_signal()).await?;
+            server.serve_with_shutdown(addr, tessera_api::runtime::shutdown_signal()).await?;
         }
     }
 
@@ -84,11 +84,3 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => info!("interrupt received"),
-    }
-}

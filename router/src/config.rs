@@ -4,8 +4,6 @@
 
 use std::path::Path;
 
-use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 /// Everything the router reads at start.
@@ -330,18 +328,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
 impl RouterConfig {
     /// Loads defaults, then the TOML file (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
-        let mut fig = Figment::from(Serialized::defaults(RouterConfig::default()));
-        if let Some(path) = file {
-            fig = fig.merge(Toml::file_exact(path));
-        }
-        fig = fig.merge(Env::prefixed("SERVICE_").map(|key| {
-            let key = key.as_str();
-            match FLAT_ALIASES.iter().find(|(flat, _)| flat.eq_ignore_ascii_case(key)) {
-                Some((_, nested)) => (*nested).into(),
-                None => key.replace("__", ".").into(),
-            }
-        }));
-        Ok(fig.extract()?)
+        tessera_api::runtime::load_config(&RouterConfig::default(), file, FLAT_ALIASES)
     }
 
     /// The seed node addresses, with ids where given.

@@ -18,6 +18,12 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
+    /// The caller's address is on the block list (403 `IP_BLOCKED`).
+    #[error("{0}")]
+    IpBlocked(String),
+    /// The caller went over its request rate (429 `RATE_LIMITED`).
+    #[error("{0}")]
+    RateLimited(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -54,6 +60,8 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            ApiError::IpBlocked(_) => (StatusCode::FORBIDDEN, "IP_BLOCKED"),
+            ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             ApiError::RangeNotSatisfiable(_) => (StatusCode::RANGE_NOT_SATISFIABLE, "RANGE_NOT_SATISFIABLE"),

@@ -162,27 +162,15 @@ pub fn batch_size(requested: Option<usize>) -> Result<usize, String> {
     }
 }
 
-/// A duration such as `90`, `"30s"`, `"15m"`, `"2h"`, `"7d"` (a bare number is
-/// seconds) as milliseconds.
+/// A duration given as JSON: a bare number is seconds, a string follows the
+/// one duration grammar of the interface (`"500ms"`, `"30s"`, `"15m"`, `"2h"`,
+/// `"7d"`, `"2w"`, `"1h30m"`; see `tessera_timeseries::parse_duration`), as
+/// milliseconds.
 pub fn parse_duration_ms(v: &Value) -> Result<i64, String> {
     let bad = || format!("invalid duration {v}: use seconds or a string such as \"30s\", \"15m\", \"2h\", \"7d\"");
     match v {
         Value::Number(n) => n.as_u64().map(|s| s.saturating_mul(1000) as i64).ok_or_else(bad),
-        Value::String(s) => {
-            let s = s.trim();
-            let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let (num, unit) = s.split_at(split);
-            let n: i64 = num.parse().map_err(|_| bad())?;
-            let mult = match unit.trim() {
-                "" | "s" => 1_000,
-                "ms" => 1,
-                "m" => 60_000,
-                "h" => 3_600_000,
-                "d" => 86_400_000,
-                _ => return Err(bad()),
-            };
-            Ok(n.saturating_mul(mult))
-        }
+        Value::String(s) => tessera_timeseries::parse_duration(s).map_err(|_| bad()),
         _ => Err(bad()),
     }
 }
@@ -229,6 +217,8 @@ mod tests {
         assert_eq!(parse_duration_ms(&json!(5)).unwrap(), 5_000);
         assert_eq!(parse_duration_ms(&json!("2h")).unwrap(), 7_200_000);
         assert_eq!(parse_duration_ms(&json!("0s")).unwrap(), 0);
+        assert_eq!(parse_duration_ms(&json!("1h30m")).unwrap(), 5_400_000);
         assert!(parse_duration_ms(&json!("2 weeks")).is_err());
+        assert!(parse_duration_ms(&json!("-5s")).is_err());
     }
 }

@@ -167,7 +167,7 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let app = routes(state).into_make_service_with_connect_info::<SocketAddr>();
     let shutdown = async move {
-        shutdown_signal().await;
+        tessera_api::runtime::shutdown_signal().await;
         streams.close(); // WebSockets end with 1001 instead of holding the shutdown
     };
     match https {
@@ -190,11 +190,3 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM received"),
-        _ = tokio::signal::ctrl_c() => info!("interrupt received"),
-    }
-}

@@ -11,14 +11,12 @@ use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
 use governor::{Quota, RateLimiter};
-use serde_json::json;
 
 use crate::config::RateLimitSection;
 use crate::state::AppState;
@@ -125,11 +123,8 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
         Err(not_until) => {
             let wait = not_until.wait_time_from(limits.clock.now());
             let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
-            let body = json!({
-                "error": format!("rate limit exceeded: {per_minute} requests per minute; retry in {retry_after} s"),
-                "code": "RATE_LIMITED",
-            });
-            let mut resp = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+            let message = format!("rate limit exceeded: {per_minute} requests per minute; retry in {retry_after} s");
+            let mut resp = crate::error::ApiError::RateLimited(message).into_response();
             set_headers(resp.headers_mut(), per_minute, 0, refill * per_minute);
             resp.headers_mut().insert("retry-after", HeaderValue::from(retry_after));
             resp

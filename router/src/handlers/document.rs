@@ -9,8 +9,7 @@
 
 use std::time::Instant;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,7 +26,7 @@ use tessera_api::document::{
 use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::error::ApiError;
@@ -131,6 +130,28 @@ fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
         return Err(r.clone().into());
     }
     Ok(replies)
+}
+
+/// Creates collection `name` without schema on every group (idempotent, so it
+/// also repairs a partly created one); its definition as the home group holds it.
+async fn create_everywhere(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
+    let home = home_group(state, name)?;
+    write(state, home, DocOp::CreateCollection { name: name.into(), schema: None, exclusive: false }, c).await?;
+    let def = home_definition(state, name).await?;
+    spread_definition(state, &def, home, c).await?;
+    Ok(def)
+}
+
+/// The collection's definition from its home group, creating the collection
+/// (without schema, on every group) when it does not exist, as an insert does.
+pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
+    let prefs = ReadPrefs::QUORUM;
+    match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
+        Ok(DocQueryResult::Collection(Some(def))) => Ok(def),
+        Ok(DocQueryResult::Collection(None)) => create_everywhere(state, name, c).await,
+        Ok(other) => Err(ApiError::unexpected(other)),
+        Err(r) => Err(r.into()),
+    }
 }
 
 /// The home group's definition of a collection, read from its leader.
@@ -242,10 +263,9 @@ pub async fn get_collection(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-    p: Result<QueryParams<ListParams>, QueryRejection>,
+    QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<Value>, ApiError> {
     let started = Instant::now();
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
     let req = FindRequest { filter: None, sort: None, limit: p.limit, skip: p.skip };
     let mut body = find(&state, &prefs, &name, req).await?;
     body["name"] = json!(name);
@@ -315,11 +335,7 @@ pub async fn insert(
     let op = || DocOp::Insert { collection: name.clone(), id: id.clone(), data: req.document.clone() };
     let mut served = propose(&state, group, op(), prefs.consistency).await?;
     if matches!(served.value, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. })) {
-        let home = home_group(&state, &name)?;
-        let create = DocOp::CreateCollection { name: name.clone(), schema: None, exclusive: false };
-        write(&state, home, create, prefs.consistency).await?;
-        let def = home_definition(&state, &name).await?;
-        spread_definition(&state, &def, home, prefs.consistency).await?;
+        create_everywhere(&state, &name, prefs.consistency).await?;
         served = propose(&state, group, op(), prefs.consistency).await?;
     }
     let (headers, rec) = stored(served)?;

@@ -7,8 +7,7 @@
 
 use std::time::Instant;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query as QueryParams, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -24,7 +23,7 @@ use tessera_api::graph::{
 };
 use tessera_api::http::iso8601_ms;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::error::ApiError;
@@ -65,10 +64,6 @@ fn graph_name(body: Option<String>, param: Option<String>) -> Result<String, Api
     let name = body.or(param).unwrap_or_else(|| DEFAULT_GRAPH.to_string());
     validate_graph_name(&name).map_err(ApiError::BadRequest)?;
     Ok(name)
-}
-
-fn params<T>(p: Result<QueryParams<T>, QueryRejection>) -> Result<T, ApiError> {
-    p.map(|QueryParams(p)| p).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
 }
 
 fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
@@ -185,11 +180,11 @@ pub async fn create_node(
     State(state): State<AppState>,
     caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
     JsonBody(mut body): JsonBody<NodeBody>,
 ) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
-    let graph = graph_name(body.graph.take(), params(p)?.graph)?;
+    let graph = graph_name(body.graph.take(), p.graph)?;
     let node = body.into_new()?;
     let served = write(&state, &graph, GraphOp::AddNode { graph: graph.clone(), node }, &prefs).await?;
     let headers = served_headers(&served);
@@ -205,11 +200,11 @@ pub async fn create_edge(
     State(state): State<AppState>,
     caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
     JsonBody(mut body): JsonBody<EdgeBody>,
 ) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
-    let graph = graph_name(body.graph.take(), params(p)?.graph)?;
+    let graph = graph_name(body.graph.take(), p.graph)?;
     let edge = body.into_new()?;
     let served = write(&state, &graph, GraphOp::AddEdge { graph: graph.clone(), edge }, &prefs).await?;
     let headers = served_headers(&served);
@@ -225,9 +220,9 @@ pub async fn get_node(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(id): Path<String>,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
-    let graph = graph_name(None, params(p)?.graph)?;
+    let graph = graph_name(None, p.graph)?;
     let served = read(&state, &graph, GraphQuery::Node { graph: graph.clone(), id: id.clone() }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
@@ -243,9 +238,9 @@ pub async fn get_edge(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(id): Path<String>,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
-    let graph = graph_name(None, params(p)?.graph)?;
+    let graph = graph_name(None, p.graph)?;
     let served = read(&state, &graph, GraphQuery::Edge { graph: graph.clone(), id: id.clone() }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
@@ -261,10 +256,10 @@ pub async fn delete_node(
     caller: Caller,
     prefs: ReadPrefs,
     Path(id): Path<String>,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let graph = graph_name(None, params(p)?.graph)?;
+    let graph = graph_name(None, p.graph)?;
     match write(&state, &graph, GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
         Reply::Graph(GraphResponse::NodeDeleted { edges_removed }) => {
             Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
@@ -279,10 +274,10 @@ pub async fn delete_edge(
     caller: Caller,
     prefs: ReadPrefs,
     Path(id): Path<String>,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let graph = graph_name(None, params(p)?.graph)?;
+    let graph = graph_name(None, p.graph)?;
     match write(&state, &graph, GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
         Reply::Deleted(0) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
         Reply::Deleted(_) => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
@@ -307,11 +302,11 @@ pub async fn batch(
     State(state): State<AppState>,
     caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
     JsonBody(body): JsonBody<BatchBody>,
 ) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
-    let graph = graph_name(body.graph, params(p)?.graph)?;
+    let graph = graph_name(body.graph, p.graph)?;
     let total = body.nodes.len() + body.edges.len();
     if total == 0 {
         return Err(ApiError::BadRequest("a batch needs nodes or edges".into()));
@@ -378,10 +373,10 @@ pub async fn data(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<DataParams>, QueryRejection>,
+    QueryParams(p): QueryParams<DataParams>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     let started = Instant::now();
-    let p = params(p)?;
+    let p = p;
     let graph = graph_name(None, p.graph)?;
     let label = p.label.filter(|l| !l.is_empty());
     let edge_label = p.edge_label.filter(|l| !l.is_empty());
@@ -462,11 +457,11 @@ pub async fn query(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<GraphParam>, QueryRejection>,
+    QueryParams(p): QueryParams<GraphParam>,
     JsonBody(body): JsonBody<QueryBody>,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let graph = graph_name(body.graph, params(p)?.graph)?;
+    let graph = graph_name(body.graph, p.graph)?;
     if body.query.trim().is_empty() {
         return Err(ApiError::BadRequest("query is empty".into()));
     }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tessera_api::GroupId;
 use tessera_api::command::{KvOp, Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
-use tessera_api::document::{CollectionDef, DocOp, DocQuery, DocQueryResult, validate_collection_name};
+use tessera_api::document::{DocOp, validate_collection_name};
 use tessera_api::import::{ImportDoc, ImportFailure, ImportResult, ImportRow, OnConflict, SqlImportOp};
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
@@ -84,10 +84,10 @@ impl Report {
     /// Records a batch whose outcome is unknown (the cluster did not answer):
     /// the import stops, and `rows_imported` counts only confirmed batches.
     fn fail_unconfirmed(&mut self, e: &ApiError) {
-        if self.status == StatusCode::OK {
-            self.status = StatusCode::SERVICE_UNAVAILABLE;
-        }
         let message = format!("the import stopped: a batch was not confirmed ({e}); rows_imported counts the confirmed batches");
+        if self.status == StatusCode::OK {
+            self.status = ApiError::Unavailable(message.clone()).status_and_code().0;
+        }
         self.errors.push(json!({self.position: 0, "message": message}));
     }
 
@@ -288,35 +288,6 @@ pub struct DocImportRequest {
     batch_size: Option<usize>,
 }
 
-/// The collection's definition from its home group, creating the collection
-/// (without schema, on every group) when it does not exist, as an insert does.
-async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
-    let home = state.cluster.group_for(&format!("doccoll/{name}"))?;
-    let read_def = || async {
-        let q = Query::Document(DocQuery::Collection { name: name.into() });
-        match state.cluster.read(home, &q, Consistency::Quorum, None).await?.value {
-            QueryResult::Document(DocQueryResult::Collection(def)) => Ok::<_, ApiError>(def),
-            other => Err(ApiError::unexpected(other)),
-        }
-    };
-    if let Some(def) = read_def().await? {
-        return Ok(def);
-    }
-    let create = |schema| Operation::Document(DocOp::CreateCollection { name: name.into(), schema, exclusive: false });
-    if let Reply::Rejected(r) = state.cluster.write(home, &create(None), c).await?.value {
-        return Err(r.into());
-    }
-    let def = read_def().await?.ok_or_else(|| ApiError::Unavailable(format!("collection {name} was not created")))?;
-    let others: Vec<(GroupId, Operation)> =
-        state.cluster.data_groups()?.into_iter().filter(|g| *g != home).map(|g| (g, create(def.schema.clone()))).collect();
-    for r in futures::future::join_all(others.iter().map(|(g, op)| state.cluster.write(*g, op, c))).await {
-        if let Reply::Rejected(r) = r?.value {
-            return Err(r.into());
-        }
-    }
-    Ok(def)
-}
-
 /// `POST /api/v1/import/documents {collection, documents: [object], batch_size?}`:
 /// ids are assigned by the router (returned in `ids`, in request order); every
 /// document is checked (object, schema) before anything is written, so a bad
@@ -331,7 +302,7 @@ pub async fn import_documents(
     let mut report = Report::new("index");
     validate_collection_name(&req.collection).map_err(ApiError::BadRequest)?;
     let size = import::batch_size(req.batch_size).map_err(ApiError::BadRequest)?;
-    let def = ensure_collection(&state, &req.collection, prefs.consistency).await?;
+    let def = super::document::ensure_collection(&state, &req.collection, prefs.consistency).await?;
     let schema = match &def.schema {
         Some(s) => Some(tessera_document::Schema::parse(s).map_err(|e| ApiError::BadRequest(e.to_string()))?),
         None => None,

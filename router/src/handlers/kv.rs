@@ -2,15 +2,14 @@
 //! counting and deletion fan out to every data group and merge.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -114,18 +113,14 @@ pub struct PrefixParams {
     limit: Option<usize>,
 }
 
-fn params(p: Result<QueryParams<PrefixParams>, QueryRejection>) -> Result<PrefixParams, ApiError> {
-    p.map(|QueryParams(p)| p).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
-}
-
 /// `GET /api/v1/kv/keys?prefix=&limit=`: entries of every shard merged in key order.
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+    QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<KvListResponse>, ApiError> {
-    let p = params(p)?;
+    let p = p;
     let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
     if limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
@@ -153,9 +148,9 @@ pub async fn count(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+    QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let prefix = params(p)?.prefix.unwrap_or_default();
+    let prefix = p.prefix.unwrap_or_default();
     let mut count = 0;
     for result in fan_out_read(&state, &Query::KvCount { prefix: prefix.clone() }, &prefs).await? {
         match result {
@@ -171,10 +166,10 @@ pub async fn delete_prefix(
     State(state): State<AppState>,
     caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<PrefixParams>, QueryRejection>,
+    QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let prefix = params(p)?
+    let prefix = p
         .prefix
         .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
     let op = Operation::Kv(KvOp::DeletePrefix { prefix: prefix.clone() });

@@ -56,6 +56,21 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// Query-string parameters whose every decoding failure becomes a JSON 400
+/// [`ApiError`] (`invalid query string: …`).
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(params)) => Ok(QueryParams(params)),
+            Err(e) => Err(ApiError::BadRequest(format!("invalid query string: {}", e.body_text()))),
+        }
+    }
+}
+
 /// `X-Consistency` (default from configuration) and `X-Tessera-Replica`.
 pub struct ReadPrefs {
     pub consistency: Consistency,

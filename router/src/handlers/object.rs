@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -25,7 +24,7 @@ use tessera_api::object::{
 };
 use tessera_api::rpc::Consistency;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::cluster::Served;
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
@@ -316,9 +315,8 @@ pub async fn list_objects(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
-    p: Result<QueryParams<ListParams>, QueryRejection>,
+    QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
     let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
     if limit == 0 || limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_LIST_LIMIT}")));
@@ -555,10 +553,9 @@ pub async fn get_object(
     _caller: Caller,
     prefs: ReadPrefs,
     Path((bucket, key)): Path<(String, String)>,
-    p: Result<QueryParams<GetParams>, QueryRejection>,
+    QueryParams(p): QueryParams<GetParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
     let (group, m) = head_meta(&state, &prefs, &bucket, &key).await?;
     if p.meta.as_deref().is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
         return Ok(Json(meta_json(&m)).into_response());

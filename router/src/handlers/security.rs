@@ -4,8 +4,7 @@
 
 use std::net::IpAddr;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -16,7 +15,7 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse};
 use tracing::warn;
 
-use super::JsonBody;
+use super::{JsonBody, QueryParams};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -83,9 +82,8 @@ pub struct AlertParams {
 /// `GET /api/v1/admin/security/alerts`: newest first (default 100, at most 1000).
 pub async fn list_alerts(
     State(state): State<AppState>,
-    p: Result<QueryParams<AlertParams>, QueryRejection>,
+    QueryParams(p): QueryParams<AlertParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
     let limit = p.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));

@@ -7,8 +7,7 @@
 
 use std::time::Instant;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -19,7 +18,7 @@ use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
-use super::{JsonBody, ReadPrefs};
+use super::{JsonBody, ReadPrefs, QueryParams};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -166,9 +165,8 @@ fn catalog_error(r: Rejection) -> ApiError {
     ApiError::sql(r, "")
 }
 
-fn database_param(p: Result<QueryParams<DatabaseParam>, QueryRejection>) -> Result<String, ApiError> {
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
-    Ok(p.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string()))
+fn database_param(p: DatabaseParam) -> String {
+    p.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string())
 }
 
 /// `GET /api/v1/tables?database=`: `{database, tables: [{name, columns, rows}]}`.
@@ -176,9 +174,9 @@ pub async fn list_tables(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
-    p: Result<QueryParams<DatabaseParam>, QueryRejection>,
+    QueryParams(p): QueryParams<DatabaseParam>,
 ) -> Result<Response, ApiError> {
-    let database = database_param(p)?;
+    let database = database_param(p);
     let tables = catalog(&state, &prefs, &database, SqlQuery::ListTables { database: database.clone() }).await?;
     Ok(Json(json!({"database": database, "tables": tables})).into_response())
 }
@@ -189,9 +187,9 @@ pub async fn describe_table(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-    p: Result<QueryParams<DatabaseParam>, QueryRejection>,
+    QueryParams(p): QueryParams<DatabaseParam>,
 ) -> Result<Response, ApiError> {
-    let database = database_param(p)?;
+    let database = database_param(p);
     let q = SqlQuery::DescribeTable { database: database.clone(), name };
     let mut schema = catalog(&state, &prefs, &database, q).await?;
     schema["database"] = json!(database);

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::rejection::QueryRejection;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -30,7 +29,7 @@ use tessera_api::stream::{
     parse_cdc_channel,
 };
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -249,9 +248,8 @@ pub async fn history(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(channel): Path<String>,
-    params: Result<QueryParams<HashMap<String, String>>, QueryRejection>,
+    QueryParams(params): QueryParams<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let QueryParams(params) = params.map_err(|e| ApiError::BadRequest(e.to_string()))?;
     check_channel(&channel)?;
     let limit = parse_limit(parse_u64(&params, "limit")?, "limit")?;
     let after = parse_u64(&params, "after")?;
@@ -323,10 +321,9 @@ pub async fn subscribe(
     State(state): State<AppState>,
     _caller: Caller,
     Path(channel): Path<String>,
-    params: Result<QueryParams<HashMap<String, String>>, QueryRejection>,
+    QueryParams(params): QueryParams<HashMap<String, String>>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let QueryParams(params) = params.map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let ws = ws.map_err(|e| ApiError::BadRequest(format!("this route is a WebSocket: {e}")))?;
     check_channel(&channel)?;
     let after = parse_u64(&params, "after")?;

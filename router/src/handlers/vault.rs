@@ -5,8 +5,7 @@
 
 use axum::{Extension, Json};
 use axum::Router;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -14,7 +13,7 @@ use serde_json::{Value, json};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
 
-use super::JsonBody;
+use super::{JsonBody, QueryParams};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::security::ClientIp;
@@ -46,10 +45,6 @@ impl From<VaultError> for ApiError {
             VaultError::Internal(m) => ApiError::Internal(m),
         }
     }
-}
-
-fn query_params<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    q.map(|Query(q)| q).map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))
 }
 
 /// The acting user, with the roles vault policies are matched against.
@@ -117,9 +112,9 @@ pub struct ListQuery {
 pub async fn list_secrets(
     State(state): State<AppState>,
     caller: Caller,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = query_params(q)?;
+    let q = q;
     let paths = state.vault.list(&state.cluster, &actor(&caller), &q.prefix).await?;
     Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
 }
@@ -231,8 +226,8 @@ pub struct AuditQuery {
 }
 
 /// `GET /api/v1/admin/vault/audit?limit=` (default 100, at most 10000), newest first.
-pub async fn audit(State(state): State<AppState>, q: Result<Query<AuditQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
-    let q = query_params(q)?;
+pub async fn audit(State(state): State<AppState>, QueryParams(q): QueryParams<AuditQuery>) -> Result<Json<Value>, ApiError> {
+    let q = q;
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > tessera_api::meta::VAULT_AUDIT_KEEP {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::VAULT_AUDIT_KEEP)));

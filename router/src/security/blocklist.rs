@@ -10,13 +10,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use axum::Json;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tessera_api::command::{Query, QueryResult, now_ms};
-use tessera_api::http::{ErrorBody, iso8601_ms};
+use tessera_api::http::iso8601_ms;
 use tessera_api::security::{BlockRecord, SecurityQuery, SecurityQueryResult};
 use tracing::debug;
 
@@ -105,11 +104,8 @@ pub async fn check(State(state): State<AppState>, mut req: Request, next: Next) 
     if let Some(ip) = ip
         && let Some(until) = state.security.blocks.blocked_until(ip)
     {
-        let body = ErrorBody {
-            error: format!("your address {ip} is blocked until {}", iso8601_ms(until)),
-            code: "IP_BLOCKED".into(),
-        };
-        return (StatusCode::FORBIDDEN, Json(body)).into_response();
+        let message = format!("your address {ip} is blocked until {}", iso8601_ms(until));
+        return crate::error::ApiError::IpBlocked(message).into_response();
     }
     req.extensions_mut().insert(ClientIp(ip));
     let path = req.uri().path();

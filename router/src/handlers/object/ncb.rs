@@ -34,8 +34,8 @@ use std::io::{Read, Write};
 
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Path, State};
+use crate::handlers::QueryParams;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use flate2::Compression;
@@ -323,10 +323,9 @@ pub async fn import_bucket(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
-    p: Result<QueryParams<ImportParams>, QueryRejection>,
+    QueryParams(p): QueryParams<ImportParams>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let QueryParams(p) = p.map_err(|e| ApiError::BadRequest(format!("invalid query string: {}", e.body_text())))?;
     let overwrite = match p.on_conflict.as_deref().unwrap_or("skip") {
         "skip" => false,
         "overwrite" => true,
