@@ -43,7 +43,7 @@ pub const ADMIN_PASSWORD: &str = "Adm1n-Secret-Pass!";
 /// Ids of the three data nodes.
 pub const NODE_IDS: [u64; 3] = [1, 2, 3];
 /// Version the router reports on `/health`.
-pub const EXPECTED_VERSION: &str = "0.3.1";
+pub const EXPECTED_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Header naming the Raft group a request was routed to.
 pub const HDR_GROUP: &str = "x-tessera-group";
 /// Header naming the node that served a request (the leader, for writes).
@@ -509,7 +509,50 @@ fn binary(name: &str) -> Result<PathBuf> {
          or set TESSERA_BIN_DIR",
         path.display()
     );
+    if std::env::var_os("TESSERA_BIN_DIR").is_none() {
+        let built = std::fs::metadata(&path)?.modified()?;
+        if let Some((source, changed)) = newest_source().filter(|(_, changed)| *changed > built) {
+            bail!(
+                "{} is older than {} (changed {:?} later): the harness does not build the binaries; \
+                 run `cargo build -p tessera-node -p tessera-router` first",
+                path.display(),
+                source.display(),
+                changed.duration_since(built).unwrap_or_default()
+            );
+        }
+    }
     Ok(path)
+}
+
+/// The most recently changed Rust or proto source of the crates the binaries
+/// are built from, and when it changed (looked up once per test process).
+fn newest_source() -> Option<(PathBuf, std::time::SystemTime)> {
+    static NEWEST: std::sync::OnceLock<Option<(PathBuf, std::time::SystemTime)>> = std::sync::OnceLock::new();
+    NEWEST
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+            let mut dirs: Vec<PathBuf> = ["api/src", "node/src", "router/src", "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
+            for model in std::fs::read_dir(root.join("storage")).ok()?.flatten() {
+                dirs.push(model.path().join("src"));
+            }
+            let mut newest: Option<(PathBuf, std::time::SystemTime)> = None;
+            while let Some(dir) = dirs.pop() {
+                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else if path.extension().is_some_and(|e| e == "rs" || e == "proto")
+                        && let Ok(changed) = entry.metadata().and_then(|m| m.modified())
+                        && newest.as_ref().is_none_or(|(_, t)| changed > *t)
+                    {
+                        newest = Some((path, changed));
+                    }
+                }
+            }
+            newest
+        })
+        .clone()
 }
 
 /// Spawns `bin` with `env` (and none of the runner's own `SERVICE_*`

@@ -360,6 +360,16 @@ fn restore_checkpoint(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Optio
     }
 }
 
+/// Every collection of the group, in name order.
+fn all_configs(view: &ReadView<'_>) -> Result<Vec<CollectionConfig>> {
+    let mut configs = Vec::new();
+    view.scan_prefix(b"c/", |_, v| {
+        configs.push(serde_json::from_slice::<CollectionConfig>(v)?);
+        Ok(true)
+    })?;
+    Ok(configs)
+}
+
 /// Stores a link checkpoint of `col`'s index.
 fn save_checkpoint(view: &ReadView<'_>, c: &CollectionConfig, col: &Collection) -> Result<()> {
     let nodes = col.index.nodes();
@@ -379,11 +389,7 @@ pub fn checkpoint(data: &GroupData, min_new: usize) -> Result<usize> {
 
 fn checkpoint_larger_than(data: &GroupData, min_new: usize, min_nodes: usize) -> Result<usize> {
     let view = data.space(space::VECTOR);
-    let mut configs = Vec::new();
-    view.scan_prefix(b"c/", |_, v| {
-        configs.push(serde_json::from_slice::<CollectionConfig>(v)?);
-        Ok(true)
-    })?;
+    let configs = all_configs(&view)?;
     let mut written = 0;
     for c in &configs {
         if counters(&view, &c.name)?.next_node.is_none() {
@@ -619,12 +625,7 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<Answer<VectorQueryResu
     let view = data.space(space::VECTOR);
     Ok(Ok(match q {
         VectorQuery::ListCollections => {
-            let mut out = Vec::new();
-            view.scan_prefix(b"c/", |_, v| {
-                out.push(serde_json::from_slice::<CollectionConfig>(v)?);
-                Ok(true)
-            })?;
-            let stats = out
+            let stats = all_configs(&view)?
                 .into_iter()
                 .map(|config| Ok(CollectionStats { count: counters(&view, &config.name)?.count, config }))
                 .collect::<Result<Vec<_>>>()?;
@@ -660,11 +661,7 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<Answer<VectorQueryResu
 /// many were built. Builds run outside the group's index lock.
 pub fn warm(data: &GroupData) -> Result<usize> {
     let view = data.space(space::VECTOR);
-    let mut configs = Vec::new();
-    view.scan_prefix(b"c/", |_, v| {
-        configs.push(serde_json::from_slice::<CollectionConfig>(v)?);
-        Ok(true)
-    })?;
+    let configs = all_configs(&view)?;
     let mut built = 0;
     for c in configs {
         // Built outside the lock, so applies and searches of the group's other
