@@ -3,6 +3,7 @@
 //! services run on them (propose, read with a consistency mode, status).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,7 +46,6 @@ impl Group {
     /// lacks committed entries). Its own campaigns cannot win meanwhile: its log
     /// is behind the majority that holds the floor's entries.
     pub fn may_vote(&self) -> bool {
-        use std::sync::atomic::Ordering;
         let floor = self.vote_floor.load(Ordering::Relaxed);
         if floor == NO_VOTE_FLOOR {
             return true;
@@ -165,6 +165,8 @@ pub struct Host {
     /// Why this node takes no part in elections: at its start a peer knew it
     /// under another incarnation (its data directory was wiped).
     pub replaced: Option<String>,
+    /// Set when [`Host::shutdown`] begins: background tasks stop starting work.
+    stopping: AtomicBool,
 }
 
 
@@ -276,7 +278,7 @@ impl Host {
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
         tessera_storage::set_sql_memory_pool_mb(cfg.server.sql_memory_pool_mb);
-        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock, replaced });
+        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock, replaced, stopping: AtomicBool::new(false) });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
             for (&group, g) in &host.groups {
@@ -325,7 +327,6 @@ impl Host {
     /// before a stamp the group applied or this node gave, so the group's time
     /// only moves forward whatever the clocks of successive leaders say.
     fn stamp(&self, g: &Group) -> i64 {
-        use std::sync::atomic::Ordering;
         let applied = g.reader.applied_clock().ok().flatten().unwrap_or(i64::MIN);
         let floor = applied.saturating_add(1);
         let mut stamp = self.clock.now_ms().max(floor);
@@ -491,6 +492,7 @@ impl Host {
 
     /// Stops every group and flushes the store.
     pub async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
         for (id, g) in &self.groups {
             if let Err(e) = g.raft.shutdown().await {
                 warn!(group = id, "shutting down group: {e}");
@@ -512,8 +514,9 @@ impl Host {
 }
 
 /// Every 30 s, stores a link checkpoint of each vector index that grew by at
-/// least 1 000 nodes since its last one (on the query pool), so a node that
-/// crashes does not re-link more than that on its next start.
+/// least 1 000 nodes (and a quarter of its last checkpoint) since its last one
+/// (on the query pool), so a node that crashes re-links little on its next
+/// start. Stops once the host shuts down (which writes the last ones itself).
 async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -521,6 +524,9 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
     loop {
         tick.tick().await;
         for (&group, g) in &host.groups {
+            if host.stopping.load(Ordering::Relaxed) {
+                return;
+            }
             let reader = g.reader.clone();
             match host.queries.run(move || reader.checkpoint_vector_indexes(1000)).await {
                 Ok(Ok(_)) => {}

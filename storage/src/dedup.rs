@@ -80,10 +80,18 @@ fn put_value(cmd: &Command) -> Option<&serde_json::Value> {
 /// remembered; `cmd` is the repeat (a compact put record takes its value).
 pub fn seen(view: &ReadView<'_>, id: &str, cmd: &Command) -> Result<Option<Response>> {
     if let Some(bytes) = view.get(&record_key(id))? {
-        return Ok(Some(codec::decode(&bytes).map_err(codec_error)?));
+        // A record in a response shape this version no longer reads (written
+        // before an upgrade) cannot be replayed, and the request must not be
+        // applied twice: the repeat is answered with a conflict, as for a
+        // response too large to keep. Never an error: that would halt the
+        // group on every replica.
+        return Ok(Some(codec::decode(&bytes).unwrap_or_else(|e| {
+            tracing::warn!(request_id = id, "a remembered response no longer decodes: {e}");
+            unreadable(id)
+        })));
     }
     let Some(bytes) = view.get(&compact_key(id))? else { return Ok(None) };
-    let CompactPut { mut entry, value_hash: hash } = codec::decode(&bytes).map_err(codec_error)?;
+    let Ok(CompactPut { mut entry, value_hash: hash }) = codec::decode(&bytes) else { return Ok(Some(unreadable(id))) };
     Ok(Some(match put_value(cmd) {
         Some(value) if value_hash(value) == hash => {
             entry.value = value.clone();
@@ -91,6 +99,15 @@ pub fn seen(view: &ReadView<'_>, id: &str, cmd: &Command) -> Result<Option<Respo
         }
         _ => Response::rejected(ErrorCode::Conflict, format!("request {id} was applied already with another body")),
     }))
+}
+
+/// The answer to a repeat whose first response is kept in a shape this
+/// version cannot read.
+fn unreadable(id: &str) -> Response {
+    Response::rejected(
+        ErrorCode::Conflict,
+        format!("request {id} was applied already; its response was kept by an earlier version and cannot be replayed"),
+    )
 }
 
 /// Records that `id` was applied at `log_index` (stamped `issued_at_ms`) with

@@ -437,21 +437,21 @@ pub(crate) fn install(data: &GroupData, dir: &SnapshotDir, meta: &Meta, path: &P
     db.put_cf_opt(raft, pending_key(group), serde_json::to_vec(&meta.last_log_id)?, &sync)?;
     crate::crash_point::reached("snapshot-install-pending");
     #[cfg(test)]
-    test_points::crash_at(1)?;
+    test_points::crash_at(db.path(), 1)?;
     let mut ingest = IngestExternalFileOptions::default();
     ingest.set_move_files(true);
     db.ingest_external_file_cf_opts(cf, &ingest, vec![&sst])?;
     let _ = fs::remove_file(&sst);
     crate::crash_point::reached("snapshot-install-ingested");
     #[cfg(test)]
-    test_points::crash_at(2)?;
+    test_points::crash_at(db.path(), 2)?;
     // The file becomes the current snapshot before the purge mark passes the old
     // one: openraft refuses to start a group whose purge mark is past its snapshot.
     let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
     dir.publish(path, meta)?;
     crate::crash_point::reached("snapshot-install-published");
     #[cfg(test)]
-    test_points::crash_at(3)?;
+    test_points::crash_at(db.path(), 3)?;
     finish_install(db, group, meta.last_log_id)?;
     Ok(())
 }
@@ -536,14 +536,28 @@ pub(crate) fn resolve_pending_install(data: &GroupData, dir: &SnapshotDir) -> Re
 
 #[cfg(test)]
 pub(crate) mod test_points {
-    //! Crash points inside an install (test builds only).
-    use std::sync::atomic::AtomicU8;
-    /// 0: none; 1: stop after the pending record (before ingest); 2: stop after
-    /// the ingest; 3: stop after the file became current (before the purge).
-    pub static STOP_INSTALL: AtomicU8 = AtomicU8::new(0);
+    //! Crash points inside an install (test builds only), armed per database
+    //! directory so tests running in parallel threads do not trip each other's.
+    //! Points: 1 stops after the pending record (before ingest); 2 after the
+    //! ingest; 3 after the file became current (before the purge).
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
 
-    pub(super) fn crash_at(point: u8) -> crate::error::Result<()> {
-        if STOP_INSTALL.load(std::sync::atomic::Ordering::SeqCst) == point {
+    static ARMED: Mutex<Vec<(PathBuf, u8)>> = Mutex::new(Vec::new());
+
+    /// Makes the next installs into the database under `dir` stop at `point`
+    /// (0 disarms).
+    pub fn stop_install(dir: &Path, point: u8) {
+        let mut armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        armed.retain(|(d, _)| d != dir);
+        if point != 0 {
+            armed.push((dir.to_path_buf(), point));
+        }
+    }
+
+    pub(super) fn crash_at(db: &Path, point: u8) -> crate::error::Result<()> {
+        let armed = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        if armed.iter().any(|(dir, p)| *p == point && db.starts_with(dir)) {
             return Err(crate::error::StorageError::Corrupt(format!("test crash at install point {point}")));
         }
         Ok(())
@@ -673,9 +687,9 @@ mod tests {
                     fsm.apply(vec![put(1, "k1", "old")]).await.unwrap();
                     let meta = snapshot.meta.clone();
                     let file = receive(&mut fsm, snapshot).await;
-                    test_points::STOP_INSTALL.store(point, Ordering::SeqCst);
+                    test_points::stop_install(b.path(), point);
                     assert!(fsm.install_snapshot(&meta, file).await.is_err(), "crash point {point}");
-                    test_points::STOP_INSTALL.store(0, Ordering::SeqCst);
+                    test_points::stop_install(b.path(), 0);
                 }
                 let follower = Store::open(b.path()).unwrap();
                 let mut fsm = follower.state_machine(GROUP);
@@ -720,9 +734,9 @@ mod tests {
                     assert_eq!(own.meta.last_log_id, Some(log_id(2)));
                     let meta = snapshot.meta.clone();
                     let file = receive(&mut fsm, snapshot).await;
-                    test_points::STOP_INSTALL.store(point, Ordering::SeqCst);
+                    test_points::stop_install(b.path(), point);
                     assert!(fsm.install_snapshot(&meta, file).await.is_err(), "crash point {point}");
-                    test_points::STOP_INSTALL.store(0, Ordering::SeqCst);
+                    test_points::stop_install(b.path(), 0);
                 }
                 let follower = Store::open(b.path()).unwrap();
                 let mut fsm = follower.state_machine(GROUP);

@@ -590,6 +590,32 @@ mod tests {
         assert!(matches!(&again[0], Response::KvEntry(e) if e.updated_at_ms == 2 * hour + 1), "{again:?}");
     }
 
+    /// A remembered response this version cannot read (kept by an earlier
+    /// one in another shape) answers the repeat with a conflict: it neither
+    /// halts the group nor applies the request twice.
+    #[test]
+    fn dedup_records_of_an_earlier_version_answer_a_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(3);
+        sm.apply_entries(vec![entry(1, kv_put("k", serde_json::json!(1), 1_000, "req1"))]).unwrap();
+        sm.apply_entries(vec![entry(2, kv_put("k", serde_json::json!(2), 1_100, "req2"))]).unwrap();
+        // Both records rewritten in a shape no Response has.
+        let old_shape = tessera_api::codec::encode(&serde_json::json!({"RejectKind": ["Conflict", "x"]})).unwrap();
+        let mut batch = WriteBatch::default();
+        let mut tx = Tx::new(&sm.data.db, 3, space::DEDUP, &mut batch);
+        tx.put(b"r/req1", &old_shape);
+        tx.put(b"c/req2", &old_shape);
+        tx.delete(b"r/req2");
+        sm.data.db.write(batch).unwrap();
+        for (index, id) in [(3, "req1"), (4, "req2")] {
+            let retry = sm.apply_entries(vec![entry(index, kv_put("k", serde_json::json!(9), 1_200, id))]).unwrap();
+            assert!(matches!(&retry[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{retry:?}");
+        }
+        let got = store.reader(3).query(&Query::KvGet { key: "k".into() }, 1_300).unwrap();
+        assert!(matches!(&got, QueryResult::KvEntry(Some(e)) if e.value == serde_json::json!(2)), "a repeat applied again: {got:?}");
+    }
+
     /// A replica that cannot read its own state (here: a row whose sealed bytes
     /// no longer decrypt) stops applying instead of answering the statement as
     /// failed, which the replicas that could read would not have done. A

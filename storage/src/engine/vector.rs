@@ -328,7 +328,10 @@ fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
     }
     let col = Collection::new(index, entries, restored);
     if logged && linked >= CHECKPOINT_MIN_NODES {
-        save_checkpoint(view, c, &col)?;
+        // The checkpoint only saves time: a failure to write it is not the load's.
+        if let Err(e) = save_checkpoint(view, c, &col) {
+            tracing::warn!(collection = c.name, "writing the vector index link checkpoint: {e}");
+        }
     }
     Ok(col)
 }
@@ -338,17 +341,35 @@ fn load(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Collection> {
 /// checkpoint or it does not fit the log (then it is ignored, and replaced
 /// once the rebuild is done).
 fn restore_checkpoint(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Option<(HnswIndex, Vec<u64>)>> {
-    let Some(checkpoint) = view.derived(&checkpoint_key(c))? else { return Ok(None) };
-    let Some(n) = HnswIndex::checkpoint_nodes(&checkpoint) else { return Ok(None) };
-    let mut nodes = Vec::with_capacity(n as usize);
+    // Derived data that cannot be read is rebuilt, never fatal.
+    let stored = match view.derived(&checkpoint_key(c)) {
+        Ok(Some(stored)) if stored.len() > 8 => stored,
+        Ok(_) => return Ok(None),
+        Err(e) => {
+            tracing::warn!(collection = c.name, "vector index link checkpoint unreadable, rebuilding: {e}");
+            return Ok(None);
+        }
+    };
+    let (digest, checkpoint) = stored.split_at(8);
+    let Some(n) = HnswIndex::checkpoint_nodes(checkpoint) else { return Ok(None) };
     let prefix = nodes_prefix(&c.name);
-    view.scan_prefix(&prefix, |_, v| {
+    let mut nodes = Vec::new();
+    let mut hash = NodeLogDigest::default();
+    view.scan_prefix(&prefix, |k, v| {
         if nodes.len() as u64 == n {
             return Ok(false);
         }
+        if k[prefix.len()..] != (nodes.len() as u64).to_be_bytes() {
+            return Err(StorageError::Corrupt(format!("vector node log of {} skips node {}", c.name, nodes.len())));
+        }
+        hash.add(v);
         nodes.push(decode_node(v, c.dim as usize)?);
         Ok(true)
     })?;
+    if nodes.len() as u64 != n || hash.0.to_le_bytes() != digest {
+        tracing::warn!(collection = c.name, "vector index link checkpoint does not match the node log; rebuilding");
+        return Ok(None);
+    }
     let seqs: Vec<u64> = nodes.iter().map(|(seq, _)| *seq).collect();
     let params = new_index(c).map_err(StorageError::Corrupt)?.params().to_owned();
     match HnswIndex::from_links_checkpoint(c.dim as usize, metric(c.metric), params, nodes, &checkpoint) {
@@ -373,14 +394,57 @@ fn all_configs(view: &ReadView<'_>) -> Result<Vec<CollectionConfig>> {
 /// Stores a link checkpoint of `col`'s index.
 fn save_checkpoint(view: &ReadView<'_>, c: &CollectionConfig, col: &Collection) -> Result<()> {
     let nodes = col.index.nodes();
-    view.put_derived(&checkpoint_key(c), &col.index.links_checkpoint())?;
-    col.checkpointed.store(nodes, std::sync::atomic::Ordering::Relaxed);
+    if put_checkpoint(view, c, nodes, col.index.links_checkpoint())? {
+        col.checkpointed.store(nodes, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(())
 }
 
+/// FNV-1a 64 over node-log values: ties a checkpoint to the exact node log it
+/// was taken of.
+#[derive(Default)]
+struct NodeLogDigest(u64);
+
+impl NodeLogDigest {
+    fn add(&mut self, value: &[u8]) {
+        if self.0 == 0 {
+            self.0 = 0xcbf2_9ce4_8422_2325;
+        }
+        for chunk in [&(value.len() as u64).to_le_bytes()[..], value] {
+            for &b in chunk {
+                self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+    }
+}
+
+/// Stores `checkpoint` (of the first `nodes` nodes) with the digest of those
+/// nodes' log values; `false` (nothing stored) when the stored log does not
+/// hold that many nodes (an apply that was rolled back).
+fn put_checkpoint(view: &ReadView<'_>, c: &CollectionConfig, nodes: usize, checkpoint: Vec<u8>) -> Result<bool> {
+    let (mut hash, mut seen) = (NodeLogDigest::default(), 0usize);
+    view.scan_prefix(&nodes_prefix(&c.name), |_, v| {
+        if seen == nodes {
+            return Ok(false);
+        }
+        hash.add(v);
+        seen += 1;
+        Ok(true)
+    })?;
+    if seen != nodes {
+        return Ok(false);
+    }
+    let mut value = hash.0.to_le_bytes().to_vec();
+    value.extend_from_slice(&checkpoint);
+    view.put_derived(&checkpoint_key(c), &value)?;
+    Ok(true)
+}
+
 /// Stores a link checkpoint of every index in memory that has at least
-/// [`CHECKPOINT_MIN_NODES`] nodes and `min_new` (at least 1) more than its last
-/// one, and forgets the checkpoints of collections that are gone. Each index
+/// [`CHECKPOINT_MIN_NODES`] nodes and grew since its last one: by any number
+/// of nodes when `min_new` is 1 (at shutdown), otherwise by `min_new` and by a
+/// quarter of the last checkpoint (so a large index is not rewritten every
+/// period), and forgets the checkpoints of collections that are gone. Each index
 /// is serialized under the read lock (applies wait for it, searches do not).
 /// Returns how many checkpoints were written.
 pub fn checkpoint(data: &GroupData, min_new: usize) -> Result<usize> {
@@ -400,16 +464,21 @@ fn checkpoint_larger_than(data: &GroupData, min_new: usize, min_nodes: usize) ->
             let Some(Slot::Live(col)) = map.get(&c.name) else { continue };
             let nodes = col.index.nodes();
             let last = col.checkpointed.load(std::sync::atomic::Ordering::Relaxed);
-            if nodes < min_nodes || nodes < last + min_new.max(1) {
+            let growth = if min_new <= 1 { 1 } else { min_new.max(last / 4) };
+            if nodes < min_nodes || nodes < last + growth {
                 continue;
             }
-            col.checkpointed.store(nodes, std::sync::atomic::Ordering::Relaxed);
-            col.index.links_checkpoint()
+            (nodes, col.index.links_checkpoint())
         };
-        view.put_derived(&checkpoint_key(c), &checkpoint)?;
-        written += 1;
+        if put_checkpoint(&view, c, checkpoint.0, checkpoint.1)? {
+            if let Some(Slot::Live(col)) = data.vectors.read().get(&c.name) {
+                col.checkpointed.fetch_max(checkpoint.0, std::sync::atomic::Ordering::Relaxed);
+            }
+            written += 1;
+        }
     }
-    let live: BTreeSet<Vec<u8>> = configs.iter().map(checkpoint_key).collect();
+    // Collections created since the scan above keep their checkpoints.
+    let live: BTreeSet<Vec<u8>> = all_configs(&view)?.iter().map(checkpoint_key).collect();
     for key in view.derived_keys(b"h/")? {
         if !live.contains(&key) {
             view.delete_derived(&key)?;
@@ -984,12 +1053,20 @@ mod tests {
         assert!(answers(&data) == live_answers, "a snapshot-installed replica answers differently");
         // A damaged checkpoint is ignored: the rebuild links every node.
         let key = checkpoint_key(&super::config(&view, "c").unwrap().unwrap());
-        let mut damaged = view.derived(&key).unwrap().unwrap();
+        let valid = view.derived(&key).unwrap().unwrap();
+        let mut damaged = valid.clone();
         damaged[40] ^= 0x10;
         view.put_derived(&key, &damaged).unwrap();
         let rebuilt = GroupData { vectors: Default::default(), ..data.clone() };
         assert!(answers(&rebuilt) == live_answers, "a replica with a damaged checkpoint answers differently");
         assert_eq!(restored(&rebuilt), 0);
+        // So is an intact checkpoint of another node log (its digest differs).
+        let mut foreign = valid;
+        foreign[0] ^= 0x01;
+        view.put_derived(&key, &foreign).unwrap();
+        let rebuilt = GroupData { vectors: Default::default(), ..data.clone() };
+        assert!(answers(&rebuilt) == live_answers, "a replica with a foreign checkpoint answers differently");
+        assert_eq!(restored(&rebuilt), 0, "a checkpoint of another node log was restored");
 
         // The old rebuild (live records in sequence order, as for a collection
         // without a node log) builds another graph, which answers differently.
