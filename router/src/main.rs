@@ -17,12 +17,12 @@ mod state;
 mod stream_hub;
 mod tls;
 mod vault;
+#[cfg(test)]
+mod tests;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -30,10 +30,10 @@ use axum::routing::{get, post};
 use clap::Parser;
 use tracing::info;
 
-use crate::cluster::Cluster;
+use crate::cluster::{ClusterClient, GrpcCluster};
 use crate::config::RouterConfig;
 use crate::error::ApiError;
-use crate::state::{AppState, Inner, parse_consistency};
+use crate::state::AppState;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -104,15 +104,11 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let default_consistency = parse_consistency(&config.replication.consistency_level)
-        .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
-
     // The router's own secrets: secrets manager, then environment, then defaults.
     let path_default = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     let defaults = [("tls_cert_path", path_default(&config.tls.cert)), ("tls_key_path", path_default(&config.tls.key))];
     let resolved = secrets::resolve_all(&config, &defaults).await?;
     resolved.log_sources();
-    let vault = vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
 
     // TLS: the certificate paths resolved above (secrets manager, then environment)
     // win over the `tls` section of the file.
@@ -125,28 +121,13 @@ async fn main() -> anyhow::Result<()> {
     }
     let https = tls::https_config(&tls_settings)?;
     let cluster_tls = tls::cluster_tls(&tls_settings)?;
-    let cluster = Cluster::new(
+    let cluster = GrpcCluster::new(
         config.seeds(),
         Duration::from_secs(config.server.request_timeout.clamp(1, 300)),
         cluster_tls,
     );
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
-    let rate_limits = ratelimit::RateLimits::new(config.rate_limit.clone());
-    let security = security::SecurityState::new(&config.security);
-    let state = AppState {
-        inner: Arc::new(Inner {
-            config,
-            cluster: cluster.clone(),
-            started: Instant::now(),
-            users_exist: AtomicBool::new(false),
-            provisioning_done: AtomicBool::new(false),
-            default_consistency,
-            vault,
-            rate_limits,
-            security,
-            streams: Arc::new(stream_hub::StreamHub::default()),
-        }),
-    };
+    let state = AppState::new(config, cluster.clone())?;
 
     // Keep the view of leaders and liveness fresh.
     tokio::spawn(async move {

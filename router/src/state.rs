@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tessera_api::rpc::Consistency;
 
-use crate::cluster::Cluster;
+use crate::cluster::ClusterClient;
 use crate::config::RouterConfig;
 
 /// Shared router state.
@@ -17,7 +17,7 @@ pub struct AppState {
 
 pub struct Inner {
     pub config: RouterConfig,
-    pub cluster: Arc<Cluster>,
+    pub cluster: Arc<dyn ClusterClient>,
     pub started: Instant,
     /// Set once a user is known to exist (users are never all removed by this router).
     pub users_exist: AtomicBool,
@@ -31,6 +31,30 @@ pub struct Inner {
     pub security: crate::security::SecurityState,
     /// This router's view of the secrets vault (the unsealed key lives here only).
     pub vault: crate::vault::Vault,
+}
+
+impl AppState {
+    /// The state of a router with `config` over `cluster`.
+    pub fn new(config: RouterConfig, cluster: Arc<dyn ClusterClient>) -> anyhow::Result<AppState> {
+        let default_consistency = parse_consistency(&config.replication.consistency_level)
+            .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
+        let vault =
+            crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
+        Ok(AppState {
+            inner: Arc::new(Inner {
+                rate_limits: crate::ratelimit::RateLimits::new(config.rate_limit.clone()),
+                security: crate::security::SecurityState::new(&config.security),
+                config,
+                cluster,
+                started: Instant::now(),
+                users_exist: AtomicBool::new(false),
+                provisioning_done: AtomicBool::new(false),
+                default_consistency,
+                vault,
+                streams: Arc::new(crate::stream_hub::StreamHub::default()),
+            }),
+        })
+    }
 }
 
 impl std::ops::Deref for AppState {

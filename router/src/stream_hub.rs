@@ -23,7 +23,7 @@ use tessera_api::rpc::Consistency;
 use tessera_api::stream::{StreamEvent, StreamQuery, StreamQueryResult};
 use tokio::sync::{Notify, broadcast, watch};
 
-use crate::cluster::Cluster;
+use crate::cluster::ClusterClient;
 
 /// How often a feed reads its channel's group for new events.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -80,7 +80,7 @@ impl StreamHub {
     /// Subscribes to a channel's feed, starting one (reading after `after`) if needed.
     fn subscribe(
         self: &Arc<Self>,
-        cluster: &Arc<Cluster>,
+        cluster: &Arc<dyn ClusterClient>,
         channel: &str,
         group: GroupId,
         after: u64,
@@ -98,7 +98,7 @@ impl StreamHub {
 }
 
 async fn read_events(
-    cluster: &Cluster,
+    cluster: &dyn ClusterClient,
     group: GroupId,
     channel: &str,
     after: u64,
@@ -118,7 +118,7 @@ async fn read_events(
 /// and broadcasts them, until no socket listens.
 async fn run_feed(
     hub: Arc<StreamHub>,
-    cluster: Arc<Cluster>,
+    cluster: Arc<dyn ClusterClient>,
     channel: String,
     group: GroupId,
     feed: Arc<Feed>,
@@ -134,7 +134,7 @@ async fn run_feed(
                 return;
             }
         }
-        match read_events(&cluster, group, &channel, cursor, Consistency::One).await {
+        match read_events(&*cluster, group, &channel, cursor, Consistency::One).await {
             Ok(Some(events)) if !events.is_empty() => {
                 let full = events.len() >= PAGE;
                 cursor = events.last().map_or(cursor, |e| e.id);
@@ -165,7 +165,7 @@ async fn send_event(sink: &mut Sink, e: &StreamEvent) -> Result<(), ()> {
 /// Sends every event after `*last` from the group's history (quorum reads, so
 /// nothing committed is missed), up to `until` when given.
 async fn catch_up(
-    cluster: &Cluster,
+    cluster: &dyn ClusterClient,
     group: GroupId,
     channel: &str,
     last: &mut u64,
@@ -192,11 +192,11 @@ async fn catch_up(
 
 /// Serves one socket: events after `last` (history first, then live), each
 /// once and in id order, until the client or the router closes it.
-pub async fn serve(hub: Arc<StreamHub>, cluster: Arc<Cluster>, socket: WebSocket, channel: String, group: GroupId, mut last: u64) {
+pub async fn serve(hub: Arc<StreamHub>, cluster: Arc<dyn ClusterClient>, socket: WebSocket, channel: String, group: GroupId, mut last: u64) {
     let mut rx = hub.subscribe(&cluster, &channel, group, last);
     let mut shutdown = hub.shutdown.subscribe();
     let (mut sink, mut incoming) = socket.split();
-    let mut failure = catch_up(&cluster, group, &channel, &mut last, None, &mut sink).await.err();
+    let mut failure = catch_up(&*cluster, group, &channel, &mut last, None, &mut sink).await.err();
     shutdown.mark_unchanged();
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
     while failure.is_none() {
@@ -214,7 +214,7 @@ pub async fn serve(hub: Arc<StreamHub>, cluster: Arc<Cluster>, socket: WebSocket
                         }
                         if e.id > last + 1 {
                             // A gap: fill it from history before going on.
-                            if let Err(m) = catch_up(&cluster, group, &channel, &mut last, Some(e.id - 1), &mut sink).await {
+                            if let Err(m) = catch_up(&*cluster, group, &channel, &mut last, Some(e.id - 1), &mut sink).await {
                                 failure = Some(m);
                                 break;
                             }
@@ -228,7 +228,7 @@ pub async fn serve(hub: Arc<StreamHub>, cluster: Arc<Cluster>, socket: WebSocket
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    failure = catch_up(&cluster, group, &channel, &mut last, None, &mut sink).await.err();
+                    failure = catch_up(&*cluster, group, &channel, &mut last, None, &mut sink).await.err();
                 }
                 Err(broadcast::error::RecvError::Closed) => {
                     rx = hub.subscribe(&cluster, &channel, group, last);

@@ -170,6 +170,18 @@ impl StateMachine {
         StateMachine { data: GroupData { db, group, vectors } }
     }
 
+    /// Applies `cmd` as the committed log entry `log_index` (term 1), through
+    /// the same path as an entry Raft committed. For single-process harnesses
+    /// (the router's in-process tests); a cluster applies only what Raft
+    /// committed, in log order.
+    pub fn apply_at(&self, log_index: u64, cmd: Command) -> Result<Response, RaftStorageError> {
+        let entry = openraft::Entry {
+            log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), log_index),
+            payload: EntryPayload::Normal(cmd),
+        };
+        Ok(self.apply_entries(vec![entry])?.pop().unwrap_or(Response::Empty))
+    }
+
     /// Applies `entries` in order, each in one write batch with its log id.
     fn apply_entries(&self, entries: Vec<openraft::Entry<TypeConfig>>) -> Result<Vec<Response>, RaftStorageError> {
         let mut responses = Vec::with_capacity(entries.len());

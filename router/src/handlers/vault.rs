@@ -61,7 +61,7 @@ fn actor(caller: &Caller) -> Actor {
 
 /// `GET /api/v1/admin/vault/status` → `{initialized, sealed, default_deny}` (this router).
 pub async fn status(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let s = state.vault.status(&state.cluster).await?;
+    let s = state.vault.status(&*state.cluster).await?;
     Ok(Json(json!({"initialized": s.initialized, "sealed": s.sealed, "default_deny": state.vault.default_deny()})))
 }
 
@@ -84,7 +84,7 @@ pub async fn unseal(
         return Err(ApiError::BadRequest("passphrase must not be empty".into()));
     }
     let actor = actor(&caller);
-    match state.vault.unseal(&state.cluster, &passphrase, &actor).await {
+    match state.vault.unseal(&*state.cluster, &passphrase, &actor).await {
         Ok(out) => Ok(Json(json!({"initialized": true, "sealed": false, "created": out.created}))),
         Err(VaultError::WrongPassphrase) => {
             let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
@@ -97,7 +97,7 @@ pub async fn unseal(
 
 /// `POST /api/v1/admin/vault/seal`: seals the vault on every router.
 pub async fn seal(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    state.vault.seal(&state.cluster, &actor(&caller)).await?;
+    state.vault.seal(&*state.cluster, &actor(&caller)).await?;
     Ok(Json(json!({"sealed": true})))
 }
 
@@ -115,7 +115,7 @@ pub async fn list_secrets(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let q = q;
-    let paths = state.vault.list(&state.cluster, &actor(&caller), &q.prefix).await?;
+    let paths = state.vault.list(&*state.cluster, &actor(&caller), &q.prefix).await?;
     Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
 }
 
@@ -135,14 +135,14 @@ pub async fn put_secret(
     let Some(value) = body.value.filter(|v| !v.is_null()) else {
         return Err(ApiError::BadRequest("value is required (any JSON value but null)".into()));
     };
-    let created = state.vault.put(&state.cluster, &actor(&caller), &path, &value).await?;
+    let created = state.vault.put(&*state.cluster, &actor(&caller), &path, &value).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({"path": path, "created": created}))))
 }
 
 /// `GET /api/v1/admin/vault/secrets/{*path}` → the decrypted value.
 pub async fn get_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = state.vault.get(&state.cluster, &actor(&caller), &path).await?;
+    let s = state.vault.get(&*state.cluster, &actor(&caller), &path).await?;
     Ok(Json(json!({
         "path": s.record.path, "value": s.value, "version": s.record.version,
         "created_at": iso8601_ms(s.record.created_at_ms), "updated_at": iso8601_ms(s.record.updated_at_ms),
@@ -152,7 +152,7 @@ pub async fn get_secret(State(state): State<AppState>, caller: Caller, Path(path
 
 /// `DELETE /api/v1/admin/vault/secrets/{*path}`.
 pub async fn delete_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
-    state.vault.delete(&state.cluster, &actor(&caller), &path).await?;
+    state.vault.delete(&*state.cluster, &actor(&caller), &path).await?;
     Ok(Json(json!({"path": path, "deleted": true})))
 }
 
@@ -165,14 +165,14 @@ fn policy_json(p: &VaultPolicyRecord) -> Value {
 
 /// `GET /api/v1/admin/vault/policies`.
 pub async fn list_policies(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let ps = state.vault.list_policies(&state.cluster).await?;
+    let ps = state.vault.list_policies(&*state.cluster).await?;
     let list: Vec<Value> = ps.iter().map(policy_json).collect();
     Ok(Json(json!({"total": list.len(), "policies": list})))
 }
 
 /// `GET /api/v1/admin/vault/policies/{name}`.
 pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    let ps = state.vault.list_policies(&state.cluster).await?;
+    let ps = state.vault.list_policies(&*state.cluster).await?;
     let p = ps.iter().find(|p| p.name == name).ok_or_else(|| ApiError::NotFound(format!("vault policy {name} does not exist")))?;
     Ok(Json(policy_json(p)))
 }
@@ -206,16 +206,16 @@ pub async fn put_policy(
         created_at_ms: 0,
         updated_at_ms: 0,
     };
-    let created = state.vault.put_policy(&state.cluster, &actor(&caller), policy.clone()).await?;
+    let created = state.vault.put_policy(&*state.cluster, &actor(&caller), policy.clone()).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    let ps = state.vault.list_policies(&state.cluster).await?;
+    let ps = state.vault.list_policies(&*state.cluster).await?;
     let stored = ps.iter().find(|p| p.name == policy.name).unwrap_or(&policy);
     Ok((status, Json(policy_json(stored))))
 }
 
 /// `DELETE /api/v1/admin/vault/policies/{name}`.
 pub async fn delete_policy(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    state.vault.delete_policy(&state.cluster, &actor(&caller), &name).await?;
+    state.vault.delete_policy(&*state.cluster, &actor(&caller), &name).await?;
     Ok(Json(json!({"name": name, "deleted": true})))
 }
 
@@ -232,7 +232,7 @@ pub async fn audit(State(state): State<AppState>, QueryParams(q): QueryParams<Au
     if limit == 0 || limit > tessera_api::meta::VAULT_AUDIT_KEEP {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::VAULT_AUDIT_KEEP)));
     }
-    let records = state.vault.audit_trail(&state.cluster, limit).await?;
+    let records = state.vault.audit_trail(&*state.cluster, limit).await?;
     let events: Vec<Value> = records
         .iter()
         .map(|r| {

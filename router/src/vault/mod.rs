@@ -19,7 +19,7 @@ use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{VaultAuditRecord, VaultCapability, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 use zeroize::Zeroizing;
 
-use crate::cluster::{Cluster, ClusterError};
+use crate::cluster::{ClusterClient, ClusterError};
 use crate::state::AppState;
 use tessera_api::security::NewAlert;
 use policy::Subject;
@@ -161,14 +161,14 @@ impl Vault {
         *self.unsealed.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    async fn state(&self, cluster: &Cluster) -> Result<(Option<VaultKeyRecord>, u64)> {
+    async fn state(&self, cluster: &dyn ClusterClient) -> Result<(Option<VaultKeyRecord>, u64)> {
         match cluster.meta_read(&Query::VaultState).await? {
             QueryResult::VaultState { key, seal_epoch } => Ok((key, seal_epoch)),
             other => Err(unexpected("VaultState", other)),
         }
     }
 
-    async fn write(&self, cluster: &Cluster, op: MetaOp) -> Result<Response> {
+    async fn write(&self, cluster: &dyn ClusterClient, op: MetaOp) -> Result<Response> {
         match cluster.meta_write(&Operation::Meta(op)).await? {
             Response::Rejected(r) => match r.code {
                 tessera_api::error::ErrorCode::NotFound => Err(VaultError::NotFound(r.message)),
@@ -179,7 +179,7 @@ impl Vault {
     }
 
     /// Appends an audit record.
-    async fn audit(&self, cluster: &Cluster, actor: &Actor, event: &str, path: Option<&str>, success: bool, detail: &str) -> Result<()> {
+    async fn audit(&self, cluster: &dyn ClusterClient, actor: &Actor, event: &str, path: Option<&str>, success: bool, detail: &str) -> Result<()> {
         let record = VaultAuditRecord {
             id: new_id(),
             at_ms: 0, // set by the meta group
@@ -194,7 +194,7 @@ impl Vault {
     }
 
     /// The data key, if this router is unsealed and no seal happened since.
-    async fn key(&self, cluster: &Cluster) -> Result<(crypto::Key, String)> {
+    async fn key(&self, cluster: &dyn ClusterClient) -> Result<(crypto::Key, String)> {
         let (record, epoch) = self.state(cluster).await?;
         self.current_key(record.as_ref(), epoch)
     }
@@ -213,7 +213,7 @@ impl Vault {
     }
 
     /// Whether the vault exists and whether this router holds its key.
-    pub async fn status(&self, cluster: &Cluster) -> Result<Status> {
+    pub async fn status(&self, cluster: &dyn ClusterClient) -> Result<Status> {
         let (record, epoch) = self.state(cluster).await?;
         let sealed = match self.current_key(record.as_ref(), epoch) {
             Ok(_) => false,
@@ -226,7 +226,7 @@ impl Vault {
     /// Unseals this router with `passphrase`. The first unseal of the cluster
     /// creates the data key; later ones only unwrap the stored key, so a wrong
     /// passphrase changes nothing but the audit trail.
-    pub async fn unseal(&self, cluster: &Cluster, passphrase: &str, actor: &Actor) -> Result<UnsealOutcome> {
+    pub async fn unseal(&self, cluster: &dyn ClusterClient, passphrase: &str, actor: &Actor) -> Result<UnsealOutcome> {
         let (record, epoch) = self.state(cluster).await?;
         let (record, created) = match record {
             Some(r) => (r, false),
@@ -273,14 +273,14 @@ impl Vault {
 
     /// Seals the vault on every router: raises the seal epoch and drops this
     /// router's key at once (the others drop theirs on their next vault call).
-    pub async fn seal(&self, cluster: &Cluster, actor: &Actor) -> Result<()> {
+    pub async fn seal(&self, cluster: &dyn ClusterClient, actor: &Actor) -> Result<()> {
         self.drop_key();
         self.write(cluster, MetaOp::VaultSeal).await?;
         self.drop_key();
         self.audit(cluster, actor, "sealed", None, true, "every router dropped its data key").await
     }
 
-    async fn policies(&self, cluster: &Cluster) -> Result<Vec<VaultPolicyRecord>> {
+    async fn policies(&self, cluster: &dyn ClusterClient) -> Result<Vec<VaultPolicyRecord>> {
         match cluster.meta_read(&Query::VaultPolicies).await? {
             QueryResult::VaultPolicies(p) => Ok(p),
             other => Err(unexpected("VaultPolicies", other)),
@@ -288,7 +288,7 @@ impl Vault {
     }
 
     /// Under default-deny, requires a policy granting `cap` on `path`.
-    async fn authorize(&self, cluster: &Cluster, actor: &Actor, path: &str, cap: VaultCapability) -> Result<()> {
+    async fn authorize(&self, cluster: &dyn ClusterClient, actor: &Actor, path: &str, cap: VaultCapability) -> Result<()> {
         if !self.default_deny {
             return Ok(());
         }
@@ -308,7 +308,7 @@ impl Vault {
     }
 
     /// Stores a secret (encrypted); true when it was created.
-    pub async fn put(&self, cluster: &Cluster, actor: &Actor, path: &str, value: &Value) -> Result<bool> {
+    pub async fn put(&self, cluster: &dyn ClusterClient, actor: &Actor, path: &str, value: &Value) -> Result<bool> {
         check_path(path)?;
         let plain = Zeroizing::new(serde_json::to_vec(value).map_err(|e| VaultError::Invalid(e.to_string()))?);
         if plain.len() > MAX_SECRET_BYTES {
@@ -334,7 +334,7 @@ impl Vault {
     }
 
     /// Reads and decrypts a secret.
-    pub async fn get(&self, cluster: &Cluster, actor: &Actor, path: &str) -> Result<Secret> {
+    pub async fn get(&self, cluster: &dyn ClusterClient, actor: &Actor, path: &str) -> Result<Secret> {
         check_path(path)?;
         let (key, key_id) = self.key(cluster).await?;
         self.authorize(cluster, actor, path, VaultCapability::Read).await?;
@@ -355,7 +355,7 @@ impl Vault {
 
     /// The paths of the secrets under `prefix` (those the caller may list
     /// under default-deny).
-    pub async fn list(&self, cluster: &Cluster, actor: &Actor, prefix: &str) -> Result<Vec<String>> {
+    pub async fn list(&self, cluster: &dyn ClusterClient, actor: &Actor, prefix: &str) -> Result<Vec<String>> {
         if prefix.len() > MAX_PATH_BYTES {
             return Err(VaultError::Invalid(format!("prefix is at most {MAX_PATH_BYTES} bytes")));
         }
@@ -378,7 +378,7 @@ impl Vault {
     }
 
     /// Deletes a secret.
-    pub async fn delete(&self, cluster: &Cluster, actor: &Actor, path: &str) -> Result<()> {
+    pub async fn delete(&self, cluster: &dyn ClusterClient, actor: &Actor, path: &str) -> Result<()> {
         check_path(path)?;
         self.key(cluster).await?;
         self.authorize(cluster, actor, path, VaultCapability::Delete).await?;
@@ -390,12 +390,12 @@ impl Vault {
     }
 
     /// Every access policy.
-    pub async fn list_policies(&self, cluster: &Cluster) -> Result<Vec<VaultPolicyRecord>> {
+    pub async fn list_policies(&self, cluster: &dyn ClusterClient) -> Result<Vec<VaultPolicyRecord>> {
         self.policies(cluster).await
     }
 
     /// Creates or replaces a policy; true when created.
-    pub async fn put_policy(&self, cluster: &Cluster, actor: &Actor, policy: VaultPolicyRecord) -> Result<bool> {
+    pub async fn put_policy(&self, cluster: &dyn ClusterClient, actor: &Actor, policy: VaultPolicyRecord) -> Result<bool> {
         check_policy_name(&policy.name)?;
         if policy.username.is_some() == policy.role.is_some() {
             return Err(VaultError::Invalid("a policy names exactly one of username or role".into()));
@@ -419,14 +419,14 @@ impl Vault {
     }
 
     /// Deletes a policy.
-    pub async fn delete_policy(&self, cluster: &Cluster, actor: &Actor, name: &str) -> Result<()> {
+    pub async fn delete_policy(&self, cluster: &dyn ClusterClient, actor: &Actor, name: &str) -> Result<()> {
         check_policy_name(name)?;
         self.write(cluster, MetaOp::VaultDeletePolicy { name: name.into() }).await?;
         self.audit(cluster, actor, "policy_deleted", None, true, &format!("policy {name}")).await
     }
 
     /// The newest `limit` audit records, newest first.
-    pub async fn audit_trail(&self, cluster: &Cluster, limit: usize) -> Result<Vec<VaultAuditRecord>> {
+    pub async fn audit_trail(&self, cluster: &dyn ClusterClient, limit: usize) -> Result<Vec<VaultAuditRecord>> {
         match cluster.meta_read(&Query::VaultAudit { limit }).await? {
             QueryResult::VaultAudit(r) => Ok(r),
             other => Err(unexpected("VaultAudit", other)),
@@ -480,7 +480,7 @@ pub async fn unseal_at_start(state: AppState) {
     let Some(passphrase) = crate::secrets::SecretString::env_or("SERVICE_VAULT_PASSPHRASE", configured) else { return };
     let actor = Actor::environment();
     loop {
-        match state.vault.unseal(&state.cluster, passphrase.expose(), &actor).await {
+        match state.vault.unseal(&*state.cluster, passphrase.expose(), &actor).await {
             Ok(u) => {
                 tracing::info!(created = u.created, "vault unsealed with SERVICE_VAULT_PASSPHRASE");
                 return;

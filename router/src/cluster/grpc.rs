@@ -1,6 +1,6 @@
-//! The router's view of the cluster: node clients, the cluster map read from the
-//! meta group, the shard ring, a leader cache per group, and calls that follow
-//! "not leader" answers and step over dead nodes until a deadline.
+//! The cluster client over the nodes' gRPC: node clients, the cluster map read
+//! from the meta group, the shard ring, a leader cache per group, and calls
+//! that follow "not leader" answers and step over dead nodes until a deadline.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -15,37 +15,14 @@ use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
     Consistency, DataReply, FailureKind, MAX_MESSAGE_BYTES, ReadRequest, StatusRequest, WriteRequest,
 };
-use tessera_api::{GroupId, META_GROUP, NodeId, codec};
+use tessera_api::{GroupId, NodeId, codec};
 use tonic::transport::Channel;
 use tracing::{debug, info};
 
-/// Virtual points per data group on the hash ring.
-const RING_POINTS_PER_GROUP: u32 = 64;
+use super::{ClusterClient, ClusterError, Served, build_ring};
+
 /// Timeout of one RPC attempt.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Why a routed call failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    NotAppliedEverywhere(String),
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("storage error on a node: {0}")]
-    Storage(String),
-    #[error("unexpected reply: {0}")]
-    UnexpectedReply(String),
-}
-
-/// A successful routed call: the value and who served it.
-#[derive(Debug)]
-pub struct Served<T> {
-    pub value: T,
-    pub group: GroupId,
-    pub node: NodeId,
-}
 
 #[derive(Default)]
 struct View {
@@ -63,8 +40,8 @@ struct View {
     identity: HashMap<NodeId, (u64, u64)>,
 }
 
-/// Shared cluster client of one router.
-pub struct Cluster {
+/// The cluster client of one router, over the nodes' gRPC.
+pub struct GrpcCluster {
     seeds: Vec<(Option<NodeId>, String)>,
     view: RwLock<View>,
     channels: RwLock<HashMap<String, Channel>>,
@@ -73,9 +50,9 @@ pub struct Cluster {
     tls: Option<tessera_api::tls::ClusterTls>,
 }
 
-impl Cluster {
+impl GrpcCluster {
     /// A client over the seed nodes, dialing them over mutual TLS when `tls` is
-    /// given; call [`Cluster::refresh`] to learn the map.
+    /// given; call [`ClusterClient::refresh`] to learn the map.
     pub fn new(
         seeds: Vec<(Option<NodeId>, String)>,
         deadline: Duration,
@@ -87,7 +64,7 @@ impl Cluster {
                 view.addrs.insert(*id, addr.clone());
             }
         }
-        Arc::new(Cluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls })
+        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls })
     }
 
     fn client(&self, addr: &str) -> Result<DataServiceClient<Channel>, ClusterError> {
@@ -109,123 +86,14 @@ impl Cluster {
         DataServiceClient::new(ch).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
-    /// Asks every known node for its status: learns the map, leaders and liveness.
-    pub async fn refresh(&self) {
-        let mut targets: Vec<String> = self.seeds.iter().map(|(_, a)| a.clone()).collect();
-        for addr in self.view.read().expect("view lock").addrs.values() {
-            if !targets.contains(addr) {
-                targets.push(addr.clone());
-            }
-        }
-        let calls = targets.into_iter().map(|addr| async move {
-            let result = async {
-                let mut client = self.client(&addr)?;
-                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
-                req.set_timeout(Duration::from_secs(1));
-                client.status(req).await.map_err(|s| ClusterError::Unavailable(s.to_string()))
-            }
-            .await;
-            (addr, result.map(|r| r.into_inner()))
-        });
-        let replies = futures::future::join_all(calls).await;
 
-        let mut view = self.view.write().expect("view lock");
-        // Highest term wins when nodes disagree about a group's leader.
-        let mut best: HashMap<GroupId, (u64, NodeId)> = HashMap::new();
-        let mut reachable = HashMap::new();
-        for (addr, reply) in replies {
-            match reply {
-                Ok(status) => {
-                    reachable.insert(status.node_id, true);
-                    view.wal.insert(status.node_id, (status.wal_syncs, status.log_entries_synced));
-                    view.identity.insert(status.node_id, (status.cluster_id, status.incarnation));
-                    view.addrs.entry(status.node_id).or_insert(addr);
-                    if view.map.is_none() && !status.cluster_map.is_empty() {
-                        if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
-                            info!(groups = map.groups.len(), nodes = map.nodes.len(), "learned the cluster map");
-                            view.ring = Some(build_ring(&map));
-                            for n in &map.nodes {
-                                view.addrs.insert(n.id, n.addr.clone());
-                            }
-                            view.map = Some(map);
-                        }
-                    }
-                    for g in status.groups {
-                        let term = view.terms.entry(g.group_id).or_default();
-                        *term = (*term).max(g.term);
-                        if g.leader_id != 0 && best.get(&g.group_id).is_none_or(|(t, _)| g.term > *t) {
-                            best.insert(g.group_id, (g.term, g.leader_id));
-                        }
-                    }
-                }
-                Err(e) => {
-                    if let Some(id) = view.addrs.iter().find(|(_, a)| **a == addr).map(|(id, _)| *id) {
-                        reachable.insert(id, false);
-                    }
-                    debug!(%addr, "status failed: {e}");
-                }
-            }
-        }
-        for (group, (_, leader)) in best {
-            view.leaders.insert(group, leader);
-        }
-        view.reachable = reachable;
-    }
 
-    /// `Ok` when the map is known and every group has a reachable leader.
-    pub fn readiness(&self) -> Result<(), String> {
-        let view = self.view.read().expect("view lock");
-        let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;
-        for g in &map.groups {
-            match view.leaders.get(&g.id) {
-                Some(l) if view.reachable.get(l).copied().unwrap_or(false) => {}
-                Some(l) => return Err(format!("the leader ({l}) of group {} is unreachable", g.id)),
-                None => return Err(format!("group {} has no known leader", g.id)),
-            }
-        }
-        Ok(())
-    }
 
-    /// The cluster map, once learned.
-    pub fn map(&self) -> Option<ClusterMap> {
-        self.view.read().expect("view lock").map.clone()
-    }
 
-    /// Known leaders and reachability of nodes.
-    /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).
-    pub fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
-        self.view.read().expect("view lock").wal.clone()
-    }
 
-    /// Node id → (cluster id, incarnation) the node reported.
-    pub fn identities(&self) -> HashMap<NodeId, (u64, u64)> {
-        self.view.read().expect("view lock").identity.clone()
-    }
 
-    /// Group id → the highest Raft term a node reported (a new term means an election).
-    pub fn terms(&self) -> HashMap<GroupId, u64> {
-        self.view.read().expect("view lock").terms.clone()
-    }
 
-    /// Group id → cached leader, and node id → whether it answered the last refresh.
-    pub fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>) {
-        let view = self.view.read().expect("view lock");
-        (view.leaders.clone(), view.reachable.clone())
-    }
 
-    /// The data group that owns a routing key.
-    pub fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
-        let view = self.view.read().expect("view lock");
-        let ring = view.ring.as_ref().ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
-        ring.get(&routing_key).map(|(g, _)| *g).ok_or_else(|| ClusterError::Unavailable("no data groups".into()))
-    }
-
-    /// Every data group.
-    pub fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {
-        self.map()
-            .map(|m| m.data_groups())
-            .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
-    }
 
     /// Candidate nodes for a group: only the preferred node when one is named,
     /// otherwise the cached leader first, then the members.
@@ -259,48 +127,7 @@ impl Cluster {
         }
     }
 
-    /// Proposes a write to a group's leader.
-    pub async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
-        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
-        // One id for every attempt: a retry after a lost answer cannot apply twice
-        // (and with an Idempotency-Key, neither can the client's own retry).
-        let request_id = crate::idempotency::request_id(group);
-        self.call(group, None, false, |mut client| {
-            let req = WriteRequest {
-                group_id: group,
-                operation: bytes.clone(),
-                consistency: consistency as i32,
-                request_id: request_id.clone(),
-            };
-            async move {
-                let mut req = tonic::Request::new(req);
-                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                client.write(req).await
-            }
-        })
-        .await
-    }
 
-    /// Reads from a group with a consistency mode; `replica` picks the node for `one`.
-    pub async fn read(
-        &self,
-        group: GroupId,
-        query: &Query,
-        consistency: Consistency,
-        replica: Option<NodeId>,
-    ) -> Result<Served<QueryResult>, ClusterError> {
-        let bytes = codec::encode(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
-        let any_replica = consistency == Consistency::One;
-        self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
-            let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
-            async move {
-                let mut req = tonic::Request::new(req);
-                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                client.read(req).await
-            }
-        })
-        .await
-    }
 
     /// Runs `attempt` against candidates until one answers, following leader hints,
     /// until the router's deadline.
@@ -413,23 +240,147 @@ impl Cluster {
         }
     }
 
-    /// Reads from the meta group.
-    pub async fn meta_read(&self, query: &Query) -> Result<QueryResult, ClusterError> {
-        Ok(self.read(META_GROUP, query, Consistency::Quorum, None).await?.value)
-    }
 
-    /// Writes to the meta group.
-    pub async fn meta_write(&self, op: &Operation) -> Result<Response, ClusterError> {
-        Ok(self.write(META_GROUP, op, Consistency::Quorum).await?.value)
-    }
 }
 
-fn build_ring(map: &ClusterMap) -> HashRing<(GroupId, u32)> {
-    let mut ring = HashRing::new();
-    for g in map.data_groups() {
-        for point in 0..RING_POINTS_PER_GROUP {
-            ring.add((g, point));
+#[async_trait::async_trait]
+impl ClusterClient for GrpcCluster {
+    /// Asks every known node for its status: learns the map, leaders and liveness.
+    async fn refresh(&self) {
+        let mut targets: Vec<String> = self.seeds.iter().map(|(_, a)| a.clone()).collect();
+        for addr in self.view.read().expect("view lock").addrs.values() {
+            if !targets.contains(addr) {
+                targets.push(addr.clone());
+            }
         }
+        let calls = targets.into_iter().map(|addr| async move {
+            let result = async {
+                let mut client = self.client(&addr)?;
+                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
+                req.set_timeout(Duration::from_secs(1));
+                client.status(req).await.map_err(|s| ClusterError::Unavailable(s.to_string()))
+            }
+            .await;
+            (addr, result.map(|r| r.into_inner()))
+        });
+        let replies = futures::future::join_all(calls).await;
+
+        let mut view = self.view.write().expect("view lock");
+        // Highest term wins when nodes disagree about a group's leader.
+        let mut best: HashMap<GroupId, (u64, NodeId)> = HashMap::new();
+        let mut reachable = HashMap::new();
+        for (addr, reply) in replies {
+            match reply {
+                Ok(status) => {
+                    reachable.insert(status.node_id, true);
+                    view.wal.insert(status.node_id, (status.wal_syncs, status.log_entries_synced));
+                    view.identity.insert(status.node_id, (status.cluster_id, status.incarnation));
+                    view.addrs.entry(status.node_id).or_insert(addr);
+                    if view.map.is_none() && !status.cluster_map.is_empty() {
+                        if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
+                            info!(groups = map.groups.len(), nodes = map.nodes.len(), "learned the cluster map");
+                            view.ring = Some(build_ring(&map));
+                            for n in &map.nodes {
+                                view.addrs.insert(n.id, n.addr.clone());
+                            }
+                            view.map = Some(map);
+                        }
+                    }
+                    for g in status.groups {
+                        let term = view.terms.entry(g.group_id).or_default();
+                        *term = (*term).max(g.term);
+                        if g.leader_id != 0 && best.get(&g.group_id).is_none_or(|(t, _)| g.term > *t) {
+                            best.insert(g.group_id, (g.term, g.leader_id));
+                        }
+                    }
+                }
+                Err(e) => {
+                    if let Some(id) = view.addrs.iter().find(|(_, a)| **a == addr).map(|(id, _)| *id) {
+                        reachable.insert(id, false);
+                    }
+                    debug!(%addr, "status failed: {e}");
+                }
+            }
+        }
+        for (group, (_, leader)) in best {
+            view.leaders.insert(group, leader);
+        }
+        view.reachable = reachable;
     }
-    ring
+    fn readiness(&self) -> Result<(), String> {
+        let view = self.view.read().expect("view lock");
+        let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;
+        for g in &map.groups {
+            match view.leaders.get(&g.id) {
+                Some(l) if view.reachable.get(l).copied().unwrap_or(false) => {}
+                Some(l) => return Err(format!("the leader ({l}) of group {} is unreachable", g.id)),
+                None => return Err(format!("group {} has no known leader", g.id)),
+            }
+        }
+        Ok(())
+    }
+    fn map(&self) -> Option<ClusterMap> {
+        self.view.read().expect("view lock").map.clone()
+    }
+    fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
+        self.view.read().expect("view lock").wal.clone()
+    }
+    fn identities(&self) -> HashMap<NodeId, (u64, u64)> {
+        self.view.read().expect("view lock").identity.clone()
+    }
+    fn terms(&self) -> HashMap<GroupId, u64> {
+        self.view.read().expect("view lock").terms.clone()
+    }
+    fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>) {
+        let view = self.view.read().expect("view lock");
+        (view.leaders.clone(), view.reachable.clone())
+    }
+    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
+        super::ring_group(self.view.read().expect("view lock").ring.as_ref(), routing_key)
+    }
+
+    fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {
+        self.map()
+            .map(|m| m.data_groups())
+            .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
+    }
+    async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
+        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        // One id for every attempt: a retry after a lost answer cannot apply twice
+        // (and with an Idempotency-Key, neither can the client's own retry).
+        let request_id = crate::idempotency::request_id(group);
+        self.call(group, None, false, |mut client| {
+            let req = WriteRequest {
+                group_id: group,
+                operation: bytes.clone(),
+                consistency: consistency as i32,
+                request_id: request_id.clone(),
+            };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.write(req).await
+            }
+        })
+        .await
+    }
+    async fn read(
+        &self,
+        group: GroupId,
+        query: &Query,
+        consistency: Consistency,
+        replica: Option<NodeId>,
+    ) -> Result<Served<QueryResult>, ClusterError> {
+        let bytes = codec::encode(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let any_replica = consistency == Consistency::One;
+        self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
+            let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.read(req).await
+            }
+        })
+        .await
+    }
 }

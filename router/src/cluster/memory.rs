@@ -1,0 +1,171 @@
+//! A cluster in this process: one store, the real state machine and engines of
+//! every group, no Raft, no sockets. Each write is stamped and applied as the
+//! next log entry of its group exactly as a leader would (time fixed in the
+//! command, the SQL trial run before it), so the router's handlers, fan-out
+//! merges, catalog steps and error mapping run against real engine answers in
+//! milliseconds. What needs processes (failover, restarts, snapshots) stays in
+//! the `tessera-tests` scenarios.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use hashring::HashRing;
+use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
+use tessera_api::meta::{ClusterMap, GroupInfo, NodeInfo, ShardingStrategy};
+use tessera_api::rpc::Consistency;
+use tessera_api::{GroupId, META_GROUP, NodeId};
+use tessera_storage::{GroupReader, StateMachine, Store};
+
+use super::{ClusterClient, ClusterError, Served, build_ring};
+
+/// The one node id every answer is served by.
+const NODE: NodeId = 1;
+
+struct Group {
+    state_machine: StateMachine,
+    reader: GroupReader,
+    /// The last applied log index; its lock orders the group's writes.
+    applied: Mutex<u64>,
+}
+
+/// The meta group and `data_groups` data groups over one store in a temporary
+/// directory (removed on drop).
+pub struct MemoryCluster {
+    groups: BTreeMap<GroupId, Group>,
+    map: ClusterMap,
+    ring: HashRing<(GroupId, u32)>,
+    /// The last stamp handed out: commands get strictly increasing times.
+    clock: AtomicI64,
+    /// Groups that answer as if no leader could be reached.
+    down: Mutex<HashSet<GroupId>>,
+    _store: Store,
+    _dir: tempfile::TempDir,
+}
+
+impl MemoryCluster {
+    /// A cluster of `data_groups` data groups (ids 1..=n) and the meta group.
+    pub fn new(data_groups: u64) -> MemoryCluster {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = Store::open(dir.path()).expect("open the store");
+        let ids: Vec<GroupId> = std::iter::once(META_GROUP).chain(1..=data_groups).collect();
+        let map = ClusterMap {
+            nodes: vec![NodeInfo { id: NODE, addr: "in-process".into() }],
+            strategy: ShardingStrategy::default(),
+            replication_factor: 1,
+            groups: ids.iter().map(|&id| GroupInfo { id, members: vec![NODE] }).collect(),
+        };
+        let groups = ids
+            .iter()
+            .map(|&id| {
+                let group = Group { state_machine: store.state_machine(id), reader: store.reader(id), applied: Mutex::new(0) };
+                (id, group)
+            })
+            .collect();
+        MemoryCluster {
+            ring: build_ring(&map),
+            groups,
+            map,
+            clock: AtomicI64::new(0),
+            down: Mutex::default(),
+            _store: store,
+            _dir: dir,
+        }
+    }
+
+    /// Makes `group` unreachable (`true`) or serves it again.
+    pub fn set_down(&self, group: GroupId, down: bool) {
+        let mut set = self.down.lock().expect("down lock");
+        if down {
+            set.insert(group);
+        } else {
+            set.remove(&group);
+        }
+    }
+
+    /// The data group a routing key lands on.
+    pub fn shard_of(&self, routing_key: &str) -> GroupId {
+        super::ring_group(Some(&self.ring), routing_key).expect("data groups")
+    }
+
+    fn group(&self, id: GroupId) -> Result<&Group, ClusterError> {
+        if self.down.lock().expect("down lock").contains(&id) {
+            return Err(ClusterError::Unavailable(format!("group {id} did not answer: it is down (in-process test)")));
+        }
+        self.groups.get(&id).ok_or_else(|| ClusterError::Unavailable(format!("no group {id}")))
+    }
+
+    /// A time after every one handed out before: the leader's stamp.
+    fn stamp(&self) -> i64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let previous = self.clock.fetch_max(now, Ordering::SeqCst);
+        if previous >= now { self.clock.fetch_add(1, Ordering::SeqCst) + 1 } else { now }
+    }
+}
+
+#[async_trait::async_trait]
+impl ClusterClient for MemoryCluster {
+    async fn refresh(&self) {}
+
+    fn readiness(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn map(&self) -> Option<ClusterMap> {
+        Some(self.map.clone())
+    }
+
+    fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {
+        HashMap::new()
+    }
+
+    fn identities(&self) -> HashMap<NodeId, (u64, u64)> {
+        HashMap::new()
+    }
+
+    fn terms(&self) -> HashMap<GroupId, u64> {
+        self.groups.keys().map(|&g| (g, 1)).collect()
+    }
+
+    fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>) {
+        (self.groups.keys().map(|&g| (g, NODE)).collect(), HashMap::from([(NODE, true)]))
+    }
+
+    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
+        super::ring_group(Some(&self.ring), routing_key)
+    }
+
+    fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {
+        Ok(self.map.data_groups())
+    }
+
+    async fn write(&self, group: GroupId, op: &Operation, _: Consistency) -> Result<Served<Response>, ClusterError> {
+        let g = self.group(group)?;
+        let request_id = Some(crate::idempotency::request_id(group));
+        let mut applied = g.applied.lock().expect("group write lock");
+        let issued_at_ms = self.stamp();
+        if let Operation::Sql(sql) = op
+            && let Some(rejection) = g.reader.sql_trial_run(sql, issued_at_ms)
+        {
+            return Ok(Served { value: Response::Rejected(rejection), group, node: NODE });
+        }
+        let cmd = Command { issued_at_ms, op: op.clone(), request_id };
+        let value = g.state_machine.apply_at(*applied + 1, cmd).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        *applied += 1;
+        Ok(Served { value, group, node: NODE })
+    }
+
+    async fn read(
+        &self,
+        group: GroupId,
+        query: &Query,
+        _: Consistency,
+        _: Option<NodeId>,
+    ) -> Result<Served<QueryResult>, ClusterError> {
+        let g = self.group(group)?;
+        let value = g.reader.query(query, self.stamp()).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        Ok(Served { value, group, node: NODE })
+    }
+}

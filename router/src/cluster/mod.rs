@@ -1,0 +1,105 @@
+//! The router's view of the cluster, behind one trait: [`ClusterClient`] is
+//! what handlers call (`write`, `read`, the shard of a key, the data groups).
+//! [`grpc::GrpcCluster`] serves it from the nodes; in tests, `memory` serves it
+//! from state machines in this process, so handlers, fan-out merges and error
+//! mapping are tested without processes or sockets.
+
+pub mod grpc;
+#[cfg(test)]
+pub mod memory;
+
+use std::collections::HashMap;
+
+use hashring::HashRing;
+use tessera_api::command::{Operation, Query, QueryResult, Response};
+use tessera_api::meta::ClusterMap;
+use tessera_api::rpc::Consistency;
+use tessera_api::{GroupId, META_GROUP, NodeId};
+
+pub use grpc::GrpcCluster;
+
+/// Virtual points per data group on the hash ring.
+const RING_POINTS_PER_GROUP: u32 = 64;
+
+/// Why a routed call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    NotAppliedEverywhere(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("storage error on a node: {0}")]
+    Storage(String),
+    #[error("unexpected reply: {0}")]
+    UnexpectedReply(String),
+}
+
+/// A successful routed call: the value and who served it.
+#[derive(Debug)]
+pub struct Served<T> {
+    pub value: T,
+    pub group: GroupId,
+    pub node: NodeId,
+}
+
+/// What the router needs of the cluster.
+#[async_trait::async_trait]
+pub trait ClusterClient: Send + Sync {
+    /// Learns the map, leaders and liveness anew.
+    async fn refresh(&self);
+    /// `Ok` when the map is known and every group has a reachable leader.
+    fn readiness(&self) -> Result<(), String>;
+    /// The cluster map, once learned.
+    fn map(&self) -> Option<ClusterMap>;
+    /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).
+    fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)>;
+    /// Node id → (cluster id, incarnation) the node reported.
+    fn identities(&self) -> HashMap<NodeId, (u64, u64)>;
+    /// Group id → the highest Raft term a node reported (a new term means an election).
+    fn terms(&self) -> HashMap<GroupId, u64>;
+    /// Group id → cached leader, and node id → whether it answered the last refresh.
+    fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>);
+    /// The data group that owns a routing key.
+    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError>;
+    /// Every data group.
+    fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError>;
+    /// Proposes a write to a group's leader; acknowledged once committed and applied.
+    async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError>;
+    /// Reads from a group with a consistency mode; `replica` picks the node for `one`.
+    async fn read(
+        &self,
+        group: GroupId,
+        query: &Query,
+        consistency: Consistency,
+        replica: Option<NodeId>,
+    ) -> Result<Served<QueryResult>, ClusterError>;
+
+    /// Reads from the meta group.
+    async fn meta_read(&self, query: &Query) -> Result<QueryResult, ClusterError> {
+        Ok(self.read(META_GROUP, query, Consistency::Quorum, None).await?.value)
+    }
+
+    /// Writes to the meta group.
+    async fn meta_write(&self, op: &Operation) -> Result<Response, ClusterError> {
+        Ok(self.write(META_GROUP, op, Consistency::Quorum).await?.value)
+    }
+}
+
+/// The hash ring of a map's data groups.
+fn build_ring(map: &ClusterMap) -> HashRing<(GroupId, u32)> {
+    let mut ring = HashRing::new();
+    for g in map.data_groups() {
+        for point in 0..RING_POINTS_PER_GROUP {
+            ring.add((g, point));
+        }
+    }
+    ring
+}
+
+/// The data group owning `routing_key` on `ring`.
+fn ring_group(ring: Option<&HashRing<(GroupId, u32)>>, routing_key: &str) -> Result<GroupId, ClusterError> {
+    let ring = ring.ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
+    ring.get(&routing_key).map(|(g, _)| *g).ok_or_else(|| ClusterError::Unavailable("no data groups".into()))
+}

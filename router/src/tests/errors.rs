@@ -1,0 +1,70 @@
+//! How the engines' rejections and the cluster's failures reach the client:
+//! statuses and bodies chosen in `error.rs`, never a 500 for bad input.
+
+use serde_json::json;
+
+use super::harness::TestRouter;
+
+async fn sql(router: &TestRouter, text: &str) -> super::harness::Answer {
+    router.post("/api/v1/query", &json!({"sql": text})).await
+}
+
+/// SQL errors carry the spec's body `{error: {code, message, position, sql}}`.
+#[tokio::test]
+async fn sql_errors_keep_their_code_position_and_statement() {
+    let router = TestRouter::new(2).await;
+    let parse = sql(&router, "SELEC 1").await;
+    assert_eq!(parse.status.as_u16(), 400, "{}", parse.json);
+    assert_eq!(parse.json["error"]["code"], json!("PARSE_ERROR"));
+    assert_eq!(parse.json["error"]["sql"], json!("SELEC 1"));
+    assert!(parse.json["error"]["position"]["line"].is_u64(), "{}", parse.json);
+
+    let missing = sql(&router, "SELECT * FROM nowhere").await;
+    assert_eq!(missing.json["error"]["code"], json!("TABLE_NOT_FOUND"), "{}", missing.json);
+    assert!(missing.status.is_client_error());
+
+    sql(&router, "CREATE TABLE t (id INT PRIMARY KEY, v INT)").await.expect(200);
+    sql(&router, "INSERT INTO t VALUES (1, 1)").await.expect(200);
+    let dup = sql(&router, "INSERT INTO t VALUES (1, 2)").await;
+    assert_eq!(dup.json["error"]["code"], json!("CONSTRAINT_VIOLATION"), "{}", dup.json);
+    assert!(dup.status.is_client_error());
+    let zero = sql(&router, "SELECT v / 0 FROM t").await;
+    assert_eq!(zero.json["error"]["code"], json!("DIVISION_BY_ZERO"), "{}", zero.json);
+    let rows = sql(&router, "SELECT v FROM t").await.expect(200);
+    assert_eq!(rows["data"]["rows"], json!([[1]]), "the refused insert changed the table: {rows}");
+}
+
+/// Engine rejections of other models: a vector of the wrong dimension is a
+/// 400, a missing collection a 404, a second create a 409; each with `{error, code}`.
+#[tokio::test]
+async fn model_rejections_map_to_client_errors() {
+    let router = TestRouter::new(2).await;
+    let v = "/api/v1/vector/collections";
+    router.post(v, &json!({"name": "pts", "dim": 3, "metric": "cosine"})).await.expect(201);
+    let again = router.post(v, &json!({"name": "pts", "dim": 3, "metric": "cosine"})).await.expect(409);
+    assert!(again["error"].is_string() && again["code"].is_string(), "{again}");
+    let wrong = router.post(&format!("{v}/pts/upsert"), &json!({"id": "a", "vector": [1, 2]})).await.expect(400);
+    assert!(wrong["error"].as_str().unwrap().contains('3'), "{wrong}");
+    router.post(&format!("{v}/none/search"), &json!({"vector": [1, 2, 3]})).await.expect(404);
+    router.get("/api/v1/documents/collections/none/documents/x").await.expect(404);
+    let graph = router.post("/api/v1/graph/query", &json!({"query": "MATCH (n RETURN n"})).await.expect(400);
+    assert!(graph["line"].is_u64() && graph["column"].is_u64(), "a graph syntax error without its position: {graph}");
+}
+
+/// A shard with no reachable leader is a 503 with a JSON body, for a write
+/// routed to it and for a fan-out read that needs it; the other shards serve.
+#[tokio::test]
+async fn an_unreachable_shard_is_a_503() {
+    let router = TestRouter::new(2).await;
+    let (down, up) = (1, 2);
+    let key_on = |g: u64| (0..).map(|i| format!("k{i}")).find(|k| router.cluster.shard_of(k) == g).unwrap();
+    let (k_down, k_up) = (key_on(down), key_on(up));
+    router.cluster.set_down(down, true);
+    let w = router.post("/api/v1/kv/keys", &json!({"key": k_down, "value": 1})).await.expect(503);
+    assert!(w["error"].is_string(), "{w}");
+    router.post("/api/v1/kv/keys", &json!({"key": k_up, "value": 1})).await.expect(200);
+    router.get("/api/v1/kv/keys?prefix=k").await.expect(503);
+    router.cluster.set_down(down, false);
+    router.post("/api/v1/kv/keys", &json!({"key": k_down, "value": 1})).await.expect(200);
+    assert_eq!(router.get("/api/v1/kv/count?prefix=k").await.expect(200)["count"], json!(2));
+}

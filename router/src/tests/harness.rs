@@ -1,0 +1,85 @@
+//! One router over an in-process cluster, called like an HTTP client would.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::cluster::memory::MemoryCluster;
+use crate::config::RouterConfig;
+use crate::state::AppState;
+
+const ADMIN_PASSWORD: &str = "in-process-admin-1";
+
+/// A router with default configuration over an in-process cluster, and the
+/// bearer token of its first admin.
+pub struct TestRouter {
+    pub cluster: Arc<MemoryCluster>,
+    app: axum::Router,
+    token: String,
+}
+
+/// An answer: status and JSON body (`Null` when the body is empty or not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub json: Value,
+}
+
+impl Answer {
+    /// Panics with the body unless the status is `expected`.
+    #[track_caller]
+    pub fn expect(self, expected: u16) -> Value {
+        assert_eq!(self.status.as_u16(), expected, "unexpected answer: {}", self.json);
+        self.json
+    }
+}
+
+impl TestRouter {
+    /// A router over `shards` data groups, its admin provisioned and logged in.
+    pub async fn new(shards: u64) -> TestRouter {
+        let cluster = Arc::new(MemoryCluster::new(shards));
+        let mut config = RouterConfig::default();
+        config.auth.admin_username = Some("admin".into());
+        config.auth.admin_password = Some(ADMIN_PASSWORD.into());
+        let state = AppState::new(config, cluster.clone()).expect("router state");
+        crate::auth::provision_admin(state.clone()).await;
+        let mut router = TestRouter { cluster, app: crate::routes(state), token: String::new() };
+        let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": ADMIN_PASSWORD})).await;
+        router.token = login.expect(200)["token"].as_str().expect("a token").to_string();
+        router
+    }
+
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Answer {
+        let mut req = Request::builder().method(method).uri(path);
+        if !self.token.is_empty() {
+            req = req.header("authorization", format!("Bearer {}", self.token));
+        }
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).expect("json")));
+        let mut req = req.body(body).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let resp = self.app.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Answer {
+        self.call(Method::DELETE, path, None).await
+    }
+}

@@ -1,0 +1,11 @@
+//! The in-process test tier: the router's own axum app over a
+//! [`MemoryCluster`](crate::cluster::memory::MemoryCluster) (real state machine
+//! and engines, no processes or sockets). Scenarios here cover what the router
+//! itself decides: fan-out merges across shards, the multi-shard catalog steps
+//! and their repair, and how engine rejections become HTTP answers.
+
+mod harness;
+
+mod catalog;
+mod errors;
+mod fan_out;
