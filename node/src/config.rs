@@ -27,6 +27,8 @@ pub struct NodeConfig {
     pub raft: RaftSection,
     /// Mutual TLS of the gRPC port (peers and routers).
     pub tls: TlsSection,
+    /// Retention and sweeps the groups' leaders run (see `maintenance.rs`).
+    pub maintenance: crate::maintenance::MaintenanceSection,
     pub log_level: String,
     /// Skews this node's wall clock by this many milliseconds. For tests of a
     /// leader whose clock is wrong (`SERVICE_TEST_CLOCK_OFFSET_MS`); leave at 0.
@@ -232,6 +234,10 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("raft_election_max_ms", "raft.election_max_ms"),
     ("raft_snapshot_logs", "raft.snapshot_logs"),
     ("raft_keep_logs", "raft.keep_logs"),
+    ("retention_interval_secs", "maintenance.retention_interval_secs"),
+    ("stream_retention_interval_secs", "maintenance.stream_retention_interval_secs"),
+    ("upload_sweep_interval_secs", "maintenance.upload_sweep_interval_secs"),
+    ("upload_max_age_secs", "maintenance.upload_max_age_secs"),
     ("log_level", "log_level"),
     ("test_clock_offset_ms", "test_clock_offset_ms"),
     ("max_clock_offset_ms", "cluster.max_clock_offset_ms"),

@@ -316,6 +316,7 @@ impl Host {
         // Link checkpoints of large vector indexes, so the next start restores
         // them instead of re-linking every node (also written at shutdown).
         tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
+        crate::maintenance::spawn(host.clone(), &cfg.maintenance);
         Ok(host)
     }
 
@@ -490,6 +491,16 @@ impl Host {
         }
     }
 
+    /// Whether [`Host::shutdown`] has begun.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    /// Whether this node currently leads `group`.
+    pub fn leads(&self, group: GroupId) -> bool {
+        self.groups.get(&group).is_some_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))
+    }
+
     /// Stops every group and flushes the store.
     pub async fn shutdown(&self) {
         self.stopping.store(true, Ordering::Relaxed);
@@ -524,7 +535,7 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
     loop {
         tick.tick().await;
         for (&group, g) in &host.groups {
-            if host.stopping.load(Ordering::Relaxed) {
+            if host.is_stopping() {
                 return;
             }
             let reader = g.reader.clone();

@@ -4,6 +4,7 @@
 mod config;
 mod host;
 mod incarnation;
+mod maintenance;
 mod network;
 mod placement;
 mod query_pool;

@@ -163,16 +163,11 @@ impl Default for QueryLimitsSection {
 pub struct ObjectsSection {
     /// Largest object a PUT may store; larger bodies get 413.
     pub max_object_bytes: u64,
-    /// An upload neither committed nor aborted this long after its first chunk
-    /// (its router died mid-upload) has its chunks freed by the sweep.
-    pub upload_max_age_secs: u64,
-    /// How often each router asks every group to sweep such uploads.
-    pub upload_sweep_interval_secs: u64,
 }
 
 impl Default for ObjectsSection {
     fn default() -> Self {
-        ObjectsSection { max_object_bytes: 256 * 1024 * 1024, upload_max_age_secs: 3600, upload_sweep_interval_secs: 300 }
+        ObjectsSection { max_object_bytes: 256 * 1024 * 1024 }
     }
 }
 
@@ -310,8 +305,6 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("max_key_bytes", "kv.max_key_bytes"),
     ("max_value_bytes", "kv.max_value_bytes"),
     ("max_object_bytes", "objects.max_object_bytes"),
-    ("upload_max_age_secs", "objects.upload_max_age_secs"),
-    ("upload_sweep_interval_secs", "objects.upload_sweep_interval_secs"),
     ("max_result_rows", "query_limits.max_result_rows"),
     ("query_timeout_secs", "query_limits.query_timeout_secs"),
     ("query_max_memory_mb", "query_limits.max_memory_mb"),

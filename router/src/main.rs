@@ -138,10 +138,7 @@ async fn main() -> anyhow::Result<()> {
     });
     tokio::spawn(auth::provision_admin(state.clone()));
     tokio::spawn(vault::unseal_at_start(state.clone()));
-    tokio::spawn(handlers::timeseries::retention_loop(state.clone()));
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
-    tokio::spawn(handlers::stream::retention_loop(state.clone()));
-    tokio::spawn(handlers::object::sweep_loop(state.clone()));
     tokio::spawn(ratelimit::prune_loop(state.clone()));
     let streams = state.streams.clone();
 

@@ -1,8 +1,8 @@
 //! Scenario: a router dies in the middle of an object upload. The chunks it
 //! had written are counted as a pending upload in the bucket's stats, never
-//! become an object, and are freed by the sweep of another router once they
-//! are older than `SERVICE_UPLOAD_MAX_AGE_SECS`; completed uploads leave
-//! nothing pending.
+//! become an object, and are freed by the sweep the group's leader runs once
+//! they are older than `SERVICE_UPLOAD_MAX_AGE_SECS` (a node setting);
+//! completed uploads leave nothing pending.
 
 use std::time::Duration;
 
@@ -15,9 +15,9 @@ const B: &str = "/api/v1/objects/buckets";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_uploads() {
-    // Router 0 sweeps every second and frees uploads older than 3 s.
+    // The leaders sweep every second and free uploads older than 3 s.
     let opts = ClusterOptions {
-        router_env: vec![
+        node_env: vec![
             ("SERVICE_UPLOAD_MAX_AGE_SECS".into(), "3".into()),
             ("SERVICE_UPLOAD_SWEEP_INTERVAL_SECS".into(), "1".into()),
         ],
@@ -43,7 +43,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     r.ensure_status(200)?;
     ensure!(pending_uploads(&api, "uploads").await? == 0, "a committed upload is still pending");
 
-    // Router 1 (no sweep of its own within this test) receives 3 MiB of a
+    // Router 1 receives 3 MiB of a
     // chunked upload that never ends, then crashes.
     let (idx, second) = c.start_router(&[]).await?;
     let addr = second.base().trim_start_matches("http://").to_string();

@@ -18,7 +18,7 @@ const DELIVERY: Duration = Duration::from_secs(30);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming() {
     let opts = ClusterOptions {
-        router_env: vec![("SERVICE_STREAM_RETENTION_INTERVAL_SECS".into(), "1".into())],
+        node_env: vec![("SERVICE_STREAM_RETENTION_INTERVAL_SECS".into(), "1".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
@@ -104,7 +104,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     ensure!(orders.as_ref().is_some_and(|c| c["last_id"] == 30 && c["events"] == 30), "channel list: {list}");
 
     // WebSocket delivery across two routers, publishing through both.
-    let (_, r2) = cluster.start_router(&[("SERVICE_STREAM_RETENTION_INTERVAL_SECS", "1")]).await?;
+    let (_, r2) = cluster.start_router(&[]).await?;
     let r2 = r2.login_as(ADMIN_USER, ADMIN_PASSWORD).await?;
     let token2 = r2.token().context("router 2 token")?.to_string();
     let unauth = tessera_tests::ws::connect(api.base(), None, TokenIn::Header, "orders", None).await;

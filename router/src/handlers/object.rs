@@ -6,7 +6,6 @@
 //! object's group and then commits; GET streams the chunks back (with
 //! single-range support).
 
-use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
@@ -265,27 +264,6 @@ pub async fn bucket_stats(
         "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
         "object_count": object_count, "total_bytes": total_bytes, "pending_uploads": pending_uploads,
     })))
-}
-
-/// Every `objects.upload_sweep_interval_secs`, asks every data group to free
-/// the chunks of uploads older than `objects.upload_max_age_secs` that were
-/// never committed or aborted (their router died). The age is measured from
-/// the leader's clock in the command, so replicas agree on what is freed.
-pub async fn sweep_loop(state: AppState) {
-    let objects = &state.config.objects;
-    let period = Duration::from_secs(objects.upload_sweep_interval_secs.max(1));
-    let max_age_ms = i64::try_from(objects.upload_max_age_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-    loop {
-        tokio::time::sleep(period).await;
-        let Ok(groups) = state.cluster.data_groups() else { continue };
-        for g in groups {
-            match object_write(&state, g, ObjectOp::SweepUploads { max_age_ms }, Consistency::Quorum).await {
-                Ok(Reply::Deleted(n)) if n > 0 => tracing::info!(group = g, uploads = n, "freed abandoned uploads"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(group = g, "sweeping abandoned uploads failed: {e}"),
-            }
-        }
-    }
 }
 
 /// `DELETE /api/v1/objects/buckets/{bucket}`: drops the bucket and its objects.

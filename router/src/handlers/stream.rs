@@ -5,7 +5,6 @@
 //! (`sql/<database>`), so change records are written in the SQL write's batch.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
@@ -537,21 +536,4 @@ pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Js
         return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
     }
     Ok(Json(enforce_all(&state).await?))
-}
-
-/// Enforces channel retention every `SERVICE_STREAM_RETENTION_INTERVAL_SECS`
-/// (default 30) seconds; spawn once at start-up. Each run is one command per
-/// group whose cut-off is the leader's `issued_at_ms` minus the retention.
-pub async fn retention_loop(state: AppState) {
-    let secs = std::env::var("SERVICE_STREAM_RETENTION_INTERVAL_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(30);
-    let period = Duration::from_secs(secs.max(1));
-    loop {
-        tokio::time::sleep(period).await;
-        if let Err(e) = enforce_all(&state).await {
-            tracing::warn!("stream retention enforcement failed: {e}");
-        }
-    }
 }

@@ -4,11 +4,12 @@
 //!
 //! Writing to an unknown metric creates it as a `gauge` (no description/unit).
 //! Retention runs on each group's leader as the `EnforceRetention` command, on
-//! demand (`POST /api/v1/timeseries/retention/enforce`, admin) and from
-//! [`retention_loop`] every `SERVICE_RETENTION_INTERVAL_SECS` (default 60).
+//! demand (`POST /api/v1/timeseries/retention/enforce`, admin) and from the
+//! node's maintenance every `SERVICE_RETENTION_INTERVAL_SECS` (default 60; set
+//! on the nodes).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Json;
 use axum::Router;
@@ -308,17 +309,4 @@ pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Js
         return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
     }
     Ok(Json(enforce_all(&state).await?))
-}
-
-/// Enforces retention every `SERVICE_RETENTION_INTERVAL_SECS` (default 60) seconds;
-/// spawn once at start-up.
-pub async fn retention_loop(state: AppState) {
-    let secs = std::env::var("SERVICE_RETENTION_INTERVAL_SECS").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(60);
-    let period = Duration::from_secs(secs.max(1));
-    loop {
-        tokio::time::sleep(period).await;
-        if let Err(e) = enforce_all(&state).await {
-            tracing::warn!("time-series retention enforcement failed: {e}");
-        }
-    }
 }

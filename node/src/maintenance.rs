@@ -1,0 +1,85 @@
+//! Background maintenance of the data groups, run by each group's leader:
+//! time-series retention, channel retention and the sweep of abandoned object
+//! uploads. One command per group and period from whichever node leads the
+//! group, however many routers there are; the command carries the leader's
+//! time like every write, so replicas apply the same cut.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tessera_api::command::{Operation, Response};
+use tessera_api::object::ObjectOp;
+use tessera_api::rpc::Consistency;
+use tessera_api::stream::StreamOp;
+use tessera_api::timeseries::TsOp;
+use tessera_api::META_GROUP;
+use tracing::{debug, info, warn};
+
+use crate::host::Host;
+
+/// How often each task runs (`maintenance.*`; flat `SERVICE_*` aliases in `config.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MaintenanceSection {
+    /// Time-series retention and downsampling, seconds (at least 1).
+    pub retention_interval_secs: u64,
+    /// Channel retention (age and event count), seconds (at least 1).
+    pub stream_retention_interval_secs: u64,
+    /// Sweep of abandoned object uploads, seconds (at least 1).
+    pub upload_sweep_interval_secs: u64,
+    /// An upload neither committed nor aborted this long after its first chunk
+    /// (its router died mid-upload) has its chunks freed by the sweep.
+    pub upload_max_age_secs: u64,
+}
+
+impl Default for MaintenanceSection {
+    fn default() -> Self {
+        MaintenanceSection {
+            retention_interval_secs: 60,
+            stream_retention_interval_secs: 30,
+            upload_sweep_interval_secs: 300,
+            upload_max_age_secs: 3600,
+        }
+    }
+}
+
+/// Starts the maintenance tasks of this node's groups.
+pub fn spawn(host: Arc<Host>, cfg: &MaintenanceSection) {
+    let max_age_ms = i64::try_from(cfg.upload_max_age_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let tasks: [(&'static str, u64, fn(i64) -> Operation); 3] = [
+        ("time-series retention", cfg.retention_interval_secs, |_| Operation::TimeSeries(TsOp::EnforceRetention)),
+        ("channel retention", cfg.stream_retention_interval_secs, |_| Operation::Stream(StreamOp::EnforceRetention)),
+        ("upload sweep", cfg.upload_sweep_interval_secs, |max_age_ms| {
+            Operation::Object(ObjectOp::SweepUploads { max_age_ms })
+        }),
+    ];
+    for (task, secs, op) in tasks {
+        tokio::spawn(run_as_leader(host.clone(), task, Duration::from_secs(secs.max(1)), move || op(max_age_ms)));
+    }
+}
+
+/// Every `period`, proposes `op()` to each data group this node leads.
+async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op: impl Fn() -> Operation) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if host.is_stopping() {
+            return;
+        }
+        for &group in host.groups.keys().filter(|&&g| g != META_GROUP) {
+            if !host.leads(group) {
+                continue;
+            }
+            match host.write(group, op(), None, Consistency::Quorum).await {
+                Ok(Response::Rejected(r)) => warn!(group, task, "refused: {}", r.message),
+                Ok(Response::Deleted(n)) if n > 0 => info!(group, task, freed = n, "maintenance freed abandoned uploads"),
+                Ok(done) => debug!(group, task, ?done, "maintenance applied"),
+                // Leadership moved between the check and the write: the new leader runs it.
+                Err(e) => info!(group, task, "maintenance not applied: {e}"),
+            }
+        }
+    }
+}
