@@ -31,6 +31,8 @@ pub struct Inner {
     pub security: crate::security::SecurityState,
     /// This router's view of the secrets vault (the unsealed key lives here only).
     pub vault: crate::vault::Vault,
+    /// Vector collection layouts this router has seen (see `handlers::vector`).
+    pub vector_layouts: crate::handlers::vector::Layouts,
 }
 
 impl AppState {
@@ -52,6 +54,7 @@ impl AppState {
                 default_consistency,
                 vault,
                 streams: Arc::new(crate::stream_hub::StreamHub::default()),
+                vector_layouts: Default::default(),
             }),
         })
     }

@@ -33,7 +33,7 @@ use tessera_api::vector::{
 };
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, RwLock};
+use std::sync::RwLock;
 
 use super::{JsonBody, ReadPrefs, require_writer};
 use crate::auth::{Caller, new_id};
@@ -64,7 +64,7 @@ fn home(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
 
 /// Where a collection's records live, as the router caches it.
 #[derive(Debug, Clone)]
-struct Layout {
+pub struct Layout {
     uid: String,
     shards: Vec<GroupId>,
     dim: u32,
@@ -87,33 +87,33 @@ impl Layout {
     }
 }
 
-/// Collection layouts this router process has seen, by name (a cache: a stale
-/// entry is refused by the shards and read again).
-static LAYOUTS: LazyLock<RwLock<HashMap<String, Layout>>> = LazyLock::new(Default::default);
+/// Collection layouts this router has seen, by name (a cache in the router's
+/// state: a stale entry is refused by the shards and read again).
+pub type Layouts = RwLock<HashMap<String, Layout>>;
 
 /// The layout of `name`: from the cache unless `fresh`, else read from its home
 /// group. The flag says whether it came from the cache.
 async fn layout(state: &AppState, name: &str, prefs: &ReadPrefs, fresh: bool) -> Result<(Layout, bool), ApiError> {
     let home = home(state, name)?;
-    if !fresh && let Some(l) = LAYOUTS.read().expect("layouts lock").get(name) {
+    if !fresh && let Some(l) = state.vector_layouts.read().expect("layouts lock").get(name) {
         return Ok((l.clone(), true));
     }
     match read(state, home, VectorQuery::Stats { name: name.into() }, prefs).await {
         Ok(VectorQueryResult::Stats(s)) => {
             let l = Layout::of(&s.config, home);
-            LAYOUTS.write().expect("layouts lock").insert(name.into(), l.clone());
+            state.vector_layouts.write().expect("layouts lock").insert(name.into(), l.clone());
             Ok((l, false))
         }
         Ok(other) => Err(ApiError::unexpected(other)),
         Err(e) => {
-            forget(name);
+            forget(state, name);
             Err(e)
         }
     }
 }
 
-fn forget(name: &str) {
-    LAYOUTS.write().expect("layouts lock").remove(name);
+fn forget(state: &AppState, name: &str) {
+    state.vector_layouts.write().expect("layouts lock").remove(name);
 }
 
 /// Runs `f` with the collection's layout; when a cached layout meets "not found"
@@ -229,7 +229,7 @@ async fn create_collection(
         }
         return Err(e);
     }
-    forget(&req.name);
+    forget(&state, &req.name);
     let per_shard: Vec<(GroupId, u64)> = shards.iter().map(|g| (*g, 0)).collect();
     Ok((StatusCode::CREATED, Json(collection_json(&created, home, &per_shard))))
 }
@@ -345,7 +345,7 @@ async fn drop_collection(
     require_writer(&caller)?;
     let (l, _) = layout(&state, &name, &prefs, true).await?;
     let count = drop_everywhere(&state, &name, &l, &prefs).await;
-    forget(&name);
+    forget(&state, &name);
     let count = count?;
     Ok(Json(json!({"name": name, "dropped": true, "deleted_count": count})))
 }
