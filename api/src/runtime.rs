@@ -1,12 +1,57 @@
 //! Process plumbing shared by `tessera-node` and `tessera-router`: the layered
-//! configuration loader and the shutdown signal.
+//! configuration loader, node lists in configuration, and the shutdown signal.
 
 use std::path::Path;
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::NodeId;
+
+/// Nodes named in configuration (a node's peers, a router's seeds): a TOML
+/// list `["1=host:port", …]` or one comma-separated string; each entry
+/// `id=host:port` or, where an id is optional, `host:port`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NodeList {
+    List(Vec<String>),
+    Csv(String),
+}
+
+impl Default for NodeList {
+    fn default() -> Self {
+        NodeList::List(Vec::new())
+    }
+}
+
+impl NodeList {
+    /// Every entry as (id if given, address), trimmed, empty entries skipped;
+    /// `Err(entry)` for an entry whose id is not a number.
+    pub fn entries(&self) -> Result<Vec<(Option<NodeId>, String)>, String> {
+        let items: Vec<&str> = match self {
+            NodeList::List(v) => v.iter().map(|s| s.trim()).collect(),
+            NodeList::Csv(s) => s.split(',').map(str::trim).collect(),
+        };
+        items
+            .into_iter()
+            .filter(|item| !item.is_empty())
+            .map(|item| match item.split_once('=') {
+                Some((id, addr)) => id.trim().parse().map(|id| (Some(id), addr.trim().to_string())).map_err(|_| item.to_string()),
+                None => Ok((None, item.to_string())),
+            })
+            .collect()
+    }
+
+    /// Every entry as (id, address); `Err(entry)` for one without a numeric id.
+    pub fn with_ids(&self) -> Result<Vec<(NodeId, String)>, String> {
+        self.entries()?
+            .into_iter()
+            .map(|(id, addr)| id.map(|id| (id, addr.clone())).ok_or(addr))
+            .collect()
+    }
+}
 
 /// Loads a configuration: `defaults`, then the TOML `file` (if any), then the
 /// `SERVICE_*` environment. Nested keys use a double underscore
@@ -38,5 +83,20 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM received"),
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeList;
+
+    #[test]
+    fn node_lists_read_ids_where_given() {
+        let csv = NodeList::Csv(" 1=a:1, b:2 ,,3= c:3 ".into());
+        assert_eq!(csv.entries(), Ok(vec![(Some(1), "a:1".into()), (None, "b:2".into()), (Some(3), "c:3".into())]));
+        assert_eq!(csv.with_ids(), Err("b:2".into()), "an entry without an id where one is needed");
+        let list = NodeList::List(vec!["2=x:9".into()]);
+        assert_eq!(list.with_ids(), Ok(vec![(2, "x:9".into())]));
+        assert_eq!(NodeList::Csv("x=a:1".into()).entries(), Err("x=a:1".into()));
     }
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tessera_api::NodeId;
+use tessera_api::runtime::NodeList;
 use tessera_api::meta::{NodeInfo, ShardingStrategy};
 
 /// Everything a node reads at start.
@@ -104,30 +105,16 @@ impl Default for StorageSection {
     }
 }
 
-/// Peers as a TOML list `["1=host:port", …]` or one comma-separated string.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Peers {
-    List(Vec<String>),
-    Csv(String),
-}
-
-impl Default for Peers {
-    fn default() -> Self {
-        Peers::List(Vec::new())
-    }
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClusterSection {
     pub node_id: NodeId,
     pub name: String,
     /// Every node of the cluster (this one included) as `id=host:port`.
-    pub peers: Peers,
+    pub peers: NodeList,
     /// Optional `id=host:port` entries: this node dials peer `id` at that address
     /// instead of the one in the membership (the chaos suite's per-link proxies).
-    pub dial_overrides: Peers,
+    pub dial_overrides: NodeList,
     /// `new`: this start may bootstrap the cluster (a group's first member
     /// initializes it on a fresh store). `existing`: the cluster exists; a fresh
     /// store (a new or wiped data directory) initializes nothing and its groups
@@ -155,8 +142,8 @@ impl Default for ClusterSection {
         ClusterSection {
             node_id: 1,
             name: "tessera".into(),
-            peers: Peers::default(),
-            dial_overrides: Peers::default(),
+            peers: NodeList::default(),
+            dial_overrides: NodeList::default(),
             initial_state: InitialState::New,
             max_clock_offset_ms: tessera_api::clock::DEFAULT_MAX_OFFSET_MS,
         }
@@ -301,19 +288,8 @@ impl NodeConfig {
 }
 
 /// Parses `id=host:port` entries.
-fn parse_peers(peers: &Peers) -> Result<Vec<NodeInfo>, ConfigError> {
-    let items: Vec<String> = match peers {
-        Peers::List(v) => v.clone(),
-        Peers::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
-    };
-    items
-        .iter()
-        .map(|item| {
-            let (id, addr) = item.split_once('=').ok_or_else(|| ConfigError::BadPeer(item.clone()))?;
-            let id = id.trim().parse().map_err(|_| ConfigError::BadPeer(item.clone()))?;
-            Ok(NodeInfo { id, addr: addr.trim().to_string() })
-        })
-        .collect()
+fn parse_peers(peers: &NodeList) -> Result<Vec<NodeInfo>, ConfigError> {
+    Ok(peers.with_ids().map_err(ConfigError::BadPeer)?.into_iter().map(|(id, addr)| NodeInfo { id, addr }).collect())
 }
 
 /// TLS and encryption at rest.

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use tessera_api::runtime::NodeList;
 
 /// Everything the router reads at start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -180,7 +181,7 @@ pub struct ServerSection {
     pub request_timeout: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClusterSection {
     /// Node gRPC addresses to learn the cluster from: `host:port` or `id=host:port`,
@@ -188,17 +189,9 @@ pub struct ClusterSection {
     pub nodes: NodeList,
 }
 
-/// Seed nodes as a TOML list or a comma-separated string.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum NodeList {
-    List(Vec<String>),
-    Csv(String),
-}
-
-impl Default for NodeList {
+impl Default for ClusterSection {
     fn default() -> Self {
-        NodeList::Csv("127.0.0.1:9190".into())
+        ClusterSection { nodes: NodeList::Csv("127.0.0.1:9190".into()) }
     }
 }
 
@@ -325,17 +318,7 @@ impl RouterConfig {
     }
 
     /// The seed node addresses, with ids where given.
-    pub fn seeds(&self) -> Vec<(Option<u64>, String)> {
-        let items: Vec<String> = match &self.cluster.nodes {
-            NodeList::List(v) => v.clone(),
-            NodeList::Csv(s) => s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
-        };
-        items
-            .into_iter()
-            .map(|item| match item.split_once('=') {
-                Some((id, addr)) => (id.trim().parse().ok(), addr.trim().to_string()),
-                None => (None, item),
-            })
-            .collect()
+    pub fn seeds(&self) -> anyhow::Result<Vec<(Option<u64>, String)>> {
+        self.cluster.nodes.entries().map_err(|entry| anyhow::anyhow!("cluster.nodes entry {entry:?} is not host:port or id=host:port"))
     }
 }

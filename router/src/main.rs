@@ -122,7 +122,7 @@ async fn main() -> anyhow::Result<()> {
     let https = tls::https_config(&tls_settings)?;
     let cluster_tls = tls::cluster_tls(&tls_settings)?;
     let cluster = GrpcCluster::new(
-        config.seeds(),
+        config.seeds()?,
         Duration::from_secs(config.server.request_timeout.clamp(1, 300)),
         cluster_tls,
     );
