@@ -42,7 +42,7 @@ async fn document_queries_sort_skip_and_limit_across_shards() {
         let doc = json!({"id": format!("p{i:02}"), "document": {"age": (i * 7) % 24, "even": i % 2 == 0}});
         router.post(&format!("{c}/people/documents"), &doc).await.expect(201);
     }
-    let shards: BTreeSet<u64> = (0..24).map(|i| router.cluster.shard_of(&format!("people/p{i:02}"))).collect();
+    let shards: BTreeSet<u64> = (0..24).map(|i| router.cluster.shard_of(&format!("doc/people/p{i:02}"))).collect();
     assert!(shards.len() > 1, "every document on one shard; the test shows nothing");
 
     let q = json!({"filter": {"even": true}, "sort": {"age": -1}, "skip": 2, "limit": 3});

@@ -9,3 +9,5 @@ mod harness;
 mod catalog;
 mod errors;
 mod fan_out;
+mod fan_out_more;
+mod catalog_more;

@@ -3,6 +3,7 @@
 //! * [`filter`]: MongoDB-style filters compiled once ([`Filter::parse`]) and
 //!   evaluated cheaply per document ([`Filter::matches`]), plus index hints.
 //! * [`order`]: the total order of JSON values used by range operators and sorting.
+//! * [`encoding`]: byte encodings that sort in that order (index keys, merge keys).
 //! * [`sort`]: multi-key sort specifications ([`SortSpec`]) and [`compare`].
 //! * [`schema`]: JSON-schema-style validation ([`Schema`]).
 //! * [`path`]: dotted-path access ([`get_path`]).
@@ -31,6 +32,7 @@
 //! assert_eq!(doc, json!({"n": 2, "a": {"b": true}}));
 //! ```
 
+pub mod encoding;
 pub mod error;
 pub mod filter;
 pub mod order;
