@@ -102,9 +102,18 @@ async fn read(
 }
 
 async fn read_all(state: &AppState, q: DocQuery, prefs: &ReadPrefs) -> Result<Vec<Result<DocQueryResult, Rejection>>, ApiError> {
+    Ok(read_each(state, q, prefs).await?.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Every data group's answer to `q`, with the group.
+async fn read_each(
+    state: &AppState,
+    q: DocQuery,
+    prefs: &ReadPrefs,
+) -> Result<Vec<(GroupId, Result<DocQueryResult, Rejection>)>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| read(state, *g, q.clone(), prefs));
-    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
+    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| (s.group, s.value))).collect()
 }
 
 fn no_collection(name: &str) -> ApiError {
@@ -142,12 +151,22 @@ async fn create_everywhere(state: &AppState, name: &str, c: Consistency) -> Resu
     Ok(def)
 }
 
-/// The collection's definition from its home group, creating the collection
-/// (without schema, on every group) when it does not exist, as an insert does.
+/// The collection's definition from its home group, held by every group
+/// afterwards: the collection is created (without schema, on every group) when
+/// it does not exist, as an insert does, and copied to any group that lost its
+/// copy (an interrupted create). Bulk writes that reach many groups start here.
 pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
     let prefs = ReadPrefs::QUORUM;
-    match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
-        Ok(DocQueryResult::Collection(Some(def))) => Ok(def),
+    let home = home_group(state, name)?;
+    match read(state, home, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
+        Ok(DocQueryResult::Collection(Some(def))) => {
+            // A group that cannot be reached now fails its own part of the bulk write.
+            match spread_definition(state, &def, home, c).await {
+                Err(ApiError::Unavailable(e)) => tracing::warn!(collection = name, "not every group has the collection: {e}"),
+                other => other?,
+            }
+            Ok(def)
+        }
         Ok(DocQueryResult::Collection(None)) => create_everywhere(state, name, c).await,
         Ok(other) => Err(ApiError::unexpected(other)),
         Err(r) => Err(r.into()),
@@ -226,14 +245,19 @@ pub async fn create_collection(
 
 /// `GET /api/v1/documents/collections`: every collection with its document count.
 pub async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+    // Counts add up every group's copy; the definition shown is the home group's.
     let mut merged: std::collections::BTreeMap<String, (CollectionDef, u64)> = Default::default();
-    for r in read_all(&state, DocQuery::ListCollections, &prefs).await? {
+    for (group, r) in read_each(&state, DocQuery::ListCollections, &prefs).await? {
         let list = match r? {
             DocQueryResult::Collections(list) => list,
             other => return Err(ApiError::unexpected(other)),
         };
         for info in list {
-            let e = merged.entry(info.def.name.clone()).or_insert((info.def, 0));
+            let is_home = home_group(&state, &info.def.name)? == group;
+            let e = merged.entry(info.def.name.clone()).or_insert_with(|| (info.def.clone(), 0));
+            if is_home {
+                e.0 = info.def;
+            }
             e.1 += info.documents;
         }
     }
@@ -604,7 +628,11 @@ pub async fn drop_index(
     require_writer(&caller)?;
     let groups = state.cluster.data_groups()?;
     let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
-    let replies = check_all(write_all(&state, &groups, op, prefs.consistency).await?)?;
+    // A group without its copy of the collection (an interrupted create) has no index to drop.
+    let replies = write_all(&state, &groups, op, prefs.consistency).await?;
+    let replies = check_all(
+        replies.into_iter().filter(|r| !matches!(r, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }))).collect(),
+    )?;
     if !replies.iter().any(|r| matches!(r, Reply::Deleted(n) if *n > 0)) {
         return Err(ApiError::NotFound(format!("collection {name} has no index on {field}")));
     }

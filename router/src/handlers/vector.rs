@@ -224,14 +224,29 @@ async fn create_collection(
     let others = shards[1..].iter().map(|g| create_on_shard(&state, *g, &config, &prefs));
     let results = futures::future::join_all(others).await;
     if let Some(e) = results.into_iter().find_map(Result::err) {
-        if let Err(undo) = drop_everywhere(&state, &req.name, &Layout::of(&config, home), &prefs).await {
-            tracing::warn!(collection = req.name, "undoing a failed create: {undo}");
-        }
+        undo_create(&state, &config, home, &prefs).await;
         return Err(e);
     }
     forget(&state, &req.name);
     let per_shard: Vec<(GroupId, u64)> = shards.iter().map(|g| (*g, 0)).collect();
     Ok((StatusCode::CREATED, Json(collection_json(&created, home, &per_shard))))
+}
+
+/// Undoes a create that did not reach every shard: drops the copies it can
+/// reach, then the home definition, so the name is free again. A copy left on
+/// a shard that did not answer is an orphan with this create's uid; the next
+/// create of the name replaces it (see [`create_on_shard`]).
+async fn undo_create(state: &AppState, config: &CollectionConfig, home: GroupId, prefs: &ReadPrefs) {
+    let op = || VectorOp::DropCollection { name: config.name.clone(), uid: Some(config.uid.clone()) };
+    let others = config.shards.iter().filter(|g| **g != home).map(|g| write(state, *g, op(), prefs));
+    for r in futures::future::join_all(others).await {
+        if let Err(e) = r.map(|_| ()).or_else(|e| if matches!(e, ApiError::NotFound(_)) { Ok(()) } else { Err(e) }) {
+            tracing::warn!(collection = config.name, "undoing a failed create on a shard: {e}");
+        }
+    }
+    if let Err(e) = write(state, home, op(), prefs).await {
+        tracing::warn!(collection = config.name, "undoing a failed create at its home: {e}");
+    }
 }
 
 /// Writes the definition to a non-home shard. The home group accepted the name,

@@ -106,7 +106,6 @@ async fn an_index_create_repairs_a_shard_without_the_collection() {
 /// Dropping an index while one shard has lost its copy of the collection: the
 /// other shards drop it and the client is told the index is gone.
 #[tokio::test]
-#[ignore = "bug: DELETE …/indexes/{field} answers 404 \"collection does not exist\" when one non-home shard lacks its copy, after dropping the index everywhere else"]
 async fn an_index_drop_finishes_while_a_shard_lacks_the_collection() {
     let router = TestRouter::new(3).await;
     router.post(C, &json!({"name": "people"})).await.expect(201);
@@ -187,7 +186,6 @@ async fn a_collection_drop_with_the_home_shard_down_is_finished_by_a_retry() {
 /// interrupted create) imports every document, as single inserts do by
 /// repairing the copy.
 #[tokio::test]
-#[ignore = "bug: POST /import/documents into an existing collection answers 404 \"collection does not exist\" and skips the documents of a shard lacking its copy (single inserts repair the copy)"]
 async fn a_document_import_repairs_a_shard_without_the_collection() {
     let router = TestRouter::new(3).await;
     router.post(C, &json!({"name": "people"})).await.expect(201);
@@ -305,7 +303,6 @@ async fn a_bucket_drop_with_a_shard_down_is_finished_by_a_retry() {
 /// with a 503 and leaves nothing behind: not listed, not found, and the name
 /// can be created once the shard is back.
 #[tokio::test]
-#[ignore = "bug: a vector create refused with 503 (one shard unreachable) leaves its home definition: listed, GET 404, a new create 409"]
 async fn a_vector_create_that_misses_a_shard_leaves_nothing_behind() {
     let router = TestRouter::new(3).await;
     let name = "cam-create";

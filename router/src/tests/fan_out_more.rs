@@ -441,7 +441,6 @@ async fn document_listing_pages_in_id_order_across_shards() {
 /// is the one the create answered (the home shard's), whichever shard's copy
 /// the listing met first.
 #[tokio::test]
-#[ignore = "bug: GET /documents/collections shows shard 1's copy of a definition (its own created_at), not the home definition the create answered"]
 async fn document_collection_listing_shows_the_home_definition() {
     let router = TestRouter::new(3).await;
     // A collection whose home is not the first shard: the first copy met is not the home's.
