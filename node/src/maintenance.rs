@@ -18,6 +18,9 @@ use tracing::{debug, info, warn};
 
 use crate::host::Host;
 
+/// How long one maintenance write may wait for its commit at least.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How often each task runs (`maintenance.*`; flat `SERVICE_*` aliases in `config.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -73,7 +76,13 @@ async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op
             if !host.leads(group) {
                 continue;
             }
-            match host.write(group, op(), None, Consistency::Quorum).await {
+            // Bounded: a leader cut off from its quorum must not stall the other groups' turns.
+            let bounded = tokio::time::timeout(period.max(WRITE_TIMEOUT), host.write(group, op(), None, Consistency::Quorum));
+            let Ok(result) = bounded.await else {
+                info!(group, task, "maintenance not committed in time; the next period tries again");
+                continue;
+            };
+            match result {
                 Ok(Response::Rejected(r)) => warn!(group, task, "refused: {}", r.message),
                 Ok(Response::Deleted(n)) if n > 0 => info!(group, task, freed = n, "maintenance freed abandoned uploads"),
                 Ok(done) => debug!(group, task, ?done, "maintenance applied"),

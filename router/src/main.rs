@@ -128,6 +128,16 @@ async fn main() -> anyhow::Result<()> {
     );
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
     let state = AppState::new(config, cluster.clone())?;
+    for moved in [
+        "SERVICE_RETENTION_INTERVAL_SECS",
+        "SERVICE_STREAM_RETENTION_INTERVAL_SECS",
+        "SERVICE_UPLOAD_SWEEP_INTERVAL_SECS",
+        "SERVICE_UPLOAD_MAX_AGE_SECS",
+    ] {
+        if std::env::var_os(moved).is_some() {
+            tracing::warn!("{moved} is a node setting (the groups' leaders run retention and sweeps); the router ignores it");
+        }
+    }
 
     // Keep the view of leaders and liveness fresh.
     tokio::spawn(async move {

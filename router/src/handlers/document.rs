@@ -160,17 +160,59 @@ pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consisten
     let home = home_group(state, name)?;
     match read(state, home, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
         Ok(DocQueryResult::Collection(Some(def))) => {
-            // A group that cannot be reached now fails its own part of the bulk write.
-            match spread_definition(state, &def, home, c).await {
-                Err(ApiError::Unavailable(e)) => tracing::warn!(collection = name, "not every group has the collection: {e}"),
-                other => other?,
-            }
+            repair_copies(state, &def, home, c).await?;
             Ok(def)
         }
         Ok(DocQueryResult::Collection(None)) => create_everywhere(state, name, c).await,
         Ok(other) => Err(ApiError::unexpected(other)),
         Err(r) => Err(r.into()),
     }
+}
+
+/// Copies the home definition to the groups that lack their copy (an
+/// interrupted create), found by one read of every other group. Then checks
+/// that the home group still holds the same collection and takes the new
+/// copies back if it was dropped meanwhile: a concurrent drop is never undone.
+/// A group that cannot be reached is left to fail its own part of the caller's
+/// write.
+async fn repair_copies(state: &AppState, def: &CollectionDef, home: GroupId, c: Consistency) -> Result<(), ApiError> {
+    let prefs = ReadPrefs::QUORUM;
+    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
+    let q = || DocQuery::Collection { name: def.name.clone() };
+    let reads = futures::future::join_all(others.iter().map(|g| read(state, *g, q(), &prefs))).await;
+    let mut missing = Vec::new();
+    for (group, r) in others.iter().zip(reads) {
+        match r {
+            Ok(Served { value: Ok(DocQueryResult::Collection(None)), .. }) => missing.push(*group),
+            Ok(Served { value: Ok(DocQueryResult::Collection(Some(_))), .. }) => {}
+            Err(ApiError::Unavailable(e)) => tracing::warn!(collection = def.name, group, "cannot check the collection's copy: {e}"),
+            Ok(Served { value: Err(r), .. }) => return Err(r.into()),
+            Ok(Served { value: Ok(other), .. }) => return Err(ApiError::unexpected(other)),
+            Err(e) => return Err(e),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let create = || DocOp::CreateCollection { name: def.name.clone(), schema: def.schema.clone(), exclusive: false };
+    let created: Vec<GroupId> = missing
+        .iter()
+        .zip(check_all(write_all(state, &missing, create, c).await?)?)
+        .filter(|(_, r)| matches!(r, Reply::Applied(true)))
+        .map(|(g, _)| *g)
+        .collect();
+    for field in &def.indexes {
+        let op = || DocOp::CreateIndex { collection: def.name.clone(), field: field.clone() };
+        check_all(write_all(state, &created, op, c).await?)?;
+    }
+    let still = read(state, home, q(), &prefs).await?.value;
+    if matches!(&still, Ok(DocQueryResult::Collection(Some(d))) if d.created_at_ms == def.created_at_ms) {
+        tracing::info!(collection = def.name, groups = ?created, "copied the collection to groups that lacked it");
+        return Ok(());
+    }
+    let drop = || DocOp::DropCollection { name: def.name.clone() };
+    write_all(state, &created, drop, c).await?;
+    Err(no_collection(&def.name))
 }
 
 /// The home group's definition of a collection, read from its leader.
@@ -630,9 +672,12 @@ pub async fn drop_index(
     let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
     // A group without its copy of the collection (an interrupted create) has no index to drop.
     let replies = write_all(&state, &groups, op, prefs.consistency).await?;
-    let replies = check_all(
-        replies.into_iter().filter(|r| !matches!(r, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }))).collect(),
-    )?;
+    let replies: Vec<Reply> =
+        replies.into_iter().filter(|r| !matches!(r, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }))).collect();
+    if replies.is_empty() {
+        return Err(no_collection(&name));
+    }
+    let replies = check_all(replies)?;
     if !replies.iter().any(|r| matches!(r, Reply::Deleted(n) if *n > 0)) {
         return Err(ApiError::NotFound(format!("collection {name} has no index on {field}")));
     }
