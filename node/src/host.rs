@@ -34,7 +34,43 @@ pub struct Group {
     /// 0 ("anything") for a fresh replica joining an existing cluster, the purge
     /// mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
     vote_floor: std::sync::atomic::AtomicU64,
+    /// Set when this replica restarted as the group's leader (see [`RestoredLead`]).
+    restored_lead: Option<RestoredLead>,
 }
+
+/// The leadership a replica held when it stopped, which openraft 0.9 resumes at
+/// start without an election or a new blank entry. Such a leader knows its log
+/// but not how much of it was committed: the commit index and the applied state
+/// it restarts with are only what reached the disk, while every entry a client
+/// was told about is in its log (the leader syncs its log before counting
+/// itself). Until it has applied its whole restored log, a read in that same
+/// leadership would miss acknowledged writes, so reads wait for it.
+#[derive(Clone, Copy, Debug)]
+struct RestoredLead {
+    /// The restored vote: the leadership is the same while the vote's leader id is.
+    vote: openraft::Vote<NodeId>,
+    /// The last log index the replica had when it started.
+    last_log_index: u64,
+}
+
+impl RestoredLead {
+    /// Reads the vote and the log the replica of `group` starts with.
+    async fn of(store: &Store, group: GroupId, me: NodeId) -> Result<Option<RestoredLead>, openraft::StorageError<NodeId>> {
+        use openraft::storage::RaftLogStorage;
+        let mut log = store.log_store(group);
+        let Some(vote) = log.read_vote().await? else { return Ok(None) };
+        let last = log.get_log_state().await?.last_log_id;
+        Ok(match last {
+            Some(last) if vote.is_committed() && vote.leader_id().voted_for() == Some(me) => {
+                Some(RestoredLead { vote, last_log_index: last.index })
+            }
+            _ => None,
+        })
+    }
+}
+
+/// How long a read waits for a restored leader to apply its restored log.
+const RESTORED_LOG_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// [`Group::vote_floor`] when the replica may vote.
 const NO_VOTE_FLOOR: u64 = u64::MAX;
@@ -228,6 +264,10 @@ impl Host {
             if fresh && existing {
                 info!(group = info.id, "fresh replica in an existing cluster: it will not vote until it has caught up");
             }
+            let restored_lead = RestoredLead::of(&store, info.id, id).await?;
+            if let Some(r) = restored_lead {
+                info!(group = info.id, last_log_index = r.last_log_index, "resuming leadership: reads wait until the restored log is applied");
+            }
             let network = GroupNetwork { group: info.id, pool: pool.clone() };
             let started = Raft::new(
                 id,
@@ -272,7 +312,7 @@ impl Host {
                 raft.runtime_config().elect(false);
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor };
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, restored_lead };
             groups.insert(info.id, group);
         }
         info!(node = id, groups = groups.len(), "node started its groups");
@@ -386,15 +426,37 @@ impl Host {
                 RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => HostError::forward(group, f),
                 other => HostError::Unavailable(other.to_string()),
             })?;
+            let mut read_index = read_log_id.map(|l| l.index);
+            if let Some(restored) = self.restored_log_to_apply(g, read_index) {
+                g.raft
+                    .wait(Some(RESTORED_LOG_TIMEOUT))
+                    .applied_index_at_least(Some(restored), "a restored leader applies its restored log")
+                    .await
+                    .map_err(|e| HostError::Unavailable(format!("the restarted leader has not applied its log yet: {e}")))?;
+                read_index = Some(restored);
+            }
             if consistency == Consistency::All
-                && let Some(log_id) = read_log_id
+                && let Some(index) = read_index
             {
-                self.wait_all_applied(group, log_id.index).await?;
+                self.wait_all_applied(group, index).await?;
             }
         }
         let reader = g.reader.clone();
         let now = self.read_time(g);
         Ok(self.queries.run_cancellable(move |cancel| reader.query_cancellable(&query, now, Some(cancel))).await??)
+    }
+
+    /// The restored log index a linearizable read must wait for beyond openraft's
+    /// read index `read_index`: `Some` only while this node still holds the
+    /// leadership it restarted with ([`RestoredLead`]) and has not applied it all.
+    fn restored_log_to_apply(&self, g: &Group, read_index: Option<u64>) -> Option<u64> {
+        let restored = g.restored_lead?;
+        let last = restored.last_log_index;
+        if read_index.is_some_and(|i| i >= last) || g.raft.metrics().borrow().vote.leader_id() != restored.vote.leader_id() {
+            return None;
+        }
+        let applied = g.reader.applied().ok().flatten().map_or(0, |l| l.index);
+        (applied < last).then_some(last)
     }
 
     /// The index this node's replica of `group` has applied.

@@ -60,6 +60,25 @@ mod armed {
     }
 }
 
+/// Environment variable delaying every apply batch by that many milliseconds,
+/// so a test can hold a replica's state machine behind its log (debug builds and
+/// the `crash-points` feature only, like the crash points).
+pub const APPLY_DELAY_ENV: &str = "SERVICE_TEST_APPLY_DELAY_MS";
+
+/// The delay [`APPLY_DELAY_ENV`] asks for, if any.
+pub fn apply_delay() -> Option<std::time::Duration> {
+    #[cfg(any(debug_assertions, feature = "crash-points"))]
+    {
+        static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+        *DELAY.get_or_init(|| {
+            let ms: u64 = std::env::var(APPLY_DELAY_ENV).ok()?.parse().ok()?;
+            (ms > 0).then(|| std::time::Duration::from_millis(ms))
+        })
+    }
+    #[cfg(not(any(debug_assertions, feature = "crash-points")))]
+    None
+}
+
 /// Marks the crash point `name` (see the module table).
 #[inline]
 pub fn reached(name: &str) {

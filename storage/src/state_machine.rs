@@ -451,6 +451,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // blocking pool, never on the runtime threads that drive every group's
         // heartbeats and RPCs.
         let entries: Vec<openraft::Entry<TypeConfig>> = entries.into_iter().collect();
+        if let Some(delay) = crate::crash_point::apply_delay() {
+            tokio::time::sleep(delay).await;
+        }
         let machine = StateMachine { data: self.data.clone() };
         tokio::task::spawn_blocking(move || machine.apply_entries(entries))
             .await
