@@ -123,6 +123,10 @@ pub enum DocResponse {
     /// What [`DocOp::Compress`] did in this group.
     /// `collections`: names of the collections with documents re-encoded here.
     Compressed { collections: Vec<String>, documents: u64, bytes_before: u64, bytes_after: u64 },
+    /// Whether a create (collection or index) made something new; `false` when it existed.
+    Created(bool),
+    /// How many documents a delete or a collection drop removed.
+    Deleted(u64),
 }
 
 /// Results of document reads.

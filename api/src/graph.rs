@@ -100,6 +100,8 @@ pub enum GraphResponse {
     Edge(EdgeRecord),
     NodeDeleted { edges_removed: u64 },
     Batch { nodes: u64, edges: u64 },
+    /// How many edges a delete removed (0 or 1).
+    EdgeDeleted(u64),
 }
 
 /// A node of a `Data` answer, with its BFS depth when traversing.

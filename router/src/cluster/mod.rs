@@ -5,6 +5,7 @@
 //! mapping are tested without processes or sockets.
 
 pub mod grpc;
+pub mod typed;
 #[cfg(test)]
 pub mod memory;
 

@@ -17,7 +17,6 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{
     CollectionDef, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, FoundDoc,
@@ -29,6 +28,7 @@ use tessera_api::rpc::Consistency;
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
+use crate::cluster::typed::{self, Document};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -60,29 +60,24 @@ fn doc_group(state: &AppState, collection: &str, id: &str) -> Result<GroupId, Ap
     Ok(state.cluster.group_for(&format!("doc/{collection}/{id}"))?)
 }
 
-/// A write whose `Rejected` answer is left to the caller.
-async fn propose(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
-    Ok(state.cluster.write(group, &Operation::Document(op), c).await?)
+/// A write whose rejection is left to the caller.
+async fn propose(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Result<DocResponse, Rejection>>, ApiError> {
+    typed::propose::<Document>(&*state.cluster, group, op, c).await
 }
 
-/// A write whose `Rejected` answer becomes the matching error.
-async fn write(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
-    let served = propose(state, group, op, c).await?;
-    match served.value {
-        Reply::Rejected(r) => Err(r.into()),
-        _ => Ok(served),
-    }
+/// A write whose rejection becomes the matching error.
+async fn write(state: &AppState, group: GroupId, op: DocOp, c: Consistency) -> Result<Served<DocResponse>, ApiError> {
+    typed::write::<Document>(&*state.cluster, group, op, c).await
 }
 
-/// The same kind of write to several groups at once.
+/// The same kind of write to several groups at once; rejections left to the caller.
 async fn write_all(
     state: &AppState,
     groups: &[GroupId],
     op: impl Fn() -> DocOp,
     c: Consistency,
-) -> Result<Vec<Reply>, ApiError> {
-    let calls = groups.iter().map(|g| propose(state, *g, op(), c));
-    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| s.value)).collect()
+) -> Result<Vec<Result<DocResponse, Rejection>>, ApiError> {
+    Ok(typed::propose_each::<Document>(&*state.cluster, groups, op, c).await?.into_iter().map(|(_, r)| r).collect())
 }
 
 /// A read whose rejection is left to the caller.
@@ -92,13 +87,7 @@ async fn read(
     q: DocQuery,
     prefs: &ReadPrefs,
 ) -> Result<Served<Result<DocQueryResult, Rejection>>, ApiError> {
-    let served = state.cluster.read(group, &Query::Document(q), prefs.consistency, prefs.replica).await?;
-    let value = match served.value {
-        QueryResult::Document(r) => Ok(r),
-        QueryResult::Rejected(r) => Err(r),
-        other => return Err(ApiError::unexpected(other)),
-    };
-    Ok(Served { value, group: served.group, node: served.node })
+    typed::ask::<Document>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await
 }
 
 async fn read_all(state: &AppState, q: DocQuery, prefs: &ReadPrefs) -> Result<Vec<Result<DocQueryResult, Rejection>>, ApiError> {
@@ -111,9 +100,7 @@ async fn read_each(
     q: DocQuery,
     prefs: &ReadPrefs,
 ) -> Result<Vec<(GroupId, Result<DocQueryResult, Rejection>)>, ApiError> {
-    let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| read(state, *g, q.clone(), prefs));
-    futures::future::join_all(calls).await.into_iter().map(|r| r.map(|s| (s.group, s.value))).collect()
+    typed::ask_each::<Document>(&*state.cluster, &state.cluster.data_groups()?, &q, prefs.consistency, prefs.replica).await
 }
 
 fn no_collection(name: &str) -> ApiError {
@@ -134,11 +121,8 @@ async fn spread_definition(state: &AppState, def: &CollectionDef, except: GroupI
 }
 
 /// The first refusal among fan-out replies, as an error.
-fn check_all(replies: Vec<Reply>) -> Result<Vec<Reply>, ApiError> {
-    if let Some(Reply::Rejected(r)) = replies.iter().find(|r| matches!(r, Reply::Rejected(_))) {
-        return Err(r.clone().into());
-    }
-    Ok(replies)
+fn check_all(replies: Vec<Result<DocResponse, Rejection>>) -> Result<Vec<DocResponse>, ApiError> {
+    replies.into_iter().collect::<Result<Vec<_>, _>>().map_err(ApiError::from)
 }
 
 /// Creates collection `name` without schema on every group (idempotent, so it
@@ -198,7 +182,7 @@ async fn repair_copies(state: &AppState, def: &CollectionDef, home: GroupId, c: 
     let created: Vec<GroupId> = missing
         .iter()
         .zip(check_all(write_all(state, &missing, create, c).await?)?)
-        .filter(|(_, r)| matches!(r, Reply::Applied(true)))
+        .filter(|(_, r)| matches!(r, DocResponse::Created(true)))
         .map(|(g, _)| *g)
         .collect();
     for field in &def.indexes {
@@ -268,15 +252,15 @@ pub async fn create_collection(
     let schema = req.schema.filter(|s| !s.is_null());
     let home = home_group(&state, &req.name)?;
     let op = DocOp::CreateCollection { name: req.name.clone(), schema: schema.clone(), exclusive: true };
-    let reply = propose(&state, home, op, prefs.consistency).await?.value;
-    if let Reply::Rejected(Rejection { code: ErrorCode::Conflict, message, .. }) = reply {
-        // Finish a creation that failed half-way before reporting the conflict.
-        let def = home_definition(&state, &req.name).await?;
-        spread_definition(&state, &def, home, prefs.consistency).await?;
-        return Err(ApiError::Conflict(message));
-    }
-    if let Reply::Rejected(r) = reply {
-        return Err(r.into());
+    match propose(&state, home, op, prefs.consistency).await?.value {
+        Err(Rejection { code: ErrorCode::Conflict, message, .. }) => {
+            // Finish a creation that failed half-way before reporting the conflict.
+            let def = home_definition(&state, &req.name).await?;
+            spread_definition(&state, &def, home, prefs.consistency).await?;
+            return Err(ApiError::Conflict(message));
+        }
+        Err(r) => return Err(r.into()),
+        Ok(_) => {}
     }
     let def = home_definition(&state, &req.name).await?;
     spread_definition(&state, &def, home, prefs.consistency).await?;
@@ -356,13 +340,13 @@ pub async fn drop_collection(
     let (mut found, mut documents) = (false, 0u64);
     for r in replies {
         match r {
-            Reply::Deleted(n) => {
+            Ok(DocResponse::Deleted(n)) => {
                 found = true;
                 documents += n;
             }
-            Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }) => {}
-            Reply::Rejected(r) => return Err(r.into()),
-            other => return Err(ApiError::unexpected(other)),
+            Err(Rejection { code: ErrorCode::NotFound, .. }) => {}
+            Err(r) => return Err(r.into()),
+            Ok(other) => return Err(ApiError::unexpected(other)),
         }
     }
     if !found {
@@ -400,7 +384,7 @@ pub async fn insert(
     let group = doc_group(&state, &name, &id)?;
     let op = || DocOp::Insert { collection: name.clone(), id: id.clone(), data: req.document.clone() };
     let mut served = propose(&state, group, op(), prefs.consistency).await?;
-    if matches!(served.value, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. })) {
+    if matches!(served.value, Err(Rejection { code: ErrorCode::NotFound, .. })) {
         create_everywhere(&state, &name, prefs.consistency).await?;
         served = propose(&state, group, op(), prefs.consistency).await?;
     }
@@ -409,12 +393,12 @@ pub async fn insert(
 }
 
 /// The document a write stored, with the headers naming who served it.
-fn stored(served: Served<Reply>) -> Result<(HeaderMap, DocRecord), ApiError> {
+fn stored(served: Served<Result<DocResponse, Rejection>>) -> Result<(HeaderMap, DocRecord), ApiError> {
     let headers = served_headers(&served);
     match served.value {
-        Reply::Document(DocResponse::Document(rec)) => Ok((headers, rec)),
-        Reply::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
+        Ok(DocResponse::Document(rec)) => Ok((headers, rec)),
+        Err(r) => Err(r.into()),
+        Ok(other) => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -498,8 +482,8 @@ pub async fn delete_document(
     let group = doc_group(&state, &name, &id)?;
     let op = DocOp::Delete { collection: name.clone(), id: id.clone() };
     match write(&state, group, op, prefs.consistency).await?.value {
-        Reply::Deleted(0) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
-        Reply::Deleted(_) => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
+        DocResponse::Deleted(0) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        DocResponse::Deleted(_) => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -640,7 +624,7 @@ pub async fn create_index(
     validate_index_field(&req.field).map_err(ApiError::BadRequest)?;
     let home = home_group(&state, &name)?;
     let op = DocOp::CreateIndex { collection: name.clone(), field: req.field.clone() };
-    let created = matches!(write(&state, home, op, prefs.consistency).await?.value, Reply::Applied(true));
+    let created = matches!(write(&state, home, op, prefs.consistency).await?.value, DocResponse::Created(true));
     let def = home_definition(&state, &name).await?;
     spread_definition(&state, &def, home, prefs.consistency).await?;
     if !created {
@@ -672,13 +656,13 @@ pub async fn drop_index(
     let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
     // A group without its copy of the collection (an interrupted create) has no index to drop.
     let replies = write_all(&state, &groups, op, prefs.consistency).await?;
-    let replies: Vec<Reply> =
-        replies.into_iter().filter(|r| !matches!(r, Reply::Rejected(Rejection { code: ErrorCode::NotFound, .. }))).collect();
+    let replies: Vec<_> =
+        replies.into_iter().filter(|r| !matches!(r, Err(Rejection { code: ErrorCode::NotFound, .. }))).collect();
     if replies.is_empty() {
         return Err(no_collection(&name));
     }
     let replies = check_all(replies)?;
-    if !replies.iter().any(|r| matches!(r, Reply::Deleted(n) if *n > 0)) {
+    if !replies.iter().any(|r| matches!(r, DocResponse::Deleted(n) if *n > 0)) {
         return Err(ApiError::NotFound(format!("collection {name} has no index on {field}")));
     }
     Ok(Json(json!({"collection": name, "field": field, "deleted": true})))

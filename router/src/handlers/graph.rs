@@ -16,7 +16,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
 use tessera_api::error::Rejection;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::graph::{
     DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, MAX_BATCH_ITEMS, NewEdge, NewNode,
     NodeRecord, TraverseDirection, validate_graph_name, validate_id, validate_label,
@@ -26,6 +25,7 @@ use tessera_api::http::iso8601_ms;
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
+use crate::cluster::typed::{self, Graph};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -70,19 +70,14 @@ fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(&format!("graph/{graph}"))?)
 }
 
-/// Proposes a write; a refusal becomes the matching error.
-async fn write(state: &AppState, graph: &str, op: GraphOp, prefs: &ReadPrefs) -> Result<Served<Reply>, ApiError> {
-    let served = state.cluster.write(group_of(state, graph)?, &Operation::Graph(op), prefs.consistency).await?;
-    match served.value {
-        Reply::Rejected(r) => Err(r.into()),
-        _ => Ok(served),
-    }
+/// Proposes a write to the graph's group; a refusal becomes the matching error.
+async fn write(state: &AppState, graph: &str, op: GraphOp, prefs: &ReadPrefs) -> Result<Served<GraphResponse>, ApiError> {
+    typed::write::<Graph>(&*state.cluster, group_of(state, graph)?, op, prefs.consistency).await
 }
 
+/// Reads from the graph's group; a refusal becomes the matching error.
 async fn read(state: &AppState, graph: &str, q: GraphQuery, prefs: &ReadPrefs) -> Result<Served<GraphQueryResult>, ApiError> {
-    let served = read_answer(state, graph, q, prefs).await?;
-    let value = served.value?;
-    Ok(Served { value, group: served.group, node: served.node })
+    typed::read::<Graph>(&*state.cluster, group_of(state, graph)?, q, prefs.consistency, prefs.replica).await
 }
 
 /// A read whose rejection is left to the caller.
@@ -92,13 +87,7 @@ async fn read_answer(
     q: GraphQuery,
     prefs: &ReadPrefs,
 ) -> Result<Served<Result<GraphQueryResult, Rejection>>, ApiError> {
-    let served = state.cluster.read(group_of(state, graph)?, &Query::Graph(q), prefs.consistency, prefs.replica).await?;
-    let value = match served.value {
-        QueryResult::Graph(r) => Ok(r),
-        QueryResult::Rejected(r) => Err(r),
-        other => return Err(ApiError::unexpected(other)),
-    };
-    Ok(Served { value, group: served.group, node: served.node })
+    typed::ask::<Graph>(&*state.cluster, group_of(state, graph)?, q, prefs.consistency, prefs.replica).await
 }
 
 /// `properties` as sent: absent or null is `{}`, anything but an object is refused.
@@ -189,7 +178,7 @@ pub async fn create_node(
     let served = write(&state, &graph, GraphOp::AddNode { graph: graph.clone(), node }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        Reply::Graph(GraphResponse::Node(n)) => Ok((StatusCode::CREATED, headers, Json(node_json(&graph, &n)))),
+        GraphResponse::Node(n) => Ok((StatusCode::CREATED, headers, Json(node_json(&graph, &n)))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -209,7 +198,7 @@ pub async fn create_edge(
     let served = write(&state, &graph, GraphOp::AddEdge { graph: graph.clone(), edge }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        Reply::Graph(GraphResponse::Edge(e)) => Ok((StatusCode::CREATED, headers, Json(edge_json(&graph, &e)))),
+        GraphResponse::Edge(e) => Ok((StatusCode::CREATED, headers, Json(edge_json(&graph, &e)))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -261,7 +250,7 @@ pub async fn delete_node(
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
     match write(&state, &graph, GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
-        Reply::Graph(GraphResponse::NodeDeleted { edges_removed }) => {
+        GraphResponse::NodeDeleted { edges_removed } => {
             Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
         }
         other => Err(ApiError::unexpected(other)),
@@ -279,8 +268,8 @@ pub async fn delete_edge(
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
     match write(&state, &graph, GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
-        Reply::Deleted(0) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
-        Reply::Deleted(_) => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
+        GraphResponse::EdgeDeleted(0) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
+        GraphResponse::EdgeDeleted(_) => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -331,7 +320,7 @@ pub async fn batch(
     let served = write(&state, &graph, GraphOp::Batch { graph: graph.clone(), nodes, edges }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        Reply::Graph(GraphResponse::Batch { nodes, edges }) => Ok((
+        GraphResponse::Batch { nodes, edges } => Ok((
             StatusCode::CREATED,
             headers,
             Json(json!({"graph": graph, "nodes_created": nodes, "edges_created": edges, "node_ids": node_ids, "edge_ids": edge_ids})),

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
+use tessera_api::command::{Query, QueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 use tessera_api::rpc::Consistency;
@@ -30,6 +30,7 @@ use tessera_api::stream::{
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::Caller;
+use crate::cluster::typed::{self, Stream};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::stream_hub::{self, event_json};
@@ -112,13 +113,9 @@ async fn stream_write_served(
     op: StreamOp,
     c: Consistency,
 ) -> Result<(StreamResponse, HeaderMap), ApiError> {
-    let served = state.cluster.write(group, &Operation::Stream(op), c).await?;
+    let served = typed::write::<Stream>(&*state.cluster, group, op, c).await?;
     let headers = served_headers(&served);
-    match served.value {
-        Reply::Stream(r) => Ok((r, headers)),
-        Reply::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok((served.value, headers))
 }
 
 async fn stream_read(
@@ -128,10 +125,7 @@ async fn stream_read(
     consistency: Consistency,
     replica: Option<tessera_api::NodeId>,
 ) -> Result<StreamQueryResult, ApiError> {
-    match state.cluster.read(group, &Query::Stream(q), consistency, replica).await?.value {
-        QueryResult::Stream(r) => Ok(r),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(typed::read::<Stream>(&*state.cluster, group, q, consistency, replica).await?.value)
 }
 
 fn channel_json(c: &ChannelInfo) -> Value {

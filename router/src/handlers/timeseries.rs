@@ -19,7 +19,6 @@ use axum::routing::{get, post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 use tessera_api::rpc::Consistency;
@@ -28,6 +27,7 @@ use tessera_api::timeseries::{MetricInfo, SeriesSet, TsOp, TsPointIn, TsQuery, T
 use super::{JsonBody, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
 use crate::cluster::Served;
+use crate::cluster::typed::{self, TimeSeries};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -62,22 +62,12 @@ fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
 
 /// Proposes `op` to `group`; the reply with the group and node that served it.
 async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) -> Result<Served<TsResponse>, ApiError> {
-    let served = state.cluster.write(group, &Operation::TimeSeries(op), c).await?;
-    match served.value {
-        Reply::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
-        Reply::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    typed::write::<TimeSeries>(&*state.cluster, group, op, c).await
 }
 
 /// Asks `group` with the caller's consistency; the answer with who served it.
 async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<Served<TsQueryResult>, ApiError> {
-    let served = state.cluster.read(group, &Query::TimeSeries(q), prefs.consistency, prefs.replica).await?;
-    match served.value {
-        QueryResult::TimeSeries(r) => Ok(Served { value: r, group: served.group, node: served.node }),
-        QueryResult::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    typed::read::<TimeSeries>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await
 }
 
 fn metric_json(m: &MetricInfo) -> Value {

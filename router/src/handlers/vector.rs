@@ -24,7 +24,6 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::vector::{
     CollectionConfig, CollectionStats, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, MAX_DIM, MAX_EF, MAX_K, MetadataFilter,
@@ -37,6 +36,7 @@ use std::sync::RwLock;
 
 use super::{JsonBody, ReadPrefs, require_writer};
 use crate::auth::{Caller, new_id};
+use crate::cluster::typed::{self, Vector};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -134,19 +134,11 @@ where
 }
 
 async fn write(state: &AppState, group: GroupId, op: VectorOp, prefs: &ReadPrefs) -> Result<VectorResponse, ApiError> {
-    match state.cluster.write(group, &Operation::Vector(op), prefs.consistency).await?.value {
-        Reply::Vector(r) => Ok(r),
-        Reply::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(typed::write::<Vector>(&*state.cluster, group, op, prefs.consistency).await?.value)
 }
 
 async fn read(state: &AppState, group: GroupId, q: VectorQuery, prefs: &ReadPrefs) -> Result<VectorQueryResult, ApiError> {
-    match state.cluster.read(group, &Query::Vector(q), prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Vector(r) => Ok(r),
-        QueryResult::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(typed::read::<Vector>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value)
 }
 
 /// A collection as returned: configuration, live count, and its shards (each

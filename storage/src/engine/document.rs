@@ -260,11 +260,11 @@ impl Engine for DocumentEngine {
                     if *exclusive {
                         return reject(ErrorCode::Conflict, format!("collection {name} already exists"));
                     }
-                    return Ok(Response::Applied(false));
+                    return Ok(Response::Document(DocResponse::Created(false)));
                 }
                 let def = CollectionDef { name: name.clone(), schema, indexes: Vec::new(), created_at_ms: now };
                 tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
-                Ok(Response::Applied(true))
+                Ok(Response::Document(DocResponse::Created(true)))
             }
             DocOp::DropCollection { name } => {
                 if collection(tx.view(), name)?.is_none() {
@@ -274,7 +274,7 @@ impl Engine for DocumentEngine {
                 delete_prefix(tx, &coll_index_prefix(name))?;
                 delete_prefix(tx, &coll_multikey_prefix(name))?;
                 tx.delete(&coll_key(name));
-                Ok(Response::Deleted(docs))
+                Ok(Response::Document(DocResponse::Deleted(docs)))
             }
             DocOp::CreateIndex { collection: name, field } => {
                 if let Err(e) = validate_index_field(field) {
@@ -282,7 +282,7 @@ impl Engine for DocumentEngine {
                 }
                 let Some(mut def) = collection(tx.view(), name)? else { return no_collection(name) };
                 if def.indexes.contains(field) {
-                    return Ok(Response::Applied(false));
+                    return Ok(Response::Document(DocResponse::Created(false)));
                 }
                 let fp = field_prefix(name, field);
                 let mut entries: Vec<(Vec<u8>, String)> = Vec::new();
@@ -302,18 +302,18 @@ impl Engine for DocumentEngine {
                 }
                 def.indexes.push(field.clone());
                 tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
-                Ok(Response::Applied(true))
+                Ok(Response::Document(DocResponse::Created(true)))
             }
             DocOp::DropIndex { collection: name, field } => {
                 let Some(mut def) = collection(tx.view(), name)? else { return no_collection(name) };
                 if !def.indexes.contains(field) {
-                    return Ok(Response::Deleted(0));
+                    return Ok(Response::Document(DocResponse::Deleted(0)));
                 }
                 delete_prefix(tx, &field_prefix(name, field))?;
                 tx.delete(&multikey_key(name, field));
                 def.indexes.retain(|f| f != field);
                 tx.put(&coll_key(name), &serde_json::to_vec(&def)?);
-                Ok(Response::Deleted(1))
+                Ok(Response::Document(DocResponse::Deleted(1)))
             }
             DocOp::Insert { collection: name, id, data } => {
                 if let Err(e) = validate_doc_id(id) {
@@ -367,9 +367,9 @@ impl Engine for DocumentEngine {
                 match document(tx.view(), name, id)? {
                     Some(old) => {
                         write_doc(tx, &def, Some(&old), None)?;
-                        Ok(Response::Deleted(1))
+                        Ok(Response::Document(DocResponse::Deleted(1)))
                     }
-                    None => Ok(Response::Deleted(0)),
+                    None => Ok(Response::Document(DocResponse::Deleted(0))),
                 }
             }
         }
@@ -533,9 +533,9 @@ mod engine_tests {
     }
 
     fn create(data: &GroupData, name: &str, schema: Option<Value>, indexes: &[&str]) {
-        assert_eq!(apply(data, DocOp::CreateCollection { name: name.into(), schema, exclusive: true }), Response::Applied(true));
+        assert_eq!(apply(data, DocOp::CreateCollection { name: name.into(), schema, exclusive: true }), Response::Document(DocResponse::Created(true)));
         for f in indexes {
-            assert_eq!(apply(data, DocOp::CreateIndex { collection: name.into(), field: (*f).into() }), Response::Applied(true));
+            assert_eq!(apply(data, DocOp::CreateIndex { collection: name.into(), field: (*f).into() }), Response::Document(DocResponse::Created(true)));
         }
     }
 
@@ -658,7 +658,7 @@ mod engine_tests {
         assert_eq!(ids(&data, "c", json!({"addr.zip": {"$gt": 0}})).0, vec!["d1", "d2"]);
 
         // A deleted document disappears from every index.
-        assert_eq!(apply(&data, DocOp::Delete { collection: "c".into(), id: "d2".into() }), Response::Deleted(1));
+        assert_eq!(apply(&data, DocOp::Delete { collection: "c".into(), id: "d2".into() }), Response::Document(DocResponse::Deleted(1)));
         assert_eq!(city("Rome").0, vec!["d1"]);
         assert_eq!(ids(&data, "c", json!({"addr.zip": {"$gt": 0}})).0, vec!["d1"]);
 
@@ -673,7 +673,7 @@ mod engine_tests {
         assert_eq!(city("Rome").0, vec!["d1"]);
 
         // Dropping the collection removes its index entries too.
-        assert_eq!(apply(&data, DocOp::DropCollection { name: "c".into() }), Response::Deleted(2));
+        assert_eq!(apply(&data, DocOp::DropCollection { name: "c".into() }), Response::Document(DocResponse::Deleted(2)));
         assert!(index_entries(&data, "c", "city").is_empty() && index_entries(&data, "c", "tags").is_empty());
     }
 

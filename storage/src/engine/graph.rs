@@ -190,9 +190,9 @@ impl Engine for GraphEngine {
             GraphOp::DeleteEdge { graph, id } => match edge(tx.view(), graph, id)? {
                 Some(e) => {
                     remove_edge(tx, graph, &e);
-                    Ok(Response::Deleted(1))
+                    Ok(Response::Graph(GraphResponse::EdgeDeleted(1)))
                 }
-                None => Ok(Response::Deleted(0)),
+                None => Ok(Response::Graph(GraphResponse::EdgeDeleted(0))),
             },
             GraphOp::Batch { graph, nodes, edges } => batch(tx, now, graph, nodes, edges),
         }
@@ -524,8 +524,8 @@ mod tests {
             .unwrap();
         assert_eq!(left, vec!["e/g|ac", "i/g|c|R|ac", "l/g|P|a", "l/g|P|c", "n/g|a", "n/g|c", "o/g|a|R|ac"]);
         assert_eq!(rejected(&apply(&d, GraphOp::DeleteNode { graph: "g".into(), id: "b".into() })), Some(ErrorCode::NotFound));
-        assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Deleted(1));
-        assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Deleted(0));
+        assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Graph(GraphResponse::EdgeDeleted(1)));
+        assert_eq!(apply(&d, GraphOp::DeleteEdge { graph: "g".into(), id: "ac".into() }), Response::Graph(GraphResponse::EdgeDeleted(0)));
         assert_eq!(counts(&data(&d, "g", None, 0)), (2, 0));
     }
 

@@ -1,0 +1,160 @@
+//! One typed client per data model over [`ClusterClient`]. A handler names its
+//! model's operation or query and gets that model's own reply back: a rejection
+//! is already the matching [`ApiError`] (or handed back, for callers that merge
+//! answers), and a reply of another model is reported here, once, instead of in
+//! every handler.
+//!
+//! ```ignore
+//! let served = typed::write::<Graph>(&*state.cluster, group, GraphOp::AddNode { .. }, c).await?;
+//! match served.value { GraphResponse::Node(n) => .., other => .. }
+//! ```
+
+use futures::future::join_all;
+use tessera_api::command::{Operation, Query, QueryResult, Response};
+use tessera_api::document::{DocOp, DocQuery, DocQueryResult, DocResponse};
+use tessera_api::error::Rejection;
+use tessera_api::graph::{GraphOp, GraphQuery, GraphQueryResult, GraphResponse};
+use tessera_api::rpc::Consistency;
+use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult, StreamResponse};
+use tessera_api::timeseries::{TsOp, TsQuery, TsQueryResult, TsResponse};
+use tessera_api::vector::{VectorOp, VectorQuery, VectorQueryResult, VectorResponse};
+use tessera_api::{GroupId, NodeId};
+
+use super::{ClusterClient, Served};
+use crate::error::ApiError;
+
+/// A data model's slice of the replicated command and query types.
+pub trait Model {
+    /// The model's writes.
+    type Op;
+    /// What applying one of them answers.
+    type Reply;
+    /// The model's reads.
+    type Query: Clone;
+    /// What a read answers.
+    type Answer;
+    /// The write as a group replicates it.
+    fn op(op: Self::Op) -> Operation;
+    /// The model's reply out of a group's response; `Err` gives back anything else.
+    fn reply(response: Response) -> Result<Result<Self::Reply, Rejection>, Response>;
+    /// The read as a group answers it.
+    fn query(query: Self::Query) -> Query;
+    /// The model's answer out of a group's query result; `Err` gives back anything else.
+    fn answer(result: QueryResult) -> Result<Result<Self::Answer, Rejection>, QueryResult>;
+}
+
+macro_rules! model {
+    ($(#[$doc:meta])* $model:ident: $variant:ident, $op:ty, $reply:ty, $query:ty, $answer:ty) => {
+        $(#[$doc])*
+        pub struct $model;
+
+        impl Model for $model {
+            type Op = $op;
+            type Reply = $reply;
+            type Query = $query;
+            type Answer = $answer;
+            fn op(op: $op) -> Operation {
+                Operation::$variant(op)
+            }
+            fn reply(response: Response) -> Result<Result<$reply, Rejection>, Response> {
+                match response {
+                    Response::$variant(r) => Ok(Ok(r)),
+                    Response::Rejected(r) => Ok(Err(r)),
+                    other => Err(other),
+                }
+            }
+            fn query(query: $query) -> Query {
+                Query::$variant(query)
+            }
+            fn answer(result: QueryResult) -> Result<Result<$answer, Rejection>, QueryResult> {
+                match result {
+                    QueryResult::$variant(r) => Ok(Ok(r)),
+                    QueryResult::Rejected(r) => Ok(Err(r)),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+model!(/// Documents: collections, documents, indexes.
+    Document: Document, DocOp, DocResponse, DocQuery, DocQueryResult);
+model!(/// Graphs: nodes, edges, traversals.
+    Graph: Graph, GraphOp, GraphResponse, GraphQuery, GraphQueryResult);
+model!(/// Vector collections.
+    Vector: Vector, VectorOp, VectorResponse, VectorQuery, VectorQueryResult);
+model!(/// Time series: points, queries, retention.
+    TimeSeries: TimeSeries, TsOp, TsResponse, TsQuery, TsQueryResult);
+model!(/// Streams: channels, messages, consumer offsets, CDC.
+    Stream: Stream, StreamOp, StreamResponse, StreamQuery, StreamQueryResult);
+
+/// Proposes `op` to `group`; its rejection is handed back to the caller.
+pub async fn propose<M: Model>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    op: M::Op,
+    consistency: Consistency,
+) -> Result<Served<Result<M::Reply, Rejection>>, ApiError> {
+    let served = cluster.write(group, &M::op(op), consistency).await?;
+    let value = M::reply(served.value).map_err(ApiError::unexpected)?;
+    Ok(Served { value, group: served.group, node: served.node })
+}
+
+/// Proposes `op` to `group`; a rejection becomes the matching error.
+pub async fn write<M: Model>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    op: M::Op,
+    consistency: Consistency,
+) -> Result<Served<M::Reply>, ApiError> {
+    let served = propose::<M>(cluster, group, op, consistency).await?;
+    Ok(Served { value: served.value?, group: served.group, node: served.node })
+}
+
+/// Proposes the same kind of write to several groups at once, each answer with its group.
+pub async fn propose_each<M: Model>(
+    cluster: &dyn ClusterClient,
+    groups: &[GroupId],
+    op: impl Fn() -> M::Op,
+    consistency: Consistency,
+) -> Result<Vec<(GroupId, Result<M::Reply, Rejection>)>, ApiError> {
+    let calls = groups.iter().map(|g| propose::<M>(cluster, *g, op(), consistency));
+    join_all(calls).await.into_iter().map(|r| r.map(|s| (s.group, s.value))).collect()
+}
+
+/// Reads `query` from `group`; its rejection is handed back to the caller.
+pub async fn ask<M: Model>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    query: M::Query,
+    consistency: Consistency,
+    replica: Option<NodeId>,
+) -> Result<Served<Result<M::Answer, Rejection>>, ApiError> {
+    let served = cluster.read(group, &M::query(query), consistency, replica).await?;
+    let value = M::answer(served.value).map_err(ApiError::unexpected)?;
+    Ok(Served { value, group: served.group, node: served.node })
+}
+
+/// Reads `query` from `group`; a rejection becomes the matching error.
+pub async fn read<M: Model>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    query: M::Query,
+    consistency: Consistency,
+    replica: Option<NodeId>,
+) -> Result<Served<M::Answer>, ApiError> {
+    let served = ask::<M>(cluster, group, query, consistency, replica).await?;
+    Ok(Served { value: served.value?, group: served.group, node: served.node })
+}
+
+/// Asks every group in `groups` the same query at once, each answer with its group.
+pub async fn ask_each<M: Model>(
+    cluster: &dyn ClusterClient,
+    groups: &[GroupId],
+    query: &M::Query,
+    consistency: Consistency,
+    replica: Option<NodeId>,
+) -> Result<Vec<(GroupId, Result<M::Answer, Rejection>)>, ApiError> {
+    let calls = groups.iter().map(|g| ask::<M>(cluster, *g, query.clone(), consistency, replica));
+    join_all(calls).await.into_iter().map(|r| r.map(|s| (s.group, s.value))).collect()
+}
