@@ -11,6 +11,7 @@ mod idempotency;
 mod import;
 mod permissions;
 mod ratelimit;
+mod route_table;
 mod security;
 mod secrets;
 mod state;
@@ -26,13 +27,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
 use clap::Parser;
 use tracing::info;
 
 use crate::cluster::{ClusterClient, GrpcCluster};
 use crate::config::RouterConfig;
 use crate::error::ApiError;
+use crate::permissions::Access::{Authenticated, Permission as P, Public};
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 #[global_allocator]
@@ -47,33 +49,37 @@ struct Cli {
     config: Option<PathBuf>,
 }
 
-/// Every route of `/api/v1` and the probes.
-fn routes(state: AppState) -> Router {
+/// Every route of `/api/v1` and the probes, with its access decision.
+fn route_table() -> RouteTable {
     use handlers::{admin, auth, health, kv, object};
-    let body_limit = state.config.kv.max_value_bytes + state.config.kv.max_key_bytes + 64 * 1024;
-    Router::new()
-        .route("/health", get(health::health))
-        .route("/livez", get(health::livez))
-        .route("/readyz", get(health::readyz))
-        .route("/api/v1/auth/login", post(auth::login))
-        .route("/api/v1/auth/logout", post(auth::logout))
-        .route("/api/v1/auth/mfa/enable", post(auth::mfa_enable))
-        .route("/api/v1/auth/mfa/verify", post(auth::mfa_verify))
-        .route("/api/v1/auth/mfa/disable", post(auth::mfa_disable))
-        .route("/api/v1/kv/keys", post(kv::put).get(kv::list).delete(kv::delete_prefix))
-        .route("/api/v1/kv/keys/{*key}", get(kv::get).delete(kv::delete))
-        .route("/api/v1/kv/count", get(kv::count))
-        .route("/api/v1/admin/cluster", get(admin::cluster))
-        .route("/api/v1/admin/compress", post(handlers::compress::compress))
-        .route("/api/v1/objects/buckets", get(object::list_buckets).post(object::create_bucket))
-        .route("/api/v1/objects/buckets/{bucket}", get(object::bucket_stats).delete(object::drop_bucket))
-        .route("/api/v1/objects/buckets/{bucket}/objects", get(object::list_objects))
-        .route(
-            "/api/v1/objects/buckets/{bucket}/object/{*key}",
-            get(object::get_object).head(object::head_object).put(object::put_object).delete(object::delete_object),
-        )
-        .route("/api/v1/admin/objects/{bucket}/export", get(object::ncb::export_bucket))
-        .route("/api/v1/admin/objects/{bucket}/import", post(object::ncb::import_bucket))
+    RouteTable::new()
+        .get("/health", Public, health::health)
+        .get("/livez", Public, health::livez)
+        .get("/readyz", Public, health::readyz)
+        .post("/api/v1/auth/login", Public, auth::login)
+        .post("/api/v1/auth/logout", Authenticated, auth::logout)
+        .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)
+        .post("/api/v1/auth/mfa/verify", Public, auth::mfa_verify)
+        .post("/api/v1/auth/mfa/disable", Authenticated, auth::mfa_disable)
+        .post("/api/v1/kv/keys", P("write:kv"), kv::put)
+        .get("/api/v1/kv/keys", P("read:kv"), kv::list)
+        .delete("/api/v1/kv/keys", P("write:kv"), kv::delete_prefix)
+        .get("/api/v1/kv/keys/{*key}", P("read:kv"), kv::get)
+        .delete("/api/v1/kv/keys/{*key}", P("write:kv"), kv::delete)
+        .get("/api/v1/kv/count", P("read:kv"), kv::count)
+        .get("/api/v1/admin/cluster", P("read:cluster"), admin::cluster)
+        .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
+        .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
+        .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)
+        .get("/api/v1/objects/buckets/{bucket}", P("read:objects"), object::bucket_stats)
+        .delete("/api/v1/objects/buckets/{bucket}", P("write:objects"), object::drop_bucket)
+        .get("/api/v1/objects/buckets/{bucket}/objects", P("read:objects"), object::list_objects)
+        .get("/api/v1/objects/buckets/{bucket}/object/{*key}", P("read:objects"), object::get_object)
+        .head("/api/v1/objects/buckets/{bucket}/object/{*key}", object::head_object)
+        .put("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::put_object)
+        .delete("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::delete_object)
+        .get("/api/v1/admin/objects/{bucket}/export", P("manage:backup"), object::ncb::export_bucket)
+        .post("/api/v1/admin/objects/{bucket}/import", P("manage:backup"), object::ncb::import_bucket)
         .merge(handlers::sql::routes())
         .merge(handlers::import::routes())
         .merge(handlers::document::routes())
@@ -84,6 +90,15 @@ fn routes(state: AppState) -> Router {
         .merge(handlers::users::routes())
         .merge(handlers::security::routes())
         .merge(handlers::vault::routes())
+}
+
+/// The router: the route table, the permission check its decisions drive, and
+/// the layers every request passes.
+fn routes(state: AppState) -> Router {
+    let body_limit = state.config.kv.max_value_bytes + state.config.kv.max_key_bytes + 64 * 1024;
+    let (table, decisions) = route_table().build();
+    state.set_decisions(decisions);
+    table
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))

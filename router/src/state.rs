@@ -33,6 +33,9 @@ pub struct Inner {
     pub vault: crate::vault::Vault,
     /// Vector collection layouts this router has seen (see `handlers::vector`).
     pub vector_layouts: crate::handlers::vector::Layouts,
+    /// Every route's access decision, from the route table the router was built
+    /// from ([`AppState::set_decisions`]); the permission check reads it.
+    pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
 }
 
 impl AppState {
@@ -55,8 +58,21 @@ impl AppState {
                 vault,
                 streams: Arc::new(crate::stream_hub::StreamHub::default()),
                 vector_layouts: Default::default(),
+                decisions: Default::default(),
             }),
         })
+    }
+}
+
+impl AppState {
+    /// Records the route table's decisions; the first call wins (one table per router).
+    pub fn set_decisions(&self, decisions: Vec<crate::route_table::Decision>) {
+        let _ = self.decisions.set(decisions);
+    }
+
+    /// Every route's access decision (none before the router is built: everything is refused).
+    pub fn decisions(&self) -> &[crate::route_table::Decision] {
+        self.decisions.get().map_or(&[], Vec::as_slice)
     }
 }
 

@@ -511,7 +511,7 @@ fn binary(name: &str) -> Result<PathBuf> {
     );
     if std::env::var_os("TESSERA_BIN_DIR").is_none() {
         let built = std::fs::metadata(&path)?.modified()?;
-        if let Some((source, changed)) = newest_source().filter(|(_, changed)| *changed > built) {
+        if let Some((source, changed)) = newest_source(name).filter(|(_, changed)| *changed > built) {
             bail!(
                 "{} is older than {} (changed {:?} later): the harness does not build the binaries; \
                  run `cargo build -p tessera-node -p tessera-router` first",
@@ -524,14 +524,19 @@ fn binary(name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The most recently changed Rust or proto source of the crates the binaries
-/// are built from, and when it changed (looked up once per test process).
-fn newest_source() -> Option<(PathBuf, std::time::SystemTime)> {
-    static NEWEST: std::sync::OnceLock<Option<(PathBuf, std::time::SystemTime)>> = std::sync::OnceLock::new();
-    NEWEST
+/// The most recently changed Rust or proto source of the crates binary `name`
+/// is built from, and when it changed (looked up once per binary and test
+/// process). The router's own sources do not make the node stale, nor the
+/// node's the router.
+fn newest_source(name: &str) -> Option<(PathBuf, std::time::SystemTime)> {
+    type Newest = Option<(PathBuf, std::time::SystemTime)>;
+    static NODE: std::sync::OnceLock<Newest> = std::sync::OnceLock::new();
+    static ROUTER: std::sync::OnceLock<Newest> = std::sync::OnceLock::new();
+    let (cell, own) = if name == "tessera-router" { (&ROUTER, "router/src") } else { (&NODE, "node/src") };
+    cell
         .get_or_init(|| {
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
-            let mut dirs: Vec<PathBuf> = ["api/src", "node/src", "router/src", "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
+            let mut dirs: Vec<PathBuf> = ["api/src", own, "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
             for model in std::fs::read_dir(root.join("storage")).ok()?.flatten() {
                 dirs.push(model.path().join("src"));
             }

@@ -11,8 +11,7 @@ use std::time::Instant;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -26,6 +25,8 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Document};
@@ -33,21 +34,25 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The document routes, merged into the router's table.
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> RouteTable {
     const C: &str = "/api/v1/documents/collections";
-    Router::new()
-        .route(C, get(list_collections).post(create_collection))
-        .route(&format!("{C}/{{name}}"), get(get_collection).delete(drop_collection))
-        .route(&format!("{C}/{{name}}/documents"), post(insert).get(get_collection))
-        .route(
-            &format!("{C}/{{name}}/documents/{{id}}"),
-            get(get_document).put(replace).patch(update).delete(delete_document),
-        )
-        .route(&format!("{C}/{{name}}/documents/{{id}}/update"), post(update))
-        .route(&format!("{C}/{{name}}/query"), post(query))
-        .route(&format!("{C}/{{name}}/indexes"), get(list_indexes).post(create_index))
-        .route(&format!("{C}/{{name}}/indexes/{{field}}"), axum::routing::delete(drop_index))
-        .route("/api/v1/documents/{name}/query", post(query))
+    RouteTable::new()
+        .get(C, P("read:documents"), list_collections)
+        .post(C, P("write:documents"), create_collection)
+        .get(format!("{C}/{{name}}"), P("read:documents"), get_collection)
+        .delete(format!("{C}/{{name}}"), P("write:documents"), drop_collection)
+        .post(format!("{C}/{{name}}/documents"), P("write:documents"), insert)
+        .get(format!("{C}/{{name}}/documents"), P("read:documents"), get_collection)
+        .get(format!("{C}/{{name}}/documents/{{id}}"), P("read:documents"), get_document)
+        .put(format!("{C}/{{name}}/documents/{{id}}"), P("write:documents"), replace)
+        .patch(format!("{C}/{{name}}/documents/{{id}}"), P("write:documents"), update)
+        .delete(format!("{C}/{{name}}/documents/{{id}}"), P("write:documents"), delete_document)
+        .post(format!("{C}/{{name}}/documents/{{id}}/update"), P("write:documents"), update)
+        .post(format!("{C}/{{name}}/query"), P("read:documents"), query)
+        .get(format!("{C}/{{name}}/indexes"), P("read:documents"), list_indexes)
+        .post(format!("{C}/{{name}}/indexes"), P("write:documents"), create_index)
+        .delete(format!("{C}/{{name}}/indexes/{{field}}"), P("write:documents"), drop_index)
+        .post("/api/v1/documents/{name}/query", P("read:documents"), query)
 }
 
 // ---------------------------------------------------------------- cluster calls

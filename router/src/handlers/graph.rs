@@ -7,11 +7,10 @@
 
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
@@ -23,6 +22,8 @@ use tessera_api::graph::{
 use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Graph};
@@ -41,15 +42,17 @@ const MAX_DEPTH: u32 = 10;
 const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// The graph routes, merged into the router's table.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/graph/nodes", post(create_node))
-        .route("/api/v1/graph/nodes/{id}", get(get_node).delete(delete_node))
-        .route("/api/v1/graph/edges", post(create_edge))
-        .route("/api/v1/graph/edges/{id}", get(get_edge).delete(delete_edge))
-        .route("/api/v1/graph/data", get(data))
-        .route("/api/v1/graph/query", post(query))
-        .merge(Router::new().route("/api/v1/graph/batch", post(batch)).layer(DefaultBodyLimit::max(MAX_BATCH_BODY_BYTES)))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .post("/api/v1/graph/nodes", P("write:graph"), create_node)
+        .get("/api/v1/graph/nodes/{id}", P("read:graph"), get_node)
+        .delete("/api/v1/graph/nodes/{id}", P("write:graph"), delete_node)
+        .post("/api/v1/graph/edges", P("write:graph"), create_edge)
+        .get("/api/v1/graph/edges/{id}", P("read:graph"), get_edge)
+        .delete("/api/v1/graph/edges/{id}", P("write:graph"), delete_edge)
+        .get("/api/v1/graph/data", P("read:graph"), data)
+        .post("/api/v1/graph/query", P("read:graph"), query)
+        .merge(RouteTable::new().post("/api/v1/graph/batch", P("write:graph"), batch).body_limit(MAX_BATCH_BODY_BYTES))
 }
 
 // ---------------------------------------------------------------- helpers

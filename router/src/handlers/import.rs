@@ -9,11 +9,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
@@ -25,6 +24,8 @@ use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
 use super::{JsonBody, ReadPrefs};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::import::{self, ParseError};
@@ -34,12 +35,12 @@ use crate::state::AppState;
 pub const MAX_IMPORT_BODY_BYTES: usize = 256 * 1024 * 1024;
 
 /// The import routes, with their own body limit.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/import/sql", post(import_sql))
-        .route("/api/v1/import/documents", post(import_documents))
-        .route("/api/v1/import/kv", post(import_kv))
-        .layer(DefaultBodyLimit::max(MAX_IMPORT_BODY_BYTES))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .post("/api/v1/import/sql", P("write:import"), import_sql)
+        .post("/api/v1/import/documents", P("write:import"), import_documents)
+        .post("/api/v1/import/kv", P("write:import"), import_kv)
+        .body_limit(MAX_IMPORT_BODY_BYTES)
 }
 
 /// The running report of an import.

@@ -1,13 +1,12 @@
 //! Security administration: alerts, acknowledgement and the IP block list under
 //! `/api/v1/admin/security/`. Reads need `read:cluster`, mutations
-//! `manage:security` (decided in `permissions::ROUTES`).
+//! `manage:security` (decided in the route table, `routes()` below).
 
 use std::net::IpAddr;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, now_ms};
@@ -16,18 +15,20 @@ use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery,
 use tracing::warn;
 
 use super::{JsonBody, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The security administration routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/admin/security/alerts", get(list_alerts))
-        .route("/api/v1/admin/security/alerts/{alert_id}/acknowledge", post(acknowledge))
-        .route("/api/v1/admin/security/block-ip", post(block_ip))
-        .route("/api/v1/admin/security/blocked-ips", get(list_blocks))
-        .route("/api/v1/admin/security/blocked-ips/{ip}", delete(unblock))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .get("/api/v1/admin/security/alerts", P("read:cluster"), list_alerts)
+        .post("/api/v1/admin/security/alerts/{alert_id}/acknowledge", P("manage:security"), acknowledge)
+        .post("/api/v1/admin/security/block-ip", P("manage:security"), block_ip)
+        .get("/api/v1/admin/security/blocked-ips", P("read:cluster"), list_blocks)
+        .delete("/api/v1/admin/security/blocked-ips/{ip}", P("manage:security"), unblock)
 }
 
 fn alert_view(a: &AlertRecord) -> Value {

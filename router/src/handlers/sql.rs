@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
@@ -19,17 +18,19 @@ use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
 use super::{JsonBody, ReadPrefs, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The SQL routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/query", post(query))
-        .route("/api/v1/tables", get(list_tables))
-        .route("/api/v1/tables/{name}", get(describe_table))
-        .route("/api/v1/databases", get(list_databases))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .post("/api/v1/query", P("read:sql"), query)
+        .get("/api/v1/tables", P("read:sql"), list_tables)
+        .get("/api/v1/tables/{name}", P("read:sql"), describe_table)
+        .get("/api/v1/databases", P("read:sql"), list_databases)
 }
 
 /// Body of `POST /api/v1/query`.

@@ -7,13 +7,11 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
@@ -29,6 +27,8 @@ use tessera_api::stream::{
 };
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Stream};
 use crate::error::ApiError;
@@ -44,19 +44,21 @@ const RESERVED: [&str; 4] = ["channels", "publish", "cdc", "retention"];
 const DEFAULT_DATABASE: &str = "default";
 
 /// The streaming routes, merged into the router's table.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/streaming/channels", get(list_channels).post(create_channel))
-        .route("/api/v1/streaming/channels/{channel}", get(get_channel))
-        .route("/api/v1/streaming/channels/{channel}/history", get(history))
-        .route("/api/v1/streaming/channels/{channel}/consumers", get(list_consumers))
-        .route("/api/v1/streaming/channels/{channel}/consumers/{group}/poll", post(poll))
-        .route("/api/v1/streaming/channels/{channel}/consumers/{group}/commit", post(commit))
-        .route("/api/v1/streaming/publish", post(publish))
-        .route("/api/v1/streaming/cdc", get(list_cdc).post(enable_cdc))
-        .route("/api/v1/streaming/cdc/{database}/{table}", delete(disable_cdc))
-        .route("/api/v1/streaming/retention/enforce", post(enforce))
-        .route("/api/v1/streaming/{channel}", get(subscribe))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .get("/api/v1/streaming/channels", P("read:streaming"), list_channels)
+        .post("/api/v1/streaming/channels", P("write:streaming"), create_channel)
+        .get("/api/v1/streaming/channels/{channel}", P("read:streaming"), get_channel)
+        .get("/api/v1/streaming/channels/{channel}/history", P("read:streaming"), history)
+        .get("/api/v1/streaming/channels/{channel}/consumers", P("read:streaming"), list_consumers)
+        .post("/api/v1/streaming/channels/{channel}/consumers/{group}/poll", P("read:streaming"), poll)
+        .post("/api/v1/streaming/channels/{channel}/consumers/{group}/commit", P("read:streaming"), commit)
+        .post("/api/v1/streaming/publish", P("write:streaming"), publish)
+        .get("/api/v1/streaming/cdc", P("read:streaming"), list_cdc)
+        .post("/api/v1/streaming/cdc", P("write:streaming"), enable_cdc)
+        .delete("/api/v1/streaming/cdc/{database}/{table}", P("write:streaming"), disable_cdc)
+        .post("/api/v1/streaming/retention/enforce", P("manage:cluster"), enforce)
+        .get("/api/v1/streaming/{channel}", P("read:streaming"), subscribe)
 }
 
 fn valid_name(name: &str) -> bool {

@@ -12,10 +12,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use axum::Json;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
@@ -25,6 +23,8 @@ use tessera_api::rpc::Consistency;
 use tessera_api::timeseries::{MetricInfo, SeriesSet, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, TimeSeries};
@@ -35,14 +35,15 @@ const MAX_NAME_BYTES: usize = 200;
 const MAX_POINTS_PER_WRITE: usize = 100_000;
 
 /// The timeseries routes, merged into the router's table.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/timeseries/metrics", get(list_metrics).post(create_metric))
-        .route("/api/v1/timeseries/metrics/{name}", get(get_metric))
-        .route("/api/v1/timeseries/metrics/{name}/retention", put(set_retention))
-        .route("/api/v1/timeseries/write", post(write))
-        .route("/api/v1/timeseries/query", post(query))
-        .route("/api/v1/timeseries/retention/enforce", post(enforce))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .get("/api/v1/timeseries/metrics", P("read:timeseries"), list_metrics)
+        .post("/api/v1/timeseries/metrics", P("write:timeseries"), create_metric)
+        .get("/api/v1/timeseries/metrics/{name}", P("read:timeseries"), get_metric)
+        .put("/api/v1/timeseries/metrics/{name}/retention", P("write:timeseries"), set_retention)
+        .post("/api/v1/timeseries/write", P("write:timeseries"), write)
+        .post("/api/v1/timeseries/query", P("read:timeseries"), query)
+        .post("/api/v1/timeseries/retention/enforce", P("manage:cluster"), enforce)
 }
 
 fn check_name(name: &str) -> Result<(), ApiError> {

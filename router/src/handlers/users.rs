@@ -1,12 +1,10 @@
 //! User and role management (`/api/v1/admin/users`, `/api/v1/admin/roles`) and
 //! the access-control tables (`/api/v1/admin/routes`, `/api/v1/admin/permissions`).
-//! Mutations need admin permissions (decided in `permissions::ROUTES`).
+//! Mutations need admin permissions (decided in the route table, `routes()` below).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::Router;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms};
@@ -14,20 +12,27 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
 
 use super::JsonBody;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::{Caller, hash_password, new_id};
 use crate::error::ApiError;
-use crate::permissions::{Access, ROUTES};
+use crate::permissions::Access;
 use crate::state::AppState;
 
 /// The user, role and access-table routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/admin/users", get(list_users).post(create_user))
-        .route("/api/v1/admin/users/{id}", get(get_user).put(update_user).delete(delete_user))
-        .route("/api/v1/admin/roles", get(list_roles).post(create_role))
-        .route("/api/v1/admin/roles/{name}", axum::routing::put(update_role).delete(delete_role))
-        .route("/api/v1/admin/routes", get(route_table))
-        .route("/api/v1/admin/permissions", get(permission_list))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .get("/api/v1/admin/users", P("read:cluster"), list_users)
+        .post("/api/v1/admin/users", P("manage:users"), create_user)
+        .get("/api/v1/admin/users/{id}", P("read:cluster"), get_user)
+        .put("/api/v1/admin/users/{id}", P("manage:users"), update_user)
+        .delete("/api/v1/admin/users/{id}", P("manage:users"), delete_user)
+        .get("/api/v1/admin/roles", P("read:cluster"), list_roles)
+        .post("/api/v1/admin/roles", P("manage:roles"), create_role)
+        .put("/api/v1/admin/roles/{name}", P("manage:roles"), update_role)
+        .delete("/api/v1/admin/roles/{name}", P("manage:roles"), delete_role)
+        .get("/api/v1/admin/routes", P("read:cluster"), route_table)
+        .get("/api/v1/admin/permissions", P("read:cluster"), permission_list)
 }
 
 /// Passwords: at least 12 characters with upper-case, lower-case, digit and symbol.
@@ -263,14 +268,16 @@ pub async fn delete_role(State(state): State<AppState>, Path(name): Path<String>
 }
 
 /// `GET /api/v1/admin/routes`: the access decision of every route.
-pub async fn route_table() -> Json<Value> {
-    let list: Vec<Value> = ROUTES
+pub async fn route_table(State(state): State<AppState>) -> Json<Value> {
+    let list: Vec<Value> = state
+        .decisions()
         .iter()
-        .map(|(m, p, a)| {
-            let access = match a {
+        .map(|d| {
+            let (m, p) = (d.method, &d.path);
+            let access = match d.access {
                 Access::Public => "public".to_string(),
                 Access::Authenticated => "authenticated".to_string(),
-                Access::Permission(p) => (*p).to_string(),
+                Access::Permission(p) => p.to_string(),
             };
             json!({"method": m, "path": p, "access": access})
         })

@@ -1,19 +1,19 @@
 //! The vault's admin routes (`/api/v1/admin/vault/...`): status, unseal, seal,
 //! secrets, access policies and the audit trail. Every route needs
-//! `manage:vault` (decided in `permissions::ROUTES`); the logic is in
+//! `manage:vault` (decided in the route table, `routes()` below); the logic is in
 //! [`crate::vault`].
 
 use axum::{Extension, Json};
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
 
 use super::{JsonBody, QueryParams};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::security::ClientIp;
@@ -22,16 +22,20 @@ use crate::vault::policy::Subject;
 use crate::vault::{Actor, VaultError};
 
 /// The vault routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/admin/vault/status", get(status))
-        .route("/api/v1/admin/vault/unseal", post(unseal))
-        .route("/api/v1/admin/vault/seal", post(seal))
-        .route("/api/v1/admin/vault/secrets", get(list_secrets))
-        .route("/api/v1/admin/vault/secrets/{*path}", get(get_secret).put(put_secret).delete(delete_secret))
-        .route("/api/v1/admin/vault/policies", get(list_policies))
-        .route("/api/v1/admin/vault/policies/{name}", get(get_policy).put(put_policy).delete(delete_policy))
-        .route("/api/v1/admin/vault/audit", get(audit))
+pub fn routes() -> RouteTable {
+    RouteTable::new()
+        .get("/api/v1/admin/vault/status", P("manage:vault"), status)
+        .post("/api/v1/admin/vault/unseal", P("manage:vault"), unseal)
+        .post("/api/v1/admin/vault/seal", P("manage:vault"), seal)
+        .get("/api/v1/admin/vault/secrets", P("manage:vault"), list_secrets)
+        .get("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), get_secret)
+        .put("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), put_secret)
+        .delete("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), delete_secret)
+        .get("/api/v1/admin/vault/policies", P("manage:vault"), list_policies)
+        .get("/api/v1/admin/vault/policies/{name}", P("manage:vault"), get_policy)
+        .put("/api/v1/admin/vault/policies/{name}", P("manage:vault"), put_policy)
+        .delete("/api/v1/admin/vault/policies/{name}", P("manage:vault"), delete_policy)
+        .get("/api/v1/admin/vault/audit", P("manage:vault"), audit)
 }
 
 impl From<VaultError> for ApiError {

@@ -19,8 +19,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
@@ -35,6 +34,8 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 use super::{JsonBody, ReadPrefs, require_writer};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, Vector};
 use crate::error::ApiError;
@@ -45,15 +46,18 @@ const MAX_BATCH: usize = 10_000;
 const DEFAULT_K: i64 = 10;
 
 /// The vector routes, merged into the router's table.
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> RouteTable {
     const C: &str = "/api/v1/vector/collections";
-    Router::new()
-        .route(C, get(list_collections).post(create_collection))
-        .route(&format!("{C}/{{name}}"), get(collection_stats).delete(drop_collection))
-        .route(&format!("{C}/{{name}}/upsert"), post(upsert))
-        .route(&format!("{C}/{{name}}/batch"), post(batch_upsert))
-        .route(&format!("{C}/{{name}}/search"), post(search))
-        .route(&format!("{C}/{{name}}/vectors/{{*id}}"), get(get_record).delete(delete_record))
+    RouteTable::new()
+        .get(C, P("read:vectors"), list_collections)
+        .post(C, P("write:vectors"), create_collection)
+        .get(format!("{C}/{{name}}"), P("read:vectors"), collection_stats)
+        .delete(format!("{C}/{{name}}"), P("write:vectors"), drop_collection)
+        .post(format!("{C}/{{name}}/upsert"), P("write:vectors"), upsert)
+        .post(format!("{C}/{{name}}/batch"), P("write:vectors"), batch_upsert)
+        .post(format!("{C}/{{name}}/search"), P("read:vectors"), search)
+        .get(format!("{C}/{{name}}/vectors/{{*id}}"), P("read:vectors"), get_record)
+        .delete(format!("{C}/{{name}}/vectors/{{*id}}"), P("write:vectors"), delete_record)
 }
 
 /// The home group of a collection: where its name hashes.

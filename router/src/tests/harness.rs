@@ -39,6 +39,12 @@ impl Answer {
     }
 }
 
+/// The state of a router over an in-memory cluster of one data group, with no
+/// users (for tests of the routing layer itself).
+pub fn bare_state() -> AppState {
+    AppState::new(RouterConfig::default(), Arc::new(MemoryCluster::new(1))).expect("router state")
+}
+
 impl TestRouter {
     /// A router over `shards` data groups, its admin provisioned and logged in.
     pub async fn new(shards: u64) -> TestRouter {

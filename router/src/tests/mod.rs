@@ -4,7 +4,7 @@
 //! itself decides: fan-out merges across shards, the multi-shard catalog steps
 //! and their repair, and how engine rejections become HTTP answers.
 
-mod harness;
+pub(crate) mod harness;
 
 mod catalog;
 mod errors;

@@ -1,0 +1,169 @@
+//! The route table: every route is declared once, with its access decision, and
+//! the table builds both the axum router and the decisions the permission check
+//! ([`crate::permissions::authorize`]) reads. A route cannot exist without a
+//! decision, nor a decision without its route.
+//!
+//! ```ignore
+//! RouteTable::new()
+//!     .get("/api/v1/graph/nodes/{id}", P("read:graph"), get_node)
+//!     .delete("/api/v1/graph/nodes/{id}", P("write:graph"), delete_node)
+//! ```
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, MethodRouter, on};
+
+use crate::permissions::Access;
+use crate::state::AppState;
+
+/// What one method of one route needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub method: &'static str,
+    /// The route template, as axum matches it (`/api/v1/kv/keys/{*key}`).
+    pub path: String,
+    pub access: Access,
+}
+
+/// Routes with their decisions, in declaration order.
+#[derive(Default)]
+pub struct RouteTable {
+    routes: Vec<(String, MethodRouter<AppState>)>,
+    decisions: Vec<Decision>,
+}
+
+macro_rules! method {
+    ($(#[$doc:meta])* $name:ident, $filter:ident) => {
+        $(#[$doc])*
+        pub fn $name<H, T>(self, path: impl Into<String>, access: Access, handler: H) -> Self
+        where
+            H: Handler<T, AppState>,
+            T: 'static,
+        {
+            self.with(path, stringify!($filter), access, on(MethodFilter::$filter, handler))
+        }
+    };
+}
+
+impl RouteTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    method!(/// A `GET` route (it answers `HEAD` too, unless [`RouteTable::head`] gives one).
+        get, GET);
+    method!(/// A `POST` route.
+        post, POST);
+    method!(/// A `PUT` route.
+        put, PUT);
+    method!(/// A `PATCH` route.
+        patch, PATCH);
+    method!(/// A `DELETE` route.
+        delete, DELETE);
+
+    /// A `HEAD` handler for a path whose `GET` is declared: decided as that `GET`,
+    /// so it adds no decision of its own.
+    pub fn head<H, T>(mut self, path: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        self.routes.push((path.into(), on(MethodFilter::HEAD, handler)));
+        self
+    }
+
+    /// A route served by `route`, an already built method router (for a layer on
+    /// one route, such as a larger body limit); `method` is the one it serves.
+    pub fn with(mut self, path: impl Into<String>, method: &'static str, access: Access, route: MethodRouter<AppState>) -> Self {
+        let path = path.into();
+        self.decisions.push(Decision { method, path: path.clone(), access });
+        self.routes.push((path, route));
+        self
+    }
+
+    /// Every route of this table accepts bodies up to `bytes` (instead of the
+    /// router's default limit).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.routes = self.routes.into_iter().map(|(path, route)| (path, route.layer(DefaultBodyLimit::max(bytes)))).collect();
+        self
+    }
+
+    /// Adds every route of `other`.
+    pub fn merge(mut self, other: RouteTable) -> Self {
+        self.routes.extend(other.routes);
+        self.decisions.extend(other.decisions);
+        self
+    }
+
+    /// The axum router (the methods of one path merged into one route) and every decision.
+    /// Panics on a method declared twice for one path, as axum does.
+    pub fn build(self) -> (Router<AppState>, Vec<Decision>) {
+        let mut paths: Vec<(String, MethodRouter<AppState>)> = Vec::new();
+        for (path, route) in self.routes {
+            match paths.iter_mut().find(|(p, _)| *p == path) {
+                Some((_, existing)) => {
+                    let merged = std::mem::take(existing).merge(route);
+                    *existing = merged;
+                }
+                None => paths.push((path, route)),
+            }
+        }
+        let router = paths.into_iter().fold(Router::new(), |router, (path, route)| router.route(&path, route));
+        (router, self.decisions)
+    }
+}
+
+/// The decision for a request among `decisions`; `HEAD` without its own is decided as `GET`.
+pub fn decision<'a>(decisions: &'a [Decision], method: &str, template: &str) -> Option<&'a Decision> {
+    let find = |m: &str| decisions.iter().find(|d| d.method == m && d.path == template);
+    find(method).or_else(|| if method == "HEAD" { find("GET") } else { None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permissions::Access::{Permission as P, Public};
+
+    async fn ok() -> &'static str {
+        "ok"
+    }
+
+    fn table() -> RouteTable {
+        RouteTable::new()
+            .get("/a", Public, ok)
+            .delete("/a", P("write:a"), ok)
+            .merge(RouteTable::new().post("/b", P("write:b"), ok).body_limit(10))
+            .head("/a", ok)
+    }
+
+    #[test]
+    fn every_declared_method_has_its_decision_and_head_is_decided_as_get() {
+        let (_, decisions) = table().build();
+        assert_eq!(decisions.len(), 3, "{decisions:?}");
+        assert_eq!(decision(&decisions, "DELETE", "/a").map(|d| d.access), Some(P("write:a")));
+        assert_eq!(decision(&decisions, "HEAD", "/a").map(|d| d.access), Some(Public));
+        assert_eq!(decision(&decisions, "POST", "/b").map(|d| d.access), Some(P("write:b")));
+        assert_eq!(decision(&decisions, "GET", "/b"), None, "an undeclared method has no decision");
+        assert_eq!(decision(&decisions, "GET", "/c"), None);
+    }
+
+    #[tokio::test]
+    async fn the_built_router_serves_every_method_of_a_path() {
+        use tower::ServiceExt;
+        let (router, _) = table().build();
+        let state = crate::tests::harness::bare_state();
+        let app = router.with_state(state);
+        for (method, path, status) in [("GET", "/a", 200), ("DELETE", "/a", 200), ("HEAD", "/a", 200), ("POST", "/b", 200), ("PUT", "/a", 405)] {
+            let req = axum::http::Request::builder().method(method).uri(path).body(axum::body::Body::empty()).unwrap();
+            let res = app.clone().oneshot(req).await.unwrap();
+            assert_eq!(res.status().as_u16(), status, "{method} {path}");
+        }
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_method_declared_twice_for_one_path_is_refused() {
+        let _ = RouteTable::new().get("/a", Public, ok).get("/a", Public, ok).build();
+    }
+}
