@@ -114,13 +114,56 @@ pub enum Response {
     Import(crate::import::ImportResult),
 }
 
-/// Reads a group answers.
+/// Reads a group answers, one variant per data model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Query {
-    KvGet { key: String },
+    Kv(KvQuery),
+    Meta(MetaQuery),
+    Object(crate::object::ObjectQuery),
+    Sql(crate::sql::SqlQuery),
+    Document(crate::document::DocQuery),
+    Vector(crate::vector::VectorQuery),
+    TimeSeries(crate::timeseries::TsQuery),
+    Stream(crate::stream::StreamQuery),
+    Graph(crate::graph::GraphQuery),
+}
+
+/// Answers to [`Query`], one variant per data model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum QueryResult {
+    Kv(KvQueryResult),
+    Meta(MetaQueryResult),
+    Object(crate::object::ObjectQueryResult),
+    Sql(crate::sql::SqlResult),
+    Document(crate::document::DocQueryResult),
+    Vector(crate::vector::VectorQueryResult),
+    TimeSeries(crate::timeseries::TsQueryResult),
+    Stream(crate::stream::StreamQueryResult),
+    Graph(crate::graph::GraphQueryResult),
+    /// The query named something missing or was invalid; nothing was read.
+    Rejected(crate::error::Rejection),
+}
+
+/// Key-value reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum KvQuery {
+    Get { key: String },
     /// Live entries with the prefix in key order, at most `limit`, and how many match in all.
-    KvList { prefix: String, limit: usize },
-    KvCount { prefix: String },
+    List { prefix: String, limit: usize },
+    Count { prefix: String },
+}
+
+/// Answers to [`KvQuery`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum KvQueryResult {
+    Entry(Option<KvEntry>),
+    List { entries: Vec<KvEntry>, total: u64 },
+    Count(u64),
+}
+
+/// Meta group reads: the cluster map, users, roles, sessions, security and the vault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MetaQuery {
     ClusterMap,
     UserByName { username: String },
     UserById { id: String },
@@ -138,23 +181,14 @@ pub enum Query {
     VaultPolicies,
     /// The newest `limit` audit records, newest first.
     VaultAudit { limit: usize },
-    Object(crate::object::ObjectQuery),
-    Sql(crate::sql::SqlQuery),
-    Document(crate::document::DocQuery),
-    Vector(crate::vector::VectorQuery),
-    TimeSeries(crate::timeseries::TsQuery),
-    Stream(crate::stream::StreamQuery),
-    Graph(crate::graph::GraphQuery),
 }
 
-/// Answers to [`Query`].
+/// Answers to [`MetaQuery`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum QueryResult {
-    KvEntry(Option<KvEntry>),
-    KvList { entries: Vec<KvEntry>, total: u64 },
-    Count(u64),
+pub enum MetaQueryResult {
     ClusterMap(Option<ClusterMap>),
     User(Option<UserRecord>),
+    UserCount(u64),
     Session(Option<SessionRecord>),
     Users(Vec<UserRecord>),
     Roles(Vec<crate::meta::RoleRecord>),
@@ -165,15 +199,6 @@ pub enum QueryResult {
     VaultSecrets(Vec<crate::meta::VaultSecretRecord>),
     VaultPolicies(Vec<crate::meta::VaultPolicyRecord>),
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
-    Object(crate::object::ObjectQueryResult),
-    Sql(crate::sql::SqlResult),
-    Document(crate::document::DocQueryResult),
-    Vector(crate::vector::VectorQueryResult),
-    TimeSeries(crate::timeseries::TsQueryResult),
-    Stream(crate::stream::StreamQueryResult),
-    Graph(crate::graph::GraphQueryResult),
-    /// The query named something missing or was invalid; nothing was read.
-    Rejected(crate::error::Rejection),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

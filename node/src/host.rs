@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
-use tessera_api::command::{Command, MetaOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::command::{Command, MetaOp, Operation, Query, QueryResult, Response, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::meta::ClusterMap;
 use tessera_api::rpc::{AppliedRequest, Consistency, FailureKind, GroupStatus};
 use tessera_api::{GroupId, META_GROUP, NodeId};
@@ -526,8 +526,8 @@ impl Host {
     /// The cluster map recorded in this replica of the meta group, if any.
     pub fn recorded_map(&self) -> Option<ClusterMap> {
         let g = self.groups.get(&META_GROUP)?;
-        match g.reader.query(&Query::ClusterMap, now_ms()) {
-            Ok(QueryResult::ClusterMap(m)) => m,
+        match g.reader.query(&Query::Meta(MetaQuery::ClusterMap), now_ms()) {
+            Ok(QueryResult::Meta(MetaQueryResult::ClusterMap(m))) => m,
             _ => None,
         }
     }

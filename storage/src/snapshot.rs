@@ -568,7 +568,7 @@ pub(crate) mod test_points {
 mod tests {
     use openraft::storage::{RaftLogStorage, RaftLogReader, RaftSnapshotBuilder, RaftStateMachine};
     use openraft::{CommittedLeaderId, Entry, EntryPayload, Snapshot};
-    use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult};
+    use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult, KvQuery, KvQueryResult};
 
     use super::*;
     use crate::types::TypeConfig;
@@ -607,8 +607,8 @@ mod tests {
     }
 
     fn kv(store: &Store, key: &str) -> Option<serde_json::Value> {
-        match store.reader(GROUP).query(&Query::KvGet { key: key.into() }, 10).unwrap() {
-            QueryResult::KvEntry(e) => e.map(|e| e.value),
+        match store.reader(GROUP).query(&Query::Kv(KvQuery::Get { key: key.into() }), 10).unwrap() {
+            QueryResult::Kv(KvQueryResult::Entry(e)) => e.map(|e| e.value),
             other => panic!("{other:?}"),
         }
     }
@@ -640,8 +640,8 @@ mod tests {
             assert_eq!(kv(&follower, "b"), Some("2".into()));
             assert_eq!(kv(&follower, "c"), Some("3".into()));
             assert_eq!(fsm.applied_state().await.unwrap().0, Some(log_id(3)));
-            let neighbour = follower.reader(GROUP + 1).query(&Query::KvGet { key: "neighbour".into() }, 10).unwrap();
-            assert!(matches!(neighbour, QueryResult::KvEntry(Some(_))), "another group was touched");
+            let neighbour = follower.reader(GROUP + 1).query(&Query::Kv(KvQuery::Get { key: "neighbour".into() }), 10).unwrap();
+            assert!(matches!(neighbour, QueryResult::Kv(KvQueryResult::Entry(Some(_)))), "another group was touched");
             assert_eq!(flog.get_log_state().await.unwrap().last_purged_log_id, Some(log_id(3)));
             let current = fsm.get_current_snapshot().await.unwrap().expect("the received file is the current snapshot");
             assert_eq!(current.meta.last_log_id, Some(log_id(3)));

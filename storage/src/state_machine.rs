@@ -21,7 +21,7 @@ use crate::engine::sql::SqlEngine;
 use crate::engine::stream::StreamEngine;
 use crate::engine::timeseries::TimeSeriesEngine;
 use crate::engine::vector::VectorEngine;
-use crate::engine::{self, Engine, GroupData, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
+use crate::engine::{self, Engine, GroupData, QueryCtx, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
 use crate::crypt::Purpose;
 use crate::error::{Result, StorageError};
 use crate::store::Db;
@@ -67,43 +67,18 @@ impl GroupReader {
         now_ms: i64,
         cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ) -> Result<QueryResult> {
-        let kv = self.data.space(space::KV);
-        let meta = self.data.space(space::META);
+        let ctx = QueryCtx { data: &self.data, now_ms, cancel };
+        let vectors = VectorEngine { state: &self.data.vectors };
         Ok(match query {
-            Query::KvGet { key } => QueryResult::KvEntry(engine::kv::get(&kv, key, now_ms)?),
-            Query::KvList { prefix, limit } => {
-                let (entries, total) = engine::kv::list(&kv, prefix, *limit, now_ms)?;
-                QueryResult::KvList { entries, total }
-            }
-            Query::KvCount { prefix } => QueryResult::Count(engine::kv::count(&kv, prefix, now_ms)?),
-            Query::ClusterMap => QueryResult::ClusterMap(engine::meta::cluster_map(&meta)?),
-            Query::UserByName { username } => QueryResult::User(engine::meta::user_by_name(&meta, username)?),
-            Query::UserById { id } => QueryResult::User(engine::meta::user_by_id(&meta, id)?),
-            Query::UserCount => QueryResult::Count(engine::meta::user_count(&meta)?),
-            Query::ListUsers => QueryResult::Users(engine::meta::list_users(&meta)?),
-            Query::ListRoles => QueryResult::Roles(engine::meta::list_roles(&meta)?),
-            Query::Role { name } => QueryResult::Role(engine::meta::role(&meta, name)?),
-            Query::Security(q) => QueryResult::Security(engine::meta::security::query(&meta, q, now_ms)?),
-            Query::VaultState => {
-                let (key, seal_epoch) = engine::meta::vault_state(&meta)?;
-                QueryResult::VaultState { key, seal_epoch }
-            }
-            Query::VaultSecret { path } => QueryResult::VaultSecret(engine::meta::vault_secret(&meta, path)?),
-            Query::VaultSecrets { prefix } => QueryResult::VaultSecrets(engine::meta::vault_secrets(&meta, prefix)?),
-            Query::VaultPolicies => QueryResult::VaultPolicies(engine::meta::vault_policies(&meta)?),
-            Query::VaultAudit { limit } => QueryResult::VaultAudit(engine::meta::vault_audit(&meta, *limit)?),
-            Query::Session { token_hash } => {
-                QueryResult::Session(engine::meta::session(&meta, token_hash, now_ms)?)
-            }
-            Query::Object(q) => QueryResult::Object(engine::object::query(&self.data.space(space::OBJECT), q)?),
-            Query::Sql(q) => answer(engine::sql::query(&self.data, q, cancel)?, QueryResult::Sql),
-            Query::Document(q) => answer(engine::document::query(&self.data.space(space::DOCUMENT), q)?, QueryResult::Document),
-            Query::Vector(q) => answer(engine::vector::query(&self.data, q)?, QueryResult::Vector),
-            Query::TimeSeries(q) => {
-                answer(engine::timeseries::query(&self.data.space(space::TIMESERIES), q)?, QueryResult::TimeSeries)
-            }
-            Query::Stream(q) => QueryResult::Stream(engine::stream::query(&self.data.space(space::STREAM), q)?),
-            Query::Graph(q) => answer(engine::graph::query(&self.data, q)?, QueryResult::Graph),
+            Query::Kv(q) => answer(KvEngine.query(&ctx, q)?, QueryResult::Kv),
+            Query::Meta(q) => answer(MetaEngine.query(&ctx, q)?, QueryResult::Meta),
+            Query::Object(q) => answer(ObjectEngine.query(&ctx, q)?, QueryResult::Object),
+            Query::Sql(q) => answer(SqlEngine.query(&ctx, q)?, QueryResult::Sql),
+            Query::Document(q) => answer(DocumentEngine.query(&ctx, q)?, QueryResult::Document),
+            Query::Vector(q) => answer(vectors.query(&ctx, q)?, QueryResult::Vector),
+            Query::TimeSeries(q) => answer(TimeSeriesEngine.query(&ctx, q)?, QueryResult::TimeSeries),
+            Query::Stream(q) => answer(StreamEngine.query(&ctx, q)?, QueryResult::Stream),
+            Query::Graph(q) => answer(GraphEngine.query(&ctx, q)?, QueryResult::Graph),
         })
     }
 
@@ -296,30 +271,26 @@ impl StateMachine {
         {
             panic!("test hook: an engine bug");
         }
+        /// Applies `op` with engine `engine` in its own space of this group.
+        fn with<E: Engine>(engine: E, db: &Db, group: u64, batch: &mut WriteBatch, now: i64, op: &E::Op) -> Result<Response> {
+            engine.apply(&mut Tx::new(db, group, E::SPACE, batch), now, op)
+        }
+        let now = cmd.issued_at_ms;
         match &cmd.op {
-            Operation::Kv(op) => KvEngine.apply(&mut Tx::new(db, group, space::KV, batch), cmd.issued_at_ms, op),
-            Operation::Meta(op) => {
-                MetaEngine.apply(&mut Tx::new(db, group, space::META, batch), cmd.issued_at_ms, op)
+            Operation::Kv(op) => with(KvEngine, db, group, batch, now, op),
+            Operation::Meta(op) => with(MetaEngine, db, group, batch, now, op),
+            Operation::Object(op) => with(ObjectEngine, db, group, batch, now, op),
+            Operation::Document(op) => with(DocumentEngine, db, group, batch, now, op),
+            Operation::Vector(op) => with(VectorEngine { state: &self.data.vectors }, db, group, batch, now, op),
+            Operation::TimeSeries(op) => with(TimeSeriesEngine, db, group, batch, now, op),
+            Operation::Stream(op) => with(StreamEngine, db, group, batch, now, op),
+            Operation::Graph(op) => with(GraphEngine, db, group, batch, now, op),
+            // SQL writes also capture their row changes for CDC (see `apply_sql`).
+            Operation::Sql(op) => {
+                self.apply_sql(batch, log_index, now, &op.database, |tx, capture| SqlEngine.apply_capturing(tx, now, op, capture))
             }
-            Operation::Object(op) => {
-                ObjectEngine.apply(&mut Tx::new(db, group, space::OBJECT, batch), cmd.issued_at_ms, op)
-            }
-            Operation::Sql(op) => self.apply_sql(batch, log_index, cmd.issued_at_ms, &op.database, |tx, capture| {
-                SqlEngine.apply_capturing(tx, cmd.issued_at_ms, op, capture)
-            }),
-            Operation::Stream(op) => StreamEngine.apply(&mut Tx::new(db, group, space::STREAM, batch), cmd.issued_at_ms, op),
-            Operation::Graph(op) => GraphEngine.apply(&mut Tx::new(db, group, space::GRAPH, batch), cmd.issued_at_ms, op),
-            Operation::SqlImport(op) => self.apply_sql(batch, log_index, cmd.issued_at_ms, &op.database, |tx, capture| {
-                SqlEngine.import_capturing(tx, cmd.issued_at_ms, op, capture)
-            }),
-            Operation::Document(op) => {
-                DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), cmd.issued_at_ms, op)
-            }
-            Operation::Vector(op) => {
-                VectorEngine { state: &self.data.vectors }.apply(&mut Tx::new(db, group, space::VECTOR, batch), cmd.issued_at_ms, op)
-            }
-            Operation::TimeSeries(op) => {
-                TimeSeriesEngine.apply(&mut Tx::new(db, group, space::TIMESERIES, batch), cmd.issued_at_ms, op)
+            Operation::SqlImport(op) => {
+                self.apply_sql(batch, log_index, now, &op.database, |tx, capture| SqlEngine.import_capturing(tx, now, op, capture))
             }
         }
     }
@@ -520,6 +491,7 @@ mod test_hooks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_api::command::{KvQuery, KvQueryResult};
     use tessera_api::error::{ErrorCode, Rejection};
 
     /// An engine that panics on a command does not stop the group: the entry is
@@ -546,9 +518,9 @@ mod tests {
         assert!(matches!(&responses[0], Response::Rejected(Rejection { message, .. }) if message.contains("internal error")), "{responses:?}");
         assert_eq!(responses[2], responses[0], "a retry answers the recorded rejection");
         let reader = store.reader(2);
-        let got = reader.query(&Query::KvGet { key: test_hooks::PANIC_KEY.into() }, 10).unwrap();
-        assert_eq!(got, QueryResult::KvEntry(None), "the failed command wrote nothing");
-        assert!(matches!(reader.query(&Query::KvGet { key: "fine".into() }, 10).unwrap(), QueryResult::KvEntry(Some(_))));
+        let got = reader.query(&Query::Kv(KvQuery::Get { key: test_hooks::PANIC_KEY.into() }), 10).unwrap();
+        assert_eq!(got, QueryResult::Kv(KvQueryResult::Entry(None)), "the failed command wrote nothing");
+        assert!(matches!(reader.query(&Query::Kv(KvQuery::Get { key: "fine".into() }), 10).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
         assert_eq!(reader.applied().unwrap().map(|l| l.index), Some(3));
     }
 
@@ -579,8 +551,8 @@ mod tests {
         sm.apply_entries(vec![entry(2, kv_put("big", serde_json::json!("later"), 200, "req2"))]).unwrap();
         let retry = sm.apply_entries(vec![entry(3, kv_put("big", big.clone(), 300, "req1"))]).unwrap();
         assert_eq!(retry, first, "the retry answers like the first");
-        let got = store.reader(3).query(&Query::KvGet { key: "big".into() }, 400).unwrap();
-        assert!(matches!(got, QueryResult::KvEntry(Some(e)) if e.value == serde_json::json!("later")), "the retry applied again");
+        let got = store.reader(3).query(&Query::Kv(KvQuery::Get { key: "big".into() }), 400).unwrap();
+        assert!(matches!(got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!("later")), "the retry applied again");
         let other = sm.apply_entries(vec![entry(4, kv_put("big", serde_json::json!("other"), 400, "req1"))]).unwrap();
         assert!(matches!(&other[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{other:?}");
     }
@@ -627,8 +599,8 @@ mod tests {
             let retry = sm.apply_entries(vec![entry(index, kv_put("k", serde_json::json!(9), 1_200, id))]).unwrap();
             assert!(matches!(&retry[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{retry:?}");
         }
-        let got = store.reader(3).query(&Query::KvGet { key: "k".into() }, 1_300).unwrap();
-        assert!(matches!(&got, QueryResult::KvEntry(Some(e)) if e.value == serde_json::json!(2)), "a repeat applied again: {got:?}");
+        let got = store.reader(3).query(&Query::Kv(KvQuery::Get { key: "k".into() }), 1_300).unwrap();
+        assert!(matches!(&got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2)), "a repeat applied again: {got:?}");
     }
 
     /// A replica that cannot read its own state (here: a row whose sealed bytes

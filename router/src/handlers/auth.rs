@@ -12,7 +12,7 @@ use axum::{Extension, Json};
 use rand::RngCore;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms};
+use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
@@ -38,8 +38,8 @@ pub async fn login(
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
-    let user = match state.cluster.meta_read(&Query::UserByName { username: req.username.clone() }).await? {
-        QueryResult::User(u) => u,
+    let user = match state.cluster.meta_read(&Query::Meta(MetaQuery::UserByName { username: req.username.clone() })).await? {
+        QueryResult::Meta(MetaQueryResult::User(u)) => u,
         other => return Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
     };
     // Verify against a dummy hash for unknown users too, so timing does not tell them apart.

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms};
+use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms, KvQuery, KvQueryResult};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
@@ -80,10 +80,10 @@ pub async fn get(
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     check_key(&state, &key)?;
     let group = state.cluster.group_for(&key)?;
-    let served = state.cluster.read(group, &Query::KvGet { key: key.clone() }, prefs.consistency, prefs.replica).await?;
+    let served = state.cluster.read(group, &Query::Kv(KvQuery::Get { key: key.clone() }), prefs.consistency, prefs.replica).await?;
     match &served.value {
-        QueryResult::KvEntry(Some(e)) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
-        QueryResult::KvEntry(None) => Err(ApiError::NotFound(format!("key not found: {key}"))),
+        QueryResult::Kv(KvQueryResult::Entry(Some(e))) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
+        QueryResult::Kv(KvQueryResult::Entry(None)) => Err(ApiError::NotFound(format!("key not found: {key}"))),
         other => Err(unexpected(other)),
     }
 }
@@ -125,12 +125,12 @@ pub async fn list(
     if limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
     }
-    let query = Query::KvList { prefix: p.prefix.unwrap_or_default(), limit };
+    let query = Query::Kv(KvQuery::List { prefix: p.prefix.unwrap_or_default(), limit });
     let mut entries: Vec<KvEntry> = Vec::new();
     let mut total = 0;
     for result in fan_out_read(&state, &query, &prefs).await? {
         match result {
-            QueryResult::KvList { entries: e, total: t } => {
+            QueryResult::Kv(KvQueryResult::List { entries: e, total: t }) => {
                 entries.extend(e);
                 total += t;
             }
@@ -152,9 +152,9 @@ pub async fn count(
 ) -> Result<Json<Value>, ApiError> {
     let prefix = p.prefix.unwrap_or_default();
     let mut count = 0;
-    for result in fan_out_read(&state, &Query::KvCount { prefix: prefix.clone() }, &prefs).await? {
+    for result in fan_out_read(&state, &Query::Kv(KvQuery::Count { prefix: prefix.clone() }), &prefs).await? {
         match result {
-            QueryResult::Count(n) => count += n,
+            QueryResult::Kv(KvQueryResult::Count(n)) => count += n,
             other => return Err(unexpected(other)),
         }
     }

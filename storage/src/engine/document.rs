@@ -29,7 +29,7 @@ use tessera_api::document::{
 use tessera_document::encoding::{encoded, index_values, sort_key};
 use tessera_document::{Bound, Filter, Schema, SortSpec, apply_update};
 
-use super::{Answer, Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::{Result, StorageError};
 
 /// Document engine.
@@ -244,7 +244,14 @@ fn no_document(coll: &str, id: &str) -> Result<Response> {
 }
 
 impl Engine for DocumentEngine {
+    const SPACE: u8 = super::space::DOCUMENT;
     type Op = DocOp;
+    type Query = DocQuery;
+    type Answer = DocQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &DocQuery) -> Result<Answer<DocQueryResult>> {
+        self::query(&ctx.view::<Self>(), query)
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &DocOp) -> Result<Response> {
         match op {

@@ -22,7 +22,7 @@ use tessera_api::graph::{
 };
 use tessera_graph::{Adjacent, Direction, Edge, EvalError, GraphSource, Node, TraversalSpec};
 
-use super::{Answer, Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, QueryCtx, ReadView, Tx, space};
 use crate::error::{Result, StorageError};
 
 /// Graph engine.
@@ -142,7 +142,14 @@ fn missing_node(id: &str) -> String {
 }
 
 impl Engine for GraphEngine {
+    const SPACE: u8 = super::space::GRAPH;
     type Op = GraphOp;
+    type Query = GraphQuery;
+    type Answer = GraphQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &GraphQuery) -> Result<Answer<GraphQueryResult>> {
+        self::query(ctx.data, query)
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &GraphOp) -> Result<Response> {
         match op {

@@ -1,9 +1,9 @@
 //! The key-value engine: JSON values under string keys, with expiry fixed by the
 //! leader at write time and enforced at read time.
 
-use tessera_api::command::{KvEntry, KvOp, Response};
+use tessera_api::command::{KvEntry, KvOp, KvQuery, KvQueryResult, Response};
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
 
 /// Key-value engine.
@@ -35,7 +35,22 @@ impl KvEngine {
 }
 
 impl Engine for KvEngine {
+    const SPACE: u8 = super::space::KV;
     type Op = KvOp;
+    type Query = KvQuery;
+    type Answer = KvQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &KvQuery) -> Result<Answer<KvQueryResult>> {
+        let (view, now) = (ctx.view::<Self>(), ctx.now_ms);
+        Ok(Ok(match query {
+            KvQuery::Get { key } => KvQueryResult::Entry(get(&view, key, now)?),
+            KvQuery::List { prefix, limit } => {
+                let (entries, total) = list(&view, prefix, *limit, now)?;
+                KvQueryResult::List { entries, total }
+            }
+            KvQuery::Count { prefix } => KvQueryResult::Count(count(&view, prefix, now)?),
+        }))
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &KvOp) -> Result<Response> {
         match op {

@@ -3,12 +3,12 @@
 //! Keys: `map` → cluster map; `u/<id>` → user; `n/<username>` → user id;
 //! `s/<token hash>` → session. The vault (see [`apply_vault`]) lives under `vault/`.
 
-use tessera_api::command::{MetaOp, Response};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
 use tessera_api::error::ErrorCode;
 use tessera_api::meta::{ClusterMap, Role, RoleRecord, SessionRecord, UserRecord};
 use tessera_api::meta::{VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
 
 /// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
@@ -46,7 +46,33 @@ fn session_key(hash: &str) -> Vec<u8> {
 }
 
 impl Engine for MetaEngine {
+    const SPACE: u8 = super::space::META;
     type Op = MetaOp;
+    type Query = MetaQuery;
+    type Answer = MetaQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &MetaQuery) -> Result<Answer<MetaQueryResult>> {
+        let meta = ctx.view::<Self>();
+        Ok(Ok(match query {
+            MetaQuery::ClusterMap => MetaQueryResult::ClusterMap(cluster_map(&meta)?),
+            MetaQuery::UserByName { username } => MetaQueryResult::User(user_by_name(&meta, username)?),
+            MetaQuery::UserById { id } => MetaQueryResult::User(user_by_id(&meta, id)?),
+            MetaQuery::UserCount => MetaQueryResult::UserCount(user_count(&meta)?),
+            MetaQuery::ListUsers => MetaQueryResult::Users(list_users(&meta)?),
+            MetaQuery::ListRoles => MetaQueryResult::Roles(list_roles(&meta)?),
+            MetaQuery::Role { name } => MetaQueryResult::Role(role(&meta, name)?),
+            MetaQuery::Security(q) => MetaQueryResult::Security(security::query(&meta, q, ctx.now_ms)?),
+            MetaQuery::VaultState => {
+                let (key, seal_epoch) = vault_state(&meta)?;
+                MetaQueryResult::VaultState { key, seal_epoch }
+            }
+            MetaQuery::VaultSecret { path } => MetaQueryResult::VaultSecret(vault_secret(&meta, path)?),
+            MetaQuery::VaultSecrets { prefix } => MetaQueryResult::VaultSecrets(vault_secrets(&meta, prefix)?),
+            MetaQuery::VaultPolicies => MetaQueryResult::VaultPolicies(vault_policies(&meta)?),
+            MetaQuery::VaultAudit { limit } => MetaQueryResult::VaultAudit(vault_audit(&meta, *limit)?),
+            MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
+        }))
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, _now: i64, op: &MetaOp) -> Result<Response> {
         match op {

@@ -42,13 +42,37 @@ pub mod space {
     pub const DEDUP: u8 = 0xF0;
 }
 
-/// One engine: applies its operations deterministically.
+/// One engine: a data model's key space, the operations it applies
+/// deterministically and the reads it answers from a replica's applied state.
+/// The state machine dispatches each command and query to its engine.
 pub trait Engine {
+    /// The key space inside a group's range this engine owns (see [`space`]).
+    const SPACE: u8;
     /// The operations this engine applies.
     type Op;
-
+    /// The reads it answers.
+    type Query;
+    /// What a read answers.
+    type Answer;
     /// Applies `op` stamped with the leader's clock into `tx`.
     fn apply(&self, tx: &mut Tx<'_>, issued_at_ms: i64, op: &Self::Op) -> Result<Response>;
+    /// Answers `query` from the group's applied state; a refusal is the `Err` of the answer.
+    fn query(&self, ctx: &QueryCtx<'_>, query: &Self::Query) -> Result<Answer<Self::Answer>>;
+}
+
+/// What a read runs with: the group's data, the time expiry is judged by, and
+/// the flag that stops a long query when its caller stopped waiting.
+pub struct QueryCtx<'a> {
+    pub data: &'a GroupData,
+    pub now_ms: i64,
+    pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl QueryCtx<'_> {
+    /// A view of the space of engine `E`.
+    pub fn view<E: Engine>(&self) -> ReadView<'_> {
+        self.data.space(E::SPACE)
+    }
 }
 
 /// Where a [`ReadView`] reads from: the live database, or a RocksDB snapshot

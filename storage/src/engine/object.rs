@@ -9,7 +9,7 @@ use tessera_api::command::Response;
 use tessera_api::error::ErrorCode;
 use tessera_api::object::{BucketInfo, BucketStats, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, PendingUpload};
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
 
 /// Object engine.
@@ -73,7 +73,14 @@ fn incarnation_refusal(view: &ReadView<'_>, name: &str, incarnation: Option<i64>
 }
 
 impl Engine for ObjectEngine {
+    const SPACE: u8 = super::space::OBJECT;
     type Op = ObjectOp;
+    type Query = ObjectQuery;
+    type Answer = ObjectQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &ObjectQuery) -> Result<Answer<ObjectQueryResult>> {
+        Ok(Ok(self::query(&ctx.view::<Self>(), query)?))
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &ObjectOp) -> Result<Response> {
         match op {

@@ -13,7 +13,7 @@ use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, SqlRows};
 use tessera_sql::import::{Conflict, ImportInput};
 use tessera_sql::{ExecContext, KvRead, SqlError, WriteOp};
 
-use super::{Answer, Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, QueryCtx, ReadView, Tx, space};
 use crate::error::Result;
 
 /// SQL engine.
@@ -107,7 +107,14 @@ fn rows(r: tessera_sql::QueryResult) -> SqlResult {
 }
 
 impl Engine for SqlEngine {
+    const SPACE: u8 = super::space::SQL;
     type Op = SqlOp;
+    type Query = SqlQuery;
+    type Answer = SqlResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &SqlQuery) -> Result<Answer<SqlResult>> {
+        self::query(ctx.data, query, ctx.cancel.clone())
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &SqlOp) -> Result<Response> {
         Ok(self.apply_capturing(tx, now, op, &|_| false)?.0)

@@ -24,7 +24,7 @@ use tessera_api::stream::{
 };
 use tessera_sql::{ChangeOp, RowChange};
 
-use super::{Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::{Result, StorageError};
 
 /// Most events one retention command drops per channel (the rest go next time).
@@ -151,7 +151,14 @@ fn append(tx: &mut Tx<'_>, c: &mut ChannelInfo, event_type: &str, data: Value, n
 pub struct StreamEngine;
 
 impl Engine for StreamEngine {
+    const SPACE: u8 = super::space::STREAM;
     type Op = StreamOp;
+    type Query = StreamQuery;
+    type Answer = StreamQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &StreamQuery) -> Result<Answer<StreamQueryResult>> {
+        Ok(Ok(self::query(&ctx.view::<Self>(), query)?))
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &StreamOp) -> Result<Response> {
         match op {

@@ -32,7 +32,7 @@ use tessera_timeseries::{
     parse_timestamp_at, plan_retention,
 };
 
-use super::{Answer, Engine, ReadView, Tx};
+use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::{Result, StorageError};
 
 /// Width of a chunk's time block.
@@ -434,7 +434,14 @@ impl TimeSeriesEngine {
 }
 
 impl Engine for TimeSeriesEngine {
+    const SPACE: u8 = super::space::TIMESERIES;
     type Op = TsOp;
+    type Query = TsQuery;
+    type Answer = TsQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &TsQuery) -> Result<Answer<TsQueryResult>> {
+        self::query(&ctx.view::<Self>(), query)
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &TsOp) -> Result<Response> {
         match op {

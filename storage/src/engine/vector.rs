@@ -44,7 +44,7 @@ use tessera_api::vector::{
 };
 use tessera_vector::{HnswIndex, HnswParams, Metric, score};
 
-use super::{Answer, Engine, GroupData, ReadView, Tx, space};
+use super::{Answer, Engine, GroupData, QueryCtx, ReadView, Tx, space};
 use crate::error::{Result, StorageError};
 
 fn config_key(name: &str) -> Vec<u8> {
@@ -517,7 +517,14 @@ pub struct VectorEngine<'a> {
 }
 
 impl Engine for VectorEngine<'_> {
+    const SPACE: u8 = super::space::VECTOR;
     type Op = VectorOp;
+    type Query = VectorQuery;
+    type Answer = VectorQueryResult;
+
+    fn query(&self, ctx: &QueryCtx<'_>, query: &VectorQuery) -> Result<Answer<VectorQueryResult>> {
+        self::query(ctx.data, query)
+    }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &VectorOp) -> Result<Response> {
         match op {

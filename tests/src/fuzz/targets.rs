@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tessera_api::codec;
-use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult, Response};
+use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult, Response, KvQuery};
 use tessera_api::document::DocOp;
 use tessera_api::sql::SqlOp;
 use tessera_sql::ExecContext;
@@ -167,7 +167,7 @@ fn command_seeds() -> Vec<Vec<u8>> {
     ];
     let mut seeds: Vec<Vec<u8>> =
         ops.into_iter().map(|op| codec::encode(&Command { issued_at_ms: 1_700_000_000_000, op, request_id: Some("0123456789abcdef0123456789abcdef".into()) }).expect("encode")).collect();
-    seeds.push(codec::encode(&Query::KvList { prefix: "a".into(), limit: 10 }).expect("encode"));
+    seeds.push(codec::encode(&Query::Kv(KvQuery::List { prefix: "a".into(), limit: 10 })).expect("encode"));
     seeds.push(codec::encode(&Response::Deleted(3)).expect("encode"));
     seeds
 }
