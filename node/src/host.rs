@@ -398,13 +398,11 @@ impl Host {
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
         let issued_at_ms = self.stamp(g);
-        if let Operation::Sql(sql) = &op
-            && g.raft.metrics().borrow().current_leader == Some(self.id)
-        {
-            let (reader, sql) = (g.reader.clone(), sql.clone());
-            let trial = self.queries.run(move || reader.sql_trial_run(&sql, issued_at_ms)).await?;
-            if let Some(timed_out) = trial {
-                return Ok(Response::Rejected(timed_out));
+        if g.reader.checks_before_propose(&op) && g.raft.metrics().borrow().current_leader == Some(self.id) {
+            let (reader, checked) = (g.reader.clone(), op.clone());
+            let refusal = self.queries.run(move || reader.check_before_propose(&checked, issued_at_ms)).await?;
+            if let Some(refusal) = refusal {
+                return Ok(Response::Rejected(refusal));
             }
         }
         let cmd = Command { issued_at_ms, op, request_id };

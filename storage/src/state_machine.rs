@@ -82,11 +82,23 @@ impl GroupReader {
         })
     }
 
-    /// The leader's trial run of a SQL write before proposing it (see
-    /// [`engine::sql::trial_run`]): `Some` rejection when it exceeds its time
-    /// or memory limit.
-    pub fn sql_trial_run(&self, op: &tessera_api::sql::SqlOp, now_ms: i64) -> Option<tessera_api::error::Rejection> {
-        engine::sql::trial_run(&self.data, op, now_ms)
+    /// Whether `op`'s engine checks it before it is proposed ([`Engine::checks_before_propose`]).
+    pub fn checks_before_propose(&self, op: &Operation) -> bool {
+        match op {
+            Operation::Sql(op) => SqlEngine.checks_before_propose(op),
+            // The other engines have no check (the trait's default).
+            _ => false,
+        }
+    }
+
+    /// The leader's check of `op` before proposing it, at `now_ms`
+    /// ([`Engine::check_before_propose`]): `Some` refusal answers the client.
+    pub fn check_before_propose(&self, op: &Operation, now_ms: i64) -> Option<tessera_api::error::Rejection> {
+        let ctx = QueryCtx { data: &self.data, now_ms, cancel: None };
+        match op {
+            Operation::Sql(op) => SqlEngine.check_before_propose(&ctx, op),
+            _ => None,
+        }
     }
 
     /// Builds the group's vector indexes that are not in memory yet (see

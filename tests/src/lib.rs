@@ -511,7 +511,8 @@ fn binary(name: &str) -> Result<PathBuf> {
     );
     if std::env::var_os("TESSERA_BIN_DIR").is_none() {
         let built = std::fs::metadata(&path)?.modified()?;
-        if let Some((source, changed)) = newest_source(name).filter(|(_, changed)| *changed > built) {
+        let newest = newest_dep_info_source(&path).or_else(|| newest_source(name));
+        if let Some((source, changed)) = newest.filter(|(_, changed)| *changed > built) {
             bail!(
                 "{} is older than {} (changed {:?} later): the harness does not build the binaries; \
                  run `cargo build -p tessera-node -p tessera-router` first",
@@ -522,6 +523,29 @@ fn binary(name: &str) -> Result<PathBuf> {
         }
     }
     Ok(path)
+}
+
+/// The most recently changed source among those cargo's dep-info file
+/// (`<binary>.d`) says the binary was built from, when that file names sources
+/// of this checkout (a test-only source change does not make a binary stale).
+fn newest_dep_info_source(bin: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.canonicalize().ok()?;
+    let text = std::fs::read_to_string(bin.with_extension("d")).ok()?;
+    let (_, deps) = text.lines().next()?.split_once(": ")?;
+    let sources: Vec<PathBuf> = deps
+        .replace("\\ ", "\u{0}")
+        .split_whitespace()
+        .map(|p| PathBuf::from(p.replace('\u{0}', " ")))
+        .filter(|p| p.starts_with(&root))
+        .collect();
+    if sources.is_empty() {
+        return None; // built from another checkout: judge by this one's sources
+    }
+    sources
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).and_then(|m| m.modified()).ok()?, p)))
+        .max()
+        .map(|(changed, p)| (p, changed))
 }
 
 /// The most recently changed Rust or proto source of the crates binary `name`

@@ -146,8 +146,8 @@ impl ClusterClient for MemoryCluster {
         let request_id = Some(crate::idempotency::request_id(group));
         let mut applied = g.applied.lock().expect("group write lock");
         let issued_at_ms = self.stamp();
-        if let Operation::Sql(sql) = op
-            && let Some(rejection) = g.reader.sql_trial_run(sql, issued_at_ms)
+        if g.reader.checks_before_propose(op)
+            && let Some(rejection) = g.reader.check_before_propose(op, issued_at_ms)
         {
             return Ok(Served { value: Response::Rejected(rejection), group, node: NODE });
         }

@@ -58,6 +58,15 @@ pub trait Engine {
     fn apply(&self, tx: &mut Tx<'_>, issued_at_ms: i64, op: &Self::Op) -> Result<Response>;
     /// Answers `query` from the group's applied state; a refusal is the `Err` of the answer.
     fn query(&self, ctx: &QueryCtx<'_>, query: &Self::Query) -> Result<Answer<Self::Answer>>;
+    /// Whether [`Engine::check_before_propose`] may refuse `op` (so the leader runs it).
+    fn checks_before_propose(&self, _op: &Self::Op) -> bool {
+        false
+    }
+    /// The leader's check of `op` against its current state before proposing it,
+    /// changing nothing: a refusal answers the client and nothing is proposed.
+    fn check_before_propose(&self, _ctx: &QueryCtx<'_>, _op: &Self::Op) -> Option<tessera_api::error::Rejection> {
+        None
+    }
 }
 
 /// What a read runs with: the group's data, the time expiry is judged by, and

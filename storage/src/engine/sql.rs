@@ -112,6 +112,16 @@ impl Engine for SqlEngine {
     type Query = SqlQuery;
     type Answer = SqlResult;
 
+    /// A request that may run long is tried first ([`trial_run`]): one over its time
+    /// or memory limit is refused before it takes a log entry every replica would replay.
+    fn checks_before_propose(&self, op: &SqlOp) -> bool {
+        op.timeout_ms > 0 && tessera_sql::may_run_long(&op.sql)
+    }
+
+    fn check_before_propose(&self, ctx: &QueryCtx<'_>, op: &SqlOp) -> Option<Rejection> {
+        trial_run(ctx.data, op, ctx.now_ms)
+    }
+
     fn query(&self, ctx: &QueryCtx<'_>, query: &SqlQuery) -> Result<Answer<SqlResult>> {
         self::query(ctx.data, query, ctx.cancel.clone())
     }
