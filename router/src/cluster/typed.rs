@@ -14,6 +14,7 @@ use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::document::{DocOp, DocQuery, DocQueryResult, DocResponse};
 use tessera_api::error::Rejection;
 use tessera_api::graph::{GraphOp, GraphQuery, GraphQueryResult, GraphResponse};
+use tessera_api::object::{ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult};
 use tessera_api::rpc::Consistency;
 use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult, StreamResponse};
 use tessera_api::timeseries::{TsOp, TsQuery, TsQueryResult, TsResponse};
@@ -87,6 +88,52 @@ model!(/// Time series: points, queries, retention.
     TimeSeries: TimeSeries, TsOp, TsResponse, TsQuery, TsQueryResult);
 model!(/// Streams: channels, messages, consumer offsets, CDC.
     Stream: Stream, StreamOp, StreamResponse, StreamQuery, StreamQueryResult);
+
+/// Objects: buckets, chunks, commits. Their engine answers with the generic
+/// replies, which this model names.
+pub struct Objects;
+
+/// What an object write answers.
+#[derive(Debug)]
+pub enum ObjectReply {
+    /// The object's metadata as committed.
+    Stored(ObjectMeta),
+    /// Whether a bucket or chunk write took effect (`false`: it had already);
+    /// no caller needs to tell the two apart yet.
+    #[allow(dead_code)]
+    Applied(bool),
+    /// How many objects (or stale uploads) a delete removed.
+    Deleted(u64),
+}
+
+impl Model for Objects {
+    type Op = ObjectOp;
+    type Reply = ObjectReply;
+    type Query = ObjectQuery;
+    type Answer = ObjectQueryResult;
+    fn op(op: ObjectOp) -> Operation {
+        Operation::Object(op)
+    }
+    fn reply(response: Response) -> Result<Result<ObjectReply, Rejection>, Response> {
+        match response {
+            Response::Object(meta) => Ok(Ok(ObjectReply::Stored(meta))),
+            Response::Applied(applied) => Ok(Ok(ObjectReply::Applied(applied))),
+            Response::Deleted(n) => Ok(Ok(ObjectReply::Deleted(n))),
+            Response::Rejected(r) => Ok(Err(r)),
+            other => Err(other),
+        }
+    }
+    fn query(query: ObjectQuery) -> Query {
+        Query::Object(query)
+    }
+    fn answer(result: QueryResult) -> Result<Result<ObjectQueryResult, Rejection>, QueryResult> {
+        match result {
+            QueryResult::Object(r) => Ok(Ok(r)),
+            QueryResult::Rejected(r) => Ok(Err(r)),
+            other => Err(other),
+        }
+    }
+}
 
 /// Proposes `op` to `group`; its rejection is handed back to the caller.
 pub async fn propose<M: Model>(

@@ -16,7 +16,6 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::http::iso8601_ms;
 use tessera_api::object::{
     BucketInfo, CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name,
@@ -25,6 +24,7 @@ use tessera_api::rpc::Consistency;
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::cluster::Served;
+use crate::cluster::typed::{self, ObjectReply, Objects};
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -51,10 +51,7 @@ fn check_key(key: &str) -> Result<(), ApiError> {
 }
 
 async fn object_read(state: &AppState, group: GroupId, q: ObjectQuery, prefs: &ReadPrefs) -> Result<ObjectQueryResult, ApiError> {
-    match state.cluster.read(group, &Query::Object(q), prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Object(r) => Ok(r),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(typed::read::<Objects>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value)
 }
 
 /// The group holding `bucket`'s own record, which decides whether it exists.
@@ -129,7 +126,7 @@ pub(crate) async fn write_in_bucket(
     group: GroupId,
     op: ObjectOp,
     c: Consistency,
-) -> Result<Served<Reply>, ApiError> {
+) -> Result<Served<ObjectReply>, ApiError> {
     match object_write_served(state, group, op.clone(), c).await {
         Err(ApiError::NotFound(m)) if group != home_group(state, bucket)? => {
             let Some(info) = bucket_record(state, bucket, &ReadPrefs::QUORUM).await? else {
@@ -183,16 +180,12 @@ pub(crate) async fn list_merged(
     Ok(Some(merged))
 }
 
-async fn object_write(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Reply, ApiError> {
+async fn object_write(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<ObjectReply, ApiError> {
     Ok(object_write_served(state, group, op, c).await?.value)
 }
 
-async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Served<Reply>, ApiError> {
-    let served = state.cluster.write(group, &Operation::Object(op), c).await?;
-    match served.value {
-        Reply::Rejected(r) => Err(r.into()),
-        _ => Ok(served),
-    }
+async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: Consistency) -> Result<Served<ObjectReply>, ApiError> {
+    typed::write::<Objects>(&*state.cluster, group, op, c).await
 }
 
 /// Body of `POST /api/v1/objects/buckets`.
@@ -407,7 +400,7 @@ pub async fn put_object(
         }
     };
     let mut h = served_headers(&served);
-    let Reply::Object(stored) = served.value else { return Err(ApiError::unexpected(served.value)) };
+    let ObjectReply::Stored(stored) = served.value else { return Err(ApiError::unexpected(served.value)) };
     h.insert(header::ETAG, quoted(&stored.etag));
     Ok((h, Json(meta_json(&stored))))
 }
@@ -588,8 +581,8 @@ pub async fn delete_object(
     check_key(&key)?;
     let group = object_group(&state, &bucket, &key)?;
     match object_write(&state, group, ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() }, prefs.consistency).await? {
-        Reply::Deleted(0) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
-        Reply::Deleted(_) => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
+        ObjectReply::Deleted(0) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
+        ObjectReply::Deleted(_) => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
         other => Err(ApiError::unexpected(other)),
     }
 }
