@@ -3,6 +3,7 @@
 //! right replica with the requested consistency, and merges fan-out results.
 
 mod auth;
+mod catalog;
 mod cluster;
 mod config;
 mod error;

@@ -29,6 +29,7 @@ use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
+use crate::catalog::{Catalog, all_ok};
 use crate::cluster::typed::{self, Document};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -56,6 +57,11 @@ pub fn routes() -> RouteTable {
 }
 
 // ---------------------------------------------------------------- cluster calls
+
+/// Collection `name`'s definition: homed where `doccoll/<name>` hashes, copied to every data group.
+fn catalog<'a>(state: &'a AppState, name: &str) -> Result<Catalog<'a>, ApiError> {
+    Catalog::everywhere(state, &format!("doccoll/{name}"))
+}
 
 fn home_group(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(&format!("doccoll/{name}"))?)
@@ -112,15 +118,15 @@ fn no_collection(name: &str) -> ApiError {
     ApiError::NotFound(format!("collection {name} does not exist"))
 }
 
-/// Writes a collection definition (schema, then indexes) to every group but
-/// `except`; idempotent, so it also repairs a partly created collection.
-async fn spread_definition(state: &AppState, def: &CollectionDef, except: GroupId, c: Consistency) -> Result<(), ApiError> {
-    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != except).collect();
+/// Writes a collection definition (schema, then indexes) to every copy;
+/// idempotent, so it also repairs a partly created collection.
+async fn spread_definition(state: &AppState, def: &CollectionDef, c: Consistency) -> Result<(), ApiError> {
+    let cat = catalog(state, &def.name)?;
     let create = || DocOp::CreateCollection { name: def.name.clone(), schema: def.schema.clone(), exclusive: false };
-    check_all(write_all(state, &others, create, c).await?)?;
+    all_ok(cat.write_copies::<Document>(create, c).await)?;
     for field in &def.indexes {
         let op = || DocOp::CreateIndex { collection: def.name.clone(), field: field.clone() };
-        check_all(write_all(state, &others, op, c).await?)?;
+        all_ok(cat.write_copies::<Document>(op, c).await)?;
     }
     Ok(())
 }
@@ -136,7 +142,7 @@ async fn create_everywhere(state: &AppState, name: &str, c: Consistency) -> Resu
     let home = home_group(state, name)?;
     write(state, home, DocOp::CreateCollection { name: name.into(), schema: None, exclusive: false }, c).await?;
     let def = home_definition(state, name).await?;
-    spread_definition(state, &def, home, c).await?;
+    spread_definition(state, &def, c).await?;
     Ok(def)
 }
 
@@ -149,7 +155,7 @@ pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consisten
     let home = home_group(state, name)?;
     match read(state, home, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
         Ok(DocQueryResult::Collection(Some(def))) => {
-            repair_copies(state, &def, home, c).await?;
+            repair_copies(state, &def, c).await?;
             Ok(def)
         }
         Ok(DocQueryResult::Collection(None)) => create_everywhere(state, name, c).await,
@@ -164,19 +170,17 @@ pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consisten
 /// copies back if it was dropped meanwhile: a concurrent drop is never undone.
 /// A group that cannot be reached is left to fail its own part of the caller's
 /// write.
-async fn repair_copies(state: &AppState, def: &CollectionDef, home: GroupId, c: Consistency) -> Result<(), ApiError> {
+async fn repair_copies(state: &AppState, def: &CollectionDef, c: Consistency) -> Result<(), ApiError> {
     let prefs = ReadPrefs::QUORUM;
-    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
+    let cat = catalog(state, &def.name)?;
     let q = || DocQuery::Collection { name: def.name.clone() };
-    let reads = futures::future::join_all(others.iter().map(|g| read(state, *g, q(), &prefs))).await;
     let mut missing = Vec::new();
-    for (group, r) in others.iter().zip(reads) {
+    for (group, r) in cat.ask_copies::<Document>(&q(), &prefs).await {
         match r {
-            Ok(Served { value: Ok(DocQueryResult::Collection(None)), .. }) => missing.push(*group),
-            Ok(Served { value: Ok(DocQueryResult::Collection(Some(_))), .. }) => {}
+            Ok(DocQueryResult::Collection(None)) => missing.push(group),
+            Ok(DocQueryResult::Collection(Some(_))) => {}
             Err(ApiError::Unavailable(e)) => tracing::warn!(collection = def.name, group, "cannot check the collection's copy: {e}"),
-            Ok(Served { value: Err(r), .. }) => return Err(r.into()),
-            Ok(Served { value: Ok(other), .. }) => return Err(ApiError::unexpected(other)),
+            Ok(other) => return Err(ApiError::unexpected(other)),
             Err(e) => return Err(e),
         }
     }
@@ -184,23 +188,26 @@ async fn repair_copies(state: &AppState, def: &CollectionDef, home: GroupId, c: 
         return Ok(());
     }
     let create = || DocOp::CreateCollection { name: def.name.clone(), schema: def.schema.clone(), exclusive: false };
-    let created: Vec<GroupId> = missing
-        .iter()
-        .zip(check_all(write_all(state, &missing, create, c).await?)?)
+    let created: Vec<GroupId> = all_ok(cat.write_to::<Document>(&missing, create, c).await)?
+        .into_iter()
         .filter(|(_, r)| matches!(r, DocResponse::Created(true)))
-        .map(|(g, _)| *g)
+        .map(|(g, _)| g)
         .collect();
     for field in &def.indexes {
         let op = || DocOp::CreateIndex { collection: def.name.clone(), field: field.clone() };
-        check_all(write_all(state, &created, op, c).await?)?;
+        all_ok(cat.write_to::<Document>(&created, op, c).await)?;
     }
-    let still = read(state, home, q(), &prefs).await?.value;
+    let still = read(state, cat.home, q(), &prefs).await?.value;
     if matches!(&still, Ok(DocQueryResult::Collection(Some(d))) if d.created_at_ms == def.created_at_ms) {
         tracing::info!(collection = def.name, groups = ?created, "copied the collection to groups that lacked it");
         return Ok(());
     }
     let drop = || DocOp::DropCollection { name: def.name.clone() };
-    write_all(state, &created, drop, c).await?;
+    for (group, r) in cat.write_to::<Document>(&created, drop, c).await {
+        if let Err(e) = r {
+            tracing::warn!(collection = def.name, group, "taking back a copy of a dropped collection failed: {e}");
+        }
+    }
     Err(no_collection(&def.name))
 }
 
@@ -261,14 +268,14 @@ pub async fn create_collection(
         Err(Rejection { code: ErrorCode::Conflict, message, .. }) => {
             // Finish a creation that failed half-way before reporting the conflict.
             let def = home_definition(&state, &req.name).await?;
-            spread_definition(&state, &def, home, prefs.consistency).await?;
+            spread_definition(&state, &def, prefs.consistency).await?;
             return Err(ApiError::Conflict(message));
         }
         Err(r) => return Err(r.into()),
         Ok(_) => {}
     }
     let def = home_definition(&state, &req.name).await?;
-    spread_definition(&state, &def, home, prefs.consistency).await?;
+    spread_definition(&state, &def, prefs.consistency).await?;
     let mut body = def_json(&def);
     body["created"] = json!(true);
     Ok((StatusCode::CREATED, Json(body)))
@@ -336,22 +343,21 @@ pub async fn drop_collection(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let home = home_group(&state, &name)?;
-    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
-    // The home group goes last: while it still knows the collection, a retry finishes the drop.
     let op = || DocOp::DropCollection { name: name.clone() };
-    let mut replies = write_all(&state, &others, op, prefs.consistency).await?;
-    replies.push(propose(&state, home, op(), prefs.consistency).await?.value);
+    let (copies, home) = catalog(&state, &name)?.drop_home_last::<Document>(op, prefs.consistency).await?;
     let (mut found, mut documents) = (false, 0u64);
-    for r in replies {
-        match r {
-            Ok(DocResponse::Deleted(n)) => {
+    let home = match home {
+        Ok(reply) => Some(reply),
+        Err(ApiError::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    for reply in copies.into_iter().chain(home) {
+        match reply {
+            DocResponse::Deleted(n) => {
                 found = true;
                 documents += n;
             }
-            Err(Rejection { code: ErrorCode::NotFound, .. }) => {}
-            Err(r) => return Err(r.into()),
-            Ok(other) => return Err(ApiError::unexpected(other)),
+            other => return Err(ApiError::unexpected(other)),
         }
     }
     if !found {
@@ -631,7 +637,7 @@ pub async fn create_index(
     let op = DocOp::CreateIndex { collection: name.clone(), field: req.field.clone() };
     let created = matches!(write(&state, home, op, prefs.consistency).await?.value, DocResponse::Created(true));
     let def = home_definition(&state, &name).await?;
-    spread_definition(&state, &def, home, prefs.consistency).await?;
+    spread_definition(&state, &def, prefs.consistency).await?;
     if !created {
         return Err(ApiError::Conflict(format!("collection {name} already has an index on {}", req.field)));
     }

@@ -23,6 +23,7 @@ use tessera_api::object::{
 use tessera_api::rpc::Consistency;
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use crate::catalog::Catalog;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, ObjectReply, Objects};
 use crate::auth::{Caller, new_id};
@@ -54,6 +55,11 @@ async fn object_read(state: &AppState, group: GroupId, q: ObjectQuery, prefs: &R
     Ok(typed::read::<Objects>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value)
 }
 
+/// Bucket `bucket`'s record: homed where the bucket name hashes, copied to every data group.
+fn catalog<'a>(state: &'a AppState, bucket: &str) -> Result<Catalog<'a>, ApiError> {
+    Catalog::everywhere(state, bucket)
+}
+
 /// The group holding `bucket`'s own record, which decides whether it exists.
 fn home_group(state: &AppState, bucket: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(bucket)?)
@@ -76,14 +82,13 @@ pub(crate) async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPr
 /// record to the other groups. A copy that cannot be written now is made by
 /// the first write of an object into its group ([`write_in_bucket`]).
 pub(crate) async fn create_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
-    let home = home_group(state, bucket)?;
-    object_write(state, home, ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: None }, c).await?;
+    let cat = catalog(state, bucket)?;
+    object_write(state, cat.home, ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: None }, c).await?;
     let Some(info) = bucket_record(state, bucket, &ReadPrefs::QUORUM).await? else {
         return Err(ApiError::Unavailable(format!("bucket {bucket} was dropped while it was being created")));
     };
     let copy = || ObjectOp::CreateBucket { name: bucket.into(), copy_of_created_at_ms: Some(info.created_at_ms) };
-    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
-    for (g, r) in others.iter().zip(futures::future::join_all(others.iter().map(|g| object_write(state, *g, copy(), c))).await) {
+    for (g, r) in cat.write_copies::<Objects>(copy, c).await {
         if let Err(e) = r {
             tracing::warn!(bucket, group = g, "copying the bucket record failed (made on first write): {e}");
         }
@@ -95,21 +100,20 @@ pub(crate) async fn create_bucket_everywhere(state: &AppState, bucket: &str, c: 
 /// group first, then the home record, so an interrupted drop leaves the bucket
 /// in place and can be repeated.
 pub(crate) async fn drop_bucket_everywhere(state: &AppState, bucket: &str, c: Consistency) -> Result<(), ApiError> {
-    let home = home_group(state, bucket)?;
+    let cat = catalog(state, bucket)?;
     if bucket_record(state, bucket, &ReadPrefs::QUORUM).await?.is_none() {
         return Err(ApiError::NotFound(format!("bucket {bucket} does not exist")));
     }
-    let others: Vec<GroupId> = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
     let drop_copy = || ObjectOp::DropBucket { name: bucket.into(), if_exists: true };
-    for r in futures::future::join_all(others.iter().map(|g| object_write(state, *g, drop_copy(), c))).await {
+    for (_, r) in cat.write_copies::<Objects>(drop_copy, c).await {
         r.map_err(|e| ApiError::Unavailable(format!("dropping bucket {bucket} did not finish (repeat it): {e}")))?;
     }
-    object_write(state, home, ObjectOp::DropBucket { name: bucket.into(), if_exists: false }, c).await?;
+    object_write(state, cat.home, ObjectOp::DropBucket { name: bucket.into(), if_exists: false }, c).await?;
     // A write that found its group's copy gone while the drop ran may have made
     // the copy again from the home record; remove such copies now that the home
     // record is gone (one made later still is of this incarnation and is emptied
     // when the bucket is made again).
-    for (g, r) in others.iter().zip(futures::future::join_all(others.iter().map(|g| object_write(state, *g, drop_copy(), c))).await) {
+    for (g, r) in cat.write_copies::<Objects>(drop_copy, c).await {
         if let Err(e) = r {
             tracing::warn!(bucket, group = g, "removing a bucket copy after the drop failed: {e}");
         }

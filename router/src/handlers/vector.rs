@@ -37,6 +37,7 @@ use super::{JsonBody, ReadPrefs, require_writer};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
+use crate::catalog::Catalog;
 use crate::cluster::typed::{self, Vector};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -234,10 +235,12 @@ async fn create_collection(
 /// create of the name replaces it (see [`create_on_shard`]).
 async fn undo_create(state: &AppState, config: &CollectionConfig, home: GroupId, prefs: &ReadPrefs) {
     let op = || VectorOp::DropCollection { name: config.name.clone(), uid: Some(config.uid.clone()) };
-    let others = config.shards.iter().filter(|g| **g != home).map(|g| write(state, *g, op(), prefs));
-    for r in futures::future::join_all(others).await {
-        if let Err(e) = r.map(|_| ()).or_else(|e| if matches!(e, ApiError::NotFound(_)) { Ok(()) } else { Err(e) }) {
-            tracing::warn!(collection = config.name, "undoing a failed create on a shard: {e}");
+    // The layout starts at the home group (see `create_collection`).
+    let Some(cat) = Catalog::on_shards(state, &config.shards) else { return };
+    for (group, r) in cat.write_copies::<Vector>(op, prefs.consistency).await {
+        match r {
+            Ok(_) | Err(ApiError::NotFound(_)) => {}
+            Err(e) => tracing::warn!(collection = config.name, group, "undoing a failed create on a shard: {e}"),
         }
     }
     if let Err(e) = write(state, home, op(), prefs).await {
@@ -263,22 +266,13 @@ async fn create_on_shard(state: &AppState, group: GroupId, config: &CollectionCo
 /// Drops the collection from its shards, home last (so it stays listed, and can
 /// be dropped again, until every shard is done); the sum of records dropped.
 async fn drop_everywhere(state: &AppState, name: &str, l: &Layout, prefs: &ReadPrefs) -> Result<u64, ApiError> {
-    let Some((home, rest)) = l.shards.split_first() else { return Ok(0) };
+    let Some(cat) = Catalog::on_shards(state, &l.shards) else { return Ok(0) };
     let op = || VectorOp::DropCollection { name: name.into(), uid: l.uid() };
-    let calls = rest.iter().map(|g| write(state, *g, op(), prefs));
-    let mut total = 0;
-    for r in futures::future::join_all(calls).await {
-        match r {
-            Ok(VectorResponse::Dropped { count }) => total += count,
-            Ok(other) => return Err(ApiError::unexpected(other)),
-            Err(ApiError::NotFound(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    match write(state, *home, op(), prefs).await? {
+    let (copies, home) = cat.drop_home_last::<Vector>(op, prefs.consistency).await?;
+    copies.into_iter().chain([home?]).try_fold(0, |total, reply| match reply {
         VectorResponse::Dropped { count } => Ok(total + count),
         other => Err(ApiError::unexpected(other)),
-    }
+    })
 }
 
 /// `GET /api/v1/vector/collections`: every collection (found through its home
