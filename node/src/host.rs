@@ -203,6 +203,15 @@ pub struct Host {
     pub replaced: Option<String>,
     /// Set when [`Host::shutdown`] begins: background tasks stop starting work.
     stopping: AtomicBool,
+    /// When the node started.
+    pub started: Instant,
+    /// The address the node serves on, as configured.
+    pub addr: String,
+    /// The node's data directory.
+    pub data_dir: std::path::PathBuf,
+    /// The data directory's size and when it was measured (routers ask for the
+    /// status twice a second; the directory is walked at most every few seconds).
+    disk_usage: std::sync::Mutex<Option<(Instant, u64)>>,
 }
 
 
@@ -318,7 +327,21 @@ impl Host {
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
         tessera_storage::set_sql_memory_pool_mb(cfg.server.sql_memory_pool_mb);
-        let host = Arc::new(Host { id, store, pool, map, groups, queries, clock, replaced, stopping: AtomicBool::new(false) });
+        let host = Arc::new(Host {
+            id,
+            store,
+            pool,
+            map,
+            groups,
+            queries,
+            clock,
+            replaced,
+            stopping: AtomicBool::new(false),
+            started: Instant::now(),
+            addr: cfg.server.grpc_addr.clone(),
+            data_dir: cfg.storage.data_dir.clone(),
+            disk_usage: Default::default(),
+        });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
             for (&group, g) in &host.groups {
@@ -606,4 +629,42 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
             }
         }
     }
+}
+
+impl Host {
+    /// Bytes of the files under the data directory, measured at most every 5 s.
+    pub fn disk_bytes(&self) -> u64 {
+        let mut cached = self.disk_usage.lock().unwrap_or_else(|e| e.into_inner());
+        match *cached {
+            Some((at, bytes)) if at.elapsed() < Duration::from_secs(5) => bytes,
+            _ => {
+                let bytes = dir_bytes(&self.data_dir);
+                *cached = Some((Instant::now(), bytes));
+                bytes
+            }
+        }
+    }
+}
+
+/// Bytes of the files under `dir`, recursively (0 for what cannot be read).
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// This process's resident memory (`VmRSS` of `/proc/self/status`; 0 where there is none).
+pub fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }

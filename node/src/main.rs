@@ -4,6 +4,7 @@
 mod config;
 mod host;
 mod incarnation;
+mod log_ring;
 mod maintenance;
 mod network;
 mod placement;
@@ -38,12 +39,18 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let cfg = NodeConfig::load(cli.config.as_deref())?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(format!("{},openraft=warn", cfg.log_level))
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let filter = tracing_subscriber::EnvFilter::try_new(format!("{},openraft=warn", cfg.log_level))
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // The node's log goes to stderr and, for `GET /api/v1/admin/nodes/{id}/logs`, to its ring.
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(tracing_subscriber::fmt::layer())
+            .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(log_ring::LogRing::global().clone()))
+            .init();
+    }
 
     // Certificates are read before the store opens: a bad path fails at once.
     let server_tls = cfg.server_tls()?;

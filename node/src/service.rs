@@ -9,8 +9,8 @@ use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
-    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, NotLeader, RaftMessage, ReadRequest,
-    StatusReply, StatusRequest, WriteRequest,
+    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
+    RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -174,7 +174,17 @@ impl DataService for NodeService {
             incarnation: self.host.pool.incarnations.own(),
             cluster_id: self.host.pool.cluster_id,
             your_incarnation: self.host.pool.incarnations.recorded(req.into_inner().from_node),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            uptime_ms: self.host.started.elapsed().as_millis() as u64,
+            disk_bytes: self.host.disk_bytes(),
+            memory_bytes: crate::host::resident_bytes(),
+            addr: self.host.addr.clone(),
         }))
+    }
+
+    async fn logs(&self, req: Request<LogsRequest>) -> Result<Response<LogsReply>, Status> {
+        let lines = req.into_inner().lines.clamp(1, crate::log_ring::CAPACITY as u32) as usize;
+        Ok(Response::new(LogsReply { lines: crate::log_ring::LogRing::global().tail(lines) }))
     }
 
     async fn applied(&self, req: Request<AppliedRequest>) -> Result<Response<AppliedReply>, Status> {

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use hashring::HashRing;
 use serde::de::DeserializeOwned;
 use tessera_api::command::{Operation, Query, QueryResult, Response};
-use tessera_api::meta::ClusterMap;
+use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
-    Consistency, DataReply, FailureKind, MAX_MESSAGE_BYTES, ReadRequest, StatusRequest, WriteRequest,
+    Consistency, DataReply, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, StatusReply, StatusRequest,
+    WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
 use tonic::transport::Channel;
@@ -307,6 +308,29 @@ impl ClusterClient for GrpcCluster {
         }
         view.reachable = reachable;
     }
+    async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError> {
+        let map = self.map().ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
+        let calls = map.nodes.into_iter().map(|node| async move {
+            let status = async {
+                let mut client = self.client(&node.addr)?;
+                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
+                req.set_timeout(Duration::from_secs(2));
+                Ok(client.status(req).await.map_err(|s| ClusterError::Unavailable(s.message().to_string()))?.into_inner())
+            }
+            .await;
+            (node, status)
+        });
+        Ok(futures::future::join_all(calls).await)
+    }
+
+    async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(LogsRequest { lines });
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        let reply = client.logs(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner().lines)
+    }
+
     fn readiness(&self) -> Result<(), String> {
         let view = self.view.read().expect("view lock");
         let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use hashring::HashRing;
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, GroupInfo, NodeInfo, ShardingStrategy};
-use tessera_api::rpc::Consistency;
+use tessera_api::rpc::{Consistency, GroupStatus, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 use tessera_storage::{GroupReader, StateMachine, Store};
 
@@ -108,6 +108,28 @@ impl MemoryCluster {
 #[async_trait::async_trait]
 impl ClusterClient for MemoryCluster {
     async fn refresh(&self) {}
+
+    /// The one in-process node, leading every group; no process facts (uptime,
+    /// disk, memory) since there is no node process.
+    async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError> {
+        let groups = self
+            .groups
+            .iter()
+            .map(|(id, g)| GroupStatus {
+                group_id: *id,
+                leader_id: NODE,
+                term: 1,
+                last_applied: *g.applied.lock().expect("group write lock"),
+                voters: vec![NODE],
+            })
+            .collect();
+        let status = StatusReply { node_id: NODE, groups, version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
+        Ok(self.map.nodes.iter().map(|n| (n.clone(), Ok(status.clone()))).collect())
+    }
+
+    async fn node_logs(&self, node: &NodeInfo, _lines: u32) -> Result<Vec<String>, ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process and keeps no log of its own", node.id)))
+    }
 
     fn readiness(&self) -> Result<(), String> {
         Ok(())

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use hashring::HashRing;
 use tessera_api::command::{Operation, Query, QueryResult, Response};
-use tessera_api::meta::ClusterMap;
-use tessera_api::rpc::Consistency;
+use tessera_api::meta::{ClusterMap, NodeInfo};
+use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 
 pub use grpc::GrpcCluster;
@@ -76,6 +76,13 @@ pub trait ClusterClient: Send + Sync {
         consistency: Consistency,
         replica: Option<NodeId>,
     ) -> Result<Served<QueryResult>, ClusterError>;
+
+    /// Every node of the cluster map with its status, freshly asked; `Err` for a
+    /// node that did not answer.
+    async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError>;
+
+    /// The newest `lines` lines of node `node`'s own log.
+    async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 
     /// Reads from the meta group.
     async fn meta_read(&self, query: &Query) -> Result<QueryResult, ClusterError> {

@@ -11,3 +11,4 @@ mod errors;
 mod fan_out;
 mod fan_out_more;
 mod catalog_more;
+mod nodes;

@@ -1,0 +1,29 @@
+//! The node views over the in-process cluster: its one node hosts and leads
+//! every group; the logs route checks the node and `lines` before asking it.
+
+use super::harness::TestRouter;
+
+#[tokio::test]
+async fn the_node_list_shows_what_each_node_hosts_and_leads() {
+    let router = TestRouter::new(3).await;
+    let body = router.get("/api/v1/admin/nodes").await.expect(200);
+    let node = &body["nodes"][0];
+    assert_eq!(body["count"], 1, "{body}");
+    assert_eq!(node["groups_hosted"].as_array().map(Vec::len), Some(4), "the meta group and three data groups: {node}");
+    assert_eq!(node["groups_led"], node["groups_hosted"]);
+    assert_eq!(node["applied_lag"], 0);
+    assert_eq!(node["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(body["spread"]["max_led"], 4);
+}
+
+#[tokio::test]
+async fn the_logs_route_checks_the_node_and_the_line_count() {
+    let router = TestRouter::new(1).await;
+    router.get("/api/v1/admin/nodes/7/logs").await.expect(404);
+    router.get("/api/v1/admin/nodes/x/logs").await.expect(404);
+    for bad in ["0", "5001", "-1", "ten"] {
+        router.get(&format!("/api/v1/admin/nodes/1/logs?lines={bad}")).await.expect(400);
+    }
+    // The in-process node has no log of its own to read: the cluster answers 503.
+    router.get("/api/v1/admin/nodes/1/logs?lines=5").await.expect(503);
+}

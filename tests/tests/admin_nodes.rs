@@ -1,0 +1,95 @@
+//! Scenario: an operator looks at the nodes. `GET /api/v1/admin/nodes` lists the
+//! three nodes with what each reports about itself — reachable, the groups it
+//! hosts and leads (every group led exactly once), its replicas' lag, disk and
+//! memory in use, uptime and the version it runs — and `…/{node_id}/logs` reads
+//! the newest lines of that node's own log. An unknown node is 404, a bad
+//! `lines` 400, a viewer may list but not read logs; a stopped node is listed as
+//! unreachable and its logs are 503.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::Value;
+use tessera_tests::{Cluster, ClusterOptions, wait_for};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const STOPPED: u64 = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_nodes() {
+    let mut cluster = Cluster::start(ClusterOptions { shard_count: 4, ..ClusterOptions::default() }).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster).await {
+        panic!("admin_nodes scenario failed: {e:?}");
+    }
+}
+
+async fn scenario(c: &mut Cluster) -> Result<()> {
+    every_node_reports_itself(c).await?;
+    logs_come_from_the_node(c).await?;
+    a_stopped_node_is_listed_as_unreachable(c).await
+}
+
+async fn every_node_reports_itself(c: &Cluster) -> Result<()> {
+    let api = c.http.clone();
+    let body = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let nodes = body["nodes"].as_array().context("nodes")?;
+    ensure!(nodes.len() == 3, "three nodes: {body}");
+    let groups = c.cluster_info().await?["groups"].as_array().context("groups")?.len();
+    let mut led = 0;
+    for n in nodes {
+        ensure!(n["reachable"] == true && n["state"] == "active", "node not up: {n}");
+        ensure!(n["version"] == VERSION, "version {} != {VERSION}", n["version"]);
+        ensure!(n["groups_hosted"].as_array().map(Vec::len) == Some(groups), "every node hosts every group (rf 3): {n}");
+        ensure!(n["disk_used_bytes"].as_u64().unwrap_or(0) > 0, "disk in use: {n}");
+        ensure!(n["memory_used_bytes"].as_u64().unwrap_or(0) > 1 << 20, "memory in use: {n}");
+        ensure!(n["uptime_secs"].as_u64().is_some() && n["applied_lag"].as_u64().is_some(), "uptime and lag: {n}");
+        ensure!(n["address"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "address: {n}");
+        led += n["groups_led"].as_array().map_or(0, Vec::len);
+    }
+    ensure!(led == groups, "each of the {groups} groups is led by one node, counted {led}: {body}");
+    let spread = &body["spread"];
+    ensure!(spread["max_led"].as_u64().unwrap_or(0) >= spread["min_led"].as_u64().unwrap_or(u64::MAX), "spread: {spread}");
+    Ok(())
+}
+
+async fn logs_come_from_the_node(c: &Cluster) -> Result<()> {
+    let api = c.http.clone();
+    let body = api.get("/api/v1/admin/nodes/2/logs?lines=500").await?.ensure_status(200)?.json;
+    let lines: Vec<&str> = body["lines"].as_array().context("lines")?.iter().filter_map(Value::as_str).collect();
+    ensure!(!lines.is_empty() && lines.len() <= 500 && body["count"] == lines.len(), "lines: {body}");
+    ensure!(lines.iter().any(|l| l.contains("node=2")), "node 2's own log (its start names node=2): {lines:?}");
+    ensure!(lines.iter().all(|l| !l.contains('\u{1b}')), "no colour codes");
+    let few = api.get("/api/v1/admin/nodes/2/logs?lines=2").await?.ensure_status(200)?.json;
+    ensure!(few["lines"].as_array().map(Vec::len) == Some(2), "two lines: {few}");
+
+    api.get("/api/v1/admin/nodes/9/logs").await?.ensure_status(404)?;
+    api.get("/api/v1/admin/nodes/not-a-node/logs").await?.ensure_status(404)?;
+    for bad in ["0", "5001", "many"] {
+        api.get(&format!("/api/v1/admin/nodes/2/logs?lines={bad}")).await?.ensure_status(400)?;
+    }
+
+    // A viewer may list the nodes but not read their logs.
+    api.post("/api/v1/admin/users", &serde_json::json!({
+        "username": "vera", "email": "vera@example.com", "password": "Viewer-Pass-123!", "role": "viewer"
+    }))
+    .await?
+    .ensure_status(201)?;
+    let viewer = api.anonymous().login_as("vera", "Viewer-Pass-123!").await?;
+    viewer.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
+    viewer.get("/api/v1/admin/nodes/2/logs").await?.ensure_status(403)?;
+    Ok(())
+}
+
+async fn a_stopped_node_is_listed_as_unreachable(c: &mut Cluster) -> Result<()> {
+    c.stop_node(STOPPED).await?;
+    let api = c.http.clone();
+    let node = wait_for(Duration::from_secs(30), "the stopped node listed as unreachable", async || {
+        let body = api.get("/api/v1/admin/nodes").await?.json;
+        let node = body["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == STOPPED)).cloned();
+        Ok(node.filter(|n| n["reachable"] == false))
+    })
+    .await?;
+    ensure!(node["groups_hosted"].as_array().is_some_and(|g| !g.is_empty()) && node["version"].is_null(), "{node}");
+    api.get(&format!("/api/v1/admin/nodes/{STOPPED}/logs")).await?.ensure_status(503)?;
+    Ok(())
+}
