@@ -18,6 +18,7 @@ pub mod http;
 pub mod import;
 pub mod meta;
 pub mod object;
+pub mod routing;
 pub mod rpc;
 #[cfg(feature = "runtime")]
 pub mod runtime;

@@ -12,6 +12,7 @@
 
 use futures::future::join_all;
 use tessera_api::GroupId;
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
 use crate::cluster::typed::{self, Model};
@@ -33,9 +34,9 @@ pub struct Catalog<'a> {
 pub type Outcome<T> = (GroupId, Result<T, ApiError>);
 
 impl<'a> Catalog<'a> {
-    /// The definition homed where `routing_key` hashes, copied to every other data group.
-    pub fn everywhere(state: &'a AppState, routing_key: &str) -> Result<Catalog<'a>, ApiError> {
-        let home = state.cluster.group_for(routing_key)?;
+    /// The definition homed where `key` routes, copied to every other data group.
+    pub fn everywhere(state: &'a AppState, key: &RoutingKey<'_>) -> Result<Catalog<'a>, ApiError> {
+        let home = state.cluster.group_for(key)?;
         let others = state.cluster.data_groups()?.into_iter().filter(|g| *g != home).collect();
         Ok(Catalog { state, home, others })
     }

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use hashring::HashRing;
 use serde::de::DeserializeOwned;
 use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
+use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
@@ -28,7 +28,7 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Default)]
 struct View {
     map: Option<ClusterMap>,
-    ring: Option<HashRing<(GroupId, u32)>>,
+    ring: Option<Ring>,
     /// Node id → address, from the map or learned from seeds.
     addrs: HashMap<NodeId, String>,
     leaders: HashMap<GroupId, NodeId>,
@@ -359,8 +359,8 @@ impl ClusterClient for GrpcCluster {
         let view = self.view.read().expect("view lock");
         (view.leaders.clone(), view.reachable.clone())
     }
-    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
-        super::ring_group(self.view.read().expect("view lock").ring.as_ref(), routing_key)
+    fn group_for(&self, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
+        super::ring_group(self.view.read().expect("view lock").ring.as_ref(), key)
     }
 
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use hashring::HashRing;
 use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, GroupInfo, NodeInfo, ShardingStrategy};
+use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::{Consistency, GroupStatus, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 use tessera_storage::{GroupReader, StateMachine, Store};
@@ -34,7 +34,7 @@ struct Group {
 pub struct MemoryCluster {
     groups: BTreeMap<GroupId, Group>,
     map: ClusterMap,
-    ring: HashRing<(GroupId, u32)>,
+    ring: Ring,
     /// The last stamp handed out: commands get strictly increasing times.
     clock: AtomicI64,
     /// Groups that answer as if no leader could be reached.
@@ -84,8 +84,9 @@ impl MemoryCluster {
     }
 
     /// The data group a routing key lands on.
-    pub fn shard_of(&self, routing_key: &str) -> GroupId {
-        super::ring_group(Some(&self.ring), routing_key).expect("data groups")
+    /// (`routing_bytes` as [`RoutingKey::bytes`] gives them: `doc/people/p1`, a KV key itself.)
+    pub fn shard_of(&self, routing_bytes: &str) -> GroupId {
+        self.ring.group_of_bytes(routing_bytes.as_bytes()).expect("data groups")
     }
 
     fn group(&self, id: GroupId) -> Result<&Group, ClusterError> {
@@ -155,8 +156,8 @@ impl ClusterClient for MemoryCluster {
         (self.groups.keys().map(|&g| (g, NODE)).collect(), HashMap::from([(NODE, true)]))
     }
 
-    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError> {
-        super::ring_group(Some(&self.ring), routing_key)
+    fn group_for(&self, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
+        super::ring_group(Some(&self.ring), key)
     }
 
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {

@@ -11,16 +11,14 @@ pub mod memory;
 
 use std::collections::HashMap;
 
-use hashring::HashRing;
 use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
+use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 
 pub use grpc::GrpcCluster;
 
-/// Virtual points per data group on the hash ring.
-const RING_POINTS_PER_GROUP: u32 = 64;
 
 /// Why a routed call failed.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +61,7 @@ pub trait ClusterClient: Send + Sync {
     /// Group id → cached leader, and node id → whether it answered the last refresh.
     fn leaders_and_liveness(&self) -> (HashMap<GroupId, NodeId>, HashMap<NodeId, bool>);
     /// The data group that owns a routing key.
-    fn group_for(&self, routing_key: &str) -> Result<GroupId, ClusterError>;
+    fn group_for(&self, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError>;
     /// Every data group.
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError>;
     /// Proposes a write to a group's leader; acknowledged once committed and applied.
@@ -96,18 +94,12 @@ pub trait ClusterClient: Send + Sync {
 }
 
 /// The hash ring of a map's data groups.
-fn build_ring(map: &ClusterMap) -> HashRing<(GroupId, u32)> {
-    let mut ring = HashRing::new();
-    for g in map.data_groups() {
-        for point in 0..RING_POINTS_PER_GROUP {
-            ring.add((g, point));
-        }
-    }
-    ring
+fn build_ring(map: &ClusterMap) -> Ring {
+    Ring::new(map.data_groups())
 }
 
-/// The data group owning `routing_key` on `ring`.
-fn ring_group(ring: Option<&HashRing<(GroupId, u32)>>, routing_key: &str) -> Result<GroupId, ClusterError> {
+/// The data group owning `key` on `ring`.
+fn ring_group(ring: Option<&Ring>, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
     let ring = ring.ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
-    ring.get(&routing_key).map(|(g, _)| *g).ok_or_else(|| ClusterError::Unavailable("no data groups".into()))
+    ring.group_of(key).ok_or_else(|| ClusterError::Unavailable("no data groups".into()))
 }

@@ -15,6 +15,7 @@ use axum::Json;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{
@@ -60,15 +61,15 @@ pub fn routes() -> RouteTable {
 
 /// Collection `name`'s definition: homed where `doccoll/<name>` hashes, copied to every data group.
 fn catalog<'a>(state: &'a AppState, name: &str) -> Result<Catalog<'a>, ApiError> {
-    Catalog::everywhere(state, &format!("doccoll/{name}"))
+    Catalog::everywhere(state, &RoutingKey::Collection(name))
 }
 
 fn home_group(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(&format!("doccoll/{name}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::Collection(name))?)
 }
 
 fn doc_group(state: &AppState, collection: &str, id: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(&format!("doc/{collection}/{id}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::Document { collection, id })?)
 }
 
 /// A write whose rejection is left to the caller.

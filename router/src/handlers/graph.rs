@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::Rejection;
 use tessera_api::graph::{
@@ -70,7 +71,7 @@ fn graph_name(body: Option<String>, param: Option<String>) -> Result<String, Api
 }
 
 fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(&format!("graph/{graph}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::Graph(graph))?)
 }
 
 /// Proposes a write to the graph's group; a refusal becomes the matching error.

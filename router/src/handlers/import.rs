@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::command::{KvOp, Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
@@ -247,7 +248,7 @@ pub async fn import_sql(
     if !(1..=64).contains(&database.len()) || !database.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
         return Err(ApiError::BadRequest(format!("invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'")));
     }
-    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
     let rows: Vec<ImportRow> = match (req.format.to_ascii_lowercase().as_str(), req.data) {
         ("csv", Value::String(text)) => {
             let columns = table_columns(&state, group, &database, &req.table, &prefs).await?;
@@ -326,7 +327,7 @@ pub async fn import_documents(
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
     let mut docs_by_group: BTreeMap<GroupId, Vec<ImportDoc>> = BTreeMap::new();
     for d in docs {
-        docs_by_group.entry(state.cluster.group_for(&format!("doc/{}/{}", req.collection, d.id))?).or_default().push(d);
+        docs_by_group.entry(state.cluster.group_for(&RoutingKey::Document { collection: &req.collection, id: &d.id })?).or_default().push(d);
     }
     let by_group = docs_by_group
         .into_iter()
@@ -384,7 +385,7 @@ pub async fn import_kv(
     }
     let mut pairs_by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
     for p in req.pairs {
-        pairs_by_group.entry(state.cluster.group_for(&p.key)?).or_default().push((p.key, p.value));
+        pairs_by_group.entry(state.cluster.group_for(&RoutingKey::Kv(&p.key))?).or_default().push((p.key, p.value));
     }
     let by_group = pairs_by_group
         .into_iter()

@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms, KvQuery, KvQueryResult};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
 
@@ -62,7 +63,7 @@ pub async fn put(
     if req.ttl == Some(0) {
         return Err(ApiError::BadRequest("ttl must be at least 1 second (omit it for no expiry)".into()));
     }
-    let group = state.cluster.group_for(&req.key)?;
+    let group = state.cluster.group_for(&RoutingKey::Kv(&req.key))?;
     let op = Operation::Kv(KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl });
     let served = state.cluster.write(group, &op, prefs.consistency).await?;
     match &served.value {
@@ -79,7 +80,7 @@ pub async fn get(
     Path(key): Path<String>,
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     check_key(&state, &key)?;
-    let group = state.cluster.group_for(&key)?;
+    let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
     let served = state.cluster.read(group, &Query::Kv(KvQuery::Get { key: key.clone() }), prefs.consistency, prefs.replica).await?;
     match &served.value {
         QueryResult::Kv(KvQueryResult::Entry(Some(e))) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
@@ -97,7 +98,7 @@ pub async fn delete(
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
     check_key(&state, &key)?;
-    let group = state.cluster.group_for(&key)?;
+    let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
     let served = state.cluster.write(group, &Operation::Kv(KvOp::Delete { key: key.clone() }), prefs.consistency).await?;
     match &served.value {
         Response::Deleted(0) => Err(ApiError::NotFound(format!("key not found: {key}"))),

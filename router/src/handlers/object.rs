@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::object::{
@@ -57,17 +58,17 @@ async fn object_read(state: &AppState, group: GroupId, q: ObjectQuery, prefs: &R
 
 /// Bucket `bucket`'s record: homed where the bucket name hashes, copied to every data group.
 fn catalog<'a>(state: &'a AppState, bucket: &str) -> Result<Catalog<'a>, ApiError> {
-    Catalog::everywhere(state, bucket)
+    Catalog::everywhere(state, &RoutingKey::Bucket(bucket))
 }
 
 /// The group holding `bucket`'s own record, which decides whether it exists.
 fn home_group(state: &AppState, bucket: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(bucket)?)
+    Ok(state.cluster.group_for(&RoutingKey::Bucket(bucket))?)
 }
 
 /// The group holding object `key` of `bucket`.
 pub(crate) fn object_group(state: &AppState, bucket: &str, key: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(&format!("obj/{bucket}/{key}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::Object { bucket, key })?)
 }
 
 /// The bucket's record from its home group.

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
@@ -50,7 +51,7 @@ fn database_group(state: &AppState, database: &str) -> Result<GroupId, ApiError>
             "invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'"
         )));
     }
-    Ok(state.cluster.group_for(&format!("sql/{database}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::SqlDatabase(database))?)
 }
 
 /// Whether every statement starts with a reading keyword. A cheap first guess:

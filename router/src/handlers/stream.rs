@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
 use tessera_api::command::{Query, QueryResult};
@@ -98,8 +99,8 @@ fn check_database(name: &str) -> Result<(), ApiError> {
 /// The group of a channel: the database's group for `cdc.<database>.<table>`.
 fn group_of(state: &AppState, channel: &str) -> Result<GroupId, ApiError> {
     let key = match parse_cdc_channel(channel) {
-        Some((database, _)) => format!("sql/{database}"),
-        None => format!("stream/{channel}"),
+        Some((database, _)) => RoutingKey::SqlDatabase(database),
+        None => RoutingKey::Channel(channel),
     };
     Ok(state.cluster.group_for(&key)?)
 }
@@ -453,7 +454,7 @@ pub async fn enable_cdc(
     if req.table.is_empty() {
         return Err(ApiError::BadRequest("table must not be empty".into()));
     }
-    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
     let describe = Query::Sql(SqlQuery::DescribeTable { database: database.clone(), name: req.table.clone() });
     let table = match state.cluster.read(group, &describe, Consistency::Quorum, None).await?.value {
         QueryResult::Sql(SqlResult::Catalog(schema)) => {
@@ -502,7 +503,7 @@ pub async fn disable_cdc(
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
     check_database(&database)?;
-    let group = state.cluster.group_for(&format!("sql/{database}"))?;
+    let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
     match stream_write(&state, group, StreamOp::DisableCdc { database, table }, prefs.consistency).await? {
         StreamResponse::Channel(c) => Ok(Json(channel_json(&c))),
         other => Err(ApiError::unexpected(other)),

@@ -16,6 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
@@ -58,7 +59,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 }
 
 fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
-    Ok(state.cluster.group_for(&format!("ts/{metric}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::Metric(metric))?)
 }
 
 /// Proposes `op` to `group`; the reply with the group and node that served it.

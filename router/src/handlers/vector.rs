@@ -22,6 +22,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::vector::{
@@ -64,7 +65,7 @@ pub fn routes() -> RouteTable {
 /// The home group of a collection: where its name hashes.
 fn home(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
     validate_collection_name(name).map_err(ApiError::BadRequest)?;
-    Ok(state.cluster.group_for(&format!("vector/{name}"))?)
+    Ok(state.cluster.group_for(&RoutingKey::VectorCollection(name))?)
 }
 
 /// Where a collection's records live, as the router caches it.
