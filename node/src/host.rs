@@ -212,6 +212,8 @@ pub struct Host {
     /// The data directory's size and when it was measured (routers ask for the
     /// status twice a second; the directory is walked at most every few seconds).
     disk_usage: std::sync::Mutex<Option<(Instant, u64)>>,
+    /// Set by [`Host::request_restart`]; `main` stops the node and runs it again.
+    restart: tokio::sync::watch::Sender<bool>,
 }
 
 
@@ -341,6 +343,7 @@ impl Host {
             addr: cfg.server.grpc_addr.clone(),
             data_dir: cfg.storage.data_dir.clone(),
             disk_usage: Default::default(),
+            restart: tokio::sync::watch::Sender::new(false),
         });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
@@ -632,6 +635,23 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
 }
 
 impl Host {
+    /// Asks `main` to stop the node gracefully and run it again.
+    pub fn request_restart(&self) {
+        info!(node = self.id, "restart requested: stopping the groups, then running again");
+        self.restart.send_replace(true);
+    }
+
+    /// Resolves once a restart has been requested.
+    pub async fn restart_requested(&self) {
+        let mut rx = self.restart.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    /// Whether a restart was requested.
+    pub fn restart_pending(&self) -> bool {
+        *self.restart.borrow()
+    }
+
     /// Bytes of the files under the data directory, measured at most every 5 s.
     pub fn disk_bytes(&self) -> u64 {
         let mut cached = self.disk_usage.lock().unwrap_or_else(|e| e.into_inner());

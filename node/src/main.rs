@@ -78,17 +78,44 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             info!(node = host.id, %addr, "serving gRPC over mutual TLS");
             let incoming = tessera_api::tls::TlsIncoming::new(listener, tls)?.into_stream();
-            server.serve_with_incoming_shutdown(incoming, tessera_api::runtime::shutdown_signal()).await?;
+            server.serve_with_incoming_shutdown(incoming, stop(&host)).await?;
         }
         None => {
             info!(node = host.id, %addr, "serving gRPC");
-            server.serve_with_shutdown(addr, tessera_api::runtime::shutdown_signal()).await?;
+            server.serve_with_shutdown(addr, stop(&host)).await?;
         }
     }
 
     info!("shutting down groups");
     host.shutdown().await;
+    if host.restart_pending() {
+        info!("stopped; running again");
+        return Err(run_again());
+    }
     info!("stopped");
     Ok(())
+}
+
+/// Resolves on SIGTERM/SIGINT or a restart request (`POST /api/v1/admin/nodes/{id}/restart`).
+async fn stop(host: &std::sync::Arc<Host>) {
+    let host = host.clone();
+    tokio::select! {
+        _ = tessera_api::runtime::shutdown_signal() => {}
+        _ = host.restart_requested() => {}
+    }
+}
+
+/// Replaces this process with a new run of the node binary (same path,
+/// arguments, environment and pid, so a supervisor or the cluster script sees
+/// one process go on). Returns only if that fails.
+fn run_again() -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        // A binary replaced on disk while running reads as "<path> (deleted)": run the new one.
+        Ok(p) => std::path::PathBuf::from(p.to_string_lossy().trim_end_matches(" (deleted)").to_string()),
+        Err(e) => return anyhow::anyhow!("cannot find the node binary to run again: {e}"),
+    };
+    let err = std::process::Command::new(&exe).args(std::env::args_os().skip(1)).exec();
+    anyhow::anyhow!("running {} again failed: {err}", exe.display())
 }
 

@@ -9,7 +9,7 @@ use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
-    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
+    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, LogsReply, LogsRequest, NotLeader, RestartReply, RestartRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -180,6 +180,11 @@ impl DataService for NodeService {
             memory_bytes: crate::host::resident_bytes(),
             addr: self.host.addr.clone(),
         }))
+    }
+
+    async fn restart(&self, _req: Request<RestartRequest>) -> Result<Response<RestartReply>, Status> {
+        self.host.request_restart();
+        Ok(Response::new(RestartReply {}))
     }
 
     async fn logs(&self, req: Request<LogsRequest>) -> Result<Response<LogsReply>, Status> {

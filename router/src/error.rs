@@ -42,6 +42,9 @@ pub enum ApiError {
     VaultSealed(String),
     #[error("the write is committed by a majority but not yet applied on every replica: {0}")]
     NotAppliedEverywhere(String),
+    /// A lifecycle call whose wait ran out; the message names what is still pending (504).
+    #[error("{0}")]
+    StillPending(String),
     #[error("{0}")]
     Internal(String),
     /// An engine refused the request; the status follows its code's class.
@@ -69,6 +72,7 @@ impl ApiError {
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::VaultSealed(_) => (StatusCode::SERVICE_UNAVAILABLE, "VAULT_SEALED"),
             ApiError::NotAppliedEverywhere(_) => (StatusCode::GATEWAY_TIMEOUT, "NOT_APPLIED_EVERYWHERE"),
+            ApiError::StillPending(_) => (StatusCode::GATEWAY_TIMEOUT, "STILL_PENDING"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
             ApiError::Rejected(r) | ApiError::Sql { rejection: r, .. } => match r.code.class() {
                 ErrorClass::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),

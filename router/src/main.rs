@@ -71,6 +71,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/cluster", P("read:cluster"), admin::cluster)
         .get("/api/v1/admin/nodes", P("read:cluster"), handlers::nodes::list)
         .get("/api/v1/admin/nodes/{node_id}/logs", P("manage:cluster"), handlers::nodes::logs)
+        .post("/api/v1/admin/nodes/{node_id}/restart", P("manage:cluster"), handlers::nodes::restart)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)

@@ -3,14 +3,17 @@
 //! hosts and leads (every group led exactly once), its replicas' lag, disk and
 //! memory in use, uptime and the version it runs — and `…/{node_id}/logs` reads
 //! the newest lines of that node's own log. An unknown node is 404, a bad
-//! `lines` 400, a viewer may list but not read logs; a stopped node is listed as
-//! unreachable and its logs are 503.
+//! `lines` 400, a viewer may list but not read logs. `…/{node_id}/restart`
+//! restarts a node's process while writes go on: with `quorum` it answers once
+//! the node is back and knows every group's leader, with `all` once its
+//! replicas caught up, with `one` at once (202); nothing written is lost. A
+//! stopped node is listed as unreachable, its logs and restart are 503.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use serde_json::Value;
-use tessera_tests::{Cluster, ClusterOptions, wait_for};
+use serde_json::{Value, json};
+use tessera_tests::{Cluster, ClusterOptions, Http, wait_for};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const STOPPED: u64 = 3;
@@ -26,6 +29,7 @@ async fn admin_nodes() {
 async fn scenario(c: &mut Cluster) -> Result<()> {
     every_node_reports_itself(c).await?;
     logs_come_from_the_node(c).await?;
+    a_node_restarts_and_comes_back(c).await?;
     a_stopped_node_is_listed_as_unreachable(c).await
 }
 
@@ -80,6 +84,63 @@ async fn logs_come_from_the_node(c: &Cluster) -> Result<()> {
     Ok(())
 }
 
+async fn a_node_restarts_and_comes_back(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+    for i in 0..20 {
+        api.kv_put(&format!("restart/before/{i}"), json!(i), None).await?.ensure_status(200)?;
+    }
+    let starts = |log: &str| log.matches("node started its groups").count();
+    let before = starts(&c.node_log_text(1)?);
+
+    // quorum (the default): back, every group's leader known; writes go on meanwhile.
+    let writer = {
+        let api = api.clone();
+        tokio::spawn(async move {
+            for i in 0..30 {
+                api.kv_put(&format!("restart/during/{i}"), json!(i), None).await?.ensure_status(200)?;
+            }
+            anyhow::Ok(())
+        })
+    };
+    let r = api.post("/api/v1/admin/nodes/1/restart", &json!({})).await?.ensure_status(200)?.json;
+    ensure!(r["restarted"] == true && r["consistency"] == "quorum", "{r}");
+    writer.await??;
+    ensure!(starts(&c.node_log_text(1)?) == before + 1, "node 1 ran once more (same process, same log)");
+    let node = node_view(&api, 1).await?;
+    ensure!(node["reachable"] == true && node["uptime_secs"].as_u64().is_some_and(|u| u < 60), "{node}");
+
+    // all: its replicas caught up as well.
+    let r = api.post("/api/v1/admin/nodes/2/restart?consistency=all", &json!({})).await?.ensure_status(200)?.json;
+    ensure!(r["consistency"] == "all", "{r}");
+    let node = node_view(&api, 2).await?;
+    ensure!(node["applied_lag"] == 0, "after `all` node 2 trails no leader: {node}");
+
+    // one: accepted at once; the node is back soon after.
+    let r = api.consistency("one").post("/api/v1/admin/nodes/3/restart", &json!({})).await?.ensure_status(202)?.json;
+    ensure!(r["restarting"] == true, "{r}");
+    wait_for(Duration::from_secs(60), "node 3 back after its restart", async || {
+        Ok((node_view(&api, 3).await?["reachable"] == true).then_some(()))
+    })
+    .await?;
+    c.wait_ready().await?;
+
+    api.post("/api/v1/admin/nodes/9/restart", &json!({})).await?.ensure_status(404)?;
+    api.post("/api/v1/admin/nodes/1/restart?consistency=most", &json!({})).await?.ensure_status(400)?;
+    for (prefix, n) in [("before", 20), ("during", 30)] {
+        for i in 0..n {
+            let got = api.kv_get(&format!("restart/{prefix}/{i}")).await?.ensure_status(200)?;
+            ensure!(got.json["value"] == i, "restart/{prefix}/{i}: {got}");
+        }
+    }
+    Ok(())
+}
+
+/// Node `id` as `GET /api/v1/admin/nodes` shows it.
+async fn node_view(api: &Http, id: u64) -> Result<Value> {
+    let body = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    body["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == id)).cloned().context("node listed")
+}
+
 async fn a_stopped_node_is_listed_as_unreachable(c: &mut Cluster) -> Result<()> {
     c.stop_node(STOPPED).await?;
     let api = c.http.clone();
@@ -91,5 +152,6 @@ async fn a_stopped_node_is_listed_as_unreachable(c: &mut Cluster) -> Result<()> 
     .await?;
     ensure!(node["groups_hosted"].as_array().is_some_and(|g| !g.is_empty()) && node["version"].is_null(), "{node}");
     api.get(&format!("/api/v1/admin/nodes/{STOPPED}/logs")).await?.ensure_status(503)?;
+    api.post(&format!("/api/v1/admin/nodes/{STOPPED}/restart"), &json!({})).await?.ensure_status(503)?;
     Ok(())
 }

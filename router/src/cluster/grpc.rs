@@ -13,7 +13,7 @@ use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
-    Consistency, DataReply, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, StatusReply, StatusRequest,
+    Consistency, DataReply, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RestartRequest, StatusReply, StatusRequest,
     WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
@@ -321,6 +321,14 @@ impl ClusterClient for GrpcCluster {
             (node, status)
         });
         Ok(futures::future::join_all(calls).await)
+    }
+
+    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(RestartRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        client.restart(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(())
     }
 
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError> {

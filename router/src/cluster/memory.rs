@@ -128,6 +128,10 @@ impl ClusterClient for MemoryCluster {
         Ok(self.map.nodes.iter().map(|n| (n.clone(), Ok(status.clone()))).collect())
     }
 
+    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process and has no process to restart", node.id)))
+    }
+
     async fn node_logs(&self, node: &NodeInfo, _lines: u32) -> Result<Vec<String>, ClusterError> {
         Err(ClusterError::Unavailable(format!("node {} is in-process and keeps no log of its own", node.id)))
     }

@@ -79,6 +79,9 @@ pub trait ClusterClient: Send + Sync {
     /// node that did not answer.
     async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError>;
 
+    /// Asks node `node` to restart its process (it stops its groups, then runs again).
+    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
+
     /// The newest `lines` lines of node `node`'s own log.
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 

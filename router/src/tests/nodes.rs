@@ -27,3 +27,12 @@ async fn the_logs_route_checks_the_node_and_the_line_count() {
     // The in-process node has no log of its own to read: the cluster answers 503.
     router.get("/api/v1/admin/nodes/1/logs?lines=5").await.expect(503);
 }
+
+#[tokio::test]
+async fn a_restart_names_a_known_node_and_a_consistency_level() {
+    let router = TestRouter::new(1).await;
+    router.post("/api/v1/admin/nodes/7/restart", &serde_json::json!({})).await.expect(404);
+    router.post("/api/v1/admin/nodes/1/restart?consistency=most", &serde_json::json!({})).await.expect(400);
+    // The in-process node has no process to restart: 503, not a pretended restart.
+    router.post("/api/v1/admin/nodes/1/restart", &serde_json::json!({})).await.expect(503);
+}
