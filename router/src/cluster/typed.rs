@@ -10,7 +10,7 @@
 //! ```
 
 use futures::future::join_all;
-use tessera_api::command::{Operation, Query, QueryResult, Response};
+use tessera_api::command::{KvEntry, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response};
 use tessera_api::document::{DocOp, DocQuery, DocQueryResult, DocResponse};
 use tessera_api::error::Rejection;
 use tessera_api::graph::{GraphOp, GraphQuery, GraphQueryResult, GraphResponse};
@@ -88,6 +88,46 @@ model!(/// Time series: points, queries, retention.
     TimeSeries: TimeSeries, TsOp, TsResponse, TsQuery, TsQueryResult);
 model!(/// Streams: channels, messages, consumer offsets, CDC.
     Stream: Stream, StreamOp, StreamResponse, StreamQuery, StreamQueryResult);
+
+/// Key-value pairs. Their engine answers with the generic replies, which this model names.
+pub struct Kv;
+
+/// What a key-value write answers.
+#[derive(Debug)]
+pub enum KvReply {
+    /// The entry as stored after a put.
+    Entry(KvEntry),
+    /// How many live keys a delete removed (a bulk put answers 0).
+    Deleted(u64),
+}
+
+impl Model for Kv {
+    type Op = KvOp;
+    type Reply = KvReply;
+    type Query = KvQuery;
+    type Answer = KvQueryResult;
+    fn op(op: KvOp) -> Operation {
+        Operation::Kv(op)
+    }
+    fn reply(response: Response) -> Result<Result<KvReply, Rejection>, Response> {
+        match response {
+            Response::KvEntry(entry) => Ok(Ok(KvReply::Entry(entry))),
+            Response::Deleted(n) => Ok(Ok(KvReply::Deleted(n))),
+            Response::Rejected(r) => Ok(Err(r)),
+            other => Err(other),
+        }
+    }
+    fn query(query: KvQuery) -> Query {
+        Query::Kv(query)
+    }
+    fn answer(result: QueryResult) -> Result<Result<KvQueryResult, Rejection>, QueryResult> {
+        match result {
+            QueryResult::Kv(r) => Ok(Ok(r)),
+            QueryResult::Rejected(r) => Ok(Err(r)),
+            other => Err(other),
+        }
+    }
+}
 
 /// Objects: buckets, chunks, commits. Their engine answers with the generic
 /// replies, which this model names.

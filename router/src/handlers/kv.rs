@@ -7,11 +7,12 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::routing::RoutingKey;
-use tessera_api::command::{KvEntry, KvOp, Operation, Query, QueryResult, Response, now_ms, KvQuery, KvQueryResult};
+use tessera_api::command::{KvEntry, KvOp, KvQuery, KvQueryResult, now_ms};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::Caller;
+use crate::cluster::typed::{self, Kv, KvReply};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -47,10 +48,6 @@ pub(crate) fn check_pair(state: &AppState, key: &str, value: &Value) -> Result<(
     Ok(())
 }
 
-fn unexpected<T: std::fmt::Debug>(other: T) -> ApiError {
-    ApiError::Internal(format!("unexpected reply from the cluster: {other:?}"))
-}
-
 /// `POST /api/v1/kv/keys {key, value, ttl?}`.
 pub async fn put(
     State(state): State<AppState>,
@@ -64,11 +61,12 @@ pub async fn put(
         return Err(ApiError::BadRequest("ttl must be at least 1 second (omit it for no expiry)".into()));
     }
     let group = state.cluster.group_for(&RoutingKey::Kv(&req.key))?;
-    let op = Operation::Kv(KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl });
-    let served = state.cluster.write(group, &op, prefs.consistency).await?;
-    match &served.value {
-        Response::KvEntry(e) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
-        other => Err(unexpected(other)),
+    let op = KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl };
+    let served = typed::write::<Kv>(&*state.cluster, group, op, prefs.consistency).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        KvReply::Entry(e) => Ok((headers, Json(KvEntryView::from_entry(e, now_ms())))),
+        other => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -81,11 +79,12 @@ pub async fn get(
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     check_key(&state, &key)?;
     let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let served = state.cluster.read(group, &Query::Kv(KvQuery::Get { key: key.clone() }), prefs.consistency, prefs.replica).await?;
-    match &served.value {
-        QueryResult::Kv(KvQueryResult::Entry(Some(e))) => Ok((served_headers(&served), Json(KvEntryView::from_entry(e.clone(), now_ms())))),
-        QueryResult::Kv(KvQueryResult::Entry(None)) => Err(ApiError::NotFound(format!("key not found: {key}"))),
-        other => Err(unexpected(other)),
+    let served = typed::read::<Kv>(&*state.cluster, group, KvQuery::Get { key: key.clone() }, prefs.consistency, prefs.replica).await?;
+    let headers = served_headers(&served);
+    match served.value {
+        KvQueryResult::Entry(Some(e)) => Ok((headers, Json(KvEntryView::from_entry(e, now_ms())))),
+        KvQueryResult::Entry(None) => Err(ApiError::NotFound(format!("key not found: {key}"))),
+        other => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -99,11 +98,11 @@ pub async fn delete(
     require_writer(&caller)?;
     check_key(&state, &key)?;
     let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let served = state.cluster.write(group, &Operation::Kv(KvOp::Delete { key: key.clone() }), prefs.consistency).await?;
-    match &served.value {
-        Response::Deleted(0) => Err(ApiError::NotFound(format!("key not found: {key}"))),
-        Response::Deleted(_) => Ok((served_headers(&served), Json(json!({"deleted": true, "key": key})))),
-        other => Err(unexpected(other)),
+    let served = typed::write::<Kv>(&*state.cluster, group, KvOp::Delete { key: key.clone() }, prefs.consistency).await?;
+    match served.value {
+        KvReply::Deleted(0) => Err(ApiError::NotFound(format!("key not found: {key}"))),
+        KvReply::Deleted(_) => Ok((served_headers(&served), Json(json!({"deleted": true, "key": key})))),
+        other => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -126,16 +125,16 @@ pub async fn list(
     if limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
     }
-    let query = Query::Kv(KvQuery::List { prefix: p.prefix.unwrap_or_default(), limit });
+    let query = KvQuery::List { prefix: p.prefix.unwrap_or_default(), limit };
     let mut entries: Vec<KvEntry> = Vec::new();
     let mut total = 0;
     for result in fan_out_read(&state, &query, &prefs).await? {
         match result {
-            QueryResult::Kv(KvQueryResult::List { entries: e, total: t }) => {
+            KvQueryResult::List { entries: e, total: t } => {
                 entries.extend(e);
                 total += t;
             }
-            other => return Err(unexpected(other)),
+            other => return Err(ApiError::unexpected(other)),
         }
     }
     entries.sort_by(|a, b| a.key.cmp(&b.key));
@@ -153,10 +152,10 @@ pub async fn count(
 ) -> Result<Json<Value>, ApiError> {
     let prefix = p.prefix.unwrap_or_default();
     let mut count = 0;
-    for result in fan_out_read(&state, &Query::Kv(KvQuery::Count { prefix: prefix.clone() }), &prefs).await? {
+    for result in fan_out_read(&state, &KvQuery::Count { prefix: prefix.clone() }, &prefs).await? {
         match result {
-            QueryResult::Kv(KvQueryResult::Count(n)) => count += n,
-            other => return Err(unexpected(other)),
+            KvQueryResult::Count(n) => count += n,
+            other => return Err(ApiError::unexpected(other)),
         }
     }
     Ok(Json(json!({"count": count, "prefix": prefix})))
@@ -173,25 +172,20 @@ pub async fn delete_prefix(
     let prefix = p
         .prefix
         .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
-    let op = Operation::Kv(KvOp::DeletePrefix { prefix: prefix.clone() });
-    let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| state.cluster.write(*g, &op, prefs.consistency));
+    let op = || KvOp::DeletePrefix { prefix: prefix.clone() };
     let mut deleted = 0;
-    for result in futures::future::join_all(calls).await {
-        match result?.value {
-            Response::Deleted(n) => deleted += n,
-            other => return Err(unexpected(other)),
+    for (_, result) in typed::propose_each::<Kv>(&*state.cluster, &state.cluster.data_groups()?, op, prefs.consistency).await? {
+        match result? {
+            KvReply::Deleted(n) => deleted += n,
+            other => return Err(ApiError::unexpected(other)),
         }
     }
     Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
 }
 
-async fn fan_out_read(state: &AppState, query: &Query, prefs: &ReadPrefs) -> Result<Vec<QueryResult>, ApiError> {
+/// Every data group's answer to `query`.
+async fn fan_out_read(state: &AppState, query: &KvQuery, prefs: &ReadPrefs) -> Result<Vec<KvQueryResult>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| state.cluster.read(*g, query, prefs.consistency, prefs.replica));
-    futures::future::join_all(calls)
-        .await
-        .into_iter()
-        .map(|r| r.map(|served| served.value).map_err(ApiError::from))
-        .collect()
+    let answers = typed::ask_each::<Kv>(&*state.cluster, &groups, query, prefs.consistency, prefs.replica).await?;
+    answers.into_iter().map(|(_, a)| a.map_err(ApiError::from)).collect()
 }
