@@ -16,6 +16,7 @@ use tessera_api::error::Rejection;
 use tessera_api::graph::{GraphOp, GraphQuery, GraphQueryResult, GraphResponse};
 use tessera_api::object::{ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult};
 use tessera_api::rpc::Consistency;
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult, StreamResponse};
 use tessera_api::timeseries::{TsOp, TsQuery, TsQueryResult, TsResponse};
 use tessera_api::vector::{VectorOp, VectorQuery, VectorQueryResult, VectorResponse};
@@ -86,6 +87,8 @@ model!(/// Vector collections.
     Vector: Vector, VectorOp, VectorResponse, VectorQuery, VectorQueryResult);
 model!(/// Time series: points, queries, retention.
     TimeSeries: TimeSeries, TsOp, TsResponse, TsQuery, TsQueryResult);
+model!(/// SQL databases: statements and catalog reads.
+    Sql: Sql, SqlOp, SqlResult, SqlQuery, SqlResult);
 model!(/// Streams: channels, messages, consumer offsets, CDC.
     Stream: Stream, StreamOp, StreamResponse, StreamQuery, StreamQueryResult);
 

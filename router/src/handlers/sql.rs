@@ -14,7 +14,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
-use tessera_api::command::{Operation, Query, QueryResult, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
@@ -22,6 +21,7 @@ use super::{JsonBody, ReadPrefs, QueryParams};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::Caller;
+use crate::cluster::typed::{self, Sql};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -87,40 +87,33 @@ pub async fn query(
     let limits = &state.config.query_limits;
     let mut result = None;
     if looks_read_only(&req.sql) {
-        let q = Query::Sql(SqlQuery::Execute {
+        let q = SqlQuery::Execute {
             database: database.clone(),
             sql: req.sql.clone(),
             params: req.params.clone(),
             max_result_rows: limits.max_result_rows,
             timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
             max_memory_mb: limits.max_memory_mb,
-        });
-        let served = state.cluster.read(group, &q, prefs.consistency, prefs.replica).await?;
-        match served.value {
-            QueryResult::Sql(r) => result = Some(Ok(r)),
+        };
+        match typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value {
             // The guess was wrong: the statement writes, so it is proposed below.
-            QueryResult::Rejected(r) if r.code == ErrorCode::NotReadOnly => {}
-            QueryResult::Rejected(r) => result = Some(Err(r)),
-            other => return Err(ApiError::unexpected(other)),
+            Err(r) if r.code == ErrorCode::NotReadOnly => {}
+            answer => result = Some(answer),
         }
     }
     let result = match result {
         Some(r) => r,
         None => {
             caller.require("write:sql")?;
-            let op = Operation::Sql(SqlOp {
+            let op = SqlOp {
                 database,
                 sql: req.sql.clone(),
                 params: req.params,
                 max_result_rows: limits.max_result_rows,
                 timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
                 max_memory_mb: limits.max_memory_mb,
-            });
-            match state.cluster.write(group, &op, prefs.consistency).await?.value {
-                Reply::Sql(r) => Ok(r),
-                Reply::Rejected(r) => Err(r),
-                other => return Err(ApiError::unexpected(other)),
-            }
+            };
+            typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value
         }
     };
     let elapsed = started.elapsed().as_millis() as u64;
@@ -155,10 +148,10 @@ pub struct DatabaseParam {
 
 async fn catalog(state: &AppState, prefs: &ReadPrefs, database: &str, q: SqlQuery) -> Result<Value, ApiError> {
     let group = database_group(state, database)?;
-    match state.cluster.read(group, &Query::Sql(q), prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Sql(SqlResult::Catalog(v)) => Ok(v),
-        QueryResult::Rejected(r) => Err(catalog_error(r)),
-        other => Err(ApiError::unexpected(other)),
+    match typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value {
+        Ok(SqlResult::Catalog(v)) => Ok(v),
+        Err(r) => Err(catalog_error(r)),
+        Ok(other) => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -201,10 +194,9 @@ pub async fn describe_table(
 /// `GET /api/v1/databases`: every database that has been written to.
 pub async fn list_databases(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| state.cluster.read(*g, &Query::Sql(SqlQuery::ListDatabases), prefs.consistency, None));
     let mut names: Vec<String> = Vec::new();
-    for r in futures::future::join_all(calls).await {
-        if let QueryResult::Sql(SqlResult::Catalog(Value::Array(list))) = r?.value {
+    for (_, answer) in typed::ask_each::<Sql>(&*state.cluster, &groups, &SqlQuery::ListDatabases, prefs.consistency, None).await? {
+        if let Ok(SqlResult::Catalog(Value::Array(list))) = answer {
             names.extend(list.into_iter().filter_map(|v| v.as_str().map(str::to_string)));
         }
     }
