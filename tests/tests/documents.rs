@@ -187,8 +187,28 @@ async fn verify(api: &Http, docs: &Docs) -> Result<()> {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
+    collections_are_created_with_a_schema(&api).await?;
+    let ins = format!("{C}/people/documents");
+    schema_validation_refuses_bad_documents(&api, &ins).await?;
+    let (mut docs, by_index) = documents_spread_over_the_shards(&api, &ins).await?;
+    documents_are_read_by_id(&api, &by_index).await?;
+    updates_change_documents_within_the_schema(&api, &mut docs, &by_index).await?;
+    deleted_documents_are_gone(&api, &mut docs, &by_index).await?;
 
-    // Collections: creation with a schema, conflict, bad names, listing.
+    // Every operator, nested paths, without indexes (full scans).
+    check_filters(&api, &docs, true).await.context("filters without indexes")?;
+
+    sort_and_limit_apply_after_the_merge(&api, &docs).await?;
+    malformed_queries_are_refused(&api).await?;
+    indexes_are_created_and_kept_in_step(&api, &ins, &mut docs, &by_index).await?;
+    indexed_queries_match_scans(&api, &docs).await?;
+    collections_are_listed_auto_created_and_dropped(&api, &docs).await?;
+    documents_survive_a_shard_leader_kill(c, &api, &ins, &mut docs).await?;
+    documents_survive_a_full_restart(c, &ins, &docs).await
+}
+
+/// Collections: creation with a schema, conflict, bad names, listing.
+async fn collections_are_created_with_a_schema(api: &Http) -> Result<()> {
     let schema = json!({
         "type": "object",
         "required": ["name", "age"],
@@ -204,25 +224,31 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     api.post(C, &json!({"name": "bad/name"})).await?.ensure_status(400)?;
     api.post(C, &json!({"name": "badschema", "schema": {"type": "nonsense"}})).await?.ensure_status(400)?;
     api.post(C, &json!({"name": "scratch"})).await?.ensure_status(201)?;
+    Ok(())
+}
 
-    // Schema validation: bad documents are refused with the validation messages.
-    let ins = format!("{C}/people/documents");
+/// Schema validation: bad documents are refused with the validation messages.
+async fn schema_validation_refuses_bad_documents(api: &Http, ins: &str) -> Result<()> {
     for (bad, needle) in [
         (json!({"name": "x"}), "$.age"),
         (json!({"name": 5, "age": 3}), "$.name"),
         (json!({"name": "x", "age": -1}), "minimum"),
         (json!({"name": "x", "age": 1, "tags": [1]}), "$.tags[0]"),
     ] {
-        let r = api.post(&ins, &json!({"document": bad})).await?.ensure_status(400)?;
+        let r = api.post(ins, &json!({"document": bad})).await?.ensure_status(400)?;
         ensure!(r.error().is_some_and(|e| e.contains(needle)), "schema error for {bad} lacks {needle:?}: {r}");
     }
-    api.post(&ins, &json!({"document": [1, 2]})).await?.ensure_status(400)?;
-    api.post(&ins, &json!({"nodocument": {}})).await?.ensure_status(400)?;
+    api.post(ins, &json!({"document": [1, 2]})).await?.ensure_status(400)?;
+    api.post(ins, &json!({"nodocument": {}})).await?.ensure_status(400)?;
+    Ok(())
+}
 
-    // 300 documents, spread over the shards.
+/// 300 documents, spread over the shards; returns the expected documents and
+/// their ids by insertion index.
+async fn documents_spread_over_the_shards(api: &Http, ins: &str) -> Result<(Docs, Vec<String>)> {
     let inserted: Vec<Result<(String, Value, String)>> = stream::iter(0..N)
         .map(|i| {
-            let (api, ins) = (api.clone(), ins.clone());
+            let (api, ins) = (api.clone(), ins.to_string());
             async move {
                 let d = person(i);
                 let r = api.post(&ins, &json!({"document": d})).await?.ensure_status(201)?;
@@ -247,19 +273,25 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     }
     ensure!(docs.len() == N, "ids are not unique");
     ensure!(groups.len() >= 4, "documents landed in only {} groups: {groups:?}", groups.len());
+    Ok((docs, by_index))
+}
 
-    // Get by id; a missing id and a missing collection are 404.
+/// Get by id; a missing id and a missing collection are 404.
+async fn documents_are_read_by_id(api: &Http, by_index: &[String]) -> Result<()> {
     for i in [0, 17, 299] {
         let r = api.get(&doc_path("people", &by_index[i])).await?.ensure_status(200)?;
         ensure!(r.json["data"] == person(i), "get {i}: {r}");
     }
     api.get(&doc_path("people", "nope")).await?.ensure_status(404)?;
     api.get(&doc_path("nosuch", "nope")).await?.ensure_status(404)?;
+    Ok(())
+}
 
-    // Updates: $set (with a dotted path), $inc, $unset, replacement; schema still enforced.
+/// Updates: $set (with a dotted path), $inc, $unset, replacement; schema still enforced.
+async fn updates_change_documents_within_the_schema(api: &Http, docs: &mut Docs, by_index: &[String]) -> Result<()> {
     for i in [1, 2, 3] {
         let id = &by_index[i];
-        let r = send_json(&api, Method::PATCH, &doc_path("people", id), &json!({"$set": {"age": 59, "address.zip": 1999}})).await?.ensure_status(200)?;
+        let r = send_json(api, Method::PATCH, &doc_path("people", id), &json!({"$set": {"age": 59, "address.zip": 1999}})).await?.ensure_status(200)?;
         let d = docs.get_mut(id).context("doc")?;
         d["age"] = json!(59);
         d["address"]["zip"] = json!(1999);
@@ -269,45 +301,51 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let d = docs.get_mut(&by_index[4]).context("doc")?;
     d["age"] = json!(d["age"].as_i64().unwrap_or(0) + 1);
     ensure!(r.json["data"] == *d, "$inc reply {r}");
-    send_json(&api, Method::PATCH, &doc_path("people", &by_index[7]), &json!({"$unset": {"vip": ""}})).await?.ensure_status(200)?;
+    send_json(api, Method::PATCH, &doc_path("people", &by_index[7]), &json!({"$unset": {"vip": ""}})).await?.ensure_status(200)?;
     docs.get_mut(&by_index[7]).and_then(Value::as_object_mut).context("doc")?.remove("vip");
     let replacement = json!({"name": "p005", "age": 33, "city": "Quito", "address": {"zip": 1005, "country": "EC"}, "tags": ["replaced"], "score": 1.5});
-    let r = send_json(&api, Method::PUT, &doc_path("people", &by_index[5]), &json!({"document": replacement})).await?.ensure_status(200)?;
+    let r = send_json(api, Method::PUT, &doc_path("people", &by_index[5]), &json!({"document": replacement})).await?.ensure_status(200)?;
     ensure!(r.json["data"] == replacement && r.json["created_at"] != json!(null), "replace reply {r}");
     docs.insert(by_index[5].clone(), replacement);
-    send_json(&api, Method::PATCH, &doc_path("people", &by_index[6]), &json!({"$set": {"age": "old"}})).await?.ensure_status(400)?;
-    send_json(&api, Method::PUT, &doc_path("people", &by_index[6]), &json!({"document": {"name": "no age"}})).await?.ensure_status(400)?;
-    send_json(&api, Method::PATCH, &doc_path("people", &by_index[6]), &json!({"$inc": {"name": 1}})).await?.ensure_status(400)?;
-    send_json(&api, Method::PATCH, &doc_path("people", "nope"), &json!({"$set": {"age": 1}})).await?.ensure_status(404)?;
+    send_json(api, Method::PATCH, &doc_path("people", &by_index[6]), &json!({"$set": {"age": "old"}})).await?.ensure_status(400)?;
+    send_json(api, Method::PUT, &doc_path("people", &by_index[6]), &json!({"document": {"name": "no age"}})).await?.ensure_status(400)?;
+    send_json(api, Method::PATCH, &doc_path("people", &by_index[6]), &json!({"$inc": {"name": 1}})).await?.ensure_status(400)?;
+    send_json(api, Method::PATCH, &doc_path("people", "nope"), &json!({"$set": {"age": 1}})).await?.ensure_status(404)?;
     let r = api.get(&doc_path("people", &by_index[6])).await?.ensure_status(200)?;
     ensure!(r.json["data"] == person(6), "refused updates changed the document: {r}");
+    Ok(())
+}
 
-    // Deletes.
+/// Deletes: a deleted document is 404, and so is deleting it again.
+async fn deleted_documents_are_gone(api: &Http, docs: &mut Docs, by_index: &[String]) -> Result<()> {
     for i in (29..N).step_by(30) {
         api.delete(&doc_path("people", &by_index[i])).await?.ensure_status(200)?;
         docs.remove(&by_index[i]);
         api.get(&doc_path("people", &by_index[i])).await?.ensure_status(404)?;
     }
     api.delete(&doc_path("people", &by_index[29])).await?.ensure_status(404)?;
+    Ok(())
+}
 
-    // Every operator, nested paths, without indexes (full scans).
-    check_filters(&api, &docs, true).await.context("filters without indexes")?;
-
-    // Multi-key sort and limit after the merge; key order of the sort object matters.
+/// Multi-key sort and limit after the merge; key order of the sort object matters.
+async fn sort_and_limit_apply_after_the_merge(api: &Http, docs: &Docs) -> Result<()> {
     let all = |_: &Value| true;
-    let r = query_raw(&api, "people", r#"{"filter": {}, "sort": {"city": 1, "age": -1, "name": 1}, "limit": 25}"#).await?.ensure_status(200)?;
-    ensure!(ids_of(&r)? == sorted_ids(&docs, &[("city", 1), ("age", -1), ("name", 1)], &all)[..25], "sort city,-age,name");
-    let r = query_raw(&api, "people", r#"{"sort": {"age": -1, "city": 1, "name": -1}, "limit": 40}"#).await?.ensure_status(200)?;
-    ensure!(ids_of(&r)? == sorted_ids(&docs, &[("age", -1), ("city", 1), ("name", -1)], &all)[..40], "sort -age,city,-name");
-    let r = query(&api, "people", &json!({"filter": {"age": {"$gte": 30}}, "sort": [["address.zip", -1], ["score", 1], ["name", 1]], "limit": 30})).await?.ensure_status(200)?;
+    let r = query_raw(api, "people", r#"{"filter": {}, "sort": {"city": 1, "age": -1, "name": 1}, "limit": 25}"#).await?.ensure_status(200)?;
+    ensure!(ids_of(&r)? == sorted_ids(docs, &[("city", 1), ("age", -1), ("name", 1)], &all)[..25], "sort city,-age,name");
+    let r = query_raw(api, "people", r#"{"sort": {"age": -1, "city": 1, "name": -1}, "limit": 40}"#).await?.ensure_status(200)?;
+    ensure!(ids_of(&r)? == sorted_ids(docs, &[("age", -1), ("city", 1), ("name", -1)], &all)[..40], "sort -age,city,-name");
+    let r = query(api, "people", &json!({"filter": {"age": {"$gte": 30}}, "sort": [["address.zip", -1], ["score", 1], ["name", 1]], "limit": 30})).await?.ensure_status(200)?;
     let ge30 = |d: &Value| at(d, "age").as_f64().is_some_and(|a| a >= 30.0);
-    ensure!(ids_of(&r)? == sorted_ids(&docs, &[("address.zip", -1), ("score", 1), ("name", 1)], &ge30)[..30], "sort nested zip");
-    let r = query(&api, "people", &json!({"sort": {"name": 1}, "limit": 10, "skip": 5})).await?.ensure_status(200)?;
-    ensure!(ids_of(&r)? == sorted_ids(&docs, &[("name", 1)], &all)[5..15], "skip + limit");
+    ensure!(ids_of(&r)? == sorted_ids(docs, &[("address.zip", -1), ("score", 1), ("name", 1)], &ge30)[..30], "sort nested zip");
+    let r = query(api, "people", &json!({"sort": {"name": 1}, "limit": 10, "skip": 5})).await?.ensure_status(200)?;
+    ensure!(ids_of(&r)? == sorted_ids(docs, &[("name", 1)], &all)[5..15], "skip + limit");
     let r = api.get(&format!("{C}/people?limit=5")).await?.ensure_status(200)?;
     ensure!(ids_of(&r)?.len() == 5, "collection GET with limit: {r}");
+    Ok(())
+}
 
-    // Malformed queries are 400; a missing collection is 404.
+/// Malformed queries are 400; a missing collection is 404.
+async fn malformed_queries_are_refused(api: &Http) -> Result<()> {
     for bad in [
         json!({"filter": {"age": {"$bogus": 1}}}),
         json!({"filter": {"$and": 5}}),
@@ -316,12 +354,16 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         json!({"sort": {"age": 2}}),
         json!({"limit": -1}),
     ] {
-        let r = query(&api, "people", &bad).await?;
+        let r = query(api, "people", &bad).await?;
         ensure!(r.status == 400 && r.error().is_some(), "malformed query {bad}: {r}");
     }
-    query(&api, "nosuch", &json!({"filter": {}})).await?.ensure_status(404)?;
+    query(api, "nosuch", &json!({"filter": {}})).await?.ensure_status(404)?;
+    Ok(())
+}
 
-    // Secondary indexes: used by equality and range filters, same results as a scan.
+/// Secondary indexes are created once and listed; writes after their creation
+/// (an update, an insert, a delete) keep them in step.
+async fn indexes_are_created_and_kept_in_step(api: &Http, ins: &str, docs: &mut Docs, by_index: &[String]) -> Result<()> {
     for field in ["city", "age", "tags", "address.zip"] {
         api.post(&format!("{C}/people/indexes"), &json!({"field": field})).await?.ensure_status(201)?;
     }
@@ -331,17 +373,22 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(r.json["count"] == json!(4), "index list {r}");
     // Writes after index creation keep the indexes in step.
     let moved = by_index[8].clone();
-    send_json(&api, Method::PATCH, &doc_path("people", &moved), &json!({"$set": {"city": "Oslo", "tags": ["five"]}})).await?.ensure_status(200)?;
+    send_json(api, Method::PATCH, &doc_path("people", &moved), &json!({"$set": {"city": "Oslo", "tags": ["five"]}})).await?.ensure_status(200)?;
     if let Some(d) = docs.get_mut(&moved) {
         d["city"] = json!("Oslo");
         d["tags"] = json!(["five"]);
     }
     let extra = json!({"name": "p900", "age": 21, "city": "Oslo", "score": 2.0, "address": {"zip": 1002, "country": "NO"}, "tags": ["even", "five"]});
-    let r = api.post(&ins, &json!({"document": extra})).await?.ensure_status(201)?;
+    let r = api.post(ins, &json!({"document": extra})).await?.ensure_status(201)?;
     docs.insert(r.json["id"].as_str().context("id")?.to_string(), extra);
     api.delete(&doc_path("people", &by_index[12])).await?.ensure_status(200)?;
     docs.remove(&by_index[12]);
+    Ok(())
+}
 
+/// Secondary indexes: used by equality and range filters, same results as a
+/// scan, also sorted and limited; a dropped index is no longer used.
+async fn indexed_queries_match_scans(api: &Http, docs: &Docs) -> Result<()> {
     for (filter, field) in [
         (json!({"city": "Oslo"}), "city"),
         (json!({"city": {"$in": ["Rome", "Quito"]}}), "city"),
@@ -350,14 +397,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         (json!({"tags": "five"}), "tags"),
         (json!({"address.zip": {"$lte": 1001}}), "address.zip"),
     ] {
-        let r = query(&api, "people", &json!({"filter": filter})).await?.ensure_status(200)?;
+        let r = query(api, "people", &json!({"filter": filter})).await?.ensure_status(200)?;
         ensure!(r.json["index_used"] == json!(field), "filter {filter} did not use index {field}: {}", r.json["index_used"]);
         let scanned = r.json["total_scanned"].as_u64().unwrap_or(u64::MAX);
         ensure!(scanned < docs.len() as u64 / 2, "filter {filter} scanned {scanned} of {} documents", docs.len());
         let pred = filter_cases().into_iter().find(|(f, _)| *f == filter).map(|(_, p)| p);
         let got: BTreeSet<String> = ids_of(&r)?.into_iter().collect();
         // Same answer as the same filter under `$or`, which no index serves.
-        let s = query(&api, "people", &json!({"filter": {"$or": [filter]}})).await?.ensure_status(200)?;
+        let s = query(api, "people", &json!({"filter": {"$or": [filter]}})).await?.ensure_status(200)?;
         ensure!(s.json["index_used"].is_null(), "$or query used index {}", s.json["index_used"]);
         let scanned_ids: BTreeSet<String> = ids_of(&s)?.into_iter().collect();
         ensure!(got == scanned_ids, "filter {filter}: index gives {} documents, scan {}", got.len(), scanned_ids.len());
@@ -367,16 +414,19 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         }
         ensure!(!got.is_empty(), "filter {filter} matched nothing");
     }
-    check_filters(&api, &docs, false).await.context("filters with indexes")?;
-    let r = query_raw(&api, "people", r#"{"filter": {"city": "Oslo"}, "sort": {"age": -1, "name": 1}, "limit": 7}"#).await?.ensure_status(200)?;
+    check_filters(api, docs, false).await.context("filters with indexes")?;
+    let r = query_raw(api, "people", r#"{"filter": {"city": "Oslo"}, "sort": {"age": -1, "name": 1}, "limit": 7}"#).await?.ensure_status(200)?;
     let oslo = |d: &Value| d["city"] == "Oslo";
-    ensure!(ids_of(&r)? == sorted_ids(&docs, &[("age", -1), ("name", 1)], &oslo)[..7], "indexed query with sort + limit");
+    ensure!(ids_of(&r)? == sorted_ids(docs, &[("age", -1), ("name", 1)], &oslo)[..7], "indexed query with sort + limit");
     api.delete(&format!("{C}/people/indexes/address.zip")).await?.ensure_status(200)?;
     api.delete(&format!("{C}/people/indexes/address.zip")).await?.ensure_status(404)?;
-    let r = query(&api, "people", &json!({"filter": {"address.zip": 1001}})).await?.ensure_status(200)?;
+    let r = query(api, "people", &json!({"filter": {"address.zip": 1001}})).await?.ensure_status(200)?;
     ensure!(r.json["index_used"].is_null(), "dropped index still used: {r}");
+    Ok(())
+}
 
-    // Collection listing, auto-creation on insert, drop.
+/// Collection listing, auto-creation on insert, drop.
+async fn collections_are_listed_auto_created_and_dropped(api: &Http, docs: &Docs) -> Result<()> {
     api.post(&format!("{C}/scratch/documents"), &json!({"document": {"x": 1}})).await?.ensure_status(201)?;
     api.post(&format!("{C}/auto/documents"), &json!({"document": {"y": 2}})).await?.ensure_status(201)?;
     let r = api.get(C).await?.ensure_status(200)?;
@@ -388,33 +438,40 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(r.json["documents_deleted"] == json!(1), "drop reply {r}");
     api.get(&format!("{C}/scratch")).await?.ensure_status(404)?;
     api.delete(&format!("{C}/scratch")).await?.ensure_status(404)?;
-    verify(&api, &docs).await.context("before failures")?;
+    verify(api, docs).await.context("before failures")?;
+    Ok(())
+}
 
-    // The leader of one document's shard dies: everything is still there and writable.
+/// The leader of one document's shard dies: everything is still there and writable.
+async fn documents_survive_a_shard_leader_kill(c: &mut Cluster, api: &Http, ins: &str, docs: &mut Docs) -> Result<()> {
     let probe = json!({"name": "probe", "age": 1});
-    let r = api.post(&ins, &json!({"document": probe})).await?.ensure_status(201)?;
+    let r = api.post(ins, &json!({"document": probe})).await?.ensure_status(201)?;
     docs.insert(r.json["id"].as_str().context("id")?.to_string(), probe);
     let leader: u64 = r.header(HDR_NODE).and_then(|v| v.parse().ok()).context("no serving node header")?;
     eprintln!("killing node {leader}, leader of group {:?}", r.header(HDR_GROUP));
     c.kill_node(leader)?;
-    verify(&api, &docs).await.context("after leader kill")?;
+    verify(api, docs).await.context("after leader kill")?;
     let after = json!({"name": "after-kill", "age": 2, "city": "Oslo"});
-    let r = api.post(&ins, &json!({"document": after})).await?.ensure_status(201)?;
+    let r = api.post(ins, &json!({"document": after})).await?.ensure_status(201)?;
     docs.insert(r.json["id"].as_str().context("id")?.to_string(), after);
-    check_filters(&api, &docs, false).await.context("filters after leader kill")?;
+    check_filters(api, docs, false).await.context("filters after leader kill")?;
+    Ok(())
+}
 
-    // Full restart on the same data: documents, collections and indexes survive.
+/// Full restart on the same data: documents, collections and indexes survive.
+async fn documents_survive_a_full_restart(c: &mut Cluster, ins: &str, docs: &Docs) -> Result<()> {
     c.stop_all().await?;
     c.start_all().await?;
     c.login().await?;
     let api = c.http.clone();
-    verify(&api, &docs).await.context("after restart")?;
+    verify(&api, docs).await.context("after restart")?;
     let r = query(&api, "people", &json!({"filter": {"city": "Oslo"}})).await?.ensure_status(200)?;
     ensure!(r.json["index_used"] == json!("city"), "index after restart: {r}");
+    let oslo = |d: &Value| d["city"] == "Oslo";
     let oslo_ids: BTreeSet<String> = docs.iter().filter(|(_, d)| oslo(d)).map(|(id, _)| id.clone()).collect();
     ensure!(ids_of(&r)?.into_iter().collect::<BTreeSet<_>>() == oslo_ids, "indexed query after restart");
-    check_filters(&api, &docs, false).await.context("filters after restart")?;
+    check_filters(&api, docs, false).await.context("filters after restart")?;
     api.post(C, &json!({"name": "people"})).await?.ensure_status(409)?;
-    api.post(&ins, &json!({"document": {"name": "post-restart", "age": 3}})).await?.ensure_status(201)?;
+    api.post(ins, &json!({"document": {"name": "post-restart", "age": 3}})).await?.ensure_status(201)?;
     Ok(())
 }

@@ -75,16 +75,33 @@ async fn verify(api: &Http, edges: &BTreeMap<&str, String>) -> Result<()> {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
+    let group_hint = nodes_are_created_with_given_or_assigned_ids(&api).await?;
+    let mut e = edges_are_created_and_read(&api).await?;
+    bad_input_is_a_4xx_json_error(&api, &e).await?;
+    traversals_report_each_nodes_depth(&api).await?;
+    label_listings_hold_the_nodes_and_the_edges_among_them(&api, &e).await?;
+    pattern_queries_match_paths(&api).await?;
+    malformed_and_runaway_queries_are_refused(&api).await?;
+    batches_are_all_or_nothing(&api).await?;
+    deletes_take_a_nodes_edges_along(&api, &mut e).await?;
+    let edges_ref: BTreeMap<&str, String> = e.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    verify(&api, &edges_ref).await.context("after deletes")?;
+    let (leader, group) = writes_acknowledged_by_all_are_on_every_replica(&api, &group_hint).await?;
+    the_graph_survives_its_leaders_death(c, &api, &edges_ref, leader, &group).await?;
+    the_graph_survives_a_full_restart(c, &edges_ref).await
+}
 
-    // Nodes: ids given or assigned; properties default to {}.
+/// Nodes: ids given or assigned; properties default to {}. Returns the group
+/// that served the assigned-id node.
+async fn nodes_are_created_with_given_or_assigned_ids(api: &Http) -> Result<Option<String>> {
     let people = [("alice", "Alice", 30, "Oslo"), ("bob", "Bob", 25, "Oslo"), ("carol", "Carol", 35, "Paris"), ("dave", "Dave", 40, "Rome"), ("erin", "Erin", 28, "Oslo")];
     for (id, name, age, city) in people {
-        let r = node(&api, id, "Person", json!({"name": name, "age": age, "city": city})).await?;
+        let r = node(api, id, "Person", json!({"name": name, "age": age, "city": city})).await?;
         ensure!(r.json["id"] == id && r.json["label"] == "Person" && r.json["properties"]["age"] == age, "node reply {r}");
         ensure!(r.json["created_at"].is_string() && r.json["graph"] == "default", "node reply {r}");
     }
-    node(&api, "oslo", "City", json!({"name": "Oslo"})).await?;
-    node(&api, "paris", "City", json!({"name": "Paris"})).await?;
+    node(api, "oslo", "City", json!({"name": "Oslo"})).await?;
+    node(api, "paris", "City", json!({"name": "Paris"})).await?;
     let r = api.post(NODES, &json!({"label": "Person"})).await?.ensure_status(201)?;
     let zoe_like = r.json["id"].as_str().context("assigned id")?.to_string();
     ensure!(zoe_like.len() >= 16 && r.json["properties"] == json!({}), "assigned node {r}");
@@ -92,9 +109,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let got = api.get(&format!("{NODES}/{zoe_like}")).await?.ensure_status(200)?;
     ensure!(got.json["label"] == "Person", "get node {got}");
     ensure!(api.delete(&format!("{NODES}/{zoe_like}")).await?.ensure_status(200)?.json["edges_removed"] == json!(0), "delete lone node");
-    node(&api, "zoe", "Person", json!({"name": "Zoe", "age": 22, "city": "Rome"})).await?;
+    node(api, "zoe", "Person", json!({"name": "Zoe", "age": 22, "city": "Rome"})).await?;
+    Ok(group_hint)
+}
 
-    // Edges.
+/// Edges are created and read back; returns their ids by `from-to`.
+async fn edges_are_created_and_read(api: &Http) -> Result<BTreeMap<String, String>> {
     let mut e = BTreeMap::new();
     for (from, to, label, props) in [
         ("alice", "bob", "KNOWS", json!({"since": 2010})),
@@ -105,12 +125,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ("bob", "oslo", "LIVES_IN", json!({})),
         ("carol", "paris", "LIVES_IN", json!({})),
     ] {
-        e.insert(format!("{from}-{to}"), edge(&api, from, to, label, props).await?);
+        e.insert(format!("{from}-{to}"), edge(api, from, to, label, props).await?);
     }
     let r = api.get(&format!("{EDGES}/{}", e["alice-bob"])).await?.ensure_status(200)?;
     ensure!(r.json["properties"]["since"] == 2010 && r.json["from_node"] == "alice", "get edge {r}");
+    Ok(e)
+}
 
-    // Bad input: 4xx with a JSON error body, nothing half-applied.
+/// Bad input: 4xx with a JSON error body, nothing half-applied.
+async fn bad_input_is_a_4xx_json_error(api: &Http, e: &BTreeMap<String, String>) -> Result<()> {
     for (body, status) in [
         (json!({"from_node": "alice", "to_node": "ghost", "label": "KNOWS"}), 404),
         (json!({"from_node": "ghost", "to_node": "alice", "label": "KNOWS"}), 404),
@@ -140,79 +163,97 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         let r = api.get(&format!("/api/v1/graph/data?{q}")).await?.ensure_client_error()?;
         ensure!(r.status == if q.starts_with("start_node=ghost") { 404 } else { 400 }, "data {q}: {r}");
     }
+    Ok(())
+}
 
-    // Traversal to depth 1..3 from alice, with each node's depth.
-    let (n, edges) = data(&api, "start_node=alice&depth=1").await?;
+/// Traversal to depth 1..3 from alice, with each node's depth.
+async fn traversals_report_each_nodes_depth(api: &Http) -> Result<()> {
+    let (n, edges) = data(api, "start_node=alice&depth=1").await?;
     ensure!(n == depths(&[("alice", 0), ("bob", 1), ("erin", 1), ("oslo", 1)]), "depth 1: {n:?}");
     ensure!(edges.len() == 3, "depth 1 edges {edges:?}");
-    let (n, edges) = data(&api, "start_node=alice&depth=2").await?;
+    let (n, edges) = data(api, "start_node=alice&depth=2").await?;
     ensure!(n == depths(&[("alice", 0), ("bob", 1), ("carol", 2), ("erin", 1), ("oslo", 1)]), "depth 2: {n:?}");
     ensure!(edges.len() == 5, "depth 2 edges (bob→oslo joins a known node) {edges:?}");
-    let (n, edges) = data(&api, "start_node=alice&depth=3").await?;
+    let (n, edges) = data(api, "start_node=alice&depth=3").await?;
     ensure!(
         n == depths(&[("alice", 0), ("bob", 1), ("carol", 2), ("dave", 3), ("erin", 1), ("oslo", 1), ("paris", 3)]),
         "depth 3: {n:?}"
     );
     ensure!(edges.len() == 7, "depth 3 edges {edges:?}");
-    let (n, _) = data(&api, "start_node=alice").await?;
+    let (n, _) = data(api, "start_node=alice").await?;
     ensure!(n.len() == 4, "default depth is 1: {n:?}");
-    let (n, _) = data(&api, "start_node=oslo&depth=2&direction=in").await?;
+    let (n, _) = data(api, "start_node=oslo&depth=2&direction=in").await?;
     ensure!(n == depths(&[("alice", 1), ("bob", 1), ("oslo", 0)]), "incoming: {n:?}");
-    let (n, _) = data(&api, "start_node=carol&depth=1&direction=both&edge_label=KNOWS").await?;
+    let (n, _) = data(api, "start_node=carol&depth=1&direction=both&edge_label=KNOWS").await?;
     ensure!(n == depths(&[("bob", 1), ("carol", 0), ("dave", 1)]), "both ways over KNOWS: {n:?}");
     let r = api.get("/api/v1/graph/data?start_node=alice&depth=3&limit=3").await?.ensure_status(200)?;
     ensure!(r.json["nodes"].as_array().map(Vec::len) == Some(3) && r.json["truncated"] == true, "limited traversal {r}");
+    Ok(())
+}
 
-    // Label filter: the nodes of a label and the edges among them.
-    let (n, edges) = data(&api, "label=City").await?;
+/// Label filter: the nodes of a label and the edges among them.
+async fn label_listings_hold_the_nodes_and_the_edges_among_them(api: &Http, e: &BTreeMap<String, String>) -> Result<()> {
+    let (n, edges) = data(api, "label=City").await?;
     ensure!(n.keys().cloned().collect::<Vec<_>>() == ["oslo", "paris"] && edges.is_empty(), "label City: {n:?} {edges:?}");
-    let (n, edges) = data(&api, "label=Person").await?;
+    let (n, edges) = data(api, "label=Person").await?;
     ensure!(n.len() == 6 && n.values().all(Value::is_null), "label Person: {n:?}");
     let mut knows: Vec<String> = ["alice-bob", "bob-carol", "carol-dave", "alice-erin"].iter().map(|k| e[*k].clone()).collect();
     knows.sort();
     ensure!(edges == knows, "edges among people: {edges:?}");
-    let (n, edges) = data(&api, "").await?;
+    let (n, edges) = data(api, "").await?;
     ensure!(n.len() == 8 && edges.len() == 7, "whole graph: {} nodes, {} edges", n.len(), edges.len());
+    Ok(())
+}
 
-    // Pattern queries.
-    let r = rows(&api, "MATCH (a:Person {name: 'Alice'})-[:KNOWS*1..3]->(b) RETURN b.name ORDER BY b.name", json!({})).await?;
+/// Pattern queries: variable length, WHERE, parameters, aggregates, whole
+/// nodes and id anchors.
+async fn pattern_queries_match_paths(api: &Http) -> Result<()> {
+    let r = rows(api, "MATCH (a:Person {name: 'Alice'})-[:KNOWS*1..3]->(b) RETURN b.name ORDER BY b.name", json!({})).await?;
     ensure!(r == vec![json!(["Bob"]), json!(["Carol"]), json!(["Dave"]), json!(["Erin"])], "variable length: {r:?}");
-    let r = rows(&api, "MATCH (a:Person)-[:KNOWS*2]->(b:Person) RETURN a.name, b.name ORDER BY a.name", json!({})).await?;
+    let r = rows(api, "MATCH (a:Person)-[:KNOWS*2]->(b:Person) RETURN a.name, b.name ORDER BY a.name", json!({})).await?;
     ensure!(r == vec![json!(["Alice", "Carol"]), json!(["Bob", "Dave"])], "exactly two hops: {r:?}");
-    let r = rows(&api, "MATCH (a:Person)-[r:KNOWS]->(b:Person) WHERE r.since >= 2015 AND NOT b.city = 'Rome' RETURN a.name AS from, b.name AS to", json!({})).await?;
+    let r = rows(api, "MATCH (a:Person)-[r:KNOWS]->(b:Person) WHERE r.since >= 2015 AND NOT b.city = 'Rome' RETURN a.name AS from, b.name AS to", json!({})).await?;
     ensure!(r == vec![json!(["Alice", "Erin"]), json!(["Bob", "Carol"])] || r == vec![json!(["Bob", "Carol"]), json!(["Alice", "Erin"])], "WHERE on edges: {r:?}");
-    let r = rows(&api, "MATCH (p:Person)-[:LIVES_IN]->(c:City) WHERE p.age > $min OR p.name = $who RETURN c.name, count(*) AS n ORDER BY n DESC, c.name", json!({"min": 26, "who": "Bob"})).await?;
+    let r = rows(api, "MATCH (p:Person)-[:LIVES_IN]->(c:City) WHERE p.age > $min OR p.name = $who RETURN c.name, count(*) AS n ORDER BY n DESC, c.name", json!({"min": 26, "who": "Bob"})).await?;
     ensure!(r == vec![json!(["Oslo", 2]), json!(["Paris", 1])], "grouped count with params: {r:?}");
-    let r = rows(&api, "MATCH (p:Person)<-[:KNOWS]-(q) RETURN DISTINCT q.name ORDER BY q.name LIMIT 2", json!({})).await?;
+    let r = rows(api, "MATCH (p:Person)<-[:KNOWS]-(q) RETURN DISTINCT q.name ORDER BY q.name LIMIT 2", json!({})).await?;
     ensure!(r == vec![json!(["Alice"]), json!(["Bob"])], "distinct + limit: {r:?}");
-    let r = rows(&api, "MATCH (c:City {name: 'Oslo'})-[]-(p) RETURN p", json!({})).await?;
+    let r = rows(api, "MATCH (c:City {name: 'Oslo'})-[]-(p) RETURN p", json!({})).await?;
     ensure!(r.len() == 2 && r.iter().all(|row| row[0]["label"] == "Person" && row[0]["properties"].is_object()), "whole nodes: {r:?}");
-    let r = cypher(&api, "MATCH (a:Person) WHERE id(a) = 'alice' RETURN a.age", json!({})).await?.ensure_status(200)?;
+    let r = cypher(api, "MATCH (a:Person) WHERE id(a) = 'alice' RETURN a.age", json!({})).await?.ensure_status(200)?;
     ensure!(r.json["plan"] == json!(["a by id"]) && r.json["rows"] == json!([[30]]), "id anchor {r}");
     ensure!(r.json["columns"] == json!(["a.age"]) && r.json["execution_time_ms"].is_u64(), "query reply {r}");
-    // Malformed queries: 400 with the position of the problem.
-    let r = cypher(&api, "MATCH (a:Person)-[:KNOWS->(b) RETURN a", json!({})).await?.ensure_status(400)?.ensure_error_body()?;
+    Ok(())
+}
+
+/// Malformed queries: 400 with the position of the problem; runaway queries
+/// are refused too.
+async fn malformed_and_runaway_queries_are_refused(api: &Http) -> Result<()> {
+    let r = cypher(api, "MATCH (a:Person)-[:KNOWS->(b) RETURN a", json!({})).await?.ensure_status(400)?.ensure_error_body()?;
     ensure!(r.json["position"] == 24 && r.json["line"] == 1 && r.json["column"] == 25, "parse error position {r}");
-    let r = cypher(&api, "MATCH (a)\nRETURN b", json!({})).await?.ensure_status(400)?;
+    let r = cypher(api, "MATCH (a)\nRETURN b", json!({})).await?.ensure_status(400)?;
     ensure!(r.json["line"] == 2 && r.error().is_some_and(|m| m.contains("variable b")), "undefined variable {r}");
-    cypher(&api, "MATCH (a) WHERE a.x = $missing RETURN a", json!({})).await?.ensure_status(400)?;
+    cypher(api, "MATCH (a) WHERE a.x = $missing RETURN a", json!({})).await?.ensure_status(400)?;
     // Queries that could exhaust a node's stack or run away are refused, not crashed on.
     let deep = format!("MATCH (a) WHERE {}true{} RETURN a", "(".repeat(5000), ")".repeat(5000));
-    cypher(&api, &deep, json!({})).await?.ensure_status(400)?.ensure_error_body()?;
-    cypher(&api, "MATCH (a)-[*1..1000]->(b) RETURN a", json!({})).await?.ensure_status(400)?;
+    cypher(api, &deep, json!({})).await?.ensure_status(400)?.ensure_error_body()?;
+    cypher(api, "MATCH (a)-[*1..1000]->(b) RETURN a", json!({})).await?.ensure_status(400)?;
     let long_chain = format!("MATCH (a){} RETURN a", "-->()".repeat(5000));
-    cypher(&api, &long_chain, json!({})).await?.ensure_status(400)?;
+    cypher(api, &long_chain, json!({})).await?.ensure_status(400)?;
     api.post("/api/v1/graph/query", &json!({"query": ""})).await?.ensure_status(400)?;
     api.post("/api/v1/graph/query", &json!({"query": "MATCH (a) RETURN a", "params": [1]})).await?.ensure_status(400)?;
+    Ok(())
+}
 
-    // Batches: one command, all or nothing; a separate graph.
+/// Batches: one command, all or nothing; a separate graph.
+async fn batches_are_all_or_nothing(api: &Http) -> Result<()> {
     let nodes: Vec<Value> = (0..50).map(|i| json!({"id": format!("s{i}"), "label": "User", "properties": {"n": i}})).collect();
     let edges: Vec<Value> = (0..100).map(|i| json!({"from_node": format!("s{}", i % 50), "to_node": format!("s{}", (i * 7 + 1) % 50), "label": "FOLLOWS"})).collect();
     let mut bad_edges = edges.clone();
     bad_edges.push(json!({"from_node": "s1", "to_node": "ghost", "label": "FOLLOWS"}));
     let r = api.post("/api/v1/graph/batch", &json!({"graph": "social", "nodes": nodes, "edges": bad_edges})).await?.ensure_client_error()?;
     ensure!(r.status == 404 && r.error().is_some_and(|m| m.contains("edges[100]")), "bad batch {r}");
-    let r = rows(&api, "MATCH (n) RETURN count(*)", json!({})).await?;
+    let r = rows(api, "MATCH (n) RETURN count(*)", json!({})).await?;
     ensure!(r == vec![json!([8])], "the default graph is untouched: {r:?}");
     let r = api.get("/api/v1/graph/data?graph=social").await?.ensure_status(200)?;
     ensure!(r.json["node_count"] == 0, "a refused batch wrote something: {r}");
@@ -221,8 +262,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = api.post("/api/v1/graph/query?graph=social", &json!({"query": "MATCH (a:User)-[:FOLLOWS]->(b:User) RETURN count(*)"})).await?.ensure_status(200)?;
     ensure!(r.json["rows"] == json!([[100]]), "batch edges by query {r}");
     api.post("/api/v1/graph/batch", &json!({"nodes": []})).await?.ensure_status(400)?;
+    Ok(())
+}
 
-    // Deletes: an edge, then a node with its edges (atomically).
+/// Deletes: an edge, then a node with its edges (atomically); records the
+/// new alice→zoe edge in `e`.
+async fn deletes_take_a_nodes_edges_along(api: &Http, e: &mut BTreeMap<String, String>) -> Result<()> {
     let r = api.delete(&format!("{EDGES}/{}", e["carol-paris"])).await?.ensure_status(200)?;
     ensure!(r.json["deleted"] == true, "delete edge {r}");
     api.get(&format!("{EDGES}/{}", e["carol-paris"])).await?.ensure_status(404)?;
@@ -230,13 +275,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(r.json["edges_removed"] == 3, "bob had three edges: {r}");
     api.get(&format!("{EDGES}/{}", e["alice-bob"])).await?.ensure_status(404)?;
     api.get(&format!("{EDGES}/{}", e["bob-carol"])).await?.ensure_status(404)?;
-    e.insert("alice-zoe".into(), edge(&api, "alice", "zoe", "KNOWS", json!({"since": 2024})).await?);
-    let (n, _) = data(&api, "start_node=carol&depth=2&direction=both").await?;
+    e.insert("alice-zoe".into(), edge(api, "alice", "zoe", "KNOWS", json!({"since": 2024})).await?);
+    let (n, _) = data(api, "start_node=carol&depth=2&direction=both").await?;
     ensure!(n == depths(&[("carol", 0), ("dave", 1)]), "carol after deletes: {n:?}");
-    let edges_ref: BTreeMap<&str, String> = e.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    verify(&api, &edges_ref).await.context("after deletes")?;
+    Ok(())
+}
 
-    // Consistency: a write acknowledged with `all` is visible on every replica with `one`.
+/// Consistency: a write acknowledged with `all` is visible on every replica
+/// with `one`. Returns the leader that served it and the graph's group.
+async fn writes_acknowledged_by_all_are_on_every_replica(api: &Http, group_hint: &Option<String>) -> Result<(u64, String)> {
     let r = api.consistency("all").post(NODES, &json!({"id": "yan", "label": "Person", "properties": {"name": "Yan"}})).await?.ensure_status(201)?;
     let group = r.group().context("group header")?;
     let leader = r.served_by().context("serving node")?;
@@ -247,25 +294,37 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     }
     api.consistency("quorum").get(&format!("{NODES}/yan")).await?.ensure_status(200)?;
     api.delete(&format!("{NODES}/yan")).await?.ensure_status(200)?;
+    Ok((leader, group))
+}
 
-    // The leader of the graph's group dies: reads and writes go on, data intact.
+/// The leader of the graph's group dies: reads and writes go on, data intact.
+async fn the_graph_survives_its_leaders_death(
+    c: &mut Cluster,
+    api: &Http,
+    edges_ref: &BTreeMap<&str, String>,
+    leader: u64,
+    group: &str,
+) -> Result<()> {
     eprintln!("killing node {leader}, leader of group {group}");
     c.kill_node(leader)?;
-    verify(&api, &edges_ref).await.context("after leader kill")?;
-    node(&api, "xavi", "Person", json!({"name": "Xavi", "age": 50})).await?;
-    let xe = edge(&api, "xavi", "alice", "KNOWS", json!({})).await?;
-    let r = rows(&api, "MATCH (x {name: 'Xavi'})-[:KNOWS*1..2]->(p) RETURN p.name ORDER BY p.name", json!({})).await?;
+    verify(api, edges_ref).await.context("after leader kill")?;
+    node(api, "xavi", "Person", json!({"name": "Xavi", "age": 50})).await?;
+    let xe = edge(api, "xavi", "alice", "KNOWS", json!({})).await?;
+    let r = rows(api, "MATCH (x {name: 'Xavi'})-[:KNOWS*1..2]->(p) RETURN p.name ORDER BY p.name", json!({})).await?;
     ensure!(r == vec![json!(["Alice"]), json!(["Erin"]), json!(["Zoe"])], "writes after the leader kill: {r:?}");
     api.delete(&format!("{NODES}/xavi")).await?.ensure_status(200)?;
     api.get(&format!("{EDGES}/{xe}")).await?.ensure_status(404)?;
     c.start_node(leader)?;
+    Ok(())
+}
 
-    // Full restart on the same data.
+/// Full restart on the same data.
+async fn the_graph_survives_a_full_restart(c: &mut Cluster, edges_ref: &BTreeMap<&str, String>) -> Result<()> {
     c.stop_all().await?;
     c.start_all().await?;
     c.login().await?;
     let api = c.http.clone();
-    verify(&api, &edges_ref).await.context("after restart")?;
+    verify(&api, edges_ref).await.context("after restart")?;
     let r = api.post("/api/v1/graph/query", &json!({"graph": "social", "query": "MATCH (a:User {n: 0})-[:FOLLOWS*1..3]->(b) RETURN count(DISTINCT b)"})).await?.ensure_status(200)?;
     ensure!(r.json["rows"][0][0].as_u64().is_some_and(|n| n > 0), "social graph after restart {r}");
     node(&api, "after", "Person", json!({})).await?;

@@ -58,8 +58,17 @@ async fn expect_ids(sub: &Subscriber, who: &str, from: u64, to: u64) -> Result<(
 async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let api = cluster.http.clone();
     let token = api.token().context("admin token")?.to_string();
+    bad_input_is_refused_and_a_channel_is_created(&api).await?;
+    published_events_are_ordered_in_history(&api).await?;
+    let (r2, token2, a, b) = sockets_on_two_routers_receive_every_event(cluster, &api, &token).await?;
+    let c = a_resumed_client_gets_history_then_live_events(&r2, &token2, &a).await?;
+    subscribers_see_every_event_across_a_leader_kill(cluster, &api, &r2, &a, b, c).await?;
+    retention_trims_by_age_and_by_count(&api).await?;
+    channels_and_events_survive_a_full_restart(cluster, a).await
+}
 
-    // Bad input is a 4xx with a JSON error; nothing is created.
+/// Bad input is a 4xx with a JSON error; nothing is created. Then `orders` is.
+async fn bad_input_is_refused_and_a_channel_is_created(api: &Http) -> Result<()> {
     for body in [
         json!({"name": "", "retention": "1h"}),
         json!({"name": "has space", "retention": "1h"}),
@@ -82,34 +91,46 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     api.get(&format!("{CH}/orders/history?after=-1")).await?.ensure_status(400)?;
     api.get(&format!("{CH}/nope/history")).await?.ensure_status(404)?;
     api.get("/api/v1/streaming/orders").await?.ensure_client_error()?; // not a WebSocket upgrade
+    Ok(())
+}
 
-    // Publish: ids 1..=30 in order, timestamps never decreasing.
+/// Publish: ids 1..=30 in order, timestamps never decreasing; history pages
+/// by limit and `after`, and the channel list counts the events.
+async fn published_events_are_ordered_in_history(api: &Http) -> Result<()> {
     let mut last_ts = 0;
     for n in 1..=30 {
-        let p = publish(&api, "orders", n).await?;
+        let p = publish(api, "orders", n).await?;
         ensure!(p["id"] == n, "event {n} got id {}", p["id"]);
         let ts = p["timestamp_ms"].as_i64().unwrap_or(0);
         ensure!(ts >= last_ts, "timestamps went backwards: {ts} < {last_ts}");
         last_ts = ts;
     }
-    let newest = history(&api, "orders", "?limit=10").await?;
+    let newest = history(api, "orders", "?limit=10").await?;
     ensure!(ids(&newest) == (21..=30).collect::<Vec<_>>(), "newest 10: {:?}", ids(&newest));
     ensure!(newest[9]["data"]["n"] == 30 && newest[9]["event_type"] == "order.created" && newest[9]["channel"] == "orders");
-    let after = history(&api, "orders", "?after=5&limit=3").await?;
+    let after = history(api, "orders", "?after=5&limit=3").await?;
     ensure!(ids(&after) == vec![6, 7, 8], "after 5: {:?}", ids(&after));
-    let default_limit = history(&api, "orders", "").await?;
+    let default_limit = history(api, "orders", "").await?;
     ensure!(ids(&default_limit) == (1..=30).collect::<Vec<_>>(), "default history: {:?}", ids(&default_limit));
     let list = api.get(CH).await?.ensure_status(200)?;
     let orders = list.json["channels"].as_array().and_then(|a| a.iter().find(|c| c["name"] == "orders")).cloned();
     ensure!(orders.as_ref().is_some_and(|c| c["last_id"] == 30 && c["events"] == 30), "channel list: {list}");
+    Ok(())
+}
 
-    // WebSocket delivery across two routers, publishing through both.
+/// WebSocket delivery across two routers, publishing through both. Returns the
+/// second router, its token and the subscribers A (router 1) and B (router 2).
+async fn sockets_on_two_routers_receive_every_event(
+    cluster: &mut Cluster,
+    api: &Http,
+    token: &str,
+) -> Result<(Http, String, Subscriber, Subscriber)> {
     let (_, r2) = cluster.start_router(&[]).await?;
     let r2 = r2.login_as(ADMIN_USER, ADMIN_PASSWORD).await?;
     let token2 = r2.token().context("router 2 token")?.to_string();
     let unauth = tessera_tests::ws::connect(api.base(), None, TokenIn::Header, "orders", None).await;
     ensure!(unauth.is_err(), "a socket without a token must be refused");
-    let a = Subscriber::start(api.base(), &token, TokenIn::Header, "orders", 30).await?;
+    let a = Subscriber::start(api.base(), token, TokenIn::Header, "orders", 30).await?;
     let b = Subscriber::start(r2.base(), &token2, TokenIn::Query, "orders", 30).await?;
     let (api2, r22) = (api.clone(), r2.clone());
     let p1 = tokio::spawn(async move {
@@ -128,20 +149,35 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     p2.await??;
     expect_ids(&a, "A (router 1, header token)", 31, 80).await?;
     expect_ids(&b, "B (router 2, ?token=)", 31, 80).await?;
-    let stored = history(&api, "orders", "?after=30&limit=100").await?;
+    let stored = history(api, "orders", "?after=30&limit=100").await?;
     ensure!(a.events() == stored && b.events() == stored, "socket messages differ from history");
     ensure!(stored.iter().all(|e| e["data"]["item"].is_string() && e["timestamp"].is_string()), "message shape");
+    Ok((r2, token2, a, b))
+}
 
-    // Resume: a client that saw up to 40 gets 41.. from history, then live events.
-    let c = Subscriber::start(r2.base(), &token2, TokenIn::Header, "orders", 40).await?;
+/// Resume: a client that saw up to 40 gets 41.. from history, then live
+/// events. Returns that subscriber, C.
+async fn a_resumed_client_gets_history_then_live_events(r2: &Http, token2: &str, a: &Subscriber) -> Result<Subscriber> {
+    let c = Subscriber::start(r2.base(), token2, TokenIn::Header, "orders", 40).await?;
     expect_ids(&c, "C (resumed after 40)", 41, 80).await?;
     for n in 0..5 {
-        publish(&r2, "orders", 300 + n).await?;
+        publish(r2, "orders", 300 + n).await?;
     }
     expect_ids(&c, "C (resumed, then live)", 41, 85).await?;
-    expect_ids(&a, "A", 31, 85).await?;
+    expect_ids(a, "A", 31, 85).await?;
+    Ok(c)
+}
 
-    // Kill the leader of the channel's group while subscribed: publishing goes on.
+/// Kill the leader of the channel's group while subscribed: publishing goes
+/// on and every subscriber sees every event once, in order. Closes B and C.
+async fn subscribers_see_every_event_across_a_leader_kill(
+    cluster: &mut Cluster,
+    api: &Http,
+    r2: &Http,
+    a: &Subscriber,
+    b: Subscriber,
+    c: Subscriber,
+) -> Result<()> {
     let p = api
         .post(PUB, &json!({"channel": "orders", "event_type": "probe", "data": {"n": 86}}))
         .await?
@@ -150,7 +186,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     eprintln!("[streaming] killing node {leader}, leader of the channel's group {:?}", p.group());
     cluster.kill_node(leader)?;
     for n in 87..=100u64 {
-        let via = if n % 2 == 0 { &api } else { &r2 };
+        let via = if n % 2 == 0 { api } else { r2 };
         let p = wait_for(Duration::from_secs(60), "publish after the leader kill", async || {
             let r = via
                 .post(PUB, &json!({"channel": "orders", "event_type": "after.kill", "data": {"n": n}}))
@@ -160,38 +196,45 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         .await?;
         ensure!(p["id"] == n, "after the kill event {n} got id {}", p["id"]);
     }
-    expect_ids(&a, "A across the leader kill", 31, 100).await?;
+    expect_ids(a, "A across the leader kill", 31, 100).await?;
     expect_ids(&b, "B across the leader kill", 31, 100).await?;
     expect_ids(&c, "C across the leader kill", 41, 100).await?;
-    let all = history(&api, "orders", "?after=0&limit=1000").await?;
+    let all = history(api, "orders", "?after=0&limit=1000").await?;
     ensure!(ids(&all) == (1..=100).collect::<Vec<_>>(), "history after the kill: {:?}", ids(&all));
     eprintln!("[streaming] reconnects: A {}, B {}, C {}", a.reconnects(), b.reconnects(), c.reconnects());
     cluster.start_node(leader)?;
     drop((b, c)); // `a` stays open: routers must shut down with a socket open
+    Ok(())
+}
 
-    // Retention by age: a 2 s channel is emptied by the leader's retention command.
+/// Retention by age: a 2 s channel is emptied by the leader's retention
+/// command. Retention by count keeps the newest events.
+async fn retention_trims_by_age_and_by_count(api: &Http) -> Result<()> {
     api.post(CH, &json!({"name": "short-lived", "retention": "2s"})).await?.ensure_status(201)?;
     for n in 1..=5 {
-        publish(&api, "short-lived", n).await?;
+        publish(api, "short-lived", n).await?;
     }
-    ensure!(history(&api, "short-lived", "").await?.len() == 5, "5 events before expiry");
+    ensure!(history(api, "short-lived", "").await?.len() == 5, "5 events before expiry");
     wait_for(Duration::from_secs(30), "retention to drop the expired events", async || {
         let r = api.get(&format!("{CH}/short-lived")).await?;
         Ok((r.status == 200 && r.json["events"] == 0 && r.json["first_id"] == 6).then_some(()))
     })
     .await?;
-    ensure!(history(&api, "short-lived", "").await?.is_empty(), "expired events still in history");
-    let p = publish(&api, "short-lived", 6).await?;
+    ensure!(history(api, "short-lived", "").await?.is_empty(), "expired events still in history");
+    let p = publish(api, "short-lived", 6).await?;
     ensure!(p["id"] == 6, "ids continue after trimming: {p}");
     // Retention by count.
     api.post(CH, &json!({"name": "capped", "max_events": 3})).await?.ensure_status(201)?;
     for n in 1..=5 {
-        publish(&api, "capped", n).await?;
+        publish(api, "capped", n).await?;
     }
-    let capped = history(&api, "capped", "").await?;
+    let capped = history(api, "capped", "").await?;
     ensure!(ids(&capped) == vec![3, 4, 5], "max_events 3 keeps the newest: {:?}", ids(&capped));
+    Ok(())
+}
 
-    // A full restart keeps channels and events (routers stop with a socket open).
+/// A full restart keeps channels and events (routers stop with a socket open).
+async fn channels_and_events_survive_a_full_restart(cluster: &mut Cluster, a: Subscriber) -> Result<()> {
     cluster.stop_all().await?;
     drop(a);
     cluster.start_all().await?;

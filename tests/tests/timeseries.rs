@@ -97,16 +97,36 @@ async fn put_json(api: &Http, path: &str, body: Value) -> Result<tessera_tests::
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
+    metrics_are_created_once(&api).await?;
+    batched_writes_store_two_series(&api).await?;
+    raw_queries_filter_by_time_range_and_tags(&api).await?;
+    every_aggregate_matches_values_computed_here(&api).await?;
+    downsampling_averages_and_maxes_buckets(&api).await?;
+    rolling_windows_sum_the_trailing_points(&api).await?;
+    bad_input_is_refused(&api).await?;
+    the_same_timestamp_overwrites(&api).await?;
+    let m = statistics_count_points_and_compressed_bytes(&api).await?;
+    retention_drops_and_downsamples_old_points(&api).await?;
 
-    // Metrics: create, conflict, bad name, list.
+    max_result_rows(c, &api).await?;
+    let acked = leader_kill(c, &api).await?;
+
+    everything_survives_a_full_restart(c, &m, &acked).await
+}
+
+/// Metrics: create, conflict, bad name, list.
+async fn metrics_are_created_once(api: &Http) -> Result<()> {
     api.post(M, &json!({"name": "cpu.usage", "metric_type": "gauge", "description": "CPU", "unit": "percent"}))
         .await?
         .ensure_status(201)?;
     let r = api.post(M, &json!({"name": "cpu.usage", "metric_type": "gauge", "description": "", "unit": ""})).await?;
     ensure!(r.status == 409, "existing metric: {r}");
     api.post(M, &json!({"name": "bad name/x"})).await?.ensure_client_error()?;
+    Ok(())
+}
 
-    // Batched writes: 60 points per request, both series in each request.
+/// Batched writes: 60 points per request, both series in each request.
+async fn batched_writes_store_two_series(api: &Http) -> Result<()> {
     for batch in 0..(N / 30) {
         let mut points = Vec::new();
         for i in batch * 30..(batch + 1) * 30 {
@@ -116,10 +136,13 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         let r = api.post(W, &json!({"metric": "cpu.usage", "points": points})).await?.ensure_status(200)?;
         ensure!(r.json["points_written"] == json!(60), "write: {r}");
     }
+    Ok(())
+}
 
-    // Raw query with a time range (inclusive) and a tag filter.
+/// Raw query with a time range (inclusive) and a tag filter.
+async fn raw_queries_filter_by_time_range_and_tags(api: &Http) -> Result<()> {
     let s = query(
-        &api,
+        api,
         json!({"metric": "cpu.usage", "start": "2023-11-14T22:10:00Z", "end": BASE + 20 * 60_000, "tags": {"host": "a"}}),
     )
     .await?;
@@ -130,12 +153,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     for (k, (_, v)) in pts.iter().enumerate() {
         ensure!(close(*v, val_a(20 + k as i64)), "raw value {k}: {v}");
     }
-    let s = query(&api, json!({"metric": "cpu.usage", "start_time": BASE, "end_time": BASE + 3_600_000, "tags": {"region": "eu"}})).await?;
+    let s = query(api, json!({"metric": "cpu.usage", "start_time": BASE, "end_time": BASE + 3_600_000, "tags": {"region": "eu"}})).await?;
     ensure!(s.len() == 2 && s.iter().all(|x| x.1.len() == 121), "both series over the first hour: {}", s.len());
-    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "zzz"}})).await?;
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "zzz"}})).await?;
     ensure!(s.is_empty(), "no series for host=zzz");
+    Ok(())
+}
 
-    // Every aggregate function, whole range, against values computed here.
+/// Every aggregate function, whole range, against values computed here.
+async fn every_aggregate_matches_values_computed_here(api: &Http) -> Result<()> {
     let a: Vec<f64> = (0..N).map(val_a).collect();
     let n = a.len() as f64;
     let mean = a.iter().sum::<f64>() / n;
@@ -157,12 +183,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ("PERCENTILE_99", percentile(&sorted, 99.0)),
     ];
     for (f, want) in expected {
-        let got = agg_a(&api, json!({"function": f})).await?;
+        let got = agg_a(api, json!({"function": f})).await?;
         ensure!(got.len() == 1 && close(got[0].1, want), "{f}: got {got:?}, want {want}");
     }
+    Ok(())
+}
 
-    // Downsampling, both forms: 10 minute averages and hourly max of host=b.
-    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "downsample", "interval": "10m", "function": "avg"}})).await?;
+/// Downsampling, both forms: 10 minute averages and hourly max of host=b.
+async fn downsampling_averages_and_maxes_buckets(api: &Http) -> Result<()> {
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "downsample", "interval": "10m", "function": "avg"}})).await?;
     let d = &s[0].1;
     ensure!(d.len() == 12, "12 buckets of 10m, got {}", d.len());
     for (k, (_, v)) in d.iter().enumerate() {
@@ -171,11 +200,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ensure!(close(*v, want), "bucket {k}: {v} vs {want}");
     }
     ensure!(d[1].0 == "2023-11-14T22:10:00.000Z", "bucket start {}", d[1].0);
-    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"function": "max", "interval": "1h"}})).await?;
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"function": "max", "interval": "1h"}})).await?;
     ensure!(s[0].1.len() == 2 && close(s[0].1[0].1, val_b(119)) && close(s[0].1[1].1, val_b(239)), "hourly max {:?}", s[0].1);
+    Ok(())
+}
 
-    // Rolling window: trailing 2 minutes (4 points) sum over host=b.
-    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "rolling", "window": "2m", "function": "sum"}})).await?;
+/// Rolling window: trailing 2 minutes (4 points) sum over host=b.
+async fn rolling_windows_sum_the_trailing_points(api: &Http) -> Result<()> {
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "rolling", "window": "2m", "function": "sum"}})).await?;
     let r = &s[0].1;
     ensure!(r.len() == N as usize, "one rolling value per point");
     for (i, (_, v)) in r.iter().enumerate() {
@@ -183,8 +215,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         let want: f64 = ((i - 3).max(0)..=i).map(val_b).sum();
         ensure!(close(*v, want), "rolling {i}: {v} vs {want}");
     }
+    Ok(())
+}
 
-    // Bad input: durations, timestamps, functions, unknown metric, bad points.
+/// Bad input: durations, timestamps, functions, unknown metric, bad points.
+async fn bad_input_is_refused(api: &Http) -> Result<()> {
     for body in [
         json!({"metric": "cpu.usage", "aggregation": {"function": "avg", "interval": "5x"}}),
         json!({"metric": "cpu.usage", "aggregation": {"function": "median2"}}),
@@ -200,22 +235,34 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(r.status == 400, "bad point timestamp: {r}");
     let r = api.post(W, &json!({"metric": "cpu.usage", "points": [{"timestamp": BASE, "value": "x"}]})).await?;
     ensure!(r.status == 400, "bad point value: {r}");
+    Ok(())
+}
 
-    // Same timestamp overwrites.
+/// Same timestamp overwrites.
+async fn the_same_timestamp_overwrites(api: &Http) -> Result<()> {
     api.post(W, &json!({"metric": "cpu.usage", "points": [{"timestamp": BASE, "value": 999.0, "tags": {"host": "b", "region": "eu"}}]}))
         .await?
         .ensure_status(200)?;
-    let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "start": BASE, "end": BASE})).await?;
+    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "start": BASE, "end": BASE})).await?;
     ensure!(s[0].1.len() == 1 && close(s[0].1[0].1, 999.0), "overwrite: {s:?}");
+    Ok(())
+}
 
-    // Statistics: points and compressed bytes.
-    let m = metric(&api, "cpu.usage").await?;
+/// Statistics: points and compressed bytes; the metric is listed. Returns the
+/// metric's statistics.
+async fn statistics_count_points_and_compressed_bytes(api: &Http) -> Result<Value> {
+    let m = metric(api, "cpu.usage").await?;
     ensure!(m["points"] == json!(2 * N) && m["series"] == json!(2), "stats {m}");
     let bytes = m["bytes"].as_u64().context("bytes")?;
     println!("cpu.usage: {} points in {bytes} bytes = {:.2} bytes/point", 2 * N, bytes as f64 / (2 * N) as f64);
     let list = api.get(M).await?.ensure_status(200)?;
     ensure!(list.json["metrics"].as_array().is_some_and(|a| a.iter().any(|m| m["name"] == "cpu.usage")), "list {list}");
+    Ok(m)
+}
 
+/// Retention through the leader: old points are dropped (recent ones stay),
+/// and old raw points are downsampled to 10 minute averages.
+async fn retention_drops_and_downsamples_old_points(api: &Http) -> Result<()> {
     // Retention: drop. Old points (10 days ago) go, recent stay.
     let now = now_ms();
     let day = 86_400_000;
@@ -224,16 +271,16 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = api.post(W, &json!({"metric": "ret.drop", "points": old, "tags": {"k": "v"}})).await?.ensure_status(200)?;
     ensure!(r.json["metric_created"] == json!(true), "auto-create: {r}");
     api.post(W, &json!({"metric": "ret.drop", "points": recent, "tags": {"k": "v"}})).await?.ensure_status(200)?;
-    let r = put_json(&api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2x"})).await?;
+    let r = put_json(api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2x"})).await?;
     ensure!(r.status == 400, "bad retention: {r}");
-    put_json(&api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2d"})).await?.ensure_status(200)?;
+    put_json(api, &format!("{M}/ret.drop/retention"), json!({"drop_after": "2d"})).await?.ensure_status(200)?;
 
     // Retention: downsample. One hour of 10 s points 5 days ago → 10 minute averages.
     let t0 = (now - 5 * day) / 3_600_000 * 3_600_000;
     let ds: Vec<Value> = (0..360).map(|i| json!({"timestamp": t0 + i * 10_000, "value": i})).collect();
     api.post(W, &json!({"metric": "ret.ds", "points": ds})).await?.ensure_status(200)?;
     put_json(
-        &api,
+        api,
         &format!("{M}/ret.ds/retention"),
         json!({"drop_after": "30d", "downsample_after": "1d", "downsample_interval": "10m", "downsample_function": "avg"}),
     )
@@ -242,21 +289,22 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 
     let r = api.post("/api/v1/timeseries/retention/enforce", &json!({})).await?.ensure_status(200)?;
     ensure!(r.json["dropped_points"].as_u64() >= Some(50) && r.json["downsampled_chunks"].as_u64() >= Some(1), "enforce: {r}");
-    let s = query(&api, json!({"metric": "ret.drop"})).await?;
+    let s = query(api, json!({"metric": "ret.drop"})).await?;
     ensure!(s.len() == 1 && s[0].1.len() == 5 && close(s[0].1[0].1, 100.0), "after drop: {s:?}");
-    ensure!(metric(&api, "ret.drop").await?["points"] == json!(5), "drop stats");
-    let s = query(&api, json!({"metric": "ret.ds"})).await?;
+    ensure!(metric(api, "ret.drop").await?["points"] == json!(5), "drop stats");
+    let s = query(api, json!({"metric": "ret.ds"})).await?;
     let d = &s[0].1;
     ensure!(d.len() == 6, "6 downsampled points, got {d:?}");
     for (k, (_, v)) in d.iter().enumerate() {
         let want = (k * 60..(k + 1) * 60).sum::<usize>() as f64 / 60.0;
         ensure!(close(*v, want), "downsampled {k}: {v} vs {want}");
     }
+    Ok(())
+}
 
-    max_result_rows(c, &api).await?;
-    let acked = leader_kill(c, &api).await?;
-
-    // Restart keeps everything.
+/// Restart keeps everything: the statistics `m` taken before, the data, the
+/// downsampled points and every acknowledged failover point.
+async fn everything_survives_a_full_restart(c: &mut Cluster, m: &Value, acked: &BTreeMap<(String, i64), f64>) -> Result<()> {
     c.stop_all().await?;
     c.start_all().await?;
     c.login().await?;
@@ -269,7 +317,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let s = query(&api, json!({"metric": "ret.ds"})).await?;
     ensure!(s[0].1.len() == 6, "downsampled after restart");
     wait_for(Duration::from_secs(30), "failover metric intact after the full restart", async || {
-        fo_check(&api, &acked, None).await.map(Some)
+        fo_check(&api, acked, None).await.map(Some)
     })
     .await?;
     Ok(())

@@ -65,30 +65,48 @@ async fn wait_unsealed(http: &Http, what: &str) -> Result<()> {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let admin = c.http.clone();
+    a_fresh_vault_is_sealed_and_refuses_secrets(&admin).await?;
+    the_first_unseal_creates_the_vault(&admin).await?;
+    secrets_are_put_read_listed_and_deleted(&admin).await?;
+    a_sealed_vault_answers_503(&admin).await?;
+    a_wrong_passphrase_keeps_it_sealed_and_the_right_one_unseals(&admin).await?;
+    non_admins_are_refused_on_every_vault_route(&admin).await?;
+    routers_share_the_vault_and_its_seal(c, &admin).await?;
+    a_router_unseals_from_its_environment_across_restarts(c).await?;
+    let admin3 = a_wrong_environment_passphrase_changes_nothing(c).await?;
+    default_deny_requires_policy_grants(c, &admin3).await
+}
 
-    // A fresh cluster: no vault yet, sealed; secret operations answer 503.
-    let s = status(&admin).await?;
+/// A fresh cluster: no vault yet, sealed; secret operations answer 503.
+async fn a_fresh_vault_is_sealed_and_refuses_secrets(admin: &Http) -> Result<()> {
+    let s = status(admin).await?;
     ensure!(s["initialized"] == false && s["sealed"] == true, "fresh status: {s}");
-    ensure_sealed_error(&put_secret(&admin, "app/db/password", json!(DB_PASSWORD)).await?, "put")?;
-    let r = unseal(&admin, "short").await?;
+    ensure_sealed_error(&put_secret(admin, "app/db/password", json!(DB_PASSWORD)).await?, "put")?;
+    let r = unseal(admin, "short").await?;
     ensure!(r.status == 400, "a 5-character passphrase created the vault: {r}");
     ensure!(admin.post("/api/v1/admin/vault/unseal", &json!({})).await?.status == 400, "unseal without a passphrase");
+    Ok(())
+}
 
-    // First unseal creates it.
-    let r = unseal(&admin, PASSPHRASE).await?.ensure_status(200)?;
+/// First unseal creates it.
+async fn the_first_unseal_creates_the_vault(admin: &Http) -> Result<()> {
+    let r = unseal(admin, PASSPHRASE).await?.ensure_status(200)?;
     ensure!(r.json["created"] == true && r.json["sealed"] == false, "first unseal: {r}");
-    let s = status(&admin).await?;
+    let s = status(admin).await?;
     ensure!(s["initialized"] == true && s["sealed"] == false, "unsealed status: {s}");
+    Ok(())
+}
 
-    // Put / get / list / delete.
-    let r = put_secret(&admin, "app/db/password", json!("first")).await?.ensure_status(201)?;
+/// Put / get / list / delete; bad input is refused.
+async fn secrets_are_put_read_listed_and_deleted(admin: &Http) -> Result<()> {
+    let r = put_secret(admin, "app/db/password", json!("first")).await?.ensure_status(201)?;
     ensure!(r.json["created"] == true, "create: {r}");
-    put_secret(&admin, "app/db/password", json!(DB_PASSWORD)).await?.ensure_status(200)?;
-    put_secret(&admin, "app/api-key", json!({"key": "k-123", "scopes": ["read"]})).await?.ensure_status(201)?;
-    put_secret(&admin, "other/token", json!("tok")).await?.ensure_status(201)?;
-    let r = get_secret(&admin, "app/db/password").await?.ensure_status(200)?;
+    put_secret(admin, "app/db/password", json!(DB_PASSWORD)).await?.ensure_status(200)?;
+    put_secret(admin, "app/api-key", json!({"key": "k-123", "scopes": ["read"]})).await?.ensure_status(201)?;
+    put_secret(admin, "other/token", json!("tok")).await?.ensure_status(201)?;
+    let r = get_secret(admin, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD && r.json["version"] == 2 && r.json["updated_by"] == ADMIN_USER, "get: {r}");
-    let r = get_secret(&admin, "app/api-key").await?.ensure_status(200)?;
+    let r = get_secret(admin, "app/api-key").await?.ensure_status(200)?;
     ensure!(r.json["value"]["scopes"][0] == "read", "structured value: {r}");
     let r = admin.get("/api/v1/admin/vault/secrets?prefix=app/").await?.ensure_status(200)?;
     ensure!(r.json["paths"] == json!(["app/api-key", "app/db/password"]) && r.json["total"] == 2, "list app/: {r}");
@@ -96,32 +114,39 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = admin.get("/api/v1/admin/vault/secrets").await?.ensure_status(200)?;
     ensure!(r.json["total"] == 3, "list all: {r}");
     admin.delete("/api/v1/admin/vault/secrets/other/token").await?.ensure_status(200)?;
-    ensure!(get_secret(&admin, "other/token").await?.status == 404, "deleted secret still readable");
+    ensure!(get_secret(admin, "other/token").await?.status == 404, "deleted secret still readable");
     ensure!(admin.delete("/api/v1/admin/vault/secrets/other/token").await?.status == 404, "second delete");
     // Bad input.
     for bad in ["a//b", "sp ace", "trailing/"] {
-        let r = put_secret(&admin, bad, json!("x")).await?;
+        let r = put_secret(admin, bad, json!("x")).await?;
         ensure!(r.status == 400 || r.status == 404, "bad path {bad:?}: {r}");
     }
-    ensure!(put(&admin, "/api/v1/admin/vault/secrets/app/x", &json!({})).await?.status == 400, "put without value");
-    let r = put_secret(&admin, "app/huge", json!("x".repeat(70 * 1024))).await?;
+    ensure!(put(admin, "/api/v1/admin/vault/secrets/app/x", &json!({})).await?.status == 400, "put without value");
+    let r = put_secret(admin, "app/huge", json!("x".repeat(70 * 1024))).await?;
     ensure!(r.status == 400 || r.status == 413, "oversized value: {r}");
+    Ok(())
+}
 
-    // Seal: every secret operation answers 503.
+/// Seal: every secret operation answers 503.
+async fn a_sealed_vault_answers_503(admin: &Http) -> Result<()> {
     admin.post("/api/v1/admin/vault/seal", &json!({})).await?.ensure_status(200)?;
-    let s = status(&admin).await?;
+    let s = status(admin).await?;
     ensure!(s["sealed"] == true && s["initialized"] == true, "after seal: {s}");
-    ensure_sealed_error(&get_secret(&admin, "app/db/password").await?, "get")?;
-    ensure_sealed_error(&put_secret(&admin, "app/x", json!(1)).await?, "put")?;
+    ensure_sealed_error(&get_secret(admin, "app/db/password").await?, "get")?;
+    ensure_sealed_error(&put_secret(admin, "app/x", json!(1)).await?, "put")?;
     ensure_sealed_error(&admin.get("/api/v1/admin/vault/secrets").await?, "list")?;
     ensure_sealed_error(&admin.delete("/api/v1/admin/vault/secrets/app/api-key").await?, "delete")?;
+    Ok(())
+}
 
-    // A wrong passphrase leaves it sealed, keeps the key, records the failure.
-    let r = unseal(&admin, WRONG).await?;
+/// A wrong passphrase leaves it sealed, keeps the key, records the failure;
+/// the right one then unseals the same key.
+async fn a_wrong_passphrase_keeps_it_sealed_and_the_right_one_unseals(admin: &Http) -> Result<()> {
+    let r = unseal(admin, WRONG).await?;
     ensure!(r.status == 400 && r.error().is_some_and(|e| e.contains("passphrase")), "wrong passphrase: {r}");
-    ensure!(status(&admin).await?["sealed"] == true, "a wrong passphrase unsealed the vault");
-    ensure_sealed_error(&get_secret(&admin, "app/db/password").await?, "get after a wrong passphrase")?;
-    let events = audit(&admin).await?;
+    ensure!(status(admin).await?["sealed"] == true, "a wrong passphrase unsealed the vault");
+    ensure_sealed_error(&get_secret(admin, "app/db/password").await?, "get after a wrong passphrase")?;
+    let events = audit(admin).await?;
     let failed = events.iter().find(|e| e["event"] == "unseal_failed").with_context(|| format!("no unseal_failed in {events:?}"))?;
     ensure!(failed["success"] == false && failed["actor"] == ADMIN_USER, "audit failure: {failed}");
     ensure!(events.iter().any(|e| e["event"] == "secret_written" && e["path"] == "app/db/password"), "writes audited");
@@ -132,12 +157,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ensure!(r.text.contains("vault_unseal_failed"), "no security alert for the failed unseal: {r}");
     }
     // The right passphrase unseals the same key: earlier secrets still decrypt.
-    let r = unseal(&admin, PASSPHRASE).await?.ensure_status(200)?;
+    let r = unseal(admin, PASSPHRASE).await?.ensure_status(200)?;
     ensure!(r.json["created"] == false, "the right unseal recreated the vault: {r}");
-    let r = get_secret(&admin, "app/db/password").await?.ensure_status(200)?;
+    let r = get_secret(admin, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD, "secret after re-unseal: {r}");
+    Ok(())
+}
 
-    // Non-admins are refused on every vault route.
+/// Non-admins are refused on every vault route.
+async fn non_admins_are_refused_on_every_vault_route(admin: &Http) -> Result<()> {
     for (name, role) in [("vera", "viewer"), ("otto", "operator")] {
         admin
             .post("/api/v1/admin/users", &json!({"username": name, "email": format!("{name}@example.com"), "password": USER_PASSWORD, "role": role}))
@@ -159,8 +187,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
             ensure!(!r.text.contains(DB_PASSWORD), "{role} saw a secret: {r}");
         }
     }
+    Ok(())
+}
 
-    // A second router shares the vault but holds no key until unsealed itself.
+/// A second router shares the vault but holds no key until unsealed itself;
+/// a seal is cluster-wide.
+async fn routers_share_the_vault_and_its_seal(c: &mut Cluster, admin: &Http) -> Result<()> {
     let (r1, _) = c.start_router(&[]).await?;
     let admin1 = admin_on(c, r1).await?;
     ensure!(status(&admin1).await?["sealed"] == true, "a new router started unsealed");
@@ -169,14 +201,17 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = get_secret(&admin1, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD, "router 1 read: {r}");
     put_secret(&admin1, "app/from-router-1", json!("r1")).await?.ensure_status(201)?;
-    let r = get_secret(&admin, "app/from-router-1").await?.ensure_status(200)?;
+    let r = get_secret(admin, "app/from-router-1").await?.ensure_status(200)?;
     ensure!(r.json["value"] == "r1", "router 0 read router 1's write: {r}");
     // A seal is cluster-wide.
     admin1.post("/api/v1/admin/vault/seal", &json!({})).await?.ensure_status(200)?;
-    ensure!(status(&admin).await?["sealed"] == true, "router 0 stayed unsealed after a seal on router 1");
-    ensure_sealed_error(&get_secret(&admin, "app/db/password").await?, "router 0 after a seal on router 1")?;
+    ensure!(status(admin).await?["sealed"] == true, "router 0 stayed unsealed after a seal on router 1");
+    ensure_sealed_error(&get_secret(admin, "app/db/password").await?, "router 0 after a seal on router 1")?;
+    Ok(())
+}
 
-    // A router started with SERVICE_VAULT_PASSPHRASE unseals itself, also after a restart.
+/// A router started with SERVICE_VAULT_PASSPHRASE unseals itself, also after a restart.
+async fn a_router_unseals_from_its_environment_across_restarts(c: &mut Cluster) -> Result<()> {
     let (r2, _) = c.start_router(&[("SERVICE_VAULT_PASSPHRASE", PASSPHRASE)]).await?;
     let admin2 = admin_on(c, r2).await?;
     wait_unsealed(&admin2, "router 2 unsealed from SERVICE_VAULT_PASSPHRASE").await?;
@@ -189,8 +224,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     wait_unsealed(&admin2, "router 2 unsealed again after its restart").await?;
     let r = get_secret(&admin2, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD, "router 2 read after restart: {r}");
+    Ok(())
+}
 
-    // A router started with a wrong passphrase stays sealed and changes nothing.
+/// A router started with a wrong passphrase stays sealed and changes nothing.
+/// Returns an admin client of that router (unsealed by hand by then).
+async fn a_wrong_environment_passphrase_changes_nothing(c: &mut Cluster) -> Result<Http> {
     let (r3, _) = c.start_router(&[("SERVICE_VAULT_PASSPHRASE", WRONG)]).await?;
     let admin3 = admin_on(c, r3).await?;
     wait_for(Duration::from_secs(30), "the environment unseal failure in the audit", async || {
@@ -201,13 +240,17 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     unseal(&admin3, PASSPHRASE).await?.ensure_status(200)?;
     let r = get_secret(&admin3, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD, "after a wrong env passphrase the key changed: {r}");
+    Ok(admin3)
+}
 
-    // Default-deny: even an admin needs a policy grant.
+/// Default-deny: even an admin needs a policy grant (by user or by role);
+/// routers without default-deny are unaffected by policies.
+async fn default_deny_requires_policy_grants(c: &mut Cluster, admin3: &Http) -> Result<()> {
     let (r4, _) = c.start_router(&[("SERVICE_VAULT_PASSPHRASE", PASSPHRASE), ("SERVICE_VAULT_DEFAULT_DENY", "true")]).await?;
     let deny = admin_on(c, r4).await?;
     wait_unsealed(&deny, "router 4 unsealed").await?;
     ensure!(status(&deny).await?["default_deny"] == true, "default_deny not reported");
-    put_secret(&admin3, "zzz/outside", json!("no")).await?.ensure_status(201)?;
+    put_secret(admin3, "zzz/outside", json!("no")).await?.ensure_status(201)?;
     for r in [
         get_secret(&deny, "app/db/password").await?,
         deny.get("/api/v1/admin/vault/secrets").await?,
@@ -249,6 +292,6 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(put_secret(&deny, "app/new", json!(1)).await?.status == 403, "a deleted policy still grants");
     ensure!(audit(&deny).await?.iter().any(|e| e["event"] == "access_denied"), "denials audited");
     // The default router (allow-all for admins) is unaffected by policies.
-    put_secret(&admin3, "app/new", json!(2)).await?.ensure_status(201)?;
+    put_secret(admin3, "app/new", json!(2)).await?.ensure_status(201)?;
     Ok(())
 }

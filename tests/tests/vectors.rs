@@ -322,10 +322,43 @@ async fn same_answers_everywhere(api: &Http, queries: &[Value], when: &str) -> R
     Ok(())
 }
 
+/// Expected records of one collection: id → (vector, metadata).
+type Records = BTreeMap<String, (Vec<f32>, Value)>;
+
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
+    let groups = collections_are_validated_and_created(c, &api).await?;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut small = small_collections_are_loaded_per_metric(&api, &mut rng).await?;
+    each_collection_spans_every_data_group(&api, groups).await?;
+    get_returns_the_vector_as_given(&api, &small).await?;
+    bad_input_is_refused_and_changes_nothing(&api, &mut rng).await?;
 
-    // Collection validation and creation.
+    for metric in METRICS {
+        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} before deletes"))?;
+    }
+
+    an_upsert_moves_a_record(&api, &mut small).await?;
+    let deleted = soft_deleted_records_are_gone(&api, &mut small).await?;
+    for metric in METRICS {
+        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after deletes"))?;
+    }
+
+    a_two_shard_collection_answers_exactly(&api, &mut rng).await?;
+    let big = recall_at_10_meets_the_bar(&api, groups, &mut rng).await?;
+    every_replica_answers_like_the_leader(&api, &mut rng).await?;
+
+    // After updates and deletes, a replica that restarts rebuilds the graph the
+    // others built live: pinned to any replica, approximate searches agree.
+    churn_then_restart_one(c, &api).await?;
+
+    a_dropped_collections_name_can_be_reused(&api).await?;
+    a_collection_recreated_behind_a_routers_back_is_found(c, &api).await?;
+    indexes_are_rebuilt_after_a_whole_cluster_restart(c, groups, &big, &small, &deleted, &mut rng).await
+}
+
+/// Collection validation and creation. Returns the number of data groups.
+async fn collections_are_validated_and_created(c: &mut Cluster, api: &Http) -> Result<usize> {
     for bad in [
         json!({"name": "bad/name", "dim": 4, "metric": "l2"}),
         json!({"name": "ok", "dim": 0, "metric": "l2"}),
@@ -350,9 +383,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     for bad in [json!(0), json!(groups + 1), json!("two")] {
         api.post(C, &json!({"name": "badshards", "dim": 2, "metric": "l2", "shards": bad})).await?.ensure_status(400)?;
     }
+    Ok(groups)
+}
 
-    // Small data per metric: the first 10 records by single upsert, the rest in batches.
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+/// Small data per metric: the first 10 records by single upsert, the rest in
+/// batches. Returns the records by metric.
+async fn small_collections_are_loaded_per_metric(api: &Http, rng: &mut Rng) -> Result<BTreeMap<String, Records>> {
     let mut small: BTreeMap<String, BTreeMap<String, (Vec<f32>, Value)>> = BTreeMap::new();
     for metric in METRICS {
         let coll = format!("small-{metric}");
@@ -363,26 +399,35 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
             let r = api.post(&format!("{C}/{coll}/upsert"), &json!({"id": id, "vector": vector_json(v), "metadata": m})).await?;
             ensure!(r.clone().ensure_status(200)?.json["created"] == json!(true), "upsert {r}");
         }
-        batch_upsert(&api, &coll, &records[10..]).await?;
-        ensure!(stats_count(&api, &coll).await? == SMALL_N as u64, "{coll} count");
+        batch_upsert(api, &coll, &records[10..]).await?;
+        ensure!(stats_count(api, &coll).await? == SMALL_N as u64, "{coll} count");
         small.insert(metric.to_string(), records.into_iter().map(|(id, v, m)| (id, (v, m))).collect());
     }
+    Ok(small)
+}
 
-    // Each collection spans every data group (the default), and its records are spread over them.
+/// Each collection spans every data group (the default), and its records are spread over them.
+async fn each_collection_spans_every_data_group(api: &Http, groups: usize) -> Result<()> {
     for metric in METRICS {
-        let (shards, used) = spread(&api, &format!("small-{metric}")).await?;
+        let (shards, used) = spread(api, &format!("small-{metric}")).await?;
         ensure!(shards == groups && used >= 2, "small-{metric} spans {shards} groups, {used} with records");
     }
+    Ok(())
+}
 
-    // Get returns the vector as given (not normalized) and the metadata.
+/// Get returns the vector as given (not normalized) and the metadata.
+async fn get_returns_the_vector_as_given(api: &Http, small: &BTreeMap<String, Records>) -> Result<()> {
     let (v, m) = &small["cosine"]["doc-7"];
     let r = api.get(&format!("{C}/small-cosine/vectors/doc-7")).await?.ensure_status(200)?;
     let got: Vec<f32> = r.json["vector"].as_array().context("vector")?.iter().filter_map(|x| x.as_f64()).map(|x| x as f32).collect();
     ensure!(&got == v && &r.json["metadata"] == m && r.json["id"] == json!("doc-7"), "get {r}");
     api.get(&format!("{C}/small-cosine/vectors/missing")).await?.ensure_status(404)?.ensure_error_body()?;
     api.get(&format!("{C}/nope/vectors/doc-1")).await?.ensure_status(404)?;
+    Ok(())
+}
 
-    // Wrong dimension and bad input: 400, and a bad batch changes nothing.
+/// Wrong dimension and bad input: 400, and a bad batch changes nothing.
+async fn bad_input_is_refused_and_changes_nothing(api: &Http, rng: &mut Rng) -> Result<()> {
     let short = json!({"id": "x", "vector": [1.0, 2.0]});
     api.post(&format!("{C}/small-l2/upsert"), &short).await?.ensure_status(400)?.ensure_error_body()?;
     let mixed = json!({"vectors": [{"id": "ok-1", "vector": vector_json(&rng.vec(SMALL_DIM))}, short]});
@@ -397,21 +442,24 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let bad_filter = json!({"vector": vector_json(&rng.vec(SMALL_DIM)), "filter": {"n": {"$gt": 1}}});
     api.post(&format!("{C}/small-l2/search"), &bad_filter).await?.ensure_status(400)?;
     api.post(&format!("{C}/nope/search"), &json!({"vector": [1.0], "k": 1})).await?.ensure_status(404)?;
-    ensure!(stats_count(&api, "small-l2").await? == SMALL_N as u64, "a rejected batch changed the count");
+    ensure!(stats_count(api, "small-l2").await? == SMALL_N as u64, "a rejected batch changed the count");
+    Ok(())
+}
 
-    for metric in METRICS {
-        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} before deletes"))?;
-    }
-
-    // Upsert replaces: a record moved far away is found at its new place.
+/// Upsert replaces: a record moved far away is found at its new place.
+async fn an_upsert_moves_a_record(api: &Http, small: &mut BTreeMap<String, Records>) -> Result<()> {
     let far = vec![50.0f32; SMALL_DIM];
     let r = api.post(&format!("{C}/small-l2/upsert"), &json!({"id": "doc-3", "vector": far, "metadata": {"color": "red", "n": 3}})).await?;
     ensure!(r.clone().ensure_status(200)?.json["created"] == json!(false), "re-upsert {r}");
     small.get_mut("l2").context("l2")?.insert("doc-3".into(), (far.clone(), json!({"color": "red", "n": 3})));
-    let got = search(&api, "small-l2", json!({"vector": far, "k": 1})).await?;
+    let got = search(api, "small-l2", json!({"vector": far, "k": 1})).await?;
     ensure!(got.first().is_some_and(|h| h.0 == "doc-3" && h.1 == 0.0), "moved record: {got:?}");
+    Ok(())
+}
 
-    // Soft deletes: gone from get and from every search, count drops, delete again is 404.
+/// Soft deletes: gone from get and from every search, count drops, delete
+/// again is 404. Returns the deleted ids.
+async fn soft_deleted_records_are_gone(api: &Http, small: &mut BTreeMap<String, Records>) -> Result<Vec<String>> {
     let deleted: Vec<String> = (0..SMALL_N).step_by(9).map(|i| format!("doc-{i}")).collect();
     for metric in METRICS {
         let coll = format!("small-{metric}");
@@ -420,51 +468,58 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
             small.get_mut(metric).context("metric")?.remove(id);
         }
         api.delete(&format!("{C}/{coll}/vectors/{}", deleted[0])).await?.ensure_status(404)?.ensure_error_body()?;
-        ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after deletes");
+        ensure!(stats_count(api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after deletes");
     }
     api.get(&format!("{C}/small-dot/vectors/{}", deleted[1])).await?.ensure_status(404)?;
-    for metric in METRICS {
-        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after deletes"))?;
-    }
+    Ok(deleted)
+}
 
-    // A collection over two shards: exact answers, records on both.
+/// A collection over two shards: exact answers, records on both.
+async fn a_two_shard_collection_answers_exactly(api: &Http, rng: &mut Rng) -> Result<()> {
     api.post(C, &json!({"name": "two", "dim": SMALL_DIM, "metric": "l2", "shards": 2})).await?.ensure_status(201)?;
     let two: BTreeMap<String, (Vec<f32>, Value)> =
         (0..60).map(|i| (format!("t{i}"), (rng.vec(SMALL_DIM), json!({"color": COLORS[i % 3], "n": i % 5})))).collect();
     let recs: Vec<(String, Vec<f32>, Value)> = two.iter().map(|(id, (v, m))| (id.clone(), v.clone(), m.clone())).collect();
-    batch_upsert(&api, "two", &recs).await?;
-    ensure!(spread(&api, "two").await? == (2, 2), "two: {:?}", spread(&api, "two").await?);
+    batch_upsert(api, "two", &recs).await?;
+    ensure!(spread(api, "two").await? == (2, 2), "two: {:?}", spread(api, "two").await?);
     for _ in 0..5 {
         let q = rng.vec(SMALL_DIM);
-        let got = search(&api, "two", json!({"vector": vector_json(&q), "k": 7})).await?;
+        let got = search(api, "two", json!({"vector": vector_json(&q), "k": 7})).await?;
         let want = brute("l2", &two, &q, 7, |_| true);
         let got_ids: Vec<&str> = got.iter().map(|h| h.0.as_str()).collect();
         let want_ids: Vec<&str> = want.iter().map(|h| h.0).collect();
         ensure!(got_ids == want_ids, "two-shard search {got_ids:?} != brute force {want_ids:?}");
     }
+    Ok(())
+}
 
-    // Recall@10 on 10,000 × 64 random vectors, loaded in batches of BATCH.
+/// Recall@10 on 10,000 × 64 random vectors, loaded in batches of BATCH, over
+/// every data group and in one shard. Returns the records.
+async fn recall_at_10_meets_the_bar(api: &Http, groups: usize, rng: &mut Rng) -> Result<Records> {
     let records: Vec<(String, Vec<f32>, Value)> =
         (0..RECALL_N).map(|i| (format!("r{i}"), rng.vec(RECALL_DIM), json!({"bucket": i % 10}))).collect();
-    batch_upsert(&api, "recall", &records).await?;
+    batch_upsert(api, "recall", &records).await?;
     let big: BTreeMap<String, (Vec<f32>, Value)> = records.into_iter().map(|(id, v, m)| (id, (v, m))).collect();
-    ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count");
-    let (shards, used) = spread(&api, "recall").await?;
+    ensure!(stats_count(api, "recall").await? == RECALL_N as u64, "recall count");
+    let (shards, used) = spread(api, "recall").await?;
     ensure!(shards == groups && used == groups, "recall spans {shards} groups, {used} with records");
-    let r = recall(&api, "recall", &big, &mut rng).await?;
+    let r = recall(api, "recall", &big, rng).await?;
     eprintln!("[vectors] recall@10 = {r:.3} (over {groups} shards)");
     ensure!(r >= 0.95, "recall@10 {r} < 0.95");
     // The same data in one shard: one HNSW graph of 10,000 nodes meets the bar on its own.
     api.post(C, &json!({"name": "recall-one", "dim": RECALL_DIM, "metric": "l2", "shards": 1})).await?.ensure_status(201)?;
-    batch_upsert(&api, "recall-one", &big.iter().map(|(id, (v, m))| (id.clone(), v.clone(), m.clone())).collect::<Vec<_>>()).await?;
-    ensure!(spread(&api, "recall-one").await? == (1, 1), "recall-one is not a single shard");
-    let r = recall(&api, "recall-one", &big, &mut rng).await?;
+    batch_upsert(api, "recall-one", &big.iter().map(|(id, (v, m))| (id.clone(), v.clone(), m.clone())).collect::<Vec<_>>()).await?;
+    ensure!(spread(api, "recall-one").await? == (1, 1), "recall-one is not a single shard");
+    let r = recall(api, "recall-one", &big, rng).await?;
     eprintln!("[vectors] recall@10 = {r:.3} (one shard)");
     ensure!(r >= 0.95, "single-shard recall@10 {r} < 0.95");
+    Ok(big)
+}
 
-    // Every replica built the same graph from the same commands: identical answers.
+/// Every replica built the same graph from the same commands: identical answers.
+async fn every_replica_answers_like_the_leader(api: &Http, rng: &mut Rng) -> Result<()> {
     let body = json!({"vector": vector_json(&rng.vec(RECALL_DIM)), "k": 10, "filter": {"bucket": 3}});
-    let leader = search(&api, "recall", body.clone()).await?;
+    let leader = search(api, "recall", body.clone()).await?;
     ensure!(leader.len() == 10, "filtered recall search: {leader:?}");
     for node in NODE_IDS {
         let replica = api.consistency("one").replica(node);
@@ -475,12 +530,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         })
         .await?;
     }
+    Ok(())
+}
 
-    // After updates and deletes, a replica that restarts rebuilds the graph the
-    // others built live: pinned to any replica, approximate searches agree.
-    churn_then_restart_one(c, &api).await?;
-
-    // A dropped collection is gone; its name can be reused.
+/// A dropped collection is gone; its name can be reused.
+async fn a_dropped_collections_name_can_be_reused(api: &Http) -> Result<()> {
     api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;
     api.post(&format!("{C}/scratch/upsert"), &json!({"id": "a", "vector": [1.0, 0.0]})).await?.ensure_status(200)?;
     let r = api.delete(&format!("{C}/scratch")).await?.ensure_status(200)?;
@@ -489,10 +543,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     api.post(&format!("{C}/scratch/search"), &json!({"vector": [1.0, 0.0]})).await?.ensure_status(404)?;
     api.delete(&format!("{C}/scratch")).await?.ensure_status(404)?;
     api.post(C, &json!({"name": "scratch", "dim": 2, "metric": "dot"})).await?.ensure_status(201)?;
-    ensure!(search(&api, "scratch", json!({"vector": [1.0, 0.0]})).await?.is_empty(), "recreated collection is not empty");
+    ensure!(search(api, "scratch", json!({"vector": [1.0, 0.0]})).await?.is_empty(), "recreated collection is not empty");
+    Ok(())
+}
 
-    // Another router drops and recreates it with one shard: this router's cached
-    // layout is refused by the shards and read again, so nothing is misplaced.
+/// Another router drops and recreates a collection with one shard: this
+/// router's cached layout is refused by the shards and read again, so nothing
+/// is misplaced.
+async fn a_collection_recreated_behind_a_routers_back_is_found(c: &mut Cluster, api: &Http) -> Result<()> {
     let ids: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
     let vectors: Vec<Value> = ids.iter().enumerate().map(|(i, id)| json!({"id": id, "vector": [i as f32 + 1.0, 1.0]})).collect();
     api.post(&format!("{C}/scratch/batch"), &json!({"vectors": vectors})).await?.ensure_status(200)?;
@@ -506,11 +564,23 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(spread(&other, "scratch").await? == (1, 1), "recreated scratch: {:?}", spread(&other, "scratch").await?);
     for (i, id) in ids.iter().enumerate().step_by(7) {
         other.get(&format!("{C}/scratch/vectors/{id}")).await?.ensure_status(200)?;
-        let got = search(&api, "scratch", json!({"vector": [i as f32, 0.0, 0.0], "k": 1})).await?;
+        let got = search(api, "scratch", json!({"vector": [i as f32, 0.0, 0.0], "k": 1})).await?;
         ensure!(got.first().is_some_and(|h| &h.0 == id), "search for {id} through the stale router: {got:?}");
     }
+    Ok(())
+}
 
-    // Whole-cluster restart: records persist and the indexes are rebuilt.
+/// Whole-cluster restart: records persist and the indexes are rebuilt (the
+/// 10,000-node graph restored from its checkpoint); writes after the restart
+/// go into the rebuilt index.
+async fn indexes_are_rebuilt_after_a_whole_cluster_restart(
+    c: &mut Cluster,
+    groups: usize,
+    big: &Records,
+    small: &BTreeMap<String, Records>,
+    deleted: &[String],
+    rng: &mut Rng,
+) -> Result<()> {
     c.stop_all().await?;
     c.start_all().await?;
     let api = c.http.clone();
@@ -520,7 +590,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(shards == groups && used == groups, "recall after restart spans {shards} groups, {used} with records");
     ensure!(stats_count(&api, "recall").await? == RECALL_N as u64, "recall count after restart");
     for coll in ["recall", "recall-one"] {
-        let r = recall(&api, coll, &big, &mut rng).await?;
+        let r = recall(&api, coll, big, rng).await?;
         eprintln!("[vectors] {coll} recall@10 after restart = {r:.3}");
         ensure!(r >= 0.95, "{coll} recall@10 after restart {r} < 0.95");
     }
@@ -536,7 +606,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         ensure!(stats_count(&api, &coll).await? == (SMALL_N - deleted.len()) as u64, "{coll} count after restart");
         api.get(&format!("{C}/{coll}/vectors/{}", deleted[2])).await?.ensure_status(404)?;
         api.get(&format!("{C}/{coll}/vectors/doc-1")).await?.ensure_status(200)?;
-        check_exact(&api, metric, &small[metric], &mut rng).await.with_context(|| format!("{metric} after restart"))?;
+        check_exact(&api, metric, &small[metric], rng).await.with_context(|| format!("{metric} after restart"))?;
     }
     // Writes after the restart go into the rebuilt index.
     let v = rng.vec(SMALL_DIM);
