@@ -16,7 +16,7 @@ use axum::http::Method;
 use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, Response, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::meta::{Role, UserRecord};
 use tracing::{info, warn};
 
@@ -66,12 +66,12 @@ pub async fn users_exist(state: &AppState) -> Result<bool, ApiError> {
     if state.users_exist.load(Ordering::Relaxed) {
         return Ok(true);
     }
-    match state.cluster.meta_read(&Query::Meta(MetaQuery::UserCount)).await? {
-        QueryResult::Meta(MetaQueryResult::UserCount(n)) if n > 0 => {
+    match state.cluster.meta_read(MetaQuery::UserCount).await? {
+        MetaQueryResult::UserCount(n) if n > 0 => {
             state.users_exist.store(true, Ordering::Relaxed);
             Ok(true)
         }
-        QueryResult::Meta(MetaQueryResult::UserCount(_)) => Ok(false),
+        MetaQueryResult::UserCount(_) => Ok(false),
         other => Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
     }
 }
@@ -127,7 +127,7 @@ impl Caller {
 async fn permissions_of(state: &AppState, user: &UserRecord) -> Result<Vec<String>, ApiError> {
     let mut perms: Vec<String> = user.role.permissions().into_iter().map(str::to_string).collect();
     for name in &user.roles {
-        if let QueryResult::Meta(MetaQueryResult::Role(Some(r))) = state.cluster.meta_read(&Query::Meta(MetaQuery::Role { name: name.clone() })).await? {
+        if let MetaQueryResult::Role(Some(r)) = state.cluster.meta_read(MetaQuery::Role { name: name.clone() }).await? {
             perms.extend(r.permissions.into_iter().filter(|p| !p.starts_with("manage:")));
         }
     }
@@ -182,12 +182,12 @@ impl FromRequestParts<AppState> for Caller {
             }
             return Ok(caller);
         }
-        let session = match state.cluster.meta_read(&Query::Meta(MetaQuery::Session { token_hash: hash.clone() })).await? {
-            QueryResult::Meta(MetaQueryResult::Session(Some(s))) => s,
+        let session = match state.cluster.meta_read(MetaQuery::Session { token_hash: hash.clone() }).await? {
+            MetaQueryResult::Session(Some(s)) => s,
             _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
         };
-        match state.cluster.meta_read(&Query::Meta(MetaQuery::UserById { id: session.user_id })).await? {
-            QueryResult::Meta(MetaQueryResult::User(Some(user))) => {
+        match state.cluster.meta_read(MetaQuery::UserById { id: session.user_id }).await? {
+            MetaQueryResult::User(Some(user)) => {
                 let permissions = permissions_of(state, &user).await?;
                 let caller = Caller::User { user: Box::new(user), token_hash: hash.clone(), permissions, client_ip: ip };
                 callers.insert(hash, caller.clone(), session.expires_at_ms);
@@ -294,7 +294,7 @@ pub async fn provision_admin(state: AppState) {
         roles: Vec::new(),
     };
     loop {
-        match state.cluster.meta_write(&Operation::Meta(MetaOp::ProvisionFirstAdmin(user.clone()))).await {
+        match state.cluster.meta_write(MetaOp::ProvisionFirstAdmin(user.clone())).await {
             Ok(Response::Applied(true)) => {
                 info!(username = %user.username, "provisioned the first admin");
                 break;

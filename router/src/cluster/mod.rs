@@ -11,7 +11,7 @@ pub mod memory;
 
 use std::collections::HashMap;
 
-use tessera_api::command::{Operation, Query, QueryResult, Response};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::{Consistency, StatusReply};
@@ -85,14 +85,18 @@ pub trait ClusterClient: Send + Sync {
     /// The newest `lines` lines of node `node`'s own log.
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 
-    /// Reads from the meta group.
-    async fn meta_read(&self, query: &Query) -> Result<QueryResult, ClusterError> {
-        Ok(self.read(META_GROUP, query, Consistency::Quorum, None).await?.value)
+    /// Reads from the meta group (its reads never refuse: a refusal is reported as bad input).
+    async fn meta_read(&self, query: MetaQuery) -> Result<MetaQueryResult, ClusterError> {
+        match self.read(META_GROUP, &Query::Meta(query), Consistency::Quorum, None).await?.value {
+            QueryResult::Meta(answer) => Ok(answer),
+            QueryResult::Rejected(r) => Err(ClusterError::BadRequest(r.message)),
+            other => Err(ClusterError::UnexpectedReply(format!("{other:?}").chars().take(80).collect())),
+        }
     }
 
     /// Writes to the meta group.
-    async fn meta_write(&self, op: &Operation) -> Result<Response, ClusterError> {
-        Ok(self.write(META_GROUP, op, Consistency::Quorum).await?.value)
+    async fn meta_write(&self, op: MetaOp) -> Result<Response, ClusterError> {
+        Ok(self.write(META_GROUP, &Operation::Meta(op), Consistency::Quorum).await?.value)
     }
 }
 

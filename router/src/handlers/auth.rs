@@ -12,7 +12,7 @@ use axum::{Extension, Json};
 use rand::RngCore;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
@@ -38,8 +38,8 @@ pub async fn login(
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
-    let user = match state.cluster.meta_read(&Query::Meta(MetaQuery::UserByName { username: req.username.clone() })).await? {
-        QueryResult::Meta(MetaQueryResult::User(u)) => u,
+    let user = match state.cluster.meta_read(MetaQuery::UserByName { username: req.username.clone() }).await? {
+        MetaQueryResult::User(u) => u,
         other => return Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
     };
     // Verify against a dummy hash for unknown users too, so timing does not tell them apart.
@@ -66,7 +66,7 @@ pub async fn login(
         let temp = new_token();
         let ttl_ms = (security.mfa_challenge_secs.max(1) * 1000) as i64;
         let op = SecurityOp::BeginMfaLogin { challenge_hash: token_hash(&temp), user_id: user.id.clone(), ttl_ms };
-        state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await?;
+        state.cluster.meta_write(MetaOp::Security(op)).await?;
         return Ok(Json(json!({
             "mfa_required": true,
             "temp_token": temp,
@@ -79,7 +79,7 @@ pub async fn login(
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms };
-    state.cluster.meta_write(&Operation::Meta(MetaOp::CreateSession { token_hash: token_hash(&token), session })).await?;
+    state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms) }).into_response())
 }
 
@@ -90,7 +90,7 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Jso
         return Err(ApiError::Unauthorized("not logged in".into()));
     };
     state.security.callers.evict(&token_hash);
-    state.cluster.meta_write(&Operation::Meta(MetaOp::DeleteSession { token_hash: token_hash.clone() })).await?;
+    state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
     state.security.callers.evict(&token_hash);
     Ok(Json(json!({"success": true})))
 }
@@ -102,7 +102,7 @@ fn dev_code(state: &AppState) -> Option<String> {
 }
 
 async fn security_write(state: &AppState, op: SecurityOp) -> Result<Reply, ApiError> {
-    Ok(state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await?)
+    Ok(state.cluster.meta_write(MetaOp::Security(op)).await?)
 }
 
 /// `POST /api/v1/auth/mfa/enable`: a fresh 160-bit secret; MFA is active at once

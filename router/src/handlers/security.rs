@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, Response, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse};
 use tracing::warn;
@@ -66,7 +66,7 @@ fn username(caller: &Caller) -> String {
 }
 
 async fn write(state: &AppState, op: SecurityOp) -> Result<SecurityResponse, ApiError> {
-    match state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await? {
+    match state.cluster.meta_write(MetaOp::Security(op)).await? {
         Response::Security(r) => Ok(r),
         Response::Rejected(r) => Err(r.into()),
         other => Err(ApiError::unexpected(other)),
@@ -89,9 +89,9 @@ pub async fn list_alerts(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
     }
-    let q = Query::Meta(MetaQuery::Security(SecurityQuery::Alerts { acknowledged: p.acknowledged, limit }));
-    match state.cluster.meta_read(&q).await? {
-        QueryResult::Meta(MetaQueryResult::Security(SecurityQueryResult::Alerts { alerts, total, unacknowledged })) => Ok(Json(json!({
+    let q = MetaQuery::Security(SecurityQuery::Alerts { acknowledged: p.acknowledged, limit });
+    match state.cluster.meta_read(q).await? {
+        MetaQueryResult::Security(SecurityQueryResult::Alerts { alerts, total, unacknowledged }) => Ok(Json(json!({
             "alerts": alerts.iter().map(alert_view).collect::<Vec<_>>(),
             "count": alerts.len(),
             "total": total,
@@ -170,8 +170,8 @@ pub async fn block_ip(
 
 /// `GET /api/v1/admin/security/blocked-ips`: the blocks still active.
 pub async fn list_blocks(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match state.cluster.meta_read(&Query::Meta(MetaQuery::Security(SecurityQuery::Blocks))).await? {
-        QueryResult::Meta(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => {
+    match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await? {
+        MetaQueryResult::Security(SecurityQueryResult::Blocks(list)) => {
             state.security.blocks.replace(list.clone());
             Ok(Json(json!({
                 "blocked_ips": list.iter().map(block_view).collect::<Vec<_>>(),

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
 
@@ -59,7 +59,7 @@ fn user_json(u: &UserRecord) -> Value {
 }
 
 async fn meta_write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
-    match state.cluster.meta_write(&Operation::Meta(op)).await? {
+    match state.cluster.meta_write(op).await? {
         Reply::Rejected(r) => Err(r.into()),
         _ => Ok(()),
     }
@@ -67,8 +67,8 @@ async fn meta_write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
 
 async fn known_roles(state: &AppState, roles: &[String]) -> Result<(), ApiError> {
     for name in roles {
-        match state.cluster.meta_read(&Query::Meta(MetaQuery::Role { name: name.clone() })).await? {
-            QueryResult::Meta(MetaQueryResult::Role(Some(_))) => {}
+        match state.cluster.meta_read(MetaQuery::Role { name: name.clone() }).await? {
+            MetaQueryResult::Role(Some(_)) => {}
             _ => return Err(ApiError::BadRequest(format!("unknown role {name}"))),
         }
     }
@@ -122,8 +122,8 @@ pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<
 
 /// `GET /api/v1/admin/users`.
 pub async fn list_users(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match state.cluster.meta_read(&Query::Meta(MetaQuery::ListUsers)).await? {
-        QueryResult::Meta(MetaQueryResult::Users(users)) => {
+    match state.cluster.meta_read(MetaQuery::ListUsers).await? {
+        MetaQueryResult::Users(users) => {
             let list: Vec<Value> = users.iter().map(user_json).collect();
             Ok(Json(json!({"users": list, "total": list.len()})))
         }
@@ -132,9 +132,9 @@ pub async fn list_users(State(state): State<AppState>) -> Result<Json<Value>, Ap
 }
 
 async fn user(state: &AppState, id: &str) -> Result<UserRecord, ApiError> {
-    match state.cluster.meta_read(&Query::Meta(MetaQuery::UserById { id: id.to_string() })).await? {
-        QueryResult::Meta(MetaQueryResult::User(Some(u))) => Ok(u),
-        QueryResult::Meta(MetaQueryResult::User(None)) => Err(ApiError::NotFound(format!("user {id} does not exist"))),
+    match state.cluster.meta_read(MetaQuery::UserById { id: id.to_string() }).await? {
+        MetaQueryResult::User(Some(u)) => Ok(u),
+        MetaQueryResult::User(None) => Err(ApiError::NotFound(format!("user {id} does not exist"))),
         other => Err(ApiError::unexpected(other)),
     }
 }
@@ -236,8 +236,8 @@ pub async fn list_roles(State(state): State<AppState>) -> Result<Json<Value>, Ap
         .iter()
         .map(|r| json!({"name": r.as_str(), "permissions": r.permissions(), "builtin": true}))
         .collect();
-    match state.cluster.meta_read(&Query::Meta(MetaQuery::ListRoles)).await? {
-        QueryResult::Meta(MetaQueryResult::Roles(roles)) => list.extend(roles.iter().map(role_json)),
+    match state.cluster.meta_read(MetaQuery::ListRoles).await? {
+        MetaQueryResult::Roles(roles) => list.extend(roles.iter().map(role_json)),
         other => return Err(ApiError::unexpected(other)),
     }
     Ok(Json(json!({"roles": list})))

@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tessera_api::command::{Query, QueryResult, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{now_ms, MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{BlockRecord, SecurityQuery, SecurityQueryResult};
 use tracing::debug;
@@ -86,8 +86,8 @@ impl BlockList {
 pub async fn refresh_loop(state: AppState) {
     let every = Duration::from_millis(state.config.security.block_refresh_ms.clamp(100, 60_000));
     loop {
-        match state.cluster.meta_read(&Query::Meta(MetaQuery::Security(SecurityQuery::Blocks))).await {
-            Ok(QueryResult::Meta(MetaQueryResult::Security(SecurityQueryResult::Blocks(list)))) => state.security.blocks.replace(list),
+        match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await {
+            Ok(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => state.security.blocks.replace(list),
             Ok(other) => debug!("block list reload: unexpected reply {other:?}"),
             Err(e) => debug!("block list reload: {e}"),
         }

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tessera_api::command::{MetaOp, Operation, Response};
+use tessera_api::command::{MetaOp, Response};
 use tessera_api::security::{BruteForcePolicy, NewAlert, SecurityOp, SecurityResponse};
 use tracing::warn;
 
@@ -71,7 +71,7 @@ pub async fn record_login_failure(state: &AppState, ip: Option<IpAddr>, username
         username: username.to_string(),
         policy: policy(&state.config.security),
     };
-    match state.cluster.meta_write(&Operation::Meta(MetaOp::Security(op))).await {
+    match state.cluster.meta_write(MetaOp::Security(op)).await {
         Ok(Response::Security(SecurityResponse::LoginFailure { alerts, banned })) => {
             for a in alerts {
                 warn!(alert = %a.id, kind = %a.kind, ip = ?a.source_ip, "SECURITY: {}", a.message);
@@ -88,7 +88,7 @@ pub async fn record_login_failure(state: &AppState, ip: Option<IpAddr>, username
 /// Records an alert; failures are logged.
 pub async fn raise(state: &AppState, alert: NewAlert) {
     warn!(kind = %alert.kind, ip = ?alert.source_ip, user = ?alert.username, "SECURITY: {}", alert.message);
-    if let Err(e) = state.cluster.meta_write(&Operation::Meta(MetaOp::Security(SecurityOp::RaiseAlert(alert)))).await {
+    if let Err(e) = state.cluster.meta_write(MetaOp::Security(SecurityOp::RaiseAlert(alert))).await {
         warn!("recording a security alert: {e}");
     }
 }

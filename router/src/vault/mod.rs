@@ -15,7 +15,7 @@ pub mod policy;
 use std::sync::RwLock;
 
 use serde_json::Value;
-use tessera_api::command::{MetaOp, Operation, Query, QueryResult, Response, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, Response, MetaQuery, MetaQueryResult};
 use tessera_api::meta::{VaultAuditRecord, VaultCapability, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 use zeroize::Zeroizing;
 
@@ -162,14 +162,14 @@ impl Vault {
     }
 
     async fn state(&self, cluster: &dyn ClusterClient) -> Result<(Option<VaultKeyRecord>, u64)> {
-        match cluster.meta_read(&Query::Meta(MetaQuery::VaultState)).await? {
-            QueryResult::Meta(MetaQueryResult::VaultState { key, seal_epoch }) => Ok((key, seal_epoch)),
+        match cluster.meta_read(MetaQuery::VaultState).await? {
+            MetaQueryResult::VaultState { key, seal_epoch } => Ok((key, seal_epoch)),
             other => Err(unexpected("VaultState", other)),
         }
     }
 
     async fn write(&self, cluster: &dyn ClusterClient, op: MetaOp) -> Result<Response> {
-        match cluster.meta_write(&Operation::Meta(op)).await? {
+        match cluster.meta_write(op).await? {
             Response::Rejected(r) => match r.code {
                 tessera_api::error::ErrorCode::NotFound => Err(VaultError::NotFound(r.message)),
                 _ => Err(VaultError::Invalid(r.message)),
@@ -281,8 +281,8 @@ impl Vault {
     }
 
     async fn policies(&self, cluster: &dyn ClusterClient) -> Result<Vec<VaultPolicyRecord>> {
-        match cluster.meta_read(&Query::Meta(MetaQuery::VaultPolicies)).await? {
-            QueryResult::Meta(MetaQueryResult::VaultPolicies(p)) => Ok(p),
+        match cluster.meta_read(MetaQuery::VaultPolicies).await? {
+            MetaQueryResult::VaultPolicies(p) => Ok(p),
             other => Err(unexpected("VaultPolicies", other)),
         }
     }
@@ -338,9 +338,9 @@ impl Vault {
         check_path(path)?;
         let (key, key_id) = self.key(cluster).await?;
         self.authorize(cluster, actor, path, VaultCapability::Read).await?;
-        let record = match cluster.meta_read(&Query::Meta(MetaQuery::VaultSecret { path: path.into() })).await? {
-            QueryResult::Meta(MetaQueryResult::VaultSecret(Some(r))) => r,
-            QueryResult::Meta(MetaQueryResult::VaultSecret(None)) => return Err(VaultError::NotFound(format!("no secret at {path}"))),
+        let record = match cluster.meta_read(MetaQuery::VaultSecret { path: path.into() }).await? {
+            MetaQueryResult::VaultSecret(Some(r)) => r,
+            MetaQueryResult::VaultSecret(None) => return Err(VaultError::NotFound(format!("no secret at {path}"))),
             other => return Err(unexpected("VaultSecret", other)),
         };
         if record.key_id != key_id {
@@ -360,8 +360,8 @@ impl Vault {
             return Err(VaultError::Invalid(format!("prefix is at most {MAX_PATH_BYTES} bytes")));
         }
         self.key(cluster).await?;
-        let records = match cluster.meta_read(&Query::Meta(MetaQuery::VaultSecrets { prefix: prefix.into() })).await? {
-            QueryResult::Meta(MetaQueryResult::VaultSecrets(r)) => r,
+        let records = match cluster.meta_read(MetaQuery::VaultSecrets { prefix: prefix.into() }).await? {
+            MetaQueryResult::VaultSecrets(r) => r,
             other => return Err(unexpected("VaultSecrets", other)),
         };
         let mut paths: Vec<String> = records.into_iter().map(|r| r.path).collect();
@@ -427,8 +427,8 @@ impl Vault {
 
     /// The newest `limit` audit records, newest first.
     pub async fn audit_trail(&self, cluster: &dyn ClusterClient, limit: usize) -> Result<Vec<VaultAuditRecord>> {
-        match cluster.meta_read(&Query::Meta(MetaQuery::VaultAudit { limit })).await? {
-            QueryResult::Meta(MetaQueryResult::VaultAudit(r)) => Ok(r),
+        match cluster.meta_read(MetaQuery::VaultAudit { limit }).await? {
+            MetaQueryResult::VaultAudit(r) => Ok(r),
             other => Err(unexpected("VaultAudit", other)),
         }
     }
