@@ -50,8 +50,8 @@ pub struct GroupReader {
 }
 
 impl GroupReader {
-    pub(crate) fn new(db: Arc<Db>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
-        GroupReader { data: GroupData { db, group, vectors } }
+    pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
+        GroupReader { data: GroupData { db, group, memory } }
     }
 
     /// Answers `query` from this replica's applied state, with `now_ms` for expiry.
@@ -68,7 +68,7 @@ impl GroupReader {
         cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ) -> Result<QueryResult> {
         let ctx = QueryCtx { data: &self.data, now_ms, cancel };
-        let vectors = VectorEngine { state: &self.data.vectors };
+        let vectors = VectorEngine { state: &self.data.memory.vectors };
         Ok(match query {
             Query::Kv(q) => answer(KvEngine.query(&ctx, q)?, QueryResult::Kv),
             Query::Meta(q) => answer(MetaEngine.query(&ctx, q)?, QueryResult::Meta),
@@ -153,8 +153,8 @@ fn put_data(db: &Db, batch: &mut WriteBatch, key: &[u8], value: &[u8]) {
 }
 
 impl StateMachine {
-    pub(crate) fn new(db: Arc<Db>, group: u64, vectors: Arc<engine::vector::VectorState>) -> Self {
-        StateMachine { data: GroupData { db, group, vectors } }
+    pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
+        StateMachine { data: GroupData { db, group, memory } }
     }
 
     /// Applies `cmd` as the committed log entry `log_index` (term 1), through
@@ -243,7 +243,7 @@ impl StateMachine {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
                 // In-memory indexes may be half-updated: rebuild them from storage.
-                self.data.vectors.invalidate();
+                self.data.memory.invalidate();
                 tracing::error!(group = self.data.group, log_index, "an engine panicked applying a command: {what}");
                 format!("the command could not be applied: internal error ({what})")
             }
@@ -293,7 +293,7 @@ impl StateMachine {
             Operation::Meta(op) => with(MetaEngine, db, group, batch, now, op),
             Operation::Object(op) => with(ObjectEngine, db, group, batch, now, op),
             Operation::Document(op) => with(DocumentEngine, db, group, batch, now, op),
-            Operation::Vector(op) => with(VectorEngine { state: &self.data.vectors }, db, group, batch, now, op),
+            Operation::Vector(op) => with(VectorEngine { state: &self.data.memory.vectors }, db, group, batch, now, op),
             Operation::TimeSeries(op) => with(TimeSeriesEngine, db, group, batch, now, op),
             Operation::Stream(op) => with(StreamEngine, db, group, batch, now, op),
             Operation::Graph(op) => with(GraphEngine, db, group, batch, now, op),
@@ -476,7 +476,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             return Err(failed(meta, &e));
         }
         let group = self.data.group;
-        self.data.vectors.invalidate(); // vector indexes are rebuilt from the new records
+        self.data.memory.invalidate(); // in-memory indexes are rebuilt from the new records
         tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");
         Ok(())
     }

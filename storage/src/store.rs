@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteOptions};
 
 use crate::crypt::{Crypt, CryptError, Purpose};
-use crate::engine::vector::VectorState;
+use crate::engine::EngineMemory;
 use crate::error::Result;
 use crate::keys::{self, CF_DATA, CF_INDEX, CF_LOG, CF_RAFT};
 use crate::log_store::LogStore;
@@ -104,8 +104,8 @@ pub struct Store {
     db: Arc<Db>,
     /// Group commit of the log appends of every group.
     wal: Arc<WalSync>,
-    /// Each group's in-memory vector indexes, shared by its state machine and reader.
-    vectors: Arc<Mutex<HashMap<u64, Arc<VectorState>>>>,
+    /// Each group's engine memory (see [`EngineMemory`]), shared by its state machine and reader.
+    memories: Arc<Mutex<HashMap<u64, Arc<EngineMemory>>>>,
 }
 
 impl Store {
@@ -132,7 +132,7 @@ impl Store {
         check_encryption(&db, crypt.as_ref())?;
         let db = Arc::new(Db { db, crypt, pending_compactions: Default::default() });
         let wal = WalSync::start(&db)?;
-        Ok(Store { db, wal, vectors: Default::default() })
+        Ok(Store { db, wal, memories: Default::default() })
     }
 
     /// Log entries appended and WAL syncs made since the store opened.
@@ -155,7 +155,7 @@ impl Store {
     /// behind its purge mark (see [`crate::state_machine::guard_applied_behind_purge`]),
     /// and drops a stored snapshot the purge mark has passed.
     pub fn state_machine(&self, group: u64) -> StateMachine {
-        let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
+        let sm = StateMachine::new(self.db.clone(), group, self.engine_memory(group));
         let dir = crate::snapshot::SnapshotDir::of(&sm.data);
         if let Err(e) = crate::snapshot::resolve_pending_install(&sm.data, &dir) {
             tracing::error!(group, "resolving an interrupted snapshot install failed: {e}");
@@ -172,17 +172,17 @@ impl Store {
     /// The log index `group`'s replica must apply before it grants votes
     /// again, when it has not yet (a replica found applied behind its purge mark).
     pub fn vote_floor(&self, group: u64) -> Result<Option<u64>> {
-        let sm = StateMachine::new(self.db.clone(), group, self.vector_state(group));
+        let sm = StateMachine::new(self.db.clone(), group, self.engine_memory(group));
         crate::state_machine::vote_floor(&sm.data)
     }
 
     /// A read-only view of one group's state machine, for serving queries.
     pub fn reader(&self, group: u64) -> GroupReader {
-        GroupReader::new(self.db.clone(), group, self.vector_state(group))
+        GroupReader::new(self.db.clone(), group, self.engine_memory(group))
     }
 
-    fn vector_state(&self, group: u64) -> Arc<VectorState> {
-        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().clone()
+    fn engine_memory(&self, group: u64) -> Arc<EngineMemory> {
+        self.memories.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().clone()
     }
 
     /// The placement this node recorded at its first start (opaque bytes), if any.

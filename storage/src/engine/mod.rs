@@ -257,8 +257,24 @@ impl<'a> Tx<'a> {
 pub struct GroupData {
     pub(crate) db: Arc<Db>,
     pub(crate) group: u64,
-    /// The group's in-memory vector indexes (shared by its state machine and reader).
-    pub(crate) vectors: Arc<vector::VectorState>,
+    /// The engines' in-memory state of the group (shared by its state machine and reader).
+    pub(crate) memory: Arc<EngineMemory>,
+}
+
+/// What engines keep in memory for one group, derived from its applied data: it
+/// is rebuilt from storage after a snapshot install or a failed apply
+/// ([`EngineMemory::invalidate`]). Today only the vector engine keeps any (its
+/// HNSW indexes).
+#[derive(Default)]
+pub struct EngineMemory {
+    pub(crate) vectors: vector::VectorState,
+}
+
+impl EngineMemory {
+    /// Forgets everything derived; each engine rebuilds its part from storage on next use.
+    pub(crate) fn invalidate(&self) {
+        self.vectors.invalidate();
+    }
 }
 
 impl GroupData {

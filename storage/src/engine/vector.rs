@@ -460,7 +460,7 @@ fn checkpoint_larger_than(data: &GroupData, min_new: usize, min_nodes: usize) ->
             continue; // rebuilt from its records, not from a node log
         }
         let checkpoint = {
-            let map = data.vectors.read();
+            let map = data.memory.vectors.read();
             let Some(Slot::Live(col)) = map.get(&c.name) else { continue };
             let nodes = col.index.nodes();
             let last = col.checkpointed.load(std::sync::atomic::Ordering::Relaxed);
@@ -471,7 +471,7 @@ fn checkpoint_larger_than(data: &GroupData, min_new: usize, min_nodes: usize) ->
             (nodes, col.index.links_checkpoint())
         };
         if put_checkpoint(&view, c, checkpoint.0, checkpoint.1)? {
-            if let Some(Slot::Live(col)) = data.vectors.read().get(&c.name) {
+            if let Some(Slot::Live(col)) = data.memory.vectors.read().get(&c.name) {
                 col.checkpointed.fetch_max(checkpoint.0, std::sync::atomic::Ordering::Relaxed);
             }
             written += 1;
@@ -742,7 +742,7 @@ pub fn warm(data: &GroupData) -> Result<usize> {
     for c in configs {
         // Built outside the lock, so applies and searches of the group's other
         // collections go on meanwhile; dropped when a writer came in between.
-        if data.vectors.absent(&c.name).is_some() && data.vectors.build_outside_lock(&view, &c)? {
+        if data.memory.vectors.absent(&c.name).is_some() && data.memory.vectors.build_outside_lock(&view, &c)? {
             built += 1;
         }
     }
@@ -760,7 +760,7 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
     if let Err(e) = metric(c.metric).prepare(&req.vector, c.dim as usize) {
         return invalid(format!("query vector: {e}"));
     }
-    let state = &data.vectors;
+    let state = &data.memory.vectors;
     loop {
         {
             let map = state.read();
@@ -822,7 +822,7 @@ mod tests {
 
     fn apply(data: &GroupData, op: VectorOp) -> Response {
         let mut batch = WriteBatch::default();
-        let engine = VectorEngine { state: &data.vectors };
+        let engine = VectorEngine { state: &data.memory.vectors };
         let r = engine.apply(&mut Tx::new(&data.db, data.group, space::VECTOR, &mut batch), 7, &op).unwrap();
         data.db.write(batch).unwrap();
         r
@@ -857,17 +857,17 @@ mod tests {
             uid: "u1".into(),
         };
         apply(&data, VectorOp::CreateCollection(config.clone()));
-        data.vectors.invalidate();
+        data.memory.vectors.invalidate();
         let view = data.space(space::VECTOR);
-        let generation = data.vectors.absent("c").expect("no index after an invalidation");
+        let generation = data.memory.vectors.absent("c").expect("no index after an invalidation");
         let built = load(&view, &config).unwrap();
-        data.vectors.invalidate(); // a writer came meanwhile
-        assert!(!data.vectors.keep_built(generation, "c", built), "a build that raced a writer was kept");
-        let generation = data.vectors.absent("c").unwrap();
-        assert!(data.vectors.keep_built(generation, "c", load(&view, &config).unwrap()));
-        assert_eq!(data.vectors.absent("c"), None);
+        data.memory.vectors.invalidate(); // a writer came meanwhile
+        assert!(!data.memory.vectors.keep_built(generation, "c", built), "a build that raced a writer was kept");
+        let generation = data.memory.vectors.absent("c").unwrap();
+        assert!(data.memory.vectors.keep_built(generation, "c", load(&view, &config).unwrap()));
+        assert_eq!(data.memory.vectors.absent("c"), None);
         assert_eq!(warm(&data).unwrap(), 0, "warm builds only what is missing");
-        data.vectors.invalidate();
+        data.memory.vectors.invalidate();
         assert_eq!(warm(&data).unwrap(), 1);
     }
 
@@ -914,9 +914,9 @@ mod tests {
         assert!(!before.contains(&"b".to_string()));
 
         // A fresh state (restart) and an invalidated one (snapshot install) rebuild lazily.
-        let restarted = GroupData { vectors: Default::default(), ..data.clone() };
+        let restarted = GroupData { memory: Default::default(), ..data.clone() };
         assert_eq!(ids(&restarted, &[0.5, 0.5], 10, Some(json!({"color": "red"}))), before);
-        data.vectors.invalidate();
+        data.memory.vectors.invalidate();
         assert_eq!(ids(&data, &[0.5, 0.5], 10, Some(json!({"color": "red"}))), before);
         match query(&data, &VectorQuery::Stats { name: "c".into() }).unwrap() {
             Ok(VectorQueryResult::Stats(s)) => assert_eq!(s.count, 51),
@@ -1017,7 +1017,7 @@ mod tests {
         assert_eq!(checkpoint_larger_than(&data, 1, 1).unwrap(), 1);
         assert_eq!(checkpoint_larger_than(&data, 1, 1).unwrap(), 0, "nothing new to checkpoint");
         let checkpointed = counters(&view, "c").unwrap().next_node.unwrap() as usize;
-        let restored = |d: &GroupData| match d.vectors.read().get("c") {
+        let restored = |d: &GroupData| match d.memory.vectors.read().get("c") {
             Some(Slot::Live(col)) => col.checkpointed.load(std::sync::atomic::Ordering::Relaxed),
             _ => panic!("no live index"),
         };
@@ -1030,7 +1030,7 @@ mod tests {
         }
         let nodes = counters(&data.space(space::VECTOR), "c").unwrap().next_node.unwrap();
         {
-            let map = data.vectors.read();
+            let map = data.memory.vectors.read();
             let Some(Slot::Live(col)) = map.get("c") else { panic!("no live index") };
             assert_eq!(col.index.nodes() as u64, nodes);
             assert_eq!(col.index.len(), current.len());
@@ -1053,10 +1053,10 @@ mod tests {
         };
         let live_answers = answers(&data);
         assert!(live_answers.iter().all(|h| h.len() == 10));
-        let restarted = GroupData { vectors: Default::default(), ..data.clone() };
+        let restarted = GroupData { memory: Default::default(), ..data.clone() };
         assert!(answers(&restarted) == live_answers, "a restarted replica answers differently");
         assert_eq!(restored(&restarted), checkpointed, "the rebuild did not start from the checkpoint");
-        data.vectors.invalidate();
+        data.memory.vectors.invalidate();
         assert!(answers(&data) == live_answers, "a snapshot-installed replica answers differently");
         // A damaged checkpoint is ignored: the rebuild links every node.
         let key = checkpoint_key(&super::config(&view, "c").unwrap().unwrap());
@@ -1064,20 +1064,20 @@ mod tests {
         let mut damaged = valid.clone();
         damaged[40] ^= 0x10;
         view.put_derived(&key, &damaged).unwrap();
-        let rebuilt = GroupData { vectors: Default::default(), ..data.clone() };
+        let rebuilt = GroupData { memory: Default::default(), ..data.clone() };
         assert!(answers(&rebuilt) == live_answers, "a replica with a damaged checkpoint answers differently");
         assert_eq!(restored(&rebuilt), 0);
         // So is an intact checkpoint of another node log (its digest differs).
         let mut foreign = valid;
         foreign[0] ^= 0x01;
         view.put_derived(&key, &foreign).unwrap();
-        let rebuilt = GroupData { vectors: Default::default(), ..data.clone() };
+        let rebuilt = GroupData { memory: Default::default(), ..data.clone() };
         assert!(answers(&rebuilt) == live_answers, "a replica with a foreign checkpoint answers differently");
         assert_eq!(restored(&rebuilt), 0, "a checkpoint of another node log was restored");
 
         // The old rebuild (live records in sequence order, as for a collection
         // without a node log) builds another graph, which answers differently.
-        let legacy = GroupData { vectors: Default::default(), ..data.clone() };
+        let legacy = GroupData { memory: Default::default(), ..data.clone() };
         let n = counters(&legacy.space(space::VECTOR), "c").unwrap();
         let mut batch = WriteBatch::default();
         let mut tx = Tx::new(&legacy.db, legacy.group, space::VECTOR, &mut batch);
