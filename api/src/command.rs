@@ -55,6 +55,10 @@ pub enum KvOp {
 pub enum MetaOp {
     /// Record the cluster map, unless one is recorded already.
     InitClusterMap(ClusterMap),
+    /// Set a node's lifecycle state in the map (refused for a node it does not have).
+    SetNodeState { node: crate::NodeId, state: crate::meta::NodeState },
+    /// Drop a node from the map and from every group's members.
+    RemoveNode { node: crate::NodeId },
     /// Create the first admin, only while no user exists (bootstrap provisioning).
     ProvisionFirstAdmin(UserRecord),
     /// Create a user; refused when the username is taken.

@@ -4,11 +4,49 @@ use serde::{Deserialize, Serialize};
 
 use crate::{GroupId, NodeId};
 
-/// A data node and its gRPC address.
+/// A data node, its gRPC address and its lifecycle state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
     pub id: NodeId,
     pub addr: String,
+    /// `active` unless an operator asked to drain it.
+    #[serde(default, skip_serializing_if = "NodeState::is_active")]
+    pub state: NodeState,
+}
+
+impl NodeInfo {
+    /// An active node.
+    pub fn new(id: NodeId, addr: impl Into<String>) -> NodeInfo {
+        NodeInfo { id, addr: addr.into(), state: NodeState::Active }
+    }
+}
+
+/// Where a node is in its lifecycle. A removed node leaves the map altogether.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeState {
+    /// Hosts replicas and may lead groups.
+    #[default]
+    Active,
+    /// Gives up and no longer takes leadership; may then be removed.
+    Draining,
+    /// Being removed: its groups' memberships are dropping it.
+    Removing,
+}
+
+impl NodeState {
+    fn is_active(&self) -> bool {
+        *self == NodeState::Active
+    }
+
+    /// The state's name in answers.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodeState::Active => "active",
+            NodeState::Draining => "draining",
+            NodeState::Removing => "removing",
+        }
+    }
 }
 
 /// How keys are mapped onto data groups.
@@ -29,7 +67,8 @@ pub struct GroupInfo {
     pub members: Vec<NodeId>,
 }
 
-/// The placement of every group, written once into the meta group at bootstrap.
+/// The placement of every group, recorded in the meta group at bootstrap and
+/// changed there by node lifecycle calls (each change raises `epoch`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterMap {
     pub nodes: Vec<NodeInfo>,
@@ -37,12 +76,21 @@ pub struct ClusterMap {
     pub replication_factor: usize,
     /// Group 0 (meta) first, then the data groups in id order.
     pub groups: Vec<GroupInfo>,
+    /// 0 at bootstrap; one more for every recorded change. Routers keep the map
+    /// with the highest epoch any node shows them.
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 impl ClusterMap {
     /// The data groups' ids (every group but the meta group).
     pub fn data_groups(&self) -> Vec<GroupId> {
         self.groups.iter().map(|g| g.id).filter(|id| *id != crate::META_GROUP).collect()
+    }
+
+    /// A node of the map.
+    pub fn node(&self, id: NodeId) -> Option<&NodeInfo> {
+        self.nodes.iter().find(|n| n.id == id)
     }
 
     /// The address of a node.

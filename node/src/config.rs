@@ -275,7 +275,7 @@ impl NodeConfig {
     pub fn peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
         let mut peers = parse_peers(&self.cluster.peers)?;
         if peers.is_empty() {
-            peers.push(NodeInfo { id: self.cluster.node_id, addr: self.server.grpc_addr.clone() });
+            peers.push(NodeInfo::new(self.cluster.node_id, self.server.grpc_addr.clone()));
         }
         peers.sort_by_key(|p| p.id);
         Ok(peers)
@@ -289,7 +289,7 @@ impl NodeConfig {
 
 /// Parses `id=host:port` entries.
 fn parse_peers(peers: &NodeList) -> Result<Vec<NodeInfo>, ConfigError> {
-    Ok(peers.with_ids().map_err(ConfigError::BadPeer)?.into_iter().map(|(id, addr)| NodeInfo { id, addr }).collect())
+    Ok(peers.with_ids().map_err(ConfigError::BadPeer)?.into_iter().map(|(id, addr)| NodeInfo::new(id, addr)).collect())
 }
 
 /// TLS and encryption at rest.

@@ -212,8 +212,13 @@ pub struct Host {
     /// The data directory's size and when it was measured (routers ask for the
     /// status twice a second; the directory is walked at most every few seconds).
     disk_usage: std::sync::Mutex<Option<(Instant, u64)>>,
-    /// Set by [`Host::request_restart`]; `main` stops the node and runs it again.
+    /// Set by [`Host::request_restart`] and [`Host::retire`]; `main` stops the node
+    /// (and runs it again unless it retired).
     restart: tokio::sync::watch::Sender<bool>,
+    /// The node was drained ([`Host::drain`]): it neither campaigns nor leads.
+    drained: AtomicBool,
+    /// The node was removed from the cluster ([`Host::retire`]): it stops for good.
+    retired: AtomicBool,
 }
 
 
@@ -230,6 +235,16 @@ impl Host {
         );
         std::fs::create_dir_all(&cfg.storage.data_dir)?;
         let store = Store::open_with(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?)?;
+        if store.node_record(tessera_storage::NODE_REMOVED)?.is_some() {
+            anyhow::bail!(
+                "node {id} was removed from the cluster (DELETE /api/v1/admin/nodes/{id}); it does not start on this \
+                 data directory again. To bring the machine back, wipe the data directory and add it as a new node"
+            );
+        }
+        let drained = store.node_record(tessera_storage::NODE_DRAINED)?.is_some();
+        if drained {
+            info!("this node was drained: it neither campaigns nor leads");
+        }
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
@@ -319,8 +334,11 @@ impl Host {
             }
             // A replica that may not vote does not campaign either (its campaigns
             // would only raise terms and unseat the leader).
-            if floor.is_some() || replaced.is_some() {
+            if floor.is_some() || replaced.is_some() || drained {
                 raft.runtime_config().elect(false);
+            }
+            if drained {
+                raft.runtime_config().heartbeat(false);
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
             let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, restored_lead };
@@ -344,6 +362,8 @@ impl Host {
             data_dir: cfg.storage.data_dir.clone(),
             disk_usage: Default::default(),
             restart: tokio::sync::watch::Sender::new(false),
+            drained: AtomicBool::new(drained),
+            retired: AtomicBool::new(false),
         });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
@@ -356,6 +376,9 @@ impl Host {
                     let Some(g) = host.groups.get(&group) else { return };
                     while !g.may_vote() {
                         tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    if host.is_drained() {
+                        return;
                     }
                     g.raft.runtime_config().elect(true);
                     info!(group, "replica caught up: it campaigns again");
@@ -383,6 +406,7 @@ impl Host {
         // them instead of re-linking every node (also written at shutdown).
         tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
         crate::maintenance::spawn(host.clone(), &cfg.maintenance);
+        tokio::spawn(follow_lifecycle_state(host.clone()));
         Ok(host)
     }
 
@@ -423,6 +447,7 @@ impl Host {
         consistency: Consistency,
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
+        self.refuse_if_drained_leader(group)?;
         let issued_at_ms = self.stamp(g);
         if g.reader.checks_before_propose(&op) && g.raft.metrics().borrow().current_leader == Some(self.id) {
             let (reader, checked) = (g.reader.clone(), op.clone());
@@ -446,6 +471,7 @@ impl Host {
     pub async fn read(&self, group: GroupId, query: Query, consistency: Consistency) -> Result<QueryResult, HostError> {
         let g = self.group(group)?;
         if consistency != Consistency::One {
+            self.refuse_if_drained_leader(group)?;
             let read_log_id = g.raft.ensure_linearizable().await.map_err(|e| match e {
                 RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => HostError::forward(group, f),
                 other => HostError::Unavailable(other.to_string()),
@@ -481,6 +507,75 @@ impl Host {
         }
         let applied = g.reader.applied().ok().flatten().map_or(0, |l| l.index);
         (applied < last).then_some(last)
+    }
+
+    /// A drained node that still leads `group` serves nothing a leader serves
+    /// (so no message of it renews its followers' leases): they elect another
+    /// leader, and the caller retries there.
+    fn refuse_if_drained_leader(&self, group: GroupId) -> Result<(), HostError> {
+        if self.is_drained() && self.leads(group) {
+            return Err(HostError::NotLeader { group, leader: None });
+        }
+        Ok(())
+    }
+
+    /// Drains the node (recorded, so it survives a restart): every group stops
+    /// campaigning here and, where this node leads, stops its heartbeats; the
+    /// followers elect another leader once their lease runs out (openraft 0.9 has
+    /// no leader transfer). Returns the groups it led when asked.
+    pub fn drain(&self) -> Result<Vec<GroupId>, HostError> {
+        self.store.record_node_record(tessera_storage::NODE_DRAINED, &[])?;
+        self.drained.store(true, Ordering::SeqCst);
+        let mut led = Vec::new();
+        for (&id, g) in &self.groups {
+            g.raft.runtime_config().elect(false);
+            g.raft.runtime_config().heartbeat(false);
+            if self.leads(id) {
+                led.push(id);
+            }
+        }
+        led.sort_unstable();
+        info!(node = self.id, ?led, "drained: this node no longer campaigns or leads");
+        Ok(led)
+    }
+
+    /// Whether the node was drained.
+    pub fn is_drained(&self) -> bool {
+        self.drained.load(Ordering::SeqCst)
+    }
+
+    /// On the leader of `group`: removes `node` from its voters and learners and
+    /// returns the log index of the membership without it, once committed
+    /// (at once when it is no member).
+    pub async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, HostError> {
+        let g = self.group(group)?;
+        let m = g.raft.metrics().borrow().clone();
+        if m.current_leader != Some(self.id) || self.is_drained() {
+            let hint = m.current_leader.filter(|l| *l != self.id);
+            let leader = hint.and_then(|l| m.membership_config.membership().get_node(&l).map(|n| (l, n.addr.clone())));
+            return Err(HostError::NotLeader { group, leader });
+        }
+        let membership = m.membership_config.membership();
+        if !membership.voter_ids().any(|v| v == node) && membership.get_node(&node).is_none() {
+            return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
+        }
+        let change = openraft::ChangeMembers::RemoveVoters([node].into_iter().collect());
+        let resp = g.raft.change_membership(change, false).await.map_err(|e| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
+            other => HostError::Unavailable(format!("removing node {node} from group {group}: {other}")),
+        })?;
+        info!(group, node, index = resp.log_id.index, "removed a voter");
+        Ok(resp.log_id.index)
+    }
+
+    /// The node was removed from the cluster: records a tombstone (it will not
+    /// start on this data directory again) and asks `main` to stop for good.
+    pub fn retire(&self) -> Result<(), HostError> {
+        self.store.record_node_record(tessera_storage::NODE_REMOVED, &self.id.to_be_bytes())?;
+        self.retired.store(true, Ordering::SeqCst);
+        info!(node = self.id, "removed from the cluster: stopping for good");
+        self.restart.send_replace(true);
+        Ok(())
     }
 
     /// The index this node's replica of `group` has applied.
@@ -634,6 +729,22 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
     }
 }
 
+/// Watches this node's state in the cluster map its meta replica holds: a node
+/// the map marks as leaving drains itself, even when it did not answer the
+/// router's drain call (it was down, or the router died half-way).
+async fn follow_lifecycle_state(host: Arc<Host>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    while !host.is_stopping() && !host.is_drained() {
+        tick.tick().await;
+        let leaving = host.recorded_map().and_then(|m| m.node(host.id).map(|n| n.state != tessera_api::meta::NodeState::Active));
+        if leaving == Some(true)
+            && let Err(e) = host.drain()
+        {
+            warn!("draining as the cluster map asks: {e}");
+        }
+    }
+}
+
 impl Host {
     /// Asks `main` to stop the node gracefully and run it again.
     pub fn request_restart(&self) {
@@ -647,9 +758,9 @@ impl Host {
         let _ = rx.wait_for(|r| *r).await;
     }
 
-    /// Whether a restart was requested.
+    /// Whether a restart was requested (and the node did not retire).
     pub fn restart_pending(&self) -> bool {
-        *self.restart.borrow()
+        *self.restart.borrow() && !self.retired.load(Ordering::SeqCst)
     }
 
     /// Bytes of the files under the data directory, measured at most every 5 s.

@@ -25,7 +25,7 @@ pub fn initial_map(
         let members = (0..rf).map(|i| nodes[(start + i) % n].id).collect();
         groups.push(GroupInfo { id: g, members });
     }
-    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups }
+    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0 }
 }
 
 /// Why a node refuses to start.
@@ -156,7 +156,7 @@ mod tests {
     }
 
     fn nodes(n: u64) -> Vec<NodeInfo> {
-        (1..=n).map(|id| NodeInfo { id, addr: format!("127.0.0.1:{}", 9190 + id) }).collect()
+        (1..=n).map(|id| NodeInfo::new(id, format!("127.0.0.1:{}", 9190 + id))).collect()
     }
 
     #[test]

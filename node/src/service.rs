@@ -9,7 +9,8 @@ use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
-    AppliedReply, AppliedRequest, Consistency, DataReply, Failure, FailureKind, LogsReply, LogsRequest, NotLeader, RestartReply, RestartRequest,
+    AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
+    RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -92,6 +93,14 @@ impl RaftService for NodeService {
         }
         if let Some(reason) = &self.host.replaced {
             return Err(Status::failed_precondition(reason.clone()));
+        }
+        // A node removed from the cluster (it was down when it was told) must not
+        // unseat anyone with its campaigns.
+        if let Some(map) = self.host.recorded_map()
+            && map.node(m.from_node).is_none()
+            && m.from_node != 0
+        {
+            return Err(Status::failed_precondition(format!("node {} was removed from the cluster", m.from_node)));
         }
         if let Some(g) = self.host.groups.get(&m.group_id)
             && !g.may_vote()
@@ -185,6 +194,21 @@ impl DataService for NodeService {
     async fn restart(&self, _req: Request<RestartRequest>) -> Result<Response<RestartReply>, Status> {
         self.host.request_restart();
         Ok(Response::new(RestartReply {}))
+    }
+
+    async fn drain(&self, _req: Request<DrainRequest>) -> Result<Response<DrainReply>, Status> {
+        let led = self.host.drain().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(DrainReply { led }))
+    }
+
+    async fn remove_voter(&self, req: Request<RemoveVoterRequest>) -> Result<Response<DataReply>, Status> {
+        let r = req.into_inner();
+        self.reply(self.host.remove_voter(r.group_id, r.node_id).await)
+    }
+
+    async fn retire(&self, _req: Request<RetireRequest>) -> Result<Response<RetireReply>, Status> {
+        self.host.retire().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(RetireReply {}))
     }
 
     async fn logs(&self, req: Request<LogsRequest>) -> Result<Response<LogsReply>, Status> {

@@ -72,6 +72,8 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/nodes", P("read:cluster"), handlers::nodes::list)
         .get("/api/v1/admin/nodes/{node_id}/logs", P("manage:cluster"), handlers::nodes::logs)
         .post("/api/v1/admin/nodes/{node_id}/restart", P("manage:cluster"), handlers::nodes::restart)
+        .post("/api/v1/admin/nodes/{node_id}/drain", P("manage:cluster"), handlers::nodes::drain)
+        .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)

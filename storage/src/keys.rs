@@ -71,6 +71,10 @@ pub const NODE_INCARNATION: u8 = 2;
 pub const NODE_PEER_INCARNATIONS: u8 = 3;
 /// The id of the cluster the node was bootstrapped into (8 bytes, big-endian).
 pub const NODE_CLUSTER_ID: u8 = 4;
+/// Present when the node was drained: it neither campaigns nor leads (empty value).
+pub const NODE_DRAINED: u8 = 5;
+/// Present when the node was removed from the cluster: it refuses to start (the node id, 8 bytes).
+pub const NODE_REMOVED: u8 = 6;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

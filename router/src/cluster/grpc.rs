@@ -13,8 +13,8 @@ use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
-    Consistency, DataReply, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RestartRequest, StatusReply, StatusRequest,
-    WriteRequest,
+    Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
+    RetireRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
 use tonic::transport::Channel;
@@ -277,15 +277,16 @@ impl ClusterClient for GrpcCluster {
                     view.wal.insert(status.node_id, (status.wal_syncs, status.log_entries_synced));
                     view.identity.insert(status.node_id, (status.cluster_id, status.incarnation));
                     view.addrs.entry(status.node_id).or_insert(addr);
-                    if view.map.is_none() && !status.cluster_map.is_empty() {
-                        if let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map) {
-                            info!(groups = map.groups.len(), nodes = map.nodes.len(), "learned the cluster map");
-                            view.ring = Some(build_ring(&map));
-                            for n in &map.nodes {
-                                view.addrs.insert(n.id, n.addr.clone());
-                            }
-                            view.map = Some(map);
+                    if !status.cluster_map.is_empty()
+                        && let Ok(map) = codec::decode::<ClusterMap>(&status.cluster_map)
+                        && view.map.as_ref().is_none_or(|known| map.epoch > known.epoch)
+                    {
+                        info!(groups = map.groups.len(), nodes = map.nodes.len(), epoch = map.epoch, "learned the cluster map");
+                        view.ring = Some(build_ring(&map));
+                        for n in &map.nodes {
+                            view.addrs.insert(n.id, n.addr.clone());
                         }
+                        view.map = Some(map);
                     }
                     for g in status.groups {
                         let term = view.terms.entry(g.group_id).or_default();
@@ -328,6 +329,33 @@ impl ClusterClient for GrpcCluster {
         let mut req = tonic::Request::new(RestartRequest {});
         req.set_timeout(ATTEMPT_TIMEOUT);
         client.restart(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(())
+    }
+
+    async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(DrainRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        let reply = client.drain(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner().led)
+    }
+
+    async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError> {
+        let served = self
+            .call(group, None, false, |mut client| async move {
+                let mut req = tonic::Request::new(RemoveVoterRequest { group_id: group, node_id: node });
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.remove_voter(req).await
+            })
+            .await?;
+        Ok(served.value)
+    }
+
+    async fn retire_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(RetireRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        client.retire(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(())
     }
 

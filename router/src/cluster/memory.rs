@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
+use tessera_api::command::{Command, MetaOp, MetaQuery, MetaQueryResult, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, GroupInfo, NodeInfo, ShardingStrategy};
 use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::{Consistency, GroupStatus, StatusReply};
@@ -50,18 +50,24 @@ impl MemoryCluster {
         let store = Store::open(dir.path()).expect("open the store");
         let ids: Vec<GroupId> = std::iter::once(META_GROUP).chain(1..=data_groups).collect();
         let map = ClusterMap {
-            nodes: vec![NodeInfo { id: NODE, addr: "in-process".into() }],
+            nodes: vec![NodeInfo::new(NODE, "in-process")],
             strategy: ShardingStrategy::default(),
             replication_factor: 1,
             groups: ids.iter().map(|&id| GroupInfo { id, members: vec![NODE] }).collect(),
+            epoch: 0,
         };
-        let groups = ids
+        let groups: BTreeMap<GroupId, Group> = ids
             .iter()
             .map(|&id| {
                 let group = Group { state_machine: store.state_machine(id), reader: store.reader(id), applied: Mutex::new(0) };
                 (id, group)
             })
             .collect();
+        // The map is recorded in the meta group, as the nodes record it.
+        let meta: &Group = &groups[&META_GROUP];
+        let init = Command { issued_at_ms: 1, op: Operation::Meta(MetaOp::InitClusterMap(map.clone())), request_id: None };
+        meta.state_machine.apply_at(1, init).expect("record the cluster map");
+        *meta.applied.lock().expect("meta lock") = 1;
         MemoryCluster {
             ring: build_ring(&map),
             groups,
@@ -136,12 +142,28 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("node {} is in-process and keeps no log of its own", node.id)))
     }
 
+    async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is the only in-process node; it cannot hand its groups over", node.id)))
+    }
+
+    async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError> {
+        Err(ClusterError::Unavailable(format!("group {group} has one in-process member; node {node} cannot leave it")))
+    }
+
+    async fn retire_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process and has no process to stop", node.id)))
+    }
+
     fn readiness(&self) -> Result<(), String> {
         Ok(())
     }
 
     fn map(&self) -> Option<ClusterMap> {
-        Some(self.map.clone())
+        let recorded = self.groups[&META_GROUP].reader.query(&Query::Meta(MetaQuery::ClusterMap), self.stamp());
+        match recorded {
+            Ok(QueryResult::Meta(MetaQueryResult::ClusterMap(Some(map)))) => Some(map),
+            _ => Some(self.map.clone()),
+        }
     }
 
     fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)> {

@@ -82,6 +82,16 @@ pub trait ClusterClient: Send + Sync {
     /// Asks node `node` to restart its process (it stops its groups, then runs again).
     async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
 
+    /// Drains node `node` (it stops campaigning and leading); answers the groups it led.
+    async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError>;
+
+    /// Removes `node` from `group`'s voters through the group's leader; answers
+    /// the log index of the committed membership without it.
+    async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError>;
+
+    /// Tells a removed node to record its tombstone and stop for good.
+    async fn retire_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
+
     /// The newest `lines` lines of node `node`'s own log.
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 

@@ -3,8 +3,11 @@
 //! request comes), and the newest lines of one node's own log.
 //!
 //! `POST /api/v1/admin/nodes/{node_id}/restart` restarts a node's process and
-//! reports, by consistency level, when it is back. Drain and remove are not
-//! served yet: the placement is fixed at bootstrap (see `docs/operations.md`).
+//! reports, by consistency level, when it is back. `POST .../drain` moves every
+//! leadership off a node; `DELETE /api/v1/admin/nodes/{node_id}` then takes a
+//! drained node out of every group and out of the cluster map (see
+//! `docs/operations.md`). Replicas are not moved to other nodes yet: groups are
+//! created at a node's start only.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -14,7 +17,8 @@ use axum::http::StatusCode;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::meta::NodeInfo;
+use tessera_api::command::{MetaOp, Response as Reply};
+use tessera_api::meta::{NodeInfo, NodeState};
 use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, NodeId};
 
@@ -50,7 +54,7 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json
                     .unwrap_or(0);
                 led_by.insert(node.id, led.len());
                 json!({
-                    "id": node.id, "address": node.addr, "state": "active", "reachable": true,
+                    "id": node.id, "address": node.addr, "state": node.state.as_str(), "reachable": true,
                     "groups_hosted": hosted, "groups_led": led, "applied_lag": lag,
                     "disk_used_bytes": s.disk_bytes, "memory_used_bytes": s.memory_bytes,
                     "uptime_secs": s.uptime_ms / 1000, "version": s.version,
@@ -59,7 +63,7 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json
             Err(e) => {
                 led_by.insert(node.id, 0);
                 json!({
-                    "id": node.id, "address": node.addr, "state": "active", "reachable": false,
+                    "id": node.id, "address": node.addr, "state": node.state.as_str(), "reachable": false,
                     "error": e.to_string(), "groups_hosted": placed_groups(map.as_ref(), node), "groups_led": [],
                     "applied_lag": null, "disk_used_bytes": null, "memory_used_bytes": null,
                     "uptime_secs": null, "version": null,
@@ -136,11 +140,7 @@ pub async fn restart(
     Path(node_id): Path<String>,
     QueryParams(p): QueryParams<LifecycleParams>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let consistency = match p.consistency.as_deref() {
-        Some(c) => crate::state::parse_consistency(c)
-            .ok_or_else(|| ApiError::BadRequest("consistency must be one of: one, quorum, all".into()))?,
-        None => prefs.consistency,
-    };
+    let consistency = lifecycle_consistency(&p, &prefs)?;
     let node = find_node(&state, &node_id)?;
     let asked = Instant::now();
     let before = status_of(&state, node.id).await?.map_err(|e| ApiError::Unavailable(format!("node {} does not answer: {e}", node.id)))?;
@@ -184,6 +184,261 @@ pub async fn restart(
             "back_after_ms": asked.elapsed().as_millis() as u64, "uptime_before_secs": before.uptime_ms / 1000,
         })),
     ))
+}
+
+/// The consistency of a lifecycle call: `?consistency=`, else `X-Consistency`, else quorum.
+fn lifecycle_consistency(p: &LifecycleParams, prefs: &ReadPrefs) -> Result<Consistency, ApiError> {
+    match p.consistency.as_deref() {
+        Some(c) => crate::state::parse_consistency(c)
+            .ok_or_else(|| ApiError::BadRequest("consistency must be one of: one, quorum, all".into())),
+        None => Ok(prefs.consistency),
+    }
+}
+
+/// How long drain and remove calls wait for what their consistency asks.
+const LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `POST /api/v1/admin/nodes/{node_id}/drain`: records the node as `draining` in
+/// the meta group (one node leaves at a time: 409 while another is leaving, or
+/// for the only node), then tells the node, which stops campaigning and stops
+/// serving as leader; each group it led elects another leader once its
+/// followers' leader lease runs out (about two election timeouts). `one`
+/// answers 202 once the meta group recorded the drain; `quorum` (the default)
+/// once no node reports it as the leader of any group and each of those groups
+/// has another leader; `all` once every replica of those groups knows the new
+/// leader. Draining a node that does not answer is allowed (it drains itself
+/// when it comes back: nodes follow their state in the map). Replicas stay where
+/// they are: moving them needs groups created at run time, not built yet.
+pub async fn drain(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(node_id): Path<String>,
+    QueryParams(p): QueryParams<LifecycleParams>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let consistency = lifecycle_consistency(&p, &prefs)?;
+    let node = find_node(&state, &node_id)?;
+    if node.state == NodeState::Removing {
+        return Err(ApiError::Conflict(format!("node {} is being removed", node.id)));
+    }
+    let asked = Instant::now();
+    record_state(&state, node.id, NodeState::Draining).await?;
+    let reached = state.cluster.drain_node(&node).await;
+    let led_when_asked = reached.as_ref().ok().cloned();
+    let base = json!({
+        "node_id": node.id, "state": "draining", "node_reached": reached.is_ok(),
+        "groups_led_when_asked": led_when_asked, "replicas_moved": 0,
+    });
+    if consistency == Consistency::One {
+        return Ok((StatusCode::ACCEPTED, Json(with(base, json!({"consistency": "one", "drained": false})))));
+    }
+    loop {
+        let statuses = state.cluster.node_statuses().await?;
+        let pending = drain_pending(&statuses, node.id, consistency);
+        if pending.is_empty() {
+            break;
+        }
+        if asked.elapsed() > LIFECYCLE_TIMEOUT {
+            return Err(ApiError::StillPending(format!(
+                "drain of node {}: still pending after {}s: {}",
+                node.id,
+                LIFECYCLE_TIMEOUT.as_secs(),
+                pending.join("; ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let level = if consistency == Consistency::All { "all" } else { "quorum" };
+    Ok((
+        StatusCode::OK,
+        Json(with(base, json!({"consistency": level, "drained": true, "took_ms": asked.elapsed().as_millis() as u64}))),
+    ))
+}
+
+/// What a drain of `node` still lacks: groups a node reports it leads, groups
+/// without a leader; for `all`, replicas that do not know their new leader yet.
+fn drain_pending(statuses: &[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)], node: NodeId, consistency: Consistency) -> Vec<String> {
+    let mut pending = Vec::new();
+    let mut led_elsewhere: BTreeMap<GroupId, bool> = BTreeMap::new();
+    for s in statuses.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+        for g in &s.groups {
+            let known = led_elsewhere.entry(g.group_id).or_default();
+            *known |= g.leader_id != 0 && g.leader_id != node;
+            if s.node_id == node && g.leader_id == node {
+                pending.push(format!("node {node} still leads group {}", g.group_id));
+            }
+        }
+    }
+    pending.extend(led_elsewhere.iter().filter(|(_, known)| !**known).map(|(g, _)| format!("group {g} has no leader yet")));
+    if consistency == Consistency::All {
+        for s in statuses.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+            for g in s.groups.iter().filter(|g| g.leader_id == 0 || g.leader_id == node) {
+                pending.push(format!("node {} does not know a new leader of group {}", s.node_id, g.group_id));
+            }
+        }
+    }
+    pending
+}
+
+/// `DELETE /api/v1/admin/nodes/{node_id}`: takes a drained node out of the
+/// cluster. 409 when the node was not drained, still leads a group, when
+/// another node is leaving, or when a group would lose its last replica or
+/// could not commit the change (a remaining member does not answer). The node
+/// is marked `removing`, each group it is in commits a membership without it
+/// (joint consensus, through the group's leader), the map drops it, and the
+/// node records a tombstone and stops (it will not start on that data
+/// directory again). `one` answers 202 once `removing` is recorded and goes on
+/// in the background (repeating the call resumes it); `quorum` (the default)
+/// once every group committed its new membership and the map dropped the node;
+/// `all` once every remaining replica of those groups applied it.
+pub async fn remove(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(node_id): Path<String>,
+    QueryParams(p): QueryParams<LifecycleParams>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let consistency = lifecycle_consistency(&p, &prefs)?;
+    let node = find_node(&state, &node_id)?;
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    if node.state == NodeState::Active {
+        return Err(ApiError::Conflict(format!(
+            "node {0} is active: drain it first (POST /api/v1/admin/nodes/{0}/drain)",
+            node.id
+        )));
+    }
+    let statuses = state.cluster.node_statuses().await?;
+    let answering: Vec<NodeId> = statuses.iter().filter(|(_, s)| s.is_ok()).map(|(n, _)| n.id).collect();
+    let led: Vec<GroupId> = statuses
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().ok())
+        .flat_map(|s| s.groups.iter().filter(|g| g.leader_id == node.id && s.node_id == node.id).map(|g| g.group_id))
+        .collect();
+    if !led.is_empty() {
+        return Err(ApiError::Conflict(format!("node {} still leads groups {led:?}: wait until its drain finished", node.id)));
+    }
+    let affected: Vec<(GroupId, Vec<NodeId>)> = map
+        .groups
+        .iter()
+        .filter(|g| g.members.contains(&node.id))
+        .map(|g| (g.id, g.members.iter().copied().filter(|m| *m != node.id).collect()))
+        .collect();
+    for (group, rest) in &affected {
+        if rest.is_empty() {
+            return Err(ApiError::Conflict(format!("node {} holds the last replica of group {group}", node.id)));
+        }
+        if let Some(silent) = rest.iter().find(|m| !answering.contains(m)) {
+            return Err(ApiError::Conflict(format!(
+                "group {group} would keep members {rest:?}, and node {silent} does not answer: the group could not commit \
+                 a membership without node {}; bring node {silent} back first",
+                node.id
+            )));
+        }
+    }
+    let asked = Instant::now();
+    record_state(&state, node.id, NodeState::Removing).await?;
+    if consistency == Consistency::One {
+        let (state, leaving) = (state.clone(), node.clone());
+        tokio::spawn(async move {
+            if let Err(e) = remove_from_groups(&state, &leaving, &affected).await {
+                tracing::warn!(node = leaving.id, "removing the node: {e}; repeat DELETE /api/v1/admin/nodes/{} to resume", leaving.id);
+            }
+        });
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"node_id": node.id, "state": "removing", "consistency": "one", "removed": false})),
+        ));
+    }
+    let (indexes, retired) = remove_from_groups(&state, &node, &affected).await?;
+    if consistency == Consistency::All {
+        loop {
+            let statuses = state.cluster.node_statuses().await?;
+            let pending = removal_pending(&statuses, node.id, &indexes);
+            if pending.is_empty() {
+                break;
+            }
+            if asked.elapsed() > LIFECYCLE_TIMEOUT {
+                return Err(ApiError::StillPending(format!(
+                    "removal of node {}: still pending after {}s: {}",
+                    node.id,
+                    LIFECYCLE_TIMEOUT.as_secs(),
+                    pending.join("; ")
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let level = if consistency == Consistency::All { "all" } else { "quorum" };
+    Ok((
+        StatusCode::OK,
+        Json(json!({
+            "node_id": node.id, "removed": true, "consistency": level, "node_stopped": retired,
+            "groups": indexes.keys().collect::<Vec<_>>(), "took_ms": asked.elapsed().as_millis() as u64,
+        })),
+    ))
+}
+
+/// Commits a membership without `node` in each affected group (data groups
+/// first, the meta group last), drops it from the map, and tells it to stop.
+/// Answers each group's membership log index and whether the node was told.
+async fn remove_from_groups(
+    state: &AppState,
+    node: &NodeInfo,
+    affected: &[(GroupId, Vec<NodeId>)],
+) -> Result<(BTreeMap<GroupId, u64>, bool), ApiError> {
+    let mut order: Vec<GroupId> = affected.iter().map(|(g, _)| *g).collect();
+    order.sort_by_key(|g| (*g == tessera_api::META_GROUP, *g));
+    let mut indexes = BTreeMap::new();
+    for group in order {
+        indexes.insert(group, state.cluster.remove_voter(group, node.id).await?);
+    }
+    match state.cluster.meta_write(MetaOp::RemoveNode { node: node.id }).await? {
+        Reply::Rejected(r) => return Err(r.into()),
+        _ => {}
+    }
+    let retired = state.cluster.retire_node(node).await.is_ok();
+    state.cluster.refresh().await;
+    tracing::info!(node = node.id, retired, "node removed from the cluster");
+    Ok((indexes, retired))
+}
+
+/// What a removal still lacks for `all`: a remaining replica that has not
+/// applied its group's membership without `node`.
+fn removal_pending(
+    statuses: &[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)],
+    node: NodeId,
+    indexes: &BTreeMap<GroupId, u64>,
+) -> Vec<String> {
+    let mut pending = Vec::new();
+    for (info, status) in statuses.iter().filter(|(n, _)| n.id != node) {
+        let Ok(s) = status else {
+            pending.push(format!("node {} does not answer", info.id));
+            continue;
+        };
+        for g in s.groups.iter().filter(|g| indexes.contains_key(&g.group_id)) {
+            if g.voters.contains(&node) || g.last_applied < indexes[&g.group_id] {
+                pending.push(format!("node {} has not applied group {}'s membership without node {node}", s.node_id, g.group_id));
+            }
+        }
+    }
+    pending
+}
+
+/// Records `node`'s lifecycle state in the meta group and refreshes the view.
+async fn record_state(state: &AppState, node: NodeId, to: NodeState) -> Result<(), ApiError> {
+    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::SetNodeState { node, state: to }).await? {
+        return Err(r.into());
+    }
+    state.cluster.refresh().await;
+    Ok(())
+}
+
+/// `base` with the fields of `more` added.
+fn with(mut base: Value, more: Value) -> Value {
+    if let (Some(b), Value::Object(m)) = (base.as_object_mut(), more) {
+        b.extend(m);
+    }
+    base
 }
 
 /// The status node `id` reports now.

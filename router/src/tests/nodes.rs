@@ -36,3 +36,20 @@ async fn a_restart_names_a_known_node_and_a_consistency_level() {
     // The in-process node has no process to restart: 503, not a pretended restart.
     router.post("/api/v1/admin/nodes/1/restart", &serde_json::json!({})).await.expect(503);
 }
+
+#[tokio::test]
+async fn drain_and_remove_refuse_what_would_break_the_cluster() {
+    let router = TestRouter::new(1).await;
+    router.post("/api/v1/admin/nodes/7/drain", &serde_json::json!({})).await.expect(404);
+    router.delete("/api/v1/admin/nodes/7").await.expect(404);
+    router.post("/api/v1/admin/nodes/1/drain?consistency=most", &serde_json::json!({})).await.expect(400);
+    // An active node is drained before it is removed.
+    let body = router.delete("/api/v1/admin/nodes/1").await.expect(409);
+    assert!(body["error"].as_str().unwrap_or_default().contains("drain it first"), "{body}");
+    // The only node cannot be drained: nothing could take over its groups.
+    let body = router.post("/api/v1/admin/nodes/1/drain", &serde_json::json!({})).await.expect(409);
+    assert!(body.to_string().contains("only node"), "{body}");
+    // And the refusal changed nothing.
+    let nodes = router.get("/api/v1/admin/nodes").await.expect(200);
+    assert_eq!(nodes["nodes"][0]["state"], "active", "{nodes}");
+}

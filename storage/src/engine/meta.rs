@@ -5,7 +5,7 @@
 
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
 use tessera_api::error::ErrorCode;
-use tessera_api::meta::{ClusterMap, Role, RoleRecord, SessionRecord, UserRecord};
+use tessera_api::meta::{ClusterMap, NodeState, Role, RoleRecord, SessionRecord, UserRecord};
 use tessera_api::meta::{VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
 use super::{Answer, Engine, QueryCtx, ReadView, Tx};
@@ -81,6 +81,51 @@ impl Engine for MetaEngine {
                     return Ok(Response::Applied(false));
                 }
                 tx.put(MAP_KEY, &serde_json::to_vec(map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::SetNodeState { node, state } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                let Some(current) = map.node(*node).map(|n| n.state) else {
+                    return reject(ErrorCode::NotFound, format!("node {node} does not exist"));
+                };
+                if current == *state {
+                    return Ok(Response::Applied(false));
+                }
+                // One node leaves at a time: two leaving at once could take a quorum with them.
+                if *state != NodeState::Active {
+                    if let Some(other) = map.nodes.iter().find(|n| n.id != *node && n.state != NodeState::Active) {
+                        return reject(
+                            ErrorCode::Conflict,
+                            format!("node {} is {}: one node leaves at a time (remove it first)", other.id, other.state.as_str()),
+                        );
+                    }
+                    if map.nodes.len() < 2 {
+                        return reject(ErrorCode::Conflict, format!("node {node} is the only node: nothing could take over its groups"));
+                    }
+                }
+                map.nodes.iter_mut().filter(|n| n.id == *node).for_each(|n| n.state = *state);
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::RemoveNode { node } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                if map.node(*node).is_none() {
+                    return Ok(Response::Applied(false));
+                }
+                if map.groups.iter().any(|g| g.members == [*node]) {
+                    return reject(ErrorCode::Conflict, format!("node {node} holds the last replica of a group"));
+                }
+                map.nodes.retain(|n| n.id != *node);
+                for g in &mut map.groups {
+                    g.members.retain(|m| m != node);
+                }
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
             MetaOp::ProvisionFirstAdmin(user) => {
