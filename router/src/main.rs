@@ -12,6 +12,7 @@ mod idempotency;
 mod import;
 mod permissions;
 mod ratelimit;
+mod request_stats;
 mod route_table;
 mod security;
 mod secrets;
@@ -75,6 +76,9 @@ fn route_table() -> RouteTable {
         .post("/api/v1/admin/nodes/{node_id}/drain", P("manage:cluster"), handlers::nodes::drain)
         .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
+        .get("/api/v1/admin/dashboard", P("read:cluster"), handlers::monitoring::dashboard)
+        .get("/api/v1/admin/stats", P("read:cluster"), handlers::monitoring::stats)
+        .get("/api/v1/admin/alerts", P("read:cluster"), handlers::monitoring::alerts)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)
         .get("/api/v1/objects/buckets/{bucket}", P("read:objects"), object::bucket_stats)
@@ -106,6 +110,8 @@ fn routes(state: AppState) -> Router {
     state.set_decisions(decisions);
     table
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
+        // Outside the permission check: refusals are counted too.
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), request_stats::record))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))

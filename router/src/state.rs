@@ -36,6 +36,10 @@ pub struct Inner {
     /// Every route's access decision, from the route table the router was built
     /// from ([`AppState::set_decisions`]); the permission check reads it.
     pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
+    /// What this router measured of the requests it served.
+    pub request_stats: crate::request_stats::RequestStats,
+    /// Alerts raised and when each was first seen (cleared when no longer true).
+    pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
 
 impl AppState {
@@ -59,6 +63,8 @@ impl AppState {
                 streams: Arc::new(crate::stream_hub::StreamHub::default()),
                 vector_layouts: Default::default(),
                 decisions: Default::default(),
+                request_stats: Default::default(),
+                alerts_seen: Default::default(),
             }),
         })
     }

@@ -59,6 +59,14 @@ async fn drain_moves_every_leadership_away(api: &Http) -> Result<()> {
     let leaving = node_entry(&nodes, LEAVING)?;
     ensure!(leaving["state"] == "draining", "{leaving}");
     ensure!(leaving["groups_led"].as_array().is_some_and(Vec::is_empty), "node {LEAVING} leads nothing: {leaving}");
+    // The operator's views say so: an `info` alert, a leaving node on the dashboard.
+    let alerts = api.get("/api/v1/admin/alerts").await?.ensure_status(200)?.json;
+    ensure!(
+        alerts["alerts"].as_array().is_some_and(|a| a.iter().any(|a| a["type"] == "node_leaving" && a["subject"] == "node 3")),
+        "{alerts}"
+    );
+    let dash = api.get("/api/v1/admin/dashboard").await?.ensure_status(200)?.json;
+    ensure!(dash["nodes"]["leaving"] == 1 && dash["nodes"]["up"] == 3 && dash["health"] == "healthy", "{dash}");
     // One node leaves at a time; repeating the drain of the same node is harmless.
     let r = api.post("/api/v1/admin/nodes/2/drain", &json!({})).await?.ensure_status(409)?;
     ensure!(r.json["error"].as_str().is_some_and(|e| e.contains("one node leaves at a time")), "{r}");

@@ -124,14 +124,16 @@ impl ClusterClient for MemoryCluster {
             .iter()
             .map(|(id, g)| GroupStatus {
                 group_id: *id,
-                leader_id: NODE,
+                // A group made unreachable has no leader anyone knows.
+                leader_id: if self.down.lock().expect("down lock").contains(id) { 0 } else { NODE },
                 term: 1,
                 last_applied: *g.applied.lock().expect("group write lock"),
                 voters: vec![NODE],
             })
             .collect();
         let status = StatusReply { node_id: NODE, groups, version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
-        Ok(self.map.nodes.iter().map(|n| (n.clone(), Ok(status.clone()))).collect())
+        let map = self.map().unwrap_or_else(|| self.map.clone());
+        Ok(map.nodes.into_iter().map(|n| (n, Ok(status.clone()))).collect())
     }
 
     async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod health;
 pub mod import;
 pub mod kv;
+pub mod monitoring;
 pub mod nodes;
 pub mod object;
 pub mod security;

@@ -12,3 +12,4 @@ mod fan_out;
 mod fan_out_more;
 mod catalog_more;
 mod nodes;
+mod monitoring;

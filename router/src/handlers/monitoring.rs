@@ -1,0 +1,206 @@
+//! `GET /api/v1/admin/stats`, `/alerts` and `/dashboard`: what this router
+//! measured of its requests, the alerts the cluster's live state raises, and one
+//! summary of both for a UI. Every figure is measured when asked (node facts
+//! from the nodes, request figures from [`crate::request_stats`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use tessera_api::http::iso8601_ms;
+use tessera_api::meta::{ClusterMap, NodeInfo, NodeState};
+use tessera_api::rpc::StatusReply;
+use tessera_api::{GroupId, NodeId};
+
+use crate::auth::Caller;
+use crate::cluster::ClusterError;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A replica this many entries behind its leader raises `replication_lag`.
+pub const LAG_ALERT_ENTRIES: u64 = 1_000;
+/// A last minute with at least this many requests and more than
+/// [`ERROR_RATE_ALERT`] of them answered 5xx raises `error_rate`.
+const ERROR_RATE_MIN_REQUESTS: u64 = 20;
+const ERROR_RATE_ALERT: f64 = 0.05;
+
+/// `GET /api/v1/admin/stats`: this router's request counts and latency
+/// percentiles since it started, in total, by model and by route, and over the
+/// last minute. Each router measures its own requests (`scope: "router"`).
+pub async fn stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let mut body = state.request_stats.snapshot();
+    body["scope"] = json!("router");
+    body["router_uptime_secs"] = json!(state.started.elapsed().as_secs());
+    body["last_minute"] = state.request_stats.last_minute().to_json();
+    Ok(Json(body))
+}
+
+/// One raised alert.
+struct Alert {
+    kind: &'static str,
+    severity: &'static str,
+    subject: String,
+    message: String,
+}
+
+/// What the nodes said when asked, and the map they were asked from.
+struct Live {
+    map: ClusterMap,
+    statuses: Vec<(NodeInfo, Result<StatusReply, ClusterError>)>,
+}
+
+impl Live {
+    async fn ask(state: &AppState) -> Result<Live, ApiError> {
+        let statuses = state.cluster.node_statuses().await?;
+        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+        Ok(Live { map, statuses })
+    }
+
+    fn answered(&self) -> impl Iterator<Item = &StatusReply> {
+        self.statuses.iter().filter_map(|(_, s)| s.as_ref().ok())
+    }
+
+    /// Groups no answering node reports a leader for.
+    fn groups_without_leader(&self) -> Vec<GroupId> {
+        let led: BTreeSet<GroupId> =
+            self.answered().flat_map(|s| s.groups.iter().filter(|g| g.leader_id != 0).map(|g| g.group_id)).collect();
+        self.map.groups.iter().map(|g| g.id).filter(|g| !led.contains(g)).collect()
+    }
+
+    /// (node, group, entries behind the leader) for replicas trailing by at least `min`.
+    fn lagging(&self, min: u64) -> Vec<(NodeId, GroupId, u64)> {
+        let leader_applied: BTreeMap<GroupId, u64> = self
+            .answered()
+            .flat_map(|s| s.groups.iter().filter(|g| g.leader_id == s.node_id).map(|g| (g.group_id, g.last_applied)))
+            .collect();
+        self.answered()
+            .flat_map(|s| {
+                s.groups.iter().filter_map(|g| {
+                    let behind = leader_applied.get(&g.group_id)?.saturating_sub(g.last_applied);
+                    (behind >= min).then_some((s.node_id, g.group_id, behind))
+                })
+            })
+            .collect()
+    }
+
+    fn alerts(&self, state: &AppState) -> Vec<Alert> {
+        let mut alerts = Vec::new();
+        for (node, status) in &self.statuses {
+            if let Err(e) = status {
+                alerts.push(Alert {
+                    kind: "node_unreachable",
+                    severity: "critical",
+                    subject: format!("node {}", node.id),
+                    message: format!("node {} ({}) does not answer: {e}", node.id, node.addr),
+                });
+            }
+            if node.state != NodeState::Active {
+                alerts.push(Alert {
+                    kind: "node_leaving",
+                    severity: "info",
+                    subject: format!("node {}", node.id),
+                    message: format!("node {} is {}", node.id, node.state.as_str()),
+                });
+            }
+        }
+        for group in self.groups_without_leader() {
+            alerts.push(Alert {
+                kind: "group_without_leader",
+                severity: "critical",
+                subject: format!("group {group}"),
+                message: format!("no node reports a leader of group {group}: its writes wait"),
+            });
+        }
+        for (node, group, behind) in self.lagging(LAG_ALERT_ENTRIES) {
+            alerts.push(Alert {
+                kind: "replication_lag",
+                severity: "warning",
+                subject: format!("node {node} group {group}"),
+                message: format!("node {node}'s replica of group {group} is {behind} entries behind its leader"),
+            });
+        }
+        let minute = state.request_stats.last_minute();
+        if minute.requests >= ERROR_RATE_MIN_REQUESTS && minute.error_rate() > ERROR_RATE_ALERT {
+            alerts.push(Alert {
+                kind: "error_rate",
+                severity: "warning",
+                subject: "router".into(),
+                message: format!(
+                    "{} of the last minute's {} requests to this router failed with a server error",
+                    minute.server_errors, minute.requests
+                ),
+            });
+        }
+        alerts
+    }
+}
+
+/// The alerts raised now, each with when this router first saw it (an alert
+/// that is no longer true is cleared and forgotten).
+fn raised(state: &AppState, live: &Live) -> Vec<Value> {
+    let alerts = live.alerts(state);
+    let now = tessera_api::command::now_ms();
+    let mut seen = state.alerts_seen.lock().unwrap_or_else(|e| e.into_inner());
+    let ids: Vec<String> = alerts.iter().map(|a| format!("{}:{}", a.kind, a.subject)).collect();
+    seen.retain(|id, _| ids.contains(id));
+    alerts
+        .iter()
+        .zip(ids)
+        .map(|(a, id)| {
+            let since = *seen.entry(id.clone()).or_insert(now);
+            json!({
+                "id": id, "type": a.kind, "severity": a.severity, "subject": a.subject,
+                "message": a.message, "since": iso8601_ms(since),
+            })
+        })
+        .collect()
+}
+
+/// `GET /api/v1/admin/alerts`: node unreachable, group without a leader (both
+/// critical), replica lagging by 1000+ entries, this router's 5xx rate over 5 %
+/// in the last minute (warnings), a node leaving (info); raised from the
+/// cluster's state when asked, so an alert clears as soon as its cause does.
+pub async fn alerts(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let live = Live::ask(&state).await?;
+    let alerts = raised(&state, &live);
+    Ok(Json(json!({"alerts": alerts, "count": alerts.len()})))
+}
+
+/// `GET /api/v1/admin/dashboard`: one summary for a UI — health (`unavailable`
+/// when a group has no leader, `degraded` with any other warning or critical
+/// alert, else `healthy`), nodes up of total, groups without a leader, the last
+/// minute's request rate, error rate and latency on this router, storage and
+/// memory the nodes use, and the active alerts.
+pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let live = Live::ask(&state).await?;
+    let alerts = raised(&state, &live);
+    let count = |severity: &str| alerts.iter().filter(|a| a["severity"] == severity).count();
+    let without_leader = live.groups_without_leader();
+    let health = if !without_leader.is_empty() {
+        "unavailable"
+    } else if count("critical") + count("warning") > 0 {
+        "degraded"
+    } else {
+        "healthy"
+    };
+    let up = live.answered().count();
+    let disk: u64 = live.answered().map(|s| s.disk_bytes).sum();
+    let memory: u64 = live.answered().map(|s| s.memory_bytes).sum();
+    Ok(Json(json!({
+        "health": health,
+        "nodes": {
+            "total": live.statuses.len(), "up": up, "down": live.statuses.len() - up,
+            "leaving": live.map.nodes.iter().filter(|n| n.state != NodeState::Active).count(),
+        },
+        "groups": {"total": live.map.groups.len(), "without_leader": without_leader},
+        "requests_last_minute": state.request_stats.last_minute().to_json(),
+        "storage": {"disk_used_bytes": disk, "memory_used_bytes": memory},
+        "alerts": {
+            "active": alerts.len(), "critical": count("critical"), "warning": count("warning"), "info": count("info"),
+            "items": alerts,
+        },
+        "version": env!("CARGO_PKG_VERSION"),
+        "router_uptime_secs": state.started.elapsed().as_secs(),
+    })))
+}

@@ -1,0 +1,53 @@
+//! The operator's views over the in-process cluster: request figures by route
+//! and model, alerts raised and cleared from live state, the dashboard.
+
+use serde_json::json;
+
+use super::harness::TestRouter;
+
+#[tokio::test]
+async fn stats_count_what_this_router_served_by_route_and_model() {
+    let router = TestRouter::new(2).await;
+    router.post("/api/v1/kv/keys", &json!({"key": "a", "value": 1})).await.expect(200);
+    router.post("/api/v1/kv/keys", &json!({"key": "b", "value": 2})).await.expect(200);
+    router.get("/api/v1/kv/keys/missing").await.expect(404);
+    router.post("/api/v1/kv/keys", &json!({"value": 3})).await.expect(400);
+    let body = router.get("/api/v1/admin/stats").await.expect(200);
+    let route = |method: &str, path: &str| {
+        body["by_route"].as_array().and_then(|r| r.iter().find(|e| e["method"] == method && e["route"] == path)).cloned()
+    };
+    let puts = route("POST", "/api/v1/kv/keys").expect("the put route is listed");
+    assert_eq!((puts["requests"].clone(), puts["client_errors"].clone()), (json!(3), json!(1)), "{puts}");
+    assert_eq!(route("GET", "/api/v1/kv/keys/{*key}").expect("the get route")["client_errors"], 1);
+    let kv = body["by_model"].as_array().and_then(|m| m.iter().find(|e| e["model"] == "kv")).cloned().expect("kv model");
+    assert_eq!(kv["requests"], 4, "{kv}");
+    assert!(kv["p99_ms"].as_f64().is_some_and(|p| p > 0.0) && kv["max_ms"].as_f64() >= kv["p50_ms"].as_f64(), "{kv}");
+    assert!(body["last_minute"]["requests"].as_u64() >= Some(4), "{body}");
+    assert_eq!(body["scope"], "router");
+}
+
+#[tokio::test]
+async fn an_alert_is_raised_while_its_cause_lasts_and_cleared_after() {
+    let router = TestRouter::new(3).await;
+    let quiet = router.get("/api/v1/admin/alerts").await.expect(200);
+    assert_eq!(quiet["count"], 0, "{quiet}");
+    assert_eq!(router.get("/api/v1/admin/dashboard").await.expect(200)["health"], "healthy");
+
+    router.cluster.set_down(2, true);
+    let raised = router.get("/api/v1/admin/alerts").await.expect(200);
+    let alert = &raised["alerts"][0];
+    assert_eq!((alert["type"].clone(), alert["severity"].clone()), (json!("group_without_leader"), json!("critical")), "{raised}");
+    assert_eq!(alert["subject"], "group 2");
+    let dash = router.get("/api/v1/admin/dashboard").await.expect(200);
+    assert_eq!(dash["health"], "unavailable", "{dash}");
+    assert_eq!(dash["groups"]["without_leader"], json!([2]));
+    assert_eq!(dash["alerts"]["critical"], 1);
+    assert_eq!(dash["nodes"], json!({"total": 1, "up": 1, "down": 0, "leaving": 0}));
+    // Seen again: the same alert, first seen when it was raised.
+    let again = router.get("/api/v1/admin/alerts").await.expect(200);
+    assert_eq!(again["alerts"][0]["since"], alert["since"]);
+
+    router.cluster.set_down(2, false);
+    assert_eq!(router.get("/api/v1/admin/alerts").await.expect(200)["count"], 0);
+    assert_eq!(router.get("/api/v1/admin/dashboard").await.expect(200)["health"], "healthy");
+}
