@@ -212,12 +212,18 @@ pub fn model_of(route: &str) -> &'static str {
     }
 }
 
+/// Probes, not requests: a starting router answers `/readyz` 503 by design.
+const PROBES: [&str; 3] = ["/health", "/livez", "/readyz"];
+
 /// Middleware (on matched routes): records the method, route template, status
-/// and latency of every request.
+/// and latency of every request but the health probes.
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().as_str().to_string();
     let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
+    if PROBES.contains(&route.as_str()) {
+        return next.run(req).await;
+    }
     let response = next.run(req).await;
     state.request_stats.add(&method, &route, response.status().as_u16(), started.elapsed());
     response

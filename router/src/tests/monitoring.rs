@@ -51,3 +51,14 @@ async fn an_alert_is_raised_while_its_cause_lasts_and_cleared_after() {
     assert_eq!(router.get("/api/v1/admin/alerts").await.expect(200)["count"], 0);
     assert_eq!(router.get("/api/v1/admin/dashboard").await.expect(200)["health"], "healthy");
 }
+
+#[tokio::test]
+async fn health_probes_are_not_counted_as_requests() {
+    let router = TestRouter::new(1).await;
+    for probe in ["/health", "/livez", "/readyz"] {
+        router.get(probe).await;
+    }
+    let body = router.get("/api/v1/admin/stats").await.expect(200);
+    let routes: Vec<&str> = body["by_route"].as_array().unwrap().iter().filter_map(|r| r["route"].as_str()).collect();
+    assert!(routes.iter().all(|r| !["/health", "/livez", "/readyz"].contains(r)), "{routes:?}");
+}
