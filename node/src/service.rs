@@ -10,7 +10,7 @@ use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest,
+    GroupStorage, ModelBytes, RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -209,6 +209,28 @@ impl DataService for NodeService {
     async fn retire(&self, _req: Request<RetireRequest>) -> Result<Response<RetireReply>, Status> {
         self.host.retire().map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(RetireReply {}))
+    }
+
+    async fn storage(&self, _req: Request<StorageRequest>) -> Result<Response<StorageReply>, Status> {
+        let host = self.host.clone();
+        let usage = tokio::task::spawn_blocking(move || {
+            let mut groups: Vec<u64> = host.groups.keys().copied().collect();
+            groups.sort_unstable();
+            host.store.usage(&groups)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|e| Status::internal(format!("measuring storage: {e}")))?;
+        let groups = usage
+            .into_iter()
+            .map(|u| GroupStorage {
+                group_id: u.group,
+                models: u.models.into_iter().map(|(model, bytes)| ModelBytes { model: model.to_string(), bytes }).collect(),
+                log_bytes: u.log_bytes,
+                snapshot_bytes: u.snapshot_bytes,
+            })
+            .collect();
+        Ok(Response::new(StorageReply { groups, disk_bytes: self.host.disk_bytes() }))
     }
 
     async fn logs(&self, req: Request<LogsRequest>) -> Result<Response<LogsReply>, Status> {

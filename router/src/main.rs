@@ -79,6 +79,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/dashboard", P("read:cluster"), handlers::monitoring::dashboard)
         .get("/api/v1/admin/stats", P("read:cluster"), handlers::monitoring::stats)
         .get("/api/v1/admin/alerts", P("read:cluster"), handlers::monitoring::alerts)
+        .get("/api/v1/admin/storage", P("read:cluster"), handlers::monitoring::storage)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)
         .get("/api/v1/objects/buckets/{bucket}", P("read:objects"), object::bucket_stats)

@@ -98,6 +98,29 @@ impl Db {
     }
 }
 
+/// What one group's replica uses on a node (see [`Store::usage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupUsage {
+    pub group: u64,
+    /// Bytes per model (`system` for the state machine's own records).
+    pub models: Vec<(&'static str, u64)>,
+    pub log_bytes: u64,
+    pub snapshot_bytes: u64,
+}
+
+/// Bytes of the files under `dir` (0 when it does not exist).
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// One RocksDB per node; hands out per-group log stores and state machines.
 #[derive(Clone)]
 pub struct Store {
@@ -216,6 +239,38 @@ impl Store {
     /// Whether the group has never stored a vote or log entry on this node.
     pub fn group_is_fresh(&self, group: u64) -> Result<bool> {
         self.log_store(group).is_fresh()
+    }
+
+    /// What each of `groups` uses on this node: bytes per model, its Raft log and
+    /// its stored snapshot. Memtables are flushed first, so the figures (RocksDB's
+    /// approximate sizes of each key range, compressed as on disk) include recent
+    /// writes.
+    pub fn usage(&self, groups: &[u64]) -> Result<Vec<GroupUsage>> {
+        let data = self.db.cf_handle(CF_DATA).expect("data column family");
+        let log = self.db.cf_handle(CF_LOG).expect("log column family");
+        self.db.flush_cf(data)?;
+        self.db.flush_cf(log)?;
+        let mut out = Vec::with_capacity(groups.len());
+        for &group in groups {
+            let bounds: Vec<(Vec<u8>, Vec<u8>)> = crate::engine::space::NAMED
+                .iter()
+                .map(|(space, _)| (keys::data_key(group, *space, &[]), keys::data_key(group, *space + 1, &[])))
+                .collect();
+            let ranges: Vec<rocksdb::Range<'_>> = bounds.iter().map(|(a, b)| rocksdb::Range::new(a, b)).collect();
+            let sizes = self.db.get_approximate_sizes_cf(&data, &ranges);
+            let mut models: Vec<(&'static str, u64)> = Vec::new();
+            for ((_, model), bytes) in crate::engine::space::NAMED.iter().zip(sizes) {
+                match models.iter_mut().find(|(m, _)| m == model) {
+                    Some((_, total)) => *total += bytes,
+                    None => models.push((model, bytes)),
+                }
+            }
+            let (start, end) = (keys::group_prefix(group).to_vec(), keys::group_end(group));
+            let log_bytes = self.db.get_approximate_sizes_cf(&log, &[rocksdb::Range::new(&start, &end)])[0];
+            let snapshot_bytes = dir_bytes(&self.db.path().join("snapshots").join(group.to_string()));
+            out.push(GroupUsage { group, models, log_bytes, snapshot_bytes });
+        }
+        Ok(out)
     }
 
     /// Flushes memtables and syncs the WAL (used on graceful shutdown).

@@ -1,7 +1,8 @@
 //! Scenario: an operator looks at the nodes. `GET /api/v1/admin/nodes` lists the
 //! three nodes with what each reports about itself — reachable, the groups it
 //! hosts and leads (every group led exactly once), its replicas' lag, disk and
-//! memory in use, uptime and the version it runs — and `…/{node_id}/logs` reads
+//! memory in use, uptime and the version it runs — `/api/v1/admin/storage`
+//! measures each node's bytes per model, and `…/{node_id}/logs` reads
 //! the newest lines of that node's own log. An unknown node is 404, a bad
 //! `lines` 400, a viewer may list but not read logs. `…/{node_id}/restart`
 //! restarts a node's process while writes go on: with `quorum` it answers once
@@ -28,6 +29,7 @@ async fn admin_nodes() {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     every_node_reports_itself(c).await?;
+    storage_is_measured_on_every_node(c).await?;
     logs_come_from_the_node(c).await?;
     a_node_restarts_and_comes_back(c).await?;
     a_stopped_node_is_listed_as_unreachable(c).await
@@ -53,6 +55,25 @@ async fn every_node_reports_itself(c: &Cluster) -> Result<()> {
     ensure!(led == groups, "each of the {groups} groups is led by one node, counted {led}: {body}");
     let spread = &body["spread"];
     ensure!(spread["max_led"].as_u64().unwrap_or(0) >= spread["min_led"].as_u64().unwrap_or(u64::MAX), "spread: {spread}");
+    Ok(())
+}
+
+async fn storage_is_measured_on_every_node(c: &Cluster) -> Result<()> {
+    let api = c.http.clone();
+    let value = "v".repeat(2048);
+    for i in 0..100 {
+        api.kv_put(&format!("sized/{i}"), json!(format!("{value}{i}")), None).await?.ensure_status(200)?;
+    }
+    let body = api.get("/api/v1/admin/storage").await?.ensure_status(200)?.json;
+    let nodes = body["nodes"].as_array().context("nodes")?;
+    let groups = c.cluster_info().await?["groups"].as_array().context("groups")?.len();
+    ensure!(nodes.len() == 3, "{body}");
+    for n in nodes {
+        ensure!(n["reachable"] == true && n["groups"].as_array().map(Vec::len) == Some(groups), "every replica measured: {n}");
+        ensure!(n["models"]["kv"].as_u64().unwrap_or(0) > 0, "each node holds a replica of the KV data: {n}");
+        ensure!(n["disk_used_bytes"].as_u64().unwrap_or(0) > 0, "{n}");
+    }
+    ensure!(body["models"]["kv"].as_u64().unwrap_or(0) >= 3 * 1024, "three copies of ~200 KiB, compressed: {body}");
     Ok(())
 }
 

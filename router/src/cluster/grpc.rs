@@ -14,7 +14,7 @@ use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
     Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
-    RetireRequest, StatusReply, StatusRequest, WriteRequest,
+    RetireRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
 use tonic::transport::Channel;
@@ -357,6 +357,14 @@ impl ClusterClient for GrpcCluster {
         req.set_timeout(ATTEMPT_TIMEOUT);
         client.retire(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(())
+    }
+
+    async fn node_storage(&self, node: &NodeInfo) -> Result<StorageReply, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(StorageRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+        let reply = client.storage(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner())
     }
 
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError> {

@@ -144,6 +144,21 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("node {} is in-process and keeps no log of its own", node.id)))
     }
 
+    async fn node_storage(&self, _node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError> {
+        let groups: Vec<GroupId> = self.groups.keys().copied().collect();
+        let usage = self._store.usage(&groups).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let groups = usage
+            .into_iter()
+            .map(|u| tessera_api::rpc::GroupStorage {
+                group_id: u.group,
+                models: u.models.into_iter().map(|(model, bytes)| tessera_api::rpc::ModelBytes { model: model.into(), bytes }).collect(),
+                log_bytes: u.log_bytes,
+                snapshot_bytes: u.snapshot_bytes,
+            })
+            .collect();
+        Ok(tessera_api::rpc::StorageReply { groups, disk_bytes: 0 })
+    }
+
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {
         Err(ClusterError::Unavailable(format!("node {} is the only in-process node; it cannot hand its groups over", node.id)))
     }

@@ -92,6 +92,9 @@ pub trait ClusterClient: Send + Sync {
     /// Tells a removed node to record its tombstone and stop for good.
     async fn retire_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
 
+    /// What each group uses on node `node` (bytes per model, log, snapshot).
+    async fn node_storage(&self, node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError>;
+
     /// The newest `lines` lines of node `node`'s own log.
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 

@@ -204,3 +204,60 @@ pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> Result
         "router_uptime_secs": state.started.elapsed().as_secs(),
     })))
 }
+
+/// `GET /api/v1/admin/storage`: bytes per model and per node, measured by each
+/// node from RocksDB (approximate sizes of each model's key ranges, compressed
+/// as stored, memtables flushed first), with each group's Raft log and stored
+/// snapshot, and the files under each node's data directory. Every replica
+/// counts on its own node, so `models` sums all copies.
+pub async fn storage(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    let calls = map.nodes.iter().map(|n| async { (n.clone(), state.cluster.node_storage(n).await) });
+    let replies = futures::future::join_all(calls).await;
+    let mut models: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut data, mut log, mut snapshots, mut disk) = (0u64, 0u64, 0u64, 0u64);
+    let mut nodes = Vec::new();
+    for (node, reply) in replies {
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                nodes.push(json!({"node_id": node.id, "reachable": false, "error": e.to_string()}));
+                continue;
+            }
+        };
+        let mut node_models: BTreeMap<String, u64> = BTreeMap::new();
+        let (mut node_log, mut node_snapshots) = (0u64, 0u64);
+        let groups: Vec<Value> = reply
+            .groups
+            .iter()
+            .map(|g| {
+                for m in &g.models {
+                    *node_models.entry(m.model.clone()).or_default() += m.bytes;
+                }
+                node_log += g.log_bytes;
+                node_snapshots += g.snapshot_bytes;
+                let by_model: BTreeMap<&str, u64> = g.models.iter().map(|m| (m.model.as_str(), m.bytes)).collect();
+                json!({"group_id": g.group_id, "models": by_model, "raft_log_bytes": g.log_bytes, "snapshot_bytes": g.snapshot_bytes})
+            })
+            .collect();
+        let node_data: u64 = node_models.values().sum();
+        for (m, b) in &node_models {
+            *models.entry(m.clone()).or_default() += b;
+        }
+        data += node_data;
+        log += node_log;
+        snapshots += node_snapshots;
+        disk += reply.disk_bytes;
+        nodes.push(json!({
+            "node_id": node.id, "reachable": true, "data_bytes": node_data, "models": node_models,
+            "raft_log_bytes": node_log, "snapshot_bytes": node_snapshots, "disk_used_bytes": reply.disk_bytes,
+            "groups": groups,
+        }));
+    }
+    Ok(Json(json!({
+        "models": models,
+        "nodes": nodes,
+        "totals": {"data_bytes": data, "raft_log_bytes": log, "snapshot_bytes": snapshots, "disk_used_bytes": disk},
+        "measured_at": iso8601_ms(tessera_api::command::now_ms()),
+    })))
+}

@@ -139,7 +139,9 @@ pub async fn restart(
     prefs: ReadPrefs,
     Path(node_id): Path<String>,
     QueryParams(p): QueryParams<LifecycleParams>,
+    body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    lifecycle_body(&body)?;
     let consistency = lifecycle_consistency(&p, &prefs)?;
     let node = find_node(&state, &node_id)?;
     let asked = Instant::now();
@@ -195,6 +197,20 @@ fn lifecycle_consistency(p: &LifecycleParams, prefs: &ReadPrefs) -> Result<Consi
     }
 }
 
+/// A lifecycle call's body: none, or a JSON object (its fields are not used).
+/// The body is read whole before the answer, so a refused call does not cut
+/// the client's connection while it is still sending.
+fn lifecycle_body(body: &[u8]) -> Result<(), ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(_)) => Ok(()),
+        Ok(_) => Err(ApiError::BadRequest("the request body must be a JSON object or empty".into())),
+        Err(e) => Err(ApiError::BadRequest(format!("invalid JSON body: {e}"))),
+    }
+}
+
 /// How long drain and remove calls wait for what their consistency asks.
 const LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -215,7 +231,9 @@ pub async fn drain(
     prefs: ReadPrefs,
     Path(node_id): Path<String>,
     QueryParams(p): QueryParams<LifecycleParams>,
+    body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    lifecycle_body(&body)?;
     let consistency = lifecycle_consistency(&p, &prefs)?;
     let node = find_node(&state, &node_id)?;
     if node.state == NodeState::Removing {

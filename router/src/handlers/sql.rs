@@ -32,6 +32,7 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/tables", P("read:sql"), list_tables)
         .get("/api/v1/tables/{name}", P("read:sql"), describe_table)
         .get("/api/v1/databases", P("read:sql"), list_databases)
+        .post("/api/v1/admin/vacuum", P("manage:cluster"), vacuum)
 }
 
 /// Body of `POST /api/v1/query`.
@@ -202,6 +203,74 @@ pub async fn list_databases(State(state): State<AppState>, _caller: Caller, pref
     }
     names.sort();
     Ok(Json(json!({"databases": names})))
+}
+
+/// `POST /api/v1/admin/vacuum`: `{}` (or no body) vacuums every table of every
+/// database, `{table_name, database?}` one table (of `default` unless named).
+/// Each database's `VACUUM` is proposed to its group as a SQL command, so every
+/// replica compacts the same key ranges (in the background, after the apply).
+/// An unknown table is 404 with SQL's error body.
+pub async fn vacuum(
+    State(state): State<AppState>,
+    caller: Caller,
+    prefs: ReadPrefs,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let started = Instant::now();
+    let (table, database) = vacuum_target(&body)?;
+    let databases = match (&table, database) {
+        (Some(_), database) => vec![database.unwrap_or_else(|| DEFAULT_DATABASE.to_string())],
+        (None, Some(database)) => vec![database],
+        (None, None) => list_databases(State(state.clone()), caller, ReadPrefs { consistency: prefs.consistency, replica: None })
+            .await?
+            .0["databases"]
+            .as_array()
+            .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default(),
+    };
+    let sql = match &table {
+        Some(t) => format!("VACUUM \"{}\"", t.replace('"', "\"\"")),
+        None => "VACUUM".to_string(),
+    };
+    let limits = &state.config.query_limits;
+    let mut vacuumed = Vec::new();
+    for database in databases {
+        let group = database_group(&state, &database)?;
+        let op = SqlOp {
+            database: database.clone(),
+            sql: sql.clone(),
+            params: Vec::new(),
+            max_result_rows: limits.max_result_rows,
+            timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+            max_memory_mb: limits.max_memory_mb,
+        };
+        typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value.map_err(|r| ApiError::sql(r, &sql))?;
+        vacuumed.push(json!({"database": database, "table": table, "all_tables": table.is_none()}));
+    }
+    Ok(Json(json!({
+        "success": true, "vacuumed": vacuumed, "count": vacuumed.len(),
+        "execution_time_ms": started.elapsed().as_millis() as u64,
+    })))
+}
+
+/// `(table_name, database)` of a vacuum body (both optional; empty body = `{}`).
+fn vacuum_target(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((None, None));
+    }
+    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+    let obj = v.as_object().ok_or_else(|| ApiError::BadRequest("the request body must be a JSON object".into()))?;
+    if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "table_name" | "database")) {
+        return Err(ApiError::BadRequest(format!("unknown field {k:?} (table_name and database are accepted)")));
+    }
+    let text = |field: &str| -> Result<Option<String>, ApiError> {
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() && s.len() <= 128 => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::BadRequest(format!("{field} must be a non-empty string of at most 128 bytes"))),
+        }
+    };
+    Ok((text("table_name")?, text("database")?))
 }
 
 #[cfg(test)]

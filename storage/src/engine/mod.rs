@@ -40,6 +40,22 @@ pub mod space {
     pub const GRAPH: u8 = 9;
     /// Ids of recently applied requests and their responses (retry deduplication).
     pub const DEDUP: u8 = 0xF0;
+
+    /// Every space of a group's range with the model (or area) it belongs to:
+    /// the state machine's own records and deduplication are `system`.
+    pub const NAMED: [(u8, &str); 11] = [
+        (crate::keys::SPACE_SM, "system"),
+        (KV, "kv"),
+        (META, "system"),
+        (OBJECT, "objects"),
+        (SQL, "sql"),
+        (DOCUMENT, "documents"),
+        (VECTOR, "vectors"),
+        (TIMESERIES, "timeseries"),
+        (STREAM, "streaming"),
+        (GRAPH, "graph"),
+        (DEDUP, "system"),
+    ];
 }
 
 /// One engine: a data model's key space, the operations it applies
