@@ -59,6 +59,8 @@ pub enum MetaOp {
     SetNodeState { node: crate::NodeId, state: crate::meta::NodeState },
     /// Drop a node from the map and from every group's members.
     RemoveNode { node: crate::NodeId },
+    /// Append activity records (the oldest beyond `ACTIVITIES_KEEP` are dropped).
+    RecordActivities(Vec<crate::meta::ActivityRecord>),
     /// Create the first admin, only while no user exists (bootstrap provisioning).
     ProvisionFirstAdmin(UserRecord),
     /// Create a user; refused when the username is taken.
@@ -185,6 +187,8 @@ pub enum MetaQuery {
     VaultPolicies,
     /// The newest `limit` audit records, newest first.
     VaultAudit { limit: usize },
+    /// The newest `limit` activity records of `kind` (every kind when `None`), newest first.
+    Activities { limit: usize, kind: Option<String> },
 }
 
 /// Answers to [`MetaQuery`].
@@ -203,6 +207,7 @@ pub enum MetaQueryResult {
     VaultSecrets(Vec<crate::meta::VaultSecretRecord>),
     VaultPolicies(Vec<crate::meta::VaultPolicyRecord>),
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
+    Activities(Vec<crate::meta::ActivityRecord>),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

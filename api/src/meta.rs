@@ -297,3 +297,30 @@ pub struct VaultAuditRecord {
 
 /// How many audit records the meta group keeps (the oldest are dropped).
 pub const VAULT_AUDIT_KEEP: usize = 10_000;
+
+/// One recorded activity (`GET /api/v1/admin/activities`): a SQL query, a
+/// login, a configuration change (users, roles, security, vault) or another
+/// admin action, as the router that served it saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityRecord {
+    /// Random id, drawn by the router; with `at_ms` it orders the records.
+    pub id: String,
+    /// When the router finished serving it (Unix ms, the router's clock).
+    pub at_ms: i64,
+    /// `query`, `login`, `config` or `admin`.
+    pub kind: String,
+    /// The user (or `anonymous`).
+    pub user: String,
+    pub method: String,
+    /// The route template (`/api/v1/admin/users/{id}`).
+    pub route: String,
+    pub status: u16,
+    pub duration_ms: u64,
+    /// The SQL text (cut at 500 characters), the login name, or empty.
+    pub detail: String,
+    /// The router that recorded it (`host:port`).
+    pub router: String,
+}
+
+/// How many activity records the meta group keeps (the oldest are dropped).
+pub const ACTIVITIES_KEEP: usize = 10_000;

@@ -2,6 +2,7 @@
 //! Authenticates callers, maps each request to its shard, forwards it to the
 //! right replica with the requested consistency, and merges fan-out results.
 
+mod activity;
 mod auth;
 mod catalog;
 mod cluster;
@@ -80,6 +81,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/stats", P("read:cluster"), handlers::monitoring::stats)
         .get("/api/v1/admin/alerts", P("read:cluster"), handlers::monitoring::alerts)
         .get("/api/v1/admin/storage", P("read:cluster"), handlers::monitoring::storage)
+        .get("/api/v1/admin/activities", P("read:cluster"), handlers::monitoring::activities)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)
         .get("/api/v1/objects/buckets/{bucket}", P("read:objects"), object::bucket_stats)
@@ -178,6 +180,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(vault::unseal_at_start(state.clone()));
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
     tokio::spawn(ratelimit::prune_loop(state.clone()));
+    tokio::spawn(activity::flush_loop(state.clone()));
     let streams = state.streams.clone();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -58,10 +58,16 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
             return ApiError::BadRequest("Idempotency-Key must be 1-255 visible ASCII characters".into()).into_response();
         }
     };
+    let user = match &caller {
+        Caller::User { user, .. } => user.username.clone(),
+        Caller::Bootstrap => "bootstrap".to_string(),
+    };
     parts.extensions.insert(caller);
     let req = Request::from_parts(parts, body);
-    match idempotency {
+    let mut response = match idempotency {
         Some(scope) => crate::idempotency::with_scope(scope, next.run(req)).await,
         None => next.run(req).await,
-    }
+    };
+    response.extensions_mut().insert(crate::activity::ActivityUser(user));
+    response
 }

@@ -224,8 +224,25 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     if PROBES.contains(&route.as_str()) {
         return next.run(req).await;
     }
+    let kind = crate::activity::kind_of(req.method(), &route);
     let response = next.run(req).await;
-    state.request_stats.add(&method, &route, response.status().as_u16(), started.elapsed());
+    let elapsed = started.elapsed();
+    state.request_stats.add(&method, &route, response.status().as_u16(), elapsed);
+    if let Some(kind) = kind {
+        let ext = response.extensions();
+        state.activities.note(tessera_api::meta::ActivityRecord {
+            id: crate::auth::new_id(),
+            at_ms: tessera_api::command::now_ms(),
+            kind: kind.to_string(),
+            user: ext.get::<crate::activity::ActivityUser>().map_or_else(|| "anonymous".to_string(), |u| u.0.clone()),
+            method,
+            route,
+            status: response.status().as_u16(),
+            duration_ms: elapsed.as_millis() as u64,
+            detail: ext.get::<crate::activity::ActivityDetail>().map(|d| d.0.clone()).unwrap_or_default(),
+            router: state.router_name.clone(),
+        });
+    }
     response
 }
 

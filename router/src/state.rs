@@ -38,6 +38,10 @@ pub struct Inner {
     pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
     /// What this router measured of the requests it served.
     pub request_stats: crate::request_stats::RequestStats,
+    /// Activities noted and not yet written to the meta group.
+    pub activities: crate::activity::Activities,
+    /// This router's `host:port` (names it in activity records).
+    pub router_name: String,
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
@@ -49,6 +53,7 @@ impl AppState {
             .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
         let vault =
             crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
+        let router_name = format!("{}:{}", config.server.host, config.server.port);
         Ok(AppState {
             inner: Arc::new(Inner {
                 rate_limits: crate::ratelimit::RateLimits::new(config.rate_limit.clone()),
@@ -64,6 +69,8 @@ impl AppState {
                 vector_layouts: Default::default(),
                 decisions: Default::default(),
                 request_stats: Default::default(),
+                activities: Default::default(),
+                router_name,
                 alerts_seen: Default::default(),
             }),
         })

@@ -2,7 +2,8 @@
 //! three nodes with what each reports about itself — reachable, the groups it
 //! hosts and leads (every group led exactly once), its replicas' lag, disk and
 //! memory in use, uptime and the version it runs — `/api/v1/admin/storage`
-//! measures each node's bytes per model, and `…/{node_id}/logs` reads
+//! measures each node's bytes per model, `/api/v1/admin/activities` lists the
+//! user creation and logins, and `…/{node_id}/logs` reads
 //! the newest lines of that node's own log. An unknown node is 404, a bad
 //! `lines` 400, a viewer may list but not read logs. `…/{node_id}/restart`
 //! restarts a node's process while writes go on: with `quorum` it answers once
@@ -31,6 +32,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     every_node_reports_itself(c).await?;
     storage_is_measured_on_every_node(c).await?;
     logs_come_from_the_node(c).await?;
+    activities_are_recorded(c).await?;
     a_node_restarts_and_comes_back(c).await?;
     a_stopped_node_is_listed_as_unreachable(c).await
 }
@@ -74,6 +76,24 @@ async fn storage_is_measured_on_every_node(c: &Cluster) -> Result<()> {
         ensure!(n["disk_used_bytes"].as_u64().unwrap_or(0) > 0, "{n}");
     }
     ensure!(body["models"]["kv"].as_u64().unwrap_or(0) >= 3 * 1024, "three copies of ~200 KiB, compressed: {body}");
+    Ok(())
+}
+
+/// The user creation and the viewer's login of the step before are listed as
+/// activities, newest first, by type.
+async fn activities_are_recorded(c: &Cluster) -> Result<()> {
+    let api = c.http.clone();
+    let config = api.get("/api/v1/admin/activities?type=config&limit=5").await?.ensure_status(200)?.json;
+    ensure!(
+        config["activities"].as_array().is_some_and(|a| a.iter().any(|a| a["route"] == "/api/v1/admin/users" && a["status"] == 201)),
+        "the user creation: {config}"
+    );
+    let logins = api.get("/api/v1/admin/activities?type=login").await?.ensure_status(200)?.json;
+    ensure!(
+        logins["activities"].as_array().is_some_and(|a| a.iter().any(|a| a["user"] == "vera" && a["status"] == 200)),
+        "vera's login: {logins}"
+    );
+    api.get("/api/v1/admin/activities?type=nothing").await?.ensure_status(400)?;
     Ok(())
 }
 

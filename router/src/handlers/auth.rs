@@ -30,11 +30,16 @@ fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
 
 /// Checks the password (Argon2id) and opens a session stored in the meta group,
 /// or, for a user with MFA, an MFA challenge answered by `mfa/verify`.
-pub async fn login(
-    State(state): State<AppState>,
-    ip: Option<Extension<ClientIp>>,
-    JsonBody(req): JsonBody<LoginRequest>,
-) -> Result<Response, ApiError> {
+pub async fn login(state: State<AppState>, ip: Option<Extension<ClientIp>>, JsonBody(req): JsonBody<LoginRequest>) -> Response {
+    // The activity record names who tried, whether or not it worked.
+    let name: String = req.username.chars().take(128).collect();
+    let mut response = attempt_login(state, ip, req).await.into_response();
+    response.extensions_mut().insert(crate::activity::ActivityUser(name.clone()));
+    response.extensions_mut().insert(crate::activity::ActivityDetail(name));
+    response
+}
+
+async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<ClientIp>>, req: LoginRequest) -> Result<Response, ApiError> {
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
+use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{ClusterMap, NodeInfo, NodeState};
 use tessera_api::rpc::StatusReply;
@@ -260,4 +261,52 @@ pub async fn storage(State(state): State<AppState>, _caller: Caller) -> Result<J
         "totals": {"data_bytes": data, "raft_log_bytes": log, "snapshot_bytes": snapshots, "disk_used_bytes": disk},
         "measured_at": iso8601_ms(tessera_api::command::now_ms()),
     })))
+}
+
+/// `?limit=&type=` of the activities route.
+#[derive(serde::Deserialize)]
+pub struct ActivitiesParams {
+    limit: Option<usize>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// Activities `limit` gives when it is not given, and the most it may ask.
+const DEFAULT_ACTIVITIES: usize = 100;
+
+/// `GET /api/v1/admin/activities?limit=&type=`: the newest recorded activities
+/// (100 by default, at most the 10 000 the meta group keeps), newest first,
+/// of one `type` (`query`, `login`, `config`, `admin`) or all. Every router
+/// records what it serves into the meta group; this router writes what it
+/// noted before reading, so its own latest requests are listed.
+pub async fn activities(
+    State(state): State<AppState>,
+    _caller: Caller,
+    super::QueryParams(p): super::QueryParams<ActivitiesParams>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = p.limit.unwrap_or(DEFAULT_ACTIVITIES);
+    if !(1..=tessera_api::meta::ACTIVITIES_KEEP).contains(&limit) {
+        return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::ACTIVITIES_KEEP)));
+    }
+    if let Some(kind) = &p.kind
+        && !["query", "login", "config", "admin"].contains(&kind.as_str())
+    {
+        return Err(ApiError::BadRequest("type must be one of: query, login, config, admin".into()));
+    }
+    crate::activity::flush(&state).await?;
+    let records = match state.cluster.meta_read(MetaQuery::Activities { limit, kind: p.kind }).await? {
+        MetaQueryResult::Activities(r) => r,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let items: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id, "type": r.kind, "timestamp": iso8601_ms(r.at_ms), "user": r.user,
+                "method": r.method, "route": r.route, "status": r.status, "duration_ms": r.duration_ms,
+                "detail": r.detail, "router": r.router,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"activities": items, "count": items.len()})))
 }

@@ -71,13 +71,16 @@ fn looks_read_only(sql: &str) -> bool {
     any
 }
 
-/// `POST /api/v1/query {sql, params?, database?}`.
-pub async fn query(
-    State(state): State<AppState>,
-    caller: Caller,
-    prefs: ReadPrefs,
-    JsonBody(req): JsonBody<QueryRequest>,
-) -> Result<Response, ApiError> {
+/// `POST /api/v1/query {sql, params?, database?}`; its SQL text goes into the
+/// activity record.
+pub async fn query(state: State<AppState>, caller: Caller, prefs: ReadPrefs, JsonBody(req): JsonBody<QueryRequest>) -> Response {
+    let detail = crate::activity::ActivityDetail::of(&req.sql);
+    let mut response = run_query(state, caller, prefs, req).await.into_response();
+    response.extensions_mut().insert(detail);
+    response
+}
+
+async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPrefs, req: QueryRequest) -> Result<Response, ApiError> {
     let started = Instant::now();
     if req.sql.trim().is_empty() {
         return Err(ApiError::BadRequest("sql must not be empty".into()));

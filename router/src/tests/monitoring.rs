@@ -98,3 +98,32 @@ async fn storage_is_measured_per_model_and_node() {
     assert_eq!(node["groups"].as_array().map(Vec::len), Some(3), "the meta group and two data groups: {node}");
     assert_eq!(body["totals"]["data_bytes"], node["data_bytes"]);
 }
+
+#[tokio::test]
+async fn activities_record_queries_logins_and_changes() {
+    let router = TestRouter::new(2).await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE audit_me (id INT PRIMARY KEY)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "SELEC nonsense"})).await.expect(400);
+    router
+        .post("/api/v1/admin/users", &json!({"username": "olga", "email": "o@example.com", "password": "Olga-Pass-1234!", "role": "viewer"}))
+        .await
+        .expect(201);
+    router.post("/api/v1/auth/login", &json!({"username": "olga", "password": "wrong"})).await.expect(401);
+    router.post("/api/v1/kv/keys", &json!({"key": "not-an-activity", "value": 1})).await.expect(200);
+
+    let queries = router.get("/api/v1/admin/activities?type=query").await.expect(200);
+    let details: Vec<&str> = queries["activities"].as_array().unwrap().iter().filter_map(|a| a["detail"].as_str()).collect();
+    assert_eq!(details, ["SELEC nonsense", "CREATE TABLE audit_me (id INT PRIMARY KEY)"], "newest first: {queries}");
+    assert_eq!(queries["activities"][0]["status"], 400);
+    let config = router.get("/api/v1/admin/activities?type=config").await.expect(200);
+    assert_eq!(config["activities"][0]["route"], "/api/v1/admin/users", "{config}");
+    assert_eq!(config["activities"][0]["method"], "POST");
+    let logins = router.get("/api/v1/admin/activities?type=login").await.expect(200);
+    let failed = &logins["activities"][0];
+    assert_eq!((failed["user"].clone(), failed["status"].clone()), (json!("olga"), json!(401)), "{logins}");
+    let all = router.get("/api/v1/admin/activities?limit=2").await.expect(200);
+    assert_eq!(all["count"], 2);
+    assert!(all["activities"].as_array().unwrap().iter().all(|a| a["route"] != "/api/v1/kv/keys"));
+    router.get("/api/v1/admin/activities?limit=0").await.expect(400);
+    router.get("/api/v1/admin/activities?type=everything").await.expect(400);
+}

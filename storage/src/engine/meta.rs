@@ -6,7 +6,7 @@
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
 use tessera_api::error::ErrorCode;
 use tessera_api::meta::{ClusterMap, NodeState, Role, RoleRecord, SessionRecord, UserRecord};
-use tessera_api::meta::{VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
+use tessera_api::meta::{ACTIVITIES_KEEP, ActivityRecord, VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
 use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
@@ -70,6 +70,7 @@ impl Engine for MetaEngine {
             MetaQuery::VaultSecrets { prefix } => MetaQueryResult::VaultSecrets(vault_secrets(&meta, prefix)?),
             MetaQuery::VaultPolicies => MetaQueryResult::VaultPolicies(vault_policies(&meta)?),
             MetaQuery::VaultAudit { limit } => MetaQueryResult::VaultAudit(vault_audit(&meta, *limit)?),
+            MetaQuery::Activities { limit, kind } => MetaQueryResult::Activities(activities(&meta, *limit, kind.as_deref())?),
             MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
         }))
     }
@@ -108,6 +109,31 @@ impl Engine for MetaEngine {
                 map.nodes.iter_mut().filter(|n| n.id == *node).for_each(|n| n.state = *state);
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::RecordActivities(records) => {
+                let mut count = read_u64(tx.view(), ACTIVITY_COUNT)?;
+                for record in records {
+                    let key = [ACTIVITY_PREFIX, format!("{:020}/{}", record.at_ms.max(0), record.id).as_bytes()].concat();
+                    if tx.view().get(&key)?.is_none() {
+                        count += 1;
+                    }
+                    tx.put(&key, &serde_json::to_vec(record)?);
+                }
+                if count as usize > ACTIVITIES_KEEP {
+                    let mut excess = count as usize - ACTIVITIES_KEEP;
+                    let mut oldest = Vec::new();
+                    tx.view().scan_prefix(ACTIVITY_PREFIX, |k, _| {
+                        oldest.push(k.to_vec());
+                        excess -= 1;
+                        Ok(excess > 0)
+                    })?;
+                    for k in oldest {
+                        tx.delete(&k);
+                        count -= 1;
+                    }
+                }
+                tx.put(ACTIVITY_COUNT, &count.to_be_bytes());
                 Ok(Response::Applied(true))
             }
             MetaOp::RemoveNode { node } => {
@@ -280,6 +306,8 @@ pub fn session(view: &ReadView<'_>, token_hash: &str, now: i64) -> Result<Option
 const VAULT_KEY: &[u8] = b"vault/key";
 const VAULT_EPOCH: &[u8] = b"vault/epoch";
 const VAULT_AUDIT_COUNT: &[u8] = b"vault/acount";
+const ACTIVITY_COUNT: &[u8] = b"activity/count";
+const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
 const VAULT_AUDIT_PREFIX: &[u8] = b"vault/a/";
 
 fn vault_secret_key(path: &str) -> Vec<u8> {
@@ -394,7 +422,22 @@ pub fn vault_policies(view: &ReadView<'_>) -> Result<Vec<VaultPolicyRecord>> {
     Ok(out)
 }
 
-/// The newest `limit` audit records, newest first.
+/// The newest `limit` activity records of `kind` (all kinds when `None`), newest first.
+pub fn activities(view: &ReadView<'_>, limit: usize, kind: Option<&str>) -> Result<Vec<ActivityRecord>> {
+    let mut all: Vec<ActivityRecord> = Vec::new();
+    view.scan_prefix(ACTIVITY_PREFIX, |_, v| {
+        let record: ActivityRecord = serde_json::from_slice(v)?;
+        if kind.is_none_or(|k| k == record.kind) {
+            all.push(record);
+        }
+        Ok(true)
+    })?;
+    all.reverse();
+    all.truncate(limit);
+    Ok(all)
+}
+
+/// The newest `limit` vault audit records, newest first.
 pub fn vault_audit(view: &ReadView<'_>, limit: usize) -> Result<Vec<VaultAuditRecord>> {
     let mut all: Vec<VaultAuditRecord> = Vec::new();
     view.scan_prefix(VAULT_AUDIT_PREFIX, |_, v| {

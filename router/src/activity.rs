@@ -1,0 +1,125 @@
+//! Activities (`GET /api/v1/admin/activities`): the SQL queries, logins,
+//! configuration changes and admin actions this router served, kept in the
+//! meta group so every router lists the same ones. The request middleware
+//! ([`crate::request_stats::record`]) notes each one here; a flusher writes what
+//! was noted as one meta command per second (and a listing flushes first).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::http::Method;
+use tessera_api::command::{MetaOp, Response as Reply};
+use tessera_api::meta::ActivityRecord;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Most records a router holds while the meta group does not take them.
+const BUFFER_CAP: usize = 10_000;
+/// How much of a SQL text a record keeps.
+const DETAIL_CHARS: usize = 500;
+
+/// What a handler adds to its request's record (the SQL text, the login name):
+/// a response extension.
+#[derive(Clone)]
+pub struct ActivityDetail(pub String);
+
+impl ActivityDetail {
+    /// `text` cut to what a record keeps.
+    pub fn of(text: &str) -> ActivityDetail {
+        ActivityDetail(text.chars().take(DETAIL_CHARS).collect())
+    }
+}
+
+/// Who made a request, as the permission check found it: a response extension.
+#[derive(Clone)]
+pub struct ActivityUser(pub String);
+
+/// The records this router noted and has not written yet.
+#[derive(Default)]
+pub struct Activities {
+    pending: Mutex<Vec<ActivityRecord>>,
+}
+
+impl Activities {
+    /// Notes one record (the oldest unwritten ones go when the buffer is full).
+    pub fn note(&self, record: ActivityRecord) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.len() >= BUFFER_CAP {
+            pending.remove(0);
+        }
+        pending.push(record);
+    }
+
+    fn take(&self) -> Vec<ActivityRecord> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn put_back(&self, mut records: Vec<ActivityRecord>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        records.append(&mut pending);
+        let excess = records.len().saturating_sub(BUFFER_CAP);
+        records.drain(..excess);
+        *pending = records;
+    }
+}
+
+/// The kind of activity a request is, if it is one: SQL queries, logins, and
+/// every mutation under `/api/v1/admin/` (`config` for users, roles, security
+/// and the vault; `admin` for the rest).
+pub fn kind_of(method: &Method, route: &str) -> Option<&'static str> {
+    match route {
+        "/api/v1/query" => return Some("query"),
+        "/api/v1/auth/login" | "/api/v1/auth/mfa/verify" => return Some("login"),
+        _ => {}
+    }
+    if *method == Method::GET || *method == Method::HEAD {
+        return None;
+    }
+    let admin = route.strip_prefix("/api/v1/admin/")?;
+    let area = admin.split('/').next().unwrap_or_default();
+    Some(if matches!(area, "users" | "roles" | "security" | "vault" | "permissions") { "config" } else { "admin" })
+}
+
+/// Writes the noted records to the meta group (kept for the next try if it fails).
+pub async fn flush(state: &AppState) -> Result<(), ApiError> {
+    let batch = state.activities.take();
+    if batch.is_empty() {
+        return Ok(());
+    }
+    match state.cluster.meta_write(MetaOp::RecordActivities(batch.clone())).await {
+        Ok(Reply::Rejected(r)) => Err(r.into()),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            state.activities.put_back(batch);
+            Err(e.into())
+        }
+    }
+}
+
+/// Flushes once a second, for the router's life.
+pub async fn flush_loop(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if let Err(e) = flush(&state).await {
+            tracing::debug!("activities not written yet: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_classified() {
+        assert_eq!(kind_of(&Method::POST, "/api/v1/query"), Some("query"));
+        assert_eq!(kind_of(&Method::POST, "/api/v1/auth/login"), Some("login"));
+        assert_eq!(kind_of(&Method::POST, "/api/v1/admin/users"), Some("config"));
+        assert_eq!(kind_of(&Method::DELETE, "/api/v1/admin/vault/secrets/{*path}"), Some("config"));
+        assert_eq!(kind_of(&Method::POST, "/api/v1/admin/nodes/{node_id}/drain"), Some("admin"));
+        assert_eq!(kind_of(&Method::GET, "/api/v1/admin/users"), None);
+        assert_eq!(kind_of(&Method::POST, "/api/v1/kv/keys"), None);
+    }
+}
