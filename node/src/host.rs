@@ -219,6 +219,8 @@ pub struct Host {
     drained: AtomicBool,
     /// The node was removed from the cluster ([`Host::retire`]): it stops for good.
     retired: AtomicBool,
+    /// A cluster shutdown asked this node to stop ([`Host::request_shutdown`]).
+    shut_down: AtomicBool,
 }
 
 
@@ -364,6 +366,7 @@ impl Host {
             restart: tokio::sync::watch::Sender::new(false),
             drained: AtomicBool::new(drained),
             retired: AtomicBool::new(false),
+            shut_down: AtomicBool::new(false),
         });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
@@ -758,9 +761,17 @@ impl Host {
         let _ = rx.wait_for(|r| *r).await;
     }
 
-    /// Whether a restart was requested (and the node did not retire).
+    /// Whether a restart was requested (and the node did not retire or shut down).
     pub fn restart_pending(&self) -> bool {
-        *self.restart.borrow() && !self.retired.load(Ordering::SeqCst)
+        *self.restart.borrow() && !self.retired.load(Ordering::SeqCst) && !self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Asks `main` to stop the node gracefully, as on SIGTERM, without running
+    /// it again (`POST /api/v1/admin/cluster/shutdown`).
+    pub fn request_shutdown(&self) {
+        info!(node = self.id, "cluster shutdown requested: stopping the groups");
+        self.shut_down.store(true, Ordering::SeqCst);
+        self.restart.send_replace(true);
     }
 
     /// Bytes of the files under the data directory, measured at most every 5 s.

@@ -10,7 +10,7 @@ use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    GroupStorage, ModelBytes, RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, StorageReply, StorageRequest,
+    GroupStorage, ModelBytes, RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -231,6 +231,11 @@ impl DataService for NodeService {
             })
             .collect();
         Ok(Response::new(StorageReply { groups, disk_bytes: self.host.disk_bytes() }))
+    }
+
+    async fn shutdown(&self, _req: Request<ShutdownRequest>) -> Result<Response<ShutdownReply>, Status> {
+        self.host.request_shutdown();
+        Ok(Response::new(ShutdownReply {}))
     }
 
     async fn logs(&self, req: Request<LogsRequest>) -> Result<Response<LogsReply>, Status> {

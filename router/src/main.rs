@@ -74,6 +74,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/nodes", P("read:cluster"), handlers::nodes::list)
         .get("/api/v1/admin/nodes/{node_id}/logs", P("manage:cluster"), handlers::nodes::logs)
         .post("/api/v1/admin/nodes/{node_id}/restart", P("manage:cluster"), handlers::nodes::restart)
+        .post("/api/v1/admin/cluster/shutdown", P("manage:cluster"), handlers::nodes::shutdown_cluster)
         .post("/api/v1/admin/nodes/{node_id}/drain", P("manage:cluster"), handlers::nodes::drain)
         .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
@@ -182,11 +183,15 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(ratelimit::prune_loop(state.clone()));
     tokio::spawn(activity::flush_loop(state.clone()));
     let streams = state.streams.clone();
+    let mut asked_to_stop = state.shutdown.subscribe();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let app = routes(state).into_make_service_with_connect_info::<SocketAddr>();
     let shutdown = async move {
-        tessera_api::runtime::shutdown_signal().await;
+        tokio::select! {
+            _ = tessera_api::runtime::shutdown_signal() => {}
+            _ = asked_to_stop.wait_for(|stop| *stop) => info!("cluster shutdown: this router stops"),
+        }
         streams.close(); // WebSockets end with 1001 instead of holding the shutdown
     };
     match https {

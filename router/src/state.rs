@@ -38,6 +38,8 @@ pub struct Inner {
     pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
     /// What this router measured of the requests it served.
     pub request_stats: crate::request_stats::RequestStats,
+    /// Set by `POST /api/v1/admin/cluster/shutdown`: the router stops serving.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Activities noted and not yet written to the meta group.
     pub activities: crate::activity::Activities,
     /// This router's `host:port` (names it in activity records).
@@ -70,6 +72,7 @@ impl AppState {
                 decisions: Default::default(),
                 request_stats: Default::default(),
                 activities: Default::default(),
+                shutdown: tokio::sync::watch::Sender::new(false),
                 router_name,
                 alerts_seen: Default::default(),
             }),

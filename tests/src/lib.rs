@@ -1050,6 +1050,22 @@ impl Cluster {
         Ok((idx, self.router_http(idx)))
     }
 
+    /// Waits until router `idx`'s process exits by itself and returns its exit
+    /// status; fails if it still runs after `timeout`.
+    pub async fn wait_router_exit(&mut self, idx: usize, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let r = self.routers.get_mut(idx).with_context(|| format!("no router {idx}"))?;
+            let child = r.child.as_mut().with_context(|| format!("router {idx} is not running"))?;
+            if let Some(status) = child.try_wait()? {
+                r.child = None;
+                return Ok(status);
+            }
+            ensure!(Instant::now() < deadline, "router {idx} still runs after {timeout:?}");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// SIGTERMs router `idx` and waits for it.
     pub async fn stop_router(&mut self, idx: usize) -> Result<()> {
         let r = self.routers.get_mut(idx).with_context(|| format!("no router {idx}"))?;

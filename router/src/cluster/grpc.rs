@@ -14,7 +14,7 @@ use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
     Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
-    RetireRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
+    RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
 use tonic::transport::Channel;
@@ -356,6 +356,14 @@ impl ClusterClient for GrpcCluster {
         let mut req = tonic::Request::new(RetireRequest {});
         req.set_timeout(ATTEMPT_TIMEOUT);
         client.retire(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(())
+    }
+
+    async fn shutdown_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(ShutdownRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        client.shutdown(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(())
     }
 

@@ -144,6 +144,10 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("node {} is in-process and keeps no log of its own", node.id)))
     }
 
+    async fn shutdown_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process and has no process to stop", node.id)))
+    }
+
     async fn node_storage(&self, _node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError> {
         let groups: Vec<GroupId> = self.groups.keys().copied().collect();
         let usage = self._store.usage(&groups).map_err(|e| ClusterError::Storage(e.to_string()))?;

@@ -92,6 +92,9 @@ pub trait ClusterClient: Send + Sync {
     /// Tells a removed node to record its tombstone and stop for good.
     async fn retire_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
 
+    /// Asks node `node` to stop gracefully (it does not run again by itself).
+    async fn shutdown_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
+
     /// What each group uses on node `node` (bytes per model, log, snapshot).
     async fn node_storage(&self, node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError>;
 

@@ -491,3 +491,36 @@ fn missing_after_restart(node: &StatusReply, leader_applied: &HashMap<GroupId, u
     }
     missing
 }
+
+/// `POST /api/v1/admin/cluster/shutdown` (admins): every node of the map stops
+/// as on SIGTERM (its groups shut down, its store flushed, the process exits 0;
+/// nothing acknowledged is lost, and the next start comes back with all data),
+/// then this router stops serving once this answer is sent. Other routers keep
+/// running and answer 503 until nodes are back. 503 when no node took the
+/// request; the answer lists the nodes that did and the ones that did not answer.
+pub async fn shutdown_cluster(
+    State(state): State<AppState>,
+    _caller: Caller,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    lifecycle_body(&body)?;
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    // Flush what this router noted (this call included) while the meta group still answers.
+    let _ = crate::activity::flush(&state).await;
+    let calls = map.nodes.iter().map(|n| async { (n.id, state.cluster.shutdown_node(n).await) });
+    let mut stopping = Vec::new();
+    let mut unreachable = Vec::new();
+    for (id, result) in futures::future::join_all(calls).await {
+        match result {
+            Ok(()) => stopping.push(json!(id)),
+            Err(e) => unreachable.push(json!({"node_id": id, "error": e.to_string()})),
+        }
+    }
+    if stopping.is_empty() {
+        return Err(ApiError::Unavailable("no node took the shutdown request".into()));
+    }
+    tracing::warn!(?stopping, "cluster shutdown requested: the nodes stop, then this router");
+    // A graceful stop: this request (in flight) is answered before the router exits.
+    state.shutdown.send_replace(true);
+    Ok(Json(json!({"shutting_down": true, "nodes_stopping": stopping, "nodes_unreachable": unreachable, "router_stopping": true})))
+}
