@@ -1,5 +1,6 @@
-//! Scenario: an admin shuts the whole cluster down. A viewer may not (403).
-//! `POST /api/v1/admin/cluster/shutdown` answers, then every node and the router
+//! Scenario: an admin shuts the whole cluster down. A viewer may not (403);
+//! without `{"confirm": true}` it is 400 and nothing stops.
+//! `POST /api/v1/admin/cluster/shutdown {"confirm": true}` answers, then every node and the router
 //! exit cleanly (status 0) on their own; started again on the same data
 //! directories, the cluster serves every key and row written before.
 
@@ -32,9 +33,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     .await?
     .ensure_status(201)?;
     let viewer = api.anonymous().login_as("vic", "Viewer-Pass-123!").await?;
-    viewer.post("/api/v1/admin/cluster/shutdown", &json!({})).await?.ensure_status(403)?;
+    viewer.post("/api/v1/admin/cluster/shutdown", &json!({"confirm": true})).await?.ensure_status(403)?;
+    // Without the confirmation nothing stops.
+    for body in [json!({}), json!({"confirm": false}), json!({"confirm": true, "also": 1})] {
+        api.post("/api/v1/admin/cluster/shutdown", &body).await?.ensure_status(400)?;
+    }
+    api.kv_get("before/0").await?.ensure_status(200)?;
 
-    let r = api.post("/api/v1/admin/cluster/shutdown", &json!({})).await?.ensure_status(200)?;
+    let r = api.post("/api/v1/admin/cluster/shutdown", &json!({"confirm": true})).await?.ensure_status(200)?;
     ensure!(r.json["nodes_stopping"] == json!([1, 2, 3]) && r.json["router_stopping"] == true, "{r}");
     for id in NODE_IDS {
         let status = c.wait_node_exit(id, Duration::from_secs(60)).await?;

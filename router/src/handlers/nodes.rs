@@ -197,16 +197,27 @@ fn lifecycle_consistency(p: &LifecycleParams, prefs: &ReadPrefs) -> Result<Consi
     }
 }
 
-/// A lifecycle call's body: none, or a JSON object (its fields are not used).
-/// The body is read whole before the answer, so a refused call does not cut
-/// the client's connection while it is still sending.
+/// A lifecycle call's body: none or `{}` (any field is refused). The body is
+/// read whole before the answer, so a refused call does not cut the client's
+/// connection while it is still sending.
 fn lifecycle_body(body: &[u8]) -> Result<(), ApiError> {
+    match body_object(body)? {
+        Some(fields) if !fields.is_empty() => {
+            let name = fields.keys().next().map(String::as_str).unwrap_or_default();
+            Err(ApiError::BadRequest(format!("unknown field {name:?}: this call takes no body, or {{}}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The JSON object of a body (`None` for an empty body); 400 for anything else.
+fn body_object(body: &[u8]) -> Result<Option<serde_json::Map<String, Value>>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(());
+        return Ok(None);
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(_)) => Ok(()),
-        Ok(_) => Err(ApiError::BadRequest("the request body must be a JSON object or empty".into())),
+        Ok(Value::Object(fields)) => Ok(Some(fields)),
+        Ok(_) => Err(ApiError::BadRequest("the request body must be a JSON object".into())),
         Err(e) => Err(ApiError::BadRequest(format!("invalid JSON body: {e}"))),
     }
 }
@@ -492,7 +503,8 @@ fn missing_after_restart(node: &StatusReply, leader_applied: &HashMap<GroupId, u
     missing
 }
 
-/// `POST /api/v1/admin/cluster/shutdown` (admins): every node of the map stops
+/// `POST /api/v1/admin/cluster/shutdown {"confirm": true}` (admins; without
+/// the confirmation, or with any other field, 400 and nothing stops): every node of the map stops
 /// as on SIGTERM (its groups shut down, its store flushed, the process exits 0;
 /// nothing acknowledged is lost, and the next start comes back with all data),
 /// then this router stops serving once this answer is sent. Other routers keep
@@ -503,7 +515,12 @@ pub async fn shutdown_cluster(
     _caller: Caller,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    lifecycle_body(&body)?;
+    let confirmed = body_object(&body)?.is_some_and(|f| f.len() == 1 && f.get("confirm") == Some(&Value::Bool(true)));
+    if !confirmed {
+        return Err(ApiError::BadRequest(
+            "this stops every node and this router: send {\"confirm\": true} (and nothing else) to shut the cluster down".into(),
+        ));
+    }
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     // Flush what this router noted (this call included) while the meta group still answers.
     let _ = crate::activity::flush(&state).await;

@@ -53,3 +53,14 @@ async fn drain_and_remove_refuse_what_would_break_the_cluster() {
     let nodes = router.get("/api/v1/admin/nodes").await.expect(200);
     assert_eq!(nodes["nodes"][0]["state"], "active", "{nodes}");
 }
+
+#[tokio::test]
+async fn a_cluster_shutdown_needs_its_confirmation() {
+    let router = TestRouter::new(1).await;
+    for body in [serde_json::json!({}), serde_json::json!({"confirm": "yes"}), serde_json::json!([true])] {
+        router.post("/api/v1/admin/cluster/shutdown", &body).await.expect(400);
+    }
+    // Confirmed, but the in-process node has no process to stop: 503, not a pretended shutdown.
+    router.post("/api/v1/admin/cluster/shutdown", &serde_json::json!({"confirm": true})).await.expect(503);
+    router.post("/api/v1/admin/nodes/1/drain", &serde_json::json!({"force": true})).await.expect(400);
+}
