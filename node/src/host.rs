@@ -801,6 +801,28 @@ pub fn dir_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
+/// (bytes available to this process, total bytes) of the filesystem holding `dir`; zeros when unknown.
+pub fn filesystem_space(dir: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return (0, 0) };
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid C string and `stat` a writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return (0, 0);
+    }
+    let block = stat.f_frsize as u64;
+    (stat.f_bavail as u64 * block, stat.f_blocks as u64 * block)
+}
+
+/// The machine's memory (`MemTotal` of `/proc/meminfo`), 0 when unknown.
+pub fn machine_memory_bytes() -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// This process's resident memory (`VmRSS` of `/proc/self/status`; 0 where there is none).
 pub fn resident_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -174,6 +174,7 @@ impl DataService for NodeService {
             None => Vec::new(),
         };
         let wal = self.host.store.wal_stats();
+        let disk = crate::host::filesystem_space(&self.host.data_dir);
         Ok(Response::new(StatusReply {
             node_id: self.host.id,
             groups: self.host.group_statuses(),
@@ -187,6 +188,9 @@ impl DataService for NodeService {
             uptime_ms: self.host.started.elapsed().as_millis() as u64,
             disk_bytes: self.host.disk_bytes(),
             memory_bytes: crate::host::resident_bytes(),
+            disk_free_bytes: disk.0,
+            disk_total_bytes: disk.1,
+            memory_total_bytes: crate::host::machine_memory_bytes(),
             addr: self.host.addr.clone(),
         }))
     }

@@ -50,6 +50,9 @@ async fn every_node_reports_itself(c: &Cluster) -> Result<()> {
         ensure!(n["groups_hosted"].as_array().map(Vec::len) == Some(groups), "every node hosts every group (rf 3): {n}");
         ensure!(n["disk_used_bytes"].as_u64().unwrap_or(0) > 0, "disk in use: {n}");
         ensure!(n["memory_used_bytes"].as_u64().unwrap_or(0) > 1 << 20, "memory in use: {n}");
+        let (free, total) = (n["disk_free_bytes"].as_u64().unwrap_or(0), n["disk_total_bytes"].as_u64().unwrap_or(0));
+        ensure!(free > 0 && total >= free, "the data filesystem's free space and size: {n}");
+        ensure!(n["memory_total_bytes"].as_u64() > n["memory_used_bytes"].as_u64(), "the machine's memory: {n}");
         ensure!(n["uptime_secs"].as_u64().is_some() && n["applied_lag"].as_u64().is_some(), "uptime and lag: {n}");
         ensure!(n["address"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "address: {n}");
         led += n["groups_led"].as_array().map_or(0, Vec::len);

@@ -105,6 +105,9 @@ impl Live {
                 });
             }
         }
+        for status in self.answered() {
+            alerts.extend(resource_alerts(status));
+        }
         for group in self.groups_without_leader() {
             alerts.push(Alert {
                 kind: "group_without_leader",
@@ -137,6 +140,49 @@ impl Live {
     }
 }
 
+/// Free space on a node's data filesystem under this share raises `disk_space`
+/// (a warning; critical under half of it).
+const DISK_FREE_ALERT: f64 = 0.10;
+/// A node process holding more than this share of its machine's memory raises `memory`.
+const MEMORY_ALERT: f64 = 0.90;
+
+/// Disk and memory alerts of one node, from what it reports (nothing when it
+/// reports no totals).
+fn resource_alerts(s: &StatusReply) -> Vec<Alert> {
+    let mut alerts = Vec::new();
+    if s.disk_total_bytes > 0 {
+        let free = s.disk_free_bytes as f64 / s.disk_total_bytes as f64;
+        if free < DISK_FREE_ALERT {
+            alerts.push(Alert {
+                kind: "disk_space",
+                severity: if free < DISK_FREE_ALERT / 2.0 { "critical" } else { "warning" },
+                subject: format!("node {}", s.node_id),
+                message: format!(
+                    "node {}'s data filesystem has {} MiB free of {} MiB ({:.1} %)",
+                    s.node_id,
+                    s.disk_free_bytes >> 20,
+                    s.disk_total_bytes >> 20,
+                    free * 100.0
+                ),
+            });
+        }
+    }
+    if s.memory_total_bytes > 0 && s.memory_bytes as f64 > s.memory_total_bytes as f64 * MEMORY_ALERT {
+        alerts.push(Alert {
+            kind: "memory",
+            severity: "warning",
+            subject: format!("node {}", s.node_id),
+            message: format!(
+                "node {} uses {} MiB of its machine's {} MiB of memory",
+                s.node_id,
+                s.memory_bytes >> 20,
+                s.memory_total_bytes >> 20
+            ),
+        });
+    }
+    alerts
+}
+
 /// The alerts raised now, each with when this router first saw it (an alert
 /// that is no longer true is cleared and forgotten).
 fn raised(state: &AppState, live: &Live) -> Vec<Value> {
@@ -160,7 +206,8 @@ fn raised(state: &AppState, live: &Live) -> Vec<Value> {
 
 /// `GET /api/v1/admin/alerts`: node unreachable, group without a leader (both
 /// critical), replica lagging by 1000+ entries, this router's 5xx rate over 5 %
-/// in the last minute (warnings), a node leaving (info); raised from the
+/// in the last minute, a data filesystem under 10 % free (critical under 5 %),
+/// a node using over 90 % of its machine's memory (warnings), a node leaving (info); raised from the
 /// cluster's state when asked, so an alert clears as soon as its cause does.
 pub async fn alerts(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     let live = Live::ask(&state).await?;
@@ -309,4 +356,31 @@ pub async fn activities(
         })
         .collect();
     Ok(Json(json!({"activities": items, "count": items.len()})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filling_disk_and_a_memory_hog_raise_alerts() {
+        let gib = 1u64 << 30;
+        let status = |free, rss| StatusReply {
+            node_id: 2,
+            disk_free_bytes: free,
+            disk_total_bytes: 100 * gib,
+            memory_bytes: rss,
+            memory_total_bytes: 16 * gib,
+            ..Default::default()
+        };
+        assert!(resource_alerts(&status(50 * gib, gib)).is_empty());
+        let low = resource_alerts(&status(8 * gib, gib));
+        assert_eq!((low[0].kind, low[0].severity), ("disk_space", "warning"));
+        let full = resource_alerts(&status(gib, 15 * gib));
+        assert_eq!((full[0].kind, full[0].severity), ("disk_space", "critical"));
+        assert_eq!((full[1].kind, full[1].severity), ("memory", "warning"));
+        assert!(full[0].message.contains("1024 MiB free"), "{}", full[0].message);
+        // A node that reports no totals raises nothing.
+        assert!(resource_alerts(&StatusReply::default()).is_empty());
+    }
 }

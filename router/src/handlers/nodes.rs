@@ -57,6 +57,8 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json
                     "id": node.id, "address": node.addr, "state": node.state.as_str(), "reachable": true,
                     "groups_hosted": hosted, "groups_led": led, "applied_lag": lag,
                     "disk_used_bytes": s.disk_bytes, "memory_used_bytes": s.memory_bytes,
+                    "disk_free_bytes": s.disk_free_bytes, "disk_total_bytes": s.disk_total_bytes,
+                    "memory_total_bytes": s.memory_total_bytes,
                     "uptime_secs": s.uptime_ms / 1000, "version": s.version,
                 })
             }
