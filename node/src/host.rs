@@ -780,25 +780,12 @@ impl Host {
         match *cached {
             Some((at, bytes)) if at.elapsed() < Duration::from_secs(5) => bytes,
             _ => {
-                let bytes = dir_bytes(&self.data_dir);
+                let bytes = tessera_storage::store::dir_bytes(&self.data_dir);
                 *cached = Some((Instant::now(), bytes));
                 bytes
             }
         }
     }
-}
-
-/// Bytes of the files under `dir`, recursively (0 for what cannot be read).
-pub fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// (bytes available to this process, total bytes) of the filesystem holding `dir`; zeros when unknown.

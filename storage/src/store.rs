@@ -108,14 +108,14 @@ pub struct GroupUsage {
     pub snapshot_bytes: u64,
 }
 
-/// Bytes of the files under `dir` (0 when it does not exist).
-fn dir_bytes(dir: &Path) -> u64 {
+/// Bytes of the files under `dir`, symbolic links not followed (0 when it does not exist).
+pub fn dir_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     entries
         .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
             Err(_) => 0,
         })
         .sum()

@@ -263,27 +263,37 @@ pub async fn drain(
     if consistency == Consistency::One {
         return Ok((StatusCode::ACCEPTED, Json(with(base, json!({"consistency": "one", "drained": false})))));
     }
-    loop {
-        let statuses = state.cluster.node_statuses().await?;
-        let pending = drain_pending(&statuses, node.id, consistency);
-        if pending.is_empty() {
-            break;
-        }
-        if asked.elapsed() > LIFECYCLE_TIMEOUT {
-            return Err(ApiError::StillPending(format!(
-                "drain of node {}: still pending after {}s: {}",
-                node.id,
-                LIFECYCLE_TIMEOUT.as_secs(),
-                pending.join("; ")
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let what = format!("drain of node {}", node.id);
+    settle(&state, &what, asked, |statuses| drain_pending(statuses, node.id, consistency)).await?;
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
         Json(with(base, json!({"consistency": level, "drained": true, "took_ms": asked.elapsed().as_millis() as u64}))),
     ))
+}
+
+/// Asks the nodes for their status until `pending` finds nothing missing; 504
+/// `STILL_PENDING` naming what is missing once [`LIFECYCLE_TIMEOUT`] has passed since `asked`.
+async fn settle(
+    state: &AppState,
+    what: &str,
+    asked: Instant,
+    pending: impl Fn(&[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)]) -> Vec<String>,
+) -> Result<(), ApiError> {
+    loop {
+        let missing = pending(&state.cluster.node_statuses().await?);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if asked.elapsed() > LIFECYCLE_TIMEOUT {
+            return Err(ApiError::StillPending(format!(
+                "{what}: still pending after {}s: {}",
+                LIFECYCLE_TIMEOUT.as_secs(),
+                missing.join("; ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// What a drain of `node` still lacks: groups a node reports it leads, groups
@@ -382,22 +392,8 @@ pub async fn remove(
     }
     let (indexes, retired) = remove_from_groups(&state, &node, &affected).await?;
     if consistency == Consistency::All {
-        loop {
-            let statuses = state.cluster.node_statuses().await?;
-            let pending = removal_pending(&statuses, node.id, &indexes);
-            if pending.is_empty() {
-                break;
-            }
-            if asked.elapsed() > LIFECYCLE_TIMEOUT {
-                return Err(ApiError::StillPending(format!(
-                    "removal of node {}: still pending after {}s: {}",
-                    node.id,
-                    LIFECYCLE_TIMEOUT.as_secs(),
-                    pending.join("; ")
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let what = format!("removal of node {}", node.id);
+        settle(&state, &what, asked, |statuses| removal_pending(statuses, node.id, &indexes)).await?;
     }
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
