@@ -31,6 +31,9 @@ pub struct Db {
     /// Key ranges of the data column family an apply asked to compact (VACUUM);
     /// compacted off the apply path once its batch is written ([`Db::compact_pending`]).
     pending_compactions: std::sync::Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// The VACUUM compaction threads started and not yet joined: a shutdown
+    /// waits for them, so no thread is inside RocksDB while the process exits.
+    vacuums: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl Deref for Db {
@@ -43,7 +46,7 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default() }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default() }
     }
 }
 
@@ -63,17 +66,31 @@ impl Db {
             return;
         }
         let db = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("vacuum".into())
-            .spawn(move || {
-                let cf = db.cf_handle(crate::keys::CF_DATA).expect("data column family");
-                for (from, to) in ranges {
-                    db.compact_range_cf(cf, Some(from), Some(to));
-                }
-                tracing::info!("VACUUM compaction finished");
-            })
-            .map(drop)
-            .unwrap_or_else(|e| tracing::warn!(error = %e, "could not start the VACUUM compaction thread"));
+        let spawned = std::thread::Builder::new().name("vacuum".into()).spawn(move || {
+            let cf = db.cf_handle(crate::keys::CF_DATA).expect("data column family");
+            for (from, to) in ranges {
+                db.compact_range_cf(cf, Some(from), Some(to));
+            }
+            tracing::info!("VACUUM compaction finished");
+        });
+        match spawned {
+            Ok(handle) => {
+                let mut vacuums = self.vacuums.lock().unwrap_or_else(|e| e.into_inner());
+                vacuums.retain(|h| !h.is_finished());
+                vacuums.push(handle);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not start the VACUUM compaction thread"),
+        }
+    }
+
+    /// Waits until every VACUUM compaction started so far has finished.
+    pub(crate) fn wait_for_vacuums(&self) {
+        let handles = std::mem::take(&mut *self.vacuums.lock().unwrap_or_else(|e| e.into_inner()));
+        for handle in handles {
+            if handle.join().is_err() {
+                tracing::warn!("a VACUUM compaction thread panicked");
+            }
+        }
     }
 
     /// Whether values are encrypted at rest.
@@ -153,7 +170,7 @@ impl Store {
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         check_encryption(&db, crypt.as_ref())?;
-        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default() });
+        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default(), vacuums: Default::default() });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
     }
@@ -273,8 +290,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Flushes memtables and syncs the WAL (used on graceful shutdown).
+    /// Waits for background VACUUM compactions, then flushes memtables and
+    /// syncs the WAL (used on graceful shutdown).
     pub fn flush(&self) -> Result<()> {
+        self.db.wait_for_vacuums();
         self.db.flush_wal(true)?;
         for cf in [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX] {
             if let Some(h) = self.db.cf_handle(cf) {

@@ -39,8 +39,18 @@ pub struct MemoryCluster {
     clock: AtomicI64,
     /// Groups that answer as if no leader could be reached.
     down: Mutex<HashSet<GroupId>>,
-    _store: Store,
+    store: Store,
     _dir: tempfile::TempDir,
+}
+
+impl Drop for MemoryCluster {
+    /// Waits for background work (VACUUM compactions) and flushes, so no thread
+    /// is inside RocksDB while a test process exits.
+    fn drop(&mut self) {
+        if let Err(e) = self.store.flush() {
+            tracing::warn!("flushing the in-memory cluster's store: {e}");
+        }
+    }
 }
 
 impl MemoryCluster {
@@ -74,7 +84,7 @@ impl MemoryCluster {
             map,
             clock: AtomicI64::new(0),
             down: Mutex::default(),
-            _store: store,
+            store: store,
             _dir: dir,
         }
     }
@@ -150,7 +160,7 @@ impl ClusterClient for MemoryCluster {
 
     async fn node_storage(&self, _node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError> {
         let groups: Vec<GroupId> = self.groups.keys().copied().collect();
-        let usage = self._store.usage(&groups).map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let usage = self.store.usage(&groups).map_err(|e| ClusterError::Storage(e.to_string()))?;
         let groups = usage
             .into_iter()
             .map(|u| tessera_api::rpc::GroupStorage {
