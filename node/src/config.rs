@@ -69,11 +69,20 @@ pub struct ServerSection {
     /// together (`SERVICE_SQL_MEMORY_POOL_MB`); each query also has its own
     /// budget, sent by the router.
     pub sql_memory_pool_mb: u64,
+    /// Plain-HTTP address of the health probes `GET /livez` and `GET /readyz`
+    /// (`SERVICE_HEALTH_ADDR`, e.g. `0.0.0.0:9290`); unset: no health listener.
+    pub health_addr: Option<String>,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { grpc_addr: "0.0.0.0:9190".into(), query_workers: 0, query_queue: 256, sql_memory_pool_mb: 4096 }
+        ServerSection {
+            grpc_addr: "0.0.0.0:9190".into(),
+            query_workers: 0,
+            query_queue: 256,
+            sql_memory_pool_mb: 4096,
+            health_addr: None,
+        }
     }
 }
 
@@ -109,6 +118,10 @@ impl Default for StorageSection {
 #[serde(default)]
 pub struct ClusterSection {
     pub node_id: NodeId,
+    /// Take the node id from the host name's ordinal instead of `node_id`: a
+    /// host named `tessera-node-2` (a StatefulSet's third pod) is node 3
+    /// (`SERVICE_NODE_ID_FROM_HOSTNAME`; the name is read from `HOSTNAME`).
+    pub node_id_from_hostname: bool,
     pub name: String,
     /// Every node of the cluster (this one included) as `id=host:port`.
     pub peers: NodeList,
@@ -141,6 +154,7 @@ impl Default for ClusterSection {
     fn default() -> Self {
         ClusterSection {
             node_id: 1,
+            node_id_from_hostname: false,
             name: "tessera".into(),
             peers: NodeList::default(),
             dial_overrides: NodeList::default(),
@@ -197,6 +211,8 @@ impl Default for RaftSection {
 
 const FLAT_ALIASES: &[(&str, &str)] = &[
     ("node_id", "cluster.node_id"),
+    ("node_id_from_hostname", "cluster.node_id_from_hostname"),
+    ("health_addr", "server.health_addr"),
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("initial_cluster_state", "cluster.initial_state"),
@@ -230,6 +246,16 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("max_clock_offset_ms", "cluster.max_clock_offset_ms"),
 ];
 
+/// The node id of a host named `<anything>-<ordinal>`: the ordinal plus one (a
+/// StatefulSet's pods count from 0, node ids from 1).
+pub fn node_id_of_host(host: &str) -> Option<NodeId> {
+    let (_, ordinal) = host.rsplit_once('-')?;
+    if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ordinal.parse::<NodeId>().ok()?.checked_add(1)
+}
+
 /// Errors reading the configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -247,7 +273,15 @@ impl NodeConfig {
     /// Loads defaults, then the TOML file (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let defaults = NodeConfig { log_level: "info".into(), ..NodeConfig::default() };
-        let cfg: NodeConfig = tessera_api::runtime::load_config(&defaults, file, FLAT_ALIASES)?;
+        let mut cfg: NodeConfig = tessera_api::runtime::load_config(&defaults, file, FLAT_ALIASES)?;
+        if cfg.cluster.node_id_from_hostname {
+            let host = std::env::var("HOSTNAME").unwrap_or_default();
+            cfg.cluster.node_id = node_id_of_host(&host).ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "SERVICE_NODE_ID_FROM_HOSTNAME is set but the host name {host:?} (HOSTNAME) does not end in -<ordinal>"
+                ))
+            })?;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -341,5 +375,20 @@ impl NodeConfig {
             (Some(spec), true) => Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?)),
             _ => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_id_of_host;
+
+    #[test]
+    fn a_statefulset_pod_is_its_ordinal_plus_one() {
+        assert_eq!(node_id_of_host("tessera-node-0"), Some(1));
+        assert_eq!(node_id_of_host("my-release-tessera-node-11"), Some(12));
+        assert_eq!(node_id_of_host("tessera-node"), None);
+        assert_eq!(node_id_of_host("node-"), None);
+        assert_eq!(node_id_of_host("node-1a"), None);
+        assert_eq!(node_id_of_host(""), None);
     }
 }

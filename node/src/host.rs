@@ -680,6 +680,29 @@ impl Host {
         self.stopping.load(Ordering::Relaxed)
     }
 
+    /// Whether the node can take its share of the work: not stopping, and every
+    /// group placed on it started, knows a leader and may vote (has caught up).
+    pub fn readiness(&self) -> Result<(), String> {
+        if self.is_stopping() {
+            return Err("the node is shutting down".into());
+        }
+        if let Some(reason) = &self.replaced {
+            return Err(reason.clone());
+        }
+        for info in self.map.groups.iter().filter(|g| g.members.contains(&self.id)) {
+            let Some(g) = self.groups.get(&info.id) else {
+                return Err(format!("group {} failed to start on this node (see its log)", info.id));
+            };
+            if g.raft.metrics().borrow().current_leader.is_none() {
+                return Err(format!("group {} has no known leader yet", info.id));
+            }
+            if !g.may_vote() {
+                return Err(format!("group {}'s replica is still catching up", info.id));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether this node currently leads `group`.
     pub fn leads(&self, group: GroupId) -> bool {
         self.groups.get(&group).is_some_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))

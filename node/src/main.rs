@@ -2,6 +2,7 @@
 //! placed on it and serves peers and routers over one gRPC port.
 
 mod config;
+mod health;
 mod host;
 mod incarnation;
 mod log_ring;
@@ -56,6 +57,9 @@ async fn main() -> anyhow::Result<()> {
     let server_tls = cfg.server_tls()?;
     let host = Host::start(&cfg).await?;
     tokio::spawn(host.clone().record_cluster_map());
+    if let Some(addr) = &cfg.server.health_addr {
+        health::serve(host.clone(), addr).await?;
+    }
 
     let addr = cfg.server.grpc_addr.parse()?;
     let service = NodeService { host: host.clone() };

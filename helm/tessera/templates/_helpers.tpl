@@ -1,0 +1,119 @@
+{{/* The chart's name. */}}
+{{- define "tessera.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name (objects are named after it). */}}
+{{- define "tessera.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tessera.nodeName" -}}{{ include "tessera.fullname" . }}-node{{- end -}}
+{{- define "tessera.headlessName" -}}{{ include "tessera.fullname" . }}-node-headless{{- end -}}
+{{- define "tessera.routerName" -}}{{ include "tessera.fullname" . }}-router{{- end -}}
+{{- define "tessera.configName" -}}{{ include "tessera.fullname" . }}-config{{- end -}}
+{{- define "tessera.secretName" -}}{{ include "tessera.fullname" . }}-secrets{{- end -}}
+
+{{- define "tessera.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "tessera.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "tessera.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "tessera.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "tessera.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component (node or router): pass (list $ "node"). */}}
+{{- define "tessera.selectorLabels" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: {{ include "tessera.name" $ }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/*
+The nodes as `id=host:port`, id = ordinal + 1, host = the pod's stable DNS name
+under the headless Service (or node.peerHosts[ordinal]).
+*/}}
+{{- define "tessera.peers" -}}
+{{- $replicas := int .Values.node.replicas -}}
+{{- if and .Values.node.peerHosts (ne (len .Values.node.peerHosts) $replicas) -}}
+{{- fail (printf "node.peerHosts names %d hosts for %d node replicas" (len .Values.node.peerHosts) $replicas) -}}
+{{- end -}}
+{{- $peers := list -}}
+{{- range $i := until $replicas -}}
+{{- $host := printf "%s-%d.%s.%s.svc.%s" (include "tessera.nodeName" $) $i (include "tessera.headlessName" $) $.Release.Namespace $.Values.clusterDomain -}}
+{{- if $.Values.node.peerHosts -}}{{- $host = index $.Values.node.peerHosts $i -}}{{- end -}}
+{{- $peers = append $peers (printf "%d=%s:%d" (add1 $i) $host (int $.Values.node.ports.grpc)) -}}
+{{- end -}}
+{{- join "," $peers -}}
+{{- end -}}
+
+{{/* Pod anti-affinity of one component: pass (list $ "node" "soft"). */}}
+{{- define "tessera.antiAffinity" -}}
+{{- $ := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $mode := index . 2 -}}
+{{- if eq $mode "soft" }}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "tessera.selectorLabels" (list $ $component) | nindent 12 }}
+{{- else if eq $mode "hard" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "tessera.selectorLabels" (list $ $component) | nindent 10 }}
+{{- end }}
+{{- end -}}
+
+{{/* Topology spread constraints with the component's selector filled in. */}}
+{{- define "tessera.topologySpread" -}}
+{{- $ := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $constraints := index . 2 -}}
+{{- range $constraints }}
+- {{- $c := deepCopy . }}
+  {{- if not (hasKey $c "labelSelector") }}
+  {{- $_ := set $c "labelSelector" (dict "matchLabels" (include "tessera.selectorLabels" (list $ $component) | fromYaml)) }}
+  {{- end }}
+  {{- toYaml $c | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Name of the Secret holding the admin credentials. */}}
+{{- define "tessera.authSecret" -}}
+{{- default (include "tessera.secretName" .) .Values.auth.existingSecret -}}
+{{- end -}}
+
+{{/* Name of the Secret holding the encryption key. */}}
+{{- define "tessera.encryptionSecret" -}}
+{{- default (include "tessera.secretName" .) .Values.encryption.existingSecret -}}
+{{- end -}}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Checks and renders the Tessera Helm chart without a Kubernetes cluster.
+
+    chart.py check                 lint (strict) and render the chart with its
+                                   defaults and every helm/tessera/ci/*.yaml,
+                                   validating each manifest against the
+                                   Kubernetes schemas
+    chart.py render [-f F] [--set-json J] [--name N] [--namespace NS]
+                                   print the rendered manifests as a JSON list
+                                   (the boot test reads them)
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+import helm_python as helm
+import kubernetes_validate
+import yaml
+
+CHART = pathlib.Path(__file__).resolve().parent.parent / "tessera"
+KUBE_VERSION = "1.30.0"
+
+
+def deep_merge(base, extra):
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def render(values, name="tessera", namespace="default"):
+    """The manifests of an install with `values`, parsed, in file order."""
+    chart = helm.Chart.load(CHART)
+    chart.validate_schema(values)
+    rendered = chart.render(values, name=name, namespace=namespace, is_install=True)
+    manifests = []
+    for path in sorted(rendered):
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        for doc in yaml.safe_load_all(rendered[path]):
+            if doc:
+                doc.setdefault("metadata", {}).setdefault("annotations", {})
+                manifests.append({"template": path, "manifest": doc})
+    return manifests
+
+
+def check_values(label, values):
+    manifests = render(values)
+    kinds = sorted({m["manifest"]["kind"] for m in manifests})
+    for m in manifests:
+        doc = m["manifest"]
+        try:
+            kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            raise SystemExit(f"{label}: {m['template']} ({doc['kind']}) is not a valid {KUBE_VERSION} object: {e}")
+    required = {"StatefulSet", "Deployment", "Service", "ConfigMap"}
+    if values.get("podDisruptionBudget", {}).get("enabled", True):
+        required.add("PodDisruptionBudget")
+    missing = required - set(kinds)
+    if missing:
+        raise SystemExit(f"{label}: no {sorted(missing)} rendered")
+    print(f"ok  {label}: {len(manifests)} manifests ({', '.join(kinds)}) valid for Kubernetes {KUBE_VERSION}")
+
+
+def check():
+    report = helm.lint(CHART, strict=True, kube_version=f"v{KUBE_VERSION}")
+    problems = [m for m in report.get("messages", []) if m.get("severity", 0) >= 2] + report.get("errors", [])
+    if problems:
+        raise SystemExit(f"helm lint --strict: {json.dumps(problems, indent=2)}")
+    print(f"ok  helm lint --strict ({report.get('total_charts_linted')} chart)")
+    check_values("default values", {})
+    for path in sorted((CHART / "ci").glob("*.yaml")):
+        values = yaml.safe_load(path.read_text()) or {}
+        lint = helm.lint(CHART, values, strict=True, kube_version=f"v{KUBE_VERSION}")
+        problems = [m for m in lint.get("messages", []) if m.get("severity", 0) >= 2] + lint.get("errors", [])
+        if problems:
+            raise SystemExit(f"helm lint --strict -f {path.name}: {json.dumps(problems, indent=2)}")
+        check_values(path.name, values)
+    # Values the schema or the templates must refuse.
+    for label, bad in [
+        ("an unknown key", {"nodes": {"replicas": 3}}),
+        ("a wrong type", {"node": {"replicas": "three"}}),
+        ("too few nodes for the replication factor", {"node": {"replicas": 2}}),
+        ("peer hosts that do not match the replicas", {"node": {"peerHosts": ["a", "b"]}}),
+        ("encryption without a key", {"encryption": {"enabled": True}}),
+    ]:
+        try:
+            render(bad)
+        except helm.HelmError as e:
+            print(f"ok  refused {label}: {str(e).splitlines()[0][:120]}")
+            continue
+        raise SystemExit(f"the chart rendered with {label}: {bad}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("check")
+    r = sub.add_parser("render")
+    r.add_argument("-f", "--values", action="append", default=[])
+    r.add_argument("--set-json", action="append", default=[], help="a JSON object merged over the values")
+    r.add_argument("--name", default="tessera")
+    r.add_argument("--namespace", default="default")
+    args = parser.parse_args()
+    if args.command == "check":
+        check()
+        return
+    values = {}
+    for f in args.values:
+        deep_merge(values, yaml.safe_load(pathlib.Path(f).read_text()) or {})
+    for j in args.set_json:
+        deep_merge(values, json.loads(j))
+    json.dump(render(values, args.name, args.namespace), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
