@@ -22,6 +22,14 @@ if ((${#test_packages[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${test_packages[@]}" >/dev/null
 fi
 export TESSERA_REQUIRE_POSTGRES=1
+# The deployment checks: the Helm chart linted, rendered with its defaults and
+# every helm/tessera/ci/*.yaml and validated against the Kubernetes schemas (no
+# cluster), and the compose file checked; the chart's boot test
+# (tests/tests/helm_boot.rs) runs the rendered configuration with the suite.
+TESSERA_CHART_PYTHON="$("$ROOT/deploy/chart-prerequisites.sh")"
+export TESSERA_CHART_PYTHON
+"$TESSERA_CHART_PYTHON" "$ROOT/helm/tests/chart.py" check
+"$ROOT/deploy/check-compose.sh"
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest not found; installing it" >&2
   cargo install --locked cargo-nextest

@@ -19,6 +19,7 @@
 
 pub mod chaos;
 pub mod fuzz;
+pub mod pods;
 pub mod ws;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -501,7 +502,8 @@ pub fn bin_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn binary(name: &str) -> Result<PathBuf> {
+/// The built binary `name`, refusing one older than its sources.
+pub fn binary(name: &str) -> Result<PathBuf> {
     let path = bin_dir()?.join(name);
     ensure!(
         path.is_file(),
@@ -586,7 +588,7 @@ fn newest_source(name: &str) -> Option<(PathBuf, std::time::SystemTime)> {
 
 /// Spawns `bin` with `env` (and none of the runner's own `SERVICE_*`
 /// settings), appending its output to `log`; the child dies with the test.
-pub(crate) fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
+pub fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
     let mut f = OpenOptions::new().create(true).append(true).open(log)?;
     writeln!(f, "===== [harness] starting {label} =====")?;
     let mut cmd = Command::new(bin);

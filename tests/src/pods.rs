@@ -1,0 +1,236 @@
+//! Runs the containers of rendered Kubernetes manifests as local processes,
+//! the way a kubelet would configure them: the container's command (mapped from
+//! the image's `/usr/local/bin` to the built binaries), its environment with
+//! `$(VAR)` references expanded and `fieldRef`/`secretKeyRef`/`configMapKeyRef`
+//! resolved from the rendered objects, and its volumes (ConfigMaps, Secrets,
+//! volume claims, emptyDirs) as directories, every mount path in the
+//! environment pointing at the directory standing in for it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+
+use anyhow::{Context, Result, bail, ensure};
+use base64::Engine;
+use serde_json::Value;
+
+/// The rendered objects of a release, by kind and name.
+pub struct Rendered {
+    objects: Vec<Value>,
+}
+
+impl Rendered {
+    /// The manifests as `[{"template", "manifest"}]` (helm/tests/chart.py render).
+    pub fn from_chart_output(json: &Value) -> Result<Rendered> {
+        let list = json.as_array().context("rendered manifests: not a list")?;
+        Ok(Rendered { objects: list.iter().map(|m| m["manifest"].clone()).collect() })
+    }
+
+    /// The one object of `kind` (and with `name`, when given).
+    pub fn object(&self, kind: &str, name: Option<&str>) -> Result<&Value> {
+        let mut found = self.objects.iter().filter(|o| o["kind"] == kind && name.is_none_or(|n| o["metadata"]["name"] == n));
+        let first = found.next().with_context(|| format!("no {kind} {name:?} rendered"))?;
+        ensure!(found.next().is_none(), "more than one {kind} {name:?} rendered");
+        Ok(first)
+    }
+
+    /// The decoded value of `key` in the rendered Secret `name`.
+    pub fn secret_value(&self, name: &str, key: &str) -> Result<String> {
+        let secret = self.object("Secret", Some(name))?;
+        if let Some(v) = secret["stringData"][key].as_str() {
+            return Ok(v.to_string());
+        }
+        let b64 = secret["data"][key].as_str().with_context(|| format!("Secret {name} has no key {key}"))?;
+        Ok(String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64)?)?)
+    }
+
+    fn config_map_value(&self, name: &str, key: &str) -> Result<String> {
+        let cm = self.object("ConfigMap", Some(name))?;
+        Ok(cm["data"][key].as_str().with_context(|| format!("ConfigMap {name} has no key {key}"))?.to_string())
+    }
+}
+
+/// One pod of a workload, as the processes' host sees it.
+pub struct Pod<'a> {
+    pub rendered: &'a Rendered,
+    /// The pod template (`spec.template`) of a StatefulSet or Deployment.
+    pub template: &'a Value,
+    /// The pod's name (its `HOSTNAME`).
+    pub name: String,
+    /// The address standing for the pod's IP (`status.podIP`).
+    pub ip: String,
+    /// Where the pod's volumes are laid out.
+    pub root: PathBuf,
+}
+
+/// A container made ready to run: binary, environment and the port numbers
+/// its named ports stand for.
+pub struct Prepared {
+    pub binary: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub ports: BTreeMap<String, u16>,
+    pub container: Value,
+}
+
+impl Prepared {
+    /// The port a probe of the container names (by name or number).
+    pub fn probe_port(&self, probe: &Value) -> Result<u16> {
+        let port = &probe["httpGet"]["port"];
+        match port {
+            Value::Number(n) => Ok(n.as_u64().context("port")? as u16),
+            Value::String(name) => self.ports.get(name).copied().with_context(|| format!("no container port named {name}")),
+            _ => bail!("probe without an httpGet port: {probe}"),
+        }
+    }
+
+    /// `(path, port)` of the container's `kind` probe (`startupProbe`, `readinessProbe`, ...).
+    pub fn probe(&self, kind: &str) -> Result<(String, u16)> {
+        let probe = &self.container[kind];
+        let path = probe["httpGet"]["path"].as_str().with_context(|| format!("no {kind} httpGet path"))?;
+        Ok((path.to_string(), self.probe_port(probe)?))
+    }
+}
+
+impl Pod<'_> {
+    /// The container `name` of the pod, with its volumes laid out under `root`.
+    pub fn prepare(&self, name: &str, bin_dir: &Path) -> Result<Prepared> {
+        let containers = self.template["spec"]["containers"].as_array().context("pod without containers")?;
+        let container = containers.iter().find(|c| c["name"] == name).with_context(|| format!("no container {name}"))?;
+        let command = container["command"].as_array().context("container without a command")?;
+        let image_path = command.first().and_then(Value::as_str).context("empty command")?;
+        ensure!(command.len() == 1 && container["args"].is_null(), "commands with arguments are not emulated: {command:?}");
+        let file = Path::new(image_path).file_name().context("command without a file name")?;
+        ensure!(image_path.starts_with("/usr/local/bin/"), "the image's binaries live in /usr/local/bin, not {image_path}");
+        let binary = bin_dir.join(file);
+
+        // Volumes: mount path -> local directory.
+        let volumes: BTreeMap<String, &Value> = self.template["spec"]["volumes"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|v| Some((v["name"].as_str()?.to_string(), v))).collect())
+            .unwrap_or_default();
+        let mut mounts: Vec<(String, PathBuf)> = Vec::new();
+        for m in container["volumeMounts"].as_array().into_iter().flatten() {
+            let (vname, path) = (m["name"].as_str().context("mount name")?, m["mountPath"].as_str().context("mountPath")?);
+            let dir = self.root.join(format!("{}{}", self.name, path.replace('/', "_")));
+            std::fs::create_dir_all(&dir)?;
+            match volumes.get(vname) {
+                Some(v) if v["configMap"].is_object() => {
+                    let cm = v["configMap"]["name"].as_str().context("configMap name")?;
+                    let data = &self.rendered.object("ConfigMap", Some(cm))?["data"];
+                    for (key, value) in data.as_object().into_iter().flatten() {
+                        std::fs::write(dir.join(key), value.as_str().unwrap_or_default())?;
+                    }
+                }
+                Some(v) if v["secret"].is_object() => {
+                    let secret = v["secret"]["secretName"].as_str().context("secretName")?;
+                    let items: Vec<(String, String)> = match v["secret"]["items"].as_array() {
+                        Some(items) => items
+                            .iter()
+                            .filter_map(|i| Some((i["key"].as_str()?.to_string(), i["path"].as_str()?.to_string())))
+                            .collect(),
+                        None => self.rendered.object("Secret", Some(secret))?["data"]
+                            .as_object()
+                            .map(|d| d.keys().map(|k| (k.clone(), k.clone())).collect())
+                            .unwrap_or_default(),
+                    };
+                    for (key, path) in items {
+                        std::fs::write(dir.join(path), self.rendered.secret_value(secret, &key)?)?;
+                    }
+                }
+                Some(v) if v["emptyDir"].is_object() => {}
+                // Not a pod volume: a volume claim template of the StatefulSet (an empty data directory).
+                None => {}
+                other => bail!("volume {vname} ({other:?}) is not emulated"),
+            }
+            mounts.push((path.to_string(), dir));
+        }
+        let local = |value: &str| -> String {
+            for (path, dir) in &mounts {
+                if let Some(rest) = value.strip_prefix(path.as_str()) {
+                    if rest.is_empty() || rest.starts_with('/') {
+                        return format!("{}{rest}", dir.display());
+                    }
+                }
+            }
+            value.to_string()
+        };
+
+        let mut env: Vec<(String, String)> = vec![("HOSTNAME".into(), self.name.clone())];
+        for e in container["env"].as_array().into_iter().flatten() {
+            let key = e["name"].as_str().context("env name")?.to_string();
+            let value = if let Some(v) = e["value"].as_str() {
+                local(&expand(v, &env))
+            } else if let Some(field) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+                match field {
+                    "status.podIP" => self.ip.clone(),
+                    "metadata.name" => self.name.clone(),
+                    other => bail!("fieldRef {other} is not emulated"),
+                }
+            } else if e["valueFrom"]["secretKeyRef"].is_object() {
+                let r = &e["valueFrom"]["secretKeyRef"];
+                self.rendered.secret_value(r["name"].as_str().context("secret name")?, r["key"].as_str().context("key")?)?
+            } else if e["valueFrom"]["configMapKeyRef"].is_object() {
+                let r = &e["valueFrom"]["configMapKeyRef"];
+                self.rendered.config_map_value(r["name"].as_str().context("name")?, r["key"].as_str().context("key")?)?
+            } else if e["value"].is_null() && e["valueFrom"].is_null() {
+                String::new()
+            } else {
+                bail!("env {key}: {e} is not emulated")
+            };
+            env.push((key, value));
+        }
+        let ports = container["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["name"].as_str()?.to_string(), p["containerPort"].as_u64()? as u16)))
+            .collect();
+        Ok(Prepared { binary, env, ports, container: container.clone() })
+    }
+
+    /// Starts the prepared container, its output in `<root>/<pod>.log`.
+    pub fn start(&self, prepared: &Prepared) -> Result<(Child, PathBuf)> {
+        let log = self.root.join(format!("{}.log", self.name));
+        let child = crate::spawn(&prepared.binary, &prepared.env, &log, &self.root, &self.name)?;
+        Ok((child, log))
+    }
+}
+
+/// `$(VAR)` references to variables defined earlier in the list expanded, as
+/// Kubernetes does (`$$` escapes; unknown references stay as written).
+pub fn expand(value: &str, earlier: &[(String, String)]) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("$$") {
+            out.push('$');
+            rest = after;
+        } else if let Some(end) = tail.strip_prefix("$(").and_then(|t| t.find(')')) {
+            let name = &tail[2..2 + end];
+            match earlier.iter().rev().find(|(k, _)| k == name) {
+                Some((_, v)) => out.push_str(v),
+                None => out.push_str(&tail[..3 + end]),
+            }
+            rest = &tail[3 + end..];
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+
+    #[test]
+    fn references_expand_like_kubernetes() {
+        let env = vec![("POD_IP".to_string(), "10.0.0.7".to_string())];
+        assert_eq!(expand("$(POD_IP):9191", &env), "10.0.0.7:9191");
+        assert_eq!(expand("$(NOPE)-$$(POD_IP)-$", &env), "$(NOPE)-$(POD_IP)-$");
+    }
+}

@@ -1,0 +1,239 @@
+//! Scenario: the Helm chart configures the binaries it ships. The chart is
+//! rendered by a real Helm engine (helm/tests/chart.py) with host names mapped
+//! to loopback addresses and per-test ports as the only overrides; three node
+//! processes (pods tessera-node-0..2 on 127.0.0.1..3) and a router run with
+//! exactly the rendered command, environment, ConfigMap and Secret; the test
+//! waits on the rendered probe paths, then writes and reads through the router.
+//!
+//! A second scenario starts a cluster configured only through the environment,
+//! its peers given by host name (`localhost`), node ids taken from host names.
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use tessera_tests::pods::{Pod, Rendered};
+use tessera_tests::{Http, bin_dir, binary, pick_port, spawn, wait_for};
+
+/// Children killed when the scenario ends, however it ends.
+struct Processes(Vec<(String, Child, PathBuf)>);
+
+impl Processes {
+    fn tails(&self) -> String {
+        let mut out = String::new();
+        for (name, _, log) in &self.0 {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            out.push_str(&format!("----- {name} -----\n{}\n", lines[lines.len().saturating_sub(30)..].join("\n")));
+        }
+        out
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for (_, child, _) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The Python with the chart's checkers (deploy/chart-prerequisites.sh makes it).
+fn chart_python() -> Result<PathBuf> {
+    let path = match std::env::var_os("TESSERA_CHART_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/tessera/chart-venv/bin/python"),
+    };
+    ensure!(path.is_file(), "{} not found: run deploy/chart-prerequisites.sh (deploy/test.sh does)", path.display());
+    Ok(path)
+}
+
+fn render(values: &Value) -> Result<Rendered> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../helm/tests/chart.py");
+    let out = Command::new(chart_python()?)
+        .arg(&script)
+        .args(["render", "--name", "tessera", "--namespace", "db", "--set-json"])
+        .arg(values.to_string())
+        .output()
+        .context("running helm/tests/chart.py")?;
+    ensure!(out.status.success(), "rendering the chart failed: {}", String::from_utf8_lossy(&out.stderr));
+    Rendered::from_chart_output(&serde_json::from_slice(&out.stdout)?)
+}
+
+async fn probe_ok(url: &str) -> bool {
+    reqwest::get(url).await.is_ok_and(|r| r.status().is_success())
+}
+
+/// The JSON body of a successful probe at `url`.
+async fn probe_json(url: &str) -> Option<Value> {
+    let r = reqwest::get(url).await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    r.json().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
+    binary("tessera-node")?;
+    binary("tessera-router")?;
+    let (grpc, health, http) = (pick_port()?, pick_port()?, pick_port()?);
+    let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
+    let rendered = render(&json!({
+        "node": {"peerHosts": hosts, "ports": {"grpc": grpc, "health": health}},
+        "router": {"port": http},
+        // Not the binaries' default (8): the groups below show the ConfigMap was read.
+        "cluster": {"shardCount": 4},
+    }))?;
+    let dir = tempfile::Builder::new().prefix("tessera-helm-boot-").tempdir()?;
+    let mut procs = Processes(Vec::new());
+    let result = boot(&rendered, dir.path(), &hosts, http, &mut procs).await;
+    if let Err(e) = &result {
+        eprintln!("{e:#}\n{}", procs.tails());
+    }
+    result
+}
+
+async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
+    let sts = rendered.object("StatefulSet", None)?;
+    let sts_name = sts["metadata"]["name"].as_str().context("StatefulSet name")?;
+    ensure!(sts["spec"]["podManagementPolicy"] == "Parallel", "nodes start in parallel");
+    let replicas = sts["spec"]["replicas"].as_u64().context("replicas")? as usize;
+    ensure!(replicas == hosts.len(), "three nodes by default, got {replicas}");
+    let mut nodes = Vec::new();
+    for (ordinal, ip) in hosts.iter().enumerate() {
+        let pod = Pod {
+            rendered,
+            template: &sts["spec"]["template"],
+            name: format!("{sts_name}-{ordinal}"),
+            ip: ip.to_string(),
+            root: root.to_path_buf(),
+        };
+        let prepared = pod.prepare("node", &bin_dir()?)?;
+        let (child, log) = pod.start(&prepared)?;
+        procs.0.push((pod.name.clone(), child, log));
+        nodes.push((ip.to_string(), prepared));
+    }
+    let deploy = rendered.object("Deployment", None)?;
+    let router_pod = Pod {
+        rendered,
+        template: &deploy["spec"]["template"],
+        name: format!("{}-5d9c7b-x2x4q", deploy["metadata"]["name"].as_str().context("Deployment name")?),
+        ip: "127.0.0.1".into(),
+        root: root.to_path_buf(),
+    };
+    let router = router_pod.prepare("router", &bin_dir()?)?;
+    let (child, log) = router_pod.start(&router)?;
+    procs.0.push((router_pod.name.clone(), child, log));
+
+    // The rendered probes: startup, then readiness, of every node and the router.
+    for (ordinal, (ip, node)) in nodes.iter().enumerate() {
+        let (path, port) = node.probe("startupProbe")?;
+        let url = format!("http://{ip}:{port}{path}");
+        wait_for(Duration::from_secs(60), &format!("node pod {ordinal} {url}"), || async { Ok(probe_json(&url).await) })
+        .await
+        .and_then(|body| {
+            ensure!(body["node_id"] == json!(ordinal + 1), "pod {ordinal} is node {}: {body}", body["node_id"]);
+            Ok(())
+        })?;
+    }
+    for (ip, node) in &nodes {
+        let (path, port) = node.probe("readinessProbe")?;
+        let url = format!("http://{ip}:{port}{path}");
+        wait_for(Duration::from_secs(90), &format!("{url} ready"), || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
+    }
+    let (path, port) = router.probe("readinessProbe")?;
+    ensure!(port == http, "the router's probe port {port} is its HTTP port {http}");
+    let url = format!("http://127.0.0.1:{port}{path}");
+    wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
+    let (live, _) = router.probe("livenessProbe")?;
+    ensure!(probe_ok(&format!("http://127.0.0.1:{port}{live}")).await, "router liveness probe");
+
+    // The admin of the rendered Secret logs in; a write and a read go through.
+    let secret = rendered.object("Secret", None)?["metadata"]["name"].as_str().context("Secret name")?.to_string();
+    let user = rendered.secret_value(&secret, "admin-username")?;
+    let password = rendered.secret_value(&secret, "admin-password")?;
+    let api = Http::new(format!("http://127.0.0.1:{http}")).login_as(&user, &password).await?;
+    for i in 0..20 {
+        api.kv_put(&format!("helm/{i}"), json!({"n": i}), None).await?.ensure_status(200)?;
+    }
+    let read = api.kv_get("helm/7").await?.ensure_status(200)?;
+    ensure!(read.json["value"] == json!({"n": 7}), "read back {}", read.json);
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE t (id INT PRIMARY KEY, name TEXT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "INSERT INTO t VALUES (1, 'chart')"})).await?.ensure_status(200)?;
+    let rows = api.post("/api/v1/query", &json!({"sql": "SELECT name FROM t"})).await?.ensure_status(200)?;
+    ensure!(rows.json.to_string().contains("chart"), "{}", rows.json);
+    // Every node hosts groups of the one cluster the chart described.
+    let nodes_view = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
+    let listed = nodes_view.json["nodes"].as_array().cloned().unwrap_or_default();
+    ensure!(listed.len() == 3, "three nodes listed: {}", nodes_view.json);
+    for node in &listed {
+        let hosted = node["groups_hosted"].as_array().map(Vec::len);
+        ensure!(hosted == Some(5), "the meta group and the ConfigMap's 4 data groups on every node: {node}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() -> Result<()> {
+    let (node_bin, router_bin) = (binary("tessera-node")?, binary("tessera-router")?);
+    let dir = tempfile::Builder::new().prefix("tessera-env-only-").tempdir()?;
+    let ports: Vec<(u16, u16)> = (0..3).map(|_| Ok((pick_port()?, pick_port()?))).collect::<Result<_>>()?;
+    let peers = ports.iter().enumerate().map(|(i, (p, _))| format!("{}=localhost:{p}", i + 1)).collect::<Vec<_>>().join(",");
+    let http = pick_port()?;
+    let mut procs = Processes(Vec::new());
+    for (i, (grpc, health)) in ports.iter().enumerate() {
+        let name = format!("db-node-{i}");
+        let env: Vec<(String, String)> = [
+            ("HOSTNAME", name.clone()),
+            ("SERVICE_NODE_ID_FROM_HOSTNAME", "true".into()),
+            ("SERVICE_PEERS", peers.clone()),
+            ("SERVICE_GRPC_ADDR", format!("127.0.0.1:{grpc}")),
+            ("SERVICE_HEALTH_ADDR", format!("127.0.0.1:{health}")),
+            ("SERVICE_DATA_DIR", dir.path().join(&name).display().to_string()),
+            ("SERVICE_SHARD_COUNT", "3".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let log = dir.path().join(format!("{name}.log"));
+        procs.0.push((name.clone(), spawn(&node_bin, &env, &log, dir.path(), &name)?, log));
+    }
+    let env: Vec<(String, String)> = [
+        ("SERVICE_HOST", "127.0.0.1".to_string()),
+        ("SERVICE_PORT", http.to_string()),
+        ("SERVICE_NODES", peers.clone()),
+        ("SERVICE_ADMIN_USERNAME", "admin".into()),
+        ("SERVICE_ADMIN_PASSWORD", "Env-Only-Passw0rd!".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let log = dir.path().join("router.log");
+    procs.0.push(("router".into(), spawn(&router_bin, &env, &log, dir.path(), "router")?, log));
+    let result = async {
+        for (i, (_, health)) in ports.iter().enumerate() {
+            let url = format!("http://127.0.0.1:{health}/readyz");
+            let body = wait_for(Duration::from_secs(90), &format!("node {} ready", i + 1), || async { Ok(probe_json(&url).await) })
+            .await?;
+            ensure!(body["node_id"] == json!(i + 1), "db-node-{i} is node {}", body["node_id"]);
+        }
+        let ready = format!("http://127.0.0.1:{http}/readyz");
+        wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&ready).await.then_some(())) }).await?;
+        let api = Http::new(format!("http://127.0.0.1:{http}")).login_as("admin", "Env-Only-Passw0rd!").await?;
+        api.kv_put("env/only", json!("by host name"), None).await?.ensure_status(200)?;
+        let read = api.kv_get("env/only").await?.ensure_status(200)?;
+        ensure!(read.json["value"] == json!("by host name"), "{}", read.json);
+        let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
+        ensure!(nodes.json.to_string().contains("localhost:"), "peers listed by host name: {}", nodes.json);
+        Ok(())
+    }
+    .await;
+    if let Err(e) = &result {
+        eprintln!("{e:#}\n{}", procs.tails());
+    }
+    result
+}
