@@ -2,6 +2,9 @@
 # Local three-node Tessera cluster with one router, on 127.0.0.1.
 #
 #   deploy/cluster.sh up | down | status | stop-node N | start-node N
+#   deploy/cluster.sh logs N|router [LINES]      the last lines of a process's log
+#   deploy/cluster.sh remove-node N              drain node N, then take it out of the cluster
+#   deploy/cluster.sh bench MODE [ARGS]          tessera-bench against this cluster (e.g. kv)
 #
 # Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090 (TESSERA_NODE_PORT_BASE
 # and TESSERA_ROUTER_PORT move them: nodes listen on base+1..base+3). Data lives under
@@ -117,6 +120,30 @@ status() {
   echo "readyz: $(curl -sS "$URL/readyz" 2>/dev/null || echo unreachable)"
 }
 
+# A session token of the admin (credentials as `up` printed them).
+admin_token() {
+  credentials
+  local body
+  body="$(printf '{"username":"%s","password":"%s"}' "$ADMIN_USER" "$ADMIN_PASS")"
+  curl -fsS -H 'content-type: application/json' -d "$body" "$URL/api/v1/auth/login" \
+    | sed -n 's/.*"token":"\([^"]*\)".*/\1/p'
+}
+
+# Drains node $1 (its leaderships move away), removes it from every group and
+# the cluster map (the node then exits and refuses to start on its data again).
+remove_node() {
+  local n="$1" token
+  token="$(admin_token)"
+  [[ -n "$token" ]] || { log "could not log in as the admin"; exit 1; }
+  log "draining node $n"
+  curl -sS --fail-with-body -X POST -H "authorization: Bearer $token" "$URL/api/v1/admin/nodes/$n/drain" >&2
+  echo >&2
+  log "removing node $n"
+  curl -sS --fail-with-body -X DELETE -H "authorization: Bearer $token" "$URL/api/v1/admin/nodes/$n" >&2
+  echo >&2
+  rm -f "$(pidfile "node-$n")"
+}
+
 case "${1:-}" in
   up)
     build
@@ -144,6 +171,22 @@ TXT
   start-node)
     [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 start-node 1|2|3"; exit 2; }
     start_node "$2" ;;
+  logs)
+    [[ "${2:-}" =~ ^([123]|router)$ ]] || { log "usage: $0 logs 1|2|3|router [lines]"; exit 2; }
+    name="$2"; [[ "$name" != router ]] && name="node-$name"
+    tail -n "${3:-100}" "$DATA/logs/$name.log" ;;
+  remove-node)
+    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 remove-node 1|2|3"; exit 2; }
+    remove_node "$2" ;;
+  bench)
+    shift
+    build
+    credentials
+    SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" \
+      "$BIN/tessera-bench" "$@" --url "$URL" ;;
+  add-node|restore)
+    log "$1 is not available yet: adding nodes needs runtime group placement, restore needs backups (issues 14 and 16)"
+    exit 2 ;;
   *)
-    log "usage: $0 up | down | status | stop-node N | start-node N"; exit 2 ;;
+    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | remove-node N | bench MODE"; exit 2 ;;
 esac
