@@ -490,6 +490,13 @@ fn random_u64() -> u64 {
 }
 
 /// Directory holding `tessera-node` and `tessera-router`.
+/// This crate's directory: the runner's `CARGO_MANIFEST_DIR` (cargo and
+/// nextest set it), else the one it was compiled in. One target directory
+/// serves several checkouts, and a test binary built in another names that one.
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 pub fn bin_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("TESSERA_BIN_DIR") {
         return Ok(PathBuf::from(d));
@@ -531,7 +538,7 @@ pub fn binary(name: &str) -> Result<PathBuf> {
 /// (`<binary>.d`) says the binary was built from, when that file names sources
 /// of this checkout (a test-only source change does not make a binary stale).
 fn newest_dep_info_source(bin: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.canonicalize().ok()?;
+    let root = manifest_dir().as_path().parent()?.canonicalize().ok()?;
     let text = std::fs::read_to_string(bin.with_extension("d")).ok()?;
     let (_, deps) = text.lines().next()?.split_once(": ")?;
     let sources: Vec<PathBuf> = deps
@@ -561,7 +568,7 @@ fn newest_source(name: &str) -> Option<(PathBuf, std::time::SystemTime)> {
     let (cell, own) = if name == "tessera-router" { (&ROUTER, "router/src") } else { (&NODE, "node/src") };
     cell
         .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+            let root = manifest_dir().as_path().parent()?.to_path_buf();
             let mut dirs: Vec<PathBuf> = ["api/src", own, "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
             for model in std::fs::read_dir(root.join("storage")).ok()?.flatten() {
                 dirs.push(model.path().join("src"));

@@ -52,7 +52,7 @@ fn chart_python() -> Result<PathBuf> {
 }
 
 fn render(values: &Value) -> Result<Rendered> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../helm/tests/chart.py");
+    let script = tessera_tests::manifest_dir().join("../helm/tests/chart.py");
     let out = Command::new(chart_python()?)
         .arg(&script)
         .args(["render", "--name", "tessera", "--namespace", "db", "--set-json"])

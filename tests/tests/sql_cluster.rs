@@ -118,7 +118,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
 
     // The engine's own logic tests, replayed through the router, one database each.
-    let slt = Path::new(env!("CARGO_MANIFEST_DIR")).join("../storage/sql/tests/slt");
+    let slt = tessera_tests::manifest_dir().join("../storage/sql/tests/slt");
     let mut replayed = 0;
     for file in ["01_basic.slt", "05_joins.slt", "07_transactions.slt", "09_constraints.slt"] {
         let db = format!("slt_{}", &file[..2]);
