@@ -59,6 +59,12 @@ pub enum MetaOp {
     SetNodeState { node: crate::NodeId, state: crate::meta::NodeState },
     /// Drop a node from the map and from every group's members.
     RemoveNode { node: crate::NodeId },
+    /// Add a node to the map as `joining` (refused when its id is taken or
+    /// another node is joining or leaving).
+    AddNode { node: crate::meta::NodeInfo },
+    /// Record a group's members after a replica moved (refused for a member
+    /// the map does not list).
+    SetGroupMembers { group: crate::GroupId, members: Vec<crate::NodeId> },
     /// Append activity records (the oldest beyond `ACTIVITIES_KEEP` are dropped).
     RecordActivities(Vec<crate::meta::ActivityRecord>),
     /// Create the first admin, only while no user exists (bootstrap provisioning).

@@ -28,6 +28,8 @@ pub enum NodeState {
     /// Hosts replicas and may lead groups.
     #[default]
     Active,
+    /// Added to the cluster (`POST /api/v1/admin/nodes`): replicas are moving to it.
+    Joining,
     /// Gives up and no longer takes leadership; may then be removed.
     Draining,
     /// Being removed: its groups' memberships are dropping it.
@@ -43,6 +45,7 @@ impl NodeState {
     pub fn as_str(&self) -> &'static str {
         match self {
             NodeState::Active => "active",
+            NodeState::Joining => "joining",
             NodeState::Draining => "draining",
             NodeState::Removing => "removing",
         }

@@ -117,6 +117,29 @@ async fn replaced_incarnation(pool: &PeerPool, map: &ClusterMap, id: NodeId) -> 
     ))
 }
 
+/// The cluster map and id a peer holds (its meta replica's map), asking the
+/// configured peers in turn for up to 30 s; `None` when none answers with one.
+async fn live_map_from_peers(pool: &PeerPool, peers: &[tessera_api::meta::NodeInfo], id: NodeId) -> Option<(ClusterMap, u64)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        for peer in peers.iter().filter(|p| p.id != id) {
+            let Ok(mut client) = pool.data_client(peer.id, &peer.addr) else { continue };
+            let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: id });
+            req.set_timeout(Duration::from_secs(2));
+            let Ok(reply) = client.status(req).await.map(|r| r.into_inner()) else { continue };
+            if reply.cluster_map.is_empty() || reply.cluster_id == 0 {
+                continue;
+            }
+            match tessera_api::codec::decode::<ClusterMap>(&reply.cluster_map) {
+                Ok(map) => return Some((map, reply.cluster_id)),
+                Err(e) => warn!(peer = peer.id, "undecodable cluster map from a peer: {e}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    None
+}
+
 /// Asks every peer of the cluster map for its incarnation (`Status`), retrying
 /// unreachable ones, until this node has one for each (see `incarnation`).
 async fn learn_peer_incarnations(host: Arc<Host>) {
@@ -193,7 +216,15 @@ pub struct Host {
     pub store: Store,
     pub pool: Arc<PeerPool>,
     pub map: ClusterMap,
-    pub groups: HashMap<GroupId, Group>,
+    /// The replicas this node hosts; replicas placed on it or moved away after
+    /// its start come and go ([`Host::host_group`], [`Host::drop_group`]).
+    groups: std::sync::RwLock<HashMap<GroupId, Arc<Group>>>,
+    /// The Raft configuration every group of the node runs with.
+    raft_config: Arc<Config>,
+    /// Groups placed on this node that could not start (damaged replicas).
+    failed_groups: Vec<GroupId>,
+    /// Serializes [`Host::host_group`] and [`Host::drop_group`].
+    placement_changes: tokio::sync::Mutex<()>,
     /// Where reads run: off the runtime threads that drive Raft.
     pub queries: QueryPool,
     /// The node's hybrid clock (wall clock, never behind what peers said).
@@ -250,10 +281,33 @@ impl Host {
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
-        let map = placement::recorded_or_configured(&store, configured)?;
-        let cluster_id = placement::recorded_cluster_id(&store, placement::cluster_id(&cfg.cluster.name, &map))?;
-        info!(cluster_id = format!("{cluster_id:016x}"), "cluster id");
         let existing = cfg.cluster.initial_state == crate::config::InitialState::Existing;
+        // A new (or wiped) data directory starting into an existing cluster takes
+        // the cluster's current map and id from a peer: replicas may have moved
+        // since bootstrap, and a node added later is in no bootstrap placement.
+        if existing && store.recorded_placement()?.is_none() {
+            let probe = PeerPool::with_dial_overrides(cfg.dial_overrides()?).with_tls(cfg.cluster_tls()?);
+            match live_map_from_peers(&probe, &peers, id).await {
+                Some((live, live_cluster_id)) => {
+                    let mine: Vec<GroupId> = live.groups.iter().filter(|g| g.members.contains(&id)).map(|g| g.id).collect();
+                    info!(epoch = live.epoch, groups = ?mine, "joining the existing cluster with its current map");
+                    store.record_placement(&serde_json::to_vec(&live)?)?;
+                    store.record_node_record(tessera_storage::NODE_CLUSTER_ID, &live_cluster_id.to_be_bytes())?;
+                    store.record_node_record(tessera_storage::NODE_GROUPS, &serde_json::to_vec(&mine)?)?;
+                }
+                None => warn!("no peer answered with the cluster map: starting from the configured placement"),
+            }
+        }
+        // Once replicas moved to or from this node (or it joined an existing
+        // cluster), its recorded placement and groups rule, not the configured topology.
+        let (map, cluster_id) = if store.node_record(tessera_storage::NODE_GROUPS)?.is_some() {
+            placement::recorded_since_join(&store, &configured)?
+        } else {
+            let map = placement::recorded_or_configured(&store, configured)?;
+            let cluster_id = placement::recorded_cluster_id(&store, placement::cluster_id(&cfg.cluster.name, &map))?;
+            (map, cluster_id)
+        };
+        info!(cluster_id = format!("{cluster_id:016x}"), "cluster id");
         let clock = Arc::new(
             tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms),
         );
@@ -287,7 +341,18 @@ impl Host {
             tracing::error!("{reason}");
         }
         let mut groups = HashMap::new();
-        for info in map.groups.iter().filter(|g| g.members.contains(&id)) {
+        let mut failed_groups = Vec::new();
+        // The groups this node hosts: those it recorded once replicas moved to or
+        // from it, else those the placement gives it.
+        let recorded_groups: Option<Vec<GroupId>> = match store.node_record(tessera_storage::NODE_GROUPS)? {
+            Some(bytes) => Some(serde_json::from_slice(&bytes)?),
+            None => None,
+        };
+        let placed: Vec<tessera_api::meta::GroupInfo> = match &recorded_groups {
+            Some(ids) => ids.iter().map(|&g| tessera_api::meta::GroupInfo { id: g, members: Vec::new() }).collect(),
+            None => map.groups.iter().filter(|g| g.members.contains(&id)).cloned().collect(),
+        };
+        for info in &placed {
             let fresh = store.group_is_fresh(info.id)?;
             if fresh && existing {
                 info!(group = info.id, "fresh replica in an existing cluster: it will not vote until it has caught up");
@@ -311,6 +376,7 @@ impl Host {
                 Ok(raft) => raft,
                 Err(e) => {
                     tracing::error!(group = info.id, "group failed to start; serving the other groups without it: {e}");
+                    failed_groups.push(info.id);
                     continue;
                 }
             };
@@ -344,7 +410,7 @@ impl Host {
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
             let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, restored_lead };
-            groups.insert(info.id, group);
+            groups.insert(info.id, Arc::new(group));
         }
         info!(node = id, groups = groups.len(), "node started its groups");
         let queries = QueryPool::new(cfg.server.query_workers(), cfg.server.query_queue);
@@ -354,7 +420,10 @@ impl Host {
             store,
             pool,
             map,
-            groups,
+            groups: std::sync::RwLock::new(groups),
+            raft_config,
+            failed_groups,
+            placement_changes: Default::default(),
             queries,
             clock,
             replaced,
@@ -370,22 +439,10 @@ impl Host {
         });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
-            for (&group, g) in &host.groups {
-                if g.may_vote() {
-                    continue;
+            for (group, g) in host.hosted() {
+                if !g.may_vote() {
+                    tokio::spawn(campaign_once_caught_up(host.clone(), group, g));
                 }
-                let host = host.clone();
-                tokio::spawn(async move {
-                    let Some(g) = host.groups.get(&group) else { return };
-                    while !g.may_vote() {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    if host.is_drained() {
-                        return;
-                    }
-                    g.raft.runtime_config().elect(true);
-                    info!(group, "replica caught up: it campaigns again");
-                });
             }
         }
         // Learn every peer's incarnation now, before a disk is lost: a peer first
@@ -394,7 +451,7 @@ impl Host {
         // Vector indexes live in memory: rebuild them now, in the background on the
         // query pool, rather than inside the first searches after a start (a
         // 10 000-vector collection takes seconds to rebuild in a debug build).
-        for (&group, g) in &host.groups {
+        for (group, g) in host.hosted() {
             let (reader, host) = (g.reader.clone(), host.clone());
             tokio::spawn(async move {
                 match host.queries.run(move || reader.warm_vector_indexes()).await {
@@ -413,8 +470,22 @@ impl Host {
         Ok(host)
     }
 
-    fn group(&self, group: GroupId) -> Result<&Group, HostError> {
-        self.groups.get(&group).ok_or(HostError::UnknownGroup(group))
+    /// The hosted replica of `group`.
+    pub fn group(&self, group: GroupId) -> Result<Arc<Group>, HostError> {
+        self.groups.read().unwrap_or_else(|e| e.into_inner()).get(&group).cloned().ok_or(HostError::UnknownGroup(group))
+    }
+
+    /// Every hosted replica, in group order.
+    pub fn hosted(&self) -> Vec<(GroupId, Arc<Group>)> {
+        let mut out: Vec<(GroupId, Arc<Group>)> =
+            self.groups.read().unwrap_or_else(|e| e.into_inner()).iter().map(|(&id, g)| (id, g.clone())).collect();
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// Whether this node hosts a replica of `group`.
+    pub fn hosts(&self, group: GroupId) -> bool {
+        self.groups.read().unwrap_or_else(|e| e.into_inner()).contains_key(&group)
     }
 
     /// The time of a new command of `g`: the node's hybrid clock, but never at or
@@ -451,7 +522,7 @@ impl Host {
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
         self.refuse_if_drained_leader(group)?;
-        let issued_at_ms = self.stamp(g);
+        let issued_at_ms = self.stamp(&g);
         if g.reader.checks_before_propose(&op) && g.raft.metrics().borrow().current_leader == Some(self.id) {
             let (reader, checked) = (g.reader.clone(), op.clone());
             let refusal = self.queries.run(move || reader.check_before_propose(&checked, issued_at_ms)).await?;
@@ -480,7 +551,7 @@ impl Host {
                 other => HostError::Unavailable(other.to_string()),
             })?;
             let mut read_index = read_log_id.map(|l| l.index);
-            if let Some(restored) = self.restored_log_to_apply(g, read_index) {
+            if let Some(restored) = self.restored_log_to_apply(&g, read_index) {
                 g.raft
                     .wait(Some(RESTORED_LOG_TIMEOUT))
                     .applied_index_at_least(Some(restored), "a restored leader applies its restored log")
@@ -495,7 +566,7 @@ impl Host {
             }
         }
         let reader = g.reader.clone();
-        let now = self.read_time(g);
+        let now = self.read_time(&g);
         Ok(self.queries.run_cancellable(move |cancel| reader.query_cancellable(&query, now, Some(cancel))).await??)
     }
 
@@ -530,7 +601,7 @@ impl Host {
         self.store.record_node_record(tessera_storage::NODE_DRAINED, &[])?;
         self.drained.store(true, Ordering::SeqCst);
         let mut led = Vec::new();
-        for (&id, g) in &self.groups {
+        for (id, g) in self.hosted() {
             g.raft.runtime_config().elect(false);
             g.raft.runtime_config().heartbeat(false);
             if self.leads(id) {
@@ -569,6 +640,103 @@ impl Host {
         })?;
         info!(group, node, index = resp.log_id.index, "removed a voter");
         Ok(resp.log_id.index)
+    }
+
+    /// On the leader of `group`: adds `node` (at `addr`) as a learner and
+    /// returns the log index of that membership once the learner has caught up
+    /// with the leader's log (at once when it is a member already).
+    pub async fn add_learner(&self, group: GroupId, node: NodeId, addr: String) -> Result<u64, HostError> {
+        let g = self.leader_group(group)?;
+        let m = g.raft.metrics().borrow().clone();
+        if m.membership_config.membership().get_node(&node).is_some_and(|n| n.addr == addr) {
+            return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
+        }
+        let resp = g.raft.add_learner(node, BasicNode { addr }, true).await.map_err(|e| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
+            other => HostError::Unavailable(format!("adding node {node} to group {group} as a learner: {other}")),
+        })?;
+        info!(group, node, index = resp.log_id.index, "added a learner; it has caught up");
+        Ok(resp.log_id.index)
+    }
+
+    /// On the leader of `group`: makes exactly `voters` its voters (nodes left
+    /// out leave the group) and returns the log index of the new membership once
+    /// committed.
+    pub async fn replace_voters(&self, group: GroupId, voters: std::collections::BTreeSet<NodeId>) -> Result<u64, HostError> {
+        let g = self.leader_group(group)?;
+        let m = g.raft.metrics().borrow().clone();
+        let current: std::collections::BTreeSet<NodeId> = m.membership_config.voter_ids().collect();
+        let learners = m.membership_config.membership().learner_ids().count();
+        if current == voters && learners == 0 {
+            return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
+        }
+        let change = openraft::ChangeMembers::ReplaceAllVoters(voters.clone());
+        let resp = g.raft.change_membership(change, false).await.map_err(|e| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
+            other => HostError::Unavailable(format!("changing the voters of group {group} to {voters:?}: {other}")),
+        })?;
+        info!(group, ?voters, index = resp.log_id.index, "replaced the voters");
+        Ok(resp.log_id.index)
+    }
+
+    /// The replica of `group`, when this node leads it (and is not drained).
+    fn leader_group(&self, group: GroupId) -> Result<Arc<Group>, HostError> {
+        let g = self.group(group)?;
+        let m = g.raft.metrics().borrow().clone();
+        if m.current_leader != Some(self.id) || self.is_drained() {
+            let hint = m.current_leader.filter(|l| *l != self.id);
+            let leader = hint.and_then(|l| m.membership_config.membership().get_node(&l).map(|n| (l, n.addr.clone())));
+            return Err(HostError::NotLeader { group, leader });
+        }
+        Ok(g)
+    }
+
+    /// Starts an empty replica of `group` for its leader to fill as a learner
+    /// (it votes once it has applied what the leader sent), and records it so a
+    /// restart hosts it again. Answers false when the group is hosted already.
+    pub async fn host_group(self: &Arc<Self>, group: GroupId) -> Result<bool, HostError> {
+        let _serial = self.placement_changes.lock().await;
+        if self.hosts(group) {
+            return Ok(false);
+        }
+        let network = GroupNetwork { group, pool: self.pool.clone() };
+        let raft = Raft::new(self.id, self.raft_config.clone(), network, self.store.log_store(group), self.store.state_machine(group))
+            .await
+            .map_err(|e| HostError::Unavailable(format!("starting a replica of group {group}: {e}")))?;
+        // It must not campaign or vote before it holds the group's state.
+        raft.runtime_config().elect(false);
+        let vote_floor = std::sync::atomic::AtomicU64::new(0);
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, restored_lead: None });
+        self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
+        self.record_hosted_groups()?;
+        tokio::spawn(campaign_once_caught_up(self.clone(), group, g));
+        info!(group, "hosting a new replica: it fills as a learner, then votes");
+        Ok(true)
+    }
+
+    /// Stops this node's replica of `group` and deletes its data (the replica
+    /// moved away), recorded so a restart does not bring it back. Answers false
+    /// when the group was not hosted.
+    pub async fn drop_group(&self, group: GroupId) -> Result<bool, HostError> {
+        let _serial = self.placement_changes.lock().await;
+        let Some(g) = self.groups.write().unwrap_or_else(|e| e.into_inner()).remove(&group) else {
+            return Ok(false);
+        };
+        self.record_hosted_groups()?;
+        if let Err(e) = g.raft.shutdown().await {
+            warn!(group, "shutting down the dropped replica: {e}");
+        }
+        drop(g);
+        self.store.delete_group(group)?;
+        info!(group, "dropped this node's replica (it moved to another node); its data is deleted");
+        Ok(true)
+    }
+
+    fn record_hosted_groups(&self) -> Result<(), HostError> {
+        let ids: Vec<GroupId> = self.hosted().into_iter().map(|(g, _)| g).collect();
+        let bytes = serde_json::to_vec(&ids).map_err(|e| HostError::Unavailable(e.to_string()))?;
+        self.store.record_node_record(tessera_storage::NODE_GROUPS, &bytes)?;
+        Ok(())
     }
 
     /// The node was removed from the cluster: records a tombstone (it will not
@@ -617,8 +785,9 @@ impl Host {
     }
 
     async fn peer_applied(&self, node: NodeId, group: GroupId) -> Option<u64> {
-        let addr = self.map.addr_of(node)?;
-        let mut client = self.pool.data_client(node, addr).ok()?;
+        let live = self.recorded_map().and_then(|m| m.addr_of(node).map(str::to_string));
+        let addr = live.or_else(|| self.map.addr_of(node).map(str::to_string))?;
+        let mut client = self.pool.data_client(node, &addr).ok()?;
         let mut req = tonic::Request::new(AppliedRequest { group_id: group });
         req.set_timeout(Duration::from_millis(500));
         let reply = client.applied(req).await.ok()?.into_inner();
@@ -628,7 +797,7 @@ impl Host {
     /// The status of every hosted group, in id order.
     pub fn group_statuses(&self) -> Vec<GroupStatus> {
         let mut out: Vec<GroupStatus> = self
-            .groups
+            .hosted()
             .iter()
             .map(|(id, g)| {
                 let m = g.raft.metrics().borrow().clone();
@@ -647,7 +816,7 @@ impl Host {
 
     /// The cluster map recorded in this replica of the meta group, if any.
     pub fn recorded_map(&self) -> Option<ClusterMap> {
-        let g = self.groups.get(&META_GROUP)?;
+        let g = self.group(META_GROUP).ok()?;
         match g.reader.query(&Query::Meta(MetaQuery::ClusterMap), now_ms()) {
             Ok(QueryResult::Meta(MetaQueryResult::ClusterMap(m))) => m,
             _ => None,
@@ -657,14 +826,14 @@ impl Host {
     /// Records the cluster map in the meta group once: whichever node leads the
     /// meta group proposes it until a replica shows it recorded.
     pub async fn record_cluster_map(self: Arc<Self>) {
-        if !self.groups.contains_key(&META_GROUP) {
+        if !self.hosts(META_GROUP) {
             return;
         }
         loop {
             if self.recorded_map().is_some() {
                 return;
             }
-            let is_leader = self.groups[&META_GROUP].raft.metrics().borrow().current_leader == Some(self.id);
+            let is_leader = self.leads(META_GROUP);
             if is_leader {
                 match self.write(META_GROUP, Operation::Meta(MetaOp::InitClusterMap(self.map.clone())), None, Consistency::Quorum).await {
                     Ok(_) => info!("recorded the cluster map in the meta group"),
@@ -689,15 +858,15 @@ impl Host {
         if let Some(reason) = &self.replaced {
             return Err(reason.clone());
         }
-        for info in self.map.groups.iter().filter(|g| g.members.contains(&self.id)) {
-            let Some(g) = self.groups.get(&info.id) else {
-                return Err(format!("group {} failed to start on this node (see its log)", info.id));
-            };
+        if let Some(failed) = self.failed_groups.first() {
+            return Err(format!("group {failed} failed to start on this node (see its log)"));
+        }
+        for (id, g) in self.hosted() {
             if g.raft.metrics().borrow().current_leader.is_none() {
-                return Err(format!("group {} has no known leader yet", info.id));
+                return Err(format!("group {id} has no known leader yet"));
             }
             if !g.may_vote() {
-                return Err(format!("group {}'s replica is still catching up", info.id));
+                return Err(format!("group {id}'s replica is still catching up"));
             }
         }
         Ok(())
@@ -705,20 +874,20 @@ impl Host {
 
     /// Whether this node currently leads `group`.
     pub fn leads(&self, group: GroupId) -> bool {
-        self.groups.get(&group).is_some_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))
+        self.group(group).is_ok_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))
     }
 
     /// Stops every group and flushes the store.
     pub async fn shutdown(&self) {
         self.stopping.store(true, Ordering::Relaxed);
-        for (id, g) in &self.groups {
+        for (id, g) in self.hosted() {
             if let Err(e) = g.raft.shutdown().await {
                 warn!(group = id, "shutting down group: {e}");
             }
         }
         // Nothing applies any more: checkpoint every vector index that grew, so
         // the next start does not re-link it.
-        for (&group, g) in &self.groups {
+        for (group, g) in self.hosted() {
             match g.reader.checkpoint_vector_indexes(1) {
                 Ok(0) => {}
                 Ok(written) => info!(group, written, "vector index link checkpoints written"),
@@ -731,6 +900,21 @@ impl Host {
     }
 }
 
+/// Lets a replica below its vote floor campaign again once it has caught up.
+async fn campaign_once_caught_up(host: Arc<Host>, group: GroupId, g: Arc<Group>) {
+    while !g.may_vote() {
+        if host.is_stopping() || !host.hosts(group) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if host.is_drained() {
+        return;
+    }
+    g.raft.runtime_config().elect(true);
+    info!(group, "replica caught up: it campaigns again");
+}
+
 /// Every 30 s, stores a link checkpoint of each vector index that grew by at
 /// least 1 000 nodes (and a quarter of its last checkpoint) since its last one
 /// (on the query pool), so a node that crashes re-links little on its next
@@ -741,7 +925,7 @@ async fn checkpoint_vector_indexes_periodically(host: Arc<Host>) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        for (&group, g) in &host.groups {
+        for (group, g) in host.hosted() {
             if host.is_stopping() {
                 return;
             }
@@ -762,7 +946,9 @@ async fn follow_lifecycle_state(host: Arc<Host>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     while !host.is_stopping() && !host.is_drained() {
         tick.tick().await;
-        let leaving = host.recorded_map().and_then(|m| m.node(host.id).map(|n| n.state != tessera_api::meta::NodeState::Active));
+        let leaving = host.recorded_map().and_then(|m| {
+            m.node(host.id).map(|n| matches!(n.state, tessera_api::meta::NodeState::Draining | tessera_api::meta::NodeState::Removing))
+        });
         if leaving == Some(true)
             && let Err(e) = host.drain()
         {

@@ -72,7 +72,7 @@ async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op
         if host.is_stopping() {
             return;
         }
-        for &group in host.groups.keys().filter(|&&g| g != META_GROUP) {
+        for group in host.hosted().into_iter().map(|(g, _)| g).filter(|&g| g != META_GROUP) {
             if !host.leads(group) {
                 continue;
             }

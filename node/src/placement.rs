@@ -60,6 +60,25 @@ pub fn recorded_or_configured(store: &tessera_storage::Store, configured: Cluste
     Ok(configured)
 }
 
+/// The placement and cluster id of a node whose replicas changed after
+/// bootstrap (it joined an existing cluster, or replicas moved to or from it):
+/// both as recorded, with the configured address of every node configured.
+pub fn recorded_since_join(store: &tessera_storage::Store, configured: &ClusterMap) -> Result<(ClusterMap, u64), PlacementError> {
+    let record = |e: &dyn std::fmt::Display| PlacementError::Record(e.to_string());
+    let bytes = store.recorded_placement().map_err(|e| record(&e))?.ok_or_else(|| record(&"no placement is recorded"))?;
+    let mut map: ClusterMap = serde_json::from_slice(&bytes).map_err(|e| record(&e))?;
+    for node in &mut map.nodes {
+        if let Some(c) = configured.node(node.id) {
+            node.addr = c.addr.clone();
+        }
+    }
+    let id = match store.node_record(tessera_storage::NODE_CLUSTER_ID).map_err(|e| record(&e))? {
+        Some(b) if b.len() == 8 => u64::from_be_bytes(b.try_into().expect("8 bytes")),
+        _ => return Err(record(&"no cluster id is recorded")),
+    };
+    Ok((map, id))
+}
+
 /// The cluster's id: FNV-1a (64-bit) of its name and topology (node ids, groups
 /// and their members, replication factor, strategy), never of addresses. Every
 /// node of a cluster computes the same id without talking to the others; two

@@ -10,7 +10,7 @@ use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    GroupStorage, ModelBytes, RemoveVoterRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
+    AddLearnerRequest, DropGroupReply, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -33,12 +33,8 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, Status> {
 }
 
 impl NodeService {
-    fn raft(&self, group: u64) -> Result<&openraft::Raft<tessera_storage::TypeConfig>, Status> {
-        self.host
-            .groups
-            .get(&group)
-            .map(|g| &g.raft)
-            .ok_or_else(|| Status::not_found(format!("group {group} is not hosted here")))
+    fn raft(&self, group: u64) -> Result<openraft::Raft<tessera_storage::TypeConfig>, Status> {
+        self.host.group(group).map(|g| g.raft.clone()).map_err(|_| Status::not_found(format!("group {group} is not hosted here")))
     }
 
     /// A peer's Raft message, its clock taken in, and whether the sender's
@@ -102,7 +98,7 @@ impl RaftService for NodeService {
         {
             return Err(Status::failed_precondition(format!("node {} was removed from the cluster", m.from_node)));
         }
-        if let Some(g) = self.host.groups.get(&m.group_id)
+        if let Ok(g) = self.host.group(m.group_id)
             && !g.may_vote()
         {
             return Err(Status::unavailable(format!(
@@ -210,6 +206,26 @@ impl DataService for NodeService {
         self.reply(self.host.remove_voter(r.group_id, r.node_id).await)
     }
 
+    async fn add_learner(&self, req: Request<AddLearnerRequest>) -> Result<Response<DataReply>, Status> {
+        let r = req.into_inner();
+        self.reply(self.host.add_learner(r.group_id, r.node_id, r.node_addr).await)
+    }
+
+    async fn replace_voters(&self, req: Request<ReplaceVotersRequest>) -> Result<Response<DataReply>, Status> {
+        let r = req.into_inner();
+        self.reply(self.host.replace_voters(r.group_id, r.voters.into_iter().collect()).await)
+    }
+
+    async fn host_group(&self, req: Request<HostGroupRequest>) -> Result<Response<HostGroupReply>, Status> {
+        let created = self.host.host_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(HostGroupReply { created }))
+    }
+
+    async fn drop_group(&self, req: Request<DropGroupRequest>) -> Result<Response<DropGroupReply>, Status> {
+        let dropped = self.host.drop_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(DropGroupReply { dropped }))
+    }
+
     async fn retire(&self, _req: Request<RetireRequest>) -> Result<Response<RetireReply>, Status> {
         self.host.retire().map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(RetireReply {}))
@@ -218,7 +234,7 @@ impl DataService for NodeService {
     async fn storage(&self, _req: Request<StorageRequest>) -> Result<Response<StorageReply>, Status> {
         let host = self.host.clone();
         let usage = tokio::task::spawn_blocking(move || {
-            let mut groups: Vec<u64> = host.groups.keys().copied().collect();
+            let mut groups: Vec<u64> = host.hosted().into_iter().map(|(g, _)| g).collect();
             groups.sort_unstable();
             host.store.usage(&groups)
         })

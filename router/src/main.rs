@@ -72,6 +72,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/kv/count", P("read:kv"), kv::count)
         .get("/api/v1/admin/cluster", P("read:cluster"), admin::cluster)
         .get("/api/v1/admin/nodes", P("read:cluster"), handlers::nodes::list)
+        .post("/api/v1/admin/nodes", P("manage:cluster"), handlers::nodes::add)
         .get("/api/v1/admin/nodes/{node_id}/logs", P("manage:cluster"), handlers::nodes::logs)
         .post("/api/v1/admin/nodes/{node_id}/restart", P("manage:cluster"), handlers::nodes::restart)
         .post("/api/v1/admin/cluster/shutdown", P("manage:cluster"), handlers::nodes::shutdown_cluster)

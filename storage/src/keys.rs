@@ -75,6 +75,9 @@ pub const NODE_CLUSTER_ID: u8 = 4;
 pub const NODE_DRAINED: u8 = 5;
 /// Present when the node was removed from the cluster: it refuses to start (the node id, 8 bytes).
 pub const NODE_REMOVED: u8 = 6;
+/// The groups this node hosts, when replicas were placed on it or moved away
+/// after bootstrap (JSON list of group ids).
+pub const NODE_GROUPS: u8 = 7;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

@@ -12,7 +12,7 @@ pub mod dedup;
 pub mod engine;
 pub mod error;
 mod keys;
-pub use keys::{NODE_CLUSTER_ID, NODE_DRAINED, NODE_INCARNATION, NODE_PEER_INCARNATIONS, NODE_REMOVED};
+pub use keys::{NODE_CLUSTER_ID, NODE_DRAINED, NODE_GROUPS, NODE_INCARNATION, NODE_PEER_INCARNATIONS, NODE_REMOVED};
 pub mod log_store;
 pub mod snapshot;
 pub mod state_machine;

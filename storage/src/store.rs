@@ -253,6 +253,26 @@ impl Store {
         Ok(self.db.put_cf_opt(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes, &w)?)
     }
 
+    /// Deletes every record of `group` on this node (its data and derived
+    /// indexes, Raft log, vote and state, stored snapshots): the replica moved
+    /// to another node. The group's Raft must be shut down first.
+    pub fn delete_group(&self, group: u64) -> Result<()> {
+        let (from, to) = (keys::group_prefix(group).to_vec(), keys::group_end(group));
+        let mut batch = rocksdb::WriteBatch::default();
+        for cf in [CF_DATA, CF_INDEX, CF_LOG, CF_RAFT] {
+            batch.delete_range_cf(self.db.cf_handle(cf).expect("column family is created at open"), &from, &to);
+        }
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        self.db.write_opt(batch, &sync)?;
+        match std::fs::remove_dir_all(self.db.path().join("snapshots").join(group.to_string())) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        self.memories.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+        Ok(())
+    }
+
     /// Whether the group has never stored a vote or log entry on this node.
     pub fn group_is_fresh(&self, group: u64) -> Result<bool> {
         self.log_store(group).is_fresh()

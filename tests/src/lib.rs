@@ -929,6 +929,30 @@ impl Cluster {
         Ok(())
     }
 
+    /// Starts a new node `id` (not one of the bootstrap nodes) with
+    /// `SERVICE_INITIAL_CLUSTER_STATE=existing`, ready to be added through
+    /// `POST /api/v1/admin/nodes`; answers its gRPC address. Its peers list every
+    /// node the harness runs, itself included.
+    pub fn start_new_node(&mut self, id: u64) -> Result<String> {
+        ensure!(!self.nodes.contains_key(&id), "node {id} exists already");
+        let data_dir = self.root.join(format!("node-{id}"));
+        std::fs::create_dir_all(&data_dir)?;
+        let port = pick_port()?;
+        self.nodes.insert(
+            id,
+            NodeProc {
+                port,
+                env: vec![("SERVICE_INITIAL_CLUSTER_STATE".into(), "existing".into())],
+                data_dir,
+                log: self.root.join(format!("node-{id}.log")),
+                child: None,
+                starts: 0,
+            },
+        );
+        self.start_node(id)?;
+        Ok(format!("127.0.0.1:{port}"))
+    }
+
     /// Sets env of node `id` alone, used from its next start on.
     pub fn set_node_env(&mut self, id: u64, key: &str, value: &str) -> Result<()> {
         let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;

@@ -6,8 +6,8 @@
 //! reports, by consistency level, when it is back. `POST .../drain` moves every
 //! leadership off a node; `DELETE /api/v1/admin/nodes/{node_id}` then takes a
 //! drained node out of every group and out of the cluster map (see
-//! `docs/operations.md`). Replicas are not moved to other nodes yet: groups are
-//! created at a node's start only.
+//! `docs/operations.md`). `POST /api/v1/admin/nodes` adds a node and moves
+//! data-group replicas to it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -270,6 +270,224 @@ pub async fn drain(
         StatusCode::OK,
         Json(with(base, json!({"consistency": level, "drained": true, "took_ms": asked.elapsed().as_millis() as u64}))),
     ))
+}
+
+/// The body of `POST /api/v1/admin/nodes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddNodeBody {
+    node_id: NodeId,
+    address: String,
+}
+
+/// `POST /api/v1/admin/nodes` `{"node_id": 4, "address": "host:port"}`: adds a
+/// node to the cluster, as etcd's `member add`. The node must run already,
+/// started with `SERVICE_INITIAL_CLUSTER_STATE=existing` (it takes the cluster's
+/// map from a peer and hosts nothing yet); 409 when it does not answer at that
+/// address as that id, when the id is taken, or while another node joins or
+/// leaves. The meta group records it as `joining`; then data-group replicas move
+/// to it one at a time until it holds its share (total replicas / nodes): the
+/// new node starts an empty replica, the group's leader adds it as a learner and
+/// waits until it caught up, the group commits voters with the new node in
+/// place of the most loaded node's replica, the map records the members, and
+/// the old replica is stopped and deleted. Last the node becomes `active`.
+/// `one` answers 202 once `joining` is recorded (the moves go on in the
+/// background; repeating the call resumes them); `quorum` (the default) once
+/// every move committed; `all` once every member of every moved group applied
+/// its new membership and no old replica remains.
+pub async fn add(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    QueryParams(p): QueryParams<LifecycleParams>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let consistency = lifecycle_consistency(&p, &prefs)?;
+    let usage = r#"the body names the node: {"node_id": 4, "address": "host:port"}"#;
+    let fields = body_object(&body)?.ok_or_else(|| ApiError::BadRequest(usage.into()))?;
+    let req: AddNodeBody =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::BadRequest(format!("{e}; {usage}")))?;
+    if req.node_id == 0 || req.node_id > (1 << 53) {
+        return Err(ApiError::BadRequest("node_id must be a positive integer".into()));
+    }
+    let valid_address = req.address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if !valid_address || req.address.chars().any(char::is_whitespace) {
+        return Err(ApiError::BadRequest(format!("address {:?} is not of the form host:port", req.address)));
+    }
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    if let Some(existing) = map.node(req.node_id) {
+        if existing.addr != req.address {
+            return Err(ApiError::Conflict(format!("node {} is already in the cluster at {}", existing.id, existing.addr)));
+        }
+        if existing.state != NodeState::Joining {
+            return Err(ApiError::Conflict(format!("node {} is already in the cluster ({})", existing.id, existing.state.as_str())));
+        }
+    }
+    let node = NodeInfo { id: req.node_id, addr: req.address.clone(), state: NodeState::Joining };
+    let status = state.cluster.status_at(&node).await.map_err(|e| {
+        ApiError::Conflict(format!(
+            "node {} does not answer at {}: start it first with SERVICE_INITIAL_CLUSTER_STATE=existing ({e})",
+            node.id, node.addr
+        ))
+    })?;
+    if status.node_id != node.id {
+        return Err(ApiError::Conflict(format!("the node at {} is node {}, not node {}", node.addr, status.node_id, node.id)));
+    }
+    let cluster_ids: std::collections::BTreeSet<u64> =
+        state.cluster.node_statuses().await?.iter().filter_map(|(_, s)| s.as_ref().ok().map(|s| s.cluster_id)).collect();
+    if status.cluster_id != 0 && !cluster_ids.is_empty() && !cluster_ids.contains(&status.cluster_id) {
+        return Err(ApiError::Conflict(format!(
+            "the node at {} belongs to cluster {:016x}, not this one: start it on an empty data directory",
+            node.addr, status.cluster_id
+        )));
+    }
+    let asked = Instant::now();
+    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::AddNode { node: node.clone() }).await? {
+        return Err(r.into());
+    }
+    state.cluster.refresh().await;
+    let map = state.cluster.map().unwrap_or(map);
+    let moves = plan_moves(&map, node.id);
+    if consistency == Consistency::One {
+        let (state, joining) = (state.clone(), node.clone());
+        tokio::spawn(async move {
+            if let Err(e) = join_node(&state, &joining, &moves).await {
+                tracing::warn!(node = joining.id, "adding the node: {e}; repeat POST /api/v1/admin/nodes to resume");
+            }
+        });
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"node_id": node.id, "address": node.addr, "state": "joining", "consistency": "one", "added": false})),
+        ));
+    }
+    let indexes = join_node(&state, &node, &moves).await?;
+    if consistency == Consistency::All {
+        let what = format!("addition of node {}", node.id);
+        let map = state.cluster.map().unwrap_or(map);
+        settle(&state, &what, asked, |statuses| move_pending(statuses, &map, &indexes)).await?;
+    }
+    let level = if consistency == Consistency::All { "all" } else { "quorum" };
+    Ok((
+        StatusCode::OK,
+        Json(json!({
+            "node_id": node.id, "address": node.addr, "state": "active", "added": true, "consistency": level,
+            "replicas_moved": moves.len(),
+            "moves": moves.iter().map(|(g, from)| json!({"group": g, "from": from, "to": node.id})).collect::<Vec<_>>(),
+            "took_ms": asked.elapsed().as_millis() as u64,
+        })),
+    ))
+}
+
+/// The replica moves that give node `new` its share of the data groups' replicas
+/// (total / nodes, rounded down): each takes a group from the most loaded node
+/// among those the new node is not in yet.
+fn plan_moves(map: &tessera_api::meta::ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
+    let data: Vec<&tessera_api::meta::GroupInfo> = map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP).collect();
+    let hosts: Vec<NodeId> =
+        map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
+    if hosts.is_empty() {
+        return Vec::new();
+    }
+    let total: usize = data.iter().map(|g| g.members.len()).sum();
+    let target = total / hosts.len();
+    let mut load: BTreeMap<NodeId, usize> = hosts.iter().map(|n| (*n, 0)).collect();
+    for m in data.iter().flat_map(|g| &g.members) {
+        *load.entry(*m).or_default() += 1;
+    }
+    let mut moves = Vec::new();
+    let mut taken = std::collections::BTreeSet::new();
+    while load.get(&new).copied().unwrap_or(0) < target {
+        let mut donors: Vec<(NodeId, usize)> = load.iter().filter(|(n, _)| **n != new).map(|(n, l)| (*n, *l)).collect();
+        donors.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
+        let found = donors.iter().find_map(|(from, _)| {
+            data.iter()
+                .find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id))
+                .map(|g| (g.id, *from))
+        });
+        let Some((group, from)) = found else { break };
+        taken.insert(group);
+        moves.push((group, from));
+        *load.entry(from).or_default() -= 1;
+        *load.entry(new).or_default() += 1;
+    }
+    moves
+}
+
+/// Runs the moves to node `to`, then records it `active`; answers each moved
+/// group's membership log index.
+async fn join_node(state: &AppState, to: &NodeInfo, moves: &[(GroupId, NodeId)]) -> Result<BTreeMap<GroupId, u64>, ApiError> {
+    let mut indexes = BTreeMap::new();
+    for &(group, from) in moves {
+        indexes.insert(group, move_replica(state, group, from, to).await?);
+    }
+    record_state(state, to.id, NodeState::Active).await?;
+    tracing::info!(node = to.id, moved = moves.len(), "node added to the cluster");
+    Ok(indexes)
+}
+
+/// Moves `group`'s replica on node `from` to node `to` (see [`add`]); answers
+/// the log index of the membership with `to` in place of `from`.
+async fn move_replica(state: &AppState, group: GroupId, from: NodeId, to: &NodeInfo) -> Result<u64, ApiError> {
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    let info = map.groups.iter().find(|g| g.id == group).ok_or_else(|| ApiError::NotFound(format!("group {group}")))?;
+    let members: Vec<NodeId> = if info.members.contains(&to.id) {
+        info.members.clone()
+    } else {
+        info.members.iter().map(|&m| if m == from { to.id } else { m }).collect()
+    };
+    state.cluster.host_group(to, group).await?;
+    state.cluster.add_learner(group, to.id, &to.addr).await?;
+    let index = state.cluster.replace_voters(group, members.clone()).await?;
+    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::SetGroupMembers { group, members: members.clone() }).await? {
+        return Err(r.into());
+    }
+    state.cluster.refresh().await;
+    if let Some(old) = map.node(from).filter(|_| !members.contains(&from)) {
+        // A node that does not answer keeps a stale replica until it is told
+        // again (repeating the call) or removed; the group no longer counts it.
+        if let Err(e) = state.cluster.drop_group(old, group).await {
+            tracing::warn!(group, node = from, "the moved-away replica was not dropped: {e}");
+        }
+    }
+    tracing::info!(group, from, to = to.id, index, "replica moved");
+    Ok(index)
+}
+
+/// What an addition still lacks for `all`: a member of a moved group that has
+/// not applied its new membership, or a node still hosting a moved-away replica.
+fn move_pending(
+    statuses: &[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)],
+    map: &tessera_api::meta::ClusterMap,
+    indexes: &BTreeMap<GroupId, u64>,
+) -> Vec<String> {
+    let mut pending = Vec::new();
+    for (&group, &index) in indexes {
+        let members: Vec<NodeId> = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
+        for (info, status) in statuses {
+            let Ok(s) = status else {
+                if members.contains(&info.id) {
+                    pending.push(format!("node {} does not answer", info.id));
+                }
+                continue;
+            };
+            let hosted = s.groups.iter().find(|g| g.group_id == group);
+            match hosted {
+                Some(g) if members.contains(&s.node_id) => {
+                    let mut voters = g.voters.clone();
+                    voters.sort_unstable();
+                    let mut wanted = members.clone();
+                    wanted.sort_unstable();
+                    if g.last_applied < index || voters != wanted {
+                        pending.push(format!("node {} has not applied group {group}'s new membership", s.node_id));
+                    }
+                }
+                Some(_) => pending.push(format!("node {} still hosts a replica of group {group}", s.node_id)),
+                None if members.contains(&s.node_id) => pending.push(format!("node {} does not host group {group}", s.node_id)),
+                None => {}
+            }
+        }
+    }
+    pending
 }
 
 /// Asks the nodes for their status until `pending` finds nothing missing; 504

@@ -154,6 +154,49 @@ impl Engine for MetaEngine {
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
+            MetaOp::AddNode { node } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                if let Some(existing) = map.node(node.id) {
+                    if existing.addr == node.addr {
+                        return Ok(Response::Applied(false));
+                    }
+                    return reject(ErrorCode::Conflict, format!("node {} is already in the cluster at {}", node.id, existing.addr));
+                }
+                if let Some(other) = map.nodes.iter().find(|n| n.state != NodeState::Active) {
+                    return reject(
+                        ErrorCode::Conflict,
+                        format!("node {} is {}: one membership change at a time", other.id, other.state.as_str()),
+                    );
+                }
+                map.nodes.push(tessera_api::meta::NodeInfo { id: node.id, addr: node.addr.clone(), state: NodeState::Joining });
+                map.nodes.sort_by_key(|n| n.id);
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::SetGroupMembers { group, members } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                if let Some(unknown) = members.iter().find(|m| map.node(**m).is_none()) {
+                    return reject(ErrorCode::NotFound, format!("node {unknown} does not exist"));
+                }
+                if members.is_empty() {
+                    return reject(ErrorCode::Conflict, format!("group {group} would have no replica"));
+                }
+                let Some(g) = map.groups.iter_mut().find(|g| g.id == *group) else {
+                    return reject(ErrorCode::NotFound, format!("group {group} does not exist"));
+                };
+                if g.members == *members {
+                    return Ok(Response::Applied(false));
+                }
+                g.members = members.clone();
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
             MetaOp::ProvisionFirstAdmin(user) => {
                 if user_count(tx.view())? > 0 {
                     return Ok(Response::Applied(false));

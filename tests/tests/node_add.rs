@@ -1,0 +1,133 @@
+//! Scenario: an operator grows a running three-node cluster (4 data groups,
+//! 3 replicas each) by a fourth node while a key-value writer runs. Node 4 is
+//! started with `SERVICE_INITIAL_CLUSTER_STATE=existing` (it takes the cluster's
+//! map from a peer and hosts nothing), then `POST /api/v1/admin/nodes` with
+//! `all` adds it: three replicas move to it (its share of 12 over 4 nodes), each
+//! as a learner that catches up, then a voter in place of a replica on the most
+//! loaded node, whose old copy is deleted. The refusals come first (bad body,
+//! nothing answering at the address, another node's id). Afterwards every node
+//! holds three data replicas, no writer saw an error, every acknowledged write
+//! reads back; with node 4 killed everything still reads and writes, and started
+//! again it hosts its three groups from its own records and catches up.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use serde_json::{Value, json};
+use tessera_tests::{Cluster, ClusterOptions, Http, wait_for};
+
+const NEW: u64 = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_add() {
+    let mut cluster = Cluster::start(ClusterOptions { shard_count: 4, ..ClusterOptions::default() }).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster).await {
+        panic!("node_add scenario failed: {e:?}\n{}", cluster.log_tails(40));
+    }
+}
+
+async fn scenario(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+    for i in 0..40 {
+        api.kv_put(&format!("before/{i}"), json!(i), None).await?.ensure_status(200)?;
+    }
+    let bad = api.post("/api/v1/admin/nodes", &json!({"node_id": NEW})).await?.ensure_status(400)?;
+    ensure!(bad.json["error"].as_str().is_some_and(|e| e.contains("address")), "{bad}");
+    api.post("/api/v1/admin/nodes", &json!({"node_id": NEW, "address": "not an address"})).await?.ensure_status(400)?;
+    let silent = api.post("/api/v1/admin/nodes", &json!({"node_id": NEW, "address": "127.0.0.1:1"})).await?.ensure_status(409)?;
+    ensure!(silent.json["error"].as_str().is_some_and(|e| e.contains("does not answer")), "{silent}");
+
+    let addr = c.start_new_node(NEW)?;
+    let taken = api.post("/api/v1/admin/nodes", &json!({"node_id": 2, "address": addr})).await?.ensure_status(409)?;
+    ensure!(taken.json["error"].as_str().is_some_and(|e| e.contains("already")), "{taken}");
+
+    let writer = Writer::start(&api);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let added = api
+        .consistency("all")
+        .timeout(Duration::from_secs(180))
+        .post("/api/v1/admin/nodes", &json!({"node_id": NEW, "address": addr}))
+        .await?
+        .ensure_status(200)?;
+    eprintln!("[node_add] adding node {NEW} took {:?}: {}", started.elapsed(), added.json);
+    ensure!(added.json["added"] == true && added.json["replicas_moved"] == 3, "{added}");
+    let acked = writer.stop().await?;
+
+    let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let data_replicas = |id: u64| -> Result<usize> {
+        let node = nodes["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == id)).cloned().unwrap_or(Value::Null);
+        ensure!(node["state"] == "active", "node {id}: {node}");
+        Ok(node["groups_hosted"].as_array().map_or(0, |g| g.iter().filter(|g| g.as_u64() != Some(0)).count()))
+    };
+    for id in 1..=NEW {
+        ensure!(data_replicas(id)? == 3, "node {id} should hold 3 of the 12 data replicas: {nodes}");
+    }
+    nothing_lost(&api, &acked).await?;
+
+    // The new node is a full member: losing it loses nothing.
+    c.kill_node(NEW)?;
+    nothing_lost(&api, &acked).await?;
+    for i in 0..20 {
+        api.kv_put(&format!("after/{i}"), json!(i), None).await?.ensure_status(200)?;
+    }
+    // Started again, it hosts its groups from its own records and catches up.
+    c.start_node(NEW)?;
+    wait_for(Duration::from_secs(60), "node 4 back with its 3 replicas, caught up", || async {
+        let nodes = api.get("/api/v1/admin/nodes").await?.json;
+        let node = nodes["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == NEW)).cloned().unwrap_or(Value::Null);
+        let hosted = node["groups_hosted"].as_array().map_or(0, Vec::len);
+        let lag = node["applied_lag"].as_u64();
+        Ok((hosted == 3 && lag == Some(0)).then_some(()))
+    })
+    .await?;
+    let r = api.replica(NEW).kv_get("after/19").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == json!(19), "{r}");
+    Ok(())
+}
+
+async fn nothing_lost(api: &Http, acked: &[u64]) -> Result<()> {
+    for i in 0..40 {
+        let r = api.kv_get(&format!("before/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "before/{i}: {r}");
+    }
+    for i in acked {
+        let r = api.kv_get(&format!("during/{i}")).await?;
+        ensure!(r.status == 200 && r.json["value"] == json!(i), "acknowledged write during/{i} lost: {r}");
+    }
+    Ok(())
+}
+
+struct Writer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Result<Vec<u64>>>,
+}
+
+impl Writer {
+    fn start(api: &Http) -> Writer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (api, flag) = (api.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            let mut acked = Vec::new();
+            for i in 0u64.. {
+                if flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                let r = api.kv_put(&format!("during/{i}"), json!(i), None).await?;
+                ensure!(r.status == 200, "kv write {i} failed while node {NEW} was added: {r}");
+                acked.push(i);
+            }
+            Ok(acked)
+        });
+        Writer { stop, task }
+    }
+
+    async fn stop(self) -> Result<Vec<u64>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let acked = self.task.await??;
+        eprintln!("[node_add] {} kv writes acknowledged while the node was added", acked.len());
+        Ok(acked)
+    }
+}
