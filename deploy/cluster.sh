@@ -3,6 +3,7 @@
 #
 #   deploy/cluster.sh up | down | status | stop-node N | start-node N
 #   deploy/cluster.sh logs N|router [LINES]      the last lines of a process's log
+#   deploy/cluster.sh add-node N                 start node N (4, 5, ...) and add it to the cluster
 #   deploy/cluster.sh remove-node N              drain node N, then take it out of the cluster
 #   deploy/cluster.sh bench MODE [ARGS]          tessera-bench against this cluster (e.g. kv)
 #
@@ -33,13 +34,20 @@ build() {
 
 pidfile() { echo "$DATA/pids/$1.pid"; }
 
+# Ids of every node this cluster has had a data directory for (1-3 at least).
+node_ids() {
+  { printf '%s\n' 1 2 3; for d in "$DATA"/node-*; do [[ -d "$d" ]] && echo "${d##*/node-}"; done; } | sort -nu
+}
+
 running() {
   local f; f="$(pidfile "$1")"
   [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null
 }
 
 start_node() {
-  local n="$1"
+  local n="$1" peers="$PEERS"
+  # Nodes added after bootstrap list themselves too, and always join as "existing".
+  [[ -f "$DATA/node-$n/added" ]] && peers="$PEERS,$n=127.0.0.1:$((NODE_BASE + n))"
   if running "node-$n"; then log "node $n already running (pid $(cat "$(pidfile "node-$n")"))"; return; fi
   mkdir -p "$DATA/node-$n" "$DATA/pids" "$DATA/logs"
   # Once the cluster has bootstrapped, a node whose data directory is empty (new or
@@ -47,7 +55,8 @@ start_node() {
   # it has caught up.
   local state=new
   [[ -f "$DATA/bootstrapped" && ! -d "$DATA/node-$n/rocksdb" ]] && state=existing
-  SERVICE_NODE_ID="$n" SERVICE_PEERS="$PEERS" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
+  [[ -f "$DATA/node-$n/added" ]] && state=existing
+  SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
   SERVICE_DATA_DIR="$DATA/node-$n" SERVICE_INITIAL_CLUSTER_STATE="$state" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
@@ -114,7 +123,7 @@ stop() {
 }
 
 status() {
-  for name in node-1 node-2 node-3 router; do
+  for name in $(node_ids | sed 's/^/node-/') router; do
     if running "$name"; then echo "$name: running (pid $(cat "$(pidfile "$name")"))"; else echo "$name: stopped"; fi
   done
   echo "readyz: $(curl -sS "$URL/readyz" 2>/dev/null || echo unreachable)"
@@ -127,6 +136,22 @@ admin_token() {
   body="$(printf '{"username":"%s","password":"%s"}' "$ADMIN_USER" "$ADMIN_PASS")"
   curl -fsS -H 'content-type: application/json' -d "$body" "$URL/api/v1/auth/login" \
     | sed -n 's/.*"token":"\([^"]*\)".*/\1/p'
+}
+
+# Starts node $1 (an id the cluster does not have) as "existing" and adds it
+# through the admin API, which moves its share of the replicas to it.
+add_node() {
+  local n="$1" token addr
+  addr="127.0.0.1:$((NODE_BASE + n))"
+  mkdir -p "$DATA/node-$n"
+  touch "$DATA/node-$n/added"
+  start_node "$n"
+  token="$(admin_token)"
+  [[ -n "$token" ]] || { log "could not log in as the admin"; exit 1; }
+  log "adding node $n at $addr (its replicas move to it)"
+  curl -sS --fail-with-body -X POST -H "authorization: Bearer $token" -H 'content-type: application/json' \
+    -d "{\"node_id\": $n, \"address\": \"$addr\"}" "$URL/api/v1/admin/nodes" >&2
+  echo >&2
 }
 
 # Drains node $1 (its leaderships move away), removes it from every group and
@@ -142,12 +167,13 @@ remove_node() {
   curl -sS --fail-with-body -X DELETE -H "authorization: Bearer $token" "$URL/api/v1/admin/nodes/$n" >&2
   echo >&2
   rm -f "$(pidfile "node-$n")"
+  mkdir -p "$DATA/node-$n" && touch "$DATA/node-$n/removed"
 }
 
 case "${1:-}" in
   up)
     build
-    for n in 1 2 3; do start_node "$n"; done
+    for n in $(node_ids); do [[ -f "$DATA/node-$n/removed" ]] || start_node "$n"; done
     start_router
     wait_ready
     touch "$DATA/bootstrapped"
@@ -162,21 +188,21 @@ TXT
     ;;
   down)
     stop router
-    for n in 1 2 3; do stop "node-$n"; done
+    for n in $(node_ids); do stop "node-$n"; done
     ;;
   status) status ;;
   stop-node)
-    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 stop-node 1|2|3"; exit 2; }
+    [[ "${2:-}" =~ ^[0-9]+$ ]] || { log "usage: $0 stop-node N"; exit 2; }
     stop "node-$2" ;;
   start-node)
-    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 start-node 1|2|3"; exit 2; }
+    [[ "${2:-}" =~ ^[0-9]+$ ]] || { log "usage: $0 start-node N"; exit 2; }
     start_node "$2" ;;
   logs)
-    [[ "${2:-}" =~ ^([123]|router)$ ]] || { log "usage: $0 logs 1|2|3|router [lines]"; exit 2; }
+    [[ "${2:-}" =~ ^([0-9]+|router)$ ]] || { log "usage: $0 logs N|router [lines]"; exit 2; }
     name="$2"; [[ "$name" != router ]] && name="node-$name"
     tail -n "${3:-100}" "$DATA/logs/$name.log" ;;
   remove-node)
-    [[ "${2:-}" =~ ^[123]$ ]] || { log "usage: $0 remove-node 1|2|3"; exit 2; }
+    [[ "${2:-}" =~ ^[0-9]+$ ]] || { log "usage: $0 remove-node N"; exit 2; }
     remove_node "$2" ;;
   bench)
     shift
@@ -184,9 +210,12 @@ TXT
     credentials
     SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" \
       "$BIN/tessera-bench" "$@" --url "$URL" ;;
-  add-node|restore)
-    log "$1 is not available yet: adding nodes needs runtime group placement, restore needs backups (issues 14 and 16)"
+  add-node)
+    [[ "${2:-}" =~ ^[0-9]+$ && "$2" -ge 4 ]] || { log "usage: $0 add-node N   (N >= 4: a new node id)"; exit 2; }
+    add_node "$2" ;;
+  restore)
+    log "restore is not available yet: there is no backup to restore from (issue 16)"
     exit 2 ;;
   *)
-    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | remove-node N | bench MODE"; exit 2 ;;
+    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | add-node N | remove-node N | bench MODE"; exit 2 ;;
 esac
