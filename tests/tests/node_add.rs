@@ -9,6 +9,8 @@
 //! holds three data replicas, no writer saw an error, every acknowledged write
 //! reads back; with node 4 killed everything still reads and writes, and started
 //! again it hosts its three groups from its own records and catches up.
+//! Finally node 1 is drained: with four nodes its three data replicas move to
+//! the nodes their groups lack, and its removal leaves every group at three.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +87,33 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     .await?;
     let r = api.replica(NEW).kv_get("after/19").await?.ensure_status(200)?;
     ensure!(r.json["value"] == json!(19), "{r}");
+    draining_node_1_moves_its_replicas_away(c, &api, &acked).await
+}
+
+/// With four nodes a drained node's data replicas have somewhere to go: each
+/// moves to the one node its group lacks, so the replication factor holds; the
+/// removal then only takes the node out of the meta group.
+async fn draining_node_1_moves_its_replicas_away(c: &mut Cluster, api: &Http, acked: &[u64]) -> Result<()> {
+    let drained = api.consistency("all").post("/api/v1/admin/nodes/1/drain", &json!({})).await?.ensure_status(200)?;
+    eprintln!("[node_add] drain of node 1: {}", drained.json);
+    ensure!(drained.json["drained"] == true && drained.json["replicas_moved"] == 3, "{drained}");
+    let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let hosted = |id: u64| -> Vec<u64> {
+        nodes["nodes"]
+            .as_array()
+            .and_then(|n| n.iter().find(|n| n["id"] == id))
+            .and_then(|n| n["groups_hosted"].as_array())
+            .map(|g| g.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    ensure!(hosted(1) == vec![0], "node 1 keeps only its meta replica: {nodes}");
+    for id in 2..=NEW {
+        ensure!(hosted(id).iter().filter(|g| **g != 0).count() == 4, "node {id} holds every data group now: {nodes}");
+    }
+    api.consistency("all").delete("/api/v1/admin/nodes/1").await?.ensure_status(200)?;
+    c.wait_node_exit(1, Duration::from_secs(30)).await?;
+    nothing_lost(api, acked).await?;
+    api.consistency("all").kv_put("after/removal", json!(true), None).await?.ensure_status(200)?;
     Ok(())
 }
 

@@ -258,18 +258,63 @@ pub async fn drain(
     let led_when_asked = reached.as_ref().ok().cloned();
     let base = json!({
         "node_id": node.id, "state": "draining", "node_reached": reached.is_ok(),
-        "groups_led_when_asked": led_when_asked, "replicas_moved": 0,
+        "groups_led_when_asked": led_when_asked,
     });
-    if consistency == Consistency::One {
-        return Ok((StatusCode::ACCEPTED, Json(with(base, json!({"consistency": "one", "drained": false})))));
-    }
     let what = format!("drain of node {}", node.id);
+    if consistency == Consistency::One {
+        let (state, leaving) = (state.clone(), node.clone());
+        tokio::spawn(async move {
+            let what = format!("drain of node {}", leaving.id);
+            let settled = settle(&state, &what, asked, |statuses| drain_pending(statuses, leaving.id, Consistency::Quorum)).await;
+            if let Err(e) = async { settled?; move_replicas_off(&state, &leaving).await }.await {
+                tracing::warn!(node = leaving.id, "draining the node: {e}; repeat the drain to resume");
+            }
+        });
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(with(base, json!({"consistency": "one", "drained": false, "replicas_moved": 0}))),
+        ));
+    }
     settle(&state, &what, asked, |statuses| drain_pending(statuses, node.id, consistency)).await?;
+    let moves = move_replicas_off(&state, &node).await?;
+    if consistency == Consistency::All && !moves.is_empty() {
+        let indexes: BTreeMap<GroupId, u64> = moves.iter().map(|(g, _, index)| (*g, *index)).collect();
+        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+        settle(&state, &what, asked, |statuses| move_pending(statuses, &map, &indexes)).await?;
+    }
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
-        Json(with(base, json!({"consistency": level, "drained": true, "took_ms": asked.elapsed().as_millis() as u64}))),
+        Json(with(base, json!({
+            "consistency": level, "drained": true, "replicas_moved": moves.len(),
+            "moves": moves.iter().map(|(g, to, _)| json!({"group": g, "from": node.id, "to": to})).collect::<Vec<_>>(),
+            "took_ms": asked.elapsed().as_millis() as u64,
+        }))),
     ))
+}
+
+/// Moves each data-group replica of the draining `node` to the active node with
+/// the fewest data replicas among those not in the group, while there is one
+/// (in a three-node cluster there is none: the replicas stay until the node is
+/// removed, and the groups shrink). Answers (group, new node, membership index).
+async fn move_replicas_off(state: &AppState, node: &NodeInfo) -> Result<Vec<(GroupId, NodeId, u64)>, ApiError> {
+    let mut moves = Vec::new();
+    loop {
+        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+        let data = || map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP);
+        let load = |id: NodeId| data().filter(|g| g.members.contains(&id)).count();
+        let moved = |id: GroupId| moves.iter().any(|(g, _, _)| *g == id);
+        let next = data().filter(|g| g.members.contains(&node.id) && !moved(g.id)).find_map(|g| {
+            map.nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Active && n.id != node.id && !g.members.contains(&n.id))
+                .min_by_key(|n| (load(n.id), n.id))
+                .map(|target| (g.id, target.clone()))
+        });
+        let Some((group, target)) = next else { return Ok(moves) };
+        let index = move_replica(state, group, node.id, &target).await?;
+        moves.push((group, target.id, index));
+    }
 }
 
 /// The body of `POST /api/v1/admin/nodes`.
