@@ -84,7 +84,8 @@ def check():
     for label, bad in [
         ("an unknown key", {"nodes": {"replicas": 3}}),
         ("a wrong type", {"node": {"replicas": "three"}}),
-        ("too few nodes for the replication factor", {"node": {"replicas": 2}}),
+        ("too few nodes for the replication factor", {"node": {"replicas": 2, "initialReplicas": 2}}),
+        ("fewer nodes than bootstrapped them", {"node": {"replicas": 2}}),
         ("peer hosts that do not match the replicas", {"node": {"peerHosts": ["a", "b"]}}),
         ("encryption without a key", {"encryption": {"enabled": True}}),
     ]:

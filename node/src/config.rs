@@ -134,6 +134,12 @@ pub struct ClusterSection {
     /// do not vote until they have caught up from a leader, like etcd's
     /// `--initial-cluster-state` (`SERVICE_INITIAL_CLUSTER_STATE`).
     pub initial_state: InitialState,
+    /// How many of the peers (ids 1..=n) bootstrap the cluster; a node with a
+    /// higher id always starts as `existing` and waits to be added
+    /// (`POST /api/v1/admin/nodes`). 0: every peer bootstraps
+    /// (`SERVICE_INITIAL_NODES`; the Helm chart sets it so that its peer list
+    /// can grow with the StatefulSet).
+    pub initial_nodes: u64,
     /// How far apart (ms) the nodes' clocks may be: a peer time further ahead of
     /// the majority's is ignored, and a node whose clock the majority finds off
     /// by more corrects it (`SERVICE_MAX_CLOCK_OFFSET_MS`; CockroachDB's
@@ -159,6 +165,7 @@ impl Default for ClusterSection {
             peers: NodeList::default(),
             dial_overrides: NodeList::default(),
             initial_state: InitialState::New,
+            initial_nodes: 0,
             max_clock_offset_ms: tessera_api::clock::DEFAULT_MAX_OFFSET_MS,
         }
     }
@@ -216,6 +223,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("initial_cluster_state", "cluster.initial_state"),
+    ("initial_nodes", "cluster.initial_nodes"),
     ("cluster_name", "cluster.name"),
     ("grpc_addr", "server.grpc_addr"),
     ("query_workers", "server.query_workers"),
@@ -291,6 +299,15 @@ impl NodeConfig {
         if !peers.iter().any(|p| p.id == self.cluster.node_id) {
             return Err(ConfigError::SelfNotInPeers(self.cluster.node_id));
         }
+        let bootstrap = self.bootstrap_peers()?;
+        if self.cluster.initial_nodes > 0 && (bootstrap.len() as u64) < self.cluster.initial_nodes {
+            return Err(ConfigError::Invalid(format!(
+                "cluster.initial_nodes is {} but cluster.peers lists only {} of the ids 1..={}",
+                self.cluster.initial_nodes,
+                bootstrap.len(),
+                self.cluster.initial_nodes
+            )));
+        }
         if self.sharding.shard_count == 0 {
             return Err(ConfigError::Invalid("sharding.shard_count must be at least 1".into()));
         }
@@ -303,6 +320,23 @@ impl NodeConfig {
         }
         self.validate_security()?;
         Ok(())
+    }
+
+    /// The nodes that bootstrap the cluster (ids up to `cluster.initial_nodes`,
+    /// or every peer), in id order.
+    pub fn bootstrap_peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
+        let peers = self.peers()?;
+        Ok(match self.cluster.initial_nodes {
+            0 => peers,
+            n => peers.into_iter().filter(|p| p.id <= n).collect(),
+        })
+    }
+
+    /// Whether this node starts into an existing cluster (configured so, or
+    /// added after bootstrap: an id past `cluster.initial_nodes`).
+    pub fn joins_existing(&self) -> bool {
+        self.cluster.initial_state == InitialState::Existing
+            || (self.cluster.initial_nodes > 0 && self.cluster.node_id > self.cluster.initial_nodes)
     }
 
     /// The cluster's nodes in id order.

@@ -261,7 +261,7 @@ impl Host {
         let id = cfg.cluster.node_id;
         let peers = cfg.peers()?;
         let configured = placement::initial_map(
-            &peers,
+            &cfg.bootstrap_peers()?,
             cfg.sharding.shard_count,
             cfg.replication.replication_factor,
             cfg.sharding.strategy,
@@ -281,7 +281,7 @@ impl Host {
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
-        let existing = cfg.cluster.initial_state == crate::config::InitialState::Existing;
+        let existing = cfg.joins_existing();
         // A new (or wiped) data directory starting into an existing cluster takes
         // the cluster's current map and id from a peer: replicas may have moved
         // since bootstrap, and a node added later is in no bootstrap placement.

@@ -596,9 +596,15 @@ fn newest_source(name: &str) -> Option<(PathBuf, std::time::SystemTime)> {
 /// Spawns `bin` with `env` (and none of the runner's own `SERVICE_*`
 /// settings), appending its output to `log`; the child dies with the test.
 pub fn spawn(bin: &Path, env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
+    spawn_with_args(bin, &[], env, log, cwd, label)
+}
+
+/// [`spawn`] with command-line arguments.
+pub fn spawn_with_args(bin: &Path, args: &[String], env: &[(String, String)], log: &Path, cwd: &Path, label: &str) -> Result<Child> {
     let mut f = OpenOptions::new().create(true).append(true).open(log)?;
     writeln!(f, "===== [harness] starting {label} =====")?;
     let mut cmd = Command::new(bin);
+    cmd.args(args);
     // Do not leak the test runner's own SERVICE_* settings into the children.
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("SERVICE_") {

@@ -67,6 +67,7 @@ pub struct Pod<'a> {
 /// its named ports stand for.
 pub struct Prepared {
     pub binary: PathBuf,
+    pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub ports: BTreeMap<String, u16>,
     pub container: Value,
@@ -98,10 +99,20 @@ impl Pod<'_> {
         let container = containers.iter().find(|c| c["name"] == name).with_context(|| format!("no container {name}"))?;
         let command = container["command"].as_array().context("container without a command")?;
         let image_path = command.first().and_then(Value::as_str).context("empty command")?;
-        ensure!(command.len() == 1 && container["args"].is_null(), "commands with arguments are not emulated: {command:?}");
-        let file = Path::new(image_path).file_name().context("command without a file name")?;
-        ensure!(image_path.starts_with("/usr/local/bin/"), "the image's binaries live in /usr/local/bin, not {image_path}");
-        let binary = bin_dir.join(file);
+        let args: Vec<String> = command[1..]
+            .iter()
+            .chain(container["args"].as_array().into_iter().flatten())
+            .map(|a| a.as_str().map(str::to_string).context("a non-string argument"))
+            .collect::<Result<_>>()?;
+        // The image's own binaries are the ones built here; its system tools
+        // (`/bin/sh`, `curl`) are this machine's.
+        let binary = match image_path.strip_prefix("/usr/local/bin/") {
+            Some(file) => bin_dir.join(file),
+            None => {
+                ensure!(Path::new(image_path).is_file(), "{image_path} is not on this machine");
+                PathBuf::from(image_path)
+            }
+        };
 
         // Volumes: mount path -> local directory.
         let volumes: BTreeMap<String, &Value> = self.template["spec"]["volumes"]
@@ -185,13 +196,13 @@ impl Pod<'_> {
             .flatten()
             .filter_map(|p| Some((p["name"].as_str()?.to_string(), p["containerPort"].as_u64()? as u16)))
             .collect();
-        Ok(Prepared { binary, env, ports, container: container.clone() })
+        Ok(Prepared { binary, args, env, ports, container: container.clone() })
     }
 
     /// Starts the prepared container, its output in `<root>/<pod>.log`.
     pub fn start(&self, prepared: &Prepared) -> Result<(Child, PathBuf)> {
         let log = self.root.join(format!("{}.log", self.name));
-        let child = crate::spawn(&prepared.binary, &prepared.env, &log, &self.root, &self.name)?;
+        let child = crate::spawn_with_args(&prepared.binary, &prepared.args, &prepared.env, &log, &self.root, &self.name)?;
         Ok((child, log))
     }
 }

@@ -97,12 +97,19 @@ async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
     result
 }
 
-async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
+/// Starts every pod of the rendered StatefulSet (pod N on `hosts[N]`) and one
+/// router pod; answers the prepared node containers (with their pod IPs) and the router's.
+fn start_pods(
+    rendered: &Rendered,
+    root: &std::path::Path,
+    hosts: &[&str],
+    procs: &mut Processes,
+) -> Result<(Vec<(String, tessera_tests::pods::Prepared)>, tessera_tests::pods::Prepared)> {
     let sts = rendered.object("StatefulSet", None)?;
     let sts_name = sts["metadata"]["name"].as_str().context("StatefulSet name")?;
     ensure!(sts["spec"]["podManagementPolicy"] == "Parallel", "nodes start in parallel");
     let replicas = sts["spec"]["replicas"].as_u64().context("replicas")? as usize;
-    ensure!(replicas == hosts.len(), "three nodes by default, got {replicas}");
+    ensure!(replicas == hosts.len(), "{} pods expected, the StatefulSet has {replicas}", hosts.len());
     let mut nodes = Vec::new();
     for (ordinal, ip) in hosts.iter().enumerate() {
         let pod = Pod {
@@ -128,6 +135,11 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     let router = router_pod.prepare("router", &bin_dir()?)?;
     let (child, log) = router_pod.start(&router)?;
     procs.0.push((router_pod.name.clone(), child, log));
+    Ok((nodes, router))
+}
+
+async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
+    let (nodes, router) = start_pods(rendered, root, hosts, procs)?;
 
     // The rendered probes: startup, then readiness, of every node and the router.
     for (ordinal, (ip, node)) in nodes.iter().enumerate() {
@@ -236,4 +248,74 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         eprintln!("{e:#}\n{}", procs.tails());
     }
     result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_the_statefulset_adds_nodes_through_the_registration_job() -> Result<()> {
+    binary("tessera-node")?;
+    binary("tessera-router")?;
+    let (grpc, health, http) = (pick_port()?, pick_port()?, pick_port()?);
+    let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"];
+    // A release installed with three nodes, upgraded to four.
+    let rendered = render(&json!({
+        "node": {"peerHosts": hosts, "ports": {"grpc": grpc, "health": health}, "replicas": 4, "initialReplicas": 3},
+        "router": {"port": http},
+        "cluster": {"shardCount": 4},
+        "registration": {"url": format!("http://127.0.0.1:{http}"), "timeoutSeconds": 120},
+    }))?;
+    let dir = tempfile::Builder::new().prefix("tessera-helm-scale-").tempdir()?;
+    let mut procs = Processes(Vec::new());
+    let result = scale(&rendered, dir.path(), &hosts, http, &mut procs).await;
+    if let Err(e) = &result {
+        eprintln!("{e:#}\n{}", procs.tails());
+    }
+    result
+}
+
+async fn scale(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
+    let (nodes, _router) = start_pods(rendered, root, hosts, procs)?;
+    for (ip, node) in &nodes {
+        let (path, port) = node.probe("readinessProbe")?;
+        let url = format!("http://{ip}:{port}{path}");
+        wait_for(Duration::from_secs(90), &format!("{url} ready"), || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
+    }
+    let ready = format!("http://127.0.0.1:{http}/readyz");
+    wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&ready).await.then_some(())) }).await?;
+    let secret = rendered.object("Secret", None)?["metadata"]["name"].as_str().context("Secret name")?.to_string();
+    let api = Http::new(format!("http://127.0.0.1:{http}"))
+        .login_as(&rendered.secret_value(&secret, "admin-username")?, &rendered.secret_value(&secret, "admin-password")?)
+        .await?;
+    for i in 0..20 {
+        api.kv_put(&format!("scale/{i}"), json!(i), None).await?.ensure_status(200)?;
+    }
+    let before = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    ensure!(before["nodes"].as_array().map(Vec::len) == Some(3), "pod 3 waits to be added: {before}");
+
+    // The post-upgrade hook: the rendered Job's container, run to completion.
+    let job = rendered.object("Job", None)?;
+    ensure!(job["metadata"]["annotations"]["helm.sh/hook"].as_str().is_some_and(|h| h.contains("post-upgrade")), "{job}");
+    let pod = Pod { rendered, template: &job["spec"]["template"], name: "register-nodes-x7k2p".into(), ip: "127.0.0.1".into(), root: root.to_path_buf() };
+    let register = pod.prepare("register", &bin_dir()?)?;
+    let (mut child, log) = pod.start(&register)?;
+    let status = wait_for(Duration::from_secs(150), "the registration Job to finish", async || Ok(child.try_wait()?)).await?;
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    ensure!(status.success(), "the registration Job failed: {output}");
+    ensure!(output.contains("node 4 added"), "{output}");
+
+    let after = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let listed = after["nodes"].as_array().cloned().unwrap_or_default();
+    ensure!(listed.len() == 4 && listed.iter().all(|n| n["state"] == "active"), "{after}");
+    let new = listed.iter().find(|n| n["id"] == 4).cloned().unwrap_or_default();
+    let data = new["groups_hosted"].as_array().map_or(0, |g| g.iter().filter(|g| g.as_u64() != Some(0)).count());
+    ensure!(data == 3, "node 4 holds its share (3 of 12 data replicas): {new}");
+    for i in 0..20 {
+        let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "{r}");
+    }
+    // Run again (the next upgrade), the Job leaves the member as it is.
+    let (mut child, log) = pod.start(&register)?;
+    let status = wait_for(Duration::from_secs(60), "the second registration run", async || Ok(child.try_wait()?)).await?;
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    ensure!(status.success() && output.contains("member already"), "{output}");
+    Ok(())
 }
