@@ -57,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
     let server_tls = cfg.server_tls()?;
     let host = Host::start(&cfg).await?;
     tokio::spawn(host.clone().record_cluster_map());
+    tessera_api::runtime::prometheus();
     if let Some(addr) = &cfg.server.health_addr {
         health::serve(host.clone(), addr).await?;
     }

@@ -59,6 +59,7 @@ fn route_table() -> RouteTable {
         .get("/health", Public, health::health)
         .get("/livez", Public, health::livez)
         .get("/readyz", Public, health::readyz)
+        .get("/metrics", Public, health::metrics)
         .post("/api/v1/auth/login", Public, auth::login)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)
         .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)
@@ -136,6 +137,8 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
+    // Requests are counted from the first one on (`GET /metrics`).
+    tessera_api::runtime::prometheus();
     // The router's own secrets: secrets manager, then environment, then defaults.
     let path_default = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     let defaults = [("tls_cert_path", path_default(&config.tls.cert)), ("tls_key_path", path_default(&config.tls.key))];

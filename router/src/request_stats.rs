@@ -213,7 +213,7 @@ pub fn model_of(route: &str) -> &'static str {
 }
 
 /// Probes, not requests: a starting router answers `/readyz` 503 by design.
-const PROBES: [&str; 3] = ["/health", "/livez", "/readyz"];
+const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
 
 /// Middleware (on matched routes): records the method, route template, status
 /// and latency of every request but the health probes.
@@ -227,7 +227,13 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let kind = crate::activity::kind_of(req.method(), &route);
     let response = next.run(req).await;
     let elapsed = started.elapsed();
-    state.request_stats.add(&method, &route, response.status().as_u16(), elapsed);
+    let status = response.status().as_u16();
+    state.request_stats.add(&method, &route, status, elapsed);
+    let route_label = if route.is_empty() { "unmatched".to_string() } else { route.clone() };
+    metrics::counter!("tessera_http_requests_total", "method" => method.clone(), "route" => route_label.clone(), "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("tessera_http_request_duration_seconds", "method" => method.clone(), "route" => route_label)
+        .record(elapsed.as_secs_f64());
     if let Some(kind) = kind {
         let ext = response.extensions();
         state.activities.note(tessera_api::meta::ActivityRecord {

@@ -253,6 +253,21 @@ impl Store {
         Ok(self.db.put_cf_opt(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes, &w)?)
     }
 
+    /// A RocksDB integer property (`rocksdb.total-sst-files-size`, ...) summed
+    /// over the column families (0 when RocksDB does not know it).
+    pub fn int_property(&self, name: &str) -> u64 {
+        [CF_DATA, CF_INDEX, CF_LOG, CF_RAFT]
+            .iter()
+            .filter_map(|cf| self.db.cf_handle(cf))
+            .filter_map(|h| self.db.property_int_value_cf(h, name).ok().flatten())
+            .sum()
+    }
+
+    /// A database-wide RocksDB integer property (`rocksdb.is-write-stopped`, ...).
+    pub fn db_int_property(&self, name: &str) -> u64 {
+        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+    }
+
     /// Deletes every record of `group` on this node (its data and derived
     /// indexes, Raft log, vote and state, stored snapshots): the replica moved
     /// to another node. The group's Raft must be shut down first.

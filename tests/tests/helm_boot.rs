@@ -241,6 +241,11 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         ensure!(read.json["value"] == json!("by host name"), "{}", read.json);
         let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
         ensure!(nodes.json.to_string().contains("localhost:"), "peers listed by host name: {}", nodes.json);
+        // Each node's Prometheus figures on its health port.
+        let metrics = reqwest::get(format!("http://127.0.0.1:{}/metrics", ports[0].1)).await?.text().await?;
+        for name in ["tessera_raft_applied_index{group=\"0\"}", "tessera_wal_syncs_total", "tessera_rocksdb_sst_bytes", "tessera_process_resident_memory_bytes"] {
+            ensure!(metrics.contains(name), "node metrics lack {name}: {metrics}");
+        }
         Ok(())
     }
     .await;

@@ -19,6 +19,38 @@ pub async fn health(State(state): State<AppState>) -> Json<Health> {
     })
 }
 
+/// `GET /metrics` (Prometheus text format, no authentication, as the probes):
+/// this router's requests by route and status (`tessera_http_requests_total`,
+/// `tessera_http_request_duration_seconds`), and what it sees of the cluster,
+/// asked at scrape time: each node up or not, each group's leader and term and
+/// each replica's applied index and lag.
+pub async fn metrics(State(state): State<AppState>) -> (StatusCode, [(axum::http::HeaderName, &'static str); 1], String) {
+    let statuses = state.cluster.node_statuses().await.unwrap_or_default();
+    let mut leader_applied: std::collections::HashMap<u64, u64> = Default::default();
+    for s in statuses.iter().filter_map(|(_, s)| s.as_ref().ok()) {
+        for g in s.groups.iter().filter(|g| g.leader_id == s.node_id) {
+            leader_applied.insert(g.group_id, g.last_applied);
+        }
+    }
+    for (node, status) in &statuses {
+        let id = node.id.to_string();
+        metrics::gauge!("tessera_node_up", "node" => id.clone()).set(if status.is_ok() { 1.0 } else { 0.0 });
+        let Ok(s) = status else { continue };
+        for g in &s.groups {
+            let group = g.group_id.to_string();
+            metrics::gauge!("tessera_raft_applied_index", "node" => id.clone(), "group" => group.clone()).set(g.last_applied as f64);
+            let lag = leader_applied.get(&g.group_id).map_or(0, |l| l.saturating_sub(g.last_applied));
+            metrics::gauge!("tessera_raft_replication_lag_entries", "node" => id.clone(), "group" => group.clone()).set(lag as f64);
+            if g.leader_id == s.node_id {
+                metrics::gauge!("tessera_raft_leader", "group" => group.clone()).set(g.leader_id as f64);
+                metrics::gauge!("tessera_raft_term", "group" => group).set(g.term as f64);
+            }
+        }
+    }
+    let text = tessera_api::runtime::prometheus().render();
+    (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
 /// `GET /livez`: the process is up.
 pub async fn livez() -> Json<Value> {
     Json(json!({"status": "ok"}))

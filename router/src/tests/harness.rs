@@ -77,6 +77,15 @@ impl TestRouter {
         Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
     }
 
+    /// A GET's status and body as text (for answers that are not JSON).
+    pub async fn get_text(&self, path: &str) -> String {
+        let mut req = Request::builder().method(Method::GET).uri(path).body(Body::empty()).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let resp = self.app.clone().oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::OK, "GET {path}");
+        String::from_utf8(axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec()).expect("utf-8")
+    }
+
     pub async fn get(&self, path: &str) -> Answer {
         self.call(Method::GET, path, None).await
     }

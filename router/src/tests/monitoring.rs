@@ -127,3 +127,23 @@ async fn activities_record_queries_logins_and_changes() {
     router.get("/api/v1/admin/activities?limit=0").await.expect(400);
     router.get("/api/v1/admin/activities?type=everything").await.expect(400);
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status_in_prometheus_format() {
+    let router = TestRouter::new(2).await;
+    router.get("/metrics").await; // the recorder is installed by then
+    router.post("/api/v1/kv/keys", &json!({"key": "m1", "value": 1})).await.expect(200);
+    router.post("/api/v1/kv/keys", &json!({"key": 5})).await.expect(400);
+    let answer = router.get_text("/metrics").await;
+    assert!(answer.contains("# TYPE tessera_http_requests_total counter"), "{answer}");
+    let line = |status: &str| {
+        answer.lines().any(|l| {
+            l.starts_with("tessera_http_requests_total{")
+                && l.contains(r#"route="/api/v1/kv/keys""#)
+                && l.contains(&format!(r#"status="{status}""#))
+        })
+    };
+    assert!(line("200") && line("400"), "{answer}");
+    assert!(answer.contains("tessera_http_request_duration_seconds_bucket{"), "{answer}");
+    assert!(answer.contains("tessera_node_up{"), "{answer}");
+}
