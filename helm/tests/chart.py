@@ -32,6 +32,23 @@ def deep_merge(base, extra):
     return base
 
 
+# Custom resources the Kubernetes schemas do not describe, with the fields
+# their operators require.
+CUSTOM_RESOURCES = {"monitoring.coreos.com/v1": {"ServiceMonitor": ["selector", "endpoints"]}}
+
+
+def check_custom_resource(label, template, doc):
+    required = CUSTOM_RESOURCES[doc["apiVersion"]].get(doc["kind"])
+    if required is None:
+        raise SystemExit(f"{label}: {template}: unexpected {doc['apiVersion']} kind {doc['kind']}")
+    missing = [f for f in required if f not in doc.get("spec", {})]
+    if missing or not doc["metadata"].get("name"):
+        raise SystemExit(f"{label}: {template}: {doc['kind']} lacks {missing or 'a name'}")
+    for endpoint in doc["spec"]["endpoints"]:
+        if not endpoint.get("port") or not endpoint.get("path", "").startswith("/"):
+            raise SystemExit(f"{label}: {template}: endpoint without a port name or path: {endpoint}")
+
+
 def render(values, name="tessera", namespace="default"):
     """The manifests of an install with `values`, parsed, in file order."""
     chart = helm.Chart.load(CHART)
@@ -53,6 +70,9 @@ def check_values(label, values):
     kinds = sorted({m["manifest"]["kind"] for m in manifests})
     for m in manifests:
         doc = m["manifest"]
+        if doc["apiVersion"] in CUSTOM_RESOURCES:
+            check_custom_resource(label, m["template"], doc)
+            continue
         try:
             kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
         except kubernetes_validate.ValidationError as e:

@@ -163,6 +163,16 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
     let (live, _) = router.probe("livenessProbe")?;
     ensure!(probe_ok(&format!("http://127.0.0.1:{port}{live}")).await, "router liveness probe");
+    // Prometheus finds both kinds of pods by their scrape annotations.
+    let sts = rendered.object("StatefulSet", None)?;
+    let deploy = rendered.object("Deployment", None)?;
+    for (what, template, ip) in [("node", &sts["spec"]["template"], "127.0.0.1"), ("router", &deploy["spec"]["template"], "127.0.0.1")] {
+        let a = &template["metadata"]["annotations"];
+        ensure!(a["prometheus.io/scrape"] == "true", "{what} pods are scraped: {a}");
+        let url = format!("http://{ip}:{}{}", a["prometheus.io/port"].as_str().unwrap_or_default(), a["prometheus.io/path"].as_str().unwrap_or_default());
+        let text = reqwest::get(&url).await?.text().await?;
+        ensure!(text.contains("# TYPE tessera_"), "{what} metrics at {url}: {text}");
+    }
 
     // The admin of the rendered Secret logs in; a write and a read go through.
     let secret = rendered.object("Secret", None)?["metadata"]["name"].as_str().context("Secret name")?.to_string();
