@@ -956,6 +956,12 @@ impl Cluster {
             },
         );
         self.start_node(id)?;
+        // It serves once it has taken the cluster's map from a peer.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            ensure!(std::time::Instant::now() < deadline, "node {id} did not listen on 127.0.0.1:{port} within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
         Ok(format!("127.0.0.1:{port}"))
     }
 

@@ -10,7 +10,8 @@
 //! reads back; with node 4 killed everything still reads and writes, and started
 //! again it hosts its three groups from its own records and catches up.
 //! Finally node 1 is drained: with four nodes its three data replicas move to
-//! the nodes their groups lack, and its removal leaves every group at three.
+//! the nodes their groups lack, and its removal leaves every group at three;
+//! a new node 5 then takes its place (its share moves to it while writes run).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,6 +115,27 @@ async fn draining_node_1_moves_its_replicas_away(c: &mut Cluster, api: &Http, ac
     c.wait_node_exit(1, Duration::from_secs(30)).await?;
     nothing_lost(api, acked).await?;
     api.consistency("all").kv_put("after/removal", json!(true), None).await?.ensure_status(200)?;
+    a_new_machine_takes_node_1s_place(c, api).await
+}
+
+/// Node 1's replacement gets a new id (5): node ids are not reused, as peers
+/// remember each id's data directory. Added while a writer runs, it takes its
+/// share from the three nodes that hold every group.
+async fn a_new_machine_takes_node_1s_place(c: &mut Cluster, api: &Http) -> Result<()> {
+    let addr = c.start_new_node(5)?;
+    let writer = Writer::start(api);
+    let added = api
+        .consistency("all")
+        .timeout(Duration::from_secs(180))
+        .post("/api/v1/admin/nodes", &json!({"node_id": 5, "address": addr}))
+        .await?
+        .ensure_status(200)?;
+    ensure!(added.json["replicas_moved"] == 3, "{added}");
+    let acked = writer.stop().await?;
+    nothing_lost(api, &acked).await?;
+    let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let ids: Vec<u64> = nodes["nodes"].as_array().map(|n| n.iter().filter_map(|n| n["id"].as_u64()).collect()).unwrap_or_default();
+    ensure!(ids == vec![2, 3, 4, 5], "{nodes}");
     Ok(())
 }
 

@@ -224,6 +224,9 @@ fn body_object(body: &[u8]) -> Result<Option<serde_json::Map<String, Value>>, Ap
     }
 }
 
+/// How long an added node may take to answer at its address.
+const NEW_NODE_GRACE: Duration = Duration::from_secs(5);
+
 /// How long drain and remove calls wait for what their consistency asks.
 const LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -369,12 +372,20 @@ pub async fn add(
         }
     }
     let node = NodeInfo { id: req.node_id, addr: req.address.clone(), state: NodeState::Joining };
-    let status = state.cluster.status_at(&node).await.map_err(|e| {
-        ApiError::Conflict(format!(
-            "node {} does not answer at {}: start it first with SERVICE_INITIAL_CLUSTER_STATE=existing ({e})",
-            node.id, node.addr
-        ))
-    })?;
+    // A node started a moment ago may still be taking the map from its peers.
+    let deadline = Instant::now() + NEW_NODE_GRACE;
+    let status = loop {
+        match state.cluster.status_at(&node).await {
+            Ok(status) => break status,
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(250)).await,
+            Err(e) => {
+                return Err(ApiError::Conflict(format!(
+                    "node {} does not answer at {}: start it first with SERVICE_INITIAL_CLUSTER_STATE=existing ({e})",
+                    node.id, node.addr
+                )));
+            }
+        }
+    };
     if status.node_id != node.id {
         return Err(ApiError::Conflict(format!("the node at {} is node {}, not node {}", node.addr, status.node_id, node.id)));
     }
