@@ -178,7 +178,16 @@ impl GrpcCluster {
                                 }
                                 FailureKind::BadRequest => return Err(ClusterError::BadRequest(f.message)),
                                 FailureKind::Storage => return Err(ClusterError::Storage(f.message)),
-                                FailureKind::UnknownGroup | FailureKind::Unavailable | FailureKind::Unspecified => last_error = f.message,
+                                FailureKind::UnknownGroup => {
+                                    // The replica moved away: forget it as the leader; the
+                                    // next candidates (and the next map refresh) have it.
+                                    let mut view = self.view.write().expect("view lock");
+                                    if view.leaders.get(&group) == Some(&target.0) {
+                                        view.leaders.remove(&group);
+                                    }
+                                    last_error = f.message;
+                                }
+                                FailureKind::Unavailable | FailureKind::Unspecified => last_error = f.message,
                             },
                             None => last_error = "empty reply".into(),
                         }
