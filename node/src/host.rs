@@ -613,6 +613,36 @@ impl Host {
         Ok(led)
     }
 
+    /// Gives up every leadership before the node is stopped (not recorded: the
+    /// next start campaigns again): as [`Host::drain`] in memory, then waits
+    /// until no group is led here, at most `timeout`. Answers the groups led
+    /// when asked and those still led at the end.
+    pub async fn release_leadership(&self, timeout: Duration) -> (Vec<GroupId>, Vec<GroupId>) {
+        self.drained.store(true, Ordering::SeqCst);
+        let mut led = Vec::new();
+        for (id, g) in self.hosted() {
+            g.raft.runtime_config().elect(false);
+            g.raft.runtime_config().heartbeat(false);
+            if self.leads(id) {
+                led.push(id);
+            }
+        }
+        info!(node = self.id, ?led, "releasing leadership before stopping");
+        let deadline = Instant::now() + timeout;
+        loop {
+            let still: Vec<GroupId> = self.hosted().into_iter().map(|(id, _)| id).filter(|&id| self.leads(id)).collect();
+            if still.is_empty() || Instant::now() >= deadline {
+                if still.is_empty() {
+                    info!(node = self.id, "every group this node led has another leader");
+                } else {
+                    warn!(node = self.id, ?still, "still leading when the release timed out");
+                }
+                return (led, still);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Whether the node was drained.
     pub fn is_drained(&self) -> bool {
         self.drained.load(Ordering::SeqCst)

@@ -34,12 +34,29 @@ struct Cli {
     /// TOML configuration file.
     #[arg(long, env = "SERVICE_CONFIG")]
     config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Asks the node running with this configuration (same file and
+    /// environment) to give up every leadership, and waits until it did or the
+    /// timeout passed; for a Kubernetes preStop hook. Exits 0 either way.
+    ReleaseLeadership {
+        /// Seconds to wait for other nodes to take over.
+        #[arg(long, default_value_t = 20)]
+        timeout_secs: u64,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let cfg = NodeConfig::load(cli.config.as_deref())?;
+    if let Some(Command::ReleaseLeadership { timeout_secs }) = cli.command {
+        return release_leadership(&cfg, timeout_secs).await;
+    }
     {
         use tracing_subscriber::layer::SubscriberExt;
         use tracing_subscriber::util::SubscriberInitExt;
@@ -98,6 +115,30 @@ async fn main() -> anyhow::Result<()> {
         return Err(run_again());
     }
     info!("stopped");
+    Ok(())
+}
+
+/// `tessera-node release-leadership`: calls the local node's `ReleaseLeadership`.
+async fn release_leadership(cfg: &NodeConfig, timeout_secs: u64) -> anyhow::Result<()> {
+    let addr = match cfg.server.grpc_addr.rsplit_once(':') {
+        Some(("0.0.0.0" | "[::]", port)) => format!("127.0.0.1:{port}"),
+        _ => cfg.server.grpc_addr.clone(),
+    };
+    let pool = network::PeerPool::with_dial_overrides(Default::default()).with_tls(cfg.cluster_tls()?);
+    let mut client = pool.data_client(cfg.cluster.node_id, &addr)?;
+    let mut req = tonic::Request::new(tessera_api::rpc::ReleaseLeadershipRequest { timeout_ms: timeout_secs * 1000 });
+    req.set_timeout(std::time::Duration::from_secs(timeout_secs + 5));
+    match client.release_leadership(req).await {
+        Ok(reply) => {
+            let r = reply.into_inner();
+            println!(
+                "node {} released leadership of {:?} in {} ms; still leading {:?}",
+                cfg.cluster.node_id, r.led, r.took_ms, r.still_leading
+            );
+        }
+        // The node may be down already: nothing to release, and the stop goes on.
+        Err(status) => println!("node {} at {addr} did not release leadership: {}", cfg.cluster.node_id, status.message()),
+    }
     Ok(())
 }
 

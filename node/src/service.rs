@@ -10,7 +10,7 @@ use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    AddLearnerRequest, DropGroupReply, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
+    AddLearnerRequest, DropGroupReply, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -224,6 +224,13 @@ impl DataService for NodeService {
     async fn drop_group(&self, req: Request<DropGroupRequest>) -> Result<Response<DropGroupReply>, Status> {
         let dropped = self.host.drop_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(DropGroupReply { dropped }))
+    }
+
+    async fn release_leadership(&self, req: Request<ReleaseLeadershipRequest>) -> Result<Response<ReleaseLeadershipReply>, Status> {
+        let started = std::time::Instant::now();
+        let timeout = std::time::Duration::from_millis(req.into_inner().timeout_ms.clamp(100, 120_000));
+        let (led, still_leading) = self.host.release_leadership(timeout).await;
+        Ok(Response::new(ReleaseLeadershipReply { led, still_leading, took_ms: started.elapsed().as_millis() as u64 }))
     }
 
     async fn retire(&self, _req: Request<RetireRequest>) -> Result<Response<RetireReply>, Status> {

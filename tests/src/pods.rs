@@ -84,6 +84,28 @@ impl Prepared {
         }
     }
 
+    /// Runs the container's `lifecycle.<hook>.exec` command (`preStop`,
+    /// `postStart`) with the container's environment, to completion; answers
+    /// its exit status and output.
+    pub fn run_hook(&self, hook: &str, bin_dir: &Path, cwd: &Path) -> Result<(std::process::ExitStatus, String)> {
+        let command = self.container["lifecycle"][hook]["exec"]["command"].as_array().with_context(|| format!("no {hook} exec hook"))?;
+        let words: Vec<String> = command.iter().map(|w| w.as_str().map(str::to_string).context("a non-string word")).collect::<Result<_>>()?;
+        let (program, args) = words.split_first().context("an empty hook command")?;
+        let program = match program.strip_prefix("/usr/local/bin/") {
+            Some(file) => bin_dir.join(file),
+            None => PathBuf::from(program),
+        };
+        let out = std::process::Command::new(&program)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
+            .output()
+            .with_context(|| format!("running the {hook} hook {}", program.display()))?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        Ok((out.status, text))
+    }
+
     /// `(path, port)` of the container's `kind` probe (`startupProbe`, `readinessProbe`, ...).
     pub fn probe(&self, kind: &str) -> Result<(String, u16)> {
         let probe = &self.container[kind];

@@ -188,6 +188,13 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     api.post("/api/v1/query", &json!({"sql": "INSERT INTO t VALUES (1, 'chart')"})).await?.ensure_status(200)?;
     let rows = api.post("/api/v1/query", &json!({"sql": "SELECT name FROM t"})).await?.ensure_status(200)?;
     ensure!(rows.json.to_string().contains("chart"), "{}", rows.json);
+    // The preStop hook of a node that leads groups hands them to the others.
+    let leading = nodes_view_leaders(&api).await?;
+    let (ordinal, _) = leading.iter().enumerate().find(|(_, led)| **led > 0).context("some node leads a group")?;
+    let (status, output) = nodes[ordinal].1.run_hook("preStop", &bin_dir()?, root)?;
+    ensure!(status.success() && output.contains("still leading []"), "preStop of pod {ordinal}: {output}");
+    ensure!(nodes_view_leaders(&api).await?[ordinal] == 0, "pod {ordinal} leads nothing after its preStop");
+    api.kv_put("helm/after-prestop", json!(true), None).await?.ensure_status(200)?;
     // Every node hosts groups of the one cluster the chart described.
     let nodes_view = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
     let listed = nodes_view.json["nodes"].as_array().cloned().unwrap_or_default();
@@ -197,6 +204,14 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
         ensure!(hosted == Some(5), "the meta group and the ConfigMap's 4 data groups on every node: {node}");
     }
     Ok(())
+}
+
+/// How many groups each node (in id order) leads.
+async fn nodes_view_leaders(api: &Http) -> Result<Vec<u64>> {
+    let view = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let mut nodes = view["nodes"].as_array().cloned().unwrap_or_default();
+    nodes.sort_by_key(|n| n["id"].as_u64());
+    Ok(nodes.iter().map(|n| n["groups_led"].as_array().map_or(0, |g| g.len() as u64)).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
