@@ -599,6 +599,14 @@ impl Host {
     /// no leader transfer). Returns the groups it led when asked.
     pub fn drain(&self) -> Result<Vec<GroupId>, HostError> {
         self.store.record_node_record(tessera_storage::NODE_DRAINED, &[])?;
+        let led = self.stop_leading();
+        info!(node = self.id, ?led, "drained: this node no longer campaigns or leads");
+        Ok(led)
+    }
+
+    /// Every group stops campaigning here and, where this node leads, stops its
+    /// heartbeats; leader work is refused from now on. Answers the groups led.
+    fn stop_leading(&self) -> Vec<GroupId> {
         self.drained.store(true, Ordering::SeqCst);
         let mut led = Vec::new();
         for (id, g) in self.hosted() {
@@ -608,9 +616,7 @@ impl Host {
                 led.push(id);
             }
         }
-        led.sort_unstable();
-        info!(node = self.id, ?led, "drained: this node no longer campaigns or leads");
-        Ok(led)
+        led
     }
 
     /// Gives up every leadership before the node is stopped (not recorded: the
@@ -618,15 +624,7 @@ impl Host {
     /// until no group is led here, at most `timeout`. Answers the groups led
     /// when asked and those still led at the end.
     pub async fn release_leadership(&self, timeout: Duration) -> (Vec<GroupId>, Vec<GroupId>) {
-        self.drained.store(true, Ordering::SeqCst);
-        let mut led = Vec::new();
-        for (id, g) in self.hosted() {
-            g.raft.runtime_config().elect(false);
-            g.raft.runtime_config().heartbeat(false);
-            if self.leads(id) {
-                led.push(id);
-            }
-        }
+        let led = self.stop_leading();
         info!(node = self.id, ?led, "releasing leadership before stopping");
         let deadline = Instant::now() + timeout;
         loop {
