@@ -97,6 +97,17 @@ pub fn prometheus() -> &'static metrics_exporter_prometheus::PrometheusHandle {
     })
 }
 
+/// How a binary writes its log to stderr (`log_format`, `SERVICE_LOG_FORMAT`):
+/// human-readable lines, or one JSON object per event (timestamp, level,
+/// target, fields) for log collectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
 /// Resolves on SIGTERM or Ctrl-C (logging which), for graceful shutdown.
 pub async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");

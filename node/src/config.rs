@@ -31,6 +31,8 @@ pub struct NodeConfig {
     /// Retention and sweeps the groups' leaders run (see `maintenance.rs`).
     pub maintenance: crate::maintenance::MaintenanceSection,
     pub log_level: String,
+    /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
+    pub log_format: tessera_api::runtime::LogFormat,
     /// Skews this node's wall clock by this many milliseconds. For tests of a
     /// leader whose clock is wrong (`SERVICE_TEST_CLOCK_OFFSET_MS`); leave at 0.
     pub test_clock_offset_ms: i64,

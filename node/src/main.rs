@@ -63,9 +63,11 @@ async fn main() -> anyhow::Result<()> {
         let filter = tracing_subscriber::EnvFilter::try_new(format!("{},openraft=warn", cfg.log_level))
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
         // The node's log goes to stderr and, for `GET /api/v1/admin/nodes/{id}/logs`, to its ring.
+        let json = cfg.log_format == tessera_api::runtime::LogFormat::Json;
         tracing_subscriber::registry()
             .with(filter)
-            .with(tracing_subscriber::fmt::layer())
+            .with((!json).then(tracing_subscriber::fmt::layer))
+            .with(json.then(|| tracing_subscriber::fmt::layer().json()))
             .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(log_ring::LogRing::global().clone()))
             .init();
     }

@@ -24,6 +24,8 @@ pub struct RouterConfig {
     pub secrets_manager: SecretsManagerSection,
     pub vault: VaultSection,
     pub log_level: String,
+    /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
+    pub log_format: tessera_api::runtime::LogFormat,
 }
 
 /// A Vault-compatible KV v2 secrets manager (see docs/secrets-vault.md): when
@@ -267,6 +269,7 @@ impl Default for RouterConfig {
             secrets_manager: SecretsManagerSection::default(),
             vault: VaultSection::default(),
             log_level: "info".into(),
+            log_format: Default::default(),
         }
     }
 }

@@ -131,12 +131,13 @@ fn routes(state: AppState) -> Router {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = RouterConfig::load(cli.config.as_deref())?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&config.log_level)
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    let logger = tracing_subscriber::fmt().with_env_filter(
+        tracing_subscriber::EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+    );
+    match config.log_format {
+        tessera_api::runtime::LogFormat::Text => logger.init(),
+        tessera_api::runtime::LogFormat::Json => logger.json().init(),
+    }
     // Requests are counted from the first one on (`GET /metrics`).
     tessera_api::runtime::prometheus();
     // The router's own secrets: secrets manager, then environment, then defaults.

@@ -245,6 +245,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         ("SERVICE_NODES", peers.clone()),
         ("SERVICE_ADMIN_USERNAME", "admin".into()),
         ("SERVICE_ADMIN_PASSWORD", "Env-Only-Passw0rd!".into()),
+        ("SERVICE_LOG_FORMAT", "json".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -266,6 +267,14 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         ensure!(read.json["value"] == json!("by host name"), "{}", read.json);
         let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?;
         ensure!(nodes.json.to_string().contains("localhost:"), "peers listed by host name: {}", nodes.json);
+        // The router was asked for JSON logs: every line is one JSON event.
+        let text = std::fs::read_to_string(dir.path().join("router.log"))?;
+        let events: Vec<&str> = text.lines().filter(|l| !l.starts_with("=====")).collect();
+        ensure!(!events.is_empty(), "the router logged nothing");
+        for line in &events {
+            let event: Value = serde_json::from_str(line).with_context(|| format!("not a JSON log line: {line}"))?;
+            ensure!(event["level"].is_string() && event["timestamp"].is_string(), "{line}");
+        }
         // Each node's Prometheus figures on its health port.
         let metrics = reqwest::get(format!("http://127.0.0.1:{}/metrics", ports[0].1)).await?.text().await?;
         for name in ["tessera_raft_applied_index{group=\"0\"}", "tessera_wal_syncs_total", "tessera_rocksdb_sst_bytes", "tessera_process_resident_memory_bytes"] {
