@@ -306,7 +306,8 @@ pub const VAULT_AUDIT_KEEP: usize = 10_000;
 /// admin action, as the router that served it saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivityRecord {
-    /// Random id, drawn by the router; with `at_ms` it orders the records.
+    /// Drawn by the router (its count of records, then random digits); with
+    /// `at_ms` it orders the records.
     pub id: String,
     /// When the router finished serving it (Unix ms, the router's clock).
     pub at_ms: i64,

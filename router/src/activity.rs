@@ -39,11 +39,17 @@ pub struct ActivityUser(pub String);
 #[derive(Default)]
 pub struct Activities {
     pending: Mutex<Vec<ActivityRecord>>,
+    /// Counts the records noted: the front of each id, so records of one router
+    /// in the same millisecond keep their order (the meta group orders by time, then id).
+    noted: std::sync::atomic::AtomicU64,
 }
 
 impl Activities {
     /// Notes one record (the oldest unwritten ones go when the buffer is full).
-    pub fn note(&self, record: ActivityRecord) {
+    /// Its id becomes this router's count of records, then 16 random hex digits.
+    pub fn note(&self, mut record: ActivityRecord) {
+        let count = self.noted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        record.id = format!("{count:016x}{}", record.id.get(..16).unwrap_or(&record.id));
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         if pending.len() >= BUFFER_CAP {
             pending.remove(0);
