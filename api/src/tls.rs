@@ -66,6 +66,14 @@ pub fn load_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<
     Ok(certs)
 }
 
+/// When the first (leaf) certificate of a PEM file expires: its `notAfter`, in
+/// Unix milliseconds.
+pub fn not_after_ms(what: &'static str, path: &Path) -> Result<i64, TlsError> {
+    let certs = load_certs(what, path)?;
+    let (_, cert) = x509_parser::parse_x509_certificate(certs[0].as_ref()).map_err(|e| pem_error(what, path, e))?;
+    Ok(cert.validity().not_after.timestamp().saturating_mul(1000))
+}
+
 /// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
 pub fn load_key(what: &'static str, path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| pem_error(what, path, e))

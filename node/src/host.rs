@@ -223,6 +223,8 @@ pub struct Host {
     raft_config: Arc<Config>,
     /// Groups placed on this node that could not start (damaged replicas).
     failed_groups: Vec<GroupId>,
+    /// When the node's cluster TLS certificate expires (Unix ms; 0: no TLS).
+    pub cert_not_after_ms: i64,
     /// Serializes [`Host::host_group`] and [`Host::drop_group`].
     placement_changes: tokio::sync::Mutex<()>,
     /// Where reads run: off the runtime threads that drive Raft.
@@ -424,6 +426,10 @@ impl Host {
             raft_config,
             failed_groups,
             placement_changes: Default::default(),
+            cert_not_after_ms: match &cfg.tls.cert {
+                Some(path) => tessera_api::tls::not_after_ms("node certificate", path)?,
+                None => 0,
+            },
             queries,
             clock,
             replaced,

@@ -46,16 +46,43 @@ impl Ca {
 
     /// A leaf for `names` with the given extended key usages: (cert PEM, key PEM).
     fn issue(&self, cn: &str, names: &[&str], usages: Vec<ExtendedKeyUsagePurpose>) -> Result<(String, String)> {
+        self.issue_until(cn, names, usages, None)
+    }
+
+    /// [`Ca::issue`], valid until `days` days from today when given.
+    fn issue_until(&self, cn: &str, names: &[&str], usages: Vec<ExtendedKeyUsagePurpose>, days: Option<i64>) -> Result<(String, String)> {
         let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, cn);
         params.distinguished_name = dn;
         params.extended_key_usages = usages;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        if let Some(days) = days {
+            let (y, m, d) = civil_date(unix_days_now() + days);
+            params.not_after = rcgen::date_time_ymd(y, m, d);
+        }
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))
     }
+}
+
+fn unix_days_now() -> i64 {
+    (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() / 86_400) as i64
+}
+
+/// The (year, month, day) of a count of days since 1970-01-01 (H. Hinnant's civil_from_days).
+fn civil_date(days: i64) -> (i32, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+    (year, month, day)
 }
 
 fn write(dir: &Path, name: &str, contents: &str) -> Result<String> {
@@ -85,7 +112,8 @@ struct Material {
 fn tls_options(dir: &Path) -> Result<(ClusterOptions, Material)> {
     use ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
     let ca = Ca::new("tessera test cluster CA")?;
-    let node = ca.issue("tessera-node", &["127.0.0.1", "localhost"], vec![ServerAuth, ClientAuth])?;
+    // The nodes' certificate runs out in 20 days: the alerts say so.
+    let node = ca.issue_until("tessera-node", &["127.0.0.1", "localhost"], vec![ServerAuth, ClientAuth], Some(20))?;
     let router_client = ca.issue("tessera-router", &["tessera-router"], vec![ClientAuth])?;
     let https = ca.issue("tessera-router-https", &["127.0.0.1", "localhost"], vec![ServerAuth])?;
     let rogue_ca = Ca::new("some other CA")?;
@@ -127,6 +155,13 @@ async fn scenario(c: &mut Cluster, m: &Material) -> Result<()> {
         api.kv_put(&format!("tls/many-{i}"), json!(i), None).await?.ensure_status(200)?;
     }
     ensure!(api.consistency("all").kv_count("tls/").await? == 21, "count over all shards");
+    let alerts = api.get("/api/v1/admin/alerts").await?.ensure_status(200)?.json;
+    let expiring: Vec<&serde_json::Value> =
+        alerts["alerts"].as_array().into_iter().flatten().filter(|a| a["type"] == "certificate_expiry").collect();
+    ensure!(
+        expiring.len() == 3 && expiring.iter().all(|a| a["severity"] == "warning" && a["message"].as_str().is_some_and(|m| m.contains("expires in 19 days") || m.contains("expires in 20 days"))),
+        "one certificate_expiry warning per node: {alerts}"
+    );
 
     // Plaintext HTTP on the router port: refused, no HTTP answer.
     let port = api.base().rsplit(':').next().context("router port")?.to_string();

@@ -108,6 +108,22 @@ impl Live {
         for status in self.answered() {
             alerts.extend(resource_alerts(status));
         }
+        // Certificates: each node's cluster certificate, and this router's own.
+        let mut certs: Vec<(String, String, i64)> = self
+            .answered()
+            .filter(|s| s.cert_not_after_ms > 0)
+            .map(|s| (format!("node {}", s.node_id), format!("node {}'s cluster certificate", s.node_id), s.cert_not_after_ms))
+            .collect();
+        let tls = &state.config.tls;
+        for (what, path) in [("HTTPS", &tls.cert), ("cluster client", &tls.client_cert)] {
+            if let Some(path) = path {
+                match tessera_api::tls::not_after_ms("certificate", path) {
+                    Ok(at) => certs.push(("router".into(), format!("this router's {what} certificate"), at)),
+                    Err(e) => tracing::warn!("reading {}: {e}", path.display()),
+                }
+            }
+        }
+        alerts.extend(certificate_alerts(tessera_api::command::now_ms(), &certs));
         for group in self.groups_without_leader() {
             alerts.push(Alert {
                 kind: "group_without_leader",
@@ -138,6 +154,34 @@ impl Live {
         }
         alerts
     }
+}
+
+/// A certificate expiring within this many days raises `certificate_expiry` (a
+/// warning; critical within [`CERT_CRITICAL_DAYS`] and once expired).
+const CERT_WARNING_DAYS: i64 = 30;
+const CERT_CRITICAL_DAYS: i64 = 7;
+
+/// `certificate_expiry` alerts for `(subject, certificate, notAfter in Unix ms)` at `now_ms`.
+fn certificate_alerts(now_ms: i64, certs: &[(String, String, i64)]) -> Vec<Alert> {
+    const DAY_MS: i64 = 86_400_000;
+    certs
+        .iter()
+        .filter(|(_, _, at)| *at - now_ms < CERT_WARNING_DAYS * DAY_MS)
+        .map(|(subject, what, at)| {
+            let left = at - now_ms;
+            let message = if left <= 0 {
+                format!("{what} expired {} days ago", -left / DAY_MS)
+            } else {
+                format!("{what} expires in {} days ({} hours)", left / DAY_MS, left / 3_600_000)
+            };
+            Alert {
+                kind: "certificate_expiry",
+                severity: if left < CERT_CRITICAL_DAYS * DAY_MS { "critical" } else { "warning" },
+                subject: subject.clone(),
+                message,
+            }
+        })
+        .collect()
 }
 
 /// Free space on a node's data filesystem under this share raises `disk_space`
@@ -382,5 +426,18 @@ mod tests {
         assert!(full[0].message.contains("1024 MiB free"), "{}", full[0].message);
         // A node that reports no totals raises nothing.
         assert!(resource_alerts(&StatusReply::default()).is_empty());
+    }
+
+    #[test]
+    fn certificates_warn_a_month_ahead_and_turn_critical_in_the_last_week() {
+        const DAY: i64 = 86_400_000;
+        let now = 1_800_000_000_000;
+        let cert = |subject: &str, at: i64| (subject.to_string(), format!("{subject}'s certificate"), at);
+        let certs = [cert("node 1", now + 90 * DAY), cert("node 2", now + 20 * DAY), cert("router", now + 2 * DAY), cert("node 3", now - 3 * DAY)];
+        let alerts = certificate_alerts(now, &certs);
+        let seen: Vec<(&str, &str)> = alerts.iter().map(|a| (a.subject.as_str(), a.severity)).collect();
+        assert_eq!(seen, [("node 2", "warning"), ("router", "critical"), ("node 3", "critical")]);
+        assert!(alerts.iter().all(|a| a.kind == "certificate_expiry"));
+        assert!(alerts[2].message.contains("expired 3 days ago"), "{}", alerts[2].message);
     }
 }
