@@ -656,13 +656,8 @@ impl Host {
     /// returns the log index of the membership without it, once committed
     /// (at once when it is no member).
     pub async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, HostError> {
-        let g = self.group(group)?;
+        let g = self.leader_group(group)?;
         let m = g.raft.metrics().borrow().clone();
-        if m.current_leader != Some(self.id) || self.is_drained() {
-            let hint = m.current_leader.filter(|l| *l != self.id);
-            let leader = hint.and_then(|l| m.membership_config.membership().get_node(&l).map(|n| (l, n.addr.clone())));
-            return Err(HostError::NotLeader { group, leader });
-        }
         let membership = m.membership_config.membership();
         if !membership.voter_ids().any(|v| v == node) && membership.get_node(&node).is_none() {
             return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
