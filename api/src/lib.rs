@@ -19,6 +19,7 @@ pub mod import;
 pub mod meta;
 pub mod object;
 pub mod routing;
+#[cfg(feature = "grpc")]
 pub mod rpc;
 #[cfg(feature = "runtime")]
 pub mod runtime;

@@ -20,6 +20,7 @@ use tessera_api::command::{MetaOp, Response, now_ms, MetaQuery, MetaQueryResult}
 use tessera_api::meta::{Role, UserRecord};
 use tracing::{info, warn};
 
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -66,14 +67,11 @@ pub async fn users_exist(state: &AppState) -> Result<bool, ApiError> {
     if state.users_exist.load(Ordering::Relaxed) {
         return Ok(true);
     }
-    match state.cluster.meta_read(MetaQuery::UserCount).await? {
-        MetaQueryResult::UserCount(n) if n > 0 => {
-            state.users_exist.store(true, Ordering::Relaxed);
-            Ok(true)
-        }
-        MetaQueryResult::UserCount(_) => Ok(false),
-        other => Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
+    let users = typed::pick(state.cluster.meta_read(MetaQuery::UserCount).await?, shape!(MetaQueryResult::UserCount))?;
+    if users > 0 {
+        state.users_exist.store(true, Ordering::Relaxed);
     }
+    Ok(users > 0)
 }
 
 /// Who is calling an authenticated route.

@@ -4,9 +4,13 @@
 //! answers), and a reply of another model is reported here, once, instead of in
 //! every handler.
 //!
+//! A handler that expects one shape of its model's replies names it with
+//! [`shape!`] and gets that shape's payload; any other shape is reported here,
+//! once, as an unexpected reply.
+//!
 //! ```ignore
-//! let served = typed::write::<Graph>(&*state.cluster, group, GraphOp::AddNode { .. }, c).await?;
-//! match served.value { GraphResponse::Node(n) => .., other => .. }
+//! let node = typed::write_as::<Graph, _>(&*state.cluster, group, GraphOp::AddNode { .. }, c,
+//!     shape!(GraphResponse::Node)).await?.value;
 //! ```
 
 use futures::future::join_all;
@@ -30,11 +34,11 @@ pub trait Model {
     /// The model's writes.
     type Op;
     /// What applying one of them answers.
-    type Reply;
+    type Reply: std::fmt::Debug;
     /// The model's reads.
     type Query: Clone;
     /// What a read answers.
-    type Answer;
+    type Answer: std::fmt::Debug;
     /// The write as a group replicates it.
     fn op(op: Self::Op) -> Operation;
     /// The model's reply out of a group's response; `Err` gives back anything else.
@@ -178,6 +182,41 @@ impl Model for Objects {
     }
 }
 
+/// One shape of a model's replies or answers: `shape!(StreamQueryResult::Channel)`
+/// keeps a tuple variant's payload, `shape!(StreamResponse::Committed { offset, advanced })`
+/// a struct variant's fields as a tuple; anything else is given back.
+macro_rules! shape {
+    ($($variant:ident)::+) => {
+        |reply| match reply {
+            $($variant)::+(value) => Ok(value),
+            other => Err(other),
+        }
+    };
+    ($($variant:ident)::+ { $field:ident }) => {
+        |reply| match reply {
+            $($variant)::+ { $field } => Ok($field),
+            other => Err(other),
+        }
+    };
+    ($($variant:ident)::+ { $($field:ident),+ }) => {
+        |reply| match reply {
+            $($variant)::+ { $($field),+ } => Ok(($($field),+)),
+            other => Err(other),
+        }
+    };
+}
+pub(crate) use shape;
+
+/// Keeps `reply` if it has the shape named; any other is an unexpected reply.
+pub fn pick<R: std::fmt::Debug, T>(reply: R, shape: impl FnOnce(R) -> Result<T, R>) -> Result<T, ApiError> {
+    misshapen(shape(reply))
+}
+
+/// A reply of another shape than the one the caller named.
+fn misshapen<T, R: std::fmt::Debug>(picked: Result<T, R>) -> Result<T, ApiError> {
+    picked.map_err(ApiError::unexpected)
+}
+
 /// Proposes `op` to `group`; its rejection is handed back to the caller.
 pub async fn propose<M: Model>(
     cluster: &dyn ClusterClient,
@@ -186,7 +225,7 @@ pub async fn propose<M: Model>(
     consistency: Consistency,
 ) -> Result<Served<Result<M::Reply, Rejection>>, ApiError> {
     let served = cluster.write(group, &M::op(op), consistency).await?;
-    let value = M::reply(served.value).map_err(ApiError::unexpected)?;
+    let value = misshapen(M::reply(served.value))?;
     Ok(Served { value, group: served.group, node: served.node })
 }
 
@@ -221,7 +260,7 @@ pub async fn ask<M: Model>(
     replica: Option<NodeId>,
 ) -> Result<Served<Result<M::Answer, Rejection>>, ApiError> {
     let served = cluster.read(group, &M::query(query), consistency, replica).await?;
-    let value = M::answer(served.value).map_err(ApiError::unexpected)?;
+    let value = misshapen(M::answer(served.value))?;
     Ok(Served { value, group: served.group, node: served.node })
 }
 
@@ -247,4 +286,56 @@ pub async fn ask_each<M: Model>(
 ) -> Result<Vec<(GroupId, Result<M::Answer, Rejection>)>, ApiError> {
     let calls = groups.iter().map(|g| ask::<M>(cluster, *g, query.clone(), consistency, replica));
     join_all(calls).await.into_iter().map(|r| r.map(|s| (s.group, s.value))).collect()
+}
+
+/// Proposes `op` to `group` and keeps the reply of the one shape named; a
+/// rejection becomes the matching error.
+pub async fn write_as<M: Model, T>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    op: M::Op,
+    consistency: Consistency,
+    shape: impl FnOnce(M::Reply) -> Result<T, M::Reply>,
+) -> Result<Served<T>, ApiError> {
+    let served = write::<M>(cluster, group, op, consistency).await?;
+    Ok(Served { value: misshapen(shape(served.value))?, group: served.group, node: served.node })
+}
+
+/// Reads `query` from `group` and keeps the answer of the one shape named; a
+/// rejection becomes the matching error.
+pub async fn read_as<M: Model, T>(
+    cluster: &dyn ClusterClient,
+    group: GroupId,
+    query: M::Query,
+    consistency: Consistency,
+    replica: Option<NodeId>,
+    shape: impl FnOnce(M::Answer) -> Result<T, M::Answer>,
+) -> Result<Served<T>, ApiError> {
+    let served = read::<M>(cluster, group, query, consistency, replica).await?;
+    Ok(Served { value: misshapen(shape(served.value))?, group: served.group, node: served.node })
+}
+
+/// [`propose_each`], keeping the replies of the one shape named.
+pub async fn propose_each_as<M: Model, T>(
+    cluster: &dyn ClusterClient,
+    groups: &[GroupId],
+    op: impl Fn() -> M::Op,
+    consistency: Consistency,
+    shape: impl Fn(M::Reply) -> Result<T, M::Reply>,
+) -> Result<Vec<(GroupId, Result<T, Rejection>)>, ApiError> {
+    let replies = propose_each::<M>(cluster, groups, op, consistency).await?;
+    replies.into_iter().map(|(g, r)| Ok((g, match r { Ok(v) => Ok(misshapen(shape(v))?), Err(e) => Err(e) }))).collect()
+}
+
+/// [`ask_each`], keeping the answers of the one shape named.
+pub async fn ask_each_as<M: Model, T>(
+    cluster: &dyn ClusterClient,
+    groups: &[GroupId],
+    query: &M::Query,
+    consistency: Consistency,
+    replica: Option<NodeId>,
+    shape: impl Fn(M::Answer) -> Result<T, M::Answer>,
+) -> Result<Vec<(GroupId, Result<T, Rejection>)>, ApiError> {
+    let answers = ask_each::<M>(cluster, groups, query, consistency, replica).await?;
+    answers.into_iter().map(|(g, r)| Ok((g, match r { Ok(v) => Ok(misshapen(shape(v))?), Err(e) => Err(e) }))).collect()
 }

@@ -20,6 +20,7 @@ use tracing::warn;
 
 use super::JsonBody;
 use crate::auth::{Caller, new_token, token_hash, users_exist, verify_password};
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::security::{ClientIp, record_login_failure};
 use crate::state::AppState;
@@ -43,10 +44,9 @@ async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<Clien
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
-    let user = match state.cluster.meta_read(MetaQuery::UserByName { username: req.username.clone() }).await? {
-        MetaQueryResult::User(u) => u,
-        other => return Err(ApiError::Internal(format!("unexpected meta reply {other:?}"))),
-    };
+    let answer = state.cluster.meta_read(MetaQuery::UserByName { username: req.username.clone() }).await?;
+    // A reply of another shape is reported by its variant only: a user record holds a password hash.
+    let user = typed::pick(answer, shape!(MetaQueryResult::User))?;
     // Verify against a dummy hash for unknown users too, so timing does not tell them apart.
     let phc = user.as_ref().map(|u| u.password_hash.clone());
     let password = req.password;
@@ -108,6 +108,12 @@ fn dev_code(state: &AppState) -> Option<String> {
 
 async fn security_write(state: &AppState, op: SecurityOp) -> Result<Reply, ApiError> {
     Ok(state.cluster.meta_write(MetaOp::Security(op)).await?)
+}
+
+/// An MFA step's outcome; any other reply (a rejection too) is unexpected.
+async fn mfa_write(state: &AppState, op: SecurityOp) -> Result<MfaOutcome, ApiError> {
+    let reply = typed::pick(security_write(state, op).await?, shape!(Reply::Security))?;
+    typed::pick(reply, shape!(SecurityResponse::Mfa))
 }
 
 /// `POST /api/v1/auth/mfa/enable`: a fresh 160-bit secret; MFA is active at once
@@ -178,10 +184,7 @@ pub async fn mfa_verify(
         session_ttl_ms: (state.config.auth.session_timeout as i64) * 1000,
         max_failures: security.mfa_max_attempts.max(1),
     };
-    let outcome = match security_write(&state, op).await? {
-        Reply::Security(SecurityResponse::Mfa(o)) => o,
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let outcome = mfa_write(&state, op).await?;
     match outcome {
         MfaOutcome::Verified { user, session: Some(session) } => Ok(Json(LoginResponse {
             token: session_token,
@@ -225,10 +228,7 @@ pub async fn mfa_disable(
     };
     let code = code_of(&req.code)?;
     let op = SecurityOp::DisableMfa { user_id: user.id.clone(), code, dev_code: dev_code(&state) };
-    let outcome = match security_write(&state, op).await? {
-        Reply::Security(SecurityResponse::Mfa(o)) => o,
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let outcome = mfa_write(&state, op).await?;
     state.security.callers.evict(&token_hash);
     match outcome {
         MfaOutcome::Verified { .. } => Ok((StatusCode::OK, Json(json!({"success": true, "mfa_enabled": false}))).into_response()),

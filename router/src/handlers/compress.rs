@@ -17,6 +17,7 @@ use tessera_api::timeseries::{TsOp, TsResponse};
 
 use super::ReadPrefs;
 use crate::auth::Caller;
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::import::parse_duration_ms;
 use crate::state::AppState;
@@ -48,28 +49,24 @@ pub async fn compress(State(state): State<AppState>, _caller: Caller, prefs: Rea
     let (ts, docs) = futures::future::join(futures::future::join_all(ts_calls), futures::future::join_all(doc_calls)).await;
     let (mut series, mut merged, mut ts_before, mut ts_after) = (0u64, 0u64, 0u64, 0u64);
     for r in ts {
-        match r?.value {
-            Reply::TimeSeries(TsResponse::Compacted { series_compacted, blocks_merged, bytes_before, bytes_after }) => {
-                series += series_compacted;
-                merged += blocks_merged;
-                ts_before += bytes_before;
-                ts_after += bytes_after;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+        let reply = typed::pick(r?.value, shape!(Reply::TimeSeries))?;
+        let compacted = shape!(TsResponse::Compacted { series_compacted, blocks_merged, bytes_before, bytes_after });
+        let (series_compacted, blocks_merged, bytes_before, bytes_after) = typed::pick(reply, compacted)?;
+        series += series_compacted;
+        merged += blocks_merged;
+        ts_before += bytes_before;
+        ts_after += bytes_after;
     }
     let mut collections = std::collections::BTreeSet::new();
     let (mut documents, mut doc_before, mut doc_after) = (0u64, 0u64, 0u64);
     for r in docs {
-        match r?.value {
-            Reply::Document(DocResponse::Compressed { collections: c, documents: d, bytes_before, bytes_after }) => {
-                collections.extend(c);
-                documents += d;
-                doc_before += bytes_before;
-                doc_after += bytes_after;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+        let reply = typed::pick(r?.value, shape!(Reply::Document))?;
+        let compressed = shape!(DocResponse::Compressed { collections, documents, bytes_before, bytes_after });
+        let (c, d, bytes_before, bytes_after) = typed::pick(reply, compressed)?;
+        collections.extend(c);
+        documents += d;
+        doc_before += bytes_before;
+        doc_after += bytes_after;
     }
     Ok(Json(json!({
         "success": true,

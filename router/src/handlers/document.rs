@@ -31,7 +31,7 @@ use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::catalog::{Catalog, all_ok};
-use crate::cluster::typed::{self, Document};
+use crate::cluster::typed::{self, Document, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -154,14 +154,13 @@ async fn create_everywhere(state: &AppState, name: &str, c: Consistency) -> Resu
 pub(crate) async fn ensure_collection(state: &AppState, name: &str, c: Consistency) -> Result<CollectionDef, ApiError> {
     let prefs = ReadPrefs::QUORUM;
     let home = home_group(state, name)?;
-    match read(state, home, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
-        Ok(DocQueryResult::Collection(Some(def))) => {
+    let answer = read(state, home, DocQuery::Collection { name: name.into() }, &prefs).await?.value?;
+    match typed::pick(answer, shape!(DocQueryResult::Collection))? {
+        Some(def) => {
             repair_copies(state, &def, c).await?;
             Ok(def)
         }
-        Ok(DocQueryResult::Collection(None)) => create_everywhere(state, name, c).await,
-        Ok(other) => Err(ApiError::unexpected(other)),
-        Err(r) => Err(r.into()),
+        None => create_everywhere(state, name, c).await,
     }
 }
 
@@ -177,11 +176,10 @@ async fn repair_copies(state: &AppState, def: &CollectionDef, c: Consistency) ->
     let q = || DocQuery::Collection { name: def.name.clone() };
     let mut missing = Vec::new();
     for (group, r) in cat.ask_copies::<Document>(&q(), &prefs).await {
-        match r {
-            Ok(DocQueryResult::Collection(None)) => missing.push(group),
-            Ok(DocQueryResult::Collection(Some(_))) => {}
+        match r.and_then(|answer| typed::pick(answer, shape!(DocQueryResult::Collection))) {
+            Ok(None) => missing.push(group),
+            Ok(Some(_)) => {}
             Err(ApiError::Unavailable(e)) => tracing::warn!(collection = def.name, group, "cannot check the collection's copy: {e}"),
-            Ok(other) => return Err(ApiError::unexpected(other)),
             Err(e) => return Err(e),
         }
     }
@@ -215,12 +213,8 @@ async fn repair_copies(state: &AppState, def: &CollectionDef, c: Consistency) ->
 /// The home group's definition of a collection, read from its leader.
 async fn home_definition(state: &AppState, name: &str) -> Result<CollectionDef, ApiError> {
     let prefs = ReadPrefs::QUORUM;
-    match read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value {
-        Ok(DocQueryResult::Collection(Some(def))) => Ok(def),
-        Ok(DocQueryResult::Collection(None)) => Err(no_collection(name)),
-        Err(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let answer = read(state, home_group(state, name)?, DocQuery::Collection { name: name.into() }, &prefs).await?.value?;
+    typed::pick(answer, shape!(DocQueryResult::Collection))?.ok_or_else(|| no_collection(name))
 }
 
 // ---------------------------------------------------------------- JSON shapes
@@ -287,10 +281,7 @@ pub async fn list_collections(State(state): State<AppState>, _caller: Caller, pr
     // Counts add up every group's copy; the definition shown is the home group's.
     let mut merged: std::collections::BTreeMap<String, (CollectionDef, u64)> = Default::default();
     for (group, r) in read_each(&state, DocQuery::ListCollections, &prefs).await? {
-        let list = match r? {
-            DocQueryResult::Collections(list) => list,
-            other => return Err(ApiError::unexpected(other)),
-        };
+        let list = typed::pick(r?, shape!(DocQueryResult::Collections))?;
         for info in list {
             let is_home = home_group(&state, &info.def.name)? == group;
             let e = merged.entry(info.def.name.clone()).or_insert_with(|| (info.def.clone(), 0));
@@ -353,13 +344,8 @@ pub async fn drop_collection(
         Err(e) => return Err(e),
     };
     for reply in copies.into_iter().chain(home) {
-        match reply {
-            DocResponse::Deleted(n) => {
-                found = true;
-                documents += n;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+        documents += typed::pick(reply, shape!(DocResponse::Deleted))?;
+        found = true;
     }
     if !found {
         return Err(no_collection(&name));
@@ -407,11 +393,7 @@ pub async fn insert(
 /// The document a write stored, with the headers naming who served it.
 fn stored(served: Served<Result<DocResponse, Rejection>>) -> Result<(HeaderMap, DocRecord), ApiError> {
     let headers = served_headers(&served);
-    match served.value {
-        Ok(DocResponse::Document(rec)) => Ok((headers, rec)),
-        Err(r) => Err(r.into()),
-        Ok(other) => Err(ApiError::unexpected(other)),
-    }
+    Ok((headers, typed::pick(served.value?, shape!(DocResponse::Document))?))
 }
 
 /// `GET …/collections/{name}/documents/{id}`.
@@ -426,11 +408,12 @@ pub async fn get_document(
     let served = read(&state, group, DocQuery::Get { collection: name.clone(), id: id.clone() }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
-        Ok(DocQueryResult::Document(Some(d))) => Ok((headers, Json(doc_json(&d)))),
-        Ok(DocQueryResult::Document(None)) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        Ok(answer) => match typed::pick(answer, shape!(DocQueryResult::Document))? {
+            Some(d) => Ok((headers, Json(doc_json(&d)))),
+            None => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        },
         Err(r) if r.code == ErrorCode::NotFound => Err(no_collection(&name)),
         Err(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -493,10 +476,9 @@ pub async fn delete_document(
     validate_doc_id(&id).map_err(ApiError::NotFound)?;
     let group = doc_group(&state, &name, &id)?;
     let op = DocOp::Delete { collection: name.clone(), id: id.clone() };
-    match write(&state, group, op, prefs.consistency).await?.value {
-        DocResponse::Deleted(0) => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
-        DocResponse::Deleted(_) => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
-        other => Err(ApiError::unexpected(other)),
+    match typed::pick(write(&state, group, op, prefs.consistency).await?.value, shape!(DocResponse::Deleted))? {
+        0 => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
+        _ => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
     }
 }
 
@@ -583,8 +565,9 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
     let (mut docs, mut scanned, mut matched, mut index_used, mut known) = (Vec::<FoundDoc>::new(), 0u64, 0u64, None, false);
     let mut invalid = None;
     for r in read_all(state, DocQuery::Find(spec), prefs).await? {
-        match r {
-            Ok(DocQueryResult::Found(f)) => {
+        match r.map(|answer| typed::pick(answer, shape!(DocQueryResult::Found))) {
+            Ok(found) => {
+                let f = found?;
                 known = true;
                 docs.extend(f.docs);
                 scanned += f.scanned;
@@ -593,7 +576,6 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
             }
             Err(r) if r.code == ErrorCode::NotFound => {}
             Err(r) => invalid = Some(r),
-            Ok(other) => return Err(ApiError::unexpected(other)),
         }
     }
     if let Some(r) = invalid {

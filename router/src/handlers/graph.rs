@@ -27,7 +27,7 @@ use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
-use crate::cluster::typed::{self, Graph};
+use crate::cluster::typed::{self, Graph, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -75,13 +75,25 @@ fn group_of(state: &AppState, graph: &str) -> Result<GroupId, ApiError> {
 }
 
 /// Proposes a write to the graph's group; a refusal becomes the matching error.
-async fn write(state: &AppState, graph: &str, op: GraphOp, prefs: &ReadPrefs) -> Result<Served<GraphResponse>, ApiError> {
-    typed::write::<Graph>(&*state.cluster, group_of(state, graph)?, op, prefs.consistency).await
+async fn write<T>(
+    state: &AppState,
+    graph: &str,
+    op: GraphOp,
+    prefs: &ReadPrefs,
+    shape: impl FnOnce(GraphResponse) -> Result<T, GraphResponse>,
+) -> Result<Served<T>, ApiError> {
+    typed::write_as::<Graph, T>(&*state.cluster, group_of(state, graph)?, op, prefs.consistency, shape).await
 }
 
 /// Reads from the graph's group; a refusal becomes the matching error.
-async fn read(state: &AppState, graph: &str, q: GraphQuery, prefs: &ReadPrefs) -> Result<Served<GraphQueryResult>, ApiError> {
-    typed::read::<Graph>(&*state.cluster, group_of(state, graph)?, q, prefs.consistency, prefs.replica).await
+async fn read<T>(
+    state: &AppState,
+    graph: &str,
+    q: GraphQuery,
+    prefs: &ReadPrefs,
+    shape: impl FnOnce(GraphQueryResult) -> Result<T, GraphQueryResult>,
+) -> Result<Served<T>, ApiError> {
+    typed::read_as::<Graph, T>(&*state.cluster, group_of(state, graph)?, q, prefs.consistency, prefs.replica, shape).await
 }
 
 /// A read whose rejection is left to the caller.
@@ -179,12 +191,9 @@ pub async fn create_node(
     require_writer(&caller)?;
     let graph = graph_name(body.graph.take(), p.graph)?;
     let node = body.into_new()?;
-    let served = write(&state, &graph, GraphOp::AddNode { graph: graph.clone(), node }, &prefs).await?;
-    let headers = served_headers(&served);
-    match served.value {
-        GraphResponse::Node(n) => Ok((StatusCode::CREATED, headers, Json(node_json(&graph, &n)))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = GraphOp::AddNode { graph: graph.clone(), node };
+    let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Node)).await?;
+    Ok((StatusCode::CREATED, served_headers(&served), Json(node_json(&graph, &served.value))))
 }
 
 /// `POST /api/v1/graph/edges {from_node, to_node, label, properties?, id?, graph?}`
@@ -199,12 +208,9 @@ pub async fn create_edge(
     require_writer(&caller)?;
     let graph = graph_name(body.graph.take(), p.graph)?;
     let edge = body.into_new()?;
-    let served = write(&state, &graph, GraphOp::AddEdge { graph: graph.clone(), edge }, &prefs).await?;
-    let headers = served_headers(&served);
-    match served.value {
-        GraphResponse::Edge(e) => Ok((StatusCode::CREATED, headers, Json(edge_json(&graph, &e)))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = GraphOp::AddEdge { graph: graph.clone(), edge };
+    let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Edge)).await?;
+    Ok((StatusCode::CREATED, served_headers(&served), Json(edge_json(&graph, &served.value))))
 }
 
 /// `GET /api/v1/graph/nodes/{id}?graph=`.
@@ -216,13 +222,11 @@ pub async fn get_node(
     QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     let graph = graph_name(None, p.graph)?;
-    let served = read(&state, &graph, GraphQuery::Node { graph: graph.clone(), id: id.clone() }, &prefs).await?;
+    let q = GraphQuery::Node { graph: graph.clone(), id: id.clone() };
+    let served = read(&state, &graph, q, &prefs, shape!(GraphQueryResult::Node)).await?;
     let headers = served_headers(&served);
-    match served.value {
-        GraphQueryResult::Node(Some(n)) => Ok((headers, Json(node_json(&graph, &n)))),
-        GraphQueryResult::Node(None) => Err(ApiError::NotFound(format!("node {id} does not exist in graph {graph}"))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let n = served.value.ok_or_else(|| ApiError::NotFound(format!("node {id} does not exist in graph {graph}")))?;
+    Ok((headers, Json(node_json(&graph, &n))))
 }
 
 /// `GET /api/v1/graph/edges/{id}?graph=`.
@@ -234,13 +238,11 @@ pub async fn get_edge(
     QueryParams(p): QueryParams<GraphParam>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     let graph = graph_name(None, p.graph)?;
-    let served = read(&state, &graph, GraphQuery::Edge { graph: graph.clone(), id: id.clone() }, &prefs).await?;
+    let q = GraphQuery::Edge { graph: graph.clone(), id: id.clone() };
+    let served = read(&state, &graph, q, &prefs, shape!(GraphQueryResult::Edge)).await?;
     let headers = served_headers(&served);
-    match served.value {
-        GraphQueryResult::Edge(Some(e)) => Ok((headers, Json(edge_json(&graph, &e)))),
-        GraphQueryResult::Edge(None) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let e = served.value.ok_or_else(|| ApiError::NotFound(format!("edge {id} does not exist in graph {graph}")))?;
+    Ok((headers, Json(edge_json(&graph, &e))))
 }
 
 /// `DELETE /api/v1/graph/nodes/{id}?graph=`: the node and every edge touching it, atomically.
@@ -253,12 +255,9 @@ pub async fn delete_node(
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
-    match write(&state, &graph, GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
-        GraphResponse::NodeDeleted { edges_removed } => {
-            Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
-        }
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() };
+    let edges_removed = write(&state, &graph, op, &prefs, shape!(GraphResponse::NodeDeleted { edges_removed })).await?.value;
+    Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
 }
 
 /// `DELETE /api/v1/graph/edges/{id}?graph=`.
@@ -271,10 +270,10 @@ pub async fn delete_edge(
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
-    match write(&state, &graph, GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() }, &prefs).await?.value {
-        GraphResponse::EdgeDeleted(0) => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
-        GraphResponse::EdgeDeleted(_) => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
-        other => Err(ApiError::unexpected(other)),
+    let op = GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() };
+    match write(&state, &graph, op, &prefs, shape!(GraphResponse::EdgeDeleted)).await?.value {
+        0 => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
+        _ => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
     }
 }
 
@@ -321,16 +320,15 @@ pub async fn batch(
         .collect::<Result<Vec<_>, _>>()?;
     let node_ids: Vec<String> = nodes.iter().map(|n| n.id.clone()).collect();
     let edge_ids: Vec<String> = edges.iter().map(|e| e.id.clone()).collect();
-    let served = write(&state, &graph, GraphOp::Batch { graph: graph.clone(), nodes, edges }, &prefs).await?;
+    let op = GraphOp::Batch { graph: graph.clone(), nodes, edges };
+    let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Batch { nodes, edges })).await?;
     let headers = served_headers(&served);
-    match served.value {
-        GraphResponse::Batch { nodes, edges } => Ok((
-            StatusCode::CREATED,
-            headers,
-            Json(json!({"graph": graph, "nodes_created": nodes, "edges_created": edges, "node_ids": node_ids, "edge_ids": edge_ids})),
-        )),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let (nodes, edges) = served.value;
+    Ok((
+        StatusCode::CREATED,
+        headers,
+        Json(json!({"graph": graph, "nodes_created": nodes, "edges_created": edges, "node_ids": node_ids, "edge_ids": edge_ids})),
+    ))
 }
 
 // ---------------------------------------------------------------- reads
@@ -403,10 +401,16 @@ pub async fn data(
         limit,
         edge_limit: MAX_RESULT_EDGES,
     };
-    let served = read(&state, &graph, q, &prefs).await?;
+    // No start node is an answer of its own: `None`.
+    let data = |answer| match answer {
+        GraphQueryResult::Data { nodes, edges, truncated } => Ok(Some((nodes, edges, truncated))),
+        GraphQueryResult::NoStartNode => Ok(None),
+        other => Err(other),
+    };
+    let served = read(&state, &graph, q, &prefs, data).await?;
     let headers = served_headers(&served);
     match served.value {
-        GraphQueryResult::Data { nodes, edges, truncated } => {
+        Some((nodes, edges, truncated)) => {
             let mut body = json!({
                 "graph": graph,
                 "nodes": nodes.iter().map(data_node_json).collect::<Vec<_>>(),
@@ -425,10 +429,7 @@ pub async fn data(
             }
             Ok((headers, Json(body)))
         }
-        GraphQueryResult::NoStartNode => {
-            Err(ApiError::NotFound(format!("start node {} does not exist in graph {graph}", start.unwrap_or_default())))
-        }
-        other => Err(ApiError::unexpected(other)),
+        None => Err(ApiError::NotFound(format!("start node {} does not exist in graph {graph}", start.unwrap_or_default()))),
     }
 }
 
@@ -466,8 +467,10 @@ pub async fn query(
     let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: state.config.query_limits.max_result_rows };
     let served = read_answer(&state, &graph, q, &prefs).await?;
     let headers = served_headers(&served);
-    match served.value {
-        Ok(GraphQueryResult::Table { columns, rows, truncated, work, plan }) => {
+    let table = shape!(GraphQueryResult::Table { columns, rows, truncated, work, plan });
+    match served.value.map(|answer| typed::pick(answer, table)) {
+        Ok(picked) => {
+            let (columns, rows, truncated, work, plan) = picked?;
             let body = json!({
                 "graph": graph,
                 "columns": columns,
@@ -482,7 +485,6 @@ pub async fn query(
         }
         // Refused with the replica's headers; a parse error says where.
         Err(r) => Ok((headers, ApiError::from(r)).into_response()),
-        Ok(other) => Err(ApiError::unexpected(other)),
     }
 }
 

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
-use tessera_api::command::{KvOp, Operation, Query, QueryResult, Response as Reply};
+use tessera_api::command::{KvOp, Operation, Response as Reply};
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{DocOp, validate_collection_name};
 use tessera_api::import::{ImportDoc, ImportFailure, ImportResult, ImportRow, OnConflict, SqlImportOp};
@@ -28,6 +28,7 @@ use super::{JsonBody, ReadPrefs};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
+use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
 use crate::import::{self, ParseError};
 use crate::state::AppState;
@@ -218,15 +219,13 @@ fn on_conflict(s: Option<&str>) -> Result<OnConflict, ApiError> {
 
 /// The table's column names, read from a replica (404 when it does not exist).
 async fn table_columns(state: &AppState, group: GroupId, database: &str, table: &str, prefs: &ReadPrefs) -> Result<Vec<String>, ApiError> {
-    let q = Query::Sql(SqlQuery::DescribeTable { database: database.into(), name: table.into() });
-    match state.cluster.read(group, &q, prefs.consistency, prefs.replica).await?.value {
-        QueryResult::Sql(SqlResult::Catalog(schema)) => Ok(schema["columns"]
-            .as_array()
-            .map(|cols| cols.iter().filter_map(|c| c["name"].as_str().map(String::from)).collect())
-            .unwrap_or_default()),
-        QueryResult::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let q = SqlQuery::DescribeTable { database: database.into(), name: table.into() };
+    let catalog = shape!(SqlResult::Catalog);
+    let served = typed::read_as::<Sql, _>(&*state.cluster, group, q, prefs.consistency, prefs.replica, catalog).await?;
+    Ok(served.value["columns"]
+        .as_array()
+        .map(|cols| cols.iter().filter_map(|c| c["name"].as_str().map(String::from)).collect())
+        .unwrap_or_default())
 }
 
 /// `POST /api/v1/import/sql {table, database?, format: csv|json, data, options: {on_conflict, batch_size}}`.

@@ -12,7 +12,7 @@ use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::auth::Caller;
-use crate::cluster::typed::{self, Kv, KvReply};
+use crate::cluster::typed::{self, Kv, KvReply, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -62,12 +62,9 @@ pub async fn put(
     }
     let group = state.cluster.group_for(&RoutingKey::Kv(&req.key))?;
     let op = KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl };
-    let served = typed::write::<Kv>(&*state.cluster, group, op, prefs.consistency).await?;
+    let served = typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, shape!(KvReply::Entry)).await?;
     let headers = served_headers(&served);
-    match served.value {
-        KvReply::Entry(e) => Ok((headers, Json(KvEntryView::from_entry(e, now_ms())))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok((headers, Json(KvEntryView::from_entry(served.value, now_ms()))))
 }
 
 /// `GET /api/v1/kv/keys/{key}`.
@@ -79,13 +76,12 @@ pub async fn get(
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     check_key(&state, &key)?;
     let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let served = typed::read::<Kv>(&*state.cluster, group, KvQuery::Get { key: key.clone() }, prefs.consistency, prefs.replica).await?;
+    let q = KvQuery::Get { key: key.clone() };
+    let entry = shape!(KvQueryResult::Entry);
+    let served = typed::read_as::<Kv, _>(&*state.cluster, group, q, prefs.consistency, prefs.replica, entry).await?;
     let headers = served_headers(&served);
-    match served.value {
-        KvQueryResult::Entry(Some(e)) => Ok((headers, Json(KvEntryView::from_entry(e, now_ms())))),
-        KvQueryResult::Entry(None) => Err(ApiError::NotFound(format!("key not found: {key}"))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let e = served.value.ok_or_else(|| ApiError::NotFound(format!("key not found: {key}")))?;
+    Ok((headers, Json(KvEntryView::from_entry(e, now_ms()))))
 }
 
 /// `DELETE /api/v1/kv/keys/{key}`: 404 when there was no live key.
@@ -98,12 +94,13 @@ pub async fn delete(
     require_writer(&caller)?;
     check_key(&state, &key)?;
     let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let served = typed::write::<Kv>(&*state.cluster, group, KvOp::Delete { key: key.clone() }, prefs.consistency).await?;
-    match served.value {
-        KvReply::Deleted(0) => Err(ApiError::NotFound(format!("key not found: {key}"))),
-        KvReply::Deleted(_) => Ok((served_headers(&served), Json(json!({"deleted": true, "key": key})))),
-        other => Err(ApiError::unexpected(other)),
+    let op = KvOp::Delete { key: key.clone() };
+    let deleted = shape!(KvReply::Deleted);
+    let served = typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, deleted).await?;
+    if served.value == 0 {
+        return Err(ApiError::NotFound(format!("key not found: {key}")));
     }
+    Ok((served_headers(&served), Json(json!({"deleted": true, "key": key}))))
 }
 
 /// Query string of list, count and prefix deletion.
@@ -128,14 +125,9 @@ pub async fn list(
     let query = KvQuery::List { prefix: p.prefix.unwrap_or_default(), limit };
     let mut entries: Vec<KvEntry> = Vec::new();
     let mut total = 0;
-    for result in fan_out_read(&state, &query, &prefs).await? {
-        match result {
-            KvQueryResult::List { entries: e, total: t } => {
-                entries.extend(e);
-                total += t;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+    for (e, t) in fan_out_read(&state, &query, &prefs, shape!(KvQueryResult::List { entries, total })).await? {
+        entries.extend(e);
+        total += t;
     }
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     entries.truncate(limit);
@@ -151,13 +143,8 @@ pub async fn count(
     QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
     let prefix = p.prefix.unwrap_or_default();
-    let mut count = 0;
-    for result in fan_out_read(&state, &KvQuery::Count { prefix: prefix.clone() }, &prefs).await? {
-        match result {
-            KvQueryResult::Count(n) => count += n,
-            other => return Err(ApiError::unexpected(other)),
-        }
-    }
+    let query = KvQuery::Count { prefix: prefix.clone() };
+    let count: u64 = fan_out_read(&state, &query, &prefs, shape!(KvQueryResult::Count)).await?.into_iter().sum();
     Ok(Json(json!({"count": count, "prefix": prefix})))
 }
 
@@ -173,19 +160,24 @@ pub async fn delete_prefix(
         .prefix
         .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
     let op = || KvOp::DeletePrefix { prefix: prefix.clone() };
+    let groups = state.cluster.data_groups()?;
+    let deletes = shape!(KvReply::Deleted);
     let mut deleted = 0;
-    for (_, result) in typed::propose_each::<Kv>(&*state.cluster, &state.cluster.data_groups()?, op, prefs.consistency).await? {
-        match result? {
-            KvReply::Deleted(n) => deleted += n,
-            other => return Err(ApiError::unexpected(other)),
-        }
+    for (_, result) in typed::propose_each_as::<Kv, _>(&*state.cluster, &groups, op, prefs.consistency, deletes).await? {
+        deleted += result?;
     }
     Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
 }
 
-/// Every data group's answer to `query`.
-async fn fan_out_read(state: &AppState, query: &KvQuery, prefs: &ReadPrefs) -> Result<Vec<KvQueryResult>, ApiError> {
+/// Every data group's answer to `query`, each of the one shape named.
+async fn fan_out_read<T>(
+    state: &AppState,
+    query: &KvQuery,
+    prefs: &ReadPrefs,
+    shape: impl Fn(KvQueryResult) -> Result<T, KvQueryResult>,
+) -> Result<Vec<T>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let answers = typed::ask_each::<Kv>(&*state.cluster, &groups, query, prefs.consistency, prefs.replica).await?;
+    let (c, replica) = (prefs.consistency, prefs.replica);
+    let answers = typed::ask_each_as::<Kv, T>(&*state.cluster, &groups, query, c, replica, shape).await?;
     answers.into_iter().map(|(_, a)| a.map_err(ApiError::from)).collect()
 }

@@ -16,6 +16,7 @@ use tessera_api::{GroupId, NodeId};
 
 use crate::auth::Caller;
 use crate::cluster::ClusterError;
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -385,10 +386,8 @@ pub async fn activities(
         return Err(ApiError::BadRequest("type must be one of: query, login, config, admin".into()));
     }
     crate::activity::flush(&state).await?;
-    let records = match state.cluster.meta_read(MetaQuery::Activities { limit, kind: p.kind }).await? {
-        MetaQueryResult::Activities(r) => r,
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let answer = state.cluster.meta_read(MetaQuery::Activities { limit, kind: p.kind }).await?;
+    let records = typed::pick(answer, shape!(MetaQueryResult::Activities))?;
     let items: Vec<Value> = records
         .iter()
         .map(|r| {

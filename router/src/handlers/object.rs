@@ -26,7 +26,7 @@ use tessera_api::rpc::Consistency;
 use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::catalog::Catalog;
 use crate::cluster::Served;
-use crate::cluster::typed::{self, ObjectReply, Objects};
+use crate::cluster::typed::{self, ObjectReply, Objects, shape};
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -73,10 +73,8 @@ pub(crate) fn object_group(state: &AppState, bucket: &str, key: &str) -> Result<
 
 /// The bucket's record from its home group.
 pub(crate) async fn bucket_record(state: &AppState, bucket: &str, prefs: &ReadPrefs) -> Result<Option<BucketInfo>, ApiError> {
-    match object_read(state, home_group(state, bucket)?, ObjectQuery::Bucket { name: bucket.into() }, prefs).await? {
-        ObjectQueryResult::Bucket(b) => Ok(b),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let answer = object_read(state, home_group(state, bucket)?, ObjectQuery::Bucket { name: bucket.into() }, prefs).await?;
+    typed::pick(answer, shape!(ObjectQueryResult::Bucket))
 }
 
 /// Creates `bucket` in its home group (409 when it exists), then copies the
@@ -173,11 +171,10 @@ pub(crate) async fn list_merged(
     let pages = futures::future::join_all(groups.iter().map(|g| object_read(state, *g, q(), prefs))).await;
     let mut merged = Vec::new();
     for (g, page) in groups.iter().zip(pages) {
-        match page? {
-            ObjectQueryResult::List(Some(objects)) => merged.extend(objects),
-            ObjectQueryResult::List(None) if *g == home => return Ok(None),
-            ObjectQueryResult::List(None) => {} // no copy of the record yet, so no objects there
-            other => return Err(ApiError::unexpected(other)),
+        match typed::pick(page?, shape!(ObjectQueryResult::List))? {
+            Some(objects) => merged.extend(objects),
+            None if *g == home => return Ok(None),
+            None => {} // no copy of the record yet, so no objects there
         }
     }
     merged.sort_by(|a, b| a.key.cmp(&b.key));
@@ -218,10 +215,7 @@ pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs:
     let calls = groups.iter().map(|g| object_read(&state, *g, ObjectQuery::ListBuckets, &prefs));
     let mut buckets = Vec::new();
     for r in futures::future::join_all(calls).await {
-        match r? {
-            ObjectQueryResult::Buckets(b) => buckets.extend(b),
-            other => return Err(ApiError::unexpected(other)),
-        }
+        buckets.extend(typed::pick(r?, shape!(ObjectQueryResult::Buckets))?);
     }
     // Every group holds a copy of each bucket's record.
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
@@ -244,8 +238,8 @@ pub async fn bucket_stats(
     let answers = futures::future::join_all(groups.iter().map(|g| object_read(&state, *g, q(), &prefs))).await;
     let (mut home_stats, mut object_count, mut total_bytes, mut pending_uploads) = (None, 0u64, 0u64, 0u64);
     for (g, answer) in groups.iter().zip(answers) {
-        match answer? {
-            ObjectQueryResult::Stats(Some(s)) => {
+        match typed::pick(answer?, shape!(ObjectQueryResult::Stats))? {
+            Some(s) => {
                 object_count += s.object_count;
                 total_bytes += s.total_bytes;
                 pending_uploads += s.pending_uploads;
@@ -253,8 +247,7 @@ pub async fn bucket_stats(
                     home_stats = Some(s);
                 }
             }
-            ObjectQueryResult::Stats(None) => {}
-            other => return Err(ApiError::unexpected(other)),
+            None => {}
         }
     }
     let s = home_stats.ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;
@@ -405,7 +398,7 @@ pub async fn put_object(
         }
     };
     let mut h = served_headers(&served);
-    let ObjectReply::Stored(stored) = served.value else { return Err(ApiError::unexpected(served.value)) };
+    let stored = typed::pick(served.value, shape!(ObjectReply::Stored))?;
     h.insert(header::ETAG, quoted(&stored.etag));
     Ok((h, Json(meta_json(&stored))))
 }
@@ -460,10 +453,10 @@ pub struct GetParams {
 async fn head_meta(state: &AppState, prefs: &ReadPrefs, bucket: &str, key: &str) -> Result<(GroupId, ObjectMeta), ApiError> {
     check_key(key)?;
     let group = object_group(state, bucket, key)?;
-    match object_read(state, group, ObjectQuery::Head { bucket: bucket.into(), key: key.into() }, prefs).await? {
-        ObjectQueryResult::Meta(Some(m)) => Ok((group, m)),
-        ObjectQueryResult::Meta(None) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
-        other => Err(ApiError::unexpected(other)),
+    let answer = object_read(state, group, ObjectQuery::Head { bucket: bucket.into(), key: key.into() }, prefs).await?;
+    match typed::pick(answer, shape!(ObjectQueryResult::Meta))? {
+        Some(m) => Ok((group, m)),
+        None => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
     }
 }
 
@@ -585,10 +578,10 @@ pub async fn delete_object(
     require_writer(&caller)?;
     check_key(&key)?;
     let group = object_group(&state, &bucket, &key)?;
-    match object_write(&state, group, ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() }, prefs.consistency).await? {
-        ObjectReply::Deleted(0) => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
-        ObjectReply::Deleted(_) => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
-        other => Err(ApiError::unexpected(other)),
+    let op = ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() };
+    match typed::pick(object_write(&state, group, op, prefs.consistency).await?, shape!(ObjectReply::Deleted))? {
+        0 => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
+        _ => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
     }
 }
 

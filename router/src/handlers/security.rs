@@ -18,6 +18,7 @@ use super::{JsonBody, QueryParams};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::Caller;
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -65,12 +66,26 @@ fn username(caller: &Caller) -> String {
     }
 }
 
-async fn write(state: &AppState, op: SecurityOp) -> Result<SecurityResponse, ApiError> {
+/// A security write whose reply has the one shape named.
+async fn write<T>(
+    state: &AppState,
+    op: SecurityOp,
+    shape: impl FnOnce(SecurityResponse) -> Result<T, SecurityResponse>,
+) -> Result<T, ApiError> {
     match state.cluster.meta_write(MetaOp::Security(op)).await? {
-        Response::Security(r) => Ok(r),
         Response::Rejected(r) => Err(r.into()),
-        other => Err(ApiError::unexpected(other)),
+        reply => typed::pick(typed::pick(reply, shape!(Response::Security))?, shape),
     }
+}
+
+/// A security read whose answer has the one shape named.
+async fn read<T>(
+    state: &AppState,
+    q: SecurityQuery,
+    shape: impl FnOnce(SecurityQueryResult) -> Result<T, SecurityQueryResult>,
+) -> Result<T, ApiError> {
+    let answer = state.cluster.meta_read(MetaQuery::Security(q)).await?;
+    typed::pick(typed::pick(answer, shape!(MetaQueryResult::Security))?, shape)
 }
 
 /// `?acknowledged=true|false&limit=` of the alert list.
@@ -89,16 +104,15 @@ pub async fn list_alerts(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
     }
-    let q = MetaQuery::Security(SecurityQuery::Alerts { acknowledged: p.acknowledged, limit });
-    match state.cluster.meta_read(q).await? {
-        MetaQueryResult::Security(SecurityQueryResult::Alerts { alerts, total, unacknowledged }) => Ok(Json(json!({
-            "alerts": alerts.iter().map(alert_view).collect::<Vec<_>>(),
-            "count": alerts.len(),
-            "total": total,
-            "unacknowledged": unacknowledged,
-        }))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let q = SecurityQuery::Alerts { acknowledged: p.acknowledged, limit };
+    let listed = shape!(SecurityQueryResult::Alerts { alerts, total, unacknowledged });
+    let (alerts, total, unacknowledged) = read(&state, q, listed).await?;
+    Ok(Json(json!({
+        "alerts": alerts.iter().map(alert_view).collect::<Vec<_>>(),
+        "count": alerts.len(),
+        "total": total,
+        "unacknowledged": unacknowledged,
+    })))
 }
 
 /// `POST /api/v1/admin/security/alerts/{alert_id}/acknowledge` (no body needed).
@@ -107,10 +121,9 @@ pub async fn acknowledge(
     caller: Caller,
     Path(alert_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    match write(&state, SecurityOp::AcknowledgeAlert { id: alert_id, by: username(&caller) }).await? {
-        SecurityResponse::Alert(a) => Ok(Json(json!({"success": true, "alert": alert_view(&a)}))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = SecurityOp::AcknowledgeAlert { id: alert_id, by: username(&caller) };
+    let a = write(&state, op, shape!(SecurityResponse::Alert)).await?;
+    Ok(Json(json!({"success": true, "alert": alert_view(&a)})))
 }
 
 /// Body of `POST /api/v1/admin/security/block-ip`.
@@ -158,41 +171,30 @@ pub async fn block_ip(
     let by = username(&caller);
     let reason = req.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("blocked by {by}"));
     let op = SecurityOp::BlockIp { ip: ip.to_string(), reason, duration_ms: duration_secs * 1000, by };
-    match write(&state, op).await? {
-        SecurityResponse::Block(b) => {
-            state.security.blocks.insert(&b);
-            warn!(ip = %b.ip, by = %b.created_by, "SECURITY: blocked until {}: {}", iso8601_ms(b.expires_at_ms), b.reason);
-            Ok((StatusCode::CREATED, Json(json!({"success": true, "blocked": block_view(&b)}))))
-        }
-        other => Err(ApiError::unexpected(other)),
-    }
+    let b = write(&state, op, shape!(SecurityResponse::Block)).await?;
+    state.security.blocks.insert(&b);
+    warn!(ip = %b.ip, by = %b.created_by, "SECURITY: blocked until {}: {}", iso8601_ms(b.expires_at_ms), b.reason);
+    Ok((StatusCode::CREATED, Json(json!({"success": true, "blocked": block_view(&b)}))))
 }
 
 /// `GET /api/v1/admin/security/blocked-ips`: the blocks still active.
 pub async fn list_blocks(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await? {
-        MetaQueryResult::Security(SecurityQueryResult::Blocks(list)) => {
-            state.security.blocks.replace(list.clone());
-            Ok(Json(json!({
-                "blocked_ips": list.iter().map(block_view).collect::<Vec<_>>(),
-                "count": list.len(),
-            })))
-        }
-        other => Err(ApiError::unexpected(other)),
-    }
+    let list = read(&state, SecurityQuery::Blocks, shape!(SecurityQueryResult::Blocks)).await?;
+    state.security.blocks.replace(list.clone());
+    Ok(Json(json!({
+        "blocked_ips": list.iter().map(block_view).collect::<Vec<_>>(),
+        "count": list.len(),
+    })))
 }
 
 /// `DELETE /api/v1/admin/security/blocked-ips/{ip}`: lifts a block (404 if none is active).
 pub async fn unblock(State(state): State<AppState>, Path(ip): Path<String>) -> Result<Json<Value>, ApiError> {
     let ip = parse_ip(&ip)?;
-    match write(&state, SecurityOp::UnblockIp { ip: ip.to_string() }).await? {
-        SecurityResponse::Unblocked(active) => {
-            state.security.blocks.remove(ip);
-            if !active {
-                return Err(ApiError::NotFound(format!("{ip} is not blocked")));
-            }
-            Ok(Json(json!({"success": true, "ip_address": ip.to_string()})))
-        }
-        other => Err(ApiError::unexpected(other)),
+    let op = SecurityOp::UnblockIp { ip: ip.to_string() };
+    let active = write(&state, op, shape!(SecurityResponse::Unblocked)).await?;
+    state.security.blocks.remove(ip);
+    if !active {
+        return Err(ApiError::NotFound(format!("{ip} is not blocked")));
     }
+    Ok(Json(json!({"success": true, "ip_address": ip.to_string()})))
 }

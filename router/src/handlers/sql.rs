@@ -21,7 +21,7 @@ use super::{JsonBody, ReadPrefs, QueryParams};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::Caller;
-use crate::cluster::typed::{self, Sql};
+use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -152,11 +152,8 @@ pub struct DatabaseParam {
 
 async fn catalog(state: &AppState, prefs: &ReadPrefs, database: &str, q: SqlQuery) -> Result<Value, ApiError> {
     let group = database_group(state, database)?;
-    match typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value {
-        Ok(SqlResult::Catalog(v)) => Ok(v),
-        Err(r) => Err(catalog_error(r)),
-        Ok(other) => Err(ApiError::unexpected(other)),
-    }
+    let answer = typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value;
+    typed::pick(answer.map_err(catalog_error)?, shape!(SqlResult::Catalog))
 }
 
 /// A refused catalog read, in SQL's error body (without a statement).

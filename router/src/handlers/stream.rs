@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
-use tessera_api::command::{Query, QueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 use tessera_api::rpc::Consistency;
@@ -31,7 +30,7 @@ use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::Caller;
-use crate::cluster::typed::{self, Stream};
+use crate::cluster::typed::{self, Sql, Stream, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::stream_hub::{self, event_json};
@@ -105,30 +104,40 @@ fn group_of(state: &AppState, channel: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(&key)?)
 }
 
-async fn stream_write(state: &AppState, group: GroupId, op: StreamOp, c: Consistency) -> Result<StreamResponse, ApiError> {
-    Ok(stream_write_served(state, group, op, c).await?.0)
-}
-
-/// A write, with the headers naming the group and the leader that committed it.
-async fn stream_write_served(
+/// A write whose reply has the one shape named.
+async fn stream_write<T>(
     state: &AppState,
     group: GroupId,
     op: StreamOp,
     c: Consistency,
-) -> Result<(StreamResponse, HeaderMap), ApiError> {
-    let served = typed::write::<Stream>(&*state.cluster, group, op, c).await?;
+    shape: impl FnOnce(StreamResponse) -> Result<T, StreamResponse>,
+) -> Result<T, ApiError> {
+    Ok(typed::write_as::<Stream, T>(&*state.cluster, group, op, c, shape).await?.value)
+}
+
+/// A write, with the headers naming the group and the leader that committed it.
+async fn stream_write_served<T>(
+    state: &AppState,
+    group: GroupId,
+    op: StreamOp,
+    c: Consistency,
+    shape: impl FnOnce(StreamResponse) -> Result<T, StreamResponse>,
+) -> Result<(T, HeaderMap), ApiError> {
+    let served = typed::write_as::<Stream, T>(&*state.cluster, group, op, c, shape).await?;
     let headers = served_headers(&served);
     Ok((served.value, headers))
 }
 
-async fn stream_read(
+/// A read whose answer has the one shape named.
+async fn stream_read<T>(
     state: &AppState,
     group: GroupId,
     q: StreamQuery,
     consistency: Consistency,
     replica: Option<tessera_api::NodeId>,
-) -> Result<StreamQueryResult, ApiError> {
-    Ok(typed::read::<Stream>(&*state.cluster, group, q, consistency, replica).await?.value)
+    shape: impl FnOnce(StreamQueryResult) -> Result<T, StreamQueryResult>,
+) -> Result<T, ApiError> {
+    Ok(typed::read_as::<Stream, T>(&*state.cluster, group, q, consistency, replica, shape).await?.value)
 }
 
 fn channel_json(c: &ChannelInfo) -> Value {
@@ -151,13 +160,12 @@ fn not_found(channel: &str) -> ApiError {
 
 async fn all_channels(state: &AppState, prefs: &ReadPrefs) -> Result<Vec<ChannelInfo>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| stream_read(state, *g, StreamQuery::ListChannels, prefs.consistency, None));
+    let calls = groups
+        .iter()
+        .map(|g| stream_read(state, *g, StreamQuery::ListChannels, prefs.consistency, None, shape!(StreamQueryResult::Channels)));
     let mut out = Vec::new();
     for r in futures::future::join_all(calls).await {
-        match r? {
-            StreamQueryResult::Channels(c) => out.extend(c),
-            other => return Err(ApiError::unexpected(other)),
-        }
+        out.extend(r?);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -195,10 +203,8 @@ pub async fn create_channel(
     }
     let group = group_of(&state, &req.name)?;
     let op = StreamOp::CreateChannel { name: req.name, retention: req.retention, max_events: req.max_events };
-    match stream_write_served(&state, group, op, prefs.consistency).await? {
-        (StreamResponse::Channel(c), headers) => Ok((StatusCode::CREATED, headers, Json(channel_json(&c)))),
-        (other, _) => Err(ApiError::unexpected(other)),
-    }
+    let (c, headers) = stream_write_served(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
+    Ok((StatusCode::CREATED, headers, Json(channel_json(&c))))
 }
 
 /// `GET /api/v1/streaming/channels/{channel}`.
@@ -210,11 +216,9 @@ pub async fn get_channel(
 ) -> Result<Json<Value>, ApiError> {
     check_channel(&channel)?;
     let group = group_of(&state, &channel)?;
-    match stream_read(&state, group, StreamQuery::Channel { name: channel.clone() }, prefs.consistency, prefs.replica).await? {
-        StreamQueryResult::Channel(Some(c)) => Ok(Json(channel_json(&c))),
-        StreamQueryResult::Channel(None) => Err(not_found(&channel)),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let q = StreamQuery::Channel { name: channel.clone() };
+    let c = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Channel)).await?;
+    Ok(Json(channel_json(&c.ok_or_else(|| not_found(&channel))?)))
 }
 
 fn parse_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
@@ -251,17 +255,14 @@ pub async fn history(
     let after = parse_u64(&params, "after")?;
     let group = group_of(&state, &channel)?;
     let q = StreamQuery::Events { channel: channel.clone(), after, limit };
-    match stream_read(&state, group, q, prefs.consistency, prefs.replica).await? {
-        StreamQueryResult::Events(Some(r)) => {
-            let events = events_json(&r);
-            Ok(Json(json!({
-                "channel": channel, "events": events, "count": events.len(),
-                "first_id": r.channel.first_id, "last_id": r.channel.last_id,
-            })))
-        }
-        StreamQueryResult::Events(None) => Err(not_found(&channel)),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let r = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Events))
+        .await?
+        .ok_or_else(|| not_found(&channel))?;
+    let events = events_json(&r);
+    Ok(Json(json!({
+        "channel": channel, "events": events, "count": events.len(),
+        "first_id": r.channel.first_id, "last_id": r.channel.last_id,
+    })))
 }
 
 /// Body of `POST /api/v1/streaming/publish`.
@@ -294,19 +295,15 @@ pub async fn publish(
     }
     let group = group_of(&state, &req.channel)?;
     let op = StreamOp::Publish { channel: req.channel.clone(), event_type: req.event_type, data: req.data };
-    match stream_write_served(&state, group, op, prefs.consistency).await? {
-        (StreamResponse::Published(e), headers) => {
-            state.streams.poke(&e.channel);
-            Ok((
-                headers,
-                Json(json!({
-                    "success": true, "id": e.id, "channel": e.channel, "event_type": e.event_type,
-                    "timestamp": iso8601_ms(e.timestamp_ms), "timestamp_ms": e.timestamp_ms,
-                })),
-            ))
-        }
-        (other, _) => Err(ApiError::unexpected(other)),
-    }
+    let (e, headers) = stream_write_served(&state, group, op, prefs.consistency, shape!(StreamResponse::Published)).await?;
+    state.streams.poke(&e.channel);
+    Ok((
+        headers,
+        Json(json!({
+            "success": true, "id": e.id, "channel": e.channel, "event_type": e.event_type,
+            "timestamp": iso8601_ms(e.timestamp_ms), "timestamp_ms": e.timestamp_ms,
+        })),
+    ))
 }
 
 /// `GET /api/v1/streaming/{channel}` with a WebSocket upgrade: pushes
@@ -328,11 +325,10 @@ pub async fn subscribe(
         return Err(ApiError::BadRequest("give after or from, not both".into()));
     }
     let group = group_of(&state, &channel)?;
-    let info = match stream_read(&state, group, StreamQuery::Channel { name: channel.clone() }, Consistency::Quorum, None).await? {
-        StreamQueryResult::Channel(Some(c)) => c,
-        StreamQueryResult::Channel(None) => return Err(not_found(&channel)),
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let q = StreamQuery::Channel { name: channel.clone() };
+    let info = stream_read(&state, group, q, Consistency::Quorum, None, shape!(StreamQueryResult::Channel))
+        .await?
+        .ok_or_else(|| not_found(&channel))?;
     let start_after = match (after, from) {
         (Some(a), _) => a,
         (None, Some(f)) => f.saturating_sub(1),
@@ -364,18 +360,15 @@ pub async fn poll(
     let max = parse_limit(req.max, "max")?;
     let group = group_of(&state, &channel)?;
     let q = StreamQuery::Poll { channel: channel.clone(), group: consumer.clone(), max };
-    match stream_read(&state, group, q, prefs.consistency, prefs.replica).await? {
-        StreamQueryResult::Events(Some(r)) => {
-            let events = events_json(&r);
-            let next = r.events.last().map(|e| e.id);
-            Ok(Json(json!({
-                "channel": channel, "group": consumer, "committed_offset": r.committed,
-                "events": events, "count": events.len(), "next_offset": next, "last_id": r.channel.last_id,
-            })))
-        }
-        StreamQueryResult::Events(None) => Err(not_found(&channel)),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let r = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Events))
+        .await?
+        .ok_or_else(|| not_found(&channel))?;
+    let events = events_json(&r);
+    let next = r.events.last().map(|e| e.id);
+    Ok(Json(json!({
+        "channel": channel, "group": consumer, "committed_offset": r.committed,
+        "events": events, "count": events.len(), "next_offset": next, "last_id": r.channel.last_id,
+    })))
 }
 
 /// Body of a consumer commit.
@@ -398,13 +391,9 @@ pub async fn commit(
     check_group_name(&consumer)?;
     let group = group_of(&state, &channel)?;
     let op = StreamOp::CommitOffset { channel: channel.clone(), group: consumer.clone(), offset: req.offset };
-    match stream_write_served(&state, group, op, prefs.consistency).await? {
-        (StreamResponse::Committed { offset, advanced }, headers) => Ok((
-            headers,
-            Json(json!({"channel": channel, "group": consumer, "committed_offset": offset, "advanced": advanced})),
-        )),
-        (other, _) => Err(ApiError::unexpected(other)),
-    }
+    let committed = shape!(StreamResponse::Committed { offset, advanced });
+    let ((offset, advanced), headers) = stream_write_served(&state, group, op, prefs.consistency, committed).await?;
+    Ok((headers, Json(json!({"channel": channel, "group": consumer, "committed_offset": offset, "advanced": advanced}))))
 }
 
 /// `GET …/channels/{channel}/consumers`: every consumer group's committed offset.
@@ -416,14 +405,12 @@ pub async fn list_consumers(
 ) -> Result<Json<Value>, ApiError> {
     check_channel(&channel)?;
     let group = group_of(&state, &channel)?;
-    match stream_read(&state, group, StreamQuery::Offsets { channel: channel.clone() }, prefs.consistency, prefs.replica).await? {
-        StreamQueryResult::Offsets(Some(list)) => {
-            let groups: Vec<Value> = list.iter().map(|(g, o)| json!({"group": g, "committed_offset": o})).collect();
-            Ok(Json(json!({"channel": channel, "consumers": groups, "count": groups.len()})))
-        }
-        StreamQueryResult::Offsets(None) => Err(not_found(&channel)),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let q = StreamQuery::Offsets { channel: channel.clone() };
+    let list = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Offsets))
+        .await?
+        .ok_or_else(|| not_found(&channel))?;
+    let groups: Vec<Value> = list.iter().map(|(g, o)| json!({"group": g, "committed_offset": o})).collect();
+    Ok(Json(json!({"channel": channel, "consumers": groups, "count": groups.len()})))
 }
 
 /// Body of `POST /api/v1/streaming/cdc`.
@@ -455,17 +442,15 @@ pub async fn enable_cdc(
         return Err(ApiError::BadRequest("table must not be empty".into()));
     }
     let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
-    let describe = Query::Sql(SqlQuery::DescribeTable { database: database.clone(), name: req.table.clone() });
-    let table = match state.cluster.read(group, &describe, Consistency::Quorum, None).await?.value {
-        QueryResult::Sql(SqlResult::Catalog(schema)) => {
-            schema["name"].as_str().map(str::to_string).unwrap_or_else(|| req.table.clone())
-        }
-        QueryResult::Rejected(r) if r.code == ErrorCode::TableNotFound => {
+    let describe = SqlQuery::DescribeTable { database: database.clone(), name: req.table.clone() };
+    let schema = match typed::ask::<Sql>(&*state.cluster, group, describe, Consistency::Quorum, None).await?.value {
+        Ok(answer) => typed::pick(answer, shape!(SqlResult::Catalog))?,
+        Err(r) if r.code == ErrorCode::TableNotFound => {
             return Err(ApiError::NotFound(format!("table {} does not exist in database {database}", req.table)));
         }
-        QueryResult::Rejected(r) => return Err(ApiError::BadRequest(r.message)),
-        other => return Err(ApiError::unexpected(other)),
+        Err(r) => return Err(ApiError::BadRequest(r.message)),
     };
+    let table = schema["name"].as_str().map(str::to_string).unwrap_or_else(|| req.table.clone());
     if !valid_name(&cdc_channel(&database, &table)) || table.contains('.') {
         return Err(ApiError::BadRequest(format!(
             "CDC needs a table name of A-Z a-z 0-9 _ - (channel {}); {table:?} is not",
@@ -473,10 +458,8 @@ pub async fn enable_cdc(
         )));
     }
     let op = StreamOp::EnableCdc { database, table, retention: req.retention, max_events: req.max_events };
-    match stream_write(&state, group, op, prefs.consistency).await? {
-        StreamResponse::Channel(c) => Ok((StatusCode::CREATED, Json(channel_json(&c)))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let c = stream_write(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
+    Ok((StatusCode::CREATED, Json(channel_json(&c))))
 }
 
 /// `GET /api/v1/streaming/cdc`: every table with a CDC channel, enabled or not.
@@ -504,25 +487,23 @@ pub async fn disable_cdc(
     require_writer(&caller)?;
     check_database(&database)?;
     let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
-    match stream_write(&state, group, StreamOp::DisableCdc { database, table }, prefs.consistency).await? {
-        StreamResponse::Channel(c) => Ok(Json(channel_json(&c))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = StreamOp::DisableCdc { database, table };
+    let c = stream_write(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
+    Ok(Json(channel_json(&c)))
 }
 
 /// Runs `EnforceRetention` on every data group; returns the summed outcome.
 pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| stream_write(state, *g, StreamOp::EnforceRetention, Consistency::Quorum));
+    let calls = groups.iter().map(|g| {
+        let retention = shape!(StreamResponse::Retention { channels, dropped_events });
+        stream_write(state, *g, StreamOp::EnforceRetention, Consistency::Quorum, retention)
+    });
     let (mut channels, mut dropped) = (0, 0);
     for r in futures::future::join_all(calls).await {
-        match r? {
-            StreamResponse::Retention { channels: c, dropped_events } => {
-                channels += c;
-                dropped += dropped_events;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+        let (c, dropped_events) = r?;
+        channels += c;
+        dropped += dropped_events;
     }
     Ok(json!({"groups": groups.len(), "channels_with_retention": channels, "dropped_events": dropped}))
 }

@@ -28,7 +28,7 @@ use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::cluster::Served;
-use crate::cluster::typed::{self, TimeSeries};
+use crate::cluster::typed::{self, TimeSeries, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -62,14 +62,26 @@ fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
     Ok(state.cluster.group_for(&RoutingKey::Metric(metric))?)
 }
 
-/// Proposes `op` to `group`; the reply with the group and node that served it.
-async fn ts_write(state: &AppState, group: GroupId, op: TsOp, c: Consistency) -> Result<Served<TsResponse>, ApiError> {
-    typed::write::<TimeSeries>(&*state.cluster, group, op, c).await
+/// Proposes `op` to `group`; the reply of the one shape named, with the group and node that served it.
+async fn ts_write<T>(
+    state: &AppState,
+    group: GroupId,
+    op: TsOp,
+    c: Consistency,
+    shape: impl FnOnce(TsResponse) -> Result<T, TsResponse>,
+) -> Result<Served<T>, ApiError> {
+    typed::write_as::<TimeSeries, T>(&*state.cluster, group, op, c, shape).await
 }
 
-/// Asks `group` with the caller's consistency; the answer with who served it.
-async fn ts_read(state: &AppState, group: GroupId, q: TsQuery, prefs: &ReadPrefs) -> Result<Served<TsQueryResult>, ApiError> {
-    typed::read::<TimeSeries>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await
+/// Asks `group` with the caller's consistency; the answer of the one shape named, with who served it.
+async fn ts_read<T>(
+    state: &AppState,
+    group: GroupId,
+    q: TsQuery,
+    prefs: &ReadPrefs,
+    shape: impl FnOnce(TsQueryResult) -> Result<T, TsQueryResult>,
+) -> Result<Served<T>, ApiError> {
+    typed::read_as::<TimeSeries, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape).await
 }
 
 fn metric_json(m: &MetricInfo) -> Value {
@@ -108,23 +120,19 @@ pub async fn create_metric(
     check_name(&req.name)?;
     let group = group_of(&state, &req.name)?;
     let op = TsOp::CreateMetric { name: req.name, metric_type: req.metric_type, description: req.description, unit: req.unit };
-    let served = ts_write(&state, group, op, prefs.consistency).await?;
-    match served.value {
-        TsResponse::Metric(ref m) => Ok((StatusCode::CREATED, served_headers(&served), Json(metric_json(m)))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let served = ts_write(&state, group, op, prefs.consistency, shape!(TsResponse::Metric)).await?;
+    Ok((StatusCode::CREATED, served_headers(&served), Json(metric_json(&served.value))))
 }
 
 /// `GET /api/v1/timeseries/metrics`: every group's metrics, by name, with storage statistics.
 pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs));
+    let calls = groups
+        .iter()
+        .map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs, shape!(TsQueryResult::Metrics)));
     let mut metrics = Vec::new();
     for r in futures::future::join_all(calls).await {
-        match r?.value {
-            TsQueryResult::Metrics(m) => metrics.extend(m),
-            other => return Err(ApiError::unexpected(other)),
-        }
+        metrics.extend(r?.value);
     }
     metrics.sort_by(|a, b| a.name.cmp(&b.name));
     let list: Vec<Value> = metrics.iter().map(metric_json).collect();
@@ -140,11 +148,11 @@ pub async fn get_metric(
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     check_name(&name)?;
     let group = group_of(&state, &name)?;
-    let served = ts_read(&state, group, TsQuery::GetMetric { name: name.clone() }, &prefs).await?;
+    let q = TsQuery::GetMetric { name: name.clone() };
+    let served = ts_read(&state, group, q, &prefs, shape!(TsQueryResult::Metric)).await?;
     match served.value {
-        TsQueryResult::Metric(Some(ref m)) => Ok((served_headers(&served), Json(metric_json(m)))),
-        TsQueryResult::Metric(None) => Err(ApiError::NotFound(format!("metric {name} does not exist"))),
-        other => Err(ApiError::unexpected(other)),
+        Some(ref m) => Ok((served_headers(&served), Json(metric_json(m)))),
+        None => Err(ApiError::NotFound(format!("metric {name} does not exist"))),
     }
 }
 
@@ -160,11 +168,9 @@ pub async fn set_retention(
     require_writer(&caller)?;
     check_name(&name)?;
     let group = group_of(&state, &name)?;
-    let served = ts_write(&state, group, TsOp::SetRetention { metric: name, policy }, prefs.consistency).await?;
-    match served.value {
-        TsResponse::Metric(ref m) => Ok((served_headers(&served), Json(metric_json(m)))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = TsOp::SetRetention { metric: name, policy };
+    let served = ts_write(&state, group, op, prefs.consistency, shape!(TsResponse::Metric)).await?;
+    Ok((served_headers(&served), Json(metric_json(&served.value))))
 }
 
 /// Body of `POST /api/v1/timeseries/write`; top-level `tags` apply to every point.
@@ -197,16 +203,16 @@ pub async fn write(
         }
     }
     let group = group_of(&state, &req.metric)?;
-    let served = ts_write(&state, group, TsOp::Write { metric: req.metric.clone(), points }, prefs.consistency).await?;
-    match served.value {
-        TsResponse::Written { points, series, created_metric } => Ok((
-            served_headers(&served),
-            Json(json!({
-                "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
-            })),
-        )),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let op = TsOp::Write { metric: req.metric.clone(), points };
+    let written = shape!(TsResponse::Written { points, series, created_metric });
+    let served = ts_write(&state, group, op, prefs.consistency, written).await?;
+    let (points, series, created_metric) = served.value;
+    Ok((
+        served_headers(&served),
+        Json(json!({
+            "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
+        })),
+    ))
 }
 
 /// Body of `POST /api/v1/timeseries/query`.
@@ -248,13 +254,10 @@ pub async fn query(
         now_ms,
         max_rows: state.config.query_limits.max_result_rows,
     };
-    let served = ts_read(&state, group, q, &prefs).await?;
+    let served = ts_read(&state, group, q, &prefs, shape!(TsQueryResult::Series)).await?;
     let headers = served_headers(&served);
-    let SeriesSet { series, truncated } = match served.value {
-        TsQueryResult::Series(Some(s)) => s,
-        TsQueryResult::Series(None) => return Err(ApiError::NotFound(format!("metric {} does not exist", req.metric))),
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let SeriesSet { series, truncated } =
+        served.value.ok_or_else(|| ApiError::NotFound(format!("metric {} does not exist", req.metric)))?;
     let total: usize = series.iter().map(|s| s.points.len()).sum();
     let list: Vec<Value> = series
         .iter()
@@ -276,18 +279,17 @@ pub async fn query(
 /// Runs `EnforceRetention` on every data group; returns the summed outcome.
 pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| ts_write(state, *g, TsOp::EnforceRetention, Consistency::Quorum));
+    let calls = groups.iter().map(|g| {
+        let retention = shape!(TsResponse::Retention { metrics, dropped_chunks, dropped_points, downsampled_chunks });
+        ts_write(state, *g, TsOp::EnforceRetention, Consistency::Quorum, retention)
+    });
     let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
     for r in futures::future::join_all(calls).await {
-        match r?.value {
-            TsResponse::Retention { metrics: m, dropped_chunks, dropped_points, downsampled_chunks } => {
-                metrics += m;
-                dc += dropped_chunks;
-                dp += dropped_points;
-                ds += downsampled_chunks;
-            }
-            other => return Err(ApiError::unexpected(other)),
-        }
+        let (m, dropped_chunks, dropped_points, downsampled_chunks) = r?.value;
+        metrics += m;
+        dc += dropped_chunks;
+        dp += dropped_points;
+        ds += downsampled_chunks;
     }
     Ok(json!({
         "groups": groups.len(), "metrics_with_retention": metrics,

@@ -15,6 +15,7 @@ use super::JsonBody;
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, hash_password, new_id};
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::permissions::Access;
 use crate::state::AppState;
@@ -122,21 +123,15 @@ pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<
 
 /// `GET /api/v1/admin/users`.
 pub async fn list_users(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match state.cluster.meta_read(MetaQuery::ListUsers).await? {
-        MetaQueryResult::Users(users) => {
-            let list: Vec<Value> = users.iter().map(user_json).collect();
-            Ok(Json(json!({"users": list, "total": list.len()})))
-        }
-        other => Err(ApiError::unexpected(other)),
-    }
+    let users = typed::pick(state.cluster.meta_read(MetaQuery::ListUsers).await?, shape!(MetaQueryResult::Users))?;
+    let list: Vec<Value> = users.iter().map(user_json).collect();
+    Ok(Json(json!({"users": list, "total": list.len()})))
 }
 
 async fn user(state: &AppState, id: &str) -> Result<UserRecord, ApiError> {
-    match state.cluster.meta_read(MetaQuery::UserById { id: id.to_string() }).await? {
-        MetaQueryResult::User(Some(u)) => Ok(u),
-        MetaQueryResult::User(None) => Err(ApiError::NotFound(format!("user {id} does not exist"))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    let answer = state.cluster.meta_read(MetaQuery::UserById { id: id.to_string() }).await?;
+    let found = typed::pick(answer, shape!(MetaQueryResult::User))?;
+    found.ok_or_else(|| ApiError::NotFound(format!("user {id} does not exist")))
 }
 
 /// `GET /api/v1/admin/users/{id}`.
@@ -236,10 +231,8 @@ pub async fn list_roles(State(state): State<AppState>) -> Result<Json<Value>, Ap
         .iter()
         .map(|r| json!({"name": r.as_str(), "permissions": r.permissions(), "builtin": true}))
         .collect();
-    match state.cluster.meta_read(MetaQuery::ListRoles).await? {
-        MetaQueryResult::Roles(roles) => list.extend(roles.iter().map(role_json)),
-        other => return Err(ApiError::unexpected(other)),
-    }
+    let roles = typed::pick(state.cluster.meta_read(MetaQuery::ListRoles).await?, shape!(MetaQueryResult::Roles))?;
+    list.extend(roles.iter().map(role_json));
     Ok(Json(json!({"roles": list})))
 }
 

@@ -39,7 +39,7 @@ use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::catalog::Catalog;
-use crate::cluster::typed::{self, Vector};
+use crate::cluster::typed::{self, Vector, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -104,13 +104,12 @@ async fn layout(state: &AppState, name: &str, prefs: &ReadPrefs, fresh: bool) ->
     if !fresh && let Some(l) = state.vector_layouts.read().expect("layouts lock").get(name) {
         return Ok((l.clone(), true));
     }
-    match read(state, home, VectorQuery::Stats { name: name.into() }, prefs).await {
-        Ok(VectorQueryResult::Stats(s)) => {
+    match read(state, home, VectorQuery::Stats { name: name.into() }, prefs, shape!(VectorQueryResult::Stats)).await {
+        Ok(s) => {
             let l = Layout::of(&s.config, home);
             state.vector_layouts.write().expect("layouts lock").insert(name.into(), l.clone());
             Ok((l, false))
         }
-        Ok(other) => Err(ApiError::unexpected(other)),
         Err(e) => {
             forget(state, name);
             Err(e)
@@ -139,12 +138,26 @@ where
     }
 }
 
-async fn write(state: &AppState, group: GroupId, op: VectorOp, prefs: &ReadPrefs) -> Result<VectorResponse, ApiError> {
-    Ok(typed::write::<Vector>(&*state.cluster, group, op, prefs.consistency).await?.value)
+/// A write whose reply has the one shape named.
+async fn write<T>(
+    state: &AppState,
+    group: GroupId,
+    op: VectorOp,
+    prefs: &ReadPrefs,
+    shape: impl FnOnce(VectorResponse) -> Result<T, VectorResponse>,
+) -> Result<T, ApiError> {
+    Ok(typed::write_as::<Vector, T>(&*state.cluster, group, op, prefs.consistency, shape).await?.value)
 }
 
-async fn read(state: &AppState, group: GroupId, q: VectorQuery, prefs: &ReadPrefs) -> Result<VectorQueryResult, ApiError> {
-    Ok(typed::read::<Vector>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value)
+/// A read whose answer has the one shape named.
+async fn read<T>(
+    state: &AppState,
+    group: GroupId,
+    q: VectorQuery,
+    prefs: &ReadPrefs,
+    shape: impl FnOnce(VectorQueryResult) -> Result<T, VectorQueryResult>,
+) -> Result<T, ApiError> {
+    Ok(typed::read_as::<Vector, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape).await?.value)
 }
 
 /// A collection as returned: configuration, live count, and its shards (each
@@ -215,10 +228,7 @@ async fn create_collection(
         shards: shards.clone(),
         uid: new_id(),
     };
-    let created = match write(&state, home, VectorOp::CreateCollection(config.clone()), &prefs).await? {
-        VectorResponse::Created(c) => c,
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let created = write(&state, home, VectorOp::CreateCollection(config.clone()), &prefs, shape!(VectorResponse::Created)).await?;
     let others = shards[1..].iter().map(|g| create_on_shard(&state, *g, &config, &prefs));
     let results = futures::future::join_all(others).await;
     if let Some(e) = results.into_iter().find_map(Result::err) {
@@ -244,7 +254,7 @@ async fn undo_create(state: &AppState, config: &CollectionConfig, home: GroupId,
             Err(e) => tracing::warn!(collection = config.name, group, "undoing a failed create on a shard: {e}"),
         }
     }
-    if let Err(e) = write(state, home, op(), prefs).await {
+    if let Err(e) = write(state, home, op(), prefs, Ok).await {
         tracing::warn!(collection = config.name, "undoing a failed create at its home: {e}");
     }
 }
@@ -254,11 +264,11 @@ async fn undo_create(state: &AppState, config: &CollectionConfig, home: GroupId,
 /// it is dropped and the write retried.
 async fn create_on_shard(state: &AppState, group: GroupId, config: &CollectionConfig, prefs: &ReadPrefs) -> Result<(), ApiError> {
     let op = || VectorOp::CreateCollection(config.clone());
-    match write(state, group, op(), prefs).await {
+    match write(state, group, op(), prefs, Ok).await {
         Err(ApiError::Conflict(_)) => {
             tracing::warn!(collection = config.name, group, "dropping an orphaned collection definition");
-            let _ = write(state, group, VectorOp::DropCollection { name: config.name.clone(), uid: None }, prefs).await;
-            write(state, group, op(), prefs).await.map(|_| ())
+            let _ = write(state, group, VectorOp::DropCollection { name: config.name.clone(), uid: None }, prefs, Ok).await;
+            write(state, group, op(), prefs, Ok).await.map(|_| ())
         }
         r => r.map(|_| ()),
     }
@@ -270,24 +280,23 @@ async fn drop_everywhere(state: &AppState, name: &str, l: &Layout, prefs: &ReadP
     let Some(cat) = Catalog::on_shards(state, &l.shards) else { return Ok(0) };
     let op = || VectorOp::DropCollection { name: name.into(), uid: l.uid() };
     let (copies, home) = cat.drop_home_last::<Vector>(op, prefs.consistency).await?;
-    copies.into_iter().chain([home?]).try_fold(0, |total, reply| match reply {
-        VectorResponse::Dropped { count } => Ok(total + count),
-        other => Err(ApiError::unexpected(other)),
-    })
+    copies
+        .into_iter()
+        .chain([home?])
+        .try_fold(0, |total, reply| Ok(total + typed::pick(reply, shape!(VectorResponse::Dropped { count }))?))
 }
 
 /// `GET /api/v1/vector/collections`: every collection (found through its home
 /// group's copy), counts summed over its shards, by name.
 async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| async { (*g, read(&state, *g, VectorQuery::ListCollections, &prefs).await) });
+    let calls = groups.iter().map(|g| async {
+        (*g, read(&state, *g, VectorQuery::ListCollections, &prefs, shape!(VectorQueryResult::Collections)).await)
+    });
     // name → (home copy, per-shard counts of copies with the same uid)
     let mut copies: Vec<(GroupId, CollectionStats)> = Vec::new();
     for (g, r) in futures::future::join_all(calls).await {
-        match r? {
-            VectorQueryResult::Collections(c) => copies.extend(c.into_iter().map(|s| (g, s))),
-            other => return Err(ApiError::unexpected(other)),
-        }
+        copies.extend(r?.into_iter().map(|s| (g, s)));
     }
     let mut out: Vec<(String, Value)> = Vec::new();
     for (g, s) in &copies {
@@ -324,18 +333,17 @@ async fn collection_stats(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let home = home(&state, &name)?;
-    let config = match read(&state, home, VectorQuery::Stats { name: name.clone() }, &prefs).await? {
-        VectorQueryResult::Stats(s) => s.config,
-        other => return Err(ApiError::unexpected(other)),
-    };
+    let config = read(&state, home, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)).await?.config;
     let l = Layout::of(&config, home);
-    let calls = l.shards.iter().map(|g| read(&state, *g, VectorQuery::Stats { name: name.clone() }, &prefs));
+    let calls = l
+        .shards
+        .iter()
+        .map(|g| read(&state, *g, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)));
     let mut per_shard = Vec::with_capacity(l.shards.len());
     for (g, r) in l.shards.iter().zip(futures::future::join_all(calls).await) {
         match r? {
-            VectorQueryResult::Stats(s) if s.config.uid == config.uid => per_shard.push((*g, s.count)),
-            VectorQueryResult::Stats(_) => return Err(ApiError::Conflict(format!("collection {name} is being recreated"))),
-            other => return Err(ApiError::unexpected(other)),
+            s if s.config.uid == config.uid => per_shard.push((*g, s.count)),
+            _ => return Err(ApiError::Conflict(format!("collection {name} is being recreated"))),
         }
     }
     Ok(Json(collection_json(&config, home, &per_shard)))
@@ -400,17 +408,13 @@ async fn upsert_records(
             }
             let calls = parts.into_iter().map(|(g, records)| {
                 let op = VectorOp::Upsert { collection: collection.to_string(), records, uid: l.uid() };
-                write(state, g, op, prefs)
+                write(state, g, op, prefs, shape!(VectorResponse::Upserted { inserted, updated }))
             });
             let (mut inserted, mut updated) = (0, 0);
             for r in futures::future::join_all(calls).await {
-                match r? {
-                    VectorResponse::Upserted { inserted: i, updated: u } => {
-                        inserted += i;
-                        updated += u;
-                    }
-                    other => return Err(ApiError::unexpected(other)),
-                }
+                let (i, u) = r?;
+                inserted += i;
+                updated += u;
             }
             Ok((inserted, updated))
         }
@@ -467,19 +471,16 @@ async fn get_record(
 ) -> Result<Json<RecordView>, ApiError> {
     let got = with_layout(&state, &name, &prefs, |l| {
         let q = VectorQuery::Get { collection: name.clone(), id: id.clone(), uid: l.uid() };
-        read(&state, l.shard(&id), q, &prefs)
+        read(&state, l.shard(&id), q, &prefs, shape!(VectorQueryResult::Record))
     })
     .await?;
-    match got {
-        VectorQueryResult::Record(r) => Ok(Json(RecordView {
-            id: r.id,
-            vector: r.vector,
-            metadata: r.metadata,
-            created_at: iso8601_ms(r.created_at_ms),
-            updated_at: iso8601_ms(r.updated_at_ms),
-        })),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(Json(RecordView {
+        id: got.id,
+        vector: got.vector,
+        metadata: got.metadata,
+        created_at: iso8601_ms(got.created_at_ms),
+        updated_at: iso8601_ms(got.updated_at_ms),
+    }))
 }
 
 /// `DELETE …/{name}/vectors/{id}`: a soft delete inside the index.
@@ -490,15 +491,16 @@ async fn delete_record(
     Path((name, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let done = with_layout(&state, &name, &prefs, |l| {
+    with_layout(&state, &name, &prefs, |l| {
         let op = VectorOp::Delete { collection: name.clone(), id: id.clone(), uid: l.uid() };
-        write(&state, l.shard(&id), op, &prefs)
+        let deleted = |reply| match reply {
+            VectorResponse::Deleted => Ok(()),
+            other => Err(other),
+        };
+        write(&state, l.shard(&id), op, &prefs, deleted)
     })
     .await?;
-    match done {
-        VectorResponse::Deleted => Ok(Json(json!({"collection": name, "id": id, "deleted": true}))),
-        other => Err(ApiError::unexpected(other)),
-    }
+    Ok(Json(json!({"collection": name, "id": id, "deleted": true})))
 }
 
 /// Body of a search.
@@ -547,13 +549,11 @@ async fn search(
         let (state, prefs) = (&state, &prefs);
         async move {
             check_vector(l.metric, l.dim, &req.vector).map_err(|e| ApiError::BadRequest(format!("query vector: {e}")))?;
-            let calls = l.shards.iter().map(|g| read(state, *g, VectorQuery::Search(req.clone()), prefs));
+            let calls =
+                l.shards.iter().map(|g| read(state, *g, VectorQuery::Search(req.clone()), prefs, shape!(VectorQueryResult::Hits)));
             let mut all: Vec<VectorHit> = Vec::new();
             for r in futures::future::join_all(calls).await {
-                match r? {
-                    VectorQueryResult::Hits(h) => all.extend(h),
-                    other => return Err(ApiError::unexpected(other)),
-                }
+                all.extend(r?);
             }
             // Each shard's hits are its nearest first; the merged top-k is the k nearest of all.
             all.sort_by(|a, b| a.distance.total_cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));

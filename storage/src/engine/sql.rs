@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use tessera_api::command::Response;
-use tessera_api::error::{ErrorCode, Position, Rejection};
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::import::{ImportFailure, ImportResult, OnConflict, SqlImportOp};
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, SqlRows};
 use tessera_sql::import::{Conflict, ImportInput};
@@ -39,7 +39,7 @@ struct DatabaseKv<'v, 'a> {
 }
 
 fn storage_error(e: crate::StorageError) -> SqlError {
-    SqlError { code: tessera_sql::ErrorCode::Storage, message: e.to_string(), position: None }
+    SqlError::new(ErrorCode::Storage, e.to_string())
 }
 
 impl KvRead for DatabaseKv<'_, '_> {
@@ -63,37 +63,6 @@ impl KvRead for DatabaseKv<'_, '_> {
             })
             .map_err(storage_error)
     }
-}
-
-/// The wire code of a SQL error code.
-fn error_code(code: tessera_sql::ErrorCode) -> ErrorCode {
-    use tessera_sql::ErrorCode as C;
-    match code {
-        C::ParseError => ErrorCode::ParseError,
-        C::TableNotFound => ErrorCode::TableNotFound,
-        C::ColumnNotFound => ErrorCode::ColumnNotFound,
-        C::TypeMismatch => ErrorCode::TypeMismatch,
-        C::DivisionByZero => ErrorCode::DivisionByZero,
-        C::ConstraintViolation => ErrorCode::ConstraintViolation,
-        C::TableExists => ErrorCode::TableExists,
-        C::IndexNotFound => ErrorCode::IndexNotFound,
-        C::IndexExists => ErrorCode::IndexExists,
-        C::ColumnExists => ErrorCode::ColumnExists,
-        C::ConstraintNotFound => ErrorCode::ConstraintNotFound,
-        C::Unsupported => ErrorCode::Unsupported,
-        C::GroupingError => ErrorCode::GroupingError,
-        C::TransactionError => ErrorCode::TransactionError,
-        C::QueryTimeout => ErrorCode::QueryTimeout,
-        C::QueryMemoryExceeded => ErrorCode::QueryMemoryExceeded,
-        C::Storage => ErrorCode::Storage,
-        C::Internal => ErrorCode::Internal,
-    }
-}
-
-/// A SQL error as the reply's rejection.
-fn rejection(e: SqlError) -> Rejection {
-    let position = e.position.map(|p| Position { line: p.line, column: p.column, offset: None });
-    Rejection::new(error_code(e.code), e.message).at(position)
 }
 
 fn rows(r: tessera_sql::QueryResult) -> SqlResult {
@@ -180,8 +149,8 @@ impl SqlEngine {
             // I/O and decryption errors are this replica's, not the statement's:
             // stop this group's apply here instead of answering a failure that the
             // other replicas (which could read) did not give.
-            Err(e) if e.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.message)),
-            Err(e) => Ok((Response::Rejected(rejection(e)), Vec::new())),
+            Err(e) if e.code == ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.message)),
+            Err(e) => Ok((Response::Rejected(e), Vec::new())),
         }
     }
 }
@@ -231,8 +200,8 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<Rejection>
         memory_pool: Some(memory_pool()),
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
-        Err(e) if matches!(e.code, tessera_sql::ErrorCode::QueryTimeout | tessera_sql::ErrorCode::QueryMemoryExceeded) => {
-            Some(rejection(e))
+        Err(e) if matches!(e.code, ErrorCode::QueryTimeout | ErrorCode::QueryMemoryExceeded) => {
+            Some(e)
         }
         _ => None,
     }
@@ -291,8 +260,8 @@ impl SqlEngine {
                 let response = Response::Import(ImportResult { imported: out.imported, skipped: out.skipped, failure: None });
                 Ok((response, out.changes))
             }
-            Err(e) if e.error.code == tessera_sql::ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.error.message)),
-            Err(e) => fail(e.line.unwrap_or(0), rejection(e.error)),
+            Err(e) if e.error.code == ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.error.message)),
+            Err(e) => fail(e.line.unwrap_or(0), e.error),
         }
     }
 }
@@ -312,7 +281,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 Ok(false) => {
                     return Ok(Err(Rejection::new(ErrorCode::NotReadOnly, "the request writes and must be proposed")));
                 }
-                Err(e) => return Ok(Err(rejection(e))),
+                Err(e) => return Ok(Err(e)),
             }
             let ctx = ExecContext {
                 now_ms: tessera_api::command::now_ms(),
@@ -323,15 +292,15 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 cancel,
                 memory_pool: Some(memory_pool()),
             };
-            tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result)).map_err(rejection)
+            tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result))
         }
         SqlQuery::ListTables { database } => match tessera_sql::list_tables(&kv(database)) {
             Ok(tables) => Ok(SqlResult::Catalog(serde_json::to_value(tables)?)),
-            Err(e) => Err(rejection(e)),
+            Err(e) => Err(e),
         },
         SqlQuery::DescribeTable { database, name } => match tessera_sql::describe_table(&kv(database), name) {
             Ok(schema) => Ok(SqlResult::Catalog(serde_json::to_value(schema)?)),
-            Err(e) => Err(rejection(e)),
+            Err(e) => Err(e),
         },
         SqlQuery::ListDatabases => {
             let mut names = Vec::new();

@@ -53,6 +53,7 @@ use super::{
     object_write, write_in_bucket,
 };
 use crate::auth::{Caller, new_id};
+use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::handlers::ReadPrefs;
 use crate::state::AppState;
@@ -144,12 +145,9 @@ async fn export_into(state: &AppState, bucket: &str, prefs: &ReadPrefs, tx: &Chu
             let mut written = 0u64;
             for index in 0..m.chunks {
                 let q = ObjectQuery::Chunk { bucket: bucket.into(), blob_id: m.blob_id.clone(), index };
-                let data = match object_read(state, group, q, prefs).await? {
-                    ObjectQueryResult::Chunk(Some(d)) => d,
-                    ObjectQueryResult::Chunk(None) => {
-                        return Err(ApiError::Conflict(format!("object {} changed during the export", m.key)));
-                    }
-                    other => return Err(ApiError::unexpected(other)),
+                let chunk = typed::pick(object_read(state, group, q, prefs).await?, shape!(ObjectQueryResult::Chunk))?;
+                let Some(data) = chunk else {
+                    return Err(ApiError::Conflict(format!("object {} changed during the export", m.key)));
                 };
                 written += data.len() as u64;
                 enc.write_all(&data).map_err(io)?;
