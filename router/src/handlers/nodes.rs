@@ -239,8 +239,9 @@ const LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// once no node reports it as the leader of any group and each of those groups
 /// has another leader; `all` once every replica of those groups knows the new
 /// leader. Draining a node that does not answer is allowed (it drains itself
-/// when it comes back: nodes follow their state in the map). Replicas stay where
-/// they are: moving them needs groups created at run time, not built yet.
+/// when it comes back: nodes follow their state in the map). Then each data
+/// replica the node holds moves to a node that lacks the group (learner,
+/// catch-up, voters replaced); `all` also waits until every move is applied.
 pub async fn drain(
     State(state): State<AppState>,
     _caller: Caller,
