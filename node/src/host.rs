@@ -250,6 +250,8 @@ pub struct Host {
     restart: tokio::sync::watch::Sender<bool>,
     /// The node was drained ([`Host::drain`]): it neither campaigns nor leads.
     drained: AtomicBool,
+    /// Groups whose leadership this node is handing off ([`Host::hand_off`]).
+    handing_off: std::sync::Mutex<std::collections::HashSet<GroupId>>,
     /// The node was removed from the cluster ([`Host::retire`]): it stops for good.
     retired: AtomicBool,
     /// A cluster shutdown asked this node to stop ([`Host::request_shutdown`]).
@@ -440,6 +442,7 @@ impl Host {
             disk_usage: Default::default(),
             restart: tokio::sync::watch::Sender::new(false),
             drained: AtomicBool::new(drained),
+            handing_off: Default::default(),
             retired: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
         });
@@ -593,7 +596,7 @@ impl Host {
     /// (so no message of it renews its followers' leases): they elect another
     /// leader, and the caller retries there.
     fn refuse_if_drained_leader(&self, group: GroupId) -> Result<(), HostError> {
-        if self.is_drained() && self.leads(group) {
+        if (self.is_drained() || self.is_handing_off(group)) && self.leads(group) {
             return Err(HostError::NotLeader { group, leader: None });
         }
         Ok(())
@@ -644,6 +647,69 @@ impl Host {
                 return (led, still);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Whether this node is handing `group`'s leadership off.
+    fn is_handing_off(&self, group: GroupId) -> bool {
+        self.handing_off.lock().unwrap_or_else(|e| e.into_inner()).contains(&group)
+    }
+
+    /// Hands the leadership of `group` off (openraft 0.9 has no leader
+    /// transfer): this replica stops campaigning for the group and, while it
+    /// leads, sends no heartbeats and refuses leader work, so the followers'
+    /// leases run out and one of them (the one asked to [`Host::campaign`]) is
+    /// elected. Once another node leads, or after `timeout`, the replica
+    /// campaigns and heartbeats again (unless the node was drained meanwhile).
+    /// Answers false when this node does not lead the group.
+    pub fn hand_off(self: &Arc<Self>, group: GroupId, timeout: Duration) -> Result<bool, HostError> {
+        let g = self.group(group)?;
+        if !self.leads(group) {
+            return Ok(false);
+        }
+        self.handing_off.lock().unwrap_or_else(|e| e.into_inner()).insert(group);
+        g.raft.runtime_config().elect(false);
+        g.raft.runtime_config().heartbeat(false);
+        info!(group, "handing the leadership off");
+        let host = self.clone();
+        tokio::spawn(async move {
+            let deadline = Instant::now() + timeout;
+            while host.leads(group) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            host.handing_off.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+            if !host.is_drained() {
+                g.raft.runtime_config().elect(true);
+                g.raft.runtime_config().heartbeat(true);
+            }
+            let leader = g.raft.metrics().borrow().current_leader;
+            info!(group, ?leader, "leadership hand-off over");
+        });
+        Ok(true)
+    }
+
+    /// Campaigns for `group` until this replica leads it, another node than
+    /// `previous` leads it, or `timeout` passes; answers the leader then (if
+    /// known). Votes are granted once the voters' lease on the previous leader
+    /// ran out (an election timeout after its last heartbeat).
+    pub async fn campaign(&self, group: GroupId, previous: Option<NodeId>, timeout: Duration) -> Result<Option<NodeId>, HostError> {
+        let g = self.group(group)?;
+        if self.is_drained() {
+            return Err(HostError::Unavailable(format!("node {} is drained: it does not campaign", self.id)));
+        }
+        if !g.raft.metrics().borrow().membership_config.voter_ids().any(|v| v == self.id) {
+            return Err(HostError::Unavailable(format!("node {} is no voter of group {group}", self.id)));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leader = g.raft.metrics().borrow().current_leader;
+            if leader == Some(self.id) || (leader.is_some() && leader != previous) || Instant::now() >= deadline {
+                return Ok(leader);
+            }
+            if let Err(e) = g.raft.trigger().elect().await {
+                return Err(HostError::Unavailable(format!("group {group}: {e}")));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 

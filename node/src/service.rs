@@ -10,7 +10,7 @@ use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    AddLearnerRequest, DropGroupReply, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
+    AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::codec;
@@ -232,6 +232,22 @@ impl DataService for NodeService {
         let timeout = std::time::Duration::from_millis(req.into_inner().timeout_ms.clamp(100, 120_000));
         let (led, still_leading) = self.host.release_leadership(timeout).await;
         Ok(Response::new(ReleaseLeadershipReply { led, still_leading, took_ms: started.elapsed().as_millis() as u64 }))
+    }
+
+    async fn hand_off(&self, req: Request<HandOffRequest>) -> Result<Response<HandOffReply>, Status> {
+        let req = req.into_inner();
+        let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(100, 60_000));
+        let was_leader = self.host.hand_off(req.group_id, timeout).map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(HandOffReply { was_leader }))
+    }
+
+    async fn campaign(&self, req: Request<CampaignRequest>) -> Result<Response<CampaignReply>, Status> {
+        let started = std::time::Instant::now();
+        let req = req.into_inner();
+        let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(100, 60_000));
+        let previous = (req.previous_leader != 0).then_some(req.previous_leader);
+        let leader = self.host.campaign(req.group_id, previous, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(CampaignReply { leader: leader.unwrap_or(0), took_ms: started.elapsed().as_millis() as u64 }))
     }
 
     async fn retire(&self, _req: Request<RetireRequest>) -> Result<Response<RetireReply>, Status> {

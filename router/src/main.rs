@@ -78,6 +78,7 @@ fn route_table() -> RouteTable {
         .post("/api/v1/admin/nodes/{node_id}/restart", P("manage:cluster"), handlers::nodes::restart)
         .post("/api/v1/admin/cluster/shutdown", P("manage:cluster"), handlers::nodes::shutdown_cluster)
         .post("/api/v1/admin/nodes/{node_id}/drain", P("manage:cluster"), handlers::nodes::drain)
+        .post("/api/v1/admin/rebalance", P("manage:cluster"), handlers::nodes::rebalance)
         .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
         .get("/api/v1/admin/dashboard", P("read:cluster"), handlers::monitoring::dashboard)

@@ -58,6 +58,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     eprintln!("[node_add] adding node {NEW} took {:?}: {}", started.elapsed(), added.json);
     ensure!(added.json["added"] == true && added.json["replicas_moved"] == 3, "{added}");
     let acked = writer.stop().await?;
+    the_new_node_leads_its_share(&api).await?;
 
     let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
     let data_replicas = |id: u64| -> Result<usize> {
@@ -89,6 +90,31 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = api.replica(NEW).kv_get("after/19").await?.ensure_status(200)?;
     ensure!(r.json["value"] == json!(19), "{r}");
     draining_node_1_moves_its_replicas_away(c, &api, &acked).await
+}
+
+/// Five groups over four nodes: after the addition's leader moves node 4
+/// leads at least one group, and `POST /api/v1/admin/rebalance` evens any
+/// spread left (elections under load may have moved a leadership since).
+async fn the_new_node_leads_its_share(api: &Http) -> Result<()> {
+    let led = |nodes: &Value, id: u64| -> usize {
+        nodes["nodes"]
+            .as_array()
+            .and_then(|n| n.iter().find(|n| n["id"] == id))
+            .and_then(|n| n["groups_led"].as_array())
+            .map_or(0, Vec::len)
+    };
+    wait_for(Duration::from_secs(60), "node 4 leads a group and the leadership spread is even", || async {
+        let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+        let (max, min) = (nodes["spread"]["max_led"].as_u64(), nodes["spread"]["min_led"].as_u64());
+        if led(&nodes, NEW) >= 1 && max.zip(min).is_some_and(|(max, min)| max <= min + 1) {
+            eprintln!("[node_add] leadership spread: {}", nodes["spread"]);
+            return Ok(Some(()));
+        }
+        let rebalanced = api.post("/api/v1/admin/rebalance", &json!({})).await?.ensure_status(200)?;
+        eprintln!("[node_add] rebalance: {}", rebalanced.json);
+        Ok(None)
+    })
+    .await
 }
 
 /// With four nodes a drained node's data replicas have somewhere to go: each

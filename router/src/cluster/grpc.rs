@@ -12,7 +12,7 @@ use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
-use tessera_api::rpc::{AddLearnerRequest, DropGroupRequest, HostGroupRequest, ReplaceVotersRequest, 
+use tessera_api::rpc::{AddLearnerRequest, CampaignRequest, DropGroupRequest, HandOffRequest, HostGroupRequest, ReplaceVotersRequest, 
     Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
     RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
@@ -24,6 +24,8 @@ use super::{ClusterClient, ClusterError, Served, build_ring};
 
 /// Timeout of one RPC attempt.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a leader stays silent for a hand-off, and its successor campaigns.
+const LEADER_TRANSFER_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct View {
@@ -420,6 +422,25 @@ impl ClusterClient for GrpcCluster {
         req.set_timeout(ATTEMPT_TIMEOUT);
         client.retire(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(())
+    }
+
+    async fn transfer_leader(&self, group: GroupId, from: &NodeInfo, to: &NodeInfo) -> Result<Option<NodeId>, ClusterError> {
+        let unavailable = |node: &NodeInfo, s: tonic::Status| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message()));
+        let mut req = tonic::Request::new(HandOffRequest { group_id: group, timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64 });
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        let was_leader = self.client(&from.addr)?.hand_off(req).await.map_err(|s| unavailable(from, s))?.into_inner().was_leader;
+        if !was_leader {
+            return Err(ClusterError::Unavailable(format!("node {} does not lead group {group}", from.id)));
+        }
+        let mut req = tonic::Request::new(CampaignRequest {
+            group_id: group,
+            previous_leader: from.id,
+            timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64,
+        });
+        req.set_timeout(LEADER_TRANSFER_TIMEOUT + ATTEMPT_TIMEOUT);
+        let leader = self.client(&to.addr)?.campaign(req).await.map_err(|s| unavailable(to, s))?.into_inner().leader;
+        self.refresh().await;
+        Ok((leader != 0).then_some(leader))
     }
 
     async fn shutdown_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {

@@ -177,6 +177,10 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("node {} is the only in-process node; it cannot hand its groups over", node.id)))
     }
 
+    async fn transfer_leader(&self, group: GroupId, from: &NodeInfo, _to: &NodeInfo) -> Result<Option<NodeId>, ClusterError> {
+        Err(ClusterError::Unavailable(format!("group {group} has one in-process member; node {} keeps leading it", from.id)))
+    }
+
     async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError> {
         Err(ClusterError::Unavailable(format!("group {group} has one in-process member; node {node} cannot leave it")))
     }

@@ -85,6 +85,11 @@ pub trait ClusterClient: Send + Sync {
     /// Drains node `node` (it stops campaigning and leading); answers the groups it led.
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError>;
 
+    /// Moves the leadership of `group` from node `from` (its leader) to `to`
+    /// (one of its voters): `from` hands it off, `to` campaigns. Answers the
+    /// leader afterwards (another voter may win the election).
+    async fn transfer_leader(&self, group: GroupId, from: &NodeInfo, to: &NodeInfo) -> Result<Option<NodeId>, ClusterError>;
+
     /// Removes `node` from `group`'s voters through the group's leader; answers
     /// the log index of the committed membership without it.
     async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError>;

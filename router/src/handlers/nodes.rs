@@ -408,8 +408,13 @@ pub async fn add(
     if consistency == Consistency::One {
         let (state, joining) = (state.clone(), node.clone());
         tokio::spawn(async move {
-            if let Err(e) = join_node(&state, &joining, &moves).await {
-                tracing::warn!(node = joining.id, "adding the node: {e}; repeat POST /api/v1/admin/nodes to resume");
+            match join_node(&state, &joining, &moves).await {
+                Ok(_) => {
+                    if let Err(e) = rebalance_leaders(&state).await {
+                        tracing::warn!(node = joining.id, "rebalancing leaders after the addition: {e}");
+                    }
+                }
+                Err(e) => tracing::warn!(node = joining.id, "adding the node: {e}; repeat POST /api/v1/admin/nodes to resume"),
             }
         });
         return Ok((
@@ -423,16 +428,147 @@ pub async fn add(
         let map = state.cluster.map().unwrap_or(map);
         settle(&state, &what, asked, |statuses| move_pending(statuses, &map, &indexes)).await?;
     }
+    // Then leaderships, so the new node leads its share too (best effort: a
+    // failed move leaves the spread as it was; POST /api/v1/admin/rebalance again).
+    let leader_moves = rebalance_leaders(&state).await.unwrap_or_else(|e| {
+        tracing::warn!(node = node.id, "rebalancing leaders after the addition: {e}");
+        Vec::new()
+    });
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
         Json(json!({
             "node_id": node.id, "address": node.addr, "state": "active", "added": true, "consistency": level,
-            "replicas_moved": moves.len(),
+            "replicas_moved": moves.len(), "leaders_moved": leader_moves.len(), "leader_moves": leader_moves,
             "moves": moves.iter().map(|(g, from)| json!({"group": g, "from": from, "to": node.id})).collect::<Vec<_>>(),
             "took_ms": asked.elapsed().as_millis() as u64,
         })),
     ))
+}
+
+/// One leadership move the planner chose: `group` from its leader `from` to its voter `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderMove {
+    pub group: GroupId,
+    pub from: NodeId,
+    pub to: NodeId,
+}
+
+/// The next leadership move that evens out how many groups each of the
+/// `eligible` nodes leads (`leaders`: group → leader; `voters`: group → its
+/// voters): from a node leading at least two more than another to that node,
+/// for a group the two share; the most loaded leader and the least loaded
+/// voter first. `None` when the spread is even (within one) or no shared
+/// group allows a move.
+pub fn next_leader_move(
+    leaders: &BTreeMap<GroupId, NodeId>,
+    voters: &BTreeMap<GroupId, Vec<NodeId>>,
+    eligible: &std::collections::BTreeSet<NodeId>,
+) -> Option<LeaderMove> {
+    let mut led: BTreeMap<NodeId, usize> = eligible.iter().map(|n| (*n, 0)).collect();
+    for leader in leaders.values() {
+        if let Some(n) = led.get_mut(leader) {
+            *n += 1;
+        }
+    }
+    let mut by_load: Vec<(NodeId, usize)> = led.iter().map(|(n, l)| (*n, *l)).collect();
+    by_load.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
+    for &(from, most) in &by_load {
+        for &(to, fewest) in by_load.iter().rev() {
+            if most < fewest + 2 {
+                break;
+            }
+            let shared = leaders
+                .iter()
+                .find(|(g, leader)| **leader == from && voters.get(g).is_some_and(|v| v.contains(&to)))
+                .map(|(g, _)| *g);
+            if let Some(group) = shared {
+                return Some(LeaderMove { group, from, to });
+            }
+        }
+    }
+    None
+}
+
+/// Leadership moves until the spread is even: each planned from fresh
+/// statuses (active or joining, reachable nodes only), at most `2 × groups` attempts; a
+/// move whose election another voter won still counts as made. Answers the
+/// moves made (with the leader each ended with).
+async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
+    let mut made = Vec::new();
+    let mut attempts = 0;
+    // The map as the meta group has it now (a node just added is active there).
+    state.cluster.refresh().await;
+    let settle_by = Instant::now() + Duration::from_secs(10);
+    loop {
+        let statuses = state.cluster.node_statuses().await?;
+        let eligible: std::collections::BTreeSet<NodeId> = statuses
+            .iter()
+            // A joining node leads only groups it is a voter of already (and the
+            // map may not show a node just added as active yet).
+            .filter(|(n, s)| matches!(n.state, NodeState::Active | NodeState::Joining) && s.is_ok())
+            .map(|(n, _)| n.id)
+            .collect();
+        let (mut leaders, mut voters) = (BTreeMap::new(), BTreeMap::new());
+        for (node, status) in &statuses {
+            for g in status.iter().flat_map(|s| &s.groups) {
+                if g.leader_id == node.id {
+                    leaders.insert(g.group_id, node.id);
+                    voters.insert(g.group_id, g.voters.clone());
+                }
+            }
+        }
+        // Groups between leaders (a membership change just moved one) are
+        // waited for: a plan without them would count their leaders' load wrong.
+        let groups = state.cluster.map().map_or(0, |m| m.groups.len());
+        if leaders.len() < groups && Instant::now() < settle_by {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        let next = next_leader_move(&leaders, &voters, &eligible);
+        tracing::debug!(?leaders, ?eligible, ?next, "leadership spread");
+        let Some(mv) = next else { return Ok(made) };
+        attempts += 1;
+        if attempts > 2 * leaders.len().max(1) {
+            tracing::warn!(?mv, "leader rebalancing stopped after {} attempts", attempts - 1);
+            return Ok(made);
+        }
+        let node = |id: NodeId| statuses.iter().find(|(n, _)| n.id == id).map(|(n, _)| n.clone());
+        let (Some(from), Some(to)) = (node(mv.from), node(mv.to)) else { return Ok(made) };
+        match state.cluster.transfer_leader(mv.group, &from, &to).await {
+            Ok(leader) => {
+                tracing::info!(group = mv.group, from = mv.from, to = mv.to, ?leader, "moved a group's leadership");
+                made.push(json!({"group": mv.group, "from": mv.from, "to": mv.to, "leader": leader}));
+            }
+            Err(e) => tracing::warn!(group = mv.group, from = mv.from, to = mv.to, "moving the leadership failed: {e}"),
+        }
+    }
+}
+
+/// `POST /api/v1/admin/rebalance`: moves group leaderships until every active
+/// node leads within one as many groups as any other (openraft 0.9 has no
+/// leader transfer: the leader stops heartbeating for the group and the chosen
+/// voter campaigns once the others' leases ran out, an election timeout). Each
+/// move makes the group refuse writes for about that long; clients' retries
+/// through the router do not see it. Answers the moves and the spread after them.
+pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+    lifecycle_body(&body)?;
+    let started = Instant::now();
+    let moves = rebalance_leaders(&state).await?;
+    let statuses = state.cluster.node_statuses().await?;
+    let mut led_by: BTreeMap<NodeId, usize> = BTreeMap::new();
+    for (node, status) in statuses.iter().filter(|(n, _)| n.state == NodeState::Active) {
+        let led = status.iter().flat_map(|s| &s.groups).filter(|g| g.leader_id == node.id).count();
+        led_by.insert(node.id, led);
+    }
+    Ok(Json(json!({
+        "leaders_moved": moves.len(), "moves": moves,
+        "spread": {
+            "groups_led": led_by.iter().map(|(id, n)| (id.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "max_led": led_by.values().max(), "min_led": led_by.values().min(),
+        },
+        "took_ms": started.elapsed().as_millis() as u64,
+    })))
 }
 
 /// The replica moves that give node `new` its share of the data groups' replicas

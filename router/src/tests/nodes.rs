@@ -64,3 +64,51 @@ async fn a_cluster_shutdown_needs_its_confirmation() {
     router.post("/api/v1/admin/cluster/shutdown", &serde_json::json!({"confirm": true})).await.expect(503);
     router.post("/api/v1/admin/nodes/1/drain", &serde_json::json!({"force": true})).await.expect(400);
 }
+
+mod leader_spread {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use crate::handlers::nodes::{LeaderMove, next_leader_move};
+
+    fn plan(leaders: &[(u64, u64)], voters: &[(u64, &[u64])], eligible: &[u64]) -> Vec<LeaderMove> {
+        let mut leaders: BTreeMap<u64, u64> = leaders.iter().copied().collect();
+        let voters: BTreeMap<u64, Vec<u64>> = voters.iter().map(|(g, v)| (*g, v.to_vec())).collect();
+        let eligible: BTreeSet<u64> = eligible.iter().copied().collect();
+        let mut moves = Vec::new();
+        while let Some(mv) = next_leader_move(&leaders, &voters, &eligible) {
+            assert!(moves.len() < 20, "the planner does not converge: {moves:?}");
+            leaders.insert(mv.group, mv.to);
+            moves.push(mv);
+        }
+        moves
+    }
+
+    #[test]
+    fn a_new_node_takes_leaderships_of_groups_it_holds_until_the_spread_is_even() {
+        // Five groups on four nodes; node 1 leads three, node 4 (new) none.
+        let voters: &[(u64, &[u64])] = &[(0, &[1, 2, 3]), (1, &[1, 2, 4]), (2, &[1, 3, 4]), (3, &[2, 3, 4]), (4, &[1, 2, 3])];
+        let moves = plan(&[(0, 1), (1, 1), (2, 1), (3, 2), (4, 3)], voters, &[1, 2, 3, 4]);
+        assert_eq!(moves, vec![LeaderMove { group: 1, from: 1, to: 4 }]);
+    }
+
+    #[test]
+    fn an_even_spread_or_no_shared_group_plans_nothing() {
+        let voters: &[(u64, &[u64])] = &[(0, &[1, 2, 3]), (1, &[1, 2, 3]), (2, &[1, 2, 3])];
+        assert!(plan(&[(0, 1), (1, 2), (2, 3)], voters, &[1, 2, 3]).is_empty());
+        // Node 4 holds no replica of node 1's groups: nothing can move to it.
+        let voters: &[(u64, &[u64])] = &[(0, &[1, 2, 3]), (1, &[1, 2, 3])];
+        assert!(plan(&[(0, 1), (1, 1)], voters, &[1, 4]).is_empty());
+    }
+
+    #[test]
+    fn nodes_not_eligible_neither_give_nor_take() {
+        // Node 3 is draining (not eligible): its two groups stay, and the others are even.
+        let voters: &[(u64, &[u64])] = &[(0, &[1, 2, 3]), (1, &[1, 2, 3]), (2, &[1, 2, 3])];
+        assert!(plan(&[(0, 3), (1, 3), (2, 1)], voters, &[1, 2]).is_empty());
+        // Four groups led by node 1 over three eligible nodes end 2/1/1.
+        let voters: &[(u64, &[u64])] = &[(0, &[1, 2, 3]), (1, &[1, 2, 3]), (2, &[1, 2, 3]), (3, &[1, 2, 3])];
+        let moves = plan(&[(0, 1), (1, 1), (2, 1), (3, 1)], voters, &[1, 2, 3]);
+        assert_eq!(moves.len(), 2, "{moves:?}");
+        assert!(moves.iter().all(|m| m.from == 1) && moves.iter().any(|m| m.to == 2) && moves.iter().any(|m| m.to == 3));
+    }
+}
