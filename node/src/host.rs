@@ -21,6 +21,9 @@ use crate::network::{GroupNetwork, PeerPool};
 use crate::placement;
 use crate::query_pool::{PoolError, QueryPool};
 
+/// How long a leader handing a group off waits for the successor's log to catch up.
+const HAND_OFF_CATCH_UP: Duration = Duration::from_secs(2);
+
 /// How long a write or read with consistency `all` waits for every voter.
 const ALL_APPLIED_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -659,15 +662,26 @@ impl Host {
     /// transfer): this replica stops campaigning for the group and, while it
     /// leads, sends no heartbeats and refuses leader work, so the followers'
     /// leases run out and one of them (the one asked to [`Host::campaign`]) is
-    /// elected. Once another node leads, or after `timeout`, the replica
-    /// campaigns and heartbeats again (unless the node was drained meanwhile).
-    /// Answers false when this node does not lead the group.
-    pub fn hand_off(self: &Arc<Self>, group: GroupId, timeout: Duration) -> Result<bool, HostError> {
+    /// elected. First it waits (at most [`HAND_OFF_CATCH_UP`]) until `to` holds
+    /// its whole log, so the successor's votes are not refused for a short log.
+    /// Once another node leads, or after `timeout`, the replica campaigns and
+    /// heartbeats again (unless the node was drained meanwhile). Answers false
+    /// when this node does not lead the group.
+    pub async fn hand_off(self: &Arc<Self>, group: GroupId, to: NodeId, timeout: Duration) -> Result<bool, HostError> {
         let g = self.group(group)?;
         if !self.leads(group) {
             return Ok(false);
         }
         self.handing_off.lock().unwrap_or_else(|e| e.into_inner()).insert(group);
+        let caught_up_by = Instant::now() + HAND_OFF_CATCH_UP;
+        loop {
+            let m = g.raft.metrics().borrow().clone();
+            let matched = m.replication.as_ref().and_then(|r| r.get(&to)).and_then(|l| l.map(|l| l.index));
+            if matched >= m.last_log_index || Instant::now() >= caught_up_by {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         g.raft.runtime_config().elect(false);
         g.raft.runtime_config().heartbeat(false);
         info!(group, "handing the leadership off");
@@ -709,7 +723,9 @@ impl Host {
             if let Err(e) = g.raft.trigger().elect().await {
                 return Err(HostError::Unavailable(format!("group {group}: {e}")));
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            // Each attempt raises the term; voters refuse until their lease on the
+            // previous leader ran out, so a few attempts per lease are enough.
+            tokio::time::sleep(Duration::from_millis(400)).await;
         }
     }
 

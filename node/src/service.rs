@@ -237,7 +237,8 @@ impl DataService for NodeService {
     async fn hand_off(&self, req: Request<HandOffRequest>) -> Result<Response<HandOffReply>, Status> {
         let req = req.into_inner();
         let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(100, 60_000));
-        let was_leader = self.host.hand_off(req.group_id, timeout).map_err(|e| Status::unavailable(e.to_string()))?;
+        let was_leader =
+            self.host.hand_off(req.group_id, req.to, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(HandOffReply { was_leader }))
     }
 

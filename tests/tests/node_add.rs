@@ -46,7 +46,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let taken = api.post("/api/v1/admin/nodes", &json!({"node_id": 2, "address": addr})).await?.ensure_status(409)?;
     ensure!(taken.json["error"].as_str().is_some_and(|e| e.contains("already")), "{taken}");
 
-    let writer = Writer::start(&api);
+    // Idle figures first, for comparison (a measurement window, not a wait).
+    let idle = Writer::start(&api, "idle, before the addition");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    idle.stop().await?;
+    let writer = Writer::start(&api, "while node 4 was added");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let started = Instant::now();
     let added = api
@@ -58,7 +62,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     eprintln!("[node_add] adding node {NEW} took {:?}: {}", started.elapsed(), added.json);
     ensure!(added.json["added"] == true && added.json["replicas_moved"] == 3, "{added}");
     let acked = writer.stop().await?;
-    the_new_node_leads_its_share(&api).await?;
+    the_new_node_leads_its_share(&api, NEW).await?;
 
     let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
     let data_replicas = |id: u64| -> Result<usize> {
@@ -92,10 +96,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     draining_node_1_moves_its_replicas_away(c, &api, &acked).await
 }
 
-/// Five groups over four nodes: after the addition's leader moves node 4
-/// leads at least one group, and `POST /api/v1/admin/rebalance` evens any
+/// Five groups over four nodes: after the addition's leader moves the new
+/// node leads at least one group, and `POST /api/v1/admin/rebalance` evens any
 /// spread left (elections under load may have moved a leadership since).
-async fn the_new_node_leads_its_share(api: &Http) -> Result<()> {
+async fn the_new_node_leads_its_share(api: &Http, new: u64) -> Result<()> {
     let led = |nodes: &Value, id: u64| -> usize {
         nodes["nodes"]
             .as_array()
@@ -103,10 +107,10 @@ async fn the_new_node_leads_its_share(api: &Http) -> Result<()> {
             .and_then(|n| n["groups_led"].as_array())
             .map_or(0, Vec::len)
     };
-    wait_for(Duration::from_secs(60), "node 4 leads a group and the leadership spread is even", || async {
+    wait_for(Duration::from_secs(60), "the new node leads a group and the leadership spread is even", || async {
         let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
         let (max, min) = (nodes["spread"]["max_led"].as_u64(), nodes["spread"]["min_led"].as_u64());
-        if led(&nodes, NEW) >= 1 && max.zip(min).is_some_and(|(max, min)| max <= min + 1) {
+        if led(&nodes, new) >= 1 && max.zip(min).is_some_and(|(max, min)| max <= min + 1) {
             eprintln!("[node_add] leadership spread: {}", nodes["spread"]);
             return Ok(Some(()));
         }
@@ -121,8 +125,12 @@ async fn the_new_node_leads_its_share(api: &Http) -> Result<()> {
 /// moves to the one node its group lacks, so the replication factor holds; the
 /// removal then only takes the node out of the meta group.
 async fn draining_node_1_moves_its_replicas_away(c: &mut Cluster, api: &Http, acked: &[u64]) -> Result<()> {
+    let writer = Writer::start(api, "while node 1 was drained");
+    let started = Instant::now();
     let drained = api.consistency("all").post("/api/v1/admin/nodes/1/drain", &json!({})).await?.ensure_status(200)?;
-    eprintln!("[node_add] drain of node 1: {}", drained.json);
+    eprintln!("[node_add] drain of node 1 took {:?}: {}", started.elapsed(), drained.json);
+    let acked_during_drain = writer.stop().await?;
+    nothing_lost(api, &acked_during_drain).await?;
     ensure!(drained.json["drained"] == true && drained.json["replicas_moved"] == 3, "{drained}");
     let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
     let hosted = |id: u64| -> Vec<u64> {
@@ -149,20 +157,22 @@ async fn draining_node_1_moves_its_replicas_away(c: &mut Cluster, api: &Http, ac
 /// share from the three nodes that hold every group.
 async fn a_new_machine_takes_node_1s_place(c: &mut Cluster, api: &Http) -> Result<()> {
     let addr = c.start_new_node(5)?;
-    let writer = Writer::start(api);
+    let writer = Writer::start(api, "while node 5 was added");
+    let started = Instant::now();
     let added = api
         .consistency("all")
         .timeout(Duration::from_secs(180))
         .post("/api/v1/admin/nodes", &json!({"node_id": 5, "address": addr}))
         .await?
         .ensure_status(200)?;
+    eprintln!("[node_add] adding node 5 took {:?}: {}", started.elapsed(), added.json);
     ensure!(added.json["replicas_moved"] == 3, "{added}");
     let acked = writer.stop().await?;
     nothing_lost(api, &acked).await?;
     let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
     let ids: Vec<u64> = nodes["nodes"].as_array().map(|n| n.iter().filter_map(|n| n["id"].as_u64()).collect()).unwrap_or_default();
     ensure!(ids == vec![2, 3, 4, 5], "{nodes}");
-    Ok(())
+    the_new_node_leads_its_share(api, 5).await
 }
 
 async fn nothing_lost(api: &Http, acked: &[u64]) -> Result<()> {
@@ -177,34 +187,48 @@ async fn nothing_lost(api: &Http, acked: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// One KV writer, one put at a time, noting each put's latency.
 struct Writer {
+    label: &'static str,
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<Result<Vec<u64>>>,
+    task: tokio::task::JoinHandle<Result<(Vec<u64>, Vec<Duration>)>>,
 }
 
 impl Writer {
-    fn start(api: &Http) -> Writer {
+    fn start(api: &Http, label: &'static str) -> Writer {
         let stop = Arc::new(AtomicBool::new(false));
         let (api, flag) = (api.clone(), stop.clone());
         let task = tokio::spawn(async move {
-            let mut acked = Vec::new();
+            let (mut acked, mut latencies) = (Vec::new(), Vec::new());
             for i in 0u64.. {
                 if flag.load(Ordering::Relaxed) {
                     break;
                 }
+                let sent = Instant::now();
                 let r = api.kv_put(&format!("during/{i}"), json!(i), None).await?;
-                ensure!(r.status == 200, "kv write {i} failed while node {NEW} was added: {r}");
+                ensure!(r.status == 200, "kv write {i} failed ({label}): {r}");
+                latencies.push(sent.elapsed());
                 acked.push(i);
             }
-            Ok(acked)
+            Ok((acked, latencies))
         });
-        Writer { stop, task }
+        Writer { label, stop, task }
     }
 
+    /// Stops the writer; prints its latency figures (p50, p99, max).
     async fn stop(self) -> Result<Vec<u64>> {
         self.stop.store(true, Ordering::Relaxed);
-        let acked = self.task.await??;
-        eprintln!("[node_add] {} kv writes acknowledged while the node was added", acked.len());
+        let (acked, mut latencies) = self.task.await??;
+        latencies.sort();
+        let at = |q: f64| latencies.get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1))).copied();
+        eprintln!(
+            "[node_add] {}: {} kv writes acknowledged; latency p50 {:?} p99 {:?} max {:?}",
+            self.label,
+            acked.len(),
+            at(0.5).unwrap_or_default(),
+            at(0.99).unwrap_or_default(),
+            latencies.last().copied().unwrap_or_default()
+        );
         Ok(acked)
     }
 }

@@ -426,8 +426,8 @@ impl ClusterClient for GrpcCluster {
 
     async fn transfer_leader(&self, group: GroupId, from: &NodeInfo, to: &NodeInfo) -> Result<Option<NodeId>, ClusterError> {
         let unavailable = |node: &NodeInfo, s: tonic::Status| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message()));
-        let mut req = tonic::Request::new(HandOffRequest { group_id: group, timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64 });
-        req.set_timeout(ATTEMPT_TIMEOUT);
+        let mut req = tonic::Request::new(HandOffRequest { group_id: group, timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64, to: to.id });
+        req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(2));
         let was_leader = self.client(&from.addr)?.hand_off(req).await.map_err(|s| unavailable(from, s))?.into_inner().was_leader;
         if !was_leader {
             return Err(ClusterError::Unavailable(format!("node {} does not lead group {group}", from.id)));
