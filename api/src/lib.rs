@@ -18,6 +18,7 @@ pub mod http;
 pub mod import;
 pub mod meta;
 pub mod object;
+pub mod placement;
 pub mod routing;
 #[cfg(feature = "grpc")]
 pub mod rpc;

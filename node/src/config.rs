@@ -191,11 +191,17 @@ impl Default for ReplicationSection {
 pub struct ShardingSection {
     pub strategy: ShardingStrategy,
     pub shard_count: u64,
+    /// The placement driver: the meta leader evens out group leaderships over
+    /// the nodes by itself (off: only `POST /api/v1/admin/rebalance` and node
+    /// additions move leaderships).
+    pub auto_rebalance: bool,
+    /// How often the placement driver looks at the spread, seconds (at least 1).
+    pub rebalance_interval_secs: u64,
 }
 
 impl Default for ShardingSection {
     fn default() -> Self {
-        ShardingSection { strategy: ShardingStrategy::Hash, shard_count: 8 }
+        ShardingSection { strategy: ShardingStrategy::Hash, shard_count: 8, auto_rebalance: false, rebalance_interval_secs: 30 }
     }
 }
 
@@ -240,6 +246,9 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("cluster_tls_server_name", "tls.server_name"),
     ("shard_count", "sharding.shard_count"),
     ("sharding_strategy", "sharding.strategy"),
+    ("auto_rebalance", "sharding.auto_rebalance"),
+    ("sharding_auto_rebalance", "sharding.auto_rebalance"),
+    ("rebalance_interval_secs", "sharding.rebalance_interval_secs"),
     ("replication_factor", "replication.replication_factor"),
     ("consistency_level", "replication.consistency_level"),
     ("raft_heartbeat_ms", "raft.heartbeat_ms"),

@@ -478,6 +478,10 @@ impl Host {
         // them instead of re-linking every node (also written at shutdown).
         tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
         crate::maintenance::spawn(host.clone(), &cfg.maintenance);
+        if cfg.sharding.auto_rebalance {
+            let period = Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1));
+            crate::maintenance::spawn_placement_driver(host.clone(), period);
+        }
         tokio::spawn(follow_lifecycle_state(host.clone()));
         Ok(host)
     }

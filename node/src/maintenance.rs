@@ -3,6 +3,9 @@
 //! uploads. One command per group and period from whichever node leads the
 //! group, however many routers there are; the command carries the leader's
 //! time like every write, so replicas apply the same cut.
+//!
+//! The placement driver (`sharding.auto_rebalance`) runs on the meta group's
+//! leader: it evens out how many groups each node leads.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +13,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tessera_api::command::{Operation, Response};
 use tessera_api::object::ObjectOp;
-use tessera_api::rpc::Consistency;
+use tessera_api::meta::{ClusterMap, NodeState};
+use tessera_api::placement::{LeaderMove, LeadershipView};
+use tessera_api::rpc::{CampaignRequest, Consistency, HandOffRequest, StatusReply, StatusRequest};
 use tessera_api::stream::StreamOp;
 use tessera_api::timeseries::TsOp;
 use tessera_api::META_GROUP;
@@ -91,4 +96,93 @@ async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op
             }
         }
     }
+}
+
+/// How long one leadership move may take: the old leader stays silent at most
+/// this long, and the successor campaigns at most this long.
+const LEADER_MOVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Starts the placement driver: every `period`, if this node leads the meta
+/// group, it moves group leaderships (one at a time, each planned from fresh
+/// node statuses) until every active node leads within one as many groups as
+/// any other. Leadership is not recorded anywhere, so the driver has no state:
+/// after a crash or a change of meta leader the next period plans anew.
+pub fn spawn_placement_driver(host: Arc<Host>, period: Duration) {
+    info!(period_secs = period.as_secs(), "placement driver on: leaderships are rebalanced while this node leads the meta group");
+    tokio::spawn(drive_placement(host, period));
+}
+
+async fn drive_placement(host: Arc<Host>, period: Duration) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if host.is_stopping() {
+            return;
+        }
+        if !host.leads(META_GROUP) || host.is_drained() {
+            continue;
+        }
+        let Some(map) = host.recorded_map() else { continue };
+        for _ in 0..map.groups.len() {
+            let view = leadership_view(&host, &map).await;
+            if view.leaders.len() < map.groups.len() {
+                debug!(?view, "placement driver: a group has no known leader; waiting for the next period");
+                break;
+            }
+            let Some(mv) = view.next_move() else { break };
+            match move_leadership(&host, &map, mv).await {
+                Ok(leader) => info!(group = mv.group, from = mv.from, to = mv.to, ?leader, "placement driver moved a leadership"),
+                Err(e) => {
+                    warn!(group = mv.group, from = mv.from, to = mv.to, "placement driver could not move the leadership: {e}");
+                    break;
+                }
+            }
+            if !host.leads(META_GROUP) {
+                break;
+            }
+        }
+    }
+}
+
+/// Who leads what, from every node of `map` that answers (this node answers itself).
+async fn leadership_view(host: &Host, map: &ClusterMap) -> LeadershipView {
+    let calls = map.nodes.iter().map(|n| async move {
+        let may_lead = matches!(n.state, NodeState::Active | NodeState::Joining);
+        if n.id == host.id {
+            let own = StatusReply { node_id: host.id, groups: host.group_statuses(), ..Default::default() };
+            return Some((n.id, may_lead, own));
+        }
+        let mut client = host.pool.data_client(n.id, &n.addr).ok()?;
+        let mut req = tonic::Request::new(StatusRequest { from_node: host.id });
+        req.set_timeout(Duration::from_secs(1));
+        let reply = client.status(req).await.ok()?.into_inner();
+        Some((n.id, may_lead, reply))
+    });
+    let statuses: Vec<_> = futures::future::join_all(calls).await.into_iter().flatten().collect();
+    LeadershipView::from_statuses(statuses.iter().map(|(id, may_lead, s)| (*id, *may_lead, s)))
+}
+
+/// One leadership move: `from` hands the group off, `to` campaigns (locally
+/// when either is this node). Answers the group's leader afterwards.
+async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> Result<Option<u64>, String> {
+    let addr = |id: u64| map.addr_of(id).map(str::to_string).ok_or_else(|| format!("node {id} is not in the map"));
+    let was_leader = if mv.from == host.id {
+        host.hand_off(mv.group, mv.to, LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string())?
+    } else {
+        let mut client = host.pool.data_client(mv.from, &addr(mv.from)?).map_err(|e| e.to_string())?;
+        let req = HandOffRequest { group_id: mv.group, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64, to: mv.to };
+        client.hand_off(req).await.map_err(|s| s.message().to_string())?.into_inner().was_leader
+    };
+    if !was_leader {
+        return Err(format!("node {} no longer leads group {}", mv.from, mv.group));
+    }
+    if mv.to == host.id {
+        return host.campaign(mv.group, Some(mv.from), LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string());
+    }
+    let mut client = host.pool.data_client(mv.to, &addr(mv.to)?).map_err(|e| e.to_string())?;
+    let req = CampaignRequest { group_id: mv.group, previous_leader: mv.from, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64 };
+    let leader = client.campaign(req).await.map_err(|s| s.message().to_string())?.into_inner().leader;
+    Ok((leader != 0).then_some(leader))
 }

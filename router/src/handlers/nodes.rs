@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Response as Reply};
 use tessera_api::meta::{NodeInfo, NodeState};
+use tessera_api::placement::LeadershipView;
 use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, NodeId};
 
@@ -446,50 +447,6 @@ pub async fn add(
     ))
 }
 
-/// One leadership move the planner chose: `group` from its leader `from` to its voter `to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LeaderMove {
-    pub group: GroupId,
-    pub from: NodeId,
-    pub to: NodeId,
-}
-
-/// The next leadership move that evens out how many groups each of the
-/// `eligible` nodes leads (`leaders`: group → leader; `voters`: group → its
-/// voters): from a node leading at least two more than another to that node,
-/// for a group the two share; the most loaded leader and the least loaded
-/// voter first. `None` when the spread is even (within one) or no shared
-/// group allows a move.
-pub fn next_leader_move(
-    leaders: &BTreeMap<GroupId, NodeId>,
-    voters: &BTreeMap<GroupId, Vec<NodeId>>,
-    eligible: &std::collections::BTreeSet<NodeId>,
-) -> Option<LeaderMove> {
-    let mut led: BTreeMap<NodeId, usize> = eligible.iter().map(|n| (*n, 0)).collect();
-    for leader in leaders.values() {
-        if let Some(n) = led.get_mut(leader) {
-            *n += 1;
-        }
-    }
-    let mut by_load: Vec<(NodeId, usize)> = led.iter().map(|(n, l)| (*n, *l)).collect();
-    by_load.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
-    for &(from, most) in &by_load {
-        for &(to, fewest) in by_load.iter().rev() {
-            if most < fewest + 2 {
-                break;
-            }
-            let shared = leaders
-                .iter()
-                .find(|(g, leader)| **leader == from && voters.get(g).is_some_and(|v| v.contains(&to)))
-                .map(|(g, _)| *g);
-            if let Some(group) = shared {
-                return Some(LeaderMove { group, from, to });
-            }
-        }
-    }
-    None
-}
-
 /// Leadership moves until the spread is even: each planned from fresh
 /// statuses (active or joining, reachable nodes only), at most `2 × groups` attempts; a
 /// move whose election another voter won still counts as made. Answers the
@@ -502,34 +459,24 @@ async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
     let settle_by = Instant::now() + Duration::from_secs(10);
     loop {
         let statuses = state.cluster.node_statuses().await?;
-        let eligible: std::collections::BTreeSet<NodeId> = statuses
-            .iter()
-            // A joining node leads only groups it is a voter of already (and the
-            // map may not show a node just added as active yet).
-            .filter(|(n, s)| matches!(n.state, NodeState::Active | NodeState::Joining) && s.is_ok())
-            .map(|(n, _)| n.id)
-            .collect();
-        let (mut leaders, mut voters) = (BTreeMap::new(), BTreeMap::new());
-        for (node, status) in &statuses {
-            for g in status.iter().flat_map(|s| &s.groups) {
-                if g.leader_id == node.id {
-                    leaders.insert(g.group_id, node.id);
-                    voters.insert(g.group_id, g.voters.clone());
-                }
-            }
-        }
+        // A joining node leads only groups it is a voter of already (and the
+        // map may not show a node just added as active yet).
+        let view = LeadershipView::from_statuses(statuses.iter().filter_map(|(n, s)| {
+            let may_lead = matches!(n.state, NodeState::Active | NodeState::Joining);
+            s.as_ref().ok().map(|s| (n.id, may_lead, s))
+        }));
         // Groups between leaders (a membership change just moved one) are
         // waited for: a plan without them would count their leaders' load wrong.
         let groups = state.cluster.map().map_or(0, |m| m.groups.len());
-        if leaders.len() < groups && Instant::now() < settle_by {
+        if view.leaders.len() < groups && Instant::now() < settle_by {
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }
-        let next = next_leader_move(&leaders, &voters, &eligible);
-        tracing::debug!(?leaders, ?eligible, ?next, "leadership spread");
+        let next = view.next_move();
+        tracing::debug!(?view, ?next, "leadership spread");
         let Some(mv) = next else { return Ok(made) };
         attempts += 1;
-        if attempts > 2 * leaders.len().max(1) {
+        if attempts > 2 * view.leaders.len().max(1) {
             tracing::warn!(?mv, "leader rebalancing stopped after {} attempts", attempts - 1);
             return Ok(made);
         }

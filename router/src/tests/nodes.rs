@@ -68,7 +68,7 @@ async fn a_cluster_shutdown_needs_its_confirmation() {
 mod leader_spread {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use crate::handlers::nodes::{LeaderMove, next_leader_move};
+    use tessera_api::placement::{LeaderMove, next_leader_move};
 
     fn plan(leaders: &[(u64, u64)], voters: &[(u64, &[u64])], eligible: &[u64]) -> Vec<LeaderMove> {
         let mut leaders: BTreeMap<u64, u64> = leaders.iter().copied().collect();
