@@ -149,6 +149,7 @@ impl GrpcCluster {
         let deadline = Instant::now() + self.deadline;
         let mut last_error = String::from("no node answered");
         let mut round = 0u32;
+        let mut refreshed_for_move = false;
         loop {
             for target in self.candidates(group, preferred) {
                 let client = self.client(&target.1)?;
@@ -181,11 +182,18 @@ impl GrpcCluster {
                                 FailureKind::BadRequest => return Err(ClusterError::BadRequest(f.message)),
                                 FailureKind::Storage => return Err(ClusterError::Storage(f.message)),
                                 FailureKind::UnknownGroup => {
-                                    // The replica moved away: forget it as the leader; the
-                                    // next candidates (and the next map refresh) have it.
-                                    let mut view = self.view.write().expect("view lock");
-                                    if view.leaders.get(&group) == Some(&target.0) {
-                                        view.leaders.remove(&group);
+                                    // The replica moved away: forget it as the leader and
+                                    // learn the map anew (once per call), so the next
+                                    // round's candidates include the group's new members.
+                                    {
+                                        let mut view = self.view.write().expect("view lock");
+                                        if view.leaders.get(&group) == Some(&target.0) {
+                                            view.leaders.remove(&group);
+                                        }
+                                    }
+                                    if !refreshed_for_move {
+                                        refreshed_for_move = true;
+                                        self.refresh().await;
                                     }
                                     last_error = f.message;
                                 }
