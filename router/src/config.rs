@@ -23,9 +23,70 @@ pub struct RouterConfig {
     pub security: SecuritySection,
     pub secrets_manager: SecretsManagerSection,
     pub vault: VaultSection,
+    pub alerts: AlertsSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
+}
+
+/// When `GET /api/v1/admin/alerts` raises an alert (`alerts.*`; flat
+/// `SERVICE_ALERT_*` aliases).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AlertsSection {
+    /// A replica this many entries behind its leader raises `replication_lag`.
+    pub replication_lag_entries: u64,
+    /// Share of a node's data filesystem left free under which `disk_space` is
+    /// raised (critical under half of it); 0 to 1.
+    pub disk_free_ratio: f64,
+    /// Share of its machine's memory a node process may hold before `memory`
+    /// is raised; 0 to 1.
+    pub memory_used_ratio: f64,
+    /// Share of this router's requests of the last minute failing with a
+    /// server error over which `error_rate` is raised; 0 to 1.
+    pub error_rate: f64,
+    /// Requests in the last minute below which `error_rate` is not judged.
+    pub error_rate_min_requests: u64,
+    /// A certificate expiring within this many days raises `certificate_expiry`.
+    pub certificate_warning_days: u32,
+    /// ... and within this many days (or expired), critically.
+    pub certificate_critical_days: u32,
+}
+
+impl Default for AlertsSection {
+    fn default() -> Self {
+        AlertsSection {
+            replication_lag_entries: 1_000,
+            disk_free_ratio: 0.10,
+            memory_used_ratio: 0.90,
+            error_rate: 0.05,
+            error_rate_min_requests: 20,
+            certificate_warning_days: 30,
+            certificate_critical_days: 7,
+        }
+    }
+}
+
+impl AlertsSection {
+    /// Refuses thresholds that cannot mean anything.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("alerts.disk_free_ratio", self.disk_free_ratio),
+            ("alerts.memory_used_ratio", self.memory_used_ratio),
+            ("alerts.error_rate", self.error_rate),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} is a share between 0 and 1, not {v}"));
+            }
+        }
+        if self.certificate_critical_days > self.certificate_warning_days {
+            return Err(format!(
+                "alerts.certificate_critical_days ({}) is more than alerts.certificate_warning_days ({})",
+                self.certificate_critical_days, self.certificate_warning_days
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A Vault-compatible KV v2 secrets manager (see docs/secrets-vault.md): when
@@ -268,6 +329,7 @@ impl Default for RouterConfig {
             security: SecuritySection::default(),
             secrets_manager: SecretsManagerSection::default(),
             vault: VaultSection::default(),
+            alerts: AlertsSection::default(),
             log_level: "info".into(),
             log_format: Default::default(),
         }
@@ -312,6 +374,13 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("auto_ban_duration_secs", "security.auto_ban_duration_secs"),
     ("session_cache_ttl_ms", "security.session_cache_ttl_ms"),
     ("log_level", "log_level"),
+    ("alert_replication_lag_entries", "alerts.replication_lag_entries"),
+    ("alert_disk_free_ratio", "alerts.disk_free_ratio"),
+    ("alert_memory_used_ratio", "alerts.memory_used_ratio"),
+    ("alert_error_rate", "alerts.error_rate"),
+    ("alert_error_rate_min_requests", "alerts.error_rate_min_requests"),
+    ("alert_certificate_warning_days", "alerts.certificate_warning_days"),
+    ("alert_certificate_critical_days", "alerts.certificate_critical_days"),
 ];
 
 impl RouterConfig {

@@ -15,17 +15,12 @@ use tessera_api::rpc::StatusReply;
 use tessera_api::{GroupId, NodeId};
 
 use crate::auth::Caller;
+use crate::config::AlertsSection;
 use crate::cluster::ClusterError;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// A replica this many entries behind its leader raises `replication_lag`.
-pub const LAG_ALERT_ENTRIES: u64 = 1_000;
-/// A last minute with at least this many requests and more than
-/// [`ERROR_RATE_ALERT`] of them answered 5xx raises `error_rate`.
-const ERROR_RATE_MIN_REQUESTS: u64 = 20;
-const ERROR_RATE_ALERT: f64 = 0.05;
 
 /// `GET /api/v1/admin/stats`: this router's request counts and latency
 /// percentiles since it started, in total, by model and by route, and over the
@@ -106,8 +101,9 @@ impl Live {
                 });
             }
         }
+        let thresholds = &state.config.alerts;
         for status in self.answered() {
-            alerts.extend(resource_alerts(status));
+            alerts.extend(resource_alerts(status, thresholds));
         }
         // Certificates: each node's cluster certificate, and this router's own.
         let mut certs: Vec<(String, String, i64)> = self
@@ -124,7 +120,7 @@ impl Live {
                 }
             }
         }
-        alerts.extend(certificate_alerts(tessera_api::command::now_ms(), &certs));
+        alerts.extend(certificate_alerts(tessera_api::command::now_ms(), &certs, thresholds));
         for group in self.groups_without_leader() {
             alerts.push(Alert {
                 kind: "group_without_leader",
@@ -133,7 +129,7 @@ impl Live {
                 message: format!("no node reports a leader of group {group}: its writes wait"),
             });
         }
-        for (node, group, behind) in self.lagging(LAG_ALERT_ENTRIES) {
+        for (node, group, behind) in self.lagging(thresholds.replication_lag_entries) {
             alerts.push(Alert {
                 kind: "replication_lag",
                 severity: "warning",
@@ -142,7 +138,7 @@ impl Live {
             });
         }
         let minute = state.request_stats.last_minute();
-        if minute.requests >= ERROR_RATE_MIN_REQUESTS && minute.error_rate() > ERROR_RATE_ALERT {
+        if minute.requests >= thresholds.error_rate_min_requests && minute.error_rate() > thresholds.error_rate {
             alerts.push(Alert {
                 kind: "error_rate",
                 severity: "warning",
@@ -157,17 +153,15 @@ impl Live {
     }
 }
 
-/// A certificate expiring within this many days raises `certificate_expiry` (a
-/// warning; critical within [`CERT_CRITICAL_DAYS`] and once expired).
-const CERT_WARNING_DAYS: i64 = 30;
-const CERT_CRITICAL_DAYS: i64 = 7;
-
-/// `certificate_expiry` alerts for `(subject, certificate, notAfter in Unix ms)` at `now_ms`.
-fn certificate_alerts(now_ms: i64, certs: &[(String, String, i64)]) -> Vec<Alert> {
+/// `certificate_expiry` alerts for `(subject, certificate, notAfter in Unix ms)`
+/// at `now_ms`: a warning within `certificate_warning_days`, critical within
+/// `certificate_critical_days` and once expired.
+fn certificate_alerts(now_ms: i64, certs: &[(String, String, i64)], thresholds: &AlertsSection) -> Vec<Alert> {
     const DAY_MS: i64 = 86_400_000;
+    let (warning, critical) = (i64::from(thresholds.certificate_warning_days), i64::from(thresholds.certificate_critical_days));
     certs
         .iter()
-        .filter(|(_, _, at)| *at - now_ms < CERT_WARNING_DAYS * DAY_MS)
+        .filter(|(_, _, at)| *at - now_ms < warning * DAY_MS)
         .map(|(subject, what, at)| {
             let left = at - now_ms;
             let message = if left <= 0 {
@@ -177,7 +171,7 @@ fn certificate_alerts(now_ms: i64, certs: &[(String, String, i64)]) -> Vec<Alert
             };
             Alert {
                 kind: "certificate_expiry",
-                severity: if left < CERT_CRITICAL_DAYS * DAY_MS { "critical" } else { "warning" },
+                severity: if left < critical * DAY_MS { "critical" } else { "warning" },
                 subject: subject.clone(),
                 message,
             }
@@ -185,22 +179,18 @@ fn certificate_alerts(now_ms: i64, certs: &[(String, String, i64)]) -> Vec<Alert
         .collect()
 }
 
-/// Free space on a node's data filesystem under this share raises `disk_space`
-/// (a warning; critical under half of it).
-const DISK_FREE_ALERT: f64 = 0.10;
-/// A node process holding more than this share of its machine's memory raises `memory`.
-const MEMORY_ALERT: f64 = 0.90;
-
 /// Disk and memory alerts of one node, from what it reports (nothing when it
-/// reports no totals).
-fn resource_alerts(s: &StatusReply) -> Vec<Alert> {
+/// reports no totals): free space under `disk_free_ratio` raises `disk_space`
+/// (critical under half of it), memory over `memory_used_ratio` raises `memory`.
+fn resource_alerts(s: &StatusReply, thresholds: &AlertsSection) -> Vec<Alert> {
+    let (disk_free_ratio, memory_used_ratio) = (thresholds.disk_free_ratio, thresholds.memory_used_ratio);
     let mut alerts = Vec::new();
     if s.disk_total_bytes > 0 {
         let free = s.disk_free_bytes as f64 / s.disk_total_bytes as f64;
-        if free < DISK_FREE_ALERT {
+        if free < disk_free_ratio {
             alerts.push(Alert {
                 kind: "disk_space",
-                severity: if free < DISK_FREE_ALERT / 2.0 { "critical" } else { "warning" },
+                severity: if free < disk_free_ratio / 2.0 { "critical" } else { "warning" },
                 subject: format!("node {}", s.node_id),
                 message: format!(
                     "node {}'s data filesystem has {} MiB free of {} MiB ({:.1} %)",
@@ -212,7 +202,7 @@ fn resource_alerts(s: &StatusReply) -> Vec<Alert> {
             });
         }
     }
-    if s.memory_total_bytes > 0 && s.memory_bytes as f64 > s.memory_total_bytes as f64 * MEMORY_ALERT {
+    if s.memory_total_bytes > 0 && s.memory_bytes as f64 > s.memory_total_bytes as f64 * memory_used_ratio {
         alerts.push(Alert {
             kind: "memory",
             severity: "warning",
@@ -408,6 +398,7 @@ mod tests {
     #[test]
     fn a_filling_disk_and_a_memory_hog_raise_alerts() {
         let gib = 1u64 << 30;
+        let defaults = AlertsSection::default();
         let status = |free, rss| StatusReply {
             node_id: 2,
             disk_free_bytes: free,
@@ -416,15 +407,21 @@ mod tests {
             memory_total_bytes: 16 * gib,
             ..Default::default()
         };
-        assert!(resource_alerts(&status(50 * gib, gib)).is_empty());
-        let low = resource_alerts(&status(8 * gib, gib));
+        assert!(resource_alerts(&status(50 * gib, gib), &defaults).is_empty());
+        let low = resource_alerts(&status(8 * gib, gib), &defaults);
         assert_eq!((low[0].kind, low[0].severity), ("disk_space", "warning"));
-        let full = resource_alerts(&status(gib, 15 * gib));
+        let full = resource_alerts(&status(gib, 15 * gib), &defaults);
         assert_eq!((full[0].kind, full[0].severity), ("disk_space", "critical"));
         assert_eq!((full[1].kind, full[1].severity), ("memory", "warning"));
         assert!(full[0].message.contains("1024 MiB free"), "{}", full[0].message);
         // A node that reports no totals raises nothing.
-        assert!(resource_alerts(&StatusReply::default()).is_empty());
+        assert!(resource_alerts(&StatusReply::default(), &defaults).is_empty());
+        // Thresholds are configuration: at 60 % free and 50 % memory, a stricter
+        // operator is told; the defaults say nothing.
+        let strict = AlertsSection { disk_free_ratio: 0.7, memory_used_ratio: 0.4, ..AlertsSection::default() };
+        assert!(resource_alerts(&status(60 * gib, 8 * gib), &defaults).is_empty());
+        let told: Vec<(&str, &str)> = resource_alerts(&status(60 * gib, 8 * gib), &strict).iter().map(|a| (a.kind, a.severity)).collect();
+        assert_eq!(told, [("disk_space", "warning"), ("memory", "warning")]);
     }
 
     #[test]
@@ -433,10 +430,24 @@ mod tests {
         let now = 1_800_000_000_000;
         let cert = |subject: &str, at: i64| (subject.to_string(), format!("{subject}'s certificate"), at);
         let certs = [cert("node 1", now + 90 * DAY), cert("node 2", now + 20 * DAY), cert("router", now + 2 * DAY), cert("node 3", now - 3 * DAY)];
-        let alerts = certificate_alerts(now, &certs);
+        let alerts = certificate_alerts(now, &certs, &AlertsSection::default());
         let seen: Vec<(&str, &str)> = alerts.iter().map(|a| (a.subject.as_str(), a.severity)).collect();
         assert_eq!(seen, [("node 2", "warning"), ("router", "critical"), ("node 3", "critical")]);
         assert!(alerts.iter().all(|a| a.kind == "certificate_expiry"));
         assert!(alerts[2].message.contains("expired 3 days ago"), "{}", alerts[2].message);
+        // A 120-day warning and a 30-day critical window, as configured.
+        let early = AlertsSection { certificate_warning_days: 120, certificate_critical_days: 30, ..AlertsSection::default() };
+        let seen: Vec<(String, &str)> = certificate_alerts(now, &certs, &early).into_iter().map(|a| (a.subject, a.severity)).collect();
+        assert_eq!(seen[0], ("node 1".to_string(), "warning"));
+        assert_eq!(seen[1], ("node 2".to_string(), "critical"));
+    }
+
+    #[test]
+    fn thresholds_that_mean_nothing_are_refused() {
+        assert!(AlertsSection::default().check().is_ok());
+        let ratio = AlertsSection { disk_free_ratio: 1.5, ..AlertsSection::default() };
+        assert!(ratio.check().unwrap_err().contains("alerts.disk_free_ratio"));
+        let days = AlertsSection { certificate_critical_days: 40, ..AlertsSection::default() };
+        assert!(days.check().unwrap_err().contains("certificate_critical_days"));
     }
 }
