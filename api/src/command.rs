@@ -22,6 +22,32 @@ pub enum Operation {
     Graph(crate::graph::GraphOp),
     /// One batch of a SQL bulk import (applied all or nothing).
     SqlImport(crate::import::SqlImportOp),
+    /// Range sharding: split the group's key-value range (see [`SplitOp`]).
+    Split(SplitOp),
+}
+
+/// Splits a group's key-value range at `at`: the keys from `at` to the end of
+/// its range move, in the same apply, into the new group `child` on the same
+/// replicas, which starts from them as its applied state. Applying it again
+/// with the same child and key changes nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitOp {
+    pub child: crate::GroupId,
+    pub at: String,
+}
+
+/// What a group knows of its key-value range (range sharding).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RangeInfo {
+    /// The keys the group holds (the whole keyspace until it first splits).
+    pub range: crate::meta::KeyRange,
+    /// The splits it applied, oldest first.
+    pub splits: Vec<crate::meta::SplitRecord>,
+    /// Live and expired entries it stores, and their keys' and values' bytes.
+    pub keys: u64,
+    pub bytes: u64,
+    /// The key in the middle of the stored ones (a split point), when there are at least two.
+    pub middle_key: Option<String>,
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.
@@ -44,8 +70,14 @@ pub enum KvOp {
     Put { key: String, value: serde_json::Value, ttl_secs: Option<u64> },
     /// Remove one key.
     Delete { key: String },
-    /// Remove every key that starts with `prefix`.
-    DeletePrefix { prefix: String },
+    /// Remove every key that starts with `prefix` (within `range` when given:
+    /// the range the router believes the group holds; refused with
+    /// `RANGE_MOVED` when the group holds less).
+    DeletePrefix {
+        prefix: String,
+        #[serde(default)]
+        range: Option<crate::meta::KeyRange>,
+    },
     /// Insert or overwrite many pairs at once (bulk import).
     PutMany { pairs: Vec<(String, serde_json::Value)> },
 }
@@ -62,6 +94,9 @@ pub enum MetaOp {
     /// Add a node to the map as `joining` (refused when its id is taken or
     /// another node is joining or leaving).
     AddNode { node: crate::meta::NodeInfo },
+    /// Record that `parent` split at `at` into the new group `child` on
+    /// `members` (range sharding; `Applied(false)` when recorded already).
+    RecordSplit { parent: crate::GroupId, child: crate::GroupId, at: String, members: Vec<crate::NodeId> },
     /// Record a group's members after a replica moved (refused for a member
     /// the map does not list).
     SetGroupMembers { group: crate::GroupId, members: Vec<crate::NodeId> },
@@ -160,9 +195,21 @@ pub enum QueryResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum KvQuery {
     Get { key: String },
-    /// Live entries with the prefix in key order, at most `limit`, and how many match in all.
-    List { prefix: String, limit: usize },
-    Count { prefix: String },
+    /// Live entries with the prefix in key order, at most `limit`, and how many
+    /// match in all; within `range` as for [`KvOp::DeletePrefix`].
+    List {
+        prefix: String,
+        limit: usize,
+        #[serde(default)]
+        range: Option<crate::meta::KeyRange>,
+    },
+    Count {
+        prefix: String,
+        #[serde(default)]
+        range: Option<crate::meta::KeyRange>,
+    },
+    /// The group's range, splits and size ([`RangeInfo`]).
+    Range,
 }
 
 /// Answers to [`KvQuery`].
@@ -171,6 +218,7 @@ pub enum KvQueryResult {
     Entry(Option<KvEntry>),
     List { entries: Vec<KvEntry>, total: u64 },
     Count(u64),
+    Range(RangeInfo),
 }
 
 /// Meta group reads: the cluster map, users, roles, sessions, security and the vault.

@@ -38,6 +38,9 @@ pub enum ErrorCode {
     /// The engine's storage failed while answering.
     Storage,
     Internal,
+    /// Range sharding: the key or range is no longer (or not yet) the group's;
+    /// the router learns the map anew and retries.
+    RangeMoved,
 }
 
 /// The broad class of a code, which decides the HTTP status.
@@ -76,6 +79,7 @@ impl ErrorCode {
             ErrorCode::NotReadOnly => "NOT_READ_ONLY",
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::RangeMoved => "RANGE_MOVED",
         }
     }
 
@@ -91,7 +95,7 @@ impl ErrorCode {
             | ErrorCode::IndexExists
             | ErrorCode::ColumnExists => ErrorClass::Conflict,
             ErrorCode::QueryTimeout => ErrorClass::Timeout,
-            ErrorCode::Storage | ErrorCode::Internal => ErrorClass::Internal,
+            ErrorCode::Storage | ErrorCode::Internal | ErrorCode::RangeMoved => ErrorClass::Internal,
             ErrorCode::Invalid
             | ErrorCode::ParseError
             | ErrorCode::ColumnNotFound

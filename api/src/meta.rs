@@ -68,6 +68,92 @@ pub enum ShardingStrategy {
 pub struct GroupInfo {
     pub id: GroupId,
     pub members: Vec<NodeId>,
+    /// The group this one was split from (range sharding): it holds key-value
+    /// ranges only and is not on the hash ring of the other models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_from: Option<GroupId>,
+}
+
+impl GroupInfo {
+    /// A group with `members`, placed at bootstrap or by a move (not split off).
+    pub fn new(id: GroupId, members: Vec<NodeId>) -> GroupInfo {
+        GroupInfo { id, members, split_from: None }
+    }
+}
+
+/// A contiguous span `[start, end)` of key-value keys in byte order; `end`
+/// `None` runs to the end of the keyspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct KeyRange {
+    pub start: String,
+    #[serde(default)]
+    pub end: Option<String>,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn full() -> KeyRange {
+        KeyRange::default()
+    }
+
+    /// Whether `key` is in the range.
+    pub fn contains(&self, key: &str) -> bool {
+        key >= self.start.as_str() && self.end.as_deref().is_none_or(|end| key < end)
+    }
+
+    /// Whether every key of `other` is in this range.
+    pub fn covers(&self, other: &KeyRange) -> bool {
+        other.start >= self.start
+            && match (&self.end, &other.end) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(mine), Some(theirs)) => theirs <= mine,
+            }
+    }
+
+    /// The keys of this range that start with `prefix`, as byte bounds
+    /// `[start, end)` (`end` `None`: unbounded); `None` when there are none.
+    pub fn with_prefix(&self, prefix: &str) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        let start = std::cmp::max(self.start.as_bytes(), prefix.as_bytes()).to_vec();
+        let prefix_end = prefix_successor(prefix.as_bytes());
+        let end = match (self.end.as_ref().map(|e| e.as_bytes().to_vec()), prefix_end) {
+            (None, e) | (e, None) => e,
+            (Some(a), Some(b)) => Some(a.min(b)),
+        };
+        match &end {
+            Some(e) if *e <= start => None,
+            _ => Some((start, end)),
+        }
+    }
+}
+
+/// The first byte string after every string starting with `prefix` (`None`
+/// when there is none: an empty or all-0xff prefix).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Which data group holds a range of key-value keys (range sharding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeDescriptor {
+    pub range: KeyRange,
+    pub group: GroupId,
+}
+
+/// A split a group applied: keys from `at` to the end of its range went to `child`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitRecord {
+    pub child: GroupId,
+    pub at: String,
+    /// The child's voters when it was split off (the parent's at that point).
+    pub members: Vec<NodeId>,
 }
 
 /// The placement of every group, recorded in the meta group at bootstrap and
@@ -83,12 +169,65 @@ pub struct ClusterMap {
     /// with the highest epoch any node shows them.
     #[serde(default)]
     pub epoch: u64,
+    /// Range sharding: the key-value ranges in key order, covering every key.
+    /// Empty under hash sharding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<RangeDescriptor>,
 }
 
 impl ClusterMap {
     /// The data groups' ids (every group but the meta group).
     pub fn data_groups(&self) -> Vec<GroupId> {
         self.groups.iter().map(|g| g.id).filter(|id| *id != crate::META_GROUP).collect()
+    }
+
+    /// The data groups the hash ring is built over: every data group but
+    /// those split off for key-value ranges (the ring never changes when a range splits).
+    pub fn ring_groups(&self) -> Vec<GroupId> {
+        self.groups.iter().filter(|g| g.id != crate::META_GROUP && g.split_from.is_none()).map(|g| g.id).collect()
+    }
+
+    /// Under range sharding, the group holding key-value key `key`; `None` under hash sharding.
+    pub fn kv_range_of(&self, key: &str) -> Option<&RangeDescriptor> {
+        if self.strategy != ShardingStrategy::Range {
+            return None;
+        }
+        self.ranges.iter().find(|r| r.range.contains(key))
+    }
+
+    /// Under range sharding, the ranges holding keys with `prefix`, in key
+    /// order; `None` under hash sharding.
+    pub fn kv_ranges_with_prefix(&self, prefix: &str) -> Option<Vec<&RangeDescriptor>> {
+        if self.strategy != ShardingStrategy::Range {
+            return None;
+        }
+        Some(self.ranges.iter().filter(|r| r.range.with_prefix(prefix).is_some()).collect())
+    }
+
+    /// The id a new group gets: one more than any group's.
+    pub fn next_group_id(&self) -> GroupId {
+        self.groups.iter().map(|g| g.id).max().unwrap_or(0) + 1
+    }
+
+    /// Records that `parent` split at `at` into `child` with `members`
+    /// (idempotent: false when it was recorded already). Refused when `parent`
+    /// holds no range containing `at` or `child` is another group's id.
+    pub fn record_split(&mut self, parent: GroupId, child: GroupId, at: &str, members: &[NodeId]) -> Result<bool, String> {
+        if let Some(g) = self.groups.iter().find(|g| g.id == child) {
+            if g.split_from == Some(parent) && self.ranges.iter().any(|r| r.group == child && r.range.start == at) {
+                return Ok(false);
+            }
+            return Err(format!("group {child} exists already"));
+        }
+        let Some(i) = self.ranges.iter().position(|r| r.group == parent && r.range.contains(at) && r.range.start != at) else {
+            return Err(format!("group {parent} holds no range that {at:?} splits"));
+        };
+        let end = self.ranges[i].range.end.replace(at.to_string());
+        let child_range = RangeDescriptor { range: KeyRange { start: at.to_string(), end }, group: child };
+        self.ranges.insert(i + 1, child_range);
+        self.groups.push(GroupInfo { id: child, members: members.to_vec(), split_from: Some(parent) });
+        self.epoch += 1;
+        Ok(true)
     }
 
     /// A node of the map.

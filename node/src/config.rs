@@ -197,11 +197,26 @@ pub struct ShardingSection {
     pub auto_rebalance: bool,
     /// How often the placement driver looks at the spread, seconds (at least 1).
     pub rebalance_interval_secs: u64,
+    /// Range sharding: a key-value range splits in two once its keys and
+    /// values take more than this many bytes...
+    pub split_threshold_bytes: u64,
+    /// ... or once it holds more than this many keys.
+    pub split_threshold_keys: u64,
+    /// Range sharding: how often the meta leader checks the ranges' sizes, seconds (at least 1).
+    pub split_check_interval_secs: u64,
 }
 
 impl Default for ShardingSection {
     fn default() -> Self {
-        ShardingSection { strategy: ShardingStrategy::Hash, shard_count: 8, auto_rebalance: false, rebalance_interval_secs: 30 }
+        ShardingSection {
+            strategy: ShardingStrategy::Hash,
+            shard_count: 8,
+            auto_rebalance: false,
+            rebalance_interval_secs: 30,
+            split_threshold_bytes: 64 * 1024 * 1024,
+            split_threshold_keys: 1_000_000,
+            split_check_interval_secs: 10,
+        }
     }
 }
 
@@ -249,6 +264,9 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("auto_rebalance", "sharding.auto_rebalance"),
     ("sharding_auto_rebalance", "sharding.auto_rebalance"),
     ("rebalance_interval_secs", "sharding.rebalance_interval_secs"),
+    ("split_threshold_bytes", "sharding.split_threshold_bytes"),
+    ("split_threshold_keys", "sharding.split_threshold_keys"),
+    ("split_check_interval_secs", "sharding.split_check_interval_secs"),
     ("replication_factor", "replication.replication_factor"),
     ("consistency_level", "replication.consistency_level"),
     ("raft_heartbeat_ms", "raft.heartbeat_ms"),

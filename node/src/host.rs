@@ -356,7 +356,7 @@ impl Host {
             None => None,
         };
         let placed: Vec<tessera_api::meta::GroupInfo> = match &recorded_groups {
-            Some(ids) => ids.iter().map(|&g| tessera_api::meta::GroupInfo { id: g, members: Vec::new() }).collect(),
+            Some(ids) => ids.iter().map(|&g| tessera_api::meta::GroupInfo::new(g, Vec::new())).collect(),
             None => map.groups.iter().filter(|g| g.members.contains(&id)).cloned().collect(),
         };
         for info in &placed {
@@ -478,6 +478,15 @@ impl Host {
         // them instead of re-linking every node (also written at shutdown).
         tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
         crate::maintenance::spawn(host.clone(), &cfg.maintenance);
+        tokio::spawn(follow_splits(host.clone()));
+        if cfg.sharding.strategy == tessera_api::meta::ShardingStrategy::Range {
+            let period = Duration::from_secs(cfg.sharding.split_check_interval_secs.max(1));
+            let thresholds = crate::maintenance::SplitThresholds {
+                bytes: cfg.sharding.split_threshold_bytes,
+                keys: cfg.sharding.split_threshold_keys,
+            };
+            crate::maintenance::spawn_range_splitter(host.clone(), period, thresholds);
+        }
         if cfg.sharding.auto_rebalance {
             let period = Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1));
             crate::maintenance::spawn_placement_driver(host.clone(), period);
@@ -838,6 +847,12 @@ impl Host {
             return Ok(false);
         };
         self.record_hosted_groups()?;
+        let mut dropped = self.dropped_groups()?;
+        if !dropped.contains(&group) {
+            dropped.push(group);
+            let bytes = serde_json::to_vec(&dropped).map_err(|e| HostError::Unavailable(e.to_string()))?;
+            self.store.record_node_record(tessera_storage::NODE_DROPPED_GROUPS, &bytes)?;
+        }
         if let Err(e) = g.raft.shutdown().await {
             warn!(group, "shutting down the dropped replica: {e}");
         }
@@ -845,6 +860,70 @@ impl Host {
         self.store.delete_group(group)?;
         info!(group, "dropped this node's replica (it moved to another node); its data is deleted");
         Ok(true)
+    }
+
+    /// Starts the groups split off from the groups this node hosts that it does
+    /// not host yet (see `tessera_storage::range`): from the starting state the
+    /// split left here, or, for a replica that skipped the split through a
+    /// snapshot, empty for the child's leader to fill. A child whose replica
+    /// moved away from this node is not brought back. Answers the groups started.
+    pub async fn adopt_split_children(self: &Arc<Self>) -> Result<Vec<GroupId>, HostError> {
+        let dropped = self.dropped_groups()?;
+        let mut started = Vec::new();
+        for (parent, _) in self.hosted() {
+            if parent == tessera_api::META_GROUP {
+                continue;
+            }
+            for (split, seeded) in self.store.split_children(parent)? {
+                let child = split.child;
+                if self.hosts(child) || dropped.contains(&child) || !split.members.contains(&self.id) {
+                    continue;
+                }
+                if seeded {
+                    self.host_split_child(child, self.leads(parent)).await?;
+                } else {
+                    self.host_group(child).await?;
+                }
+                started.push(child);
+            }
+        }
+        Ok(started)
+    }
+
+    /// Starts the replica of a group split off here from the state the split
+    /// left; `campaign`: this node led the parent, so it asks for the child's
+    /// leadership at once rather than after an election timeout.
+    async fn host_split_child(self: &Arc<Self>, group: GroupId, campaign: bool) -> Result<(), HostError> {
+        let _serial = self.placement_changes.lock().await;
+        if self.hosts(group) {
+            return Ok(());
+        }
+        let network = GroupNetwork { group, pool: self.pool.clone() };
+        let raft = Raft::new(self.id, self.raft_config.clone(), network, self.store.log_store(group), self.store.state_machine(group))
+            .await
+            .map_err(|e| HostError::Unavailable(format!("starting split-off group {group}: {e}")))?;
+        if self.is_drained() || self.replaced.is_some() {
+            raft.runtime_config().elect(false);
+        }
+        let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, restored_lead: None });
+        self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
+        self.record_hosted_groups()?;
+        if campaign && !self.is_drained() {
+            if let Err(e) = g.raft.trigger().elect().await {
+                warn!(group, "campaigning for the split-off group: {e}");
+            }
+        }
+        info!(group, "hosting a group split off here (its state came with the split)");
+        Ok(())
+    }
+
+    /// The groups whose replica this node dropped (moved away).
+    fn dropped_groups(&self) -> Result<Vec<GroupId>, HostError> {
+        Ok(match self.store.node_record(tessera_storage::NODE_DROPPED_GROUPS)? {
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| HostError::Unavailable(e.to_string()))?,
+            None => Vec::new(),
+        })
     }
 
     fn record_hosted_groups(&self) -> Result<(), HostError> {
@@ -1016,6 +1095,27 @@ impl Host {
 }
 
 /// Lets a replica below its vote floor campaign again once it has caught up.
+/// Starts split-off groups whenever a hosted group applied a split or
+/// installed a snapshot (and once at start: a crash may have come between a
+/// split's apply and the child's start).
+async fn follow_splits(host: Arc<Host>) {
+    let events = host.store.group_events();
+    loop {
+        if host.is_stopping() {
+            return;
+        }
+        match host.adopt_split_children().await {
+            Ok(started) if !started.is_empty() => info!(?started, "started split-off groups"),
+            Ok(_) => {}
+            Err(e) => warn!("starting split-off groups: {e}"),
+        }
+        tokio::select! {
+            _ = events.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}
+
 async fn campaign_once_caught_up(host: Arc<Host>, group: GroupId, g: Arc<Group>) {
     while !g.may_vote() {
         if host.is_stopping() || !host.hosts(group) {

@@ -11,7 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tessera_api::command::{Operation, Response};
+use tessera_api::command::{KvQuery, KvQueryResult, Operation, Query, QueryResult, RangeInfo, Response, SplitOp};
+use tessera_api::command::MetaOp;
+use tessera_api::meta::SplitRecord;
+use tessera_api::rpc::data_reply::Outcome;
+use tessera_api::rpc::{ReadRequest, WriteRequest};
+use tessera_api::GroupId;
 use tessera_api::object::ObjectOp;
 use tessera_api::meta::{ClusterMap, NodeState};
 use tessera_api::placement::{LeaderMove, LeadershipView};
@@ -185,4 +190,160 @@ async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> 
     let req = CampaignRequest { group_id: mv.group, previous_leader: mv.from, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64 };
     let leader = client.campaign(req).await.map_err(|s| s.message().to_string())?.into_inner().leader;
     Ok((leader != 0).then_some(leader))
+}
+
+/// When a key-value range splits (range sharding; `sharding.split_threshold_*`).
+#[derive(Debug, Clone, Copy)]
+pub struct SplitThresholds {
+    pub bytes: u64,
+    pub keys: u64,
+}
+
+/// Splits done in one period at most (each is planned from fresh sizes).
+const SPLITS_PER_PERIOD: usize = 4;
+
+/// Starts the range splitter: every `period`, if this node leads the meta
+/// group, it asks each range's group for its size and splits a range that
+/// crossed a threshold at its middle key (see `tessera_storage::range`).
+///
+/// A split is first a command of the parent group (the source of truth: the
+/// parent records it with the child's id and members), then a record in the
+/// meta group's map that routers follow. The splitter keeps no state: a split
+/// the parent applied but the map lacks (the meta leader crashed or changed in
+/// between) is found in the parent's records and recorded next period.
+pub fn spawn_range_splitter(host: Arc<Host>, period: Duration, thresholds: SplitThresholds) {
+    info!(period_secs = period.as_secs(), ?thresholds, "range splitter on while this node leads the meta group");
+    tokio::spawn(split_ranges(host, period, thresholds));
+}
+
+async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresholds) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if host.is_stopping() {
+            return;
+        }
+        for _ in 0..SPLITS_PER_PERIOD {
+            if !host.leads(META_GROUP) || host.is_drained() {
+                break;
+            }
+            let Some(map) = host.recorded_map() else { break };
+            match split_one(&host, &map, thresholds).await {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    info!("range split not done this period: {e}");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Records one split a parent applied and the map lacks, or splits one range
+/// over a threshold; false when there was nothing to do.
+async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThresholds) -> Result<bool, String> {
+    let mut parents: Vec<GroupId> = map.ranges.iter().map(|r| r.group).collect();
+    parents.dedup();
+    for parent in parents {
+        let info = range_info(host, map, parent).await?;
+        if let Some(split) = info.splits.iter().find(|s| map.groups.iter().all(|g| g.id != s.child)) {
+            record_split(host, parent, split).await?;
+            return Ok(true);
+        }
+        if info.bytes <= thresholds.bytes && info.keys <= thresholds.keys {
+            continue;
+        }
+        let Some(at) = info.middle_key else { continue };
+        let child = map.next_group_id();
+        let op = Operation::Split(SplitOp { child, at: at.clone() });
+        match on_leader(host, map, parent, Call::Write(op)).await? {
+            Answer::Written(Response::Applied(_)) => {}
+            Answer::Written(Response::Rejected(r)) => return Err(format!("group {parent} refused the split: {}", r.message)),
+            other => return Err(format!("unexpected answer to a split: {other:?}")),
+        }
+        info!(parent, child, at, keys = info.keys, bytes = info.bytes, "split a key-value range");
+        let info = range_info(host, map, parent).await?;
+        let split = info.splits.iter().find(|s| s.child == child).ok_or_else(|| format!("group {parent} has no record of its split"))?;
+        record_split(host, parent, split).await?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+async fn range_info(host: &Arc<Host>, map: &ClusterMap, group: GroupId) -> Result<RangeInfo, String> {
+    match on_leader(host, map, group, Call::Read(Query::Kv(KvQuery::Range))).await? {
+        Answer::Read(QueryResult::Kv(KvQueryResult::Range(info))) => Ok(info),
+        other => Err(format!("unexpected answer to a range query: {other:?}")),
+    }
+}
+
+async fn record_split(host: &Arc<Host>, parent: GroupId, split: &SplitRecord) -> Result<(), String> {
+    let op = MetaOp::RecordSplit { parent, child: split.child, at: split.at.clone(), members: split.members.clone() };
+    match host.write(META_GROUP, Operation::Meta(op), None, Consistency::Quorum).await.map_err(|e| e.to_string())? {
+        Response::Applied(_) => {
+            info!(parent, child = split.child, at = split.at, "recorded a range split in the cluster map");
+            Ok(())
+        }
+        Response::Rejected(r) => Err(format!("the meta group refused the split record: {}", r.message)),
+        other => Err(format!("unexpected answer to a split record: {other:?}")),
+    }
+}
+
+/// A call to a group's leader.
+enum Call {
+    Read(Query),
+    Write(Operation),
+}
+
+/// Its answer.
+#[derive(Debug)]
+enum Answer {
+    Read(QueryResult),
+    Written(Response),
+}
+
+/// Runs `call` on the leader of `group`: here when this node leads it, else on
+/// the member that answers as its leader.
+async fn on_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: Call) -> Result<Answer, String> {
+    if host.leads(group) {
+        return match call {
+            Call::Read(q) => host.read(group, q, Consistency::Quorum).await.map(Answer::Read),
+            Call::Write(op) => host.write(group, op, None, Consistency::Quorum).await.map(Answer::Written),
+        }
+        .map_err(|e| e.to_string());
+    }
+    let members = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
+    let mut last = format!("no member of group {group} answered as its leader");
+    for node in members.into_iter().filter(|m| *m != host.id) {
+        let Some(addr) = map.addr_of(node) else { continue };
+        let Ok(mut client) = host.pool.data_client(node, addr) else { continue };
+        let reply = match &call {
+            Call::Read(q) => {
+                let query = tessera_api::codec::encode(q).map_err(|e| e.to_string())?;
+                let req = ReadRequest { group_id: group, query, consistency: Consistency::Quorum as i32 };
+                client.read(req).await
+            }
+            Call::Write(op) => {
+                let operation = tessera_api::codec::encode(op).map_err(|e| e.to_string())?;
+                let req = WriteRequest { group_id: group, operation, consistency: Consistency::Quorum as i32, request_id: String::new() };
+                client.write(req).await
+            }
+        };
+        match reply.map(|r| r.into_inner().outcome) {
+            Ok(Some(Outcome::Ok(bytes))) => {
+                return match call {
+                    Call::Read(_) => tessera_api::codec::decode(&bytes).map(Answer::Read),
+                    Call::Write(_) => tessera_api::codec::decode(&bytes).map(Answer::Written),
+                }
+                .map_err(|e| e.to_string());
+            }
+            Ok(Some(Outcome::Failure(f))) => last = f.message,
+            Ok(_) => {}
+            Err(status) => last = format!("node {node}: {}", status.message()),
+        }
+    }
+    Err(last)
 }

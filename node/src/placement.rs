@@ -7,7 +7,7 @@
 //! so leaders and replicas spread evenly.
 
 use tessera_api::META_GROUP;
-use tessera_api::meta::{ClusterMap, GroupInfo, NodeInfo, ShardingStrategy};
+use tessera_api::meta::{ClusterMap, GroupInfo, KeyRange, NodeInfo, RangeDescriptor, ShardingStrategy};
 
 /// Computes the cluster map for `nodes` (sorted by id).
 pub fn initial_map(
@@ -19,13 +19,19 @@ pub fn initial_map(
     let n = nodes.len();
     let rf = replication_factor.min(n).max(1);
     let meta_size = rf.max(3).min(n);
-    let mut groups = vec![GroupInfo { id: META_GROUP, members: nodes[..meta_size].iter().map(|x| x.id).collect() }];
+    let mut groups = vec![GroupInfo::new(META_GROUP, nodes[..meta_size].iter().map(|x| x.id).collect())];
     for g in 1..=shard_count {
         let start = ((g - 1) as usize) % n;
         let members = (0..rf).map(|i| nodes[(start + i) % n].id).collect();
-        groups.push(GroupInfo { id: g, members });
+        groups.push(GroupInfo::new(g, members));
     }
-    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0 }
+    // Range sharding starts with every key-value key in the first data group;
+    // ranges split off into new groups as they grow (see `maintenance`).
+    let ranges = match strategy {
+        ShardingStrategy::Range if shard_count > 0 => vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
+        _ => Vec::new(),
+    };
+    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges }
 }
 
 /// Why a node refuses to start.

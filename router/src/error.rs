@@ -47,6 +47,10 @@ pub enum ApiError {
     StillPending(String),
     #[error("{0}")]
     Internal(String),
+    /// Range sharding: the key's range moved to another group and the map did
+    /// not settle within the router's retries (503).
+    #[error("{0}")]
+    RangeMoved(String),
     /// An engine refused the request; the status follows its code's class.
     #[error("{}", .0.message)]
     Rejected(Rejection),
@@ -74,6 +78,7 @@ impl ApiError {
             ApiError::NotAppliedEverywhere(_) => (StatusCode::GATEWAY_TIMEOUT, "NOT_APPLIED_EVERYWHERE"),
             ApiError::StillPending(_) => (StatusCode::GATEWAY_TIMEOUT, "STILL_PENDING"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+            ApiError::RangeMoved(_) => (StatusCode::SERVICE_UNAVAILABLE, "RANGE_MOVED"),
             ApiError::Rejected(r) | ApiError::Sql { rejection: r, .. } => match r.code.class() {
                 ErrorClass::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
                 ErrorClass::Conflict => (StatusCode::CONFLICT, "CONFLICT"),
@@ -124,6 +129,9 @@ impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
         if r.position.is_some() {
             return ApiError::Rejected(r);
+        }
+        if r.code == tessera_api::error::ErrorCode::RangeMoved {
+            return ApiError::RangeMoved(r.message);
         }
         match r.code.class() {
             ErrorClass::NotFound => ApiError::NotFound(r.message),

@@ -34,6 +34,10 @@ pub const SM_APPLIED: u8 = 0;
 pub const SM_MEMBERSHIP: u8 = 1;
 /// The group's applied clock: the largest command stamp applied (i64 BE).
 pub const SM_CLOCK: u8 = 2;
+/// Range sharding: the key-value range the group holds (JSON `KeyRange`; absent: every key).
+pub const SM_RANGE: u8 = 3;
+/// Range sharding: the splits the group applied (JSON list of `SplitRecord`).
+pub const SM_SPLITS: u8 = 4;
 
 pub fn group_prefix(group: u64) -> [u8; 8] {
     group.to_be_bytes()
@@ -78,6 +82,9 @@ pub const NODE_REMOVED: u8 = 6;
 /// The groups this node hosts, when replicas were placed on it or moved away
 /// after bootstrap (JSON list of group ids).
 pub const NODE_GROUPS: u8 = 7;
+/// The groups whose replica this node dropped (moved away): a split record of
+/// a parent never brings them back (JSON list of group ids).
+pub const NODE_DROPPED_GROUPS: u8 = 8;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

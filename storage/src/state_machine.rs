@@ -13,7 +13,7 @@ use openraft::{
     StoredMembership,
 };
 use rocksdb::{DB, IteratorMode, WriteBatch, WriteOptions};
-use tessera_api::command::{Command, Operation, Query, QueryResult, Response};
+use tessera_api::command::{Command, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response};
 
 use crate::engine::document::DocumentEngine;
 use crate::engine::graph::GraphEngine;
@@ -70,7 +70,11 @@ impl GroupReader {
         let ctx = QueryCtx { data: &self.data, now_ms, cancel };
         let vectors = VectorEngine { state: &self.data.memory.vectors };
         Ok(match query {
-            Query::Kv(q) => answer(KvEngine.query(&ctx, q)?, QueryResult::Kv),
+            Query::Kv(KvQuery::Range) => QueryResult::Kv(KvQueryResult::Range(crate::range::info(&self.data)?)),
+            Query::Kv(q) => match crate::range::check_query(&crate::range::own_range(&self.data)?, q) {
+                Some(moved) => QueryResult::Rejected(moved),
+                None => answer(KvEngine.query(&ctx, q)?, QueryResult::Kv),
+            },
             Query::Meta(q) => answer(MetaEngine.query(&ctx, q)?, QueryResult::Meta),
             Query::Object(q) => answer(ObjectEngine.query(&ctx, q)?, QueryResult::Object),
             Query::Sql(q) => answer(SqlEngine.query(&ctx, q)?, QueryResult::Sql),
@@ -138,7 +142,7 @@ fn read_clock(data: &GroupData) -> Result<Option<i64>> {
     }
 }
 
-fn read_sm_record<T: serde::de::DeserializeOwned>(data: &GroupData, tag: u8) -> Result<Option<T>> {
+pub(crate) fn read_sm_record<T: serde::de::DeserializeOwned>(data: &GroupData, tag: u8) -> Result<Option<T>> {
     let key = keys::data_key(data.group, keys::SPACE_SM, &[tag]);
     let raw = data.db.get_cf(cf(&data.db, CF_DATA), &key)?;
     match raw {
@@ -205,6 +209,9 @@ impl StateMachine {
             put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
             self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
             self.data.db.compact_pending();
+            if matches!(&entry.payload, EntryPayload::Normal(Command { op: Operation::Split(_), .. })) {
+                self.data.db.note_group_event();
+            }
             responses.push(response);
         }
         Ok(responses)
@@ -289,7 +296,11 @@ impl StateMachine {
         }
         let now = cmd.issued_at_ms;
         match &cmd.op {
-            Operation::Kv(op) => with(KvEngine, db, group, batch, now, op),
+            Operation::Kv(op) => match crate::range::check_op(&crate::range::own_range(&self.data)?, op) {
+                Some(moved) => Ok(Response::Rejected(moved)),
+                None => with(KvEngine, db, group, batch, now, op),
+            },
+            Operation::Split(op) => crate::range::apply_split(&self.data, batch, now, op),
             Operation::Meta(op) => with(MetaEngine, db, group, batch, now, op),
             Operation::Object(op) => with(ObjectEngine, db, group, batch, now, op),
             Operation::Document(op) => with(DocumentEngine, db, group, batch, now, op),
@@ -477,6 +488,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
         let group = self.data.group;
         self.data.memory.invalidate(); // in-memory indexes are rebuilt from the new records
+        self.data.db.note_group_event(); // the snapshot may record splits this replica skipped
         tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");
         Ok(())
     }

@@ -34,6 +34,9 @@ pub struct Db {
     /// The VACUUM compaction threads started and not yet joined: a shutdown
     /// waits for them, so no thread is inside RocksDB while the process exits.
     vacuums: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Woken when an apply or snapshot install may have split off a group the
+    /// node should start ([`Store::group_events`]).
+    group_events: Arc<tokio::sync::Notify>,
 }
 
 impl Deref for Db {
@@ -46,11 +49,16 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default() }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default() }
     }
 }
 
 impl Db {
+    /// Wakes whoever waits on [`Store::group_events`].
+    pub(crate) fn note_group_event(&self) {
+        self.group_events.notify_one();
+    }
+
     /// Asks for `[from, to)` of the data column family to be compacted after
     /// the current apply (physical only: reclaims deleted and overwritten records).
     pub(crate) fn compact_later(&self, from: Vec<u8>, to: Vec<u8>) {
@@ -170,7 +178,7 @@ impl Store {
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         check_encryption(&db, crypt.as_ref())?;
-        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default(), vacuums: Default::default() });
+        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default() });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
     }
@@ -186,6 +194,26 @@ impl Store {
     }
 
     /// The Raft log store of one group.
+    /// Woken after a group applied a split or installed a snapshot: a split-off
+    /// group may be waiting to be started ([`Store::split_children`]).
+    pub fn group_events(&self) -> Arc<tokio::sync::Notify> {
+        self.db.group_events.clone()
+    }
+
+    /// The groups split off from `parent` on this node, each with its
+    /// members, and whether this node holds its starting state (false: the
+    /// replica skipped the split through a snapshot and must be filled by one).
+    pub fn split_children(&self, parent: u64) -> Result<Vec<(tessera_api::meta::SplitRecord, bool)>> {
+        let data = crate::engine::GroupData { db: self.db.clone(), group: parent, memory: self.engine_memory(parent) };
+        let mut out = Vec::new();
+        for split in crate::range::splits(&data)? {
+            let child = crate::engine::GroupData { db: self.db.clone(), group: split.child, memory: self.engine_memory(split.child) };
+            let seeded = crate::state_machine::read_sm_record::<openraft::LogId<u64>>(&child, keys::SM_APPLIED)?.is_some();
+            out.push((split, seeded));
+        }
+        Ok(out)
+    }
+
     pub fn log_store(&self, group: u64) -> LogStore {
         LogStore::new(self.db.clone(), self.wal.clone(), group)
     }

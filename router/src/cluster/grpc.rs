@@ -504,7 +504,8 @@ impl ClusterClient for GrpcCluster {
         (view.leaders.clone(), view.reachable.clone())
     }
     fn group_for(&self, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
-        super::ring_group(self.view.read().expect("view lock").ring.as_ref(), key)
+        let view = self.view.read().expect("view lock");
+        super::route(view.map.as_ref(), view.ring.as_ref(), key)
     }
 
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {

@@ -63,8 +63,9 @@ impl MemoryCluster {
             nodes: vec![NodeInfo::new(NODE, "in-process")],
             strategy: ShardingStrategy::default(),
             replication_factor: 1,
-            groups: ids.iter().map(|&id| GroupInfo { id, members: vec![NODE] }).collect(),
+            groups: ids.iter().map(|&id| GroupInfo::new(id, vec![NODE])).collect(),
             epoch: 0,
+            ranges: Vec::new(),
         };
         let groups: BTreeMap<GroupId, Group> = ids
             .iter()
@@ -238,7 +239,7 @@ impl ClusterClient for MemoryCluster {
     }
 
     fn group_for(&self, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
-        super::ring_group(Some(&self.ring), key)
+        super::route(Some(&self.map), Some(&self.ring), key)
     }
 
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {

@@ -138,9 +138,20 @@ pub trait ClusterClient: Send + Sync {
     }
 }
 
-/// The hash ring of a map's data groups.
+/// The hash ring of a map's data groups (not those split off for key-value ranges).
 fn build_ring(map: &ClusterMap) -> Ring {
-    Ring::new(map.data_groups())
+    Ring::new(map.ring_groups())
+}
+
+/// The data group that owns `key`: under range sharding a key-value key's
+/// range's group, otherwise the group on the ring.
+fn route(map: Option<&ClusterMap>, ring: Option<&Ring>, key: &RoutingKey<'_>) -> Result<GroupId, ClusterError> {
+    if let (Some(map), RoutingKey::Kv(k)) = (map, key)
+        && let Some(range) = map.kv_range_of(k)
+    {
+        return Ok(range.group);
+    }
+    ring_group(ring, key)
 }
 
 /// The data group owning `key` on `ring`.

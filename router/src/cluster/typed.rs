@@ -315,27 +315,3 @@ pub async fn read_as<M: Model, T>(
     Ok(Served { value: misshapen(shape(served.value))?, group: served.group, node: served.node })
 }
 
-/// [`propose_each`], keeping the replies of the one shape named.
-pub async fn propose_each_as<M: Model, T>(
-    cluster: &dyn ClusterClient,
-    groups: &[GroupId],
-    op: impl Fn() -> M::Op,
-    consistency: Consistency,
-    shape: impl Fn(M::Reply) -> Result<T, M::Reply>,
-) -> Result<Vec<(GroupId, Result<T, Rejection>)>, ApiError> {
-    let replies = propose_each::<M>(cluster, groups, op, consistency).await?;
-    replies.into_iter().map(|(g, r)| Ok((g, match r { Ok(v) => Ok(misshapen(shape(v))?), Err(e) => Err(e) }))).collect()
-}
-
-/// [`ask_each`], keeping the answers of the one shape named.
-pub async fn ask_each_as<M: Model, T>(
-    cluster: &dyn ClusterClient,
-    groups: &[GroupId],
-    query: &M::Query,
-    consistency: Consistency,
-    replica: Option<NodeId>,
-    shape: impl Fn(M::Answer) -> Result<T, M::Answer>,
-) -> Result<Vec<(GroupId, Result<T, Rejection>)>, ApiError> {
-    let answers = ask_each::<M>(cluster, groups, query, consistency, replica).await?;
-    answers.into_iter().map(|(g, r)| Ok((g, match r { Ok(v) => Ok(misshapen(shape(v))?), Err(e) => Err(e) }))).collect()
-}

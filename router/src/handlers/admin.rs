@@ -42,7 +42,13 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     Ok(Json(json!({
         "nodes": nodes,
         "groups": groups,
-        "sharding": {"strategy": map.strategy, "shard_count": map.data_groups().len()},
+        "sharding": {
+            "strategy": map.strategy,
+            "shard_count": map.data_groups().len(),
+            // Range sharding: the key-value ranges in key order (`end` null: to the end).
+            "ranges": map.ranges.iter().map(|r| json!({"start": r.range.start, "end": r.range.end, "group": r.group})).collect::<Vec<_>>(),
+        },
+        "epoch": map.epoch,
         "replication_factor": map.replication_factor,
     })))
 }

@@ -1,11 +1,22 @@
-//! Key-value routes. A key's shard is found on the hash ring; prefix listing,
-//! counting and deletion fan out to every data group and merge.
+//! Key-value routes. A key's shard is found on the hash ring, or under range
+//! sharding in the map's sorted ranges; prefix listing, counting and deletion
+//! fan out to every data group (hash) or to the ranges the prefix covers, each
+//! asked for its own range (range), and merge in key order.
+//!
+//! Under range sharding a group refuses a key or range that is no longer its
+//! own (it split since the router learned the map) with `RANGE_MOVED`; the
+//! call then runs again on a freshly learned map, so a split shows clients
+//! nothing but a short wait.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+use tessera_api::GroupId;
+use tessera_api::meta::KeyRange;
 use tessera_api::routing::RoutingKey;
 use tessera_api::command::{KvEntry, KvOp, KvQuery, KvQueryResult, now_ms};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
@@ -60,9 +71,12 @@ pub async fn put(
     if req.ttl == Some(0) {
         return Err(ApiError::BadRequest("ttl must be at least 1 second (omit it for no expiry)".into()));
     }
-    let group = state.cluster.group_for(&RoutingKey::Kv(&req.key))?;
-    let op = KvOp::Put { key: req.key, value: req.value, ttl_secs: req.ttl };
-    let served = typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, shape!(KvReply::Entry)).await?;
+    let served = on_current_ranges(&state, || async {
+        let group = state.cluster.group_for(&RoutingKey::Kv(&req.key))?;
+        let op = KvOp::Put { key: req.key.clone(), value: req.value.clone(), ttl_secs: req.ttl };
+        typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, shape!(KvReply::Entry)).await
+    })
+    .await?;
     let headers = served_headers(&served);
     Ok((headers, Json(KvEntryView::from_entry(served.value, now_ms()))))
 }
@@ -75,10 +89,13 @@ pub async fn get(
     Path(key): Path<String>,
 ) -> Result<(HeaderMap, Json<KvEntryView>), ApiError> {
     check_key(&state, &key)?;
-    let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let q = KvQuery::Get { key: key.clone() };
-    let entry = shape!(KvQueryResult::Entry);
-    let served = typed::read_as::<Kv, _>(&*state.cluster, group, q, prefs.consistency, prefs.replica, entry).await?;
+    let served = on_current_ranges(&state, || async {
+        let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
+        let q = KvQuery::Get { key: key.clone() };
+        let entry = shape!(KvQueryResult::Entry);
+        typed::read_as::<Kv, _>(&*state.cluster, group, q, prefs.consistency, prefs.replica, entry).await
+    })
+    .await?;
     let headers = served_headers(&served);
     let e = served.value.ok_or_else(|| ApiError::NotFound(format!("key not found: {key}")))?;
     Ok((headers, Json(KvEntryView::from_entry(e, now_ms()))))
@@ -93,10 +110,12 @@ pub async fn delete(
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     require_writer(&caller)?;
     check_key(&state, &key)?;
-    let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
-    let op = KvOp::Delete { key: key.clone() };
-    let deleted = shape!(KvReply::Deleted);
-    let served = typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, deleted).await?;
+    let served = on_current_ranges(&state, || async {
+        let group = state.cluster.group_for(&RoutingKey::Kv(&key))?;
+        let op = KvOp::Delete { key: key.clone() };
+        typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, shape!(KvReply::Deleted)).await
+    })
+    .await?;
     if served.value == 0 {
         return Err(ApiError::NotFound(format!("key not found: {key}")));
     }
@@ -122,10 +141,11 @@ pub async fn list(
     if limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
     }
-    let query = KvQuery::List { prefix: p.prefix.unwrap_or_default(), limit };
+    let prefix = p.prefix.unwrap_or_default();
+    let query = |range| KvQuery::List { prefix: prefix.clone(), limit, range };
     let mut entries: Vec<KvEntry> = Vec::new();
     let mut total = 0;
-    for (e, t) in fan_out_read(&state, &query, &prefs, shape!(KvQueryResult::List { entries, total })).await? {
+    for (e, t) in fan_out_read(&state, &prefix, query, &prefs, shape!(KvQueryResult::List { entries, total })).await? {
         entries.extend(e);
         total += t;
     }
@@ -143,8 +163,8 @@ pub async fn count(
     QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
     let prefix = p.prefix.unwrap_or_default();
-    let query = KvQuery::Count { prefix: prefix.clone() };
-    let count: u64 = fan_out_read(&state, &query, &prefs, shape!(KvQueryResult::Count)).await?.into_iter().sum();
+    let query = |range| KvQuery::Count { prefix: prefix.clone(), range };
+    let count: u64 = fan_out_read(&state, &prefix, query, &prefs, shape!(KvQueryResult::Count)).await?.into_iter().sum();
     Ok(Json(json!({"count": count, "prefix": prefix})))
 }
 
@@ -159,25 +179,70 @@ pub async fn delete_prefix(
     let prefix = p
         .prefix
         .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
-    let op = || KvOp::DeletePrefix { prefix: prefix.clone() };
-    let groups = state.cluster.data_groups()?;
-    let deletes = shape!(KvReply::Deleted);
-    let mut deleted = 0;
-    for (_, result) in typed::propose_each_as::<Kv, _>(&*state.cluster, &groups, op, prefs.consistency, deletes).await? {
-        deleted += result?;
-    }
+    let deleted: u64 = on_current_ranges(&state, || async {
+        let targets = prefix_targets(&state, &prefix)?;
+        let deletes = targets.into_iter().map(|(group, range)| {
+            let op = KvOp::DeletePrefix { prefix: prefix.clone(), range };
+            typed::write_as::<Kv, _>(&*state.cluster, group, op, prefs.consistency, shape!(KvReply::Deleted))
+        });
+        let served = futures::future::try_join_all(deletes).await?;
+        Ok(served.into_iter().map(|s| s.value).sum())
+    })
+    .await?;
     Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
 }
 
-/// Every data group's answer to `query`, each of the one shape named.
+/// How long a call keeps retrying while its key's range moves (a split).
+const RANGE_MOVE_RETRY: Duration = Duration::from_secs(10);
+
+/// Runs `call` until no group answers `RANGE_MOVED`, learning the map anew
+/// before each retry, for at most [`RANGE_MOVE_RETRY`].
+pub(crate) async fn on_current_ranges<T, F, Fut>(state: &AppState, call: F) -> Result<T, ApiError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let deadline = Instant::now() + RANGE_MOVE_RETRY;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match call().await {
+            Err(ApiError::RangeMoved(why)) if Instant::now() < deadline => {
+                tracing::debug!("retrying on a fresh map: {why}");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+                state.cluster.refresh().await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The groups a prefix call goes to, each with the range it is asked for:
+/// under range sharding the ranges the prefix covers, in key order; under
+/// hash sharding every data group, whole (`None`).
+fn prefix_targets(state: &AppState, prefix: &str) -> Result<Vec<(GroupId, Option<KeyRange>)>, ApiError> {
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    Ok(match map.kv_ranges_with_prefix(prefix) {
+        Some(ranges) => ranges.into_iter().map(|r| (r.group, Some(r.range.clone()))).collect(),
+        None => map.data_groups().into_iter().map(|g| (g, None)).collect(),
+    })
+}
+
+/// The answers of every group holding keys with `prefix` to `query(range)`,
+/// each of the one shape named (see [`prefix_targets`]).
 async fn fan_out_read<T>(
     state: &AppState,
-    query: &KvQuery,
+    prefix: &str,
+    query: impl Fn(Option<KeyRange>) -> KvQuery,
     prefs: &ReadPrefs,
-    shape: impl Fn(KvQueryResult) -> Result<T, KvQueryResult>,
+    shape: impl Fn(KvQueryResult) -> Result<T, KvQueryResult> + Copy,
 ) -> Result<Vec<T>, ApiError> {
-    let groups = state.cluster.data_groups()?;
-    let (c, replica) = (prefs.consistency, prefs.replica);
-    let answers = typed::ask_each_as::<Kv, T>(&*state.cluster, &groups, query, c, replica, shape).await?;
-    answers.into_iter().map(|(_, a)| a.map_err(ApiError::from)).collect()
+    on_current_ranges(state, || async {
+        let targets = prefix_targets(state, prefix)?;
+        let reads = targets.into_iter().map(|(group, range)| {
+            typed::read_as::<Kv, T>(&*state.cluster, group, query(range), prefs.consistency, prefs.replica, shape)
+        });
+        Ok(futures::future::try_join_all(reads).await?.into_iter().map(|s| s.value).collect())
+    })
+    .await
 }

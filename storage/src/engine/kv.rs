@@ -44,11 +44,13 @@ impl Engine for KvEngine {
         let (view, now) = (ctx.view::<Self>(), ctx.now_ms);
         Ok(Ok(match query {
             KvQuery::Get { key } => KvQueryResult::Entry(get(&view, key, now)?),
-            KvQuery::List { prefix, limit } => {
-                let (entries, total) = list(&view, prefix, *limit, now)?;
+            KvQuery::List { prefix, limit, range } => {
+                let (entries, total) = list_within(&view, prefix, range.as_ref(), *limit, now)?;
                 KvQueryResult::List { entries, total }
             }
-            KvQuery::Count { prefix } => KvQueryResult::Count(count(&view, prefix, now)?),
+            KvQuery::Count { prefix, range } => KvQueryResult::Count(list_within(&view, prefix, range.as_ref(), 0, now)?.1),
+            // Answered by the state machine from the group's own records.
+            KvQuery::Range => KvQueryResult::Range(crate::range::info(ctx.data)?),
         }))
     }
 
@@ -69,10 +71,10 @@ impl Engine for KvEngine {
                 tx.delete(key.as_bytes());
                 Ok(Response::Deleted(live as u64))
             }
-            KvOp::DeletePrefix { prefix } => {
+            KvOp::DeletePrefix { prefix, range } => {
                 let mut doomed = Vec::new();
                 let mut live = 0;
-                tx.view().scan_prefix(prefix.as_bytes(), |k, v| {
+                scan_within(tx.view(), prefix, range.as_ref(), |k, v| {
                     if decode(v)?.is_live(now) {
                         live += 1;
                     }
@@ -98,6 +100,45 @@ pub fn list(view: &ReadView<'_>, prefix: &str, limit: usize, now: i64) -> Result
     let mut entries = Vec::new();
     let mut total = 0u64;
     view.scan_prefix(prefix.as_bytes(), |_, v| {
+        let e = decode(v)?;
+        if e.is_live(now) {
+            total += 1;
+            if entries.len() < limit {
+                entries.push(e);
+            }
+        }
+        Ok(true)
+    })?;
+    Ok((entries, total))
+}
+
+/// Visits the stored records with `prefix` in key order, only those in
+/// `range` when one is given (range sharding: the part the router asked this group for).
+fn scan_within(
+    view: &ReadView<'_>,
+    prefix: &str,
+    range: Option<&tessera_api::meta::KeyRange>,
+    f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+) -> Result<()> {
+    let Some(range) = range else { return view.scan_prefix(prefix.as_bytes(), f) };
+    match range.with_prefix(prefix) {
+        None => Ok(()),
+        // Keys are UTF-8 and never hold the byte 0xff: 0xff bounds every key.
+        Some((start, end)) => view.scan_range(&start, &end.unwrap_or_else(|| vec![0xff]), f),
+    }
+}
+
+/// [`list`] within `range` (see [`scan_within`]).
+pub fn list_within(
+    view: &ReadView<'_>,
+    prefix: &str,
+    range: Option<&tessera_api::meta::KeyRange>,
+    limit: usize,
+    now: i64,
+) -> Result<(Vec<KvEntry>, u64)> {
+    let mut entries = Vec::new();
+    let mut total = 0u64;
+    scan_within(view, prefix, range, |_, v| {
         let e = decode(v)?;
         if e.is_live(now) {
             total += 1;

@@ -197,6 +197,19 @@ impl Engine for MetaEngine {
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
+            MetaOp::RecordSplit { parent, child, at, members } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                match map.record_split(*parent, *child, at, members) {
+                    Ok(false) => Ok(Response::Applied(false)),
+                    Ok(true) => {
+                        tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                        Ok(Response::Applied(true))
+                    }
+                    Err(why) => reject(ErrorCode::Conflict, why),
+                }
+            }
             MetaOp::ProvisionFirstAdmin(user) => {
                 if user_count(tx.view())? > 0 {
                     return Ok(Response::Applied(false));

@@ -152,7 +152,7 @@ fn command_seeds() -> Vec<Vec<u8>> {
     let ops = vec![
         Operation::Kv(KvOp::Put { key: "k".into(), value: json!({"a": [1, 2.5, "x"]}), ttl_secs: Some(60) }),
         Operation::Kv(KvOp::Delete { key: "k".into() }),
-        Operation::Kv(KvOp::DeletePrefix { prefix: "p/".into() }),
+        Operation::Kv(KvOp::DeletePrefix { prefix: "p/".into(), range: None }),
         Operation::Kv(KvOp::PutMany { pairs: vec![("a".into(), json!(1)), ("b".into(), Value::Null)] }),
         Operation::Sql(SqlOp {
             database: "default".into(),
@@ -167,7 +167,7 @@ fn command_seeds() -> Vec<Vec<u8>> {
     ];
     let mut seeds: Vec<Vec<u8>> =
         ops.into_iter().map(|op| codec::encode(&Command { issued_at_ms: 1_700_000_000_000, op, request_id: Some("0123456789abcdef0123456789abcdef".into()) }).expect("encode")).collect();
-    seeds.push(codec::encode(&Query::Kv(KvQuery::List { prefix: "a".into(), limit: 10 })).expect("encode"));
+    seeds.push(codec::encode(&Query::Kv(KvQuery::List { prefix: "a".into(), limit: 10, range: None })).expect("encode"));
     seeds.push(codec::encode(&Response::Deleted(3)).expect("encode"));
     seeds
 }

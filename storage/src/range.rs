@@ -1,0 +1,165 @@
+//! Range sharding inside a group: the key-value range a group holds, the check
+//! that a request's key or range is still the group's, and the split that moves
+//! the upper part of the range into a new group on the same replicas.
+//!
+//! A split is a command of the parent group. Applying it, in the parent's one
+//! write batch: copies the parent's key-value records from the split key up
+//! into the child's key space, deletes them from the parent, narrows the
+//! parent's range and records the split, and writes the child's starting state
+//! — applied and purged up to the log id [`child_base_log_id`] with the
+//! parent's membership — so every replica's child starts from the same bytes
+//! at the same log position, and a replica without them (one that skipped the
+//! split through a snapshot of the parent) can only be filled by a snapshot of
+//! the child. The node then starts the child's Raft instance
+//! ([`crate::Store::split_children`], [`crate::Store::group_events`]).
+
+use openraft::{LogId, StoredMembership};
+use rocksdb::WriteBatch;
+use tessera_api::command::{KvOp, KvQuery, RangeInfo, Response, SplitOp};
+use tessera_api::error::{ErrorCode, Rejection};
+use tessera_api::meta::{KeyRange, SplitRecord};
+
+use crate::crypt::Purpose;
+use crate::engine::{GroupData, ReadView, space};
+use crate::error::Result;
+use crate::keys::{self, CF_DATA, CF_RAFT};
+use crate::state_machine::read_sm_record;
+use crate::store::Db;
+
+/// The log id a split-off group starts at: applied, purged and committed, so
+/// its first leader is elected on it and a replica without the child's state
+/// gets a snapshot (term 0, like the membership entry of `initialize`).
+pub fn child_base_log_id() -> LogId<u64> {
+    LogId::new(openraft::CommittedLeaderId::new(0, 0), 0)
+}
+
+/// The key-value range the group holds (every key until it first split).
+pub fn own_range(data: &GroupData) -> Result<KeyRange> {
+    Ok(read_sm_record(data, keys::SM_RANGE)?.unwrap_or_else(KeyRange::full))
+}
+
+/// The splits the group applied, oldest first.
+pub fn splits(data: &GroupData) -> Result<Vec<SplitRecord>> {
+    Ok(read_sm_record(data, keys::SM_SPLITS)?.unwrap_or_default())
+}
+
+fn moved(what: String) -> Rejection {
+    Rejection::new(ErrorCode::RangeMoved, what)
+}
+
+fn key_check(own: &KeyRange, key: &str) -> Option<Rejection> {
+    (!own.contains(key)).then(|| moved(format!("key {key:?} is not in this group's range {own:?}")))
+}
+
+fn range_check(own: &KeyRange, asked: &Option<KeyRange>) -> Option<Rejection> {
+    let asked = asked.as_ref()?;
+    (!own.covers(asked)).then(|| moved(format!("this group holds {own:?}, not all of {asked:?}")))
+}
+
+/// Why `op` is not this group's to apply (its key or range moved), if it is not.
+pub fn check_op(own: &KeyRange, op: &KvOp) -> Option<Rejection> {
+    match op {
+        KvOp::Put { key, .. } | KvOp::Delete { key } => key_check(own, key),
+        KvOp::PutMany { pairs } => pairs.iter().find_map(|(k, _)| key_check(own, k)),
+        KvOp::DeletePrefix { range, .. } => range_check(own, range),
+    }
+}
+
+/// Why `query` is not this group's to answer, if it is not.
+pub fn check_query(own: &KeyRange, query: &KvQuery) -> Option<Rejection> {
+    match query {
+        KvQuery::Get { key } => key_check(own, key),
+        KvQuery::List { range, .. } | KvQuery::Count { range, .. } => range_check(own, range),
+        KvQuery::Range => None,
+    }
+}
+
+/// The group's range, splits and size, and its middle key.
+pub fn info(data: &GroupData) -> Result<RangeInfo> {
+    let range = own_range(data)?;
+    let view = data.space(space::KV);
+    let (mut keys, mut bytes) = (0u64, 0u64);
+    view.scan_prefix(b"", |k, v| {
+        keys += 1;
+        bytes += (k.len() + v.len()) as u64;
+        Ok(true)
+    })?;
+    let mut middle_key = None;
+    if keys >= 2 {
+        let mut seen = 0u64;
+        view.scan_prefix(b"", |k, _| {
+            seen += 1;
+            if seen > keys / 2 {
+                middle_key = Some(String::from_utf8_lossy(k).into_owned());
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+    }
+    Ok(RangeInfo { range, splits: splits(data)?, keys, bytes, middle_key })
+}
+
+fn put_sm(db: &Db, batch: &mut WriteBatch, group: u64, tag: u8, value: &impl serde::Serialize) -> Result<()> {
+    let key = keys::data_key(group, keys::SPACE_SM, &[tag]);
+    let bytes = serde_json::to_vec(value)?;
+    batch.put_cf(db.cf_handle(CF_DATA).expect("data column family"), &key, db.seal(Purpose::Data, &key, &bytes));
+    Ok(())
+}
+
+/// Applies a split of the group of `data` into `batch` (see the module docs).
+pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &SplitOp) -> Result<Response> {
+    let (db, parent) = (&*data.db, data.group);
+    let own = own_range(data)?;
+    let mut done = splits(data)?;
+    if done.iter().any(|s| s.child == op.child && s.at == op.at) {
+        return Ok(Response::Applied(false));
+    }
+    if !own.contains(&op.at) || op.at == own.start {
+        return Ok(Response::rejected(ErrorCode::Invalid, format!("{:?} does not split this group's range {own:?}", op.at)));
+    }
+    let child_data = GroupData { db: data.db.clone(), group: op.child, memory: data.memory.clone() };
+    if op.child == parent || read_sm_record::<LogId<u64>>(&child_data, keys::SM_APPLIED)?.is_some() {
+        return Ok(Response::rejected(ErrorCode::Conflict, format!("group {} exists already", op.child)));
+    }
+    let Some(membership) = read_sm_record::<StoredMembership<u64, openraft::BasicNode>>(data, keys::SM_MEMBERSHIP)? else {
+        return Ok(Response::rejected(ErrorCode::Invalid, "the group has no membership yet"));
+    };
+    let members: Vec<u64> = membership.membership().voter_ids().collect();
+
+    // The records move: copied into the child's space, then one range delete.
+    let cf = db.cf_handle(CF_DATA).expect("data column family");
+    let moved_end = own.end.clone();
+    let view = ReadView::new(db, parent, space::KV);
+    let end_bytes = moved_end.as_ref().map(|e| e.as_bytes().to_vec());
+    let mut copy = |k: &[u8], v: &[u8]| -> Result<bool> {
+        let key = keys::data_key(op.child, space::KV, k);
+        batch.put_cf(cf, &key, db.seal(Purpose::Data, &key, v));
+        Ok(true)
+    };
+    // Keys are UTF-8 and never hold the byte 0xff: `[at, 0xff)` is every key from `at` up.
+    let scan_end = end_bytes.clone().unwrap_or_else(|| vec![0xff]);
+    view.scan_range(op.at.as_bytes(), &scan_end, &mut copy)?;
+    let from = keys::data_key(parent, space::KV, op.at.as_bytes());
+    let to = match &end_bytes {
+        Some(end) => keys::data_key(parent, space::KV, end),
+        None => keys::data_key(parent, space::KV + 1, b""),
+    };
+    batch.delete_range_cf(cf, from, to);
+
+    // The child's starting state.
+    let base = child_base_log_id();
+    put_sm(db, batch, op.child, keys::SM_APPLIED, &base)?;
+    put_sm(db, batch, op.child, keys::SM_MEMBERSHIP, &StoredMembership::new(Some(base), membership.membership().clone()))?;
+    put_sm(db, batch, op.child, keys::SM_RANGE, &KeyRange { start: op.at.clone(), end: moved_end })?;
+    let clock_key = keys::data_key(op.child, keys::SPACE_SM, &[keys::SM_CLOCK]);
+    batch.put_cf(cf, &clock_key, db.seal(Purpose::Data, &clock_key, &now.to_be_bytes()));
+    let raft_cf = db.cf_handle(CF_RAFT).expect("raft column family");
+    batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_PURGED), serde_json::to_vec(&base)?);
+    batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_COMMITTED), serde_json::to_vec(&Some(base))?);
+
+    // The parent keeps the lower part and remembers the split.
+    put_sm(db, batch, parent, keys::SM_RANGE, &KeyRange { start: own.start, end: Some(op.at.clone()) })?;
+    done.push(SplitRecord { child: op.child, at: op.at.clone(), members });
+    put_sm(db, batch, parent, keys::SM_SPLITS, &done)?;
+    Ok(Response::Applied(true))
+}

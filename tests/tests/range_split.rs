@@ -1,0 +1,148 @@
+//! Range sharding (`sharding.strategy = range`): a key-value workload over
+//! sorted keys makes its range split at least twice while writers run; no
+//! write fails or is lost, prefix lists stay complete and in key order across
+//! the splits, and a split-off group survives the loss of a node.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use serde_json::{Value, json};
+use tessera_tests::{Cluster, ClusterOptions, Http, wait_for};
+
+const KEYS: usize = 600;
+const WRITERS: usize = 2;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn range_split() {
+    let options = ClusterOptions {
+        shard_count: 2,
+        node_env: vec![
+            ("SERVICE_SHARDING_STRATEGY".into(), "range".into()),
+            // Small thresholds so a few hundred keys split the range twice or more.
+            ("SERVICE_SPLIT_THRESHOLD_KEYS".into(), "150".into()),
+            ("SERVICE_SPLIT_CHECK_INTERVAL_SECS".into(), "1".into()),
+        ],
+        ..ClusterOptions::default()
+    };
+    let mut cluster = Cluster::start(options).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster).await {
+        panic!("range_split scenario failed: {e:?}\n{}", cluster.log_tails(60));
+    }
+}
+
+fn key(i: usize) -> String {
+    format!("user:{i:05}")
+}
+
+async fn ranges(api: &Http) -> Result<Vec<Value>> {
+    let cluster = api.get("/api/v1/admin/cluster").await?.ensure_status(200)?.json;
+    ensure!(cluster["sharding"]["strategy"] == "range", "strategy: {}", cluster["sharding"]);
+    Ok(cluster["sharding"]["ranges"].as_array().cloned().unwrap_or_default())
+}
+
+async fn scenario(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+    let start = ranges(&api).await?;
+    ensure!(start.len() == 1 && start[0]["start"] == "" && start[0]["end"].is_null(), "one range at start: {start:?}");
+
+    // Writers put sorted keys (each its own slice, in order); every write must succeed.
+    let t0 = Instant::now();
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let api = api.clone();
+        writers.push(tokio::spawn(async move {
+            let mut worst = Duration::ZERO;
+            for i in (w..KEYS).step_by(WRITERS) {
+                let began = Instant::now();
+                let r = api.kv_put(&key(i), json!({"n": i}), None).await?;
+                ensure!(r.status == 200, "put {} failed during splits: {r}", key(i));
+                worst = worst.max(began.elapsed());
+            }
+            anyhow::Ok(worst)
+        }));
+    }
+    let mut worst = Duration::ZERO;
+    for w in writers {
+        worst = worst.max(w.await??);
+    }
+    eprintln!("[range_split] {KEYS} puts in {:?}, slowest {worst:?}", t0.elapsed());
+
+    // The range splits at least twice (three ranges or more), in key order, covering every key.
+    let split = wait_for(Duration::from_secs(90), "the key-value range splits at least twice", || async {
+        let r = ranges(&api).await?;
+        Ok((r.len() >= 3).then_some(r))
+    })
+    .await?;
+    eprintln!("[range_split] ranges: {}", Value::Array(split.clone()));
+    ensure!(split[0]["start"] == "", "the first range starts at the first key: {split:?}");
+    ensure!(split.last().is_some_and(|r| r["end"].is_null()), "the last range runs to the end: {split:?}");
+    for pair in split.windows(2) {
+        ensure!(pair[0]["end"] == pair[1]["start"], "ranges leave no gap: {split:?}");
+    }
+    let groups: std::collections::BTreeSet<u64> = split.iter().filter_map(|r| r["group"].as_u64()).collect();
+    ensure!(groups.len() == split.len(), "each range has its own group: {split:?}");
+
+    // Writes go on while it splits further, then everything reads back.
+    for i in KEYS..KEYS + 100 {
+        api.kv_put(&key(i), json!({"n": i}), None).await?.ensure_status(200)?;
+    }
+    let total = KEYS + 100;
+    every_key_reads_back(&api, total).await?;
+
+    // A prefix spanning several ranges lists in key order; a narrow one too.
+    let (keys, count) = api.kv_list_keys("user:", Some(10_000)).await?;
+    ensure!(count == total as u64, "list total {count}, expected {total}");
+    let expected: Vec<String> = (0..total).map(key).collect();
+    ensure!(keys == expected, "listing across ranges is complete and in key order");
+    let (some, n) = api.kv_list_keys("user:002", Some(1_000)).await?;
+    ensure!(n == 100 && some == (200..300).map(key).collect::<Vec<_>>(), "user:002* lists 200..300: {n}");
+    let (first, n) = api.kv_list_keys("user:", Some(7)).await?;
+    ensure!(n == total as u64 && first == (0..7).map(key).collect::<Vec<_>>(), "a limited list is the first keys: {first:?}");
+    ensure!(api.kv_count("user:").await? == total as u64, "count across ranges");
+
+    // A prefix delete reaches every range it covers.
+    let r = api.kv_delete_prefix("user:003").await?.ensure_status(200)?;
+    ensure!(r.json["deleted"] == 100, "deleted: {r}");
+    ensure!(api.kv_count("user:").await? == total as u64 - 100, "count after the prefix delete");
+    api.kv_get(&key(350)).await?.ensure_status(404)?;
+
+    // The other models are hash-placed over the bootstrap groups, unchanged by splits.
+    api.post("/api/v1/documents/collections/notes/documents", &json!({"document": {"text": "still hashed"}})).await?.ensure_status(201)?;
+
+    // A split-off group keeps its replicas: losing a node loses nothing.
+    c.kill_node(3)?;
+    let survivors: BTreeMap<usize, Value> = (0..total).filter(|i| !(300..400).contains(i)).map(|i| (i, json!({"n": i}))).collect();
+    wait_for(Duration::from_secs(60), "every key reads back with node 3 down", || async {
+        for (i, value) in &survivors {
+            let r = api.kv_get(&key(*i)).await?;
+            if r.status != 200 || r.json["value"] != *value {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    })
+    .await?;
+    api.kv_put("user:99999", json!("after the loss"), None).await?.ensure_status(200)?;
+
+    // Back, node 3 restarts its split-off groups from its own records and
+    // catches up: its replica of the last range serves the write it missed.
+    c.start_node(3)?;
+    let from_node_3 = api.consistency("one").replica(3);
+    wait_for(Duration::from_secs(60), "node 3 serves the write it missed", || async {
+        let r = from_node_3.kv_get("user:99999").await?;
+        Ok((r.status == 200 && r.json["value"] == "after the loss").then_some(()))
+    })
+    .await?;
+    let r = from_node_3.kv_get(&key(10)).await?.ensure_status(200)?;
+    ensure!(r.json["value"] == json!({"n": 10}), "node 3's replica of the first range: {r}");
+    Ok(())
+}
+
+async fn every_key_reads_back(api: &Http, total: usize) -> Result<()> {
+    for i in 0..total {
+        let r = api.kv_get(&key(i)).await?;
+        ensure!(r.status == 200 && r.json["value"] == json!({"n": i}), "{} after the splits: {r}", key(i));
+    }
+    Ok(())
+}
