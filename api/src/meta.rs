@@ -467,3 +467,49 @@ pub struct ActivityRecord {
 
 /// How many activity records the meta group keeps (the oldest are dropped).
 pub const ACTIVITIES_KEEP: usize = 10_000;
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    fn range(start: &str, end: Option<&str>) -> KeyRange {
+        KeyRange { start: start.into(), end: end.map(str::to_string) }
+    }
+
+    #[test]
+    fn ranges_contain_cover_and_clip_to_prefixes() {
+        let r = range("b", Some("d"));
+        assert!(r.contains("b") && r.contains("cz") && !r.contains("d") && !r.contains("a"));
+        assert!(KeyRange::full().covers(&r) && r.covers(&range("c", Some("d"))));
+        assert!(!r.covers(&range("c", None)) && !r.covers(&range("a", Some("c"))));
+        assert_eq!(r.with_prefix("c"), Some((b"c".to_vec(), Some(b"d".to_vec()))));
+        assert_eq!(r.with_prefix(""), Some((b"b".to_vec(), Some(b"d".to_vec()))));
+        assert_eq!(r.with_prefix("e"), None);
+        assert_eq!(range("", None).with_prefix("a"), Some((b"a".to_vec(), Some(b"b".to_vec()))));
+    }
+
+    #[test]
+    fn a_recorded_split_divides_the_range_and_adds_a_group() {
+        let mut map = ClusterMap {
+            nodes: vec![NodeInfo::new(1, "a")],
+            strategy: ShardingStrategy::Range,
+            replication_factor: 1,
+            groups: vec![GroupInfo::new(0, vec![1]), GroupInfo::new(1, vec![1]), GroupInfo::new(2, vec![1])],
+            epoch: 0,
+            ranges: vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
+        };
+        assert_eq!(map.next_group_id(), 3);
+        assert_eq!(map.record_split(1, 3, "m", &[1]), Ok(true));
+        assert_eq!(map.record_split(1, 3, "m", &[1]), Ok(false), "recorded once");
+        assert!(map.record_split(1, 2, "c", &[1]).is_err(), "group 2 exists");
+        assert!(map.record_split(1, 4, "x", &[1]).is_err(), "x is not in group 1's range any more");
+        assert_eq!(map.kv_range_of("a").map(|r| r.group), Some(1));
+        assert_eq!(map.kv_range_of("m").map(|r| r.group), Some(3));
+        assert_eq!(map.ring_groups(), vec![1, 2], "the ring keeps the bootstrap groups");
+        assert_eq!(map.epoch, 1);
+        let covering: Vec<GroupId> = map.kv_ranges_with_prefix("").unwrap().iter().map(|r| r.group).collect();
+        assert_eq!(covering, vec![1, 3]);
+        map.strategy = ShardingStrategy::Hash;
+        assert!(map.kv_range_of("a").is_none());
+    }
+}

@@ -163,3 +163,91 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     put_sm(db, batch, parent, keys::SM_SPLITS, &done)?;
     Ok(Response::Applied(true))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use openraft::{BasicNode, EntryPayload, Membership};
+    use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response, SplitOp};
+    use tessera_api::error::ErrorCode;
+
+    use super::*;
+    use crate::types::TypeConfig;
+
+    fn entry(index: u64, payload: EntryPayload<TypeConfig>) -> openraft::Entry<TypeConfig> {
+        openraft::Entry { log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index), payload }
+    }
+
+    fn op(op: Operation) -> EntryPayload<TypeConfig> {
+        EntryPayload::Normal(Command { issued_at_ms: 1_000, op, request_id: None })
+    }
+
+    fn get(store: &crate::Store, group: u64, key: &str) -> QueryResult {
+        store.reader(group).query(&Query::Kv(KvQuery::Get { key: key.into() }), 2_000).unwrap()
+    }
+
+    /// A split moves the upper keys into the child, which starts applied at
+    /// the base log id with the parent's members; each side refuses the
+    /// other's keys, and applying the split again changes nothing.
+    #[test]
+    fn a_split_moves_the_upper_keys_into_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let parent = store.state_machine(1);
+        let voters: BTreeSet<u64> = [1, 2, 3].into();
+        let nodes: BTreeMap<u64, BasicNode> = voters.iter().map(|n| (*n, BasicNode { addr: format!("n{n}") })).collect();
+        let mut entries = vec![entry(1, EntryPayload::Membership(Membership::new(vec![voters], nodes)))];
+        for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
+            let put = KvOp::Put { key: k.to_string(), value: serde_json::json!(i), ttl_secs: None };
+            entries.push(entry(2 + i as u64, op(Operation::Kv(put))));
+        }
+        entries.push(entry(6, op(Operation::Split(SplitOp { child: 9, at: "c".into() }))));
+        entries.push(entry(7, op(Operation::Split(SplitOp { child: 9, at: "c".into() }))));
+        let responses = parent.apply_entries(entries).unwrap();
+        assert_eq!(responses[5], Response::Applied(true));
+        assert_eq!(responses[6], Response::Applied(false), "a repeated split changes nothing");
+
+        assert!(matches!(get(&store, 1, "b"), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
+        assert!(matches!(get(&store, 1, "c"), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved));
+        assert!(matches!(get(&store, 9, "d"), QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(3)));
+        assert!(matches!(get(&store, 9, "a"), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved));
+
+        let child = store.reader(9);
+        assert_eq!(child.applied().unwrap(), Some(child_base_log_id()));
+        let QueryResult::Kv(KvQueryResult::Range(info)) = child.query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+        assert_eq!(info.range, KeyRange { start: "c".into(), end: None });
+        assert_eq!(info.keys, 2);
+        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+        assert_eq!(info.range, KeyRange { start: String::new(), end: Some("c".into()) });
+        assert_eq!(info.splits, vec![SplitRecord { child: 9, at: "c".into(), members: vec![1, 2, 3] }]);
+        let children = store.split_children(1).unwrap();
+        assert_eq!(children.len(), 1);
+        assert!(children[0].1, "this replica holds the child's starting state");
+
+        // A list asked for a range the parent no longer covers is refused; one
+        // within its range answers only that part.
+        let wide = KvQuery::List { prefix: String::new(), limit: 10, range: Some(KeyRange::full()) };
+        assert!(matches!(store.reader(1).query(&Query::Kv(wide), 2_000).unwrap(), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved));
+        let own = KvQuery::List { prefix: String::new(), limit: 10, range: Some(KeyRange { start: "b".into(), end: Some("c".into()) }) };
+        let QueryResult::Kv(KvQueryResult::List { entries, total }) = store.reader(1).query(&Query::Kv(own), 2_000).unwrap() else { panic!() };
+        assert_eq!((entries.len(), total), (1, 1));
+        // A key outside the child's range is not written there.
+        let stray = Command {
+            issued_at_ms: 3_000,
+            op: Operation::Kv(KvOp::Put { key: "a2".into(), value: serde_json::json!(0), ttl_secs: None }),
+            request_id: None,
+        };
+        assert!(matches!(store.state_machine(9).apply_at(1, stray).unwrap(), Response::Rejected(r) if r.code == ErrorCode::RangeMoved));
+    }
+
+    /// A split key outside the range, or at its start, is refused.
+    #[test]
+    fn a_split_key_must_be_inside_the_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(1);
+        let split = |at: &str| Command { issued_at_ms: 1, op: Operation::Split(SplitOp { child: 5, at: at.into() }), request_id: None };
+        assert!(matches!(sm.apply_at(1, split("")).unwrap(), Response::Rejected(r) if r.code == ErrorCode::Invalid));
+    }
+}

@@ -174,7 +174,7 @@ impl StateMachine {
     }
 
     /// Applies `entries` in order, each in one write batch with its log id.
-    fn apply_entries(&self, entries: Vec<openraft::Entry<TypeConfig>>) -> Result<Vec<Response>, RaftStorageError> {
+    pub(crate) fn apply_entries(&self, entries: Vec<openraft::Entry<TypeConfig>>) -> Result<Vec<Response>, RaftStorageError> {
         let mut responses = Vec::with_capacity(entries.len());
         for entry in entries {
             let mut batch = WriteBatch::default();
