@@ -170,6 +170,16 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     // The other models are hash-placed over the bootstrap groups, unchanged by splits.
     api.post("/api/v1/documents/collections/notes/documents", &json!({"document": {"text": "still hashed"}})).await?.ensure_status(201)?;
 
+    // A bulk import spanning every range lands in each (routed by range).
+    let bulk_key = |i: usize| format!("user:{:05}-bulk", i * 13);
+    let pairs: Vec<Value> = (0..50).map(|i| json!({"key": bulk_key(i), "value": i})).collect();
+    let r = api.post("/api/v1/import/kv", &json!({"pairs": pairs, "batch_size": 20})).await?.ensure_status(200)?;
+    ensure!(r.json["rows_imported"] == 50, "import: {r}");
+    for i in 0..50 {
+        let r = api.kv_get(&bulk_key(i)).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == i, "{}: {r}", bulk_key(i));
+    }
+
     // A split-off group keeps its replicas: losing a node loses nothing.
     c.kill_node(3)?;
     let survivors: BTreeMap<usize, Value> = (0..total).filter(|i| !(300..400).contains(i)).map(|i| (i, json!({"n": i}))).collect();

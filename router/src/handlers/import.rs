@@ -28,7 +28,7 @@ use super::{JsonBody, ReadPrefs};
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
-use crate::cluster::typed::{self, Sql, shape};
+use crate::cluster::typed::{self, Kv, KvReply, Sql, shape};
 use crate::error::ApiError;
 use crate::import::{self, ParseError};
 use crate::state::AppState;
@@ -184,6 +184,24 @@ async fn run_by_group(state: &AppState, report: &mut Report, by_group: BTreeMap<
             return;
         }
     }
+}
+
+/// Writes `pairs` to the groups holding their keys now, one bulk put per
+/// group; when a group answers that a key's range moved, learns the map anew
+/// and writes the batch again (a put of the same value is harmless twice).
+async fn put_many_on_current_ranges(state: &AppState, pairs: &[(String, Value)], c: Consistency) -> Result<(), ApiError> {
+    super::kv::on_current_ranges(state, || async {
+        let mut by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
+        for (k, v) in pairs {
+            by_group.entry(state.cluster.group_for(&RoutingKey::Kv(k))?).or_default().push((k.clone(), v.clone()));
+        }
+        let writes = by_group.into_iter().map(|(group, pairs)| {
+            typed::write_as::<Kv, _>(&*state.cluster, group, KvOp::PutMany { pairs }, c, shape!(KvReply::Deleted))
+        });
+        futures::future::try_join_all(writes).await?;
+        Ok(())
+    })
+    .await
 }
 
 // ---------------------------------------------------------------- SQL
@@ -381,6 +399,21 @@ pub async fn import_kv(
             report.fail(&invalid(i, format!("pairs[{i}]: {message}")));
             return Ok(report.into_response());
         }
+    }
+    // Range sharding: a batch is routed anew when its keys' range moved (split) mid-import.
+    if state.cluster.map().is_some_and(|m| m.strategy == tessera_api::meta::ShardingStrategy::Range) {
+        let pairs: Vec<(String, Value)> = req.pairs.into_iter().map(|p| (p.key, p.value)).collect();
+        for batch in import::batches(pairs, size, |(k, v)| k.len() + import::approx_size(v)) {
+            let count = batch.len() as u64;
+            match put_many_on_current_ranges(&state, &batch, prefs.consistency).await {
+                Ok(()) => report.imported += count,
+                Err(e) => {
+                    report.fail_unconfirmed(&e);
+                    break;
+                }
+            }
+        }
+        return Ok(report.into_response());
     }
     let mut pairs_by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
     for p in req.pairs {
