@@ -78,6 +78,9 @@ const RESTORED_LOG_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`Group::vote_floor`] when the replica may vote.
 const NO_VOTE_FLOOR: u64 = u64::MAX;
 
+/// How long dropping a replica waits for the calls that still use it.
+const DROP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Group {
     /// Whether this replica may grant votes: not while it has a vote floor it has
     /// not applied (a fresh replica's empty log, or a log that lost acknowledged
@@ -855,6 +858,16 @@ impl Host {
         }
         if let Err(e) = g.raft.shutdown().await {
             warn!(group, "shutting down the dropped replica: {e}");
+        }
+        // Reads and writes that found the replica before it left the map hold
+        // it until they answer: a read that passed its linearizable check here
+        // (this node led the group until the move) must not find the data gone.
+        let deadline = Instant::now() + DROP_DRAIN_TIMEOUT;
+        while Arc::strong_count(&g) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if Arc::strong_count(&g) > 1 {
+            warn!(group, "calls to the dropped replica still run after {DROP_DRAIN_TIMEOUT:?}; deleting its data anyway");
         }
         drop(g);
         self.store.delete_group(group)?;

@@ -69,6 +69,9 @@ pub struct ChaosCluster {
     /// Why there are no `disks`.
     no_disks: Option<String>,
     keep: bool,
+    /// The id the next node added beyond the bootstrap three gets (4, 5, ...:
+    /// a removed node's id is never used again).
+    next_extra_id: u64,
 }
 
 impl ChaosCluster {
@@ -166,6 +169,7 @@ impl ChaosCluster {
             disks,
             no_disks,
             keep: std::env::var_os("TESSERA_TEST_KEEP").is_some_and(|v| v == "1"),
+            next_extra_id: NODE_IDS.iter().max().copied().unwrap_or(0) + 1,
         };
         eprintln!("[chaos] cluster dir {}", root.display());
         for id in NODE_IDS {
@@ -304,6 +308,53 @@ impl ChaosCluster {
         n.child = Some(spawn(&bin, &env, &n.log, &root, &label)?);
         n.paused = false;
         Ok(())
+    }
+
+    /// Starts a node beyond the bootstrap three (its id is new) with
+    /// `existing` cluster state, reachable directly (no proxy) and dialing the
+    /// bootstrap nodes at their router-facing proxies; answers its id and
+    /// address once it listens, ready for `POST /api/v1/admin/nodes`.
+    pub async fn start_extra_node(&mut self) -> Result<(u64, String)> {
+        let id = self.next_extra_id;
+        self.next_extra_id += 1;
+        let port = pick_port()?;
+        let template = self.nodes.get(&NODE_IDS[0]).context("node 1")?.env.clone();
+        let peers = template.iter().find(|(k, _)| k == "SERVICE_PEERS").map(|(_, v)| v.clone()).context("peers")?;
+        let data_dir = self.root.join(format!("node-{id}"));
+        let mut env: Vec<(String, String)> = template
+            .into_iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "SERVICE_NODE_ID" | "SERVICE_PEERS" | "SERVICE_DIAL_OVERRIDES" | "SERVICE_GRPC_ADDR" | "SERVICE_DATA_DIR"))
+            .collect();
+        env.extend([
+            ("SERVICE_NODE_ID".to_string(), id.to_string()),
+            ("SERVICE_PEERS".to_string(), format!("{peers},{id}=127.0.0.1:{port}")),
+            ("SERVICE_GRPC_ADDR".to_string(), format!("127.0.0.1:{port}")),
+            ("SERVICE_DATA_DIR".to_string(), data_dir.display().to_string()),
+            ("SERVICE_INITIAL_CLUSTER_STATE".to_string(), "existing".to_string()),
+        ]);
+        let log = self.root.join(format!("node-{id}.log"));
+        self.nodes.insert(id, NodeProc { port, data_dir, log, env, child: None, paused: false, starts: 0 });
+        self.start_node(id)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            ensure!(Instant::now() < deadline, "node {id} did not listen on 127.0.0.1:{port} within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok((id, format!("127.0.0.1:{port}")))
+    }
+
+    /// Waits until node `id` (one removed from the cluster, which stops for
+    /// good) has exited, and forgets it.
+    pub async fn forget_removed_node(&mut self, id: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.reap_if_exited(id)?.is_some() || self.node_state(id) == NodeState::Killed {
+                self.nodes.remove(&id);
+                return Ok(());
+            }
+            ensure!(Instant::now() < deadline, "removed node {id} still runs after {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// SIGKILLs node `id` and reaps it.

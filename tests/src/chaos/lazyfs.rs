@@ -113,6 +113,10 @@ impl Inner {
     fn register(&mut self, path: &Path, md: &Metadata) -> u64 {
         let ino = self.fuse_ino(md.ino());
         let paths = self.paths.entry(ino).or_default();
+        // The backing filesystem reuses the numbers of removed inodes: forget
+        // names that now lead elsewhere (a removed directory's name that was
+        // made again would otherwise resolve this inode to that directory).
+        paths.retain(|p| p.symlink_metadata().is_ok_and(|m| m.ino() == md.ino()));
         if !paths.iter().any(|p| p == path) {
             paths.push(path.to_path_buf());
         }
@@ -298,9 +302,14 @@ impl Filesystem for LazyFsImpl {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let s = self.lock();
+        let mut s = self.lock();
         let path = tri!(reply, s.child(parent, name));
+        let md = tri!(reply, io(path.symlink_metadata()));
         tri!(reply, io(std::fs::remove_dir(&path)));
+        let ino = s.fuse_ino(md.ino());
+        if let Some(ps) = s.paths.get_mut(&ino) {
+            ps.retain(|p| p != &path);
+        }
         reply.ok();
     }
 

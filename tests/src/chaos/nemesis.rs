@@ -56,6 +56,9 @@ pub enum Fault {
     /// ([`CRASH_POINTS`]; `SERVICE_TEST_CRASH_POINTS`) kills itself there; it is
     /// then restarted plainly and must catch up.
     CrashPoint(usize),
+    /// Membership: a new node is added (replicas move to it), drained
+    /// (they move back) and removed, while the workloads run.
+    Membership,
 }
 
 /// The storage layer's crash points (`storage/src/crash_point.rs`, kept equal
@@ -97,11 +100,12 @@ impl Fault {
             Fault::DiskEio => "disk-eio",
             Fault::ClockSkew => "clock-skew",
             Fault::CrashPoint(i) => CRASH_POINT_FAULTS[i % CRASH_POINT_FAULTS.len()],
+            Fault::Membership => "membership",
         }
     }
 
     /// Every fault kind, in the quick profile's order.
-    pub const ALL: [Fault; 20] = [
+    pub const ALL: [Fault; 21] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -113,6 +117,7 @@ impl Fault {
         Fault::CrashLogPurge,
         Fault::CrashSnapshotInstall,
         Fault::ClockSkew,
+        Fault::Membership,
         Fault::CrashPoint(0),
         Fault::CrashPoint(1),
         Fault::CrashPoint(2),
@@ -267,6 +272,7 @@ impl Nemesis {
             }
             Fault::CrashSnapshotInstall => self.crash_snapshot_install(c, w).await?,
             Fault::CrashPoint(i) => self.crash_point(c, w, i % CRASH_POINTS.len()).await?,
+            Fault::Membership => self.membership(c).await?,
             Fault::ClockSkew => {
                 let minutes = 1 + self.rng.below(10) as i64;
                 let skew_ms = if self.rng.below(2) == 0 { minutes } else { -minutes } * 60_000;
@@ -415,6 +421,24 @@ impl Nemesis {
     /// for the others filler writes make every group snapshot and purge. When
     /// it has killed itself it is restarted plainly and must serve every filler
     /// key from its own state.
+    /// Adds a new node (replicas and leaderships move to it), holds, drains it
+    /// (they move back to the bootstrap nodes), removes it: each lifecycle call
+    /// with `all`, so it answers once every member of every affected group
+    /// applied the change.
+    async fn membership(&mut self, c: &mut ChaosCluster) -> Result<String> {
+        let (id, addr) = c.start_extra_node().await?;
+        let admin = c.http.consistency("all").timeout(Duration::from_secs(180));
+        let added = admin.post("/api/v1/admin/nodes", &serde_json::json!({"node_id": id, "address": addr})).await?.ensure_status(200)?;
+        tokio::time::sleep(self.hold / 2).await;
+        let drained = admin.post(&format!("/api/v1/admin/nodes/{id}/drain"), &serde_json::json!({})).await?.ensure_status(200)?;
+        admin.delete(&format!("/api/v1/admin/nodes/{id}")).await?.ensure_status(200)?;
+        c.forget_removed_node(id, Duration::from_secs(30)).await?;
+        Ok(format!(
+            "node {id} added ({} replicas moved to it), drained ({} moved away) and removed",
+            added.json["replicas_moved"], drained.json["replicas_moved"]
+        ))
+    }
+
     async fn crash_point(&mut self, c: &mut ChaosCluster, w: &Workloads, i: usize) -> Result<String> {
         let point = CRASH_POINTS[i];
         let meta_leader = self.leader_of(c, 0).await;
