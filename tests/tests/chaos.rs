@@ -2,7 +2,8 @@
 //! behind a controllable proxy; register, set and bank workloads run while the
 //! nemesis kills a leader, pauses a node, partitions a leader, cuts one way,
 //! slows links, cuts the router off a leader, hits the crash points (SQL
-//! commit, log purge, snapshot install), and, with each data directory on the
+//! commit, log purge, snapshot install), adds, drains and removes a new node,
+//! and, with each data directory on the
 //! power-loss filesystem (`chaos::lazyfs`), cuts the power of a leader and of
 //! every node at once and fails a disk (full, EIO). Where FUSE is not
 //! available those faults are skipped and the run says so. Then everything heals and the
