@@ -298,10 +298,12 @@ pub async fn drain(
     ))
 }
 
-/// Moves each data-group replica of the draining `node` to the active node with
-/// the fewest data replicas among those not in the group, while there is one
-/// (in a three-node cluster there is none: the replicas stay until the node is
-/// removed, and the groups shrink). Answers (group, new node, membership index).
+/// Moves each replica of the draining `node` to the active node with the
+/// fewest data replicas among those not in the group, while there is one (in a
+/// three-node cluster there is none: the replicas stay until the node is
+/// removed, and the groups shrink). Data groups first, the meta group last, so
+/// the meta group keeps its size too when a node outside it can take its
+/// replica. Answers (group, new node, membership index).
 async fn move_replicas_off(state: &AppState, node: &NodeInfo) -> Result<Vec<(GroupId, NodeId, u64)>, ApiError> {
     let mut moves = Vec::new();
     loop {
@@ -309,7 +311,8 @@ async fn move_replicas_off(state: &AppState, node: &NodeInfo) -> Result<Vec<(Gro
         let data = || map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP);
         let load = |id: NodeId| data().filter(|g| g.members.contains(&id)).count();
         let moved = |id: GroupId| moves.iter().any(|(g, _, _)| *g == id);
-        let next = data().filter(|g| g.members.contains(&node.id) && !moved(g.id)).find_map(|g| {
+        let meta_last = data().chain(map.groups.iter().filter(|g| g.id == tessera_api::META_GROUP));
+        let next = meta_last.filter(|g| g.members.contains(&node.id) && !moved(g.id)).find_map(|g| {
             map.nodes
                 .iter()
                 .filter(|n| n.state == NodeState::Active && n.id != node.id && !g.members.contains(&n.id))
