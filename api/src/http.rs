@@ -102,6 +102,10 @@ pub struct KvListResponse {
     pub keys: Vec<KvEntryView>,
     /// How many live keys match the prefix (before `limit`).
     pub total: u64,
+    /// More keys matched than the answer holds because of the default page
+    /// size or `max_result_rows` (an explicit smaller `limit` is not truncation).
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 /// Formats Unix milliseconds as ISO 8601 UTC (`2026-11-21T17:03:54.123Z`).

@@ -27,8 +27,7 @@ use crate::cluster::typed::{self, Kv, KvReply, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Most entries one list call returns.
-const MAX_LIST_LIMIT: usize = 100_000;
+/// Entries a list call returns without a `limit`.
 const DEFAULT_LIST_LIMIT: usize = 1_000;
 
 
@@ -136,11 +135,9 @@ pub async fn list(
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<KvListResponse>, ApiError> {
-    let p = p;
-    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-    if limit > MAX_LIST_LIMIT {
-        return Err(ApiError::BadRequest(format!("limit may be at most {MAX_LIST_LIMIT}")));
-    }
+    // At most `max_result_rows` keys (spec 01 §Limits): a larger `limit` is
+    // cut to it and the answer says `truncated` when more matched.
+    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT).min(state.config.query_limits.max_result_rows);
     let prefix = p.prefix.unwrap_or_default();
     let query = |range| KvQuery::List { prefix: prefix.clone(), limit, range };
     let mut entries: Vec<KvEntry> = Vec::new();
@@ -151,8 +148,10 @@ pub async fn list(
     }
     entries.sort_by(|a, b| a.key.cmp(&b.key));
     entries.truncate(limit);
+    let truncated = total > entries.len() as u64 && p.limit.is_none_or(|asked| asked > limit);
     let now = now_ms();
-    Ok(Json(KvListResponse { keys: entries.into_iter().map(|e| KvEntryView::from_entry(e, now)).collect(), total }))
+    let keys = entries.into_iter().map(|e| KvEntryView::from_entry(e, now)).collect();
+    Ok(Json(KvListResponse { keys, total, truncated }))
 }
 
 /// `GET /api/v1/kv/count?prefix=`.

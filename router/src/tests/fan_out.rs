@@ -31,6 +31,29 @@ async fn kv_list_count_and_prefix_delete_span_every_shard() {
     assert_eq!(router.get("/api/v1/kv/count").await.expect(200)["count"], json!(1));
 }
 
+/// A list holds at most `max_result_rows` keys: without a limit, or with a
+/// larger one, the answer is cut there and says `truncated`; a smaller limit
+/// is not truncation.
+#[tokio::test]
+async fn kv_lists_are_cut_at_max_result_rows() {
+    let router = TestRouter::with_config(3, |c| c.query_limits.max_result_rows = 10).await;
+    for i in 0..30 {
+        router.post("/api/v1/kv/keys", &json!({"key": format!("row/{i:02}"), "value": i})).await.expect(200);
+    }
+    let page = |q: &str| {
+        let q = q.to_string();
+        let router = &router;
+        async move {
+            let list = router.get(&format!("/api/v1/kv/keys?prefix=row/{q}")).await.expect(200);
+            (list["keys"].as_array().unwrap().len(), list["total"].as_u64().unwrap(), list["truncated"].as_bool().unwrap())
+        }
+    };
+    assert_eq!(page("").await, (10, 30, true));
+    assert_eq!(page("&limit=50").await, (10, 30, true));
+    assert_eq!(page("&limit=7").await, (7, 30, false));
+    assert_eq!(page("&limit=10").await, (10, 30, false));
+}
+
 /// A document query sorts and limits over the union of the shards (skip
 /// included), and counts what every shard scanned and matched.
 #[tokio::test]

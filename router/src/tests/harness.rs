@@ -48,8 +48,14 @@ pub fn bare_state() -> AppState {
 impl TestRouter {
     /// A router over `shards` data groups, its admin provisioned and logged in.
     pub async fn new(shards: u64) -> TestRouter {
+        TestRouter::with_config(shards, |_| {}).await
+    }
+
+    /// [`TestRouter::new`] with `adjust` applied to the default configuration.
+    pub async fn with_config(shards: u64, adjust: impl FnOnce(&mut RouterConfig)) -> TestRouter {
         let cluster = Arc::new(MemoryCluster::new(shards));
         let mut config = RouterConfig::default();
+        adjust(&mut config);
         config.auth.admin_username = Some("admin".into());
         config.auth.admin_password = Some(ADMIN_PASSWORD.into());
         let state = AppState::new(config, cluster.clone()).expect("router state");
