@@ -222,6 +222,19 @@ impl Default for QueryLimitsSection {
     }
 }
 
+impl QueryLimitsSection {
+    /// Refuses limits that would refuse every query.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_result_rows == 0 {
+            return Err("query_limits.max_result_rows must be at least 1".into());
+        }
+        if self.query_timeout_secs == 0 {
+            return Err("query_limits.query_timeout_secs must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ObjectsSection {

@@ -18,6 +18,9 @@ pub enum StorageError {
     /// answer as if the command itself had failed.
     #[error("engine read failed: {0}")]
     EngineRead(String),
+    /// A query's caller stopped waiting (its time limit passed): the scan stopped.
+    #[error("the query was cancelled: its caller stopped waiting")]
+    Cancelled,
 }
 
 impl StorageError {

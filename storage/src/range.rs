@@ -117,7 +117,7 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     if !own.contains(&op.at) || op.at == own.start {
         return Ok(Response::rejected(ErrorCode::Invalid, format!("{:?} does not split this group's range {own:?}", op.at)));
     }
-    let child_data = GroupData { db: data.db.clone(), group: op.child, memory: data.memory.clone() };
+    let child_data = GroupData { db: data.db.clone(), group: op.child, memory: data.memory.clone(), cancel: None };
     if op.child == parent || read_sm_record::<LogId<u64>>(&child_data, keys::SM_APPLIED)?.is_some() {
         return Ok(Response::rejected(ErrorCode::Conflict, format!("group {} exists already", op.child)));
     }

@@ -51,7 +51,7 @@ pub struct GroupReader {
 
 impl GroupReader {
     pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
-        GroupReader { data: GroupData { db, group, memory } }
+        GroupReader { data: GroupData { db, group, memory, cancel: None } }
     }
 
     /// Answers `query` from this replica's applied state, with `now_ms` for expiry.
@@ -67,22 +67,37 @@ impl GroupReader {
         now_ms: i64,
         cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ) -> Result<QueryResult> {
-        let ctx = QueryCtx { data: &self.data, now_ms, cancel };
+        // Scans of the document, time-series, graph and vector engines stop when
+        // the caller stops waiting (SQL checks the flag in its own executor).
+        let scans_stop = matches!(query, Query::Document(_) | Query::TimeSeries(_) | Query::Graph(_) | Query::Vector(_));
+        let data = GroupData { cancel: if scans_stop { cancel.clone() } else { None }, ..self.data.clone() };
+        let ctx = QueryCtx { data: &data, now_ms, cancel };
         let vectors = VectorEngine { state: &self.data.memory.vectors };
+        let answered = self.answer(&ctx, &vectors, query);
+        match answered {
+            Err(StorageError::Cancelled) => Ok(QueryResult::rejected(
+                tessera_api::error::ErrorCode::QueryTimeout,
+                "the query was cancelled: it ran past its time limit (query_timeout_secs)",
+            )),
+            other => other,
+        }
+    }
+
+    fn answer(&self, ctx: &QueryCtx<'_>, vectors: &VectorEngine<'_>, query: &Query) -> Result<QueryResult> {
         Ok(match query {
             Query::Kv(KvQuery::Range) => QueryResult::Kv(KvQueryResult::Range(crate::range::info(&self.data)?)),
             Query::Kv(q) => match crate::range::check_query(&crate::range::own_range(&self.data)?, q) {
                 Some(moved) => QueryResult::Rejected(moved),
-                None => answer(KvEngine.query(&ctx, q)?, QueryResult::Kv),
+                None => answer(KvEngine.query(ctx, q)?, QueryResult::Kv),
             },
-            Query::Meta(q) => answer(MetaEngine.query(&ctx, q)?, QueryResult::Meta),
-            Query::Object(q) => answer(ObjectEngine.query(&ctx, q)?, QueryResult::Object),
-            Query::Sql(q) => answer(SqlEngine.query(&ctx, q)?, QueryResult::Sql),
-            Query::Document(q) => answer(DocumentEngine.query(&ctx, q)?, QueryResult::Document),
-            Query::Vector(q) => answer(vectors.query(&ctx, q)?, QueryResult::Vector),
-            Query::TimeSeries(q) => answer(TimeSeriesEngine.query(&ctx, q)?, QueryResult::TimeSeries),
-            Query::Stream(q) => answer(StreamEngine.query(&ctx, q)?, QueryResult::Stream),
-            Query::Graph(q) => answer(GraphEngine.query(&ctx, q)?, QueryResult::Graph),
+            Query::Meta(q) => answer(MetaEngine.query(ctx, q)?, QueryResult::Meta),
+            Query::Object(q) => answer(ObjectEngine.query(ctx, q)?, QueryResult::Object),
+            Query::Sql(q) => answer(SqlEngine.query(ctx, q)?, QueryResult::Sql),
+            Query::Document(q) => answer(DocumentEngine.query(ctx, q)?, QueryResult::Document),
+            Query::Vector(q) => answer(vectors.query(ctx, q)?, QueryResult::Vector),
+            Query::TimeSeries(q) => answer(TimeSeriesEngine.query(ctx, q)?, QueryResult::TimeSeries),
+            Query::Stream(q) => answer(StreamEngine.query(ctx, q)?, QueryResult::Stream),
+            Query::Graph(q) => answer(GraphEngine.query(ctx, q)?, QueryResult::Graph),
         })
     }
 
@@ -158,7 +173,7 @@ fn put_data(db: &Db, batch: &mut WriteBatch, key: &[u8], value: &[u8]) {
 
 impl StateMachine {
     pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
-        StateMachine { data: GroupData { db, group, memory } }
+        StateMachine { data: GroupData { db, group, memory, cancel: None } }
     }
 
     /// Applies `cmd` as the committed log entry `log_index` (term 1), through
@@ -716,5 +731,45 @@ mod tests {
             json!(["Update", 0, "zero", pos(5, 2)]),
             json!(["Insert", 4, "d", pos(6, 0)]),
         ]);
+    }
+}
+
+#[cfg(test)]
+mod cancellation_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    use tessera_api::command::{Command, Operation, Query, QueryResult};
+    use tessera_api::document::{DocOp, DocQuery, FindSpec};
+    use tessera_api::error::ErrorCode;
+
+    fn doc_op(op: DocOp) -> Command {
+        Command { issued_at_ms: 1_000, op: Operation::Document(op), request_id: None }
+    }
+
+    /// A document scan whose caller stopped waiting answers QUERY_TIMEOUT
+    /// instead of running on; the same query uncancelled answers.
+    #[test]
+    fn a_cancelled_scan_stops_with_a_timeout_rejection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(1);
+        sm.apply_at(1, doc_op(DocOp::CreateCollection { name: "c".into(), schema: None, exclusive: true })).unwrap();
+        for i in 0..20 {
+            let insert = DocOp::Insert { collection: "c".into(), id: format!("d{i}"), data: serde_json::json!({"i": i}) };
+            sm.apply_at(2 + i, doc_op(insert)).unwrap();
+        }
+        let find = Query::Document(DocQuery::Find(FindSpec {
+            collection: "c".into(),
+            filter: serde_json::json!({}),
+            sort: serde_json::Value::Null,
+            limit: None,
+        }));
+        let reader = store.reader(1);
+        let gone = Arc::new(AtomicBool::new(true));
+        let answer = reader.query_cancellable(&find, 5_000, Some(gone)).unwrap();
+        assert!(matches!(&answer, QueryResult::Rejected(r) if r.code == ErrorCode::QueryTimeout), "{answer:?}");
+        let waiting = Arc::new(AtomicBool::new(false));
+        assert!(matches!(reader.query_cancellable(&find, 5_000, Some(waiting)).unwrap(), QueryResult::Document(_)));
     }
 }

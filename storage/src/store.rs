@@ -204,10 +204,10 @@ impl Store {
     /// members, and whether this node holds its starting state (false: the
     /// replica skipped the split through a snapshot and must be filled by one).
     pub fn split_children(&self, parent: u64) -> Result<Vec<(tessera_api::meta::SplitRecord, bool)>> {
-        let data = crate::engine::GroupData { db: self.db.clone(), group: parent, memory: self.engine_memory(parent) };
+        let data = crate::engine::GroupData { db: self.db.clone(), group: parent, memory: self.engine_memory(parent), cancel: None };
         let mut out = Vec::new();
         for split in crate::range::splits(&data)? {
-            let child = crate::engine::GroupData { db: self.db.clone(), group: split.child, memory: self.engine_memory(split.child) };
+            let child = crate::engine::GroupData { db: self.db.clone(), group: split.child, memory: self.engine_memory(split.child), cancel: None };
             let seeded = crate::state_machine::read_sm_record::<openraft::LogId<u64>>(&child, keys::SM_APPLIED)?.is_some();
             out.push((split, seeded));
         }

@@ -112,7 +112,8 @@ async fn read_each(
     q: DocQuery,
     prefs: &ReadPrefs,
 ) -> Result<Vec<(GroupId, Result<DocQueryResult, Rejection>)>, ApiError> {
-    typed::ask_each::<Document>(&*state.cluster, &state.cluster.data_groups()?, &q, prefs.consistency, prefs.replica).await
+    let groups = state.cluster.data_groups()?;
+    super::within_query_timeout(state, typed::ask_each::<Document>(&*state.cluster, &groups, &q, prefs.consistency, prefs.replica)).await
 }
 
 fn no_collection(name: &str) -> ApiError {

@@ -93,7 +93,8 @@ async fn read<T>(
     prefs: &ReadPrefs,
     shape: impl FnOnce(GraphQueryResult) -> Result<T, GraphQueryResult>,
 ) -> Result<Served<T>, ApiError> {
-    typed::read_as::<Graph, T>(&*state.cluster, group_of(state, graph)?, q, prefs.consistency, prefs.replica, shape).await
+    let group = group_of(state, graph)?;
+    super::within_query_timeout(state, typed::read_as::<Graph, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape)).await
 }
 
 /// A read whose rejection is left to the caller.

@@ -122,3 +122,21 @@ pub fn served_headers<T>(served: &Served<T>) -> HeaderMap {
 pub fn require_writer(caller: &crate::auth::Caller) -> Result<(), ApiError> {
     if caller.can_write() { Ok(()) } else { Err(ApiError::Forbidden("this caller cannot write data".into())) }
 }
+
+/// Runs a model's query under `query_limits.query_timeout_secs` (spec 01
+/// §Limits: every query type). Past it the router stops waiting, which drops
+/// the call to the node: its query worker sees the caller gone and stops at its
+/// next check. The answer is 408 `QUERY_TIMEOUT`.
+pub(crate) async fn within_query_timeout<T>(
+    state: &AppState,
+    query: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let secs = state.config.query_limits.query_timeout_secs;
+    match tokio::time::timeout(std::time::Duration::from_secs(secs), query).await {
+        Ok(answer) => answer,
+        Err(_) => Err(ApiError::Rejected(tessera_api::error::Rejection::new(
+            tessera_api::error::ErrorCode::QueryTimeout,
+            format!("the query ran past query_timeout_secs = {secs} and was cancelled"),
+        ))),
+    }
+}

@@ -81,7 +81,7 @@ async fn ts_read<T>(
     prefs: &ReadPrefs,
     shape: impl FnOnce(TsQueryResult) -> Result<T, TsQueryResult>,
 ) -> Result<Served<T>, ApiError> {
-    typed::read_as::<TimeSeries, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape).await
+    super::within_query_timeout(state, typed::read_as::<TimeSeries, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape)).await
 }
 
 fn metric_json(m: &MetricInfo) -> Value {

@@ -157,7 +157,8 @@ async fn read<T>(
     prefs: &ReadPrefs,
     shape: impl FnOnce(VectorQueryResult) -> Result<T, VectorQueryResult>,
 ) -> Result<T, ApiError> {
-    Ok(typed::read_as::<Vector, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape).await?.value)
+    let read = typed::read_as::<Vector, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape);
+    Ok(super::within_query_timeout(state, read).await?.value)
 }
 
 /// A collection as returned: configuration, live count, and its shards (each

@@ -68,3 +68,20 @@ async fn an_unreachable_shard_is_a_503() {
     router.post("/api/v1/kv/keys", &json!({"key": k_down, "value": 1})).await.expect(200);
     assert_eq!(router.get("/api/v1/kv/count?prefix=k").await.expect(200)["count"], json!(2));
 }
+
+/// A model query that runs past `query_timeout_secs` answers 408
+/// `QUERY_TIMEOUT` when the limit passes, not when the query would end.
+#[tokio::test]
+async fn a_query_past_its_time_limit_answers_408() {
+    let mut config = crate::config::RouterConfig::default();
+    config.query_limits.query_timeout_secs = 1;
+    let cluster = std::sync::Arc::new(crate::cluster::memory::MemoryCluster::new(1));
+    let state = crate::state::AppState::new(config, cluster).expect("router state");
+    let never = std::future::pending::<Result<(), crate::error::ApiError>>();
+    let started = std::time::Instant::now();
+    let err = crate::handlers::within_query_timeout(&state, never).await.expect_err("the limit passes first");
+    assert!((1000..3000).contains(&started.elapsed().as_millis()), "{:?}", started.elapsed());
+    assert_eq!(err.status_and_code(), (axum::http::StatusCode::REQUEST_TIMEOUT, "QUERY_TIMEOUT"));
+    let quick = crate::handlers::within_query_timeout(&state, async { Ok::<_, crate::error::ApiError>(7) }).await;
+    assert_eq!(quick.ok(), Some(7));
+}

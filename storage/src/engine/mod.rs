@@ -115,16 +115,19 @@ pub struct ReadView<'a> {
     source: Source<'a>,
     group: u64,
     space: u8,
+    /// Set when the query's caller stopped waiting: scans stop with
+    /// [`crate::error::StorageError::Cancelled`].
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl<'a> ReadView<'a> {
     pub(crate) fn new(db: &'a Db, group: u64, space: u8) -> Self {
-        ReadView { db, source: Source::Db(db), group, space }
+        ReadView { db, source: Source::Db(db), group, space, cancel: None }
     }
 
     /// A view reading from `snapshot` of `db`.
     pub(crate) fn at_snapshot(db: &'a Db, snapshot: &'a rocksdb::Snapshot<'a>, group: u64, space: u8) -> Self {
-        ReadView { db, source: Source::Snapshot(snapshot), group, space }
+        ReadView { db, source: Source::Snapshot(snapshot), group, space, cancel: None }
     }
 
     fn cf(&self) -> &'a rocksdb::ColumnFamily {
@@ -220,6 +223,9 @@ impl<'a> ReadView<'a> {
             Source::Snapshot(s) => s.iterator_cf_opt(self.cf(), bounds, IteratorMode::Start),
         };
         for item in iter {
+            if self.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(crate::error::StorageError::Cancelled);
+            }
             let (k, v) = item?;
             let v = self.db.open(Purpose::Data, &k, &v)?;
             if !f(&k, &v)? {
@@ -275,6 +281,8 @@ pub struct GroupData {
     pub(crate) group: u64,
     /// The engines' in-memory state of the group (shared by its state machine and reader).
     pub(crate) memory: Arc<EngineMemory>,
+    /// A query's cancel flag, handed to every view of this data (scans stop once set).
+    pub(crate) cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What engines keep in memory for one group, derived from its applied data: it
@@ -296,7 +304,7 @@ impl EngineMemory {
 impl GroupData {
     /// A view of one engine's space.
     pub fn space(&self, space: u8) -> ReadView<'_> {
-        ReadView::new(&self.db, self.group, space)
+        ReadView { cancel: self.cancel.clone(), ..ReadView::new(&self.db, self.group, space) }
     }
 
     /// The database handle, for taking a RocksDB snapshot.

@@ -16,7 +16,7 @@ pub(crate) fn open_group(group: u64) -> (tempfile::TempDir, GroupData) {
     opts.create_missing_column_families(true);
     let cfs = [crate::keys::CF_DATA, crate::keys::CF_INDEX].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
     let db = Arc::new(crate::store::Db::from(DB::open_cf_descriptors(&opts, dir.path(), cfs).unwrap()));
-    (dir, GroupData { db, group, memory: Default::default() })
+    (dir, GroupData { db, group, memory: Default::default(), cancel: None })
 }
 
 /// Applies `op` with `engine` in `space` at time `now` and writes the batch.
