@@ -177,6 +177,15 @@ pub enum VectorQuery {
         uid: Option<String>,
     },
     Search(SearchRequest),
+    /// Live records of this shard after sequence number `after`, in sequence
+    /// order, at most `limit` (an export pages through them).
+    Scan {
+        collection: String,
+        #[serde(default)]
+        uid: Option<String>,
+        after: Option<u64>,
+        limit: u32,
+    },
 }
 
 /// Results of vector writes.
@@ -209,6 +218,8 @@ pub enum VectorQueryResult {
     Record(VectorRecord),
     /// Nearest first.
     Hits(Vec<VectorHit>),
+    /// A page of [`VectorQuery::Scan`]; `next` continues after it (`None`: the last page).
+    Page { records: Vec<VectorRecord>, next: Option<u64> },
 }
 
 /// Collection names: 1 to 64 ASCII letters, digits, `_`, `-` or `.`, starting

@@ -17,6 +17,8 @@
 //! `field: value` (equality), `field: {"$eq": v}` or `field: {"$in": [v, …]}`,
 //! all of which must hold; it is applied during the graph search.
 
+pub mod ncb;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -60,6 +62,8 @@ pub fn routes() -> RouteTable {
         .post(format!("{C}/{{name}}/search"), P("read:vectors"), search)
         .get(format!("{C}/{{name}}/vectors/{{*id}}"), P("read:vectors"), get_record)
         .delete(format!("{C}/{{name}}/vectors/{{*id}}"), P("write:vectors"), delete_record)
+        .get("/api/v1/admin/vectors/{name}/export", P("manage:backup"), ncb::export_collection)
+        .post("/api/v1/admin/vectors/{name}/import", P("manage:backup"), ncb::import_collection)
 }
 
 /// The home group of a collection: where its name hashes.
@@ -213,6 +217,11 @@ async fn create_collection(
     JsonBody(req): JsonBody<CreateCollection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     require_writer(&caller)?;
+    create(&state, &prefs, req).await
+}
+
+/// Creates a collection (see [`create_collection`]).
+async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> Result<(StatusCode, Json<Value>), ApiError> {
     let home = home(&state, &req.name)?;
     let mut groups = state.cluster.data_groups()?;
     groups.sort_unstable();

@@ -554,3 +554,49 @@ async fn document_import_with_a_shard_down_reports_what_was_confirmed() {
     let all = router.post("/api/v1/documents/fresh/query", &json!({"filter": {"n": {"$gte": 100}}})).await.expect(200);
     assert_eq!(all["total_matched"], json!(confirmed));
 }
+
+/// A vector collection exported as `vectors.ncb` (every shard's records) and
+/// imported under another name holds the same records and answers the same
+/// search; a damaged or truncated file is refused and creates nothing.
+#[tokio::test]
+async fn a_vector_collection_round_trips_through_vectors_ncb() {
+    use axum::http::{Method, StatusCode};
+    let router = TestRouter::new(3).await;
+    let c = "/api/v1/vector/collections";
+    router.post(c, &json!({"name": "emb", "dim": 3, "metric": "cosine"})).await.expect(201);
+    let vectors: Vec<Value> = (0..40)
+        .map(|i| json!({"id": format!("v{i}"), "vector": [i as f32, 1.0, (i % 7) as f32], "metadata": {"i": i}}))
+        .collect();
+    router.post(&format!("{c}/emb/batch"), &json!({"vectors": vectors})).await.expect(200);
+
+    let (status, file) = router.call_bytes(Method::GET, "/api/v1/admin/vectors/emb/export", Vec::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = router.call_bytes(Method::POST, "/api/v1/admin/vectors/copy/import", file.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+    let copy = router.get(&format!("{c}/copy")).await.expect(200);
+    assert_eq!((copy["count"].clone(), copy["dim"].clone(), copy["metric"].clone()), (json!(40), json!(3), json!("cosine")));
+    for i in [0, 17, 39] {
+        let a = router.get(&format!("{c}/emb/vectors/v{i}")).await.expect(200);
+        let b = router.get(&format!("{c}/copy/vectors/v{i}")).await.expect(200);
+        assert_eq!((a["vector"].clone(), a["metadata"].clone()), (b["vector"].clone(), b["metadata"].clone()));
+    }
+    let query = json!({"vector": [5.0, 1.0, 5.0], "k": 5});
+    let hits = |r: Value| r["hits"].as_array().map(|h| h.iter().map(|x| x["id"].clone()).collect::<Vec<_>>());
+    let a = hits(router.post(&format!("{c}/emb/search"), &query).await.expect(200));
+    assert_eq!(a.as_ref().map(Vec::len), Some(5), "five hits");
+    assert_eq!(a, hits(router.post(&format!("{c}/copy/search"), &query).await.expect(200)));
+
+    // Importing onto an existing name is a conflict.
+    let (status, _) = router.call_bytes(Method::POST, "/api/v1/admin/vectors/copy/import", file.clone()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // A flipped byte fails the gzip check; a cut file is truncated: nothing is created.
+    let mut damaged = file.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x55;
+    let truncated = file[..file.len() - 9].to_vec();
+    for (name, bad) in [("damaged", damaged), ("truncated", truncated)] {
+        let (status, body) = router.call_bytes(Method::POST, &format!("/api/v1/admin/vectors/{name}/import"), bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {}", String::from_utf8_lossy(&body));
+        router.get(&format!("{c}/{name}")).await.expect(404);
+    }
+}

@@ -92,6 +92,19 @@ impl TestRouter {
         String::from_utf8(axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec()).expect("utf-8")
     }
 
+    /// A call with raw bytes in and out (binary files): status and body.
+    pub async fn call_bytes(&self, method: Method, path: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
+        let mut req = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.token));
+        if !body.is_empty() {
+            req = req.header("content-type", "application/octet-stream");
+        }
+        let mut req = req.body(Body::from(body)).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let resp = self.app.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        (status, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
+    }
+
     pub async fn get(&self, path: &str) -> Answer {
         self.call(Method::GET, path, None).await
     }

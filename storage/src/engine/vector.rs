@@ -729,6 +729,31 @@ pub fn query(data: &GroupData, q: &VectorQuery) -> Result<Answer<VectorQueryResu
             }
         }
         VectorQuery::Search(req) => return search(data, &view, req),
+        VectorQuery::Scan { collection, uid, after, limit } => {
+            match config(&view, collection)? {
+                None => return Ok(missing(collection)),
+                Some(c) if stale(&c, uid) => return Ok(Err(Rejection::not_found(recreated(collection)))),
+                Some(_) => {}
+            }
+            let prefix = records_prefix(collection);
+            let start = match after {
+                Some(seq) => record_key(collection, seq.saturating_add(1)),
+                None => prefix.clone(),
+            };
+            let end = [prefix.as_slice(), &[0xff; 9]].concat();
+            let (mut records, mut last, mut more) = (Vec::new(), None, false);
+            view.scan_range(&start, &end, |k, v| {
+                if records.len() >= *limit as usize {
+                    more = true;
+                    return Ok(false);
+                }
+                let seq_bytes: [u8; 8] = k[prefix.len()..].try_into().map_err(|_| StorageError::Corrupt("vector record key".into()))?;
+                last = Some(u64::from_be_bytes(seq_bytes));
+                records.push(serde_json::from_slice::<VectorRecord>(v)?);
+                Ok(true)
+            })?;
+            VectorQueryResult::Page { records, next: if more { last } else { None } }
+        }
     }))
 }
 
