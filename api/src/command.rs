@@ -133,6 +133,8 @@ pub enum MetaOp {
     VaultDeletePolicy { name: String },
     /// Append an audit record (its time is set to the command's).
     VaultAudit(crate::meta::VaultAuditRecord),
+    /// Consent records and their history (spec 02).
+    Consent(crate::compliance::ConsentOp),
 }
 
 /// The result of applying a command.
@@ -159,6 +161,8 @@ pub enum Response {
     Graph(crate::graph::GraphResponse),
     /// The outcome of one bulk import batch.
     Import(crate::import::ImportResult),
+    /// Consent records as stored (times set by the meta group).
+    Consent(Vec<crate::compliance::ConsentRecord>),
 }
 
 /// Reads a group answers, one variant per data model.
@@ -243,6 +247,8 @@ pub enum MetaQuery {
     VaultAudit { limit: usize },
     /// The newest `limit` activity records of `kind` (every kind when `None`), newest first.
     Activities { limit: usize, kind: Option<String> },
+    /// Consent records, history, statistics and the do-not-sell list.
+    Consent(crate::compliance::ConsentQuery),
 }
 
 /// Answers to [`MetaQuery`].
@@ -262,6 +268,7 @@ pub enum MetaQueryResult {
     VaultPolicies(Vec<crate::meta::VaultPolicyRecord>),
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
     Activities(Vec<crate::meta::ActivityRecord>),
+    Consent(crate::compliance::ConsentAnswer),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

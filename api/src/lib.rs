@@ -11,6 +11,7 @@ pub mod b64;
 pub mod clock;
 pub mod codec;
 pub mod command;
+pub mod compliance;
 pub mod document;
 pub mod error;
 pub mod graph;

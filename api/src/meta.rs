@@ -287,7 +287,7 @@ pub struct RoleRecord {
 
 /// Every permission, as `action:resource`. `manage:*` ones belong to admins only
 /// and cannot be granted through custom roles.
-pub const PERMISSIONS: [&str; 25] = [
+pub const PERMISSIONS: [&str; 27] = [
     "read:kv",
     "write:kv",
     "read:sql",
@@ -305,6 +305,8 @@ pub const PERMISSIONS: [&str; 25] = [
     "read:vectors",
     "write:vectors",
     "write:import",
+    "read:compliance",
+    "write:compliance",
     "read:cluster",
     "manage:cluster",
     "manage:users",

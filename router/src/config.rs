@@ -24,9 +24,18 @@ pub struct RouterConfig {
     pub secrets_manager: SecretsManagerSection,
     pub vault: VaultSection,
     pub alerts: AlertsSection,
+    pub compliance: ComplianceSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
+}
+
+/// The compliance interface of spec 02 (`SERVICE_COMPLIANCE_ENABLED`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComplianceSection {
+    /// Off: every `/api/v1/compliance/…`, `/api/v1/gdpr/…` and `/api/v1/ccpa/…` route answers 404.
+    pub enabled: bool,
 }
 
 /// When `GET /api/v1/admin/alerts` raises an alert (`alerts.*`; flat
@@ -343,6 +352,7 @@ impl Default for RouterConfig {
             secrets_manager: SecretsManagerSection::default(),
             vault: VaultSection::default(),
             alerts: AlertsSection::default(),
+            compliance: ComplianceSection::default(),
             log_level: "info".into(),
             log_format: Default::default(),
         }
@@ -380,6 +390,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("query_timeout_secs", "query_limits.query_timeout_secs"),
     ("query_max_memory_mb", "query_limits.max_memory_mb"),
     ("requests_per_minute", "rate_limit.requests_per_minute"),
+    ("compliance_enabled", "compliance.enabled"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
     ("dev_mode", "security.dev_mode"),

@@ -102,6 +102,7 @@ fn route_table() -> RouteTable {
         .merge(handlers::document::routes())
         .merge(handlers::graph::routes())
         .merge(handlers::vector::routes())
+        .merge(handlers::compliance::routes())
         .merge(handlers::timeseries::routes())
         .merge(handlers::stream::routes())
         .merge(handlers::users::routes())

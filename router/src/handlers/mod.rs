@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod compliance;
 pub mod compress;
 pub mod document;
 pub mod graph;

@@ -13,3 +13,4 @@ mod fan_out_more;
 mod catalog_more;
 mod nodes;
 mod monitoring;
+mod compliance;

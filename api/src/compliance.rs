@@ -1,0 +1,130 @@
+//! Compliance records kept by the meta group (spec 02): consent per subject
+//! and purpose, with every change kept in a history, and the do-not-sell list
+//! that follows from the `do_not_sell` purpose.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The purposes a consent may be recorded for (spec 02).
+pub const PURPOSES: [&str; 11] = [
+    "marketing",
+    "analytics",
+    "third_party_sharing",
+    "data_processing",
+    "personalization",
+    "location_tracking",
+    "profiling",
+    "cross_device_tracking",
+    "advertising",
+    "research",
+    "do_not_sell",
+];
+
+/// The purpose whose grant puts a subject on the do-not-sell list.
+pub const DO_NOT_SELL: &str = "do_not_sell";
+
+/// Longest subject id, purpose, source, version or reason accepted.
+pub const MAX_FIELD_BYTES: usize = 256;
+
+/// The current consent of one subject for one purpose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsentRecord {
+    /// Fixed by the router for the request that recorded it (`con-…`).
+    pub consent_id: String,
+    pub subject_id: String,
+    pub purpose: String,
+    pub granted: bool,
+    pub source: String,
+    pub version: String,
+    #[serde(default)]
+    pub metadata: Value,
+    #[serde(default)]
+    pub lawful_basis: Option<String>,
+    /// When the consent lapses (Unix ms); `None`: it does not.
+    #[serde(default)]
+    pub expiry_ms: Option<i64>,
+    /// Set by the meta group from the command's time.
+    #[serde(default)]
+    pub recorded_at_ms: i64,
+    /// Why it was withdrawn, when it was.
+    #[serde(default)]
+    pub withdrawal_reason: Option<String>,
+}
+
+impl ConsentRecord {
+    /// Granted and not lapsed at `now_ms`.
+    pub fn active(&self, now_ms: i64) -> bool {
+        self.granted && self.expiry_ms.is_none_or(|e| e > now_ms)
+    }
+}
+
+/// One change of a subject's consent, as kept in the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsentChange {
+    /// Position in the meta group's consent history (increasing).
+    pub seq: u64,
+    pub consent_id: String,
+    pub subject_id: String,
+    pub purpose: String,
+    /// `granted`, `denied` or `withdrawn`.
+    pub action: String,
+    pub granted: bool,
+    pub source: String,
+    pub version: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub at_ms: i64,
+}
+
+/// Consent writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ConsentOp {
+    /// Sets each record's subject and purpose to it (one history entry each).
+    Record(Vec<ConsentRecord>),
+    /// Sets a recorded purpose to denied with `reason` (refused as not found
+    /// when the subject never recorded it).
+    Withdraw { subject_id: String, purpose: String, reason: Option<String> },
+    /// Removes every consent record and history entry of a subject (`Deleted(n)`).
+    Erase { subject_id: String },
+}
+
+/// Consent reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ConsentQuery {
+    /// The subject's current records, by purpose.
+    Subject { subject_id: String },
+    /// The subject's changes, oldest first.
+    History { subject_id: String },
+    Stats,
+    /// Subjects whose `do_not_sell` is granted, by subject id, from `offset`.
+    DoNotSell { offset: usize, limit: usize },
+}
+
+/// Consent statistics (spec 02).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsentStats {
+    pub total_subjects: u64,
+    pub total_records: u64,
+    pub total_history_entries: u64,
+    pub do_not_sell_count: u64,
+    /// Purpose → (granted, denied) records.
+    pub consents_by_purpose: std::collections::BTreeMap<String, (u64, u64)>,
+}
+
+/// A subject on the do-not-sell list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoNotSellEntry {
+    pub subject_id: String,
+    pub opted_out_at_ms: i64,
+    /// The channel the opt-out came through (the consent's `source`).
+    pub verification_method: String,
+}
+
+/// Answers to [`ConsentQuery`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ConsentAnswer {
+    Records(Vec<ConsentRecord>),
+    History(Vec<ConsentChange>),
+    Stats(ConsentStats),
+    DoNotSell { subjects: Vec<DoNotSellEntry>, total: u64 },
+}

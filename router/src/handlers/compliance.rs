@@ -1,0 +1,399 @@
+//! Compliance routes (spec 02), switched on by `compliance.enabled`
+//! (`SERVICE_COMPLIANCE_ENABLED=true`; off: every route answers 404 saying so).
+//! Built so far: consent per subject and purpose with its full history, the
+//! consent statistics, and the do-not-sell list, kept in the meta group
+//! (replicated; times fixed by the meta group's leader), with the GDPR and
+//! CCPA alias paths for them.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
+use tessera_api::compliance::{
+    ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
+};
+use tessera_api::command::now_ms;
+use tessera_api::http::iso8601_ms;
+
+use super::{JsonBody, QueryParams};
+use crate::auth::{Caller, new_id};
+use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
+use crate::state::AppState;
+
+/// Subjects a do-not-sell page lists without a `limit`, and at most.
+const DEFAULT_PAGE: usize = 100;
+const MAX_PAGE: usize = 1000;
+
+pub fn routes() -> RouteTable {
+    const C: &str = "/api/v1/compliance";
+    RouteTable::new()
+        .post(format!("{C}/consent"), P("write:compliance"), record_consent)
+        .get(format!("{C}/consent/stats"), P("read:compliance"), consent_stats)
+        .get(format!("{C}/consent/{{subject_id}}"), P("read:compliance"), consent_status)
+        .delete(format!("{C}/consent/{{subject_id}}"), P("write:compliance"), erase_consent)
+        .get(format!("{C}/consent/{{subject_id}}/history"), P("read:compliance"), consent_history)
+        .get(format!("{C}/consent/{{subject_id}}/export"), P("read:compliance"), consent_export)
+        .get(format!("{C}/consent/{{subject_id}}/check/{{purpose}}"), P("read:compliance"), consent_check)
+        .delete(format!("{C}/consent/{{subject_id}}/{{purpose}}"), P("write:compliance"), withdraw_consent)
+        .get(format!("{C}/do-not-sell"), P("read:compliance"), do_not_sell)
+        .post("/api/v1/gdpr/consent", P("write:compliance"), record_consent)
+        .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
+        .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
+}
+
+fn enabled(state: &AppState) -> Result<(), ApiError> {
+    if state.config.compliance.enabled {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound("the compliance interface is off: start the router with SERVICE_COMPLIANCE_ENABLED=true".into()))
+    }
+}
+
+fn check_field(what: &str, value: &str) -> Result<(), ApiError> {
+    if value.is_empty() || value.len() > MAX_FIELD_BYTES || value.contains('\0') {
+        return Err(ApiError::BadRequest(format!("{what} must be 1 to {MAX_FIELD_BYTES} bytes without NUL")));
+    }
+    Ok(())
+}
+
+/// A purpose: one of spec 02's, or another lower-case identifier (the
+/// alternate shape names purposes such as `marketing_emails`).
+fn check_purpose(purpose: &str) -> Result<(), ApiError> {
+    let ok = !purpose.is_empty()
+        && purpose.len() <= 64
+        && purpose.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !ok {
+        return Err(ApiError::BadRequest(format!(
+            "purpose must be a lower-case identifier such as {}, not {purpose:?}",
+            PURPOSES.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+async fn write(state: &AppState, op: ConsentOp) -> Result<Response, ApiError> {
+    match state.cluster.meta_write(MetaOp::Consent(op)).await? {
+        Response::Rejected(r) => Err(r.into()),
+        other => Ok(other),
+    }
+}
+
+async fn read(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Consent(q)).await? {
+        MetaQueryResult::Consent(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn record_json(r: &ConsentRecord, now: i64) -> Value {
+    json!({
+        "consent_id": r.consent_id, "subject_id": r.subject_id, "purpose": r.purpose,
+        "granted": r.granted, "active": r.active(now), "source": r.source, "version": r.version,
+        "metadata": r.metadata, "lawful_basis": r.lawful_basis,
+        "expiry": r.expiry_ms.map(iso8601_ms), "recorded_at": iso8601_ms(r.recorded_at_ms),
+        "withdrawal_reason": r.withdrawal_reason,
+    })
+}
+
+fn change_json(c: &ConsentChange) -> Value {
+    json!({
+        "seq": c.seq, "consent_id": c.consent_id, "subject_id": c.subject_id, "purpose": c.purpose,
+        "action": c.action, "granted": c.granted, "source": c.source, "version": c.version,
+        "reason": c.reason, "timestamp": iso8601_ms(c.at_ms),
+    })
+}
+
+/// Body of `POST /api/v1/compliance/consent`: one purpose, or several
+/// (`purposes`, the alternate shape) recorded together.
+#[derive(Debug, Deserialize)]
+struct ConsentBody {
+    #[serde(alias = "subject_identifier", alias = "consumer_id")]
+    subject_id: String,
+    purpose: Option<String>,
+    purposes: Option<Vec<String>>,
+    /// Absent: granted (recording a consent grants it unless told otherwise).
+    granted: Option<bool>,
+    source: Option<String>,
+    version: Option<String>,
+    metadata: Option<Value>,
+    lawful_basis: Option<String>,
+    /// RFC 3339 time or Unix milliseconds; null for none.
+    expiry: Option<Value>,
+}
+
+/// An expiry: null, or a time in any form the time-series API takes (RFC 3339, Unix seconds or ms).
+fn parse_expiry(v: &Value) -> Result<Option<i64>, ApiError> {
+    match v {
+        Value::Null => Ok(None),
+        other => tessera_timeseries::timestamp::parse_timestamp(other)
+            .map(Some)
+            .map_err(|e| ApiError::BadRequest(format!("expiry: {e}"))),
+    }
+}
+
+/// `POST /api/v1/compliance/consent` (and `POST /api/v1/gdpr/consent`).
+async fn record_consent(State(state): State<AppState>, _caller: Caller, JsonBody(b): JsonBody<ConsentBody>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &b.subject_id)?;
+    let purposes: Vec<String> = match (b.purpose, b.purposes) {
+        (Some(p), None) => vec![p],
+        (None, Some(ps)) if !ps.is_empty() => ps,
+        (Some(p), Some(mut ps)) => {
+            ps.insert(0, p);
+            ps
+        }
+        _ => return Err(ApiError::BadRequest("purpose (or a non-empty purposes list) is required".into())),
+    };
+    for p in &purposes {
+        check_purpose(p)?;
+    }
+    let source = b.source.unwrap_or_else(|| "api".into());
+    let version = b.version.unwrap_or_else(|| "1".into());
+    check_field("source", &source)?;
+    check_field("version", &version)?;
+    if let Some(basis) = &b.lawful_basis {
+        check_field("lawful_basis", basis)?;
+    }
+    let metadata = match b.metadata {
+        None | Some(Value::Null) => json!({}),
+        Some(m @ Value::Object(_)) => m,
+        Some(_) => return Err(ApiError::BadRequest("metadata must be a JSON object".into())),
+    };
+    let expiry_ms = b.expiry.as_ref().map(parse_expiry).transpose()?.flatten();
+    let consent_id = format!("con-{}", &new_id()[..16]);
+    let records: Vec<ConsentRecord> = purposes
+        .iter()
+        .map(|purpose| ConsentRecord {
+            consent_id: consent_id.clone(),
+            subject_id: b.subject_id.clone(),
+            purpose: purpose.clone(),
+            granted: b.granted.unwrap_or(true),
+            source: source.clone(),
+            version: version.clone(),
+            metadata: metadata.clone(),
+            lawful_basis: b.lawful_basis.clone(),
+            expiry_ms,
+            recorded_at_ms: 0,
+            withdrawal_reason: None,
+        })
+        .collect();
+    let Response::Consent(stored) = write(&state, ConsentOp::Record(records)).await? else {
+        return Err(ApiError::Internal("the meta group answered a consent record with another reply".into()));
+    };
+    let now = now_ms();
+    let first = stored.first().ok_or_else(|| ApiError::Internal("no consent was stored".into()))?;
+    Ok(Json(json!({
+        "success": true,
+        "consent_id": consent_id,
+        "subject_id": first.subject_id,
+        "purpose": first.purpose,
+        "granted": first.granted,
+        "recorded_at": iso8601_ms(first.recorded_at_ms),
+        "consents": stored.iter().map(|r| record_json(r, now)).collect::<Vec<_>>(),
+        "message": format!("consent recorded for {} purpose(s)", stored.len()),
+    })))
+}
+
+async fn status_of(state: &AppState, subject_id: &str) -> Result<Value, ApiError> {
+    check_field("subject_id", subject_id)?;
+    let ConsentAnswer::Records(records) = read(state, ConsentQuery::Subject { subject_id: subject_id.into() }).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    let now = now_ms();
+    let purposes: serde_json::Map<String, Value> = records.iter().map(|r| (r.purpose.clone(), json!(r.active(now)))).collect();
+    Ok(json!({
+        "subject_id": subject_id,
+        "consents": records.iter().map(|r| record_json(r, now)).collect::<Vec<_>>(),
+        "purposes": purposes,
+        "total": records.len(),
+        "do_not_sell": records.iter().any(|r| r.purpose == DO_NOT_SELL && r.granted),
+    }))
+}
+
+/// `GET /api/v1/compliance/consent/{subject_id}`: the subject's current consents
+/// (an empty list for a subject without any).
+async fn consent_status(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    Ok(Json(status_of(&state, &subject_id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+struct SubjectParams {
+    #[serde(alias = "subject_identifier", alias = "consumer_id")]
+    subject_id: Option<String>,
+}
+
+/// `GET /api/v1/gdpr/consent?subject_id=`.
+async fn gdpr_consent_status(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<SubjectParams>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let subject = p.subject_id.ok_or_else(|| ApiError::BadRequest("the subject_id query parameter is required".into()))?;
+    Ok(Json(status_of(&state, &subject).await?))
+}
+
+/// `GET /api/v1/compliance/consent/{subject_id}/history`: every change, oldest first.
+async fn consent_history(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &subject_id)?;
+    let ConsentAnswer::History(changes) = read(&state, ConsentQuery::History { subject_id: subject_id.clone() }).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    Ok(Json(json!({"subject_id": subject_id, "history": changes.iter().map(change_json).collect::<Vec<_>>(), "total": changes.len()})))
+}
+
+/// `GET /api/v1/compliance/consent/{subject_id}/export`: current consents and history.
+async fn consent_export(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let status = status_of(&state, &subject_id).await?;
+    let ConsentAnswer::History(changes) = read(&state, ConsentQuery::History { subject_id: subject_id.clone() }).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    Ok(Json(json!({
+        "subject_id": subject_id,
+        "exported_at": iso8601_ms(now_ms()),
+        "format": "json",
+        "consents": status["consents"],
+        "history": changes.iter().map(change_json).collect::<Vec<_>>(),
+    })))
+}
+
+/// `GET /api/v1/compliance/consent/{subject_id}/check/{purpose}`: whether the
+/// purpose is granted now (false when never recorded, withdrawn or lapsed).
+async fn consent_check(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path((subject_id, purpose)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_purpose(&purpose)?;
+    let status = status_of(&state, &subject_id).await?;
+    let granted = status["purposes"][&purpose].as_bool().unwrap_or(false);
+    Ok(Json(json!({"subject_id": subject_id, "purpose": purpose, "granted": granted})))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WithdrawBody {
+    reason: Option<String>,
+}
+
+/// `DELETE /api/v1/compliance/consent/{subject_id}/{purpose}` `{reason}`: sets
+/// the purpose to denied (404 when the subject never recorded it).
+async fn withdraw_consent(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path((subject_id, purpose)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &subject_id)?;
+    check_purpose(&purpose)?;
+    let b: WithdrawBody = if body.iter().all(u8::is_ascii_whitespace) {
+        WithdrawBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))?
+    };
+    if let Some(reason) = &b.reason {
+        check_field("reason", reason)?;
+    }
+    let op = ConsentOp::Withdraw { subject_id: subject_id.clone(), purpose: purpose.clone(), reason: b.reason.clone() };
+    let Response::Consent(stored) = write(&state, op).await? else {
+        return Err(ApiError::Internal("the meta group answered a withdrawal with another reply".into()));
+    };
+    let at = stored.first().map_or_else(now_ms, |r| r.recorded_at_ms);
+    Ok(Json(json!({
+        "success": true, "subject_id": subject_id, "purpose": purpose, "granted": false,
+        "withdrawn_at": iso8601_ms(at), "reason": b.reason,
+        "message": format!("consent for {purpose} withdrawn"),
+    })))
+}
+
+/// `DELETE /api/v1/compliance/consent/{subject_id}`: every consent record and
+/// history entry of the subject is removed.
+async fn erase_consent(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &subject_id)?;
+    let Response::Deleted(n) = write(&state, ConsentOp::Erase { subject_id: subject_id.clone() }).await? else {
+        return Err(ApiError::Internal("the meta group answered an erasure with another reply".into()));
+    };
+    Ok(Json(json!({
+        "success": true, "subject_id": subject_id, "deleted_records": n,
+        "message": format!("all consent data of {subject_id} deleted"),
+    })))
+}
+
+/// `GET /api/v1/compliance/consent/stats`.
+async fn consent_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let ConsentAnswer::Stats(s) = read(&state, ConsentQuery::Stats).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    let by_purpose: serde_json::Map<String, Value> =
+        s.consents_by_purpose.iter().map(|(p, (granted, denied))| (p.clone(), json!([granted, denied]))).collect();
+    Ok(Json(json!({
+        "total_subjects": s.total_subjects, "total_records": s.total_records,
+        "total_history_entries": s.total_history_entries, "do_not_sell_count": s.do_not_sell_count,
+        "consents_by_purpose": by_purpose,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+struct PageParams {
+    page: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// `GET /api/v1/compliance/do-not-sell?page=&limit=`: subjects whose
+/// `do_not_sell` consent is granted, by subject id (pages from 1).
+async fn do_not_sell(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<PageParams>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let page = p.page.unwrap_or(1);
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE);
+    if page == 0 || limit == 0 || limit > MAX_PAGE {
+        return Err(ApiError::BadRequest(format!("page starts at 1 and limit is 1 to {MAX_PAGE}")));
+    }
+    let q = ConsentQuery::DoNotSell { offset: (page - 1).saturating_mul(limit), limit };
+    let ConsentAnswer::DoNotSell { subjects, total } = read(&state, q).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    let listed: Vec<Value> = subjects
+        .iter()
+        .map(|s| json!({"subject_id": s.subject_id, "opted_out_at": iso8601_ms(s.opted_out_at_ms), "verification_method": s.verification_method}))
+        .collect();
+    Ok(Json(json!({"subjects": listed, "total": total, "page": page, "limit": limit})))
+}
+
+#[derive(Debug, Deserialize)]
+struct OptOutBody {
+    #[serde(alias = "consumer_id", alias = "subject_identifier")]
+    subject_id: String,
+    verification_method: Option<String>,
+}
+
+/// `POST /api/v1/ccpa/opt-out {consumer_id | subject_id}`: puts the subject on
+/// the do-not-sell list (grants its `do_not_sell` purpose).
+async fn ccpa_opt_out(State(state): State<AppState>, _caller: Caller, JsonBody(b): JsonBody<OptOutBody>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &b.subject_id)?;
+    let source = b.verification_method.unwrap_or_else(|| "ccpa_opt_out".into());
+    check_field("verification_method", &source)?;
+    let record = ConsentRecord {
+        consent_id: format!("con-{}", &new_id()[..16]),
+        subject_id: b.subject_id.clone(),
+        purpose: DO_NOT_SELL.into(),
+        granted: true,
+        source,
+        version: "1".into(),
+        metadata: json!({}),
+        lawful_basis: Some("ccpa".into()),
+        expiry_ms: None,
+        recorded_at_ms: 0,
+        withdrawal_reason: None,
+    };
+    let Response::Consent(stored) = write(&state, ConsentOp::Record(vec![record])).await? else {
+        return Err(ApiError::Internal("the meta group answered an opt-out with another reply".into()));
+    };
+    let at = stored.first().map_or_else(now_ms, |r| r.recorded_at_ms);
+    Ok(Json(json!({"success": true, "subject_id": b.subject_id, "opted_out": true, "opted_out_at": iso8601_ms(at)})))
+}

@@ -1,0 +1,88 @@
+//! The consent part of the compliance interface (spec 02), over the meta
+//! group's state machine: a subject's consents change, every change is kept,
+//! withdrawals and checks follow, the do-not-sell list and statistics count
+//! what is recorded, and erasure forgets the subject.
+
+use serde_json::json;
+
+use super::harness::TestRouter;
+
+const C: &str = "/api/v1/compliance";
+
+async fn enabled_router() -> TestRouter {
+    TestRouter::with_config(2, |c| c.compliance.enabled = true).await
+}
+
+#[tokio::test]
+async fn consent_lifecycle_keeps_every_change() {
+    let router = enabled_router().await;
+    let grant = json!({"subject_id": "alice", "purpose": "marketing", "granted": true, "source": "web_form", "version": "2.1", "metadata": {"ip": "10.0.0.1"}});
+    let recorded = router.post(&format!("{C}/consent"), &grant).await.expect(200);
+    assert_eq!((recorded["success"].clone(), recorded["granted"].clone()), (json!(true), json!(true)));
+    assert!(recorded["consent_id"].as_str().is_some_and(|id| id.starts_with("con-")), "{recorded}");
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "alice", "purpose": "analytics", "granted": false})).await.expect(200);
+
+    let check = router.get(&format!("{C}/consent/alice/check/marketing")).await.expect(200);
+    assert_eq!(check, json!({"subject_id": "alice", "purpose": "marketing", "granted": true}));
+    assert_eq!(router.get(&format!("{C}/consent/alice/check/analytics")).await.expect(200)["granted"], json!(false));
+    assert_eq!(router.get(&format!("{C}/consent/alice/check/research")).await.expect(200)["granted"], json!(false));
+
+    let withdrawn = router.call(axum::http::Method::DELETE, &format!("{C}/consent/alice/marketing"), Some(&json!({"reason": "asked by email"}))).await.expect(200);
+    assert_eq!(withdrawn["granted"], json!(false));
+    assert_eq!(router.get(&format!("{C}/consent/alice/check/marketing")).await.expect(200)["granted"], json!(false));
+    router.delete(&format!("{C}/consent/alice/research")).await.expect(404);
+
+    let history = router.get(&format!("{C}/consent/alice/history")).await.expect(200);
+    let actions: Vec<(String, String)> = history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["purpose"].as_str().unwrap().to_string(), h["action"].as_str().unwrap().to_string()))
+        .collect();
+    let expected = [("marketing", "granted"), ("analytics", "denied"), ("marketing", "withdrawn")];
+    assert_eq!(actions, expected.map(|(p, a)| (p.to_string(), a.to_string())));
+    assert_eq!(history["history"][2]["reason"], json!("asked by email"));
+
+    let status = router.get(&format!("{C}/consent/alice")).await.expect(200);
+    assert_eq!(status["total"], json!(2));
+    let marketing = status["consents"].as_array().unwrap().iter().find(|c| c["purpose"] == "marketing").cloned().unwrap();
+    assert_eq!((marketing["source"].clone(), marketing["version"].clone()), (json!("web_form"), json!("2.1")));
+    assert_eq!((marketing["granted"].clone(), marketing["withdrawal_reason"].clone()), (json!(false), json!("asked by email")));
+    let export = router.get(&format!("{C}/consent/alice/export")).await.expect(200);
+    assert_eq!(export["history"].as_array().map(Vec::len), Some(3));
+
+    // Several purposes at once (the alternate shape), with an expiry in the past: not active.
+    let alt = json!({"subject_id": "bob", "purposes": ["marketing_emails", "do_not_sell"], "lawful_basis": "consent", "expiry": "2020-01-01T00:00:00Z"});
+    let both = router.post(&format!("{C}/consent"), &alt).await.expect(200);
+    assert_eq!(both["consents"].as_array().map(Vec::len), Some(2));
+    assert_eq!(router.get(&format!("{C}/consent/bob/check/marketing_emails")).await.expect(200)["granted"], json!(false), "lapsed");
+    router.post("/api/v1/ccpa/opt-out", &json!({"consumer_id": "carol"})).await.expect(200);
+
+    let list = router.get(&format!("{C}/do-not-sell?page=1&limit=10")).await.expect(200);
+    let opted: Vec<&str> = list["subjects"].as_array().unwrap().iter().map(|s| s["subject_id"].as_str().unwrap()).collect();
+    assert_eq!((opted, list["total"].clone()), (vec!["bob", "carol"], json!(2)));
+    assert_eq!(router.get(&format!("{C}/do-not-sell?page=2&limit=1")).await.expect(200)["subjects"][0]["subject_id"], json!("carol"));
+
+    let stats = router.get(&format!("{C}/consent/stats")).await.expect(200);
+    assert_eq!((stats["total_subjects"].clone(), stats["total_records"].clone()), (json!(3), json!(5)));
+    assert_eq!((stats["total_history_entries"].clone(), stats["do_not_sell_count"].clone()), (json!(6), json!(2)));
+    assert_eq!(stats["consents_by_purpose"]["marketing"], json!([0, 1]));
+
+    let erased = router.delete(&format!("{C}/consent/alice")).await.expect(200);
+    assert_eq!(erased["deleted_records"], json!(2));
+    assert_eq!(router.get(&format!("{C}/consent/alice/history")).await.expect(200)["total"], json!(0));
+    assert_eq!(router.get(&format!("{C}/consent/stats")).await.expect(200)["total_subjects"], json!(2));
+}
+
+#[tokio::test]
+async fn bad_consent_requests_are_refused_and_the_interface_can_be_off() {
+    let router = enabled_router().await;
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "x"})).await.expect(400);
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "", "purpose": "marketing"})).await.expect(400);
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "x", "purpose": "Not A Purpose"})).await.expect(400);
+    router.get(&format!("{C}/do-not-sell?limit=0")).await.expect(400);
+
+    let off = TestRouter::new(1).await;
+    let answer = off.get(&format!("{C}/consent/stats")).await.expect(404);
+    assert!(answer["error"].as_str().is_some_and(|e| e.contains("SERVICE_COMPLIANCE_ENABLED")), "{answer}");
+}
