@@ -135,6 +135,8 @@ pub enum MetaOp {
     VaultAudit(crate::meta::VaultAuditRecord),
     /// Consent records and their history (spec 02).
     Consent(crate::compliance::ConsentOp),
+    /// Append entries to the audit trail's hash chain.
+    Audit(Vec<crate::compliance::AuditEvent>),
 }
 
 /// The result of applying a command.
@@ -249,6 +251,8 @@ pub enum MetaQuery {
     Activities { limit: usize, kind: Option<String> },
     /// Consent records, history, statistics and the do-not-sell list.
     Consent(crate::compliance::ConsentQuery),
+    /// The audit trail.
+    Audit(crate::compliance::AuditQuery),
 }
 
 /// Answers to [`MetaQuery`].
@@ -269,6 +273,7 @@ pub enum MetaQueryResult {
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
     Activities(Vec<crate::meta::ActivityRecord>),
     Consent(crate::compliance::ConsentAnswer),
+    Audit(crate::compliance::AuditAnswer),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

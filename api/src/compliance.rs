@@ -1,6 +1,7 @@
 //! Compliance records kept by the meta group (spec 02): consent per subject
-//! and purpose, with every change kept in a history, and the do-not-sell list
-//! that follows from the `do_not_sell` purpose.
+//! and purpose, with every change kept in a history, the do-not-sell list
+//! that follows from the `do_not_sell` purpose, and the audit trail (a hash
+//! chain every consent change is appended to in the same apply).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -80,12 +81,12 @@ pub struct ConsentChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ConsentOp {
     /// Sets each record's subject and purpose to it (one history entry each).
-    Record(Vec<ConsentRecord>),
+    Record { records: Vec<ConsentRecord>, actor: String },
     /// Sets a recorded purpose to denied with `reason` (refused as not found
     /// when the subject never recorded it).
-    Withdraw { subject_id: String, purpose: String, reason: Option<String> },
+    Withdraw { subject_id: String, purpose: String, reason: Option<String>, actor: String },
     /// Removes every consent record and history entry of a subject (`Deleted(n)`).
-    Erase { subject_id: String },
+    Erase { subject_id: String, actor: String },
 }
 
 /// Consent reads.
@@ -127,4 +128,53 @@ pub enum ConsentAnswer {
     History(Vec<ConsentChange>),
     Stats(ConsentStats),
     DoNotSell { subjects: Vec<DoNotSellEntry>, total: u64 },
+}
+
+/// An action to append to the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub event_type: String,
+    pub actor: String,
+    /// The data subject the action concerns, when there is one.
+    #[serde(default)]
+    pub subject_id: Option<String>,
+    #[serde(default)]
+    pub details: Value,
+}
+
+/// One entry of the audit trail's hash chain. `hash` is the SHA-256 (hex) of
+/// the entry's canonical form, which includes `prev_hash`, the hash of the
+/// entry before it (64 zeros for the first); see `tessera_storage`'s
+/// `engine::meta::audit` for the exact bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// `aud-<seq, 12 digits>`.
+    pub id: String,
+    pub seq: u64,
+    pub event_type: String,
+    pub timestamp_ms: i64,
+    pub actor: String,
+    #[serde(default)]
+    pub subject_id: Option<String>,
+    #[serde(default)]
+    pub details: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Audit trail reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AuditQuery {
+    /// The entries concerning a subject, oldest first.
+    Subject { subject_id: String },
+    /// Walks the whole chain.
+    Verify,
+}
+
+/// Answers to [`AuditQuery`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AuditAnswer {
+    Entries(Vec<AuditEntry>),
+    /// `message` names the entry where a broken chain breaks.
+    Verified { valid: bool, entries_verified: u64, message: String },
 }

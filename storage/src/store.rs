@@ -214,6 +214,15 @@ impl Store {
         Ok(out)
     }
 
+    /// Overwrites one record of a group's applied state on this node only,
+    /// outside Raft, so this replica then differs from the others. For
+    /// tamper-evidence tests (the audit chain must notice) and repair tools.
+    pub fn overwrite_record(&self, group: u64, space: u8, key: &[u8], value: &[u8]) -> Result<()> {
+        let k = keys::data_key(group, space, key);
+        let cf = self.db.cf_handle(CF_DATA).expect("data column family");
+        Ok(self.db.put_cf(cf, &k, self.db.seal(crate::crypt::Purpose::Data, &k, value))?)
+    }
+
     pub fn log_store(&self, group: u64) -> LogStore {
         LogStore::new(self.db.clone(), self.wal.clone(), group)
     }

@@ -102,6 +102,11 @@ impl MemoryCluster {
 
     /// The data group a routing key lands on.
     /// (`routing_bytes` as [`RoutingKey::bytes`] gives them: `doc/people/p1`, a KV key itself.)
+    /// The store every group of this cluster lives in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     pub fn shard_of(&self, routing_bytes: &str) -> GroupId {
         self.ring.group_of_bytes(routing_bytes.as_bytes()).expect("data groups")
     }

@@ -3,13 +3,15 @@
 //! Built so far: consent per subject and purpose with its full history, the
 //! consent statistics, and the do-not-sell list, kept in the meta group
 //! (replicated; times fixed by the meta group's leader), with the GDPR and
-//! CCPA alias paths for them.
+//! CCPA alias paths for them; and the audit trail, a hash chain every consent
+//! change is appended to in the same apply, with its verification.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
+use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditQuery};
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
 };
@@ -39,6 +41,8 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/consent/{{subject_id}}/check/{{purpose}}"), P("read:compliance"), consent_check)
         .delete(format!("{C}/consent/{{subject_id}}/{{purpose}}"), P("write:compliance"), withdraw_consent)
         .get(format!("{C}/do-not-sell"), P("read:compliance"), do_not_sell)
+        .get(format!("{C}/audit/verify"), P("read:compliance"), audit_verify)
+        .get(format!("{C}/audit/{{subject_id}}"), P("read:compliance"), audit_trail)
         .post("/api/v1/gdpr/consent", P("write:compliance"), record_consent)
         .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
@@ -49,6 +53,14 @@ fn enabled(state: &AppState) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::NotFound("the compliance interface is off: start the router with SERVICE_COMPLIANCE_ENABLED=true".into()))
+    }
+}
+
+/// Who acts, as the audit trail names them.
+fn actor(caller: &Caller) -> String {
+    match caller {
+        Caller::User { user, .. } => user.username.clone(),
+        Caller::Bootstrap => "bootstrap".into(),
     }
 }
 
@@ -135,7 +147,7 @@ fn parse_expiry(v: &Value) -> Result<Option<i64>, ApiError> {
 }
 
 /// `POST /api/v1/compliance/consent` (and `POST /api/v1/gdpr/consent`).
-async fn record_consent(State(state): State<AppState>, _caller: Caller, JsonBody(b): JsonBody<ConsentBody>) -> Result<Json<Value>, ApiError> {
+async fn record_consent(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<ConsentBody>) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &b.subject_id)?;
     let purposes: Vec<String> = match (b.purpose, b.purposes) {
@@ -180,7 +192,7 @@ async fn record_consent(State(state): State<AppState>, _caller: Caller, JsonBody
             withdrawal_reason: None,
         })
         .collect();
-    let Response::Consent(stored) = write(&state, ConsentOp::Record(records)).await? else {
+    let Response::Consent(stored) = write(&state, ConsentOp::Record { records, actor: actor(&caller) }).await? else {
         return Err(ApiError::Internal("the meta group answered a consent record with another reply".into()));
     };
     let now = now_ms();
@@ -282,7 +294,7 @@ struct WithdrawBody {
 /// the purpose to denied (404 when the subject never recorded it).
 async fn withdraw_consent(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path((subject_id, purpose)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
@@ -297,7 +309,7 @@ async fn withdraw_consent(
     if let Some(reason) = &b.reason {
         check_field("reason", reason)?;
     }
-    let op = ConsentOp::Withdraw { subject_id: subject_id.clone(), purpose: purpose.clone(), reason: b.reason.clone() };
+    let op = ConsentOp::Withdraw { subject_id: subject_id.clone(), purpose: purpose.clone(), reason: b.reason.clone(), actor: actor(&caller) };
     let Response::Consent(stored) = write(&state, op).await? else {
         return Err(ApiError::Internal("the meta group answered a withdrawal with another reply".into()));
     };
@@ -311,10 +323,10 @@ async fn withdraw_consent(
 
 /// `DELETE /api/v1/compliance/consent/{subject_id}`: every consent record and
 /// history entry of the subject is removed.
-async fn erase_consent(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn erase_consent(State(state): State<AppState>, caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
-    let Response::Deleted(n) = write(&state, ConsentOp::Erase { subject_id: subject_id.clone() }).await? else {
+    let Response::Deleted(n) = write(&state, ConsentOp::Erase { subject_id: subject_id.clone(), actor: actor(&caller) }).await? else {
         return Err(ApiError::Internal("the meta group answered an erasure with another reply".into()));
     };
     Ok(Json(json!({
@@ -373,7 +385,7 @@ struct OptOutBody {
 
 /// `POST /api/v1/ccpa/opt-out {consumer_id | subject_id}`: puts the subject on
 /// the do-not-sell list (grants its `do_not_sell` purpose).
-async fn ccpa_opt_out(State(state): State<AppState>, _caller: Caller, JsonBody(b): JsonBody<OptOutBody>) -> Result<Json<Value>, ApiError> {
+async fn ccpa_opt_out(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<OptOutBody>) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &b.subject_id)?;
     let source = b.verification_method.unwrap_or_else(|| "ccpa_opt_out".into());
@@ -391,9 +403,45 @@ async fn ccpa_opt_out(State(state): State<AppState>, _caller: Caller, JsonBody(b
         recorded_at_ms: 0,
         withdrawal_reason: None,
     };
-    let Response::Consent(stored) = write(&state, ConsentOp::Record(vec![record])).await? else {
+    let Response::Consent(stored) = write(&state, ConsentOp::Record { records: vec![record], actor: actor(&caller) }).await? else {
         return Err(ApiError::Internal("the meta group answered an opt-out with another reply".into()));
     };
     let at = stored.first().map_or_else(now_ms, |r| r.recorded_at_ms);
     Ok(Json(json!({"success": true, "subject_id": b.subject_id, "opted_out": true, "opted_out_at": iso8601_ms(at)})))
+}
+
+async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Audit(q)).await? {
+        MetaQueryResult::Audit(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn audit_json(e: &AuditEntry) -> Value {
+    json!({
+        "id": e.id, "seq": e.seq, "event_type": e.event_type, "timestamp": iso8601_ms(e.timestamp_ms),
+        "actor": e.actor, "subject_id": e.subject_id, "details": e.details,
+        "prev_hash": e.prev_hash, "hash": e.hash,
+    })
+}
+
+/// `GET /api/v1/compliance/audit/{subject_id}`: the audit entries concerning a
+/// subject, oldest first.
+async fn audit_trail(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    check_field("subject_id", &subject_id)?;
+    let AuditAnswer::Entries(entries) = audit(&state, AuditQuery::Subject { subject_id: subject_id.clone() }).await? else {
+        return Err(ApiError::Internal("unexpected audit answer".into()));
+    };
+    Ok(Json(json!({"subject_id": subject_id, "entries": entries.iter().map(audit_json).collect::<Vec<_>>(), "total": entries.len()})))
+}
+
+/// `GET /api/v1/compliance/audit/verify`: walks the whole chain; `valid: false`
+/// with a message naming the entry where it breaks.
+async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let AuditAnswer::Verified { valid, entries_verified, message } = audit(&state, AuditQuery::Verify).await? else {
+        return Err(ApiError::Internal("unexpected audit answer".into()));
+    };
+    Ok(Json(json!({"valid": valid, "entries_verified": entries_verified, "message": message})))
 }

@@ -86,3 +86,41 @@ async fn bad_consent_requests_are_refused_and_the_interface_can_be_off() {
     let answer = off.get(&format!("{C}/consent/stats")).await.expect(404);
     assert!(answer["error"].as_str().is_some_and(|e| e.contains("SERVICE_COMPLIANCE_ENABLED")), "{answer}");
 }
+
+/// Every consent change is appended to the audit trail's hash chain, which
+/// verifies; a stored entry changed behind Raft's back breaks the chain at
+/// that entry, and the verification says which.
+#[tokio::test]
+async fn the_audit_chain_records_consent_changes_and_detects_tampering() {
+    let router = enabled_router().await;
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "dora", "purpose": "research"})).await.expect(200);
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "erik", "purpose": "profiling", "granted": false})).await.expect(200);
+    router.delete(&format!("{C}/consent/dora/research")).await.expect(200);
+
+    let trail = router.get(&format!("{C}/audit/dora")).await.expect(200);
+    let kinds: Vec<&str> = trail["entries"].as_array().unwrap().iter().map(|e| e["event_type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["consent_granted", "consent_withdrawn"]);
+    assert_eq!(trail["entries"][0]["actor"], json!("admin"));
+    assert_eq!(trail["entries"][1]["prev_hash"].as_str().map(str::len), Some(64));
+    let ok = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!((ok["valid"].clone(), ok["entries_verified"].clone()), (json!(true), json!(3)), "{ok}");
+
+    // Entry 2 (erik's) is rewritten in storage: its details no longer match its hash.
+    let reader = router.cluster.store().reader(tessera_api::META_GROUP);
+    let q = tessera_api::command::Query::Meta(tessera_api::command::MetaQuery::Audit(tessera_api::compliance::AuditQuery::Subject {
+        subject_id: "erik".into(),
+    }));
+    let tessera_api::command::QueryResult::Meta(tessera_api::command::MetaQueryResult::Audit(
+        tessera_api::compliance::AuditAnswer::Entries(entries),
+    )) = reader.query(&q, 0).unwrap()
+    else {
+        panic!("no audit entries")
+    };
+    let mut forged = entries[0].clone();
+    forged.details["granted"] = json!(true);
+    let key = format!("aud/e/{:016x}", forged.seq);
+    router.cluster.store().overwrite_record(tessera_api::META_GROUP, 2, key.as_bytes(), &serde_json::to_vec(&forged).unwrap()).unwrap();
+    let broken = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!((broken["valid"].clone(), broken["entries_verified"].clone()), (json!(false), json!(1)), "{broken}");
+    assert!(broken["message"].as_str().is_some_and(|m| m.contains("aud-000000000002")), "{broken}");
+}

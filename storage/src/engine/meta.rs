@@ -12,6 +12,7 @@ use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
 
 /// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
+pub mod audit;
 pub mod consent;
 pub mod security;
 
@@ -64,6 +65,7 @@ impl Engine for MetaEngine {
             MetaQuery::Role { name } => MetaQueryResult::Role(role(&meta, name)?),
             MetaQuery::Security(q) => MetaQueryResult::Security(security::query(&meta, q, ctx.now_ms)?),
             MetaQuery::Consent(q) => MetaQueryResult::Consent(consent::query(&meta, q)?),
+            MetaQuery::Audit(q) => MetaQueryResult::Audit(audit::query(&meta, q)?),
             MetaQuery::VaultState => {
                 let (key, seal_epoch) = vault_state(&meta)?;
                 MetaQueryResult::VaultState { key, seal_epoch }
@@ -292,6 +294,10 @@ impl Engine for MetaEngine {
             | MetaOp::VaultAudit(_) => apply_vault(tx, _now, op),
             MetaOp::Security(op) => security::apply(tx, _now, op),
             MetaOp::Consent(op) => consent::apply(tx, _now, op),
+            MetaOp::Audit(events) => {
+                audit::append(tx, _now, events.clone())?;
+                Ok(Response::Applied(true))
+            }
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use tessera_api::command::Response;
 use tessera_api::compliance::{
-    ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, ConsentStats, DO_NOT_SELL, DoNotSellEntry,
+    AuditEvent, ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, ConsentStats, DO_NOT_SELL, DoNotSellEntry,
 };
 use tessera_api::error::ErrorCode;
 
@@ -39,8 +39,22 @@ fn all<T: serde::de::DeserializeOwned>(view: &ReadView<'_>, prefix: &[u8]) -> Re
     Ok(out)
 }
 
-/// Applies a consent write at `now`.
+/// Applies a consent write at `now`, and appends what changed to the audit
+/// trail in the same batch.
 pub fn apply(tx: &mut Tx<'_>, now: i64, op: &ConsentOp) -> Result<Response> {
+    let mut audited: Vec<AuditEvent> = Vec::new();
+    let response = apply_consent(tx, now, op, &mut audited)?;
+    if !audited.is_empty() {
+        super::audit::append(tx, now, audited)?;
+    }
+    Ok(response)
+}
+
+fn apply_consent(tx: &mut Tx<'_>, now: i64, op: &ConsentOp, audited: &mut Vec<AuditEvent>) -> Result<Response> {
+    let actor_of = |op: &ConsentOp| match op {
+        ConsentOp::Record { actor, .. } | ConsentOp::Withdraw { actor, .. } | ConsentOp::Erase { actor, .. } => actor.clone(),
+    };
+    let actor = actor_of(op);
     let mut seq: u64 = match tx.view().get(SEQ)? {
         Some(raw) => serde_json::from_slice(&raw)?,
         None => 0,
@@ -60,10 +74,16 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &ConsentOp) -> Result<Response> {
             at_ms: now,
         };
         tx.put(&history_key(&r.subject_id, seq), &serde_json::to_vec(&c)?);
+        audited.push(AuditEvent {
+            event_type: format!("consent_{action}"),
+            actor: actor.clone(),
+            subject_id: Some(r.subject_id.clone()),
+            details: serde_json::json!({"purpose": r.purpose, "granted": r.granted, "consent_id": r.consent_id, "source": r.source, "version": r.version, "reason": c.reason}),
+        });
         Ok(())
     };
     let response = match op {
-        ConsentOp::Record(records) => {
+        ConsentOp::Record { records, .. } => {
             let mut stored = Vec::with_capacity(records.len());
             for r in records {
                 let r = ConsentRecord { recorded_at_ms: now, withdrawal_reason: None, ..r.clone() };
@@ -73,7 +93,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &ConsentOp) -> Result<Response> {
             }
             Response::Consent(stored)
         }
-        ConsentOp::Withdraw { subject_id, purpose, reason } => {
+        ConsentOp::Withdraw { subject_id, purpose, reason, .. } => {
             let key = record_key(subject_id, purpose);
             let Some(raw) = tx.view().get(&key)? else {
                 return Ok(Response::rejected(
@@ -87,7 +107,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &ConsentOp) -> Result<Response> {
             change(tx, &r, "withdrawn", reason.clone())?;
             Response::Consent(vec![r])
         }
-        ConsentOp::Erase { subject_id } => {
+        ConsentOp::Erase { subject_id, .. } => {
             let mut n = 0u64;
             for prefix in [subject_prefix(RECORD, subject_id), subject_prefix(HISTORY, subject_id)] {
                 let mut keys = Vec::new();
@@ -102,6 +122,12 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &ConsentOp) -> Result<Response> {
                     tx.delete(&k);
                 }
             }
+            audited.push(AuditEvent {
+                event_type: "consent_erased".into(),
+                actor: actor.clone(),
+                subject_id: Some(subject_id.clone()),
+                details: serde_json::json!({"records_deleted": n}),
+            });
             return Ok(Response::Deleted(n));
         }
     };
