@@ -137,6 +137,8 @@ pub enum MetaOp {
     Consent(crate::compliance::ConsentOp),
     /// Append entries to the audit trail's hash chain.
     Audit(Vec<crate::compliance::AuditEvent>),
+    /// Set column classifications (answers `Applied(true)`).
+    Classify(crate::compliance::ClassifyOp),
 }
 
 /// The result of applying a command.
@@ -253,6 +255,8 @@ pub enum MetaQuery {
     Consent(crate::compliance::ConsentQuery),
     /// The audit trail.
     Audit(crate::compliance::AuditQuery),
+    /// Column classifications, of one table or all, by table and column.
+    Classifications { table: Option<String> },
 }
 
 /// Answers to [`MetaQuery`].
@@ -274,6 +278,7 @@ pub enum MetaQueryResult {
     Activities(Vec<crate::meta::ActivityRecord>),
     Consent(crate::compliance::ConsentAnswer),
     Audit(crate::compliance::AuditAnswer),
+    Classifications(Vec<crate::compliance::ColumnClassification>),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

@@ -178,3 +178,34 @@ pub enum AuditAnswer {
     /// `message` names the entry where a broken chain breaks.
     Verified { valid: bool, entries_verified: u64, message: String },
 }
+
+/// Classification levels (spec 02), by level.
+pub const CLASSIFICATION_LEVELS: [&str; 6] = ["Public", "Internal", "Confidential", "PHI", "PII", "Restricted"];
+
+/// The level of a classification name (case-insensitive) or of its number.
+pub fn classification_level(name: &str) -> Option<u8> {
+    if let Ok(n) = name.trim().parse::<u8>() {
+        return (usize::from(n) < CLASSIFICATION_LEVELS.len()).then_some(n);
+    }
+    CLASSIFICATION_LEVELS.iter().position(|l| l.eq_ignore_ascii_case(name.trim())).map(|i| i as u8)
+}
+
+/// The classification of one column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnClassification {
+    pub table: String,
+    pub column: String,
+    pub level: u8,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub classified_by: String,
+    /// Set by the meta group from the command's time.
+    #[serde(default)]
+    pub classified_at_ms: i64,
+}
+
+/// Classification writes: set each column's classification (one audit entry each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifyOp {
+    pub columns: Vec<ColumnClassification>,
+}

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
-use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditQuery};
+use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditQuery, CLASSIFICATION_LEVELS, ClassifyOp, ColumnClassification, classification_level};
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
 };
@@ -41,6 +41,8 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/consent/{{subject_id}}/check/{{purpose}}"), P("read:compliance"), consent_check)
         .delete(format!("{C}/consent/{{subject_id}}/{{purpose}}"), P("write:compliance"), withdraw_consent)
         .get(format!("{C}/do-not-sell"), P("read:compliance"), do_not_sell)
+        .post(format!("{C}/classify"), P("write:compliance"), classify)
+        .get(format!("{C}/classifications"), P("read:compliance"), classifications)
         .get(format!("{C}/audit/verify"), P("read:compliance"), audit_verify)
         .get(format!("{C}/audit/{{subject_id}}"), P("read:compliance"), audit_trail)
         .post("/api/v1/gdpr/consent", P("write:compliance"), record_consent)
@@ -444,4 +446,97 @@ async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<
         return Err(ApiError::Internal("unexpected audit answer".into()));
     };
     Ok(Json(json!({"valid": valid, "entries_verified": entries_verified, "message": message})))
+}
+
+/// One column to classify: `classification` is a level's name (Public,
+/// Internal, Confidential, PHI, PII, Restricted; any case) or its number.
+#[derive(Debug, Deserialize)]
+struct ClassifyItem {
+    table: String,
+    column: String,
+    #[serde(alias = "level")]
+    classification: Value,
+    reason: Option<String>,
+}
+
+/// `POST /api/v1/compliance/classify`: one column (`{table, column,
+/// classification, reason}`) or a batch (`{classifications: [...]}`).
+#[derive(Debug, Deserialize)]
+struct ClassifyBody {
+    #[serde(flatten)]
+    single: Option<ClassifyItem>,
+    classifications: Option<Vec<ClassifyItem>>,
+}
+
+fn to_column(item: ClassifyItem, by: &str) -> Result<ColumnClassification, ApiError> {
+    check_field("table", &item.table)?;
+    check_field("column", &item.column)?;
+    if let Some(reason) = &item.reason {
+        check_field("reason", reason)?;
+    }
+    let name = match &item.classification {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    let level = classification_level(&name).ok_or_else(|| {
+        ApiError::BadRequest(format!("classification must be one of {} (or 0-5), not {}", CLASSIFICATION_LEVELS.join(", "), item.classification))
+    })?;
+    Ok(ColumnClassification { table: item.table, column: item.column, level, reason: item.reason, classified_by: by.into(), classified_at_ms: 0 })
+}
+
+fn classification_json(c: &ColumnClassification) -> Value {
+    json!({
+        "table": c.table, "column": c.column, "level": c.level,
+        "classification": CLASSIFICATION_LEVELS[usize::from(c.level)],
+        "reason": c.reason, "classified_by": c.classified_by,
+        "classified_at": (c.classified_at_ms > 0).then(|| iso8601_ms(c.classified_at_ms)),
+    })
+}
+
+async fn classify(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<ClassifyBody>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let by = actor(&caller);
+    let (batch, items) = match (b.classifications, b.single) {
+        (Some(items), _) if !items.is_empty() => (true, items),
+        (None, Some(item)) => (false, vec![item]),
+        _ => return Err(ApiError::BadRequest("give {table, column, classification} or a non-empty classifications list".into())),
+    };
+    let columns = items.into_iter().map(|i| to_column(i, &by)).collect::<Result<Vec<_>, _>>()?;
+    match state.cluster.meta_write(MetaOp::Classify(ClassifyOp { columns: columns.clone() })).await? {
+        Response::Applied(_) => {}
+        Response::Rejected(r) => return Err(r.into()),
+        other => return Err(ApiError::unexpected(other)),
+    }
+    if batch {
+        return Ok(Json(json!({
+            "success": true, "classified": columns.len(),
+            "classifications": columns.iter().map(classification_json).collect::<Vec<_>>(),
+            "message": format!("{} columns classified", columns.len()),
+        })));
+    }
+    let c = &columns[0];
+    let name = CLASSIFICATION_LEVELS[usize::from(c.level)];
+    Ok(Json(json!({
+        "success": true, "table": c.table, "column": c.column, "classification": name, "level": c.level,
+        "message": format!("{}.{} classified as {name} (level {})", c.table, c.column, c.level),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+struct TableParams {
+    table: Option<String>,
+}
+
+/// `GET /api/v1/compliance/classifications?table=`: `{classifications, total_count}`.
+async fn classifications(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<TableParams>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    if let Some(t) = &p.table {
+        check_field("table", t)?;
+    }
+    let list = match state.cluster.meta_read(MetaQuery::Classifications { table: p.table }).await? {
+        MetaQueryResult::Classifications(list) => list,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    Ok(Json(json!({"classifications": list.iter().map(classification_json).collect::<Vec<_>>(), "total_count": list.len()})))
 }

@@ -124,3 +124,34 @@ async fn the_audit_chain_records_consent_changes_and_detects_tampering() {
     assert_eq!((broken["valid"].clone(), broken["entries_verified"].clone()), (json!(false), json!(1)), "{broken}");
     assert!(broken["message"].as_str().is_some_and(|m| m.contains("aud-000000000002")), "{broken}");
 }
+
+/// Columns are classified one at a time or in a batch, by level name (any
+/// case) or number; listings filter by table; every change is audited.
+#[tokio::test]
+async fn columns_are_classified_listed_and_audited() {
+    let router = enabled_router().await;
+    let one = json!({"table": "patients", "column": "diagnosis", "classification": "PHI", "reason": "health data"});
+    let answer = router.post(&format!("{C}/classify"), &one).await.expect(200);
+    assert_eq!((answer["success"].clone(), answer["level"].clone(), answer["classification"].clone()), (json!(true), json!(3), json!("PHI")));
+    let batch = json!({"classifications": [
+        {"table": "patients", "column": "email", "classification": "pii"},
+        {"table": "orders", "column": "total", "classification": 1},
+    ]});
+    assert_eq!(router.post(&format!("{C}/classify"), &batch).await.expect(200)["classified"], json!(2));
+    router.post(&format!("{C}/classify"), &json!({"table": "t", "column": "c", "classification": "Secretish"})).await.expect(400);
+    router.post(&format!("{C}/classify"), &json!({"table": "t", "column": "c", "classification": 6})).await.expect(400);
+    router.post(&format!("{C}/classify"), &json!({"classifications": []})).await.expect(400);
+
+    let all = router.get(&format!("{C}/classifications")).await.expect(200);
+    assert_eq!(all["total_count"], json!(3));
+    let patients = router.get(&format!("{C}/classifications?table=patients")).await.expect(200);
+    let columns: Vec<(&str, &str)> = patients["classifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["column"].as_str().unwrap(), c["classification"].as_str().unwrap()))
+        .collect();
+    assert_eq!(columns, [("diagnosis", "PHI"), ("email", "PII")]);
+    let verified = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!((verified["valid"].clone(), verified["entries_verified"].clone()), (json!(true), json!(3)));
+}

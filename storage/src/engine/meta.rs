@@ -13,6 +13,7 @@ use crate::error::Result;
 
 /// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
 pub mod audit;
+pub mod classification;
 pub mod consent;
 pub mod security;
 
@@ -66,6 +67,7 @@ impl Engine for MetaEngine {
             MetaQuery::Security(q) => MetaQueryResult::Security(security::query(&meta, q, ctx.now_ms)?),
             MetaQuery::Consent(q) => MetaQueryResult::Consent(consent::query(&meta, q)?),
             MetaQuery::Audit(q) => MetaQueryResult::Audit(audit::query(&meta, q)?),
+            MetaQuery::Classifications { table } => MetaQueryResult::Classifications(classification::list(&meta, table.as_deref())?),
             MetaQuery::VaultState => {
                 let (key, seal_epoch) = vault_state(&meta)?;
                 MetaQueryResult::VaultState { key, seal_epoch }
@@ -294,6 +296,10 @@ impl Engine for MetaEngine {
             | MetaOp::VaultAudit(_) => apply_vault(tx, _now, op),
             MetaOp::Security(op) => security::apply(tx, _now, op),
             MetaOp::Consent(op) => consent::apply(tx, _now, op),
+            MetaOp::Classify(op) => {
+                classification::apply(tx, _now, op)?;
+                Ok(Response::Applied(true))
+            }
             MetaOp::Audit(events) => {
                 audit::append(tx, _now, events.clone())?;
                 Ok(Response::Applied(true))
