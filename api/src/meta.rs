@@ -129,7 +129,7 @@ impl KeyRange {
 
 /// The first byte string after every string starting with `prefix` (`None`
 /// when there is none: an empty or all-0xff prefix).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

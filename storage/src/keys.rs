@@ -115,12 +115,5 @@ pub fn bounded(lower: &[u8], upper: &[u8]) -> rocksdb::ReadOptions {
 
 /// The first key after every key starting with `prefix` (None: no such key).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
+    tessera_api::meta::prefix_successor(prefix)
 }

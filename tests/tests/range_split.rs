@@ -13,19 +13,21 @@ use tessera_tests::{Cluster, ClusterOptions, Http, wait_for};
 const KEYS: usize = 600;
 const WRITERS: usize = 2;
 
+/// Range sharding with small thresholds, so a few hundred keys split the range
+/// twice or more; `extra` node settings on top.
+fn range_options(extra: &[(&str, &str)]) -> ClusterOptions {
+    let mut node_env: Vec<(String, String)> = vec![
+        ("SERVICE_SHARDING_STRATEGY".into(), "range".into()),
+        ("SERVICE_SPLIT_THRESHOLD_KEYS".into(), "150".into()),
+        ("SERVICE_SPLIT_CHECK_INTERVAL_SECS".into(), "1".into()),
+    ];
+    node_env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    ClusterOptions { shard_count: 2, node_env, ..ClusterOptions::default() }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn range_split() {
-    let options = ClusterOptions {
-        shard_count: 2,
-        node_env: vec![
-            ("SERVICE_SHARDING_STRATEGY".into(), "range".into()),
-            // Small thresholds so a few hundred keys split the range twice or more.
-            ("SERVICE_SPLIT_THRESHOLD_KEYS".into(), "150".into()),
-            ("SERVICE_SPLIT_CHECK_INTERVAL_SECS".into(), "1".into()),
-        ],
-        ..ClusterOptions::default()
-    };
-    let mut cluster = Cluster::start(options).await.expect("cluster start");
+    let mut cluster = Cluster::start(range_options(&[])).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("range_split scenario failed: {e:?}\n{}", cluster.log_tails(60));
     }
@@ -37,18 +39,8 @@ async fn range_split() {
 /// and their leaders fill them with snapshots; then it serves every key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_missed_the_splits_catches_up() {
-    let options = ClusterOptions {
-        shard_count: 2,
-        node_env: vec![
-            ("SERVICE_SHARDING_STRATEGY".into(), "range".into()),
-            ("SERVICE_SPLIT_THRESHOLD_KEYS".into(), "150".into()),
-            ("SERVICE_SPLIT_CHECK_INTERVAL_SECS".into(), "1".into()),
-            // Purge the log soon, so the returning node cannot replay the splits.
-            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "40".into()),
-            ("SERVICE_RAFT_KEEP_LOGS".into(), "5".into()),
-        ],
-        ..ClusterOptions::default()
-    };
+    // Purge the log soon, so the returning node cannot replay the splits.
+    let options = range_options(&[("SERVICE_RAFT_SNAPSHOT_LOGS", "40"), ("SERVICE_RAFT_KEEP_LOGS", "5")]);
     let mut cluster = Cluster::start(options).await.expect("cluster start");
     if let Err(e) = missed_splits(&mut cluster).await {
         panic!("a_node_that_missed_the_splits_catches_up failed: {e:?}\n{}", cluster.log_tails(60));

@@ -97,19 +97,7 @@ pub fn get(view: &ReadView<'_>, key: &str, now: i64) -> Result<Option<KvEntry>> 
 
 /// Live entries with `prefix` in key order (at most `limit`) and how many match in all.
 pub fn list(view: &ReadView<'_>, prefix: &str, limit: usize, now: i64) -> Result<(Vec<KvEntry>, u64)> {
-    let mut entries = Vec::new();
-    let mut total = 0u64;
-    view.scan_prefix(prefix.as_bytes(), |_, v| {
-        let e = decode(v)?;
-        if e.is_live(now) {
-            total += 1;
-            if entries.len() < limit {
-                entries.push(e);
-            }
-        }
-        Ok(true)
-    })?;
-    Ok((entries, total))
+    list_within(view, prefix, None, limit, now)
 }
 
 /// Visits the stored records with `prefix` in key order, only those in
