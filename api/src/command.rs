@@ -139,6 +139,8 @@ pub enum MetaOp {
     Audit(Vec<crate::compliance::AuditEvent>),
     /// Set column classifications (answers `Applied(true)`).
     Classify(crate::compliance::ClassifyOp),
+    /// Move a breach incident through its states, or clean old ones up.
+    Incident(crate::compliance::IncidentOp),
 }
 
 /// The result of applying a command.
@@ -167,6 +169,8 @@ pub enum Response {
     Import(crate::import::ImportResult),
     /// Consent records as stored (times set by the meta group).
     Consent(Vec<crate::compliance::ConsentRecord>),
+    /// A breach incident after a state change.
+    Incident(crate::compliance::Incident),
 }
 
 /// Reads a group answers, one variant per data model.
@@ -257,6 +261,8 @@ pub enum MetaQuery {
     Audit(crate::compliance::AuditQuery),
     /// Column classifications, of one table or all, by table and column.
     Classifications { table: Option<String> },
+    /// Breach incidents.
+    Incident(crate::compliance::IncidentQuery),
 }
 
 /// Answers to [`MetaQuery`].
@@ -279,6 +285,7 @@ pub enum MetaQueryResult {
     Consent(crate::compliance::ConsentAnswer),
     Audit(crate::compliance::AuditAnswer),
     Classifications(Vec<crate::compliance::ColumnClassification>),
+    Incident(crate::compliance::IncidentAnswer),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

@@ -209,3 +209,97 @@ pub struct ColumnClassification {
 pub struct ClassifyOp {
     pub columns: Vec<ColumnClassification>,
 }
+
+/// Breach event types and their severities (spec 02).
+pub const BREACH_TYPES: [(&str, &str); 10] = [
+    ("failed_login", "medium"),
+    ("unauthorized_access", "medium"),
+    ("unusual_access_pattern", "medium"),
+    ("admin_from_unknown_ip", "high"),
+    ("mass_data_export", "high"),
+    ("session_hijacking", "high"),
+    ("sql_injection", "high"),
+    ("mass_data_deletion", "critical"),
+    ("brute_force_attack", "critical"),
+    ("privilege_escalation", "critical"),
+];
+
+/// The severity spec 02 gives a breach event type; `None` for other kinds.
+pub fn breach_severity(event_type: &str) -> Option<&'static str> {
+    BREACH_TYPES.iter().find(|(t, _)| *t == event_type).map(|(_, s)| *s)
+}
+
+/// How long after detection a breach must be notified (GDPR: 72 hours).
+pub const NOTIFICATION_DEADLINE_MS: i64 = 72 * 3600 * 1000;
+
+/// A breach incident, opened by a detector from a security event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Incident {
+    /// `inc-<12 digits>`.
+    pub incident_id: String,
+    pub detected_at_ms: i64,
+    pub event_type: String,
+    pub severity: String,
+    pub description: String,
+    pub affected_subjects: Vec<String>,
+    pub involved_ips: Vec<String>,
+    /// `open`, `acknowledged`, `resolved` or `false_positive`.
+    pub status: String,
+    pub source: String,
+    /// When the breach must be notified (detection + 72 h).
+    pub notification_deadline_ms: i64,
+    #[serde(default)]
+    pub acknowledged_by: Option<String>,
+    #[serde(default)]
+    pub acknowledged_at_ms: Option<i64>,
+    #[serde(default)]
+    pub notes: Option<String>,
+    #[serde(default)]
+    pub resolved_by: Option<String>,
+    #[serde(default)]
+    pub resolved_at_ms: Option<i64>,
+    #[serde(default)]
+    pub resolution_notes: Option<String>,
+    #[serde(default)]
+    pub remediation_steps: Vec<String>,
+}
+
+/// Incident writes: the state machine open → acknowledged → resolved /
+/// false_positive (open may go straight to either end); other moves are
+/// refused as conflicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum IncidentOp {
+    Acknowledge { id: String, by: String, notes: Option<String> },
+    Resolve { id: String, by: String, notes: Option<String>, false_positive: bool, remediation_steps: Vec<String> },
+    /// Removes resolved and false-positive incidents detected before `before_ms` (`Deleted(n)`).
+    Cleanup { before_ms: i64 },
+}
+
+/// Incident reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum IncidentQuery {
+    /// Newest first, filtered by status and severity.
+    List { status: Option<String>, severity: Option<String> },
+    Get { id: String },
+    Stats,
+}
+
+/// Breach statistics (spec 02).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IncidentStats {
+    pub total_incidents: u64,
+    pub open_incidents: u64,
+    pub acknowledged_incidents: u64,
+    pub resolved_incidents: u64,
+    pub false_positives: u64,
+    pub by_severity: std::collections::BTreeMap<String, u64>,
+    pub by_type: std::collections::BTreeMap<String, u64>,
+}
+
+/// Answers to [`IncidentQuery`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum IncidentAnswer {
+    List(Vec<Incident>),
+    One(Option<Incident>),
+    Stats(IncidentStats),
+}

@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
+use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
 use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditQuery, CLASSIFICATION_LEVELS, ClassifyOp, ColumnClassification, classification_level};
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
@@ -41,6 +42,12 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/consent/{{subject_id}}/check/{{purpose}}"), P("read:compliance"), consent_check)
         .delete(format!("{C}/consent/{{subject_id}}/{{purpose}}"), P("write:compliance"), withdraw_consent)
         .get(format!("{C}/do-not-sell"), P("read:compliance"), do_not_sell)
+        .get(format!("{C}/breaches"), P("read:compliance"), list_breaches)
+        .get(format!("{C}/breaches/stats"), P("read:compliance"), breach_stats)
+        .post(format!("{C}/breaches/cleanup"), P("manage:compliance"), cleanup_breaches)
+        .get(format!("{C}/breaches/{{id}}"), P("read:compliance"), get_breach)
+        .post(format!("{C}/breaches/{{id}}/acknowledge"), P("manage:compliance"), acknowledge_breach)
+        .post(format!("{C}/breaches/{{id}}/resolve"), P("manage:compliance"), resolve_breach)
         .post(format!("{C}/classify"), P("write:compliance"), classify)
         .get(format!("{C}/classifications"), P("read:compliance"), classifications)
         .get(format!("{C}/audit/verify"), P("read:compliance"), audit_verify)
@@ -539,4 +546,172 @@ async fn classifications(State(state): State<AppState>, _caller: Caller, QueryPa
         other => return Err(ApiError::unexpected(other)),
     };
     Ok(Json(json!({"classifications": list.iter().map(classification_json).collect::<Vec<_>>(), "total_count": list.len()})))
+}
+
+async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Incident(q)).await? {
+        MetaQueryResult::Incident(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn incident_json(i: &Incident, now: i64) -> Value {
+    json!({
+        "incident_id": i.incident_id, "id": i.incident_id, "detected_at": iso8601_ms(i.detected_at_ms),
+        "type": i.event_type, "severity": i.severity, "description": i.description,
+        "affected_subjects": i.affected_subjects, "involved_ips": i.involved_ips,
+        "affected_subjects_estimate": i.affected_subjects.len(), "source_ip": i.involved_ips.first(),
+        "status": i.status, "source": i.source, "acknowledged": i.acknowledged_by.is_some(),
+        "acknowledged_by": i.acknowledged_by, "acknowledged_at": i.acknowledged_at_ms.map(iso8601_ms), "notes": i.notes,
+        "resolved_by": i.resolved_by, "resolved_at": i.resolved_at_ms.map(iso8601_ms),
+        "resolution_notes": i.resolution_notes, "remediation_steps_taken": i.remediation_steps,
+        "notification_deadline": iso8601_ms(i.notification_deadline_ms),
+        "notification_overdue": i.status == "open" && now > i.notification_deadline_ms,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+struct BreachFilter {
+    status: Option<String>,
+    severity: Option<String>,
+}
+
+/// `GET /api/v1/compliance/breaches?status=&severity=`: newest first.
+async fn list_breaches(State(state): State<AppState>, _caller: Caller, QueryParams(f): QueryParams<BreachFilter>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    if let Some(s) = &f.status
+        && !["open", "acknowledged", "resolved", "false_positive"].contains(&s.as_str())
+    {
+        return Err(ApiError::BadRequest(format!("status must be open, acknowledged, resolved or false_positive, not {s:?}")));
+    }
+    if let Some(s) = &f.severity
+        && !["low", "medium", "high", "critical"].contains(&s.as_str())
+    {
+        return Err(ApiError::BadRequest(format!("severity must be low, medium, high or critical, not {s:?}")));
+    }
+    let IncidentAnswer::List(list) = incidents(&state, IncidentQuery::List { status: f.status, severity: f.severity }).await? else {
+        return Err(ApiError::Internal("unexpected incident answer".into()));
+    };
+    let now = now_ms();
+    let count = |s: &str| list.iter().filter(|i| i.status == s).count();
+    Ok(Json(json!({
+        "incidents": list.iter().map(|i| incident_json(i, now)).collect::<Vec<_>>(),
+        "total_count": list.len(), "open_count": count("open"), "acknowledged_count": count("acknowledged"),
+    })))
+}
+
+/// `GET /api/v1/compliance/breaches/stats`.
+async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let IncidentAnswer::Stats(s) = incidents(&state, IncidentQuery::Stats).await? else {
+        return Err(ApiError::Internal("unexpected incident answer".into()));
+    };
+    Ok(Json(serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?))
+}
+
+/// `GET /api/v1/compliance/breaches/{id}`.
+async fn get_breach(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let IncidentAnswer::One(found) = incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
+        return Err(ApiError::Internal("unexpected incident answer".into()));
+    };
+    let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;
+    Ok(Json(incident_json(&i, now_ms())))
+}
+
+async fn move_incident(state: &AppState, op: IncidentOp) -> Result<Incident, ApiError> {
+    match state.cluster.meta_write(MetaOp::Incident(op)).await? {
+        Response::Incident(i) => Ok(i),
+        Response::Rejected(r) => Err(r.into()),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AcknowledgeBody {
+    acknowledged_by: Option<String>,
+    notes: Option<String>,
+    classification: Option<String>,
+}
+
+/// `POST /api/v1/compliance/breaches/{id}/acknowledge {acknowledged_by, notes?}`:
+/// open → acknowledged (409 from any other state).
+async fn acknowledge_breach(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let b: AcknowledgeBody = optional_body(&body)?;
+    let by = b.acknowledged_by.unwrap_or_else(|| actor(&caller));
+    check_field("acknowledged_by", &by)?;
+    let notes = match (b.notes, b.classification) {
+        (Some(n), Some(c)) => Some(format!("{n} (classification: {c})")),
+        (n, c) => n.or(c.map(|c| format!("classification: {c}"))),
+    };
+    let i = move_incident(&state, IncidentOp::Acknowledge { id, by, notes }).await?;
+    Ok(Json(json!({
+        "success": true, "incident_id": i.incident_id, "status": i.status,
+        "acknowledged_by": i.acknowledged_by, "acknowledged_at": i.acknowledged_at_ms.map(iso8601_ms),
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ResolveBody {
+    resolution_notes: Option<String>,
+    #[serde(default)]
+    false_positive: bool,
+    resolved_by: Option<String>,
+    #[serde(default)]
+    remediation_steps_taken: Vec<String>,
+}
+
+/// `POST /api/v1/compliance/breaches/{id}/resolve {resolution_notes,
+/// false_positive}` (alternate: `resolved_by`, `remediation_steps_taken`):
+/// open or acknowledged → resolved, or false_positive (409 once ended).
+async fn resolve_breach(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let b: ResolveBody = optional_body(&body)?;
+    let by = b.resolved_by.unwrap_or_else(|| actor(&caller));
+    check_field("resolved_by", &by)?;
+    let op = IncidentOp::Resolve {
+        id,
+        by,
+        notes: b.resolution_notes,
+        false_positive: b.false_positive,
+        remediation_steps: b.remediation_steps_taken,
+    };
+    let i = move_incident(&state, op).await?;
+    Ok(Json(json!({
+        "success": true, "incident_id": i.incident_id, "status": i.status, "false_positive": i.status == "false_positive",
+        "resolved_by": i.resolved_by, "resolved_at": i.resolved_at_ms.map(iso8601_ms), "resolution_notes": i.resolution_notes,
+    })))
+}
+
+/// Ended incidents are kept this long before a cleanup removes them.
+const ENDED_INCIDENTS_KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// `POST /api/v1/compliance/breaches/cleanup`: removes resolved and
+/// false-positive incidents detected more than 30 days ago.
+async fn cleanup_breaches(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let before_ms = now_ms() - ENDED_INCIDENTS_KEEP_MS;
+    let n = match state.cluster.meta_write(MetaOp::Incident(IncidentOp::Cleanup { before_ms })).await? {
+        Response::Deleted(n) => n,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    Ok(Json(json!({"success": true, "removed": n, "older_than": iso8601_ms(before_ms)})))
 }

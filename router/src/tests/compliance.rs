@@ -155,3 +155,43 @@ async fn columns_are_classified_listed_and_audited() {
     let verified = router.get(&format!("{C}/audit/verify")).await.expect(200);
     assert_eq!((verified["valid"].clone(), verified["entries_verified"].clone()), (json!(true), json!(3)));
 }
+
+/// Five failed logins (real ones, through the login route) raise a brute-force
+/// alert, which opens a critical breach incident; acknowledging and resolving
+/// follow the state machine and refuse the moves it does not allow.
+#[tokio::test]
+async fn failed_logins_open_an_incident_that_follows_its_state_machine() {
+    let router = enabled_router().await;
+    for _ in 0..5 {
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
+    }
+    let list = router.get(&format!("{C}/breaches")).await.expect(200);
+    assert_eq!((list["total_count"].clone(), list["open_count"].clone()), (json!(1), json!(1)), "{list}");
+    let incident = list["incidents"][0].clone();
+    assert_eq!((incident["type"].clone(), incident["severity"].clone()), (json!("brute_force_attack"), json!("critical")));
+    let id = incident["incident_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("inc-") && id.len() == 16, "{id}");
+    assert_eq!(incident["involved_ips"], json!(["127.0.0.1"]));
+
+    // Resolving needs nothing first; acknowledging after the end is refused.
+    let acked = router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team", "notes": "looking"})).await.expect(200);
+    assert_eq!(acked["status"], json!("acknowledged"));
+    router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team"})).await.expect(409);
+    let resolved = router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "password reset", "false_positive": false})).await.expect(200);
+    assert_eq!(resolved["status"], json!("resolved"));
+    router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"false_positive": true})).await.expect(409);
+    router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({})).await.expect(409);
+    router.post(&format!("{C}/breaches/inc-000000000099/resolve"), &json!({})).await.expect(404);
+
+    let got = router.get(&format!("{C}/breaches/{id}")).await.expect(200);
+    assert_eq!((got["acknowledged_by"].clone(), got["resolution_notes"].clone()), (json!("sec-team"), json!("password reset")));
+    let stats = router.get(&format!("{C}/breaches/stats")).await.expect(200);
+    assert_eq!((stats["total_incidents"].clone(), stats["resolved_incidents"].clone()), (json!(1), json!(1)));
+    assert_eq!((stats["by_severity"]["critical"].clone(), stats["by_type"]["brute_force_attack"].clone()), (json!(1), json!(1)));
+    assert_eq!(router.get(&format!("{C}/breaches?status=open")).await.expect(200)["total_count"], json!(0));
+    router.get(&format!("{C}/breaches?status=closed")).await.expect(400);
+    // Detected just now: a cleanup keeps it (ended incidents are kept 30 days).
+    assert_eq!(router.post(&format!("{C}/breaches/cleanup"), &json!({})).await.expect(200)["removed"], json!(0));
+    let verified = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!((verified["valid"].clone(), verified["entries_verified"].clone()), (json!(true), json!(3)), "detected, acknowledged, resolved");
+}

@@ -14,6 +14,7 @@ use crate::error::Result;
 /// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
 pub mod audit;
 pub mod classification;
+pub mod incidents;
 pub mod consent;
 pub mod security;
 
@@ -67,6 +68,7 @@ impl Engine for MetaEngine {
             MetaQuery::Security(q) => MetaQueryResult::Security(security::query(&meta, q, ctx.now_ms)?),
             MetaQuery::Consent(q) => MetaQueryResult::Consent(consent::query(&meta, q)?),
             MetaQuery::Audit(q) => MetaQueryResult::Audit(audit::query(&meta, q)?),
+            MetaQuery::Incident(q) => MetaQueryResult::Incident(incidents::query(&meta, q)?),
             MetaQuery::Classifications { table } => MetaQueryResult::Classifications(classification::list(&meta, table.as_deref())?),
             MetaQuery::VaultState => {
                 let (key, seal_epoch) = vault_state(&meta)?;
@@ -296,6 +298,7 @@ impl Engine for MetaEngine {
             | MetaOp::VaultAudit(_) => apply_vault(tx, _now, op),
             MetaOp::Security(op) => security::apply(tx, _now, op),
             MetaOp::Consent(op) => consent::apply(tx, _now, op),
+            MetaOp::Incident(op) => incidents::apply(tx, _now, op),
             MetaOp::Classify(op) => {
                 classification::apply(tx, _now, op)?;
                 Ok(Response::Applied(true))

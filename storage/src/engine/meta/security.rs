@@ -80,6 +80,8 @@ impl AlertLog {
             acknowledged_at_ms: None,
         };
         put(tx, &key(ALERT, &record.id), &record)?;
+        // A breach event type opens a breach incident in the same apply (spec 02).
+        super::incidents::open_from_alert(tx, now, &record)?;
         if self.seq > ALERTS_KEEP {
             tx.delete(&key(ALERT, &alert_id(self.seq - ALERTS_KEEP)));
         }
