@@ -310,11 +310,7 @@ async fn withdraw_consent(
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     check_purpose(&purpose)?;
-    let b: WithdrawBody = if body.iter().all(u8::is_ascii_whitespace) {
-        WithdrawBody::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))?
-    };
+    let b: WithdrawBody = optional_body(&body)?;
     if let Some(reason) = &b.reason {
         check_field("reason", reason)?;
     }
