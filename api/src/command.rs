@@ -100,6 +100,12 @@ pub enum MetaOp {
     /// Record a group's members after a replica moved (refused for a member
     /// the map does not list).
     SetGroupMembers { group: crate::GroupId, members: Vec<crate::NodeId> },
+    /// Record a replica move before its first step (see [`crate::meta::ClusterMap::begin_move`]);
+    /// `Applied(false)` when it is recorded already.
+    BeginMove(crate::meta::ReplicaMove),
+    /// Clear `group`'s replica move without recording new members (it cannot
+    /// go on); `Applied(false)` when there is none.
+    EndMove { group: crate::GroupId },
     /// Append activity records (the oldest beyond `ACTIVITIES_KEEP` are dropped).
     RecordActivities(Vec<crate::meta::ActivityRecord>),
     /// Create the first admin, only while no user exists (bootstrap provisioning).

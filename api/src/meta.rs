@@ -173,6 +173,20 @@ pub struct ClusterMap {
     /// Empty under hash sharding.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<RangeDescriptor>,
+    /// The replica move in flight, recorded before its first step by whoever
+    /// runs it (the placement driver, `POST /api/v1/admin/rebalance`); cleared
+    /// when the group's new members are recorded. A driver that takes over
+    /// after a crash finishes it first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moving: Option<ReplicaMove>,
+}
+
+/// Group `group`'s replica on node `from` moving to node `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaMove {
+    pub group: GroupId,
+    pub from: NodeId,
+    pub to: NodeId,
 }
 
 impl ClusterMap {
@@ -231,6 +245,48 @@ impl ClusterMap {
     }
 
     /// A node of the map.
+    /// Records `mv` as the replica move in flight: `Ok(false)` when it is
+    /// recorded already; refused while another move is in flight, while a node
+    /// joins or leaves, or when `mv` does not fit the map (`from` must hold the
+    /// group, `to` must be active and not hold it).
+    pub fn begin_move(&mut self, mv: ReplicaMove) -> Result<bool, String> {
+        if let Some(current) = self.moving {
+            if current == mv {
+                return Ok(false);
+            }
+            return Err(format!(
+                "group {}'s replica is moving from node {} to node {}: one replica move at a time",
+                current.group, current.from, current.to
+            ));
+        }
+        if let Some(other) = self.nodes.iter().find(|n| n.state != NodeState::Active) {
+            return Err(format!("node {} is {}: replicas move only while no node joins or leaves", other.id, other.state.as_str()));
+        }
+        let group = self.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| format!("group {} does not exist", mv.group))?;
+        if !group.members.contains(&mv.from) {
+            return Err(format!("node {} holds no replica of group {}", mv.from, mv.group));
+        }
+        if group.members.contains(&mv.to) {
+            return Err(format!("node {} holds a replica of group {} already", mv.to, mv.group));
+        }
+        if self.node(mv.to).is_none() {
+            return Err(format!("node {} does not exist", mv.to));
+        }
+        self.moving = Some(mv);
+        self.epoch += 1;
+        Ok(true)
+    }
+
+    /// Clears the move in flight of `group`, if any; whether there was one.
+    pub fn end_move(&mut self, group: GroupId) -> bool {
+        if self.moving.is_some_and(|m| m.group == group) {
+            self.moving = None;
+            self.epoch += 1;
+            return true;
+        }
+        false
+    }
+
     pub fn node(&self, id: NodeId) -> Option<&NodeInfo> {
         self.nodes.iter().find(|n| n.id == id)
     }
@@ -499,6 +555,7 @@ mod range_tests {
             groups: vec![GroupInfo::new(0, vec![1]), GroupInfo::new(1, vec![1]), GroupInfo::new(2, vec![1])],
             epoch: 0,
             ranges: vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
+            moving: None,
         };
         assert_eq!(map.next_group_id(), 3);
         assert_eq!(map.record_split(1, 3, "m", &[1]), Ok(true));

@@ -492,7 +492,7 @@ impl Host {
         }
         if cfg.sharding.auto_rebalance {
             let period = Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1));
-            crate::maintenance::spawn_placement_driver(host.clone(), period);
+            crate::driver::spawn_placement_driver(host.clone(), period);
         }
         tokio::spawn(follow_lifecycle_state(host.clone()));
         Ok(host)

@@ -2,9 +2,11 @@
 //! placed on it and serves peers and routers over one gRPC port.
 
 mod config;
+mod driver;
 mod health;
 mod host;
 mod incarnation;
+mod leader_call;
 mod log_ring;
 mod maintenance;
 mod network;

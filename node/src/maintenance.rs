@@ -4,29 +4,24 @@
 //! group, however many routers there are; the command carries the leader's
 //! time like every write, so replicas apply the same cut.
 //!
-//! The placement driver (`sharding.auto_rebalance`) runs on the meta group's
-//! leader: it evens out how many groups each node leads.
+//! The range splitter runs on the meta group's leader (range sharding).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tessera_api::command::{KvQuery, KvQueryResult, Operation, Query, QueryResult, RangeInfo, Response, SplitOp};
 use tessera_api::command::MetaOp;
-use tessera_api::meta::SplitRecord;
-use tessera_api::rpc::data_reply::Outcome;
-use tessera_api::rpc::{ReadRequest, WriteRequest};
-use tessera_api::GroupId;
+use tessera_api::command::{KvQuery, KvQueryResult, Operation, Query, QueryResult, RangeInfo, Response, SplitOp};
+use tessera_api::meta::{ClusterMap, SplitRecord};
 use tessera_api::object::ObjectOp;
-use tessera_api::meta::{ClusterMap, NodeState};
-use tessera_api::placement::{LeaderMove, LeadershipView};
-use tessera_api::rpc::{CampaignRequest, Consistency, HandOffRequest, StatusReply, StatusRequest};
+use tessera_api::rpc::Consistency;
 use tessera_api::stream::StreamOp;
 use tessera_api::timeseries::TsOp;
-use tessera_api::META_GROUP;
+use tessera_api::{GroupId, META_GROUP};
 use tracing::{debug, info, warn};
 
 use crate::host::Host;
+use crate::leader_call::{Answer, Call, on_leader};
 
 /// How long one maintenance write may wait for its commit at least.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,95 +96,6 @@ async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op
             }
         }
     }
-}
-
-/// How long one leadership move may take: the old leader stays silent at most
-/// this long, and the successor campaigns at most this long.
-const LEADER_MOVE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Starts the placement driver: every `period`, if this node leads the meta
-/// group, it moves group leaderships (one at a time, each planned from fresh
-/// node statuses) until every active node leads within one as many groups as
-/// any other. Leadership is not recorded anywhere, so the driver has no state:
-/// after a crash or a change of meta leader the next period plans anew.
-pub fn spawn_placement_driver(host: Arc<Host>, period: Duration) {
-    info!(period_secs = period.as_secs(), "placement driver on: leaderships are rebalanced while this node leads the meta group");
-    tokio::spawn(drive_placement(host, period));
-}
-
-async fn drive_placement(host: Arc<Host>, period: Duration) {
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tick.tick().await;
-        if host.is_stopping() {
-            return;
-        }
-        if !host.leads(META_GROUP) || host.is_drained() {
-            continue;
-        }
-        let Some(map) = host.recorded_map() else { continue };
-        for _ in 0..map.groups.len() {
-            let view = leadership_view(&host, &map).await;
-            if view.leaders.len() < map.groups.len() {
-                debug!(?view, "placement driver: a group has no known leader; waiting for the next period");
-                break;
-            }
-            let Some(mv) = view.next_move() else { break };
-            match move_leadership(&host, &map, mv).await {
-                Ok(leader) => info!(group = mv.group, from = mv.from, to = mv.to, ?leader, "placement driver moved a leadership"),
-                Err(e) => {
-                    warn!(group = mv.group, from = mv.from, to = mv.to, "placement driver could not move the leadership: {e}");
-                    break;
-                }
-            }
-            if !host.leads(META_GROUP) {
-                break;
-            }
-        }
-    }
-}
-
-/// Who leads what, from every node of `map` that answers (this node answers itself).
-async fn leadership_view(host: &Host, map: &ClusterMap) -> LeadershipView {
-    let calls = map.nodes.iter().map(|n| async move {
-        let may_lead = matches!(n.state, NodeState::Active | NodeState::Joining);
-        if n.id == host.id {
-            let own = StatusReply { node_id: host.id, groups: host.group_statuses(), ..Default::default() };
-            return Some((n.id, may_lead, own));
-        }
-        let mut client = host.pool.data_client(n.id, &n.addr).ok()?;
-        let mut req = tonic::Request::new(StatusRequest { from_node: host.id });
-        req.set_timeout(Duration::from_secs(1));
-        let reply = client.status(req).await.ok()?.into_inner();
-        Some((n.id, may_lead, reply))
-    });
-    let statuses: Vec<_> = futures::future::join_all(calls).await.into_iter().flatten().collect();
-    LeadershipView::from_statuses(statuses.iter().map(|(id, may_lead, s)| (*id, *may_lead, s)))
-}
-
-/// One leadership move: `from` hands the group off, `to` campaigns (locally
-/// when either is this node). Answers the group's leader afterwards.
-async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> Result<Option<u64>, String> {
-    let addr = |id: u64| map.addr_of(id).map(str::to_string).ok_or_else(|| format!("node {id} is not in the map"));
-    let was_leader = if mv.from == host.id {
-        host.hand_off(mv.group, mv.to, LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string())?
-    } else {
-        let mut client = host.pool.data_client(mv.from, &addr(mv.from)?).map_err(|e| e.to_string())?;
-        let req = HandOffRequest { group_id: mv.group, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64, to: mv.to };
-        client.hand_off(req).await.map_err(|s| s.message().to_string())?.into_inner().was_leader
-    };
-    if !was_leader {
-        return Err(format!("node {} no longer leads group {}", mv.from, mv.group));
-    }
-    if mv.to == host.id {
-        return host.campaign(mv.group, Some(mv.from), LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string());
-    }
-    let mut client = host.pool.data_client(mv.to, &addr(mv.to)?).map_err(|e| e.to_string())?;
-    let req = CampaignRequest { group_id: mv.group, previous_leader: mv.from, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64 };
-    let leader = client.campaign(req).await.map_err(|s| s.message().to_string())?.into_inner().leader;
-    Ok((leader != 0).then_some(leader))
 }
 
 /// When a key-value range splits (range sharding; `sharding.split_threshold_*`).
@@ -290,60 +196,4 @@ async fn record_split(host: &Arc<Host>, parent: GroupId, split: &SplitRecord) ->
         Response::Rejected(r) => Err(format!("the meta group refused the split record: {}", r.message)),
         other => Err(format!("unexpected answer to a split record: {other:?}")),
     }
-}
-
-/// A call to a group's leader.
-enum Call {
-    Read(Query),
-    Write(Operation),
-}
-
-/// Its answer.
-#[derive(Debug)]
-enum Answer {
-    Read(QueryResult),
-    Written(Response),
-}
-
-/// Runs `call` on the leader of `group`: here when this node leads it, else on
-/// the member that answers as its leader.
-async fn on_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: Call) -> Result<Answer, String> {
-    if host.leads(group) {
-        return match call {
-            Call::Read(q) => host.read(group, q, Consistency::Quorum).await.map(Answer::Read),
-            Call::Write(op) => host.write(group, op, None, Consistency::Quorum).await.map(Answer::Written),
-        }
-        .map_err(|e| e.to_string());
-    }
-    let members = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
-    let mut last = format!("no member of group {group} answered as its leader");
-    for node in members.into_iter().filter(|m| *m != host.id) {
-        let Some(addr) = map.addr_of(node) else { continue };
-        let Ok(mut client) = host.pool.data_client(node, addr) else { continue };
-        let reply = match &call {
-            Call::Read(q) => {
-                let query = tessera_api::codec::encode(q).map_err(|e| e.to_string())?;
-                let req = ReadRequest { group_id: group, query, consistency: Consistency::Quorum as i32 };
-                client.read(req).await
-            }
-            Call::Write(op) => {
-                let operation = tessera_api::codec::encode(op).map_err(|e| e.to_string())?;
-                let req = WriteRequest { group_id: group, operation, consistency: Consistency::Quorum as i32, request_id: String::new() };
-                client.write(req).await
-            }
-        };
-        match reply.map(|r| r.into_inner().outcome) {
-            Ok(Some(Outcome::Ok(bytes))) => {
-                return match call {
-                    Call::Read(_) => tessera_api::codec::decode(&bytes).map(Answer::Read),
-                    Call::Write(_) => tessera_api::codec::decode(&bytes).map(Answer::Written),
-                }
-                .map_err(|e| e.to_string());
-            }
-            Ok(Some(Outcome::Failure(f))) => last = f.message,
-            Ok(_) => {}
-            Err(status) => last = format!("node {node}: {}", status.message()),
-        }
-    }
-    Err(last)
 }

@@ -31,7 +31,7 @@ pub fn initial_map(
         ShardingStrategy::Range if shard_count > 0 => vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
         _ => Vec::new(),
     };
-    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges }
+    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges, moving: None }
 }
 
 /// Why a node refuses to start.

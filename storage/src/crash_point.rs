@@ -13,14 +13,16 @@
 //! | `snapshot-install-pending` | an install's synced "pending" record is written, the SST not yet ingested |
 //! | `snapshot-install-ingested` | the SST is ingested, the received file not yet current |
 //! | `snapshot-install-published` | the received file is current, the purge mark not yet advanced |
+//! | `replica-move-learner-added` | a replica move the placement driver planned (not one it resumed) has its learner caught up, the voters not yet replaced |
 
 /// Every crash point, in the order of the table above.
-pub const POINTS: [&str; 5] = [
+pub const POINTS: [&str; 6] = [
     "snapshot-build",
     "log-purged",
     "snapshot-install-pending",
     "snapshot-install-ingested",
     "snapshot-install-published",
+    "replica-move-learner-added",
 ];
 
 /// Environment variable naming the crash points to arm.

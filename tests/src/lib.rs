@@ -883,6 +883,21 @@ impl Cluster {
         Ok(ticks as f64 / 100.0)
     }
 
+    /// The nodes whose processes exited by themselves since the harness last
+    /// looked (a crash point fired, a refused start); they can be started again.
+    pub fn reap_exited_nodes(&mut self) -> Vec<u64> {
+        let mut exited = Vec::new();
+        for (id, n) in self.nodes.iter_mut() {
+            if let Some(child) = n.child.as_mut() {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    n.child = None;
+                    exited.push(*id);
+                }
+            }
+        }
+        exited
+    }
+
     /// Whether the harness currently has a live process for node `id`.
     pub fn node_running(&self, id: u64) -> bool {
         self.nodes.get(&id).is_some_and(|n| n.child.is_some())

@@ -66,6 +66,7 @@ impl MemoryCluster {
             groups: ids.iter().map(|&id| GroupInfo::new(id, vec![NODE])).collect(),
             epoch: 0,
             ranges: Vec::new(),
+            moving: None,
         };
         let groups: BTreeMap<GroupId, Group> = ids
             .iter()

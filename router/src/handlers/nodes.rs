@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Response as Reply};
 use tessera_api::meta::{NodeInfo, NodeState};
-use tessera_api::placement::LeadershipView;
+use tessera_api::placement::{LeadershipView, next_replica_move, replica_load};
 use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, NodeId};
 
@@ -35,7 +35,8 @@ const MAX_LOG_LINES: u32 = 5_000;
 
 /// `GET /api/v1/admin/nodes`: each node's address, state, the groups it hosts
 /// and leads, how far its replicas trail their leaders, its disk and memory,
-/// uptime and version; and how evenly leadership is spread.
+/// uptime and version; how evenly leadership and data replicas are spread
+/// over the active nodes, and the replica move in flight (`replica_move`).
 pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     let statuses = state.cluster.node_statuses().await?;
     let map = state.cluster.map();
@@ -74,11 +75,15 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json
             }
         })
         .collect();
+    let replicas = map.as_ref().map(replica_load).unwrap_or_default();
     let spread = json!({
         "groups_led": led_by.iter().map(|(id, n)| (id.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
         "max_led": led_by.values().max(), "min_led": led_by.values().min(),
+        "data_replicas": replicas.iter().map(|(id, n)| (id.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "max_replicas": replicas.values().max(), "min_replicas": replicas.values().min(),
     });
-    Ok(Json(json!({"nodes": nodes, "count": nodes.len(), "spread": spread})))
+    let moving = map.as_ref().and_then(|m| m.moving).map(|mv| json!({"group": mv.group, "from": mv.from, "to": mv.to}));
+    Ok(Json(json!({"nodes": nodes, "count": nodes.len(), "spread": spread, "replica_move": moving})))
 }
 
 /// The groups the cluster map places on `node` (for a node that did not answer).
@@ -495,7 +500,36 @@ async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
     }
 }
 
-/// `POST /api/v1/admin/rebalance`: moves group leaderships until every active
+/// Replica moves until every active node holds within one as many data-group
+/// replicas as any other (`tessera_api::placement::next_replica_move`): a move
+/// recorded in flight first (a driver or an earlier call stopped mid-way),
+/// then each planned from the map, recorded before its first step. Answers the
+/// moves made; 409 when the placement driver is moving one now.
+async fn rebalance_replicas(state: &AppState) -> Result<Vec<Value>, ApiError> {
+    let mut made = Vec::new();
+    for _ in 0..64 {
+        state.cluster.refresh().await;
+        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+        let mv = match map.moving {
+            Some(mv) => mv,
+            None => {
+                let Some(mv) = next_replica_move(&map) else { break };
+                if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::BeginMove(mv)).await? {
+                    return Err(r.into());
+                }
+                mv
+            }
+        };
+        let to = map.node(mv.to).cloned().ok_or_else(|| ApiError::Conflict(format!("node {} of the move in flight is gone", mv.to)))?;
+        let index = move_replica(state, mv.group, mv.from, &to).await?;
+        made.push(json!({"group": mv.group, "from": mv.from, "to": mv.to, "index": index}));
+    }
+    Ok(made)
+}
+
+/// `POST /api/v1/admin/rebalance`: moves data-group replicas until every active
+/// node holds within one as many as any other (as the placement driver does),
+/// then moves group leaderships until every active
 /// node leads within one as many groups as any other (openraft 0.9 has no
 /// leader transfer: the leader stops heartbeating for the group and the chosen
 /// voter campaigns once the others' leases ran out, an election timeout). Each
@@ -504,6 +538,7 @@ async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
 pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     lifecycle_body(&body)?;
     let started = Instant::now();
+    let replica_moves = rebalance_replicas(&state).await?;
     let moves = rebalance_leaders(&state).await?;
     let statuses = state.cluster.node_statuses().await?;
     let mut led_by: BTreeMap<NodeId, usize> = BTreeMap::new();
@@ -511,11 +546,15 @@ pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axu
         let led = status.iter().flat_map(|s| &s.groups).filter(|g| g.leader_id == node.id).count();
         led_by.insert(node.id, led);
     }
+    let replicas = state.cluster.map().as_ref().map(replica_load).unwrap_or_default();
     Ok(Json(json!({
         "leaders_moved": moves.len(), "moves": moves,
+        "replicas_moved": replica_moves.len(), "replica_moves": replica_moves,
         "spread": {
             "groups_led": led_by.iter().map(|(id, n)| (id.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "max_led": led_by.values().max(), "min_led": led_by.values().min(),
+            "data_replicas": replicas.iter().map(|(id, n)| (id.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "max_replicas": replicas.values().max(), "min_replicas": replicas.values().min(),
         },
         "took_ms": started.elapsed().as_millis() as u64,
     })))

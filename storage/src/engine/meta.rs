@@ -104,6 +104,9 @@ impl Engine for MetaEngine {
                 }
                 // One node leaves at a time: two leaving at once could take a quorum with them.
                 if *state != NodeState::Active {
+                    if let Some(mv) = map.moving {
+                        return reject(ErrorCode::Conflict, in_flight(&mv));
+                    }
                     if let Some(other) = map.nodes.iter().find(|n| n.id != *node && n.state != NodeState::Active) {
                         return reject(
                             ErrorCode::Conflict,
@@ -178,6 +181,9 @@ impl Engine for MetaEngine {
                         format!("node {} is {}: one membership change at a time", other.id, other.state.as_str()),
                     );
                 }
+                if let Some(mv) = map.moving {
+                    return reject(ErrorCode::Conflict, in_flight(&mv));
+                }
                 map.nodes.push(tessera_api::meta::NodeInfo { id: node.id, addr: node.addr.clone(), state: NodeState::Joining });
                 map.nodes.sort_by_key(|n| n.id);
                 map.epoch += 1;
@@ -201,7 +207,31 @@ impl Engine for MetaEngine {
                     return Ok(Response::Applied(false));
                 }
                 g.members = members.clone();
+                map.end_move(*group);
                 map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::BeginMove(mv) => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                match map.begin_move(*mv) {
+                    Ok(false) => Ok(Response::Applied(false)),
+                    Ok(true) => {
+                        tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                        Ok(Response::Applied(true))
+                    }
+                    Err(why) => reject(ErrorCode::Conflict, why),
+                }
+            }
+            MetaOp::EndMove { group } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                if !map.end_move(*group) {
+                    return Ok(Response::Applied(false));
+                }
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
@@ -521,6 +551,14 @@ pub fn vault_audit(view: &ReadView<'_>, limit: usize) -> Result<Vec<VaultAuditRe
     all.reverse();
     all.truncate(limit);
     Ok(all)
+}
+
+/// Why a membership change waits for the replica move in flight.
+fn in_flight(mv: &tessera_api::meta::ReplicaMove) -> String {
+    format!(
+        "group {}'s replica is moving from node {} to node {}: try again once it has moved (a few seconds)",
+        mv.group, mv.from, mv.to
+    )
 }
 
 #[cfg(test)]
