@@ -103,6 +103,9 @@ pub enum MetaOp {
     /// Record a replica move before its first step (see [`crate::meta::ClusterMap::begin_move`]);
     /// `Applied(false)` when it is recorded already.
     BeginMove(crate::meta::ReplicaMove),
+    /// Set (or clear, `node: None`) `group`'s preferred leader; refused for a
+    /// node that is not one of its members.
+    SetPreferredLeader { group: crate::GroupId, node: Option<crate::NodeId> },
     /// Clear `group`'s replica move without recording new members (it cannot
     /// go on); `Applied(false)` when there is none.
     EndMove { group: crate::GroupId },

@@ -72,12 +72,17 @@ pub struct GroupInfo {
     /// ranges only and is not on the hash ring of the other models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_from: Option<GroupId>,
+    /// The member an operator wants to lead the group
+    /// (`PUT /api/v1/admin/groups/{id}/leader`): leadership rebalancing moves
+    /// the group's leadership to it while it is an active voter, and never away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_leader: Option<NodeId>,
 }
 
 impl GroupInfo {
     /// A group with `members`, placed at bootstrap or by a move (not split off).
     pub fn new(id: GroupId, members: Vec<NodeId>) -> GroupInfo {
-        GroupInfo { id, members, split_from: None }
+        GroupInfo { id, members, split_from: None, preferred_leader: None }
     }
 }
 
@@ -239,7 +244,7 @@ impl ClusterMap {
         let end = self.ranges[i].range.end.replace(at.to_string());
         let child_range = RangeDescriptor { range: KeyRange { start: at.to_string(), end }, group: child };
         self.ranges.insert(i + 1, child_range);
-        self.groups.push(GroupInfo { id: child, members: members.to_vec(), split_from: Some(parent) });
+        self.groups.push(GroupInfo { id: child, members: members.to_vec(), split_from: Some(parent), preferred_leader: None });
         self.epoch += 1;
         Ok(true)
     }

@@ -26,6 +26,26 @@ pub fn next_leader_move(
     voters: &BTreeMap<GroupId, Vec<NodeId>>,
     eligible: &BTreeSet<NodeId>,
 ) -> Option<LeaderMove> {
+    next_leader_move_with_preferences(leaders, voters, eligible, &BTreeMap::new())
+}
+
+/// As [`next_leader_move`], honouring each group's preferred leader
+/// (`preferred`: group → node) first: a group led elsewhere moves to its
+/// preferred leader while that node may lead and is one of its voters; a group
+/// its preferred leader leads is never moved away to even the spread.
+pub fn next_leader_move_with_preferences(
+    leaders: &BTreeMap<GroupId, NodeId>,
+    voters: &BTreeMap<GroupId, Vec<NodeId>>,
+    eligible: &BTreeSet<NodeId>,
+    preferred: &BTreeMap<GroupId, NodeId>,
+) -> Option<LeaderMove> {
+    for (&group, &to) in preferred {
+        let Some(&from) = leaders.get(&group) else { continue };
+        if from != to && eligible.contains(&to) && voters.get(&group).is_some_and(|v| v.contains(&to)) {
+            return Some(LeaderMove { group, from, to });
+        }
+    }
+    let pinned = |g: &GroupId, leader: &NodeId| preferred.get(g) == Some(leader);
     let mut led: BTreeMap<NodeId, usize> = eligible.iter().map(|n| (*n, 0)).collect();
     for leader in leaders.values() {
         if let Some(n) = led.get_mut(leader) {
@@ -41,7 +61,7 @@ pub fn next_leader_move(
             }
             let shared = leaders
                 .iter()
-                .find(|(g, leader)| **leader == from && voters.get(g).is_some_and(|v| v.contains(&to)))
+                .find(|(g, leader)| **leader == from && !pinned(g, leader) && voters.get(g).is_some_and(|v| v.contains(&to)))
                 .map(|(g, _)| *g);
             if let Some(group) = shared {
                 return Some(LeaderMove { group, from, to });
@@ -60,6 +80,8 @@ pub struct LeadershipView {
     pub voters: BTreeMap<GroupId, Vec<NodeId>>,
     /// The nodes that may lead (answering, and active or joining).
     pub eligible: BTreeSet<NodeId>,
+    /// Group → its preferred leader, from the cluster map.
+    pub preferred: BTreeMap<GroupId, NodeId>,
 }
 
 #[cfg(feature = "grpc")]
@@ -79,9 +101,16 @@ impl LeadershipView {
         view
     }
 
-    /// The next move that evens the spread, if any (see [`next_leader_move`]).
+    /// The view with the preferred leaders `map` records.
+    pub fn with_preferences(mut self, map: &ClusterMap) -> Self {
+        self.preferred = map.groups.iter().filter_map(|g| g.preferred_leader.map(|n| (g.id, n))).collect();
+        self
+    }
+
+    /// The next move: to a group's preferred leader, else one that evens the
+    /// spread, if any (see [`next_leader_move_with_preferences`]).
     pub fn next_move(&self) -> Option<LeaderMove> {
-        next_leader_move(&self.leaders, &self.voters, &self.eligible)
+        next_leader_move_with_preferences(&self.leaders, &self.voters, &self.eligible, &self.preferred)
     }
 }
 
@@ -183,6 +212,29 @@ mod tests {
         uneven.moving = None;
         uneven.nodes[3].state = NodeState::Joining;
         assert_eq!(next_replica_move(&uneven), None, "an addition moves its own replicas");
+    }
+
+    #[test]
+    fn a_preferred_leader_takes_its_group_and_keeps_it() {
+        let leaders = BTreeMap::from([(1, 1), (2, 1), (3, 2)]);
+        let voters: BTreeMap<GroupId, Vec<NodeId>> = (1..=3).map(|g| (g, vec![1, 2, 3])).collect();
+        let eligible = BTreeSet::from([1, 2, 3]);
+        let preferred = BTreeMap::from([(3, 3)]);
+        assert_eq!(
+            next_leader_move_with_preferences(&leaders, &voters, &eligible, &preferred),
+            Some(LeaderMove { group: 3, from: 2, to: 3 }),
+            "the preference comes before the spread"
+        );
+        // Node 1 leads two, node 3 none: the even-spread move must not take group 3 from node 3.
+        let leaders = BTreeMap::from([(1, 1), (2, 1), (3, 3)]);
+        let preferred = BTreeMap::from([(1, 1), (2, 1)]);
+        assert_eq!(next_leader_move_with_preferences(&leaders, &voters, &eligible, &preferred), None, "both of node 1's groups are pinned");
+        let absent = BTreeMap::from([(3, 4)]);
+        assert_eq!(
+            next_leader_move_with_preferences(&leaders, &voters, &eligible, &absent),
+            Some(LeaderMove { group: 1, from: 1, to: 2 }),
+            "a preferred node that is no voter is ignored"
+        );
     }
 
     #[test]

@@ -90,7 +90,7 @@ async fn leadership_view(host: &Host, map: &ClusterMap) -> LeadershipView {
         Some((n.id, may_lead, reply))
     });
     let statuses: Vec<_> = futures::future::join_all(calls).await.into_iter().flatten().collect();
-    LeadershipView::from_statuses(statuses.iter().map(|(id, may_lead, s)| (*id, *may_lead, s)))
+    LeadershipView::from_statuses(statuses.iter().map(|(id, may_lead, s)| (*id, *may_lead, s))).with_preferences(map)
 }
 
 /// One leadership move: `from` hands the group off, `to` campaigns (locally

@@ -79,6 +79,7 @@ fn route_table() -> RouteTable {
         .post("/api/v1/admin/cluster/shutdown", P("manage:cluster"), handlers::nodes::shutdown_cluster)
         .post("/api/v1/admin/nodes/{node_id}/drain", P("manage:cluster"), handlers::nodes::drain)
         .post("/api/v1/admin/rebalance", P("manage:cluster"), handlers::nodes::rebalance)
+        .put("/api/v1/admin/groups/{group_id}/leader", P("manage:cluster"), handlers::nodes::set_preferred_leader)
         .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
         .get("/api/v1/admin/dashboard", P("read:cluster"), handlers::monitoring::dashboard)

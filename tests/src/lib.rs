@@ -348,6 +348,11 @@ impl Http {
         Ok(Resp { status, headers, json, text, body: bytes.to_vec() })
     }
 
+    /// `PUT path` with a JSON body.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Resp> {
+        self.send(Method::PUT, path, Some(serde_json::to_vec(body)?), Some("application/json")).await
+    }
+
     /// `GET path`.
     pub async fn get(&self, path: &str) -> Result<Resp> {
         self.send(Method::GET, path, None, None).await

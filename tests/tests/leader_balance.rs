@@ -1,7 +1,10 @@
 //! The placement driver (`sharding.auto_rebalance`): a node that comes back
 //! after a crash leads nothing (its groups elected other leaders); the meta
 //! leader's driver hands it its share again, with no client error and nothing
-//! lost.
+//! lost. An operator then pins group 1's leadership on another node
+//! (`PUT /api/v1/admin/groups/1/leader`): the call answers once that node leads
+//! it, and after that node crashes and comes back the driver gives the group
+//! back to it.
 
 use std::time::Duration;
 
@@ -44,6 +47,42 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         let r = api.kv_get(&format!("balance/{i}")).await?.ensure_status(200)?;
         ensure!(r.json["value"] == json!(i), "balance/{i}: {r}");
     }
+    a_preferred_leader_keeps_its_group(c, &api).await
+}
+
+/// The leader of group `group` as `GET /api/v1/admin/cluster` reports it.
+async fn group_leader(api: &Http, group: u64) -> Result<(Option<u64>, Value)> {
+    let cluster = api.get("/api/v1/admin/cluster").await?.ensure_status(200)?.json;
+    let g = cluster["groups"].as_array().and_then(|g| g.iter().find(|g| g["id"] == group)).cloned().unwrap_or(Value::Null);
+    Ok((g["leader"].as_u64(), g))
+}
+
+async fn a_preferred_leader_keeps_its_group(c: &mut Cluster, api: &Http) -> Result<()> {
+    let path = "/api/v1/admin/groups/1/leader";
+    api.put("/api/v1/admin/groups/99/leader", &json!({"node_id": 1})).await?.ensure_status(404)?;
+    api.put(path, &json!({"node_id": 9})).await?.ensure_status(409)?;
+    api.put(path, &json!({})).await?.ensure_status(400)?;
+    let (leader, _) = group_leader(api, 1).await?;
+    let preferred = (1..=3).find(|n| Some(*n) != leader).unwrap_or(1);
+    let set = api.put(path, &json!({"node_id": preferred})).await?.ensure_status(200)?;
+    ensure!(set.json["leader"] == preferred, "{set}");
+    let (now, group) = group_leader(api, 1).await?;
+    ensure!(now == Some(preferred) && group["preferred_leader"] == preferred, "{group}");
+    eprintln!("[leader_balance] group 1 pinned on node {preferred} (was led by {leader:?}): {}", set.json);
+
+    // The preferred node crashes: another leads group 1 meanwhile; back, it leads it again.
+    c.kill_node(preferred)?;
+    api.kv_put("balance/pinned", json!(1), None).await?.ensure_status(200)?;
+    c.start_node(preferred)?;
+    wait_for(Duration::from_secs(90), "the preferred node leads group 1 again", || async {
+        Ok((group_leader(api, 1).await?.0 == Some(preferred)).then_some(()))
+    })
+    .await?;
+    let cleared = api.put(path, &json!({"node_id": null})).await?.ensure_status(200)?;
+    ensure!(cleared.json["preferred_leader"].is_null(), "{cleared}");
+    ensure!(group_leader(api, 1).await?.1["preferred_leader"].is_null(), "the preference is cleared");
+    let r = api.kv_get("balance/pinned").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == json!(1), "{r}");
     Ok(())
 }
 

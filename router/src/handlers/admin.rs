@@ -37,7 +37,12 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     let groups: Vec<Value> = map
         .groups
         .iter()
-        .map(|g| json!({"id": g.id, "leader": leaders.get(&g.id), "term": terms.get(&g.id), "members": g.members}))
+        .map(|g| {
+            json!({
+                "id": g.id, "leader": leaders.get(&g.id), "term": terms.get(&g.id), "members": g.members,
+                "preferred_leader": g.preferred_leader,
+            })
+        })
         .collect();
     Ok(Json(json!({
         "nodes": nodes,

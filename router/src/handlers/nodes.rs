@@ -473,6 +473,10 @@ async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
             let may_lead = matches!(n.state, NodeState::Active | NodeState::Joining);
             s.as_ref().ok().map(|s| (n.id, may_lead, s))
         }));
+        let view = match state.cluster.map() {
+            Some(map) => view.with_preferences(&map),
+            None => view,
+        };
         // Groups between leaders (a membership change just moved one) are
         // waited for: a plan without them would count their leaders' load wrong.
         let groups = state.cluster.map().map_or(0, |m| m.groups.len());
@@ -558,6 +562,70 @@ pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axu
         },
         "took_ms": started.elapsed().as_millis() as u64,
     })))
+}
+
+/// The body of `PUT /api/v1/admin/groups/{group_id}/leader`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreferredLeaderBody {
+    node_id: Option<NodeId>,
+}
+
+/// `PUT /api/v1/admin/groups/{group_id}/leader` `{"node_id": 2}` (or `null` to
+/// clear): records the group's preferred leader in the cluster map (404 for an
+/// unknown group, 409 for a node that holds no replica of it). Leadership
+/// rebalancing (this call, `POST /api/v1/admin/rebalance`, the placement
+/// driver) then moves the group's leadership to that node whenever it is an
+/// active voter, and never moves it away to even the spread. `one` answers 202
+/// once the preference is recorded; `quorum` (the default) and `all` once the
+/// node leads the group (504 `STILL_PENDING` after 60 s, e.g. while it is down).
+pub async fn set_preferred_leader(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    Path(group_id): Path<String>,
+    QueryParams(p): QueryParams<LifecycleParams>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let consistency = lifecycle_consistency(&p, &prefs)?;
+    let group: GroupId = group_id.parse().map_err(|_| ApiError::NotFound(format!("group {group_id} does not exist")))?;
+    let usage = r#"the body names the node: {"node_id": 2}, or {"node_id": null} to clear the preference"#;
+    let fields = body_object(&body)?.ok_or_else(|| ApiError::BadRequest(usage.into()))?;
+    if !fields.contains_key("node_id") {
+        return Err(ApiError::BadRequest(usage.into()));
+    }
+    let req: PreferredLeaderBody =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::BadRequest(format!("{e}; {usage}")))?;
+    let asked = Instant::now();
+    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::SetPreferredLeader { group, node: req.node_id }).await? {
+        return Err(r.into());
+    }
+    state.cluster.refresh().await;
+    let answer = json!({"group": group, "preferred_leader": req.node_id});
+    let Some(node) = req.node_id.filter(|_| consistency != Consistency::One) else {
+        let status = if consistency == Consistency::One { StatusCode::ACCEPTED } else { StatusCode::OK };
+        return Ok((status, Json(answer)));
+    };
+    let mut moves = Vec::new();
+    loop {
+        let statuses = state.cluster.node_statuses().await?;
+        let leads = statuses.iter().any(|(n, s)| {
+            n.id == node && s.as_ref().is_ok_and(|s| s.groups.iter().any(|g| g.group_id == group && g.leader_id == node))
+        });
+        if leads {
+            break;
+        }
+        if asked.elapsed() > LIFECYCLE_TIMEOUT {
+            return Err(ApiError::StillPending(format!(
+                "moving group {group}'s leadership to node {node}: still pending after {}s (the preference is recorded; \
+                 rebalancing moves it once node {node} can lead)",
+                LIFECYCLE_TIMEOUT.as_secs()
+            )));
+        }
+        moves.extend(rebalance_leaders(&state).await?);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok((StatusCode::OK, Json(with(answer, json!({"leader": node, "moves": moves, "took_ms": asked.elapsed().as_millis() as u64})))))
 }
 
 /// The replica moves that give node `new` its share of the data groups' replicas

@@ -160,6 +160,9 @@ impl Engine for MetaEngine {
                 map.nodes.retain(|n| n.id != *node);
                 for g in &mut map.groups {
                     g.members.retain(|m| m != node);
+                    if g.preferred_leader == Some(*node) {
+                        g.preferred_leader = None;
+                    }
                 }
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
@@ -207,6 +210,9 @@ impl Engine for MetaEngine {
                     return Ok(Response::Applied(false));
                 }
                 g.members = members.clone();
+                if g.preferred_leader.is_some_and(|p| !members.contains(&p)) {
+                    g.preferred_leader = None;
+                }
                 map.end_move(*group);
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
@@ -224,6 +230,24 @@ impl Engine for MetaEngine {
                     }
                     Err(why) => reject(ErrorCode::Conflict, why),
                 }
+            }
+            MetaOp::SetPreferredLeader { group, node } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                let Some(g) = map.groups.iter_mut().find(|g| g.id == *group) else {
+                    return reject(ErrorCode::NotFound, format!("group {group} does not exist"));
+                };
+                if let Some(n) = node.filter(|n| !g.members.contains(n)) {
+                    return reject(ErrorCode::Conflict, format!("node {n} holds no replica of group {group}: it cannot lead it"));
+                }
+                if g.preferred_leader == *node {
+                    return Ok(Response::Applied(false));
+                }
+                g.preferred_leader = *node;
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
             }
             MetaOp::EndMove { group } => {
                 let Some(mut map) = cluster_map(tx.view())? else {
