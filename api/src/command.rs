@@ -111,6 +111,9 @@ pub enum MetaOp {
     EndMove { group: crate::GroupId },
     /// Append activity records (the oldest beyond `ACTIVITIES_KEEP` are dropped).
     RecordActivities(Vec<crate::meta::ActivityRecord>),
+    /// Replace a router's published request figures (its time set to the
+    /// command's); figures no router published for an hour are dropped.
+    PutRouterStats(crate::meta::RouterStatsRecord),
     /// Create the first admin, only while no user exists (bootstrap provisioning).
     ProvisionFirstAdmin(UserRecord),
     /// Create a user; refused when the username is taken.
@@ -264,6 +267,8 @@ pub enum MetaQuery {
     VaultAudit { limit: usize },
     /// The newest `limit` activity records of `kind` (every kind when `None`), newest first.
     Activities { limit: usize, kind: Option<String> },
+    /// Every router's published request figures.
+    RouterStats,
     /// Consent records, history, statistics and the do-not-sell list.
     Consent(crate::compliance::ConsentQuery),
     /// The audit trail.
@@ -291,6 +296,7 @@ pub enum MetaQueryResult {
     VaultPolicies(Vec<crate::meta::VaultPolicyRecord>),
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
     Activities(Vec<crate::meta::ActivityRecord>),
+    RouterStats(Vec<crate::meta::RouterStatsRecord>),
     Consent(crate::compliance::ConsentAnswer),
     Audit(crate::compliance::AuditAnswer),
     Classifications(Vec<crate::compliance::ColumnClassification>),

@@ -503,6 +503,31 @@ pub struct VaultAuditRecord {
 /// How many audit records the meta group keeps (the oldest are dropped).
 pub const VAULT_AUDIT_KEEP: usize = 10_000;
 
+/// What one router measured of the requests it served since it started,
+/// published to the meta group every few seconds so `GET /api/v1/admin/stats`
+/// on any router merges every router's figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterStatsRecord {
+    /// This router process (its address and a random instance id).
+    pub router: String,
+    /// When it was published (the command's time; set by the meta group).
+    #[serde(default)]
+    pub at_ms: i64,
+    pub routes: Vec<RouteStatsRecord>,
+}
+
+/// One route's figures in a [`RouterStatsRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteStatsRecord {
+    pub method: String,
+    pub route: String,
+    pub requests: u64,
+    pub client_errors: u64,
+    pub server_errors: u64,
+    /// The latency histogram's recorded buckets: (microseconds, count).
+    pub latency_micros: Vec<(u64, u64)>,
+}
+
 /// One recorded activity (`GET /api/v1/admin/activities`): a SQL query, a
 /// login, a configuration change (users, roles, security, vault) or another
 /// admin action, as the router that served it saw it.

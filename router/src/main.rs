@@ -192,6 +192,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
     tokio::spawn(ratelimit::prune_loop(state.clone()));
     tokio::spawn(activity::flush_loop(state.clone()));
+    tokio::spawn(request_stats::publish_loop(state.clone()));
     let streams = state.streams.clone();
     let mut asked_to_stop = state.shutdown.subscribe();
 

@@ -1,7 +1,9 @@
 //! What this router measured of the requests it served: per route (method and
 //! path template) counts by status class and a latency histogram since start,
 //! and every request of the last minute. `GET /api/v1/admin/stats` and the
-//! dashboard read it; the middleware [`record`] feeds it.
+//! dashboard read it; the middleware [`record`] feeds it. [`publish_loop`]
+//! writes the figures since start to the meta group every few seconds, so the
+//! stats answer of any router merges every router's.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
@@ -12,8 +14,15 @@ use axum::middleware::Next;
 use axum::response::Response;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+use tessera_api::command::{MetaOp, Response as Reply};
+use tessera_api::meta::{RouteStatsRecord, RouterStatsRecord};
 
 use crate::state::AppState;
+
+/// How often a router publishes its figures.
+pub const PUBLISH_INTERVAL: Duration = Duration::from_secs(5);
+/// Published figures older than this are left out of the merge (their router is gone).
+pub const MERGE_MAX_AGE_MS: i64 = 10 * 60 * 1000;
 
 /// The window of the "last minute" figures.
 pub const WINDOW: Duration = Duration::from_secs(60);
@@ -55,6 +64,30 @@ impl RouteFigures {
         self.client_errors += other.client_errors;
         self.server_errors += other.server_errors;
         let _ = self.latency.add(&other.latency);
+    }
+
+    /// The figures as published.
+    fn export(&self, method: &str, route: &str) -> RouteStatsRecord {
+        RouteStatsRecord {
+            method: method.to_string(),
+            route: route.to_string(),
+            requests: self.requests,
+            client_errors: self.client_errors,
+            server_errors: self.server_errors,
+            latency_micros: self.latency.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
+        }
+    }
+
+    /// The figures another router published.
+    fn import(record: &RouteStatsRecord) -> RouteFigures {
+        let mut f = RouteFigures::new();
+        f.requests = record.requests;
+        f.client_errors = record.client_errors;
+        f.server_errors = record.server_errors;
+        for &(micros, count) in &record.latency_micros {
+            let _ = f.latency.record_n(micros.clamp(1, MAX_MICROS), count);
+        }
+        f
     }
 
     /// `{requests, client_errors, server_errors, p50_ms, p90_ms, p99_ms, max_ms}`.
@@ -166,28 +199,64 @@ impl RequestStats {
     /// Figures since start: in total, by model and by route.
     pub fn snapshot(&self) -> Value {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let mut total = RouteFigures::new();
-        let mut models: BTreeMap<&'static str, RouteFigures> = BTreeMap::new();
-        let mut routes = Vec::new();
-        for ((method, route), figures) in &inner.routes {
-            total.merge(figures);
-            models.entry(model_of(route)).or_insert_with(RouteFigures::new).merge(figures);
-            let mut entry = figures.to_json();
-            entry["method"] = json!(method);
-            entry["route"] = json!(route);
-            entry["model"] = json!(model_of(route));
-            routes.push(entry);
-        }
-        let by_model: Vec<Value> = models
-            .iter()
-            .map(|(model, f)| {
-                let mut entry = f.to_json();
-                entry["model"] = json!(model);
-                entry
-            })
-            .collect();
-        json!({"totals": total.to_json(), "by_model": by_model, "by_route": routes})
+        summary(&inner.routes)
     }
+
+    /// How many requests this router counted since start.
+    pub fn requests(&self) -> u64 {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.routes.values().map(|f| f.requests).sum()
+    }
+
+    /// This router's figures since start, as published.
+    pub fn export(&self) -> Vec<RouteStatsRecord> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.routes.iter().map(|((method, route), f)| f.export(method, route)).collect()
+    }
+
+    /// This router's figures merged with the `others` routers published: in
+    /// total, by model and by route (as [`RequestStats::snapshot`]).
+    pub fn merged_snapshot(&self, others: &[RouterStatsRecord]) -> Value {
+        let mut merged: BTreeMap<(String, String), RouteFigures> = BTreeMap::new();
+        {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, f) in &inner.routes {
+                merged.entry(key.clone()).or_insert_with(RouteFigures::new).merge(f);
+            }
+        }
+        for record in others {
+            for r in &record.routes {
+                let f = RouteFigures::import(r);
+                merged.entry((r.method.clone(), r.route.clone())).or_insert_with(RouteFigures::new).merge(&f);
+            }
+        }
+        summary(&merged)
+    }
+}
+
+/// In total, by model and by route, of `routes`.
+fn summary(routes_figures: &BTreeMap<(String, String), RouteFigures>) -> Value {
+    let mut total = RouteFigures::new();
+    let mut models: BTreeMap<&'static str, RouteFigures> = BTreeMap::new();
+    let mut routes = Vec::new();
+    for ((method, route), figures) in routes_figures {
+        total.merge(figures);
+        models.entry(model_of(route)).or_insert_with(RouteFigures::new).merge(figures);
+        let mut entry = figures.to_json();
+        entry["method"] = json!(method);
+        entry["route"] = json!(route);
+        entry["model"] = json!(model_of(route));
+        routes.push(entry);
+    }
+    let by_model: Vec<Value> = models
+        .iter()
+        .map(|(model, f)| {
+            let mut entry = f.to_json();
+            entry["model"] = json!(model);
+            entry
+        })
+        .collect();
+    json!({"totals": total.to_json(), "by_model": by_model, "by_route": routes})
 }
 
 /// The data model (or area) a route template belongs to.
@@ -209,6 +278,36 @@ pub fn model_of(route: &str) -> &'static str {
         "admin" => "admin",
         "compliance" => "compliance",
         _ => "other",
+    }
+}
+
+/// Publishes this router's figures to the meta group every
+/// [`PUBLISH_INTERVAL`] when they changed, for the router's life.
+pub async fn publish_loop(state: AppState) {
+    let mut tick = tokio::time::interval(PUBLISH_INTERVAL);
+    let mut published = 0;
+    loop {
+        tick.tick().await;
+        let requests = state.request_stats.requests();
+        if requests == published {
+            continue;
+        }
+        if publish(&state).await.is_ok() {
+            published = requests;
+        }
+    }
+}
+
+/// Writes this router's figures since start to the meta group.
+pub async fn publish(state: &AppState) -> Result<(), crate::error::ApiError> {
+    let record = RouterStatsRecord { router: state.router_instance.clone(), at_ms: 0, routes: state.request_stats.export() };
+    match state.cluster.meta_write(MetaOp::PutRouterStats(record)).await {
+        Ok(Reply::Rejected(r)) => Err(r.into()),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::debug!("request figures not published yet: {e}");
+            Err(e.into())
+        }
     }
 }
 
@@ -274,5 +373,24 @@ mod tests {
         assert_eq!((minute.requests, minute.server_errors), (4, 1));
         assert!((minute.error_rate() - 0.25).abs() < 1e-9);
         assert!(minute.p50_ms >= 2.0 && minute.p99_ms >= 39.0, "{}", minute.to_json());
+    }
+
+    #[test]
+    fn published_figures_merge_with_this_routers() {
+        let other = RequestStats::default();
+        other.add("POST", "/api/v1/kv/keys", 200, Duration::from_millis(100));
+        other.add("POST", "/api/v1/kv/keys", 503, Duration::from_millis(300));
+        let published = RouterStatsRecord { router: "b".into(), at_ms: 1, routes: other.export() };
+        let this = RequestStats::default();
+        this.add("POST", "/api/v1/kv/keys", 200, Duration::from_millis(2));
+        this.add("POST", "/api/v1/query", 200, Duration::from_millis(10));
+        let merged = this.merged_snapshot(&[published]);
+        assert_eq!(merged["totals"]["requests"], 4);
+        assert_eq!(merged["totals"]["server_errors"], 1);
+        let kv = merged["by_route"].as_array().unwrap().iter().find(|r| r["route"] == "/api/v1/kv/keys").unwrap();
+        assert_eq!(kv["requests"], 3);
+        let max = kv["max_ms"].as_f64().unwrap();
+        assert!((295.0..=305.0).contains(&max), "the other router's slowest request counts: {kv}");
+        assert_eq!(this.snapshot()["totals"]["requests"], 2, "this router's own figures are unchanged");
     }
 }

@@ -44,6 +44,9 @@ pub struct Inner {
     pub activities: crate::activity::Activities,
     /// This router's `host:port` (names it in activity records).
     pub router_name: String,
+    /// This router process: `host:port` and a random instance id (keys its
+    /// published request figures; two routers may share an address).
+    pub router_instance: String,
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
@@ -73,6 +76,7 @@ impl AppState {
                 request_stats: Default::default(),
                 activities: Default::default(),
                 shutdown: tokio::sync::watch::Sender::new(false),
+                router_instance: format!("{router_name}/{}", &crate::auth::new_id()[..12]),
                 router_name,
                 alerts_seen: Default::default(),
             }),

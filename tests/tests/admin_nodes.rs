@@ -33,6 +33,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     storage_is_measured_on_every_node(c).await?;
     logs_come_from_the_node(c).await?;
     activities_are_recorded(c).await?;
+    stats_merge_every_routers_figures(c).await?;
     a_node_restarts_and_comes_back(c).await?;
     a_stopped_node_is_listed_as_unreachable(c).await
 }
@@ -97,6 +98,31 @@ async fn activities_are_recorded(c: &Cluster) -> Result<()> {
         "vera's login: {logins}"
     );
     api.get("/api/v1/admin/activities?type=nothing").await?.ensure_status(400)?;
+    Ok(())
+}
+
+/// A second router serves requests; the stats of the first count them too
+/// (each router publishes its figures to the meta group every 5 s).
+async fn stats_merge_every_routers_figures(c: &mut Cluster) -> Result<()> {
+    let (_, second) = c.start_router(&[]).await?;
+    let second = second.login_as("admin", tessera_tests::ADMIN_PASSWORD).await?;
+    for i in 0..25 {
+        second.kv_put(&format!("stats/{i}"), json!(i), None).await?.ensure_status(200)?;
+    }
+    let api = c.http.clone();
+    let merged = wait_for(Duration::from_secs(30), "router 0's stats count router 1's puts", || async {
+        let stats = api.get("/api/v1/admin/stats").await?.ensure_status(200)?.json;
+        let other = stats["routers"].as_array().and_then(|r| r.iter().find(|r| r["this_router"] == false).cloned());
+        Ok(other.filter(|o| o["requests"].as_u64() >= Some(25)).map(|_| stats))
+    })
+    .await?;
+    ensure!(merged["scope"] == "cluster", "{merged}");
+    let puts = merged["by_route"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["method"] == "POST" && r["route"] == "/api/v1/kv/keys").cloned())
+        .unwrap_or_default();
+    ensure!(puts["requests"].as_u64() >= Some(25) && puts["p99_ms"].as_f64().is_some_and(|p| p > 0.0), "{puts}");
+    eprintln!("[admin_nodes] merged stats: routers {}, kv puts {puts}", merged["routers"]);
     Ok(())
 }
 

@@ -22,12 +22,47 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 
-/// `GET /api/v1/admin/stats`: this router's request counts and latency
-/// percentiles since it started, in total, by model and by route, and over the
-/// last minute. Each router measures its own requests (`scope: "router"`).
+/// `GET /api/v1/admin/stats`: request counts and latency percentiles since
+/// each router started, in total, by model and by route, merged across the
+/// routers (`scope: "cluster"`): this router's live figures and what every
+/// other router published to the meta group within the last ten minutes
+/// (each publishes every 5 s; `routers` lists whose figures are in). When the
+/// meta group does not answer, this router's figures alone (`scope:
+/// "router"`). `last_minute` is this router's.
 pub async fn stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let mut body = state.request_stats.snapshot();
-    body["scope"] = json!("router");
+    let published = match state.cluster.meta_read(MetaQuery::RouterStats).await {
+        Ok(answer) => typed::pick(answer, shape!(MetaQueryResult::RouterStats)).ok(),
+        Err(e) => {
+            tracing::debug!("other routers' figures not read: {e}");
+            None
+        }
+    };
+    let now = tessera_api::command::now_ms();
+    let mut body = match &published {
+        Some(records) => {
+            let others: Vec<_> = records
+                .iter()
+                .filter(|r| r.router != state.router_instance && now - r.at_ms <= crate::request_stats::MERGE_MAX_AGE_MS)
+                .cloned()
+                .collect();
+            let mut body = state.request_stats.merged_snapshot(&others);
+            body["scope"] = json!("cluster");
+            let mut routers = vec![json!({"router": state.router_instance, "this_router": true, "requests": state.request_stats.requests()})];
+            routers.extend(others.iter().map(|r| {
+                json!({
+                    "router": r.router, "this_router": false, "published_at": iso8601_ms(r.at_ms),
+                    "requests": r.routes.iter().map(|x| x.requests).sum::<u64>(),
+                })
+            }));
+            body["routers"] = json!(routers);
+            body
+        }
+        None => {
+            let mut body = state.request_stats.snapshot();
+            body["scope"] = json!("router");
+            body
+        }
+    };
     body["router_uptime_secs"] = json!(state.started.elapsed().as_secs());
     body["last_minute"] = state.request_stats.last_minute().to_json();
     Ok(Json(body))

@@ -23,7 +23,33 @@ async fn stats_count_what_this_router_served_by_route_and_model() {
     assert_eq!(kv["requests"], 4, "{kv}");
     assert!(kv["p99_ms"].as_f64().is_some_and(|p| p > 0.0) && kv["max_ms"].as_f64() >= kv["p50_ms"].as_f64(), "{kv}");
     assert!(body["last_minute"]["requests"].as_u64() >= Some(4), "{body}");
-    assert_eq!(body["scope"], "router");
+    assert_eq!(body["scope"], "cluster");
+}
+
+#[tokio::test]
+async fn stats_merge_what_other_routers_published() {
+    use tessera_api::command::MetaOp;
+    use tessera_api::meta::{RouteStatsRecord, RouterStatsRecord};
+
+    let router = TestRouter::new(1).await;
+    router.post("/api/v1/kv/keys", &json!({"key": "a", "value": 1})).await.expect(200);
+    let puts = RouteStatsRecord {
+        method: "POST".into(),
+        route: "/api/v1/kv/keys".into(),
+        requests: 10,
+        client_errors: 2,
+        server_errors: 0,
+        latency_micros: vec![(1_000, 9), (250_000, 1)],
+    };
+    let record = RouterStatsRecord { router: "10.0.0.2:8080/other".into(), at_ms: 0, routes: vec![puts] };
+    crate::cluster::ClusterClient::meta_write(&*router.cluster, MetaOp::PutRouterStats(record)).await.unwrap();
+    let body = router.get("/api/v1/admin/stats").await.expect(200);
+    let route = body["by_route"].as_array().unwrap().iter().find(|r| r["route"] == "/api/v1/kv/keys").cloned().unwrap();
+    assert_eq!((route["requests"].clone(), route["client_errors"].clone()), (json!(11), json!(2)), "{route}");
+    assert!(route["max_ms"].as_f64().unwrap() >= 249.0, "the other router's slowest put: {route}");
+    let routers = body["routers"].as_array().unwrap();
+    assert_eq!(routers.len(), 2, "{body}");
+    assert!(routers.iter().any(|r| r["router"] == "10.0.0.2:8080/other" && r["requests"] == 10), "{body}");
 }
 
 #[tokio::test]

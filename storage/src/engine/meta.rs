@@ -79,11 +79,19 @@ impl Engine for MetaEngine {
             MetaQuery::VaultPolicies => MetaQueryResult::VaultPolicies(vault_policies(&meta)?),
             MetaQuery::VaultAudit { limit } => MetaQueryResult::VaultAudit(vault_audit(&meta, *limit)?),
             MetaQuery::Activities { limit, kind } => MetaQueryResult::Activities(activities(&meta, *limit, kind.as_deref())?),
+            MetaQuery::RouterStats => {
+                let mut all = Vec::new();
+                meta.scan_prefix(ROUTER_STATS_PREFIX, |_, v| {
+                    all.push(serde_json::from_slice(v)?);
+                    Ok(true)
+                })?;
+                MetaQueryResult::RouterStats(all)
+            }
             MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
         }))
     }
 
-    fn apply(&self, tx: &mut Tx<'_>, _now: i64, op: &MetaOp) -> Result<Response> {
+    fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &MetaOp) -> Result<Response> {
         match op {
             MetaOp::InitClusterMap(map) => {
                 if tx.view().get(MAP_KEY)?.is_some() {
@@ -120,6 +128,23 @@ impl Engine for MetaEngine {
                 map.nodes.iter_mut().filter(|n| n.id == *node).for_each(|n| n.state = *state);
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::PutRouterStats(record) => {
+                let mut stale = Vec::new();
+                tx.view().scan_prefix(ROUTER_STATS_PREFIX, |k, v| {
+                    let old: tessera_api::meta::RouterStatsRecord = serde_json::from_slice(v)?;
+                    if old.at_ms < now - ROUTER_STATS_KEEP_MS {
+                        stale.push(k.to_vec());
+                    }
+                    Ok(true)
+                })?;
+                for k in stale {
+                    tx.delete(&k);
+                }
+                let mut record = record.clone();
+                record.at_ms = now;
+                tx.put(&[ROUTER_STATS_PREFIX, record.router.as_bytes()].concat(), &serde_json::to_vec(&record)?);
                 Ok(Response::Applied(true))
             }
             MetaOp::RecordActivities(records) => {
@@ -349,16 +374,16 @@ impl Engine for MetaEngine {
             | MetaOp::VaultDeleteSecret { .. }
             | MetaOp::VaultPutPolicy(_)
             | MetaOp::VaultDeletePolicy { .. }
-            | MetaOp::VaultAudit(_) => apply_vault(tx, _now, op),
-            MetaOp::Security(op) => security::apply(tx, _now, op),
-            MetaOp::Consent(op) => consent::apply(tx, _now, op),
-            MetaOp::Incident(op) => incidents::apply(tx, _now, op),
+            | MetaOp::VaultAudit(_) => apply_vault(tx, now, op),
+            MetaOp::Security(op) => security::apply(tx, now, op),
+            MetaOp::Consent(op) => consent::apply(tx, now, op),
+            MetaOp::Incident(op) => incidents::apply(tx, now, op),
             MetaOp::Classify(op) => {
-                classification::apply(tx, _now, op)?;
+                classification::apply(tx, now, op)?;
                 Ok(Response::Applied(true))
             }
             MetaOp::Audit(events) => {
-                audit::append(tx, _now, events.clone())?;
+                audit::append(tx, now, events.clone())?;
                 Ok(Response::Applied(true))
             }
         }
@@ -436,6 +461,10 @@ const VAULT_EPOCH: &[u8] = b"vault/epoch";
 const VAULT_AUDIT_COUNT: &[u8] = b"vault/acount";
 const ACTIVITY_COUNT: &[u8] = b"activity/count";
 const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
+/// `routerstats/<router>` → that router's published request figures.
+const ROUTER_STATS_PREFIX: &[u8] = b"routerstats/";
+/// Figures not published again within an hour (a router gone) are dropped.
+const ROUTER_STATS_KEEP_MS: i64 = 3_600_000;
 const VAULT_AUDIT_PREFIX: &[u8] = b"vault/a/";
 
 fn vault_secret_key(path: &str) -> Vec<u8> {
