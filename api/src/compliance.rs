@@ -262,6 +262,38 @@ pub struct Incident {
     pub resolution_notes: Option<String>,
     #[serde(default)]
     pub remediation_steps: Vec<String>,
+    /// Its delivery to the breach webhook (`SERVICE_BREACH_WEBHOOK_URL`).
+    #[serde(default)]
+    pub webhook: WebhookDelivery,
+}
+
+/// How an incident's breach-webhook delivery stands. One router at a time
+/// delivers it: it claims the delivery for a lease, posts (retrying with
+/// backoff), then records the outcome; a claim whose router died expires and
+/// another router delivers (at least once).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    /// `pending` (to deliver), `delivering` (claimed), `delivered` or
+    /// `failed` (every attempt failed); empty for incidents older than the webhook.
+    pub status: String,
+    #[serde(default)]
+    pub claimed_by: Option<String>,
+    #[serde(default)]
+    pub claim_until_ms: i64,
+    /// Requests sent, over every claim.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub delivered_at_ms: Option<i64>,
+}
+
+impl WebhookDelivery {
+    /// Whether a router may claim it at `now_ms`.
+    pub fn due(&self, now_ms: i64) -> bool {
+        self.status == "pending" || (self.status == "delivering" && self.claim_until_ms < now_ms)
+    }
 }
 
 /// Incident writes: the state machine open → acknowledged → resolved /
@@ -273,6 +305,12 @@ pub enum IncidentOp {
     Resolve { id: String, by: String, notes: Option<String>, false_positive: bool, remediation_steps: Vec<String> },
     /// Removes resolved and false-positive incidents detected before `before_ms` (`Deleted(n)`).
     Cleanup { before_ms: i64 },
+    /// Claims the incident's webhook delivery for `router` until the
+    /// command's time + `lease_ms` (refused while another claim holds or once
+    /// delivered or failed).
+    ClaimWebhook { id: String, router: String, lease_ms: i64 },
+    /// Records the outcome of `router`'s claim: `attempts` requests sent, delivered or not.
+    RecordWebhook { id: String, router: String, delivered: bool, attempts: u32, error: Option<String> },
 }
 
 /// Incident reads.

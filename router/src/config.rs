@@ -36,6 +36,12 @@ pub struct RouterConfig {
 pub struct ComplianceSection {
     /// Off: every `/api/v1/compliance/…`, `/api/v1/gdpr/…` and `/api/v1/ccpa/…` route answers 404.
     pub enabled: bool,
+    /// Where breach incidents are posted when detected (`SERVICE_BREACH_WEBHOOK_URL`);
+    /// extra headers come from `SERVICE_BREACH_WEBHOOK_HEADER_<Header-Name>`.
+    pub breach_webhook_url: Option<String>,
+    /// Key of the `X-Tessera-Signature: sha256=<hex HMAC-SHA256 of the body>`
+    /// header (`SERVICE_BREACH_WEBHOOK_SECRET`).
+    pub breach_webhook_secret: Option<String>,
 }
 
 /// When `GET /api/v1/admin/alerts` raises an alert (`alerts.*`; flat
@@ -391,6 +397,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("query_max_memory_mb", "query_limits.max_memory_mb"),
     ("requests_per_minute", "rate_limit.requests_per_minute"),
     ("compliance_enabled", "compliance.enabled"),
+    ("breach_webhook_url", "compliance.breach_webhook_url"),
+    ("breach_webhook_secret", "compliance.breach_webhook_secret"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
     ("dev_mode", "security.dev_mode"),

@@ -2,7 +2,11 @@
 //! the router on a three-node cluster. Consents are recorded, checked and
 //! withdrawn; the history keeps every change; with the meta group's leader
 //! killed the records and history still read back and new changes commit;
-//! every change is in the audit trail's hash chain, which verifies.
+//! every change is in the audit trail's hash chain, which verifies. Last,
+//! five failed logins open a brute-force incident, which the router posts to
+//! a webhook server run by the test, with the header named in
+//! `SERVICE_BREACH_WEBHOOK_HEADER_X-Api-Key` and the HMAC-SHA256 signature
+//! keyed by `SERVICE_BREACH_WEBHOOK_SECRET`.
 
 use std::time::Duration;
 
@@ -13,15 +17,99 @@ const C: &str = "/api/v1/compliance";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compliance_consent() {
+    let webhook = WebhookServer::start().await.expect("webhook server");
     let options = ClusterOptions {
         shard_count: 2,
-        router_env: vec![("SERVICE_COMPLIANCE_ENABLED".into(), "true".into())],
+        router_env: vec![
+            ("SERVICE_COMPLIANCE_ENABLED".into(), "true".into()),
+            ("SERVICE_BREACH_WEBHOOK_URL".into(), webhook.url.clone()),
+            ("SERVICE_BREACH_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into()),
+            ("SERVICE_BREACH_WEBHOOK_HEADER_X-Api-Key".into(), "k-42".into()),
+        ],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(options).await.expect("cluster start");
-    if let Err(e) = scenario(&mut cluster).await {
+    let result = match scenario(&mut cluster).await {
+        Ok(()) => a_breach_reaches_the_webhook(&cluster, &webhook).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
         panic!("compliance scenario failed: {e:?}\n{}", cluster.log_tails(40));
     }
+}
+
+const WEBHOOK_SECRET: &str = "webhook-secret-1";
+
+/// A webhook receiver on loopback: keeps each request's headers and body, answers 200.
+struct WebhookServer {
+    url: String,
+    received: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
+}
+
+impl WebhookServer {
+    async fn start() -> Result<WebhookServer> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/breach", listener.local_addr()?);
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = received.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let kept = kept.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let Ok(n) = conn.read(&mut chunk).await else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length {
+                            kept.lock().unwrap().push((head, buf[end + 4..end + 4 + length].to_vec()));
+                            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Ok(WebhookServer { url, received })
+    }
+}
+
+async fn a_breach_reaches_the_webhook(c: &Cluster, webhook: &WebhookServer) -> Result<()> {
+    use hmac::Mac;
+    let api = c.http.clone();
+    for _ in 0..5 {
+        let r = api.anonymous().login("admin", "not-the-password").await?;
+        ensure!(r.status == 401, "{r}");
+    }
+    let (head, body) = wait_for(Duration::from_secs(30), "the breach reaches the webhook", || async {
+        Ok(webhook.received.lock().unwrap().first().cloned())
+    })
+    .await?;
+    ensure!(head.starts_with("post /breach "), "{head}");
+    ensure!(head.contains("\r\nx-api-key: k-42"), "the configured header: {head}");
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes())?;
+    mac.update(&body);
+    let expected = format!("x-tessera-signature: sha256={}", hex::encode(mac.finalize().into_bytes()));
+    ensure!(head.contains(&expected), "the signature ({expected}): {head}");
+    let payload: serde_json::Value = serde_json::from_slice(&body)?;
+    ensure!(payload["type"] == "brute_force_attack" && payload["severity"] == "critical", "{payload}");
+    let id = payload["incident_id"].as_str().unwrap_or_default().to_string();
+    wait_for(Duration::from_secs(30), "the incident records the delivery", || async {
+        let r = api.get(&format!("{C}/breaches/{id}")).await?.ensure_status(200)?;
+        Ok((r.json["webhook"]["status"] == "delivered").then_some(()))
+    })
+    .await?;
+    Ok(())
 }
 
 async fn scenario(c: &mut Cluster) -> Result<()> {

@@ -195,3 +195,53 @@ async fn failed_logins_open_an_incident_that_follows_its_state_machine() {
     let verified = router.get(&format!("{C}/audit/verify")).await.expect(200);
     assert_eq!((verified["valid"].clone(), verified["entries_verified"].clone()), (json!(true), json!(3)), "detected, acknowledged, resolved");
 }
+
+/// A breach from real failed logins is posted to the webhook: the first
+/// request fails (500), the retry after a backoff is taken; it carries the
+/// configured header and the HMAC-SHA256 signature of its body; the incident
+/// records the delivery, and a second pass sends nothing more.
+#[tokio::test]
+async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
+    use std::sync::{Arc, Mutex};
+
+    type Seen = Arc<Mutex<Vec<(axum::http::HeaderMap, Vec<u8>)>>>;
+    let seen: Seen = Arc::default();
+    let hook = axum::Router::new()
+        .route(
+            "/hook",
+            axum::routing::post(|axum::extract::State(seen): axum::extract::State<Seen>, headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                let mut seen = seen.lock().unwrap();
+                seen.push((headers, body.to_vec()));
+                if seen.len() == 1 { axum::http::StatusCode::INTERNAL_SERVER_ERROR } else { axum::http::StatusCode::NO_CONTENT }
+            }),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, hook).await });
+
+    let router = TestRouter::with_config(2, |c| {
+        c.compliance.enabled = true;
+        c.compliance.breach_webhook_url = Some(url.clone());
+        c.compliance.breach_webhook_secret = Some("hook-secret".into());
+    })
+    .await;
+    for _ in 0..5 {
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
+    }
+    let webhook = crate::breach_webhook::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
+    assert_eq!(crate::breach_webhook::deliver_due(&router.state, &webhook).await, Ok(1));
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "one failed request, one retry");
+    let (headers, body) = &seen[1];
+    assert_eq!(headers["x-api-key"], "k-123");
+    assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::breach_webhook::signature("hook-secret", body));
+    let payload: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert_eq!((payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()), (json!("brute_force_attack"), json!("critical"), json!("open")));
+    assert_eq!(payload["involved_ips"], json!(["127.0.0.1"]));
+    let id = payload["incident_id"].as_str().unwrap().to_string();
+    let incident = router.get(&format!("{C}/breaches/{id}")).await.expect(200);
+    assert_eq!((incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()), (json!("delivered"), json!(2)), "{incident}");
+    assert_eq!(crate::breach_webhook::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
+}

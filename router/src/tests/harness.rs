@@ -19,6 +19,8 @@ const ADMIN_PASSWORD: &str = "in-process-admin-1";
 /// bearer token of its first admin.
 pub struct TestRouter {
     pub cluster: Arc<MemoryCluster>,
+    /// The router's state (for background tasks a test runs by hand).
+    pub state: AppState,
     app: axum::Router,
     token: String,
 }
@@ -60,7 +62,7 @@ impl TestRouter {
         config.auth.admin_password = Some(ADMIN_PASSWORD.into());
         let state = AppState::new(config, cluster.clone()).expect("router state");
         crate::auth::provision_admin(state.clone()).await;
-        let mut router = TestRouter { cluster, app: crate::routes(state), token: String::new() };
+        let mut router = TestRouter { cluster, app: crate::routes(state.clone()), state, token: String::new() };
         let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": ADMIN_PASSWORD})).await;
         router.token = login.expect(200)["token"].as_str().expect("a token").to_string();
         router

@@ -51,6 +51,7 @@ pub fn open_from_alert(tx: &mut Tx<'_>, now: i64, alert: &AlertRecord) -> Result
         resolved_at_ms: None,
         resolution_notes: None,
         remediation_steps: Vec::new(),
+        webhook: tessera_api::compliance::WebhookDelivery { status: "pending".into(), ..Default::default() },
     };
     tx.put(SEQ, &serde_json::to_vec(&seq)?);
     tx.put(&key(&incident.incident_id), &serde_json::to_vec(&incident)?);
@@ -89,6 +90,29 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &IncidentOp) -> Result<Response> {
             i.remediation_steps = remediation_steps.clone();
             tx.put(&key(id), &serde_json::to_vec(&i)?);
             audit(tx, now, "breach_resolved", by, &i)?;
+            Ok(Response::Incident(i))
+        }
+        IncidentOp::ClaimWebhook { id, router, lease_ms } => {
+            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            if !i.webhook.due(now) {
+                return Ok(Response::rejected(ErrorCode::Conflict, format!("incident {id}'s webhook delivery is {}", i.webhook.status)));
+            }
+            i.webhook.status = "delivering".into();
+            i.webhook.claimed_by = Some(router.clone());
+            i.webhook.claim_until_ms = now + lease_ms;
+            tx.put(&key(id), &serde_json::to_vec(&i)?);
+            Ok(Response::Incident(i))
+        }
+        IncidentOp::RecordWebhook { id, router, delivered, attempts, error } => {
+            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            if i.webhook.status != "delivering" || i.webhook.claimed_by.as_ref() != Some(router) {
+                return Ok(Response::rejected(ErrorCode::Conflict, format!("router {router} holds no claim on incident {id}'s delivery")));
+            }
+            i.webhook.status = if *delivered { "delivered".into() } else { "failed".into() };
+            i.webhook.attempts += attempts;
+            i.webhook.last_error = error.clone();
+            i.webhook.delivered_at_ms = delivered.then_some(now);
+            tx.put(&key(id), &serde_json::to_vec(&i)?);
             Ok(Response::Incident(i))
         }
         IncidentOp::Cleanup { before_ms } => {
