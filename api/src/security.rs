@@ -50,6 +50,36 @@ pub struct AlertRecord {
     pub acknowledged_at_ms: Option<i64>,
 }
 
+/// A security event (spec 02 "Security events"): each failed login, each
+/// permission refused, and every alert raised, kept in the meta group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecurityEvent {
+    /// `evt-<12 digits>`, increasing.
+    pub id: String,
+    /// One of spec 02's event types (`failed_login`, `unauthorized_access`,
+    /// `brute_force_attack`, `sql_injection`, …) or another alert kind.
+    pub event_type: String,
+    /// `low`, `medium`, `high` or `critical` (spec 02's for its types).
+    pub severity: String,
+    pub at_ms: i64,
+    pub source_ip: Option<String>,
+    pub username: Option<String>,
+    pub description: String,
+}
+
+/// A security event as a router notes it (the engine assigns id and time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewSecurityEvent {
+    /// When the router saw it (events are written in batches); `None`: the command's time.
+    #[serde(default)]
+    pub at_ms: Option<i64>,
+    pub event_type: String,
+    pub severity: String,
+    pub source_ip: Option<String>,
+    pub username: Option<String>,
+    pub description: String,
+}
+
 /// An alert as a router raises it (the engine assigns id and time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewAlert {
@@ -113,6 +143,8 @@ pub enum SecurityOp {
     /// Block (or re-block) an IP until `issued_at + duration_ms`.
     BlockIp { ip: String, reason: String, duration_ms: i64, by: String },
     UnblockIp { ip: String },
+    /// Append security events a router noted (permissions refused).
+    RecordEvents(Vec<NewSecurityEvent>),
 }
 
 /// The outcome of checking a TOTP code.
@@ -151,6 +183,8 @@ pub enum SecurityQuery {
     Blocks,
     /// Whether a user has MFA on.
     Mfa { user_id: String },
+    /// Security events, newest first, at most `limit`, optionally of one type.
+    Events { event_type: Option<String>, limit: usize },
 }
 
 /// Answers to [`SecurityQuery`].
@@ -159,6 +193,7 @@ pub enum SecurityQueryResult {
     Alerts { alerts: Vec<AlertRecord>, total: u64, unacknowledged: u64 },
     Blocks(Vec<BlockRecord>),
     Mfa(Option<i64>),
+    Events { events: Vec<SecurityEvent>, total: u64 },
 }
 
 /// TOTP (RFC 6238) with HMAC-SHA-1, 30 s steps, 6 digits, ±1 step of skew.

@@ -39,6 +39,8 @@ pub struct ActivityUser(pub String);
 #[derive(Default)]
 pub struct Activities {
     pending: Mutex<Vec<ActivityRecord>>,
+    /// Security events noted (permissions refused) and not written yet.
+    events: Mutex<Vec<tessera_api::security::NewSecurityEvent>>,
     /// Counts the records noted: the front of each id, so records of one router
     /// in the same millisecond keep their order (the meta group orders by time, then id).
     noted: std::sync::atomic::AtomicU64,
@@ -55,6 +57,27 @@ impl Activities {
             pending.remove(0);
         }
         pending.push(record);
+    }
+
+    /// Notes a security event (the oldest unwritten ones go when the buffer is full).
+    pub fn note_event(&self, event: tessera_api::security::NewSecurityEvent) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() >= BUFFER_CAP {
+            events.remove(0);
+        }
+        events.push(event);
+    }
+
+    fn take_events(&self) -> Vec<tessera_api::security::NewSecurityEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn put_back_events(&self, mut events: Vec<tessera_api::security::NewSecurityEvent>) {
+        let mut pending = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.append(&mut pending);
+        let excess = events.len().saturating_sub(BUFFER_CAP);
+        events.drain(..excess);
+        *pending = events;
     }
 
     fn take(&self) -> Vec<ActivityRecord> {
@@ -87,8 +110,21 @@ pub fn kind_of(method: &Method, route: &str) -> Option<&'static str> {
     Some(if matches!(area, "users" | "roles" | "security" | "vault" | "permissions") { "config" } else { "admin" })
 }
 
-/// Writes the noted records to the meta group (kept for the next try if it fails).
+/// Writes the noted records and security events to the meta group (kept for
+/// the next try if it fails).
 pub async fn flush(state: &AppState) -> Result<(), ApiError> {
+    let events = state.activities.take_events();
+    if !events.is_empty() {
+        let op = MetaOp::Security(tessera_api::security::SecurityOp::RecordEvents(events.clone()));
+        match state.cluster.meta_write(op).await {
+            Ok(Reply::Rejected(r)) => return Err(r.into()),
+            Ok(_) => {}
+            Err(e) => {
+                state.activities.put_back_events(events);
+                return Err(e.into());
+            }
+        }
+    }
     let batch = state.activities.take();
     if batch.is_empty() {
         return Ok(());

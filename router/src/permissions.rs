@@ -46,7 +46,12 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
     if let Access::Permission(p) = access
         && !caller.has(p)
     {
-        return ApiError::Forbidden(format!("this route needs the {p} permission")).into_response();
+        let mut refused = ApiError::Forbidden(format!("this route needs the {p} permission")).into_response();
+        if let Caller::User { user, .. } = &caller {
+            // Names the caller in the security event a refusal records.
+            refused.extensions_mut().insert(crate::activity::ActivityUser(user.username.clone()));
+        }
+        return refused;
     }
     let idempotency = match parts.headers.get(crate::idempotency::HEADER).map(|v| v.to_str()) {
         None => None,

@@ -324,9 +324,23 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         return next.run(req).await;
     }
     let kind = crate::activity::kind_of(req.method(), &route);
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
+    let client_ip = state.rate_limits.client_ip(req.headers(), peer);
     let response = next.run(req).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
+    if status == 403 {
+        // A refused permission is a security event (spec 02 `unauthorized_access`).
+        let user = response.extensions().get::<crate::activity::ActivityUser>().map(|u| u.0.clone());
+        state.activities.note_event(tessera_api::security::NewSecurityEvent {
+            at_ms: Some(tessera_api::command::now_ms()),
+            event_type: "unauthorized_access".into(),
+            severity: "medium".into(),
+            source_ip: client_ip.map(|ip| ip.to_string()),
+            username: user.clone(),
+            description: format!("permission denied: {method} {route} for {}", user.as_deref().unwrap_or("an anonymous caller")),
+        });
+    }
     state.request_stats.add(&method, &route, status, elapsed);
     let route_label = if route.is_empty() { "unmatched".to_string() } else { route.clone() };
     metrics::counter!("tessera_http_requests_total", "method" => method.clone(), "route" => route_label.clone(), "status" => status.to_string())

@@ -46,6 +46,7 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/breaches/stats"), P("read:compliance"), breach_stats)
         .post(format!("{C}/breaches/cleanup"), P("manage:compliance"), cleanup_breaches)
         .get(format!("{C}/breaches/{{id}}"), P("read:compliance"), get_breach)
+        .get(format!("{C}/security-events"), P("read:compliance"), security_events)
         .post(format!("{C}/breaches/{{id}}/acknowledge"), P("manage:compliance"), acknowledge_breach)
         .post(format!("{C}/breaches/{{id}}/resolve"), P("manage:compliance"), resolve_breach)
         .post(format!("{C}/classify"), P("write:compliance"), classify)
@@ -607,6 +608,45 @@ async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     Ok(Json(serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?))
+}
+
+#[derive(Debug, Deserialize)]
+struct EventFilter {
+    limit: Option<usize>,
+    event_type: Option<String>,
+}
+
+/// `GET /api/v1/compliance/security-events?limit=&event_type=`: the recorded
+/// security events (each failed login, each permission refused, every alert
+/// raised), newest first; 100 by default, at most 1000.
+async fn security_events(State(state): State<AppState>, _caller: Caller, QueryParams(f): QueryParams<EventFilter>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let limit = f.limit.unwrap_or(DEFAULT_PAGE);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_PAGE}")));
+    }
+    if f.event_type.as_ref().is_some_and(|t| t.is_empty() || t.len() > 64) {
+        return Err(ApiError::BadRequest("event_type must be 1 to 64 characters".into()));
+    }
+    // What this router noted and has not written yet is written first.
+    crate::activity::flush(&state).await?;
+    let query = tessera_api::security::SecurityQuery::Events { event_type: f.event_type.clone(), limit };
+    let answer = state.cluster.meta_read(tessera_api::command::MetaQuery::Security(query)).await?;
+    let tessera_api::security::SecurityQueryResult::Events { events, total } =
+        crate::cluster::typed::pick(answer, crate::cluster::typed::shape!(tessera_api::command::MetaQueryResult::Security))?
+    else {
+        return Err(ApiError::Internal("unexpected security answer".into()));
+    };
+    let items: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            json!({
+                "event_id": e.id, "event_type": e.event_type, "severity": e.severity, "timestamp": iso8601_ms(e.at_ms),
+                "source_ip": e.source_ip, "user_id": e.username, "description": e.description,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"events": items, "count": items.len(), "total_count": total, "event_type": f.event_type})))
 }
 
 /// `GET /api/v1/compliance/breaches/{id}`.

@@ -245,3 +245,32 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     assert_eq!((incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()), (json!("delivered"), json!(2)), "{incident}");
     assert_eq!(crate::breach_webhook::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
 }
+
+/// Failed logins, a refused permission and the alert the failures raise are
+/// security events, newest first, filtered by type.
+#[tokio::test]
+async fn security_events_record_failed_logins_refusals_and_alerts() {
+    let router = enabled_router().await;
+    router
+        .post("/api/v1/admin/users", &json!({"username": "vic", "email": "v@example.com", "password": "Vic-Pass-1234!", "role": "viewer"}))
+        .await
+        .expect(201);
+    let login = router.post("/api/v1/auth/login", &json!({"username": "vic", "password": "Vic-Pass-1234!"})).await.expect(200);
+    let viewer = router.with_token(login["token"].as_str().unwrap());
+    viewer.post("/api/v1/admin/users", &json!({"username": "x", "email": "x@example.com", "password": "Xx-Pass-1234!", "role": "admin"})).await.expect(403);
+    for _ in 0..5 {
+        router.post("/api/v1/auth/login", &json!({"username": "vic", "password": "wrong"})).await.expect(401);
+    }
+    let all = router.get(&format!("{C}/security-events")).await.expect(200);
+    let types: Vec<&str> = all["events"].as_array().unwrap().iter().filter_map(|e| e["event_type"].as_str()).collect();
+    assert_eq!(types.iter().filter(|t| **t == "failed_login").count(), 5, "{all}");
+    assert_eq!(types.iter().filter(|t| **t == "brute_force_attack").count(), 1, "{all}");
+    assert_eq!(types.last(), Some(&"unauthorized_access"), "oldest last: {all}");
+    let refused = router.get(&format!("{C}/security-events?event_type=unauthorized_access")).await.expect(200);
+    let e = &refused["events"][0];
+    assert_eq!((e["severity"].clone(), e["user_id"].clone(), e["source_ip"].clone()), (json!("medium"), json!("vic"), json!("127.0.0.1")), "{refused}");
+    assert!(e["description"].as_str().unwrap().contains("POST /api/v1/admin/users"), "{e}");
+    let brute = router.get(&format!("{C}/security-events?event_type=brute_force_attack&limit=1")).await.expect(200);
+    assert_eq!((brute["count"].clone(), brute["events"][0]["severity"].clone()), (json!(1), json!("critical")));
+    router.get(&format!("{C}/security-events?limit=0")).await.expect(400);
+}

@@ -68,6 +68,11 @@ impl TestRouter {
         router
     }
 
+    /// The same router, calling with another bearer token.
+    pub fn with_token(&self, token: &str) -> TestRouter {
+        TestRouter { cluster: self.cluster.clone(), state: self.state.clone(), app: self.app.clone(), token: token.to_string() }
+    }
+
     pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Answer {
         let mut req = Request::builder().method(method).uri(path);
         if !self.token.is_empty() {

@@ -6,7 +6,8 @@
 //! [`MfaChallenge`]; `sec/alert/sec-<12 digits>` → [`AlertRecord`] (the newest
 //! [`ALERTS_KEEP`]), `sec/alertseq` → last alert number; `sec/block/<ip>` →
 //! [`BlockRecord`]; `sec/fail/ip/<ip>` and `sec/fail/user/<username>` → the
-//! failure times (ms) inside the counting window.
+//! failure times (ms) inside the counting window; `sec/event/evt-<12 digits>` →
+//! [`SecurityEvent`] (the newest [`EVENTS_KEEP`]), `sec/eventseq` → last event number.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,8 +15,8 @@ use tessera_api::command::Response;
 use tessera_api::error::ErrorCode;
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{
-    AlertRecord, BlockRecord, BruteForcePolicy, MfaChallenge, MfaOutcome, MfaRecord, NewAlert, SecurityOp,
-    SecurityQuery, SecurityQueryResult, SecurityResponse, totp,
+    AlertRecord, BlockRecord, BruteForcePolicy, MfaChallenge, MfaOutcome, MfaRecord, NewAlert, NewSecurityEvent, SecurityEvent,
+    SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse, totp,
 };
 
 use super::{ReadView, Tx, name_key, session_key, user_by_id, user_key};
@@ -28,6 +29,11 @@ const ALERT_SEQ: &[u8] = b"sec/alertseq";
 const BLOCK: &[u8] = b"sec/block/";
 const FAIL_IP: &[u8] = b"sec/fail/ip/";
 const FAIL_USER: &[u8] = b"sec/fail/user/";
+const EVENT: &[u8] = b"sec/event/";
+const EVENT_SEQ: &[u8] = b"sec/eventseq";
+
+/// How many security events are kept (the oldest are dropped).
+pub const EVENTS_KEEP: u64 = 10_000;
 
 /// How many alerts are kept (the oldest are dropped).
 pub const ALERTS_KEEP: u64 = 10_000;
@@ -51,18 +57,47 @@ fn alert_id(seq: u64) -> String {
     format!("sec-{seq:012}")
 }
 
-/// Appends alerts within one command (the batch does not read its own writes,
-/// so the sequence is carried here and stored once).
+fn event_id(seq: u64) -> String {
+    format!("evt-{seq:012}")
+}
+
+fn read_seq(view: &ReadView<'_>, k: &[u8]) -> Result<u64> {
+    Ok(view.get(k)?.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map(u64::from_be_bytes).unwrap_or(0))
+}
+
+/// Appends alerts and security events within one command (the batch does not
+/// read its own writes, so the sequences are carried here and stored once).
 struct AlertLog {
     seq: u64,
     start: u64,
+    event_seq: u64,
+    event_start: u64,
 }
 
 impl AlertLog {
     fn open(view: &ReadView<'_>) -> Result<Self> {
-        let seq = view.get(ALERT_SEQ)?.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok()).map(u64::from_be_bytes);
-        let seq = seq.unwrap_or(0);
-        Ok(AlertLog { seq, start: seq })
+        let seq = read_seq(view, ALERT_SEQ)?;
+        let event_seq = read_seq(view, EVENT_SEQ)?;
+        Ok(AlertLog { seq, start: seq, event_seq, event_start: event_seq })
+    }
+
+    /// Appends a security event.
+    fn event(&mut self, tx: &mut Tx<'_>, now: i64, e: NewSecurityEvent) -> Result<()> {
+        self.event_seq += 1;
+        let record = SecurityEvent {
+            id: event_id(self.event_seq),
+            event_type: e.event_type,
+            severity: e.severity,
+            at_ms: e.at_ms.unwrap_or(now),
+            source_ip: e.source_ip,
+            username: e.username,
+            description: e.description,
+        };
+        put(tx, &key(EVENT, &record.id), &record)?;
+        if self.event_seq > EVENTS_KEEP {
+            tx.delete(&key(EVENT, &event_id(self.event_seq - EVENTS_KEEP)));
+        }
+        Ok(())
     }
 
     fn add(&mut self, tx: &mut Tx<'_>, now: i64, a: NewAlert) -> Result<AlertRecord> {
@@ -80,6 +115,16 @@ impl AlertLog {
             acknowledged_at_ms: None,
         };
         put(tx, &key(ALERT, &record.id), &record)?;
+        // Every alert is a security event too, with spec 02's severity for its type.
+        let severity = tessera_api::compliance::breach_severity(&record.kind).map_or_else(|| record.severity.clone(), str::to_string);
+        self.event(tx, now, NewSecurityEvent {
+            at_ms: None,
+            event_type: record.kind.clone(),
+            severity,
+            source_ip: record.source_ip.clone(),
+            username: record.username.clone(),
+            description: record.message.clone(),
+        })?;
         // A breach event type opens a breach incident in the same apply (spec 02).
         super::incidents::open_from_alert(tx, now, &record)?;
         if self.seq > ALERTS_KEEP {
@@ -91,6 +136,9 @@ impl AlertLog {
     fn close(self, tx: &mut Tx<'_>) {
         if self.seq != self.start {
             tx.put(ALERT_SEQ, &self.seq.to_be_bytes());
+        }
+        if self.event_seq != self.event_start {
+            tx.put(EVENT_SEQ, &self.event_seq.to_be_bytes());
         }
     }
 }
@@ -255,6 +303,14 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             let mut log = AlertLog::open(tx.view())?;
             let mut alerts = Vec::new();
             let mut banned = None;
+            log.event(tx, now, NewSecurityEvent {
+                at_ms: None,
+                event_type: "failed_login".into(),
+                severity: "medium".into(),
+                source_ip: ip.clone(),
+                username: Some(username.clone()),
+                description: format!("failed login for user {username:?}"),
+            })?;
             if let Some(ip) = ip {
                 let n = count_failure(tx, &key(FAIL_IP, ip), now, policy)?;
                 let window_s = policy.window_ms / 1000;
@@ -303,6 +359,14 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             }
             log.close(tx);
             Ok(Response::Security(SecurityResponse::LoginFailure { alerts, banned }))
+        }
+        SecurityOp::RecordEvents(events) => {
+            let mut log = AlertLog::open(tx.view())?;
+            for e in events {
+                log.event(tx, now, e.clone())?;
+            }
+            log.close(tx);
+            Ok(Response::Applied(true))
         }
         SecurityOp::RaiseAlert(a) => {
             let mut log = AlertLog::open(tx.view())?;
@@ -373,6 +437,20 @@ pub fn query(view: &ReadView<'_>, q: &SecurityQuery, now: i64) -> Result<Securit
                 Ok(true)
             })?;
             SecurityQueryResult::Blocks(out)
+        }
+        SecurityQuery::Events { event_type, limit } => {
+            let mut all: Vec<SecurityEvent> = Vec::new();
+            view.scan_prefix(EVENT, |_, v| {
+                let e: SecurityEvent = serde_json::from_slice(v)?;
+                if event_type.as_ref().is_none_or(|t| *t == e.event_type) {
+                    all.push(e);
+                }
+                Ok(true)
+            })?;
+            // Newest first by when they happened (a router writes its events in batches).
+            all.sort_by(|a, b| (b.at_ms, &b.id).cmp(&(a.at_ms, &a.id)));
+            let total = all.len() as u64;
+            SecurityQueryResult::Events { events: all.into_iter().take(*limit).collect(), total }
         }
         SecurityQuery::Mfa { user_id } => {
             SecurityQueryResult::Mfa(get::<MfaRecord>(view, &key(MFA, user_id))?.map(|r| r.enabled_at_ms))
