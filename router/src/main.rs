@@ -11,6 +11,7 @@ mod config;
 mod error;
 mod handlers;
 mod idempotency;
+mod incident_report;
 mod import;
 mod permissions;
 mod ratelimit;

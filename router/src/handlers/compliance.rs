@@ -46,6 +46,7 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/breaches/stats"), P("read:compliance"), breach_stats)
         .post(format!("{C}/breaches/cleanup"), P("manage:compliance"), cleanup_breaches)
         .get(format!("{C}/breaches/{{id}}"), P("read:compliance"), get_breach)
+        .get(format!("{C}/breaches/{{id}}/report"), P("read:compliance"), breach_report)
         .get(format!("{C}/security-events"), P("read:compliance"), security_events)
         .post(format!("{C}/breaches/{{id}}/acknowledge"), P("manage:compliance"), acknowledge_breach)
         .post(format!("{C}/breaches/{{id}}/resolve"), P("manage:compliance"), resolve_breach)
@@ -608,6 +609,60 @@ async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     Ok(Json(serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?))
+}
+
+#[derive(Debug, Deserialize)]
+struct ReportParams {
+    format: Option<String>,
+}
+
+/// `GET /api/v1/compliance/breaches/{id}/report?format=json|pdf`: the
+/// incident, its timeline, its notification duties (GDPR 72 h, HIPAA media
+/// notice at 500 subjects, the webhook delivery) and the security events
+/// within an hour of its detection from its addresses or subjects; JSON by
+/// default, a PDF document (`application/pdf`) with `format=pdf`.
+async fn breach_report(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+    QueryParams(p): QueryParams<ReportParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    enabled(&state)?;
+    let format = p.format.unwrap_or_else(|| "json".into());
+    if format != "json" && format != "pdf" {
+        return Err(ApiError::BadRequest(format!("format must be json or pdf, not {format:?}")));
+    }
+    let IncidentAnswer::One(found) = incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
+        return Err(ApiError::Internal("unexpected incident answer".into()));
+    };
+    let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;
+    crate::activity::flush(&state).await?;
+    let query = tessera_api::security::SecurityQuery::Events { event_type: None, limit: 1000 };
+    let answer = state.cluster.meta_read(tessera_api::command::MetaQuery::Security(query)).await?;
+    let tessera_api::security::SecurityQueryResult::Events { events, .. } =
+        crate::cluster::typed::pick(answer, crate::cluster::typed::shape!(tessera_api::command::MetaQueryResult::Security))?
+    else {
+        return Err(ApiError::Internal("unexpected security answer".into()));
+    };
+    let related: Vec<_> = events
+        .into_iter()
+        .filter(|e| (e.at_ms - i.detected_at_ms).abs() <= crate::incident_report::RELATED_WINDOW_MS)
+        .filter(|e| {
+            e.source_ip.as_ref().is_some_and(|ip| i.involved_ips.contains(ip))
+                || e.username.as_ref().is_some_and(|u| i.affected_subjects.contains(u))
+        })
+        .rev()
+        .collect();
+    let report = crate::incident_report::report(&i, &related, now_ms());
+    if format == "json" {
+        return Ok(Json(report).into_response());
+    }
+    let headers = [
+        (axum::http::header::CONTENT_TYPE, "application/pdf".to_string()),
+        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}-report.pdf\"", i.incident_id)),
+    ];
+    Ok((headers, crate::incident_report::pdf(&report)).into_response())
 }
 
 #[derive(Debug, Deserialize)]

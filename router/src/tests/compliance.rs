@@ -274,3 +274,31 @@ async fn security_events_record_failed_logins_refusals_and_alerts() {
     assert_eq!((brute["count"].clone(), brute["events"][0]["severity"].clone()), (json!(1), json!("critical")));
     router.get(&format!("{C}/security-events?limit=0")).await.expect(400);
 }
+
+/// An incident's report: JSON with the timeline, the notification duties and
+/// the failed logins that led to it; the same as a real PDF document.
+#[tokio::test]
+async fn an_incident_report_comes_as_json_and_as_pdf() {
+    let router = enabled_router().await;
+    for _ in 0..5 {
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
+    }
+    let id = router.get(&format!("{C}/breaches")).await.expect(200)["incidents"][0]["incident_id"].as_str().unwrap().to_string();
+    router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team"})).await.expect(200);
+    let report = router.get(&format!("{C}/breaches/{id}/report")).await.expect(200);
+    assert_eq!(report["report_id"], json!(format!("RPT-{id}")));
+    let events: Vec<&str> = report["timeline"].as_array().unwrap().iter().filter_map(|t| t["event"].as_str()).collect();
+    assert_eq!(events, ["detected", "acknowledged"], "{report}");
+    assert_eq!(report["notification"]["overdue"], json!(false));
+    let related = report["related_security_events"].as_array().unwrap();
+    assert_eq!(related.iter().filter(|e| e["event_type"] == "failed_login").count(), 5, "{report}");
+    router.get(&format!("{C}/breaches/{id}/report?format=xml")).await.expect(400);
+    router.get(&format!("{C}/breaches/inc-000000000099/report")).await.expect(404);
+
+    let (status, headers, body) = router.raw(axum::http::Method::GET, &format!("{C}/breaches/{id}/report?format=pdf")).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "application/pdf");
+    assert!(body.starts_with(b"%PDF-") && body.trim_ascii_end().ends_with(b"%%EOF"), "a PDF document");
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains(&format!("Breach incident report RPT-{id}")) && text.contains("brute_force_attack"), "the report's text is on the page");
+}

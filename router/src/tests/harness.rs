@@ -112,6 +112,16 @@ impl TestRouter {
         (status, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
     }
 
+    /// A GET's status, headers and raw body.
+    pub async fn raw(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+        let req = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.token));
+        let mut req = req.body(Body::empty()).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let resp = self.app.clone().oneshot(req).await.expect("infallible");
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        (status, headers, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
+    }
+
     pub async fn get(&self, path: &str) -> Answer {
         self.call(Method::GET, path, None).await
     }
