@@ -188,6 +188,7 @@ impl DataService for NodeService {
             disk_total_bytes: disk.1,
             memory_total_bytes: crate::host::machine_memory_bytes(),
             cert_not_after_ms: self.host.cert_not_after_ms,
+            encrypted_at_rest: self.host.store.encrypted(),
             addr: self.host.addr.clone(),
         }))
     }

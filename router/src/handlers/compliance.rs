@@ -57,9 +57,11 @@ pub fn routes() -> RouteTable {
         .post("/api/v1/gdpr/consent", P("write:compliance"), record_consent)
         .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
+        .get("/api/v1/admin/compliance/status", P("read:compliance"), super::compliance_reports::status)
+        .get("/api/v1/admin/compliance/soc2-report", P("read:compliance"), super::compliance_reports::soc2_report)
 }
 
-fn enabled(state: &AppState) -> Result<(), ApiError> {
+pub(super) fn enabled(state: &AppState) -> Result<(), ApiError> {
     if state.config.compliance.enabled {
         Ok(())
     } else {
@@ -104,7 +106,7 @@ async fn write(state: &AppState, op: ConsentOp) -> Result<Response, ApiError> {
     }
 }
 
-async fn read(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
+pub(super) async fn read(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Consent(q)).await? {
         MetaQueryResult::Consent(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),
@@ -417,7 +419,7 @@ async fn ccpa_opt_out(State(state): State<AppState>, caller: Caller, JsonBody(b)
     Ok(Json(json!({"success": true, "subject_id": b.subject_id, "opted_out": true, "opted_out_at": iso8601_ms(at)})))
 }
 
-async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
+pub(super) async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Audit(q)).await? {
         MetaQueryResult::Audit(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),
@@ -546,7 +548,7 @@ async fn classifications(State(state): State<AppState>, _caller: Caller, QueryPa
     Ok(Json(json!({"classifications": list.iter().map(classification_json).collect::<Vec<_>>(), "total_count": list.len()})))
 }
 
-async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
+pub(super) async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Incident(q)).await? {
         MetaQueryResult::Incident(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),

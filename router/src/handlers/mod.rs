@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod auth;
 pub mod compliance;
+pub mod compliance_reports;
 pub mod compress;
 pub mod document;
 pub mod graph;
