@@ -197,6 +197,9 @@ pub enum Query {
     TimeSeries(crate::timeseries::TsQuery),
     Stream(crate::stream::StreamQuery),
     Graph(crate::graph::GraphQuery),
+    /// A data subject's records in this group's key-value, document and graph
+    /// spaces (spec 02 export and erasure; SQL rows are found with SQL).
+    Subject(crate::compliance::SubjectRule),
 }
 
 /// Answers to [`Query`], one variant per data model.
@@ -211,6 +214,7 @@ pub enum QueryResult {
     TimeSeries(crate::timeseries::TsQueryResult),
     Stream(crate::stream::StreamQueryResult),
     Graph(crate::graph::GraphQueryResult),
+    Subject(Vec<crate::compliance::SubjectItem>),
     /// The query named something missing or was invalid; nothing was read.
     Rejected(crate::error::Rejection),
 }

@@ -341,3 +341,71 @@ pub enum IncidentAnswer {
     One(Option<Incident>),
     Stats(IncidentStats),
 }
+
+/// Fields (top-level JSON fields, document fields, graph node properties, SQL
+/// columns) that name a data subject unless configured otherwise
+/// (`compliance.subject_fields`).
+pub const DEFAULT_SUBJECT_FIELDS: [&str; 7] = ["subject_id", "user_id", "customer_id", "patient_id", "student_id", "email", "owner_id"];
+
+/// Which records belong to a data subject (spec 02 erasure and export):
+/// a key-value key equal to the subject id or holding it as a segment between
+/// `:` or `/` separators (`user:alice`, `users/alice/profile`); a JSON
+/// value, document, graph node or SQL row whose subject field equals it
+/// (a document's `_id` and a node's id too); the edges of such nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubjectRule {
+    pub subject_id: String,
+    pub fields: Vec<String>,
+}
+
+impl SubjectRule {
+    /// Whether key-value key `key` is the subject's.
+    pub fn matches_key(&self, key: &str) -> bool {
+        key == self.subject_id || key.split([':', '/']).any(|segment| segment == self.subject_id)
+    }
+
+    /// Whether `value` equals the subject id (a string, or a number written the same way).
+    pub fn is_subject(&self, value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::String(s) => *s == self.subject_id,
+            serde_json::Value::Number(n) => n.to_string() == self.subject_id,
+            _ => false,
+        }
+    }
+
+    /// Whether the JSON object `value` has a subject field equal to the subject id.
+    pub fn matches_object(&self, value: &serde_json::Value) -> bool {
+        value.as_object().is_some_and(|o| self.fields.iter().any(|f| o.get(f).is_some_and(|v| self.is_subject(v))))
+    }
+}
+
+/// One record of a data subject: where it is, its id there, its data and its stored size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubjectItem {
+    /// `kv`, `document`, `graph` or `sql`.
+    pub store: String,
+    /// The collection, graph, `database.table`, or the key-value store.
+    pub location: String,
+    pub item_id: String,
+    pub data: serde_json::Value,
+    pub bytes: u64,
+    /// When it was last written, where the store keeps it (for date ranges).
+    #[serde(default)]
+    pub at_ms: Option<i64>,
+}
+
+#[cfg(test)]
+mod subject_tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_objects_of_the_subject_match_and_others_do_not() {
+        let rule = SubjectRule { subject_id: "alice".into(), fields: vec!["user_id".into(), "email".into()] };
+        assert!(rule.matches_key("alice") && rule.matches_key("user:alice") && rule.matches_key("users/alice/profile"));
+        assert!(!rule.matches_key("alice2") && !rule.matches_key("malice:x") && !rule.matches_key("user:alicex"));
+        assert!(rule.matches_object(&serde_json::json!({"user_id": "alice", "n": 1})));
+        assert!(!rule.matches_object(&serde_json::json!({"owner": "alice"})), "not a subject field");
+        let numeric = SubjectRule { subject_id: "42".into(), fields: vec!["user_id".into()] };
+        assert!(numeric.matches_object(&serde_json::json!({"user_id": 42})));
+    }
+}

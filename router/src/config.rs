@@ -42,6 +42,10 @@ pub struct ComplianceSection {
     /// Key of the `X-Tessera-Signature: sha256=<hex HMAC-SHA256 of the body>`
     /// header (`SERVICE_BREACH_WEBHOOK_SECRET`).
     pub breach_webhook_secret: Option<String>,
+    /// Comma-separated fields, document fields, node properties and SQL
+    /// columns that name a data subject (erasure, export); empty: `subject_id`,
+    /// `user_id`, `customer_id`, `patient_id`, `student_id`, `email`, `owner_id`.
+    pub subject_fields: String,
 }
 
 /// When `GET /api/v1/admin/alerts` raises an alert (`alerts.*`; flat
@@ -399,6 +403,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("compliance_enabled", "compliance.enabled"),
     ("breach_webhook_url", "compliance.breach_webhook_url"),
     ("breach_webhook_secret", "compliance.breach_webhook_secret"),
+    ("compliance_subject_fields", "compliance.subject_fields"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
     ("dev_mode", "security.dev_mode"),

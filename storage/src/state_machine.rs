@@ -98,6 +98,12 @@ impl GroupReader {
             Query::TimeSeries(q) => answer(TimeSeriesEngine.query(ctx, q)?, QueryResult::TimeSeries),
             Query::Stream(q) => answer(StreamEngine.query(ctx, q)?, QueryResult::Stream),
             Query::Graph(q) => answer(GraphEngine.query(ctx, q)?, QueryResult::Graph),
+            Query::Subject(rule) => {
+                let mut items = crate::engine::kv::subject_items(&self.data.space(crate::engine::space::KV), rule, ctx.now_ms)?;
+                items.extend(crate::engine::document::subject_items(&self.data.space(crate::engine::space::DOCUMENT), rule)?);
+                items.extend(crate::engine::graph::subject_items(&self.data.space(crate::engine::space::GRAPH), rule)?);
+                QueryResult::Subject(items)
+            }
         })
     }
 

@@ -57,6 +57,10 @@ pub fn routes() -> RouteTable {
         .post("/api/v1/gdpr/consent", P("write:compliance"), record_consent)
         .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
+        .post(format!("{C}/export"), P("manage:compliance"), super::compliance_subject::export)
+        .get("/api/v1/gdpr/export", P("manage:compliance"), super::compliance_subject::export_get)
+        .get("/api/v1/gdpr/access", P("manage:compliance"), super::compliance_subject::export_get)
+        .get("/api/v1/ccpa/access", P("manage:compliance"), super::compliance_subject::export_get)
         .get("/api/v1/admin/compliance/status", P("read:compliance"), super::compliance_reports::status)
         .get("/api/v1/admin/compliance/soc2-report", P("read:compliance"), super::compliance_reports::soc2_report)
 }

@@ -505,6 +505,27 @@ fn index_candidates(view: &ReadView<'_>, coll: &str, field: &str, bound: &Bound)
     Ok(ids)
 }
 
+/// The documents of the data subject `rule` names (its `_id`, or a subject
+/// field): this engine's part of spec 02's export and erasure.
+pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    let mut items = Vec::new();
+    view.scan_prefix(b"d/", |k, v| {
+        let doc = decode_doc(v)?;
+        if doc.id == rule.subject_id || rule.matches_object(&doc.data) {
+            items.push(tessera_api::compliance::SubjectItem {
+                store: "document".into(),
+                location: doc.collection.clone(),
+                item_id: doc.id.clone(),
+                data: doc.data,
+                bytes: (k.len() + v.len()) as u64,
+                at_ms: Some(doc.updated_at_ms),
+            });
+        }
+        Ok(true)
+    })?;
+    Ok(items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,8 @@
 
 use std::collections::HashSet;
 
+use serde_json::Value;
+
 use tessera_api::command::Response;
 use tessera_api::error::{ErrorCode, Position, Rejection};
 use tessera_api::graph::{
@@ -386,6 +388,54 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<Answer<GraphQueryResult
 
 /// Stack of the thread a pattern query runs on.
 const QUERY_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// The graph nodes of the data subject `rule` names (its id, or a subject
+/// property) and every edge touching them: this engine's part of spec 02's
+/// export and erasure. Edges come after the nodes.
+pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    let mut nodes: Vec<(String, NodeRecord, u64)> = Vec::new();
+    view.scan_prefix(b"n/", |k, v| {
+        let rec: NodeRecord = serde_json::from_slice(v)?;
+        let props = Value::Object(rec.properties.clone());
+        if rec.id == rule.subject_id || rule.matches_object(&props) {
+            let graph = String::from_utf8_lossy(&k[2..k.len() - rec.id.len() - 1]).into_owned();
+            nodes.push((graph, rec, (k.len() + v.len()) as u64));
+        }
+        Ok(true)
+    })?;
+    let mut items = Vec::new();
+    let mut edges = Vec::new();
+    let mut seen = HashSet::new();
+    for (graph, rec, bytes) in &nodes {
+        let mut ids = incident(view, b"o/", graph, &rec.id)?;
+        ids.extend(incident(view, b"i/", graph, &rec.id)?);
+        for eid in ids {
+            if seen.insert((graph.clone(), eid.clone())) {
+                if let Some(e) = edge(view, graph, &eid)? {
+                    let raw = serde_json::to_vec(&e)?;
+                    edges.push(tessera_api::compliance::SubjectItem {
+                        store: "graph".into(),
+                        location: graph.clone(),
+                        item_id: format!("edge:{}", e.id),
+                        data: serde_json::json!({"kind": "edge", "from": e.from_node, "to": e.to_node, "label": e.label, "properties": e.properties}),
+                        bytes: (edge_key(graph, &e.id).len() + raw.len()) as u64,
+                        at_ms: Some(e.created_at_ms),
+                    });
+                }
+            }
+        }
+        items.push(tessera_api::compliance::SubjectItem {
+            store: "graph".into(),
+            location: graph.clone(),
+            item_id: format!("node:{}", rec.id),
+            data: serde_json::json!({"kind": "node", "label": rec.label, "properties": rec.properties}),
+            bytes: *bytes,
+            at_ms: Some(rec.created_at_ms),
+        });
+    }
+    items.extend(edges);
+    Ok(items)
+}
 
 #[cfg(test)]
 mod tests {

@@ -143,3 +143,24 @@ pub fn list_within(
 pub fn count(view: &ReadView<'_>, prefix: &str, now: i64) -> Result<u64> {
     Ok(list(view, prefix, 0, now)?.1)
 }
+
+/// The live entries of the data subject `rule` names (its key, or its
+/// subject field in the JSON value): this engine's part of spec 02's export and erasure.
+pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    let mut items = Vec::new();
+    view.scan_prefix(b"", |k, v| {
+        let entry = decode(v)?;
+        if entry.is_live(now) && (rule.matches_key(&entry.key) || rule.matches_object(&entry.value)) {
+            items.push(tessera_api::compliance::SubjectItem {
+                store: "kv".into(),
+                location: "kv".into(),
+                item_id: entry.key.clone(),
+                data: entry.value,
+                bytes: (k.len() + v.len()) as u64,
+                at_ms: Some(entry.updated_at_ms),
+            });
+        }
+        Ok(true)
+    })?;
+    Ok(items)
+}

@@ -1,0 +1,315 @@
+//! A data subject's records across the stores (spec 02): `POST
+//! /api/v1/compliance/export` (and `GET /api/v1/gdpr/export`,
+//! `/gdpr/access`, `/ccpa/access`). Each data group finds the subject's
+//! key-value entries, documents and graph nodes with their edges in one read
+//! (`Query::Subject`, one method per engine); SQL rows are found with SQL in
+//! every table of every database that has a subject column. The matching rule
+//! is [`tessera_api::compliance::SubjectRule`].
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_api::command::{Query, QueryResult};
+use tessera_api::compliance::{DEFAULT_SUBJECT_FIELDS, SubjectItem, SubjectRule};
+use tessera_api::http::iso8601_ms;
+use tessera_api::rpc::Consistency;
+use tessera_api::sql::{SqlQuery, SqlResult};
+
+use super::compliance::enabled;
+use crate::auth::Caller;
+use crate::cluster::typed::{self, Sql, shape};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `date_range` of a request: Unix milliseconds or RFC 3339 strings.
+#[derive(Debug, Default, Deserialize)]
+pub struct DateRange {
+    start: Option<Value>,
+    end: Option<Value>,
+}
+
+/// `scope` of a request (spec 02 "Erasure scope").
+#[derive(Debug, Default, Deserialize)]
+pub struct Scope {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    collections: Vec<String>,
+}
+
+/// The body of an export (the alternate shape's names accepted).
+#[derive(Debug, Default, Deserialize)]
+pub struct ExportRequest {
+    subject_id: Option<String>,
+    subject_identifier: Option<String>,
+    consumer_id: Option<String>,
+    format: Option<String>,
+    date_range: Option<DateRange>,
+    scope: Option<Scope>,
+    include_metadata: Option<bool>,
+}
+
+impl ExportRequest {
+    fn subject(&self) -> Result<String, ApiError> {
+        let id = self.subject_id.clone().or_else(|| self.subject_identifier.clone()).or_else(|| self.consumer_id.clone());
+        match id {
+            Some(id) if !id.trim().is_empty() && id.len() <= 256 => Ok(id),
+            _ => Err(ApiError::BadRequest("subject_id is required (1 to 256 characters)".into())),
+        }
+    }
+}
+
+/// A time bound: Unix milliseconds, or an RFC 3339 / `YYYY-MM-DD` string.
+fn bound(v: &Option<Value>, name: &str) -> Result<Option<i64>, ApiError> {
+    let bad = || ApiError::BadRequest(format!("date_range.{name} must be Unix milliseconds or an RFC 3339 date"));
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(bad),
+        Some(Value::String(s)) => {
+            if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+                return Ok(Some(t.timestamp_millis()));
+            }
+            let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| bad())?;
+            Ok(Some(day.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc().timestamp_millis()))
+        }
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Which stores and places a request covers.
+pub struct Coverage {
+    collections: Option<Vec<String>>,
+    from_ms: Option<i64>,
+    to_ms: Option<i64>,
+}
+
+impl Coverage {
+    fn of(scope: Option<&Scope>, range: Option<&DateRange>) -> Result<Coverage, ApiError> {
+        let collections = match scope.and_then(|s| s.kind.as_deref()) {
+            None | Some("all") | Some("exclude_audit_logs") => None,
+            Some("specific_collections") => {
+                let c = scope.map(|s| s.collections.clone()).unwrap_or_default();
+                if c.is_empty() {
+                    return Err(ApiError::BadRequest("scope.collections must name at least one collection".into()));
+                }
+                Some(c)
+            }
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "scope.type must be all, specific_collections or exclude_audit_logs, not {other:?}"
+                )));
+            }
+        };
+        let (from_ms, to_ms) = match range {
+            Some(r) => (bound(&r.start, "start")?, bound(&r.end, "end")?),
+            None => (None, None),
+        };
+        Ok(Coverage { collections, from_ms, to_ms })
+    }
+
+    /// Whether `item` is covered: its place is named (a collection, graph,
+    /// `database.table` or `database`, or `kv`), and it was written in the range.
+    fn covers(&self, item: &SubjectItem) -> bool {
+        let placed = self.collections.as_ref().is_none_or(|names| {
+            names.iter().any(|n| *n == item.location || *n == item.store || item.location.split('.').next() == Some(n.as_str()))
+        });
+        let timed = item.at_ms.is_none_or(|at| self.from_ms.is_none_or(|f| at >= f) && self.to_ms.is_none_or(|t| at <= t));
+        placed && timed
+    }
+}
+
+/// The subject rule of this router's configuration.
+pub fn rule(state: &AppState, subject_id: &str) -> SubjectRule {
+    let configured: Vec<String> =
+        state.config.compliance.subject_fields.split(',').map(str::trim).filter(|f| !f.is_empty()).map(str::to_string).collect();
+    let fields = if configured.is_empty() { DEFAULT_SUBJECT_FIELDS.iter().map(|f| f.to_string()).collect() } else { configured };
+    SubjectRule { subject_id: subject_id.to_string(), fields }
+}
+
+/// Every record of the subject in every store and group, as of a quorum read of each.
+pub async fn find(state: &AppState, rule: &SubjectRule) -> Result<Vec<SubjectItem>, ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let query = Query::Subject(rule.clone());
+    let reads = groups.iter().map(|&g| state.cluster.read(g, &query, Consistency::Quorum, None));
+    let mut items = Vec::new();
+    for served in futures::future::try_join_all(reads).await? {
+        match served.value {
+            QueryResult::Subject(found) => items.extend(found),
+            QueryResult::Rejected(r) => return Err(r.into()),
+            other => return Err(ApiError::unexpected(other)),
+        }
+    }
+    items.extend(sql_rows(state, rule, &groups).await?);
+    Ok(items)
+}
+
+/// The subject's SQL rows: in every table of every database, the rows whose
+/// subject column (a column named as a subject field) equals the subject id.
+async fn sql_rows(state: &AppState, rule: &SubjectRule, groups: &[u64]) -> Result<Vec<SubjectItem>, ApiError> {
+    let mut databases: Vec<(u64, String)> = Vec::new();
+    for (group, answer) in typed::ask_each::<Sql>(&*state.cluster, groups, &SqlQuery::ListDatabases, Consistency::Quorum, None).await? {
+        if let Ok(SqlResult::Catalog(Value::Array(list))) = answer {
+            databases.extend(list.into_iter().filter_map(|v| v.as_str().map(|d| (group, d.to_string()))));
+        }
+    }
+    let mut items = Vec::new();
+    for (group, database) in databases {
+        let q = SqlQuery::ListTables { database: database.clone() };
+        let tables = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, shape!(SqlResult::Catalog))?;
+        for table in tables.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()) {
+            let q = SqlQuery::DescribeTable { database: database.clone(), name: table.to_string() };
+            let schema = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, shape!(SqlResult::Catalog))?;
+            let columns: Vec<String> = schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
+            let subject_columns: Vec<&String> = columns.iter().filter(|c| rule.fields.iter().any(|f| f.eq_ignore_ascii_case(c))).collect();
+            if subject_columns.is_empty() {
+                continue;
+            }
+            let condition: Vec<String> = subject_columns.iter().map(|c| format!("CAST(\"{c}\" AS TEXT) = $1")).collect();
+            let sql = format!("SELECT * FROM \"{table}\" WHERE {}", condition.join(" OR "));
+            let q = SqlQuery::Execute {
+                database: database.clone(),
+                sql,
+                params: vec![json!(rule.subject_id)],
+                max_result_rows: state.config.query_limits.max_result_rows,
+                timeout_ms: state.config.query_limits.query_timeout_secs.saturating_mul(1000),
+                max_memory_mb: state.config.query_limits.max_memory_mb,
+            };
+            let answer = typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value;
+            let SqlResult::Rows(rows) = answer else { continue };
+            for row in rows.rows {
+                let data: serde_json::Map<String, Value> = rows.columns.iter().cloned().zip(row.iter().cloned()).collect();
+                let item_id = row.first().map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
+                let bytes = serde_json::to_vec(&data).map(|b| b.len() as u64).unwrap_or(0);
+                items.push(SubjectItem {
+                    store: "sql".into(),
+                    location: format!("{database}.{table}"),
+                    item_id,
+                    data: Value::Object(data),
+                    bytes,
+                    at_ms: None,
+                });
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// A short random suffix of ids.
+fn random_suffix() -> String {
+    crate::auth::new_id()[..8].to_uppercase()
+}
+
+/// `YYYYMMDDHHMMSS` of `ms`.
+pub fn compact_timestamp(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map(|t| t.format("%Y%m%d%H%M%S").to_string()).unwrap_or_default()
+}
+
+/// `POST /api/v1/compliance/export {subject_id, format: json|csv|xml, date_range, scope}`
+/// (admin only): every record of the subject in the key-value, document, SQL
+/// and graph stores, as `{success, export_id: EXP-<ts>-<8>, subject_id, format,
+/// generated_at, total_items, data: {subject_id, kv, document, sql, graph}}`
+/// with items `{location, item_id, data}` (and classification metadata of SQL
+/// columns when `include_metadata`, on by default); `csv` and `xml` answer the
+/// same items as a file.
+pub async fn export(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Response, ApiError> {
+    enabled(&state)?;
+    let req: ExportRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        ExportRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))?
+    };
+    run_export(&state, req).await
+}
+
+/// `GET /api/v1/gdpr/export?subject_id=&format=`, `/gdpr/access`, `/ccpa/access?consumer_id=`.
+pub async fn export_get(
+    State(state): State<AppState>,
+    _caller: Caller,
+    super::QueryParams(q): super::QueryParams<std::collections::HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    enabled(&state)?;
+    let req = ExportRequest {
+        subject_id: q.get("subject_id").cloned(),
+        consumer_id: q.get("consumer_id").cloned(),
+        format: q.get("format").cloned(),
+        ..ExportRequest::default()
+    };
+    run_export(&state, req).await
+}
+
+async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, ApiError> {
+    let subject = req.subject()?;
+    let format = req.format.clone().unwrap_or_else(|| "json".into());
+    if !["json", "csv", "xml"].contains(&format.as_str()) {
+        return Err(ApiError::BadRequest(format!("format must be json, csv or xml, not {format:?}")));
+    }
+    let coverage = Coverage::of(req.scope.as_ref(), req.date_range.as_ref())?;
+    let rule = rule(state, &subject);
+    let items: Vec<SubjectItem> = find(state, &rule).await?.into_iter().filter(|i| coverage.covers(i)).collect();
+    let now = tessera_api::command::now_ms();
+    let export_id = format!("EXP-{}-{}", compact_timestamp(now), random_suffix());
+    let classifications = if req.include_metadata.unwrap_or(true) { classifications(state).await? } else { Vec::new() };
+    let item_json = |i: &SubjectItem| {
+        let mut v = json!({"location": i.location, "item_id": i.item_id, "data": i.data});
+        if i.store == "sql" {
+            let table = i.location.split_once('.').map_or(i.location.as_str(), |(_, t)| t);
+            let meta: Vec<&Value> = classifications.iter().filter(|c| c["table"] == table).collect();
+            if !meta.is_empty() {
+                v["classification"] = json!(meta);
+            }
+        }
+        v
+    };
+    let by_store = |store: &str| items.iter().filter(|i| i.store == store).map(item_json).collect::<Vec<_>>();
+    tracing::info!(subject = %subject, export_id, items = items.len(), "data subject export");
+    match format.as_str() {
+        "csv" => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(["store", "location", "item_id", "data"]).map_err(|e| ApiError::Internal(e.to_string()))?;
+            for i in &items {
+                w.write_record([i.store.as_str(), &i.location, &i.item_id, &i.data.to_string()]).map_err(|e| ApiError::Internal(e.to_string()))?;
+            }
+            let bytes = w.into_inner().map_err(|e| ApiError::Internal(e.to_string()))?;
+            Ok(file(&export_id, "csv", "text/csv", bytes))
+        }
+        "xml" => {
+            let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+            let mut x = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<export id=\"{}\" subject_id=\"{}\" generated_at=\"{}\">\n", esc(&export_id), esc(&subject), iso8601_ms(now));
+            for i in &items {
+                x.push_str(&format!(
+                    "  <item store=\"{}\" location=\"{}\" item_id=\"{}\">{}</item>\n",
+                    esc(&i.store), esc(&i.location), esc(&i.item_id), esc(&i.data.to_string())
+                ));
+            }
+            x.push_str("</export>\n");
+            Ok(file(&export_id, "xml", "application/xml", x.into_bytes()))
+        }
+        _ => Ok(Json(json!({
+            "success": true, "export_id": export_id, "subject_id": subject, "format": "json",
+            "generated_at": iso8601_ms(now), "total_items": items.len(),
+            "size_bytes": items.iter().map(|i| i.bytes).sum::<u64>(), "record_count": items.len(),
+            "data": {"subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph")},
+        }))
+        .into_response()),
+    }
+}
+
+/// Every column classification, as `GET /api/v1/compliance/classifications` lists them.
+async fn classifications(state: &AppState) -> Result<Vec<Value>, ApiError> {
+    use tessera_api::command::{MetaQuery, MetaQueryResult};
+    match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
+        MetaQueryResult::Classifications(list) => Ok(list.iter().map(|c| serde_json::to_value(c).unwrap_or(Value::Null)).collect()),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// A downloadable answer.
+fn file(id: &str, ext: &str, content_type: &str, bytes: Vec<u8>) -> Response {
+    let headers = [
+        (axum::http::header::CONTENT_TYPE, content_type.to_string()),
+        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{id}.{ext}\"")),
+    ];
+    (headers, bytes).into_response()
+}
