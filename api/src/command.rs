@@ -24,6 +24,9 @@ pub enum Operation {
     SqlImport(crate::import::SqlImportOp),
     /// Range sharding: split the group's key-value range (see [`SplitOp`]).
     Split(SplitOp),
+    /// Erase a data subject's key-value entries, documents and graph nodes
+    /// (with their edges) in this group, in one apply (spec 02 erasure).
+    EraseSubject(crate::compliance::EraseSubjectOp),
 }
 
 /// Splits a group's key-value range at `at`: the keys from `at` to the end of
@@ -153,6 +156,11 @@ pub enum MetaOp {
     Classify(crate::compliance::ClassifyOp),
     /// Move a breach incident through its states, or clean old ones up.
     Incident(crate::compliance::IncidentOp),
+    /// Record the cluster's certificate-signing key (an Ed25519 seed the
+    /// proposer drew), unless one exists (`Applied(false)` then).
+    EnsureSigningKey { seed_b64: String },
+    /// Store a signed deletion certificate under its id.
+    RecordCertificate { id: String, certificate: serde_json::Value },
 }
 
 /// The result of applying a command.
@@ -183,6 +191,8 @@ pub enum Response {
     Consent(Vec<crate::compliance::ConsentRecord>),
     /// A breach incident after a state change.
     Incident(crate::compliance::Incident),
+    /// What an erasure removed in one group: its items and their stored bytes.
+    SubjectErased { items: Vec<crate::compliance::SubjectItem> },
 }
 
 /// Reads a group answers, one variant per data model.
@@ -273,6 +283,11 @@ pub enum MetaQuery {
     Activities { limit: usize, kind: Option<String> },
     /// Every router's published request figures.
     RouterStats,
+    /// The certificate-signing key's seed (base64), if recorded.
+    SigningKey,
+    /// Deletion certificates, oldest first, issued in `[from_ms, to_ms]`.
+    Certificates { from_ms: Option<i64>, to_ms: Option<i64> },
+    Certificate { id: String },
     /// Consent records, history, statistics and the do-not-sell list.
     Consent(crate::compliance::ConsentQuery),
     /// The audit trail.
@@ -301,6 +316,9 @@ pub enum MetaQueryResult {
     VaultAudit(Vec<crate::meta::VaultAuditRecord>),
     Activities(Vec<crate::meta::ActivityRecord>),
     RouterStats(Vec<crate::meta::RouterStatsRecord>),
+    SigningKey(Option<String>),
+    Certificates(Vec<serde_json::Value>),
+    Certificate(Option<serde_json::Value>),
     Consent(crate::compliance::ConsentAnswer),
     Audit(crate::compliance::AuditAnswer),
     Classifications(Vec<crate::compliance::ColumnClassification>),

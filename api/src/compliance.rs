@@ -394,6 +394,23 @@ pub struct SubjectItem {
     pub at_ms: Option<i64>,
 }
 
+/// Erase a data subject in one group (see [`crate::command::Operation::EraseSubject`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EraseSubjectOp {
+    pub rule: SubjectRule,
+    /// Only these places (collections, graphs, `kv`); `None`: every one.
+    pub locations: Option<Vec<String>>,
+    /// Compact the erased spaces once the apply is written, so the bytes leave the data files.
+    pub secure_erase: bool,
+}
+
+impl EraseSubjectOp {
+    /// Whether `item` is in the places the erasure covers.
+    pub fn covers(&self, item: &SubjectItem) -> bool {
+        self.locations.as_ref().is_none_or(|l| l.iter().any(|n| *n == item.location || *n == item.store))
+    }
+}
+
 #[cfg(test)]
 mod subject_tests {
     use super::*;

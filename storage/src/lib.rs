@@ -8,6 +8,7 @@
 
 pub use tessera_crypt as crypt;
 pub mod crash_point;
+pub mod subject;
 pub mod dedup;
 pub mod engine;
 pub mod error;

@@ -98,12 +98,7 @@ impl GroupReader {
             Query::TimeSeries(q) => answer(TimeSeriesEngine.query(ctx, q)?, QueryResult::TimeSeries),
             Query::Stream(q) => answer(StreamEngine.query(ctx, q)?, QueryResult::Stream),
             Query::Graph(q) => answer(GraphEngine.query(ctx, q)?, QueryResult::Graph),
-            Query::Subject(rule) => {
-                let mut items = crate::engine::kv::subject_items(&self.data.space(crate::engine::space::KV), rule, ctx.now_ms)?;
-                items.extend(crate::engine::document::subject_items(&self.data.space(crate::engine::space::DOCUMENT), rule)?);
-                items.extend(crate::engine::graph::subject_items(&self.data.space(crate::engine::space::GRAPH), rule)?);
-                QueryResult::Subject(items)
-            }
+            Query::Subject(rule) => QueryResult::Subject(crate::subject::find(&self.data, rule, ctx.now_ms)?),
         })
     }
 
@@ -322,6 +317,7 @@ impl StateMachine {
                 None => with(KvEngine, db, group, batch, now, op),
             },
             Operation::Split(op) => crate::range::apply_split(&self.data, batch, now, op),
+            Operation::EraseSubject(op) => crate::subject::erase(&self.data, db, batch, now, op),
             Operation::Meta(op) => with(MetaEngine, db, group, batch, now, op),
             Operation::Object(op) => with(ObjectEngine, db, group, batch, now, op),
             Operation::Document(op) => with(DocumentEngine, db, group, batch, now, op),

@@ -51,6 +51,13 @@ pub struct ExportRequest {
     include_metadata: Option<bool>,
 }
 
+impl Scope {
+    /// `scope.type`, if given.
+    pub fn kind_name(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
+}
+
 impl ExportRequest {
     fn subject(&self) -> Result<String, ApiError> {
         let id = self.subject_id.clone().or_else(|| self.subject_identifier.clone()).or_else(|| self.consumer_id.clone());
@@ -80,13 +87,13 @@ fn bound(v: &Option<Value>, name: &str) -> Result<Option<i64>, ApiError> {
 
 /// Which stores and places a request covers.
 pub struct Coverage {
-    collections: Option<Vec<String>>,
+    pub collections: Option<Vec<String>>,
     from_ms: Option<i64>,
     to_ms: Option<i64>,
 }
 
 impl Coverage {
-    fn of(scope: Option<&Scope>, range: Option<&DateRange>) -> Result<Coverage, ApiError> {
+    pub fn of(scope: Option<&Scope>, range: Option<&DateRange>) -> Result<Coverage, ApiError> {
         let collections = match scope.and_then(|s| s.kind.as_deref()) {
             None | Some("all") | Some("exclude_audit_logs") => None,
             Some("specific_collections") => {
@@ -111,7 +118,7 @@ impl Coverage {
 
     /// Whether `item` is covered: its place is named (a collection, graph,
     /// `database.table` or `database`, or `kv`), and it was written in the range.
-    fn covers(&self, item: &SubjectItem) -> bool {
+    pub fn covers(&self, item: &SubjectItem) -> bool {
         let placed = self.collections.as_ref().is_none_or(|names| {
             names.iter().any(|n| *n == item.location || *n == item.store || item.location.split('.').next() == Some(n.as_str()))
         });
@@ -147,7 +154,7 @@ pub async fn find(state: &AppState, rule: &SubjectRule) -> Result<Vec<SubjectIte
 
 /// The subject's SQL rows: in every table of every database, the rows whose
 /// subject column (a column named as a subject field) equals the subject id.
-async fn sql_rows(state: &AppState, rule: &SubjectRule, groups: &[u64]) -> Result<Vec<SubjectItem>, ApiError> {
+pub async fn sql_rows(state: &AppState, rule: &SubjectRule, groups: &[u64]) -> Result<Vec<SubjectItem>, ApiError> {
     let mut databases: Vec<(u64, String)> = Vec::new();
     for (group, answer) in typed::ask_each::<Sql>(&*state.cluster, groups, &SqlQuery::ListDatabases, Consistency::Quorum, None).await? {
         if let Ok(SqlResult::Catalog(Value::Array(list))) = answer {

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod auth;
 pub mod compliance;
 pub mod compliance_reports;
+pub mod compliance_erasure;
 pub mod compliance_subject;
 pub mod compress;
 pub mod document;

@@ -380,3 +380,59 @@ async fn an_export_finds_the_subject_in_every_store() {
     router.post(&format!("{C}/export"), &json!({"format": "json"})).await.expect(400);
     router.post(&format!("{C}/export"), &json!({"subject_id": "alice", "format": "yaml"})).await.expect(400);
 }
+
+/// Erasure removes the subject from every store and nobody else; the
+/// deletion certificate is signed with the cluster's Ed25519 key, listed,
+/// verifies (also with the public key alone), and fails once altered.
+#[tokio::test]
+async fn erasure_removes_the_subject_everywhere_and_certifies_it() {
+    use base64::Engine as _;
+    let router = enabled_router().await;
+    seed_subjects(&router).await;
+    let body = json!({"subject_id": "alice", "requestor": "dpo@example.com", "reason": "GDPR art. 17 request", "scope": {"type": "all"}, "secure_erase": true});
+    let erased = router.call(axum::http::Method::DELETE, &format!("{C}/data-subject/alice"), Some(&body)).await.expect(200);
+    let cert = erased["certificate"].clone();
+    let id = cert["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("DEL-") && id.ends_with("-alice") && id.len() == "DEL-20261127081500-alice".len(), "{cert}");
+    assert_eq!((cert["total_items"].clone(), cert["secure_erase_performed"].clone()), (json!(9), json!(true)), "{cert}");
+    assert_eq!(cert["items_by_store"], json!({"kv": 2, "document": 2, "sql": 3, "graph": 2}));
+    assert!(cert["total_bytes"].as_u64().unwrap() > 0 && cert["verification_hash"].as_str().unwrap().len() == 64);
+
+    // Nothing of alice is left; bob's records are untouched, indexes included.
+    let after = router.post(&format!("{C}/export"), &json!({"subject_id": "alice"})).await.expect(200);
+    assert_eq!(after["total_items"], 0, "{after}");
+    let bob = router.post(&format!("{C}/export"), &json!({"subject_id": "bob"})).await.expect(200);
+    assert_eq!(bob["total_items"], 4, "user:bob, p3, accounts row 2, node bob (its edge went with alice): {bob}");
+    let found = router.post("/api/v1/documents/collections/profiles/query", &json!({"filter": {"email": "bob"}})).await.expect(200);
+    assert_eq!(found["documents"].as_array().map(Vec::len), Some(1), "{found}");
+    let rows = router.post("/api/v1/query", &json!({"sql": "SELECT id FROM accounts ORDER BY id"})).await.expect(200);
+    assert_eq!(rows["data"]["rows"], json!([[2]]));
+
+    // Listed, read and verified; the public key alone verifies it too.
+    let list = router.get(&format!("{C}/certificates")).await.expect(200);
+    assert_eq!(list["total_count"], 1);
+    assert_eq!(router.get(&format!("{C}/certificates/{id}")).await.expect(200)["signature"], cert["signature"]);
+    let verified = router.get(&format!("{C}/certificates/{id}/verify")).await.expect(200);
+    assert_eq!(verified["valid"], json!(true), "{verified}");
+    let key = router.get(&format!("{C}/certificates/public-key")).await.expect(200);
+    assert!(key["public_key_pem"].as_str().unwrap().starts_with("-----BEGIN PUBLIC KEY-----"));
+    let pk: [u8; 32] = base64::engine::general_purpose::STANDARD.decode(key["public_key"].as_str().unwrap()).unwrap().try_into().unwrap();
+    let pk = ed25519_dalek::VerifyingKey::from_bytes(&pk).unwrap();
+    assert!(crate::handlers::compliance_erasure::check(&cert, &pk).0, "offline verification");
+
+    // An altered certificate fails.
+    let mut forged = cert.clone();
+    forged["total_items"] = json!(1);
+    let stored_key = format!("cert/r/{id}");
+    router.cluster.store().overwrite_record(tessera_api::META_GROUP, 2, stored_key.as_bytes(), &serde_json::to_vec(&forged).unwrap()).unwrap();
+    let broken = router.get(&format!("{C}/certificates/{id}/verify")).await.expect(200);
+    assert_eq!(broken["valid"], json!(false), "{broken}");
+    router.get(&format!("{C}/certificates/DEL-none/verify")).await.expect(404);
+
+    // The GDPR alias takes the subject in the body; a mismatch is refused.
+    router.call(axum::http::Method::DELETE, &format!("{C}/data-subject/bob"), Some(&json!({"subject_id": "carol"}))).await.expect(400);
+    let bob_erased = router.call(axum::http::Method::DELETE, "/api/v1/gdpr/erasure", Some(&json!({"subject_id": "bob"}))).await.expect(200);
+    assert_eq!(bob_erased["certificate"]["total_items"], 4, "{bob_erased}");
+    let trail = router.get(&format!("{C}/audit/alice")).await.expect(200);
+    assert!(trail["entries"].as_array().unwrap().iter().any(|e| e["event_type"] == "data_erased"), "{trail}");
+}

@@ -87,6 +87,23 @@ impl Engine for MetaEngine {
                 })?;
                 MetaQueryResult::RouterStats(all)
             }
+            MetaQuery::SigningKey => MetaQueryResult::SigningKey(meta.get(SIGNING_KEY)?.map(|v| String::from_utf8_lossy(&v).into_owned())),
+            MetaQuery::Certificates { from_ms, to_ms } => {
+                let mut all: Vec<serde_json::Value> = Vec::new();
+                meta.scan_prefix(CERT_PREFIX, |_, v| {
+                    let cert: serde_json::Value = serde_json::from_slice(v)?;
+                    let at = cert["issued_at_ms"].as_i64().unwrap_or(0);
+                    if from_ms.is_none_or(|f| at >= f) && to_ms.is_none_or(|t| at <= t) {
+                        all.push(cert);
+                    }
+                    Ok(true)
+                })?;
+                all.sort_by_key(|c| c["issued_at_ms"].as_i64().unwrap_or(0));
+                MetaQueryResult::Certificates(all)
+            }
+            MetaQuery::Certificate { id } => MetaQueryResult::Certificate(
+                meta.get(&[CERT_PREFIX, id.as_bytes()].concat())?.map(|v| serde_json::from_slice(&v)).transpose()?,
+            ),
             MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
         }))
     }
@@ -128,6 +145,21 @@ impl Engine for MetaEngine {
                 map.nodes.iter_mut().filter(|n| n.id == *node).for_each(|n| n.state = *state);
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::EnsureSigningKey { seed_b64 } => {
+                if tx.view().get(SIGNING_KEY)?.is_some() {
+                    return Ok(Response::Applied(false));
+                }
+                tx.put(SIGNING_KEY, seed_b64.as_bytes());
+                Ok(Response::Applied(true))
+            }
+            MetaOp::RecordCertificate { id, certificate } => {
+                let key = [CERT_PREFIX, id.as_bytes()].concat();
+                if tx.view().get(&key)?.is_some() {
+                    return reject(ErrorCode::Conflict, format!("certificate {id} exists already"));
+                }
+                tx.put(&key, &serde_json::to_vec(certificate)?);
                 Ok(Response::Applied(true))
             }
             MetaOp::PutRouterStats(record) => {
@@ -461,6 +493,10 @@ const VAULT_EPOCH: &[u8] = b"vault/epoch";
 const VAULT_AUDIT_COUNT: &[u8] = b"vault/acount";
 const ACTIVITY_COUNT: &[u8] = b"activity/count";
 const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
+/// The Ed25519 seed (base64) deletion certificates are signed with.
+const SIGNING_KEY: &[u8] = b"cert/key";
+/// `cert/r/<id>` → a signed deletion certificate (JSON).
+const CERT_PREFIX: &[u8] = b"cert/r/";
 /// `routerstats/<router>` → that router's published request figures.
 const ROUTER_STATS_PREFIX: &[u8] = b"routerstats/";
 /// Figures not published again within an hour (a router gone) are dropped.

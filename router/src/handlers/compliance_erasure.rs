@@ -1,0 +1,331 @@
+//! Right to erasure (spec 02): `DELETE /api/v1/compliance/data-subject/{id}`
+//! (and `DELETE /api/v1/gdpr/erasure`, `/ccpa/delete`) erases a data subject's
+//! key-value entries, documents, graph nodes with their edges (one command per
+//! data group, applied atomically there) and SQL rows (one `DELETE` per table
+//! with a subject column), then issues a deletion certificate signed with the
+//! cluster's Ed25519 key, kept in the meta group; certificates are listed,
+//! read and verified.
+//!
+//! Every step finds what is left, so an erasure that failed midway (a group
+//! without a leader) answers 503 naming what is pending and nothing is
+//! certified; the same request again finishes it and certifies the whole.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use ed25519_dalek::{Signer, SigningKey, Verifier, VerifyingKey};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Operation, Response};
+use tessera_api::compliance::{AuditEvent, EraseSubjectOp, SubjectItem};
+use tessera_api::http::iso8601_ms;
+use tessera_api::rpc::Consistency;
+use tessera_api::sql::SqlOp;
+
+use super::QueryParams;
+use super::compliance::enabled;
+use super::compliance_subject::{Coverage, Scope, compact_timestamp, rule, sql_rows};
+use crate::auth::Caller;
+use crate::cluster::typed::{self, Sql};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The body of an erasure (the path's id is the subject; `subject_identifier`
+/// and `consumer_id` are accepted for `subject_id`).
+#[derive(Debug, Default, Deserialize)]
+pub struct EraseRequest {
+    subject_id: Option<String>,
+    subject_identifier: Option<String>,
+    consumer_id: Option<String>,
+    requestor: Option<String>,
+    reason: Option<String>,
+    scope: Option<Scope>,
+    #[serde(default)]
+    secure_erase: bool,
+}
+
+/// `DELETE /api/v1/compliance/data-subject/{id}` (admin only).
+pub async fn erase(State(state): State<AppState>, caller: Caller, Path(id): Path<String>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let req: EraseRequest = parse(&body)?;
+    if let Some(named) = req.subject_id.as_ref().or(req.subject_identifier.as_ref()).or(req.consumer_id.as_ref())
+        && *named != id
+    {
+        return Err(ApiError::BadRequest(format!("the body names subject {named:?}, the path {id:?}")));
+    }
+    run(&state, &caller, id, req).await
+}
+
+/// `DELETE /api/v1/gdpr/erasure`, `/api/v1/ccpa/delete` with the subject in the body.
+pub async fn erase_by_body(State(state): State<AppState>, caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let req: EraseRequest = parse(&body)?;
+    let id = req.subject_id.clone().or_else(|| req.subject_identifier.clone()).or_else(|| req.consumer_id.clone());
+    let id = id.ok_or_else(|| ApiError::BadRequest("subject_id (or consumer_id) is required".into()))?;
+    run(&state, &caller, id, req).await
+}
+
+fn parse(body: &[u8]) -> Result<EraseRequest, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(EraseRequest::default());
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))
+}
+
+async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseRequest) -> Result<Json<Value>, ApiError> {
+    if subject.trim().is_empty() || subject.len() > 256 {
+        return Err(ApiError::BadRequest("the subject id is 1 to 256 characters".into()));
+    }
+    let scope_kind = req.scope.as_ref().and_then(|s| s.kind_name()).unwrap_or("all").to_string();
+    let coverage = Coverage::of(req.scope.as_ref(), None)?;
+    let rule = rule(state, &subject);
+    let op = Operation::EraseSubject(EraseSubjectOp { rule: rule.clone(), locations: coverage.collections.clone(), secure_erase: req.secure_erase });
+
+    // Key-value, documents, graphs: one command per data group.
+    let groups = state.cluster.data_groups()?;
+    let op = &op;
+    let writes = groups.iter().map(|&g| async move { (g, state.cluster.write(g, op, Consistency::Quorum).await) });
+    let mut erased: Vec<SubjectItem> = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for (group, outcome) in futures::future::join_all(writes).await {
+        match outcome.map(|s| s.value) {
+            Ok(Response::SubjectErased { items }) => erased.extend(items),
+            Ok(Response::Rejected(r)) => pending.push(format!("group {group}: {}", r.message)),
+            Ok(other) => pending.push(format!("group {group}: unexpected answer {other:?}")),
+            Err(e) => pending.push(format!("group {group}: {e}")),
+        }
+    }
+    // SQL rows: one DELETE per table holding some, then VACUUM for a secure erase.
+    let rows: Vec<SubjectItem> = sql_rows(state, &rule, &groups).await?.into_iter().filter(|i| coverage.covers(i)).collect();
+    let mut tables: Vec<String> = rows.iter().map(|r| r.location.clone()).collect();
+    tables.dedup();
+    for location in &tables {
+        let Some((database, table)) = location.split_once('.') else { continue };
+        if let Err(e) = delete_rows(state, database, table, &rule).await {
+            pending.push(format!("table {location}: {e}"));
+            continue;
+        }
+        erased.extend(rows.iter().filter(|r| r.location == *location).cloned());
+    }
+    if !pending.is_empty() {
+        tracing::warn!(subject = %subject, ?pending, "erasure incomplete");
+        return Err(ApiError::Unavailable(format!(
+            "erasure of subject {subject} is incomplete: {} items erased so far, pending: {}; send the same request again to finish it (no certificate is issued until every store confirmed)",
+            erased.len(),
+            pending.join("; ")
+        )));
+    }
+
+    let key = signing_key(state).await?;
+    let now = tessera_api::command::now_ms();
+    let first8: String = subject.chars().take(8).collect();
+    let cert_id = format!("DEL-{}-{first8}", compact_timestamp(now));
+    let total_bytes: u64 = erased.iter().map(|i| i.bytes).sum();
+    let count = |store: &str| erased.iter().filter(|i| i.store == store).count();
+    let mut affected: Vec<String> = erased.iter().map(|i| format!("{}:{}", i.store, i.location)).collect();
+    affected.sort();
+    affected.dedup();
+    let mut certificate = json!({
+        "id": cert_id, "certificate_id": cert_id, "subject_id": subject, "subject_identifier": subject,
+        "timestamp": iso8601_ms(now), "deleted_at": iso8601_ms(now), "issued_at_ms": now,
+        "total_items": erased.len(), "records_deleted": erased.len(), "total_bytes": total_bytes,
+        "items_by_store": {"kv": count("kv"), "document": count("document"), "sql": count("sql"), "graph": count("graph")},
+        "tables_affected": affected,
+        "verification_hash": verification_hash(&subject, &erased),
+        "verified_by": state.router_name, "deleted_by": req.requestor.clone().unwrap_or_else(|| actor(caller)),
+        "requestor": req.requestor, "reason": req.reason, "scope": scope_kind,
+        "secure_erase_performed": req.secure_erase,
+        "signature_algorithm": "Ed25519",
+        "public_key": B64.encode(key.verifying_key().to_bytes()),
+    });
+    let signature = key.sign(&canonical(&certificate));
+    certificate["signature"] = json!(B64.encode(signature.to_bytes()));
+    match state.cluster.meta_write(MetaOp::RecordCertificate { id: cert_id.clone(), certificate: certificate.clone() }).await? {
+        Response::Rejected(r) => return Err(r.into()),
+        _ => {}
+    }
+    let event = AuditEvent {
+        event_type: "data_erased".into(),
+        actor: actor(caller),
+        subject_id: Some(subject.clone()),
+        details: json!({"certificate_id": cert_id, "total_items": erased.len(), "total_bytes": total_bytes, "secure_erase": req.secure_erase}),
+    };
+    if let Response::Rejected(r) = state.cluster.meta_write(MetaOp::Audit(vec![event])).await? {
+        tracing::warn!("the erasure was not audited: {}", r.message);
+    }
+    tracing::info!(subject = %subject, certificate = %cert_id, items = erased.len(), "data subject erased");
+    Ok(Json(json!({
+        "success": true, "certificate": certificate,
+        "message": format!("erased {} items ({} bytes) of subject {subject}", erased.len(), total_bytes),
+    })))
+}
+
+/// Deletes the subject's rows of one table (`VACUUM` after it is not needed:
+/// SQL deletes are compacted with the table's next vacuum).
+async fn delete_rows(state: &AppState, database: &str, table: &str, rule: &tessera_api::compliance::SubjectRule) -> Result<(), ApiError> {
+    let group = state.cluster.group_for(&tessera_api::routing::RoutingKey::SqlDatabase(database))?;
+    let q = tessera_api::sql::SqlQuery::DescribeTable { database: database.into(), name: table.into() };
+    let schema = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, typed::shape!(tessera_api::sql::SqlResult::Catalog))?;
+    let columns: Vec<String> = schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
+    let condition: Vec<String> =
+        columns.iter().filter(|c| rule.fields.iter().any(|f| f.eq_ignore_ascii_case(c))).map(|c| format!("CAST(\"{c}\" AS TEXT) = $1")).collect();
+    if condition.is_empty() {
+        return Ok(());
+    }
+    let op = SqlOp {
+        database: database.into(),
+        sql: format!("DELETE FROM \"{table}\" WHERE {}", condition.join(" OR ")),
+        params: vec![json!(rule.subject_id)],
+        max_result_rows: state.config.query_limits.max_result_rows,
+        timeout_ms: state.config.query_limits.query_timeout_secs.saturating_mul(1000),
+        max_memory_mb: state.config.query_limits.max_memory_mb,
+    };
+    let answer = typed::propose::<Sql>(&*state.cluster, group, op, Consistency::Quorum).await?.value;
+    answer.map(|_| ()).map_err(|r| ApiError::sql(r, ""))
+}
+
+fn actor(caller: &Caller) -> String {
+    match caller {
+        Caller::User { user, .. } => user.username.clone(),
+        Caller::Bootstrap => "bootstrap".into(),
+    }
+}
+
+/// SHA-256 (hex) of the subject and every erased item's store, place, id and
+/// size, sorted: it names exactly what was erased without keeping the data.
+fn verification_hash(subject: &str, items: &[SubjectItem]) -> String {
+    let mut lines: Vec<String> = items.iter().map(|i| format!("{}\t{}\t{}\t{}", i.store, i.location, i.item_id, i.bytes)).collect();
+    lines.sort();
+    let mut h = Sha256::new();
+    h.update(subject.as_bytes());
+    for l in lines {
+        h.update(b"\n");
+        h.update(l.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// The bytes a certificate's signature covers: the certificate without
+/// `signature`, as compact JSON with object keys sorted (`jq -cS 'del(.signature)'`).
+pub fn canonical(v: &Value) -> Vec<u8> {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().filter(|k| k.as_str() != "signature").collect();
+                keys.sort();
+                let mut out = serde_json::Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sorted(&m[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    // Keys are inserted in sorted order, so the output is sorted whether or
+    // not serde_json keeps insertion order.
+    serde_json::to_vec(&sorted(v)).unwrap_or_default()
+}
+
+/// The cluster's certificate-signing key: its seed is drawn once by the first
+/// router that needs it and recorded in the meta group (the first record wins).
+async fn signing_key(state: &AppState) -> Result<SigningKey, ApiError> {
+    if let Some(key) = recorded_key(state).await? {
+        return Ok(key);
+    }
+    let mut seed = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut seed);
+    state.cluster.meta_write(MetaOp::EnsureSigningKey { seed_b64: B64.encode(seed) }).await?;
+    recorded_key(state).await?.ok_or_else(|| ApiError::Internal("the signing key was not recorded".into()))
+}
+
+async fn recorded_key(state: &AppState) -> Result<Option<SigningKey>, ApiError> {
+    let seed = typed::pick(state.cluster.meta_read(MetaQuery::SigningKey).await?, typed::shape!(MetaQueryResult::SigningKey))?;
+    let Some(seed) = seed else { return Ok(None) };
+    let bytes: [u8; 32] = B64
+        .decode(seed)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| ApiError::Internal("the recorded signing key is malformed".into()))?;
+    Ok(Some(SigningKey::from_bytes(&bytes)))
+}
+
+/// `GET /api/v1/compliance/certificates/public-key`: the key certificates verify with.
+pub async fn public_key(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let key = signing_key(&state).await?.verifying_key();
+    // SubjectPublicKeyInfo of an Ed25519 key (RFC 8410): a fixed prefix, then the 32 bytes.
+    let mut der = vec![0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+    der.extend_from_slice(&key.to_bytes());
+    let pem = format!("-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n", B64.encode(der));
+    Ok(Json(json!({"algorithm": "Ed25519", "public_key": B64.encode(key.to_bytes()), "public_key_pem": pem})))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CertificateRange {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+fn time_param(v: &Option<String>, name: &str) -> Result<Option<i64>, ApiError> {
+    let Some(s) = v else { return Ok(None) };
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(Some(ms));
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(Some(t.timestamp_millis()));
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| Some(t.and_utc().timestamp_millis()))
+        .ok_or_else(|| ApiError::BadRequest(format!("{name} must be Unix milliseconds or an RFC 3339 date")))
+}
+
+/// `GET /api/v1/compliance/certificates?from=&to=`: issued in the range, oldest first.
+pub async fn list(State(state): State<AppState>, _caller: Caller, QueryParams(r): QueryParams<CertificateRange>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let q = MetaQuery::Certificates { from_ms: time_param(&r.from, "from")?, to_ms: time_param(&r.to, "to")? };
+    let certs = typed::pick(state.cluster.meta_read(q).await?, typed::shape!(MetaQueryResult::Certificates))?;
+    Ok(Json(json!({"certificates": certs, "total_count": certs.len()})))
+}
+
+async fn certificate(state: &AppState, id: &str) -> Result<Value, ApiError> {
+    let q = MetaQuery::Certificate { id: id.to_string() };
+    typed::pick(state.cluster.meta_read(q).await?, typed::shape!(MetaQueryResult::Certificate))?
+        .ok_or_else(|| ApiError::NotFound(format!("certificate {id} does not exist")))
+}
+
+/// `GET /api/v1/compliance/certificates/{id}`.
+pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    Ok(Json(certificate(&state, &id).await?))
+}
+
+/// `GET /api/v1/compliance/certificates/{id}/verify`: `{valid, certificate,
+/// message}`: valid when its Ed25519 signature over its content verifies with
+/// the cluster's key (a changed field, a foreign key or signature fails).
+pub async fn verify(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let cert = certificate(&state, &id).await?;
+    let key = signing_key(&state).await?.verifying_key();
+    let (valid, message) = check(&cert, &key);
+    Ok(Json(json!({"valid": valid, "certificate": cert, "message": message})))
+}
+
+/// Whether `cert` is signed by `key`, and why not.
+pub fn check(cert: &Value, key: &VerifyingKey) -> (bool, String) {
+    if cert["public_key"].as_str() != Some(&B64.encode(key.to_bytes())) {
+        return (false, "the certificate names another public key than the cluster's".into());
+    }
+    let Some(signature) = cert["signature"].as_str().and_then(|s| B64.decode(s).ok()).and_then(|b| <[u8; 64]>::try_from(b).ok()) else {
+        return (false, "the certificate has no well-formed signature".into());
+    };
+    match key.verify(&canonical(cert), &ed25519_dalek::Signature::from_bytes(&signature)) {
+        Ok(()) => (true, "the Ed25519 signature verifies with the cluster's public key".into()),
+        Err(_) => (false, "the signature does not match the certificate's content: it was altered".into()),
+    }
+}
