@@ -44,6 +44,7 @@ struct Facts {
     custom_roles: usize,
     activities: usize,
     alerts_unacknowledged: u64,
+    certificates: usize,
 }
 
 impl Facts {
@@ -80,6 +81,11 @@ impl Facts {
             other => return Err(ApiError::unexpected(other)),
         };
         let admins: Vec<_> = users.iter().filter(|u| u.role == Role::Admin).collect();
+        let certificates = typed::pick(
+            state.cluster.meta_read(MetaQuery::Certificates { from_ms: None, to_ms: None }).await?,
+            shape!(MetaQueryResult::Certificates),
+        )?
+        .len();
         Ok(Facts {
             https: state.config.tls.cert.is_some() && state.config.tls.key.is_some(),
             cluster_tls: state.config.tls.cluster_ca.is_some(),
@@ -102,6 +108,7 @@ impl Facts {
             custom_roles: roles.len(),
             activities: activities.len(),
             alerts_unacknowledged,
+            certificates,
         })
     }
 
@@ -128,8 +135,10 @@ impl Facts {
                 "{} of {} admins use MFA", self.admins_with_mfa, self.admins))),
             ("change_log", (true, format!("{} activity records (queries, logins, configuration and admin actions)", self.activities))),
             ("monitoring", (true, format!("alerts raised from live state; {} unacknowledged security alerts", self.alerts_unacknowledged))),
-            ("right_to_erasure", (false, "erasure with signed certificates is not built yet".to_string())),
-            ("data_portability", (false, "subject data export is not built yet (consent export is)".to_string())),
+            ("right_to_erasure", (true, format!(
+                "erasure across the key-value, document, SQL and graph stores with Ed25519-signed certificates; {} issued",
+                self.certificates))),
+            ("data_portability", (true, "subject export as JSON, CSV or XML across the key-value, document, SQL and graph stores".to_string())),
         ])
     }
 }
