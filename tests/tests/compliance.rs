@@ -30,7 +30,10 @@ async fn compliance_consent() {
     };
     let mut cluster = Cluster::start(options).await.expect("cluster start");
     let result = match scenario(&mut cluster).await {
-        Ok(()) => a_breach_reaches_the_webhook(&cluster, &webhook).await,
+        Ok(()) => match a_subject_is_erased_from_every_shard(&cluster).await {
+            Ok(()) => a_breach_reaches_the_webhook(&cluster, &webhook).await,
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     if let Err(e) = result {
@@ -39,6 +42,36 @@ async fn compliance_consent() {
 }
 
 const WEBHOOK_SECRET: &str = "webhook-secret-1";
+
+/// A subject's key-value entries spread over the shards, documents, SQL rows
+/// and graph node are erased; the export then finds nothing, another
+/// subject's data stays, and the certificate verifies.
+async fn a_subject_is_erased_from_every_shard(c: &Cluster) -> Result<()> {
+    let api = c.http.clone();
+    for i in 0..12 {
+        api.kv_put(&format!("orders/{i}"), json!({"customer_id": if i % 3 == 0 { "dave" } else { "carol" }, "n": i}), None).await?.ensure_status(200)?;
+    }
+    api.kv_put("user:carol", json!({"plan": "pro"}), None).await?.ensure_status(200)?;
+    api.post("/api/v1/documents/collections", &json!({"name": "people"})).await?;
+    api.post("/api/v1/documents/collections/people/documents", &json!({"id": "carol", "document": {"city": "Lyon"}})).await?.ensure_status(201)?;
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id INT PRIMARY KEY, user_id TEXT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "INSERT INTO payments VALUES (1, 'carol'), (2, 'dave')"})).await?.ensure_status(200)?;
+    api.post("/api/v1/graph/nodes", &json!({"graph": "g", "id": "carol", "label": "User"})).await?.ensure_status(201)?;
+    let before = api.post(&format!("{C}/export"), &json!({"subject_id": "carol"})).await?.ensure_status(200)?;
+    ensure!(before.json["total_items"] == 12, "8 orders, user:carol, a document, a row, a node: {before}");
+    let body = serde_json::to_vec(&json!({"requestor": "dpo", "reason": "erasure request", "secure_erase": true}))?;
+    let erased = api.send(reqwest::Method::DELETE, &format!("{C}/data-subject/carol"), Some(body), Some("application/json")).await?.ensure_status(200)?;
+    let cert = &erased.json["certificate"];
+    ensure!(cert["total_items"] == 12 && cert["signature_algorithm"] == "Ed25519", "{erased}");
+    let after = api.post(&format!("{C}/export"), &json!({"subject_id": "carol"})).await?.ensure_status(200)?;
+    ensure!(after.json["total_items"] == 0, "{after}");
+    let dave = api.post(&format!("{C}/export"), &json!({"subject_id": "dave"})).await?.ensure_status(200)?;
+    ensure!(dave.json["total_items"] == 5, "4 orders and a row of dave stay: {dave}");
+    let id = cert["id"].as_str().unwrap_or_default();
+    let verified = api.get(&format!("{C}/certificates/{id}/verify")).await?.ensure_status(200)?;
+    ensure!(verified.json["valid"] == true, "{verified}");
+    Ok(())
+}
 
 /// A webhook receiver on loopback: keeps each request's headers and body, answers 200.
 struct WebhookServer {
