@@ -161,6 +161,10 @@ pub struct SecuritySection {
     pub auto_ban_duration_secs: u64,
     /// Screen user SQL for injection patterns (flag and record, never block).
     pub injection_detection: bool,
+    /// Rows one request deletes (`mass_data_deletion`, critical) or reads out
+    /// (`mass_data_export`, high) from which a security alert, and so a breach
+    /// incident, is raised; 0 disables both detectors.
+    pub mass_data_rows: u64,
     /// How often each router reloads the block list from the meta group.
     pub block_refresh_ms: u64,
     /// How long a router reuses a resolved token (0 disables the cache).
@@ -180,6 +184,7 @@ impl Default for SecuritySection {
             auto_ban_threshold: 10,
             auto_ban_duration_secs: 3600,
             injection_detection: true,
+            mass_data_rows: 1000,
             block_refresh_ms: 1000,
             session_cache_ttl_ms: 2000,
         }
@@ -407,6 +412,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
     ("dev_mode", "security.dev_mode"),
+    ("mass_data_rows", "security.mass_data_rows"),
     ("auto_ban_threshold", "security.auto_ban_threshold"),
     ("auto_ban_duration_secs", "security.auto_ban_duration_secs"),
     ("session_cache_ttl_ms", "security.session_cache_ttl_ms"),

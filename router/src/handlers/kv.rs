@@ -188,6 +188,7 @@ pub async fn delete_prefix(
         Ok(served.into_iter().map(|s| s.value).sum())
     })
     .await?;
+    crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, deleted, &format!("DELETE /api/v1/kv/keys?prefix={prefix}"));
     Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
 }
 

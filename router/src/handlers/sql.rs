@@ -123,6 +123,11 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     let elapsed = started.elapsed().as_millis() as u64;
     Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
         SqlResult::Rows(r) => {
+            let statement: String = req.sql.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
+            if req.sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
+                crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, r.rows_affected, &statement);
+            }
+            crate::security::watch_volume(&state, &caller, crate::security::Volume::ReadOut, r.row_count as u64, &statement);
             let mut body = json!({
                 "success": true,
                 "data": {"columns": r.columns, "rows": r.rows, "row_count": r.row_count},

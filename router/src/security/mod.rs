@@ -134,6 +134,51 @@ pub fn screen_sql(state: &AppState, caller: &Caller, sql: &str) -> Vec<String> {
     rules
 }
 
+/// What a request did in bulk, for the mass-data detectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Volume {
+    Deleted,
+    ReadOut,
+}
+
+/// Raises `mass_data_deletion` (critical) or `mass_data_export` (high) when
+/// one request deleted or read out at least `security.mass_data_rows` rows
+/// (at most one alert per caller and kind a minute); `what` names the request.
+/// Spec 02 makes both breach event types, so each opens an incident. Never blocks.
+pub fn watch_volume(state: &AppState, caller: &Caller, volume: Volume, rows: u64, what: &str) {
+    let threshold = state.config.security.mass_data_rows;
+    if threshold == 0 || rows < threshold {
+        return;
+    }
+    let (username, ip) = match caller {
+        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
+        Caller::Bootstrap => (None, None),
+    };
+    let (kind, severity, verb) = match volume {
+        Volume::Deleted => ("mass_data_deletion", "critical", "deleted"),
+        Volume::ReadOut => ("mass_data_export", "high", "read out"),
+    };
+    let dedupe = format!("{}|{kind}", username.as_deref().unwrap_or(""));
+    let now = Instant::now();
+    {
+        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
+            return;
+        }
+        seen.insert(dedupe, now);
+    }
+    let who = username.clone().unwrap_or_else(|| "an anonymous caller".into());
+    let alert = NewAlert {
+        kind: kind.into(),
+        severity: severity.into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username,
+        message: format!("{who} {verb} {rows} rows in one request ({what}; threshold {threshold})"),
+    };
+    let state = state.clone();
+    tokio::spawn(async move { raise(&state, alert).await });
+}
+
 /// Adds `metadata.security_flags` to a SQL response body when the query was flagged.
 pub fn flag_body(body: &mut serde_json::Value, flags: &[String]) {
     if flags.is_empty() {

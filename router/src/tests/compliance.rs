@@ -436,3 +436,34 @@ async fn erasure_removes_the_subject_everywhere_and_certifies_it() {
     let trail = router.get(&format!("{C}/audit/alice")).await.expect(200);
     assert!(trail["entries"].as_array().unwrap().iter().any(|e| e["event_type"] == "data_erased"), "{trail}");
 }
+
+/// A request that deletes or reads out at least `security.mass_data_rows` rows
+/// raises `mass_data_deletion` (critical) or `mass_data_export` (high), each
+/// opening a breach incident.
+#[tokio::test]
+async fn mass_deletion_and_export_open_incidents() {
+    let router = TestRouter::with_config(2, |c| {
+        c.compliance.enabled = true;
+        c.security.mass_data_rows = 5;
+    })
+    .await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE t (id INT PRIMARY KEY)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "INSERT INTO t VALUES (1), (2), (3), (4), (5), (6)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "SELECT id FROM t WHERE id < 3"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "SELECT id FROM t"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "DELETE FROM t"})).await.expect(200);
+    // The alerts are recorded in the background.
+    let mut types = Vec::new();
+    for _ in 0..100 {
+        let list = router.get(&format!("{C}/breaches")).await.expect(200);
+        types = list["incidents"].as_array().unwrap().iter().map(|i| (i["type"].as_str().unwrap().to_string(), i["severity"].as_str().unwrap().to_string())).collect();
+        if types.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    types.sort();
+    assert_eq!(types, [("mass_data_deletion".to_string(), "critical".to_string()), ("mass_data_export".to_string(), "high".to_string())]);
+    let events = router.get(&format!("{C}/security-events?event_type=mass_data_deletion")).await.expect(200);
+    assert!(events["events"][0]["description"].as_str().unwrap().contains("deleted 6 rows"), "{events}");
+}
