@@ -409,6 +409,9 @@ pub struct SessionRecord {
     pub user_id: String,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
+    /// The address the login came from (the admin-from-unknown-IP detector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<String>,
 }
 
 /// The vault's data key, wrapped (AES-256-GCM) under a key derived from the

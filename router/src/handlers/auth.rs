@@ -83,7 +83,8 @@ async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<Clien
     let token = new_token();
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
-    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms };
+    let client_ip = client_ip(&ip).map(|i| i.to_string());
+    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms) }).into_response())
 }

@@ -467,3 +467,26 @@ async fn mass_deletion_and_export_open_incidents() {
     let events = router.get(&format!("{C}/security-events?event_type=mass_data_deletion")).await.expect(200);
     assert!(events["events"][0]["description"].as_str().unwrap().contains("deleted 6 rows"), "{events}");
 }
+
+/// An admin logging in from an address never seen for them raises
+/// `admin_from_unknown_ip` (high), which opens an incident; a known address does not.
+#[tokio::test]
+async fn an_admin_login_from_an_unknown_address_opens_an_incident() {
+    let router = TestRouter::with_config(1, |c| {
+        c.compliance.enabled = true;
+        c.rate_limit.client_ip_header = Some("x-forwarded-for".into());
+    })
+    .await;
+    let login = json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD});
+    // The harness logged in from 127.0.0.1 already: that address is known.
+    router.post_with_header("/api/v1/auth/login", &login, ("x-forwarded-for", "127.0.0.1")).await.expect(200);
+    assert_eq!(router.get(&format!("{C}/breaches")).await.expect(200)["total_count"], 0);
+    router.post_with_header("/api/v1/auth/login", &login, ("x-forwarded-for", "198.51.100.9")).await.expect(200);
+    let list = router.get(&format!("{C}/breaches")).await.expect(200);
+    let incident = &list["incidents"][0];
+    assert_eq!((incident["type"].clone(), incident["severity"].clone()), (json!("admin_from_unknown_ip"), json!("high")), "{list}");
+    assert_eq!(incident["involved_ips"], json!(["198.51.100.9"]));
+    // Known from now on.
+    router.post_with_header("/api/v1/auth/login", &login, ("x-forwarded-for", "198.51.100.9")).await.expect(200);
+    assert_eq!(router.get(&format!("{C}/breaches")).await.expect(200)["total_count"], 1);
+}

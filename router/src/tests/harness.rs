@@ -13,7 +13,7 @@ use crate::cluster::memory::MemoryCluster;
 use crate::config::RouterConfig;
 use crate::state::AppState;
 
-const ADMIN_PASSWORD: &str = "in-process-admin-1";
+pub const ADMIN_PASSWORD: &str = "in-process-admin-1";
 
 /// A router with default configuration over an in-process cluster, and the
 /// bearer token of its first admin.
@@ -110,6 +110,17 @@ impl TestRouter {
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
         let status = resp.status();
         (status, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
+    }
+
+    /// A JSON POST with one extra header.
+    pub async fn post_with_header(&self, path: &str, body: &Value, header: (&str, &str)) -> Answer {
+        let req = Request::builder().method(Method::POST).uri(path).header("content-type", "application/json").header(header.0, header.1);
+        let mut req = req.body(Body::from(serde_json::to_vec(body).expect("json"))).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let resp = self.app.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
+        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
     }
 
     /// A GET's status, headers and raw body.

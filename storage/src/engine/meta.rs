@@ -392,6 +392,9 @@ impl Engine for MetaEngine {
                 Ok(Response::Applied(true))
             }
             MetaOp::CreateSession { token_hash, session } => {
+                if let Some(ip) = &session.client_ip {
+                    security::note_login(tx, now, &session.user_id, ip)?;
+                }
                 tx.put(&session_key(token_hash), &serde_json::to_vec(session)?);
                 Ok(Response::Applied(true))
             }

@@ -30,6 +30,9 @@ const BLOCK: &[u8] = b"sec/block/";
 const FAIL_IP: &[u8] = b"sec/fail/ip/";
 const FAIL_USER: &[u8] = b"sec/fail/user/";
 const EVENT: &[u8] = b"sec/event/";
+const KNOWN_IPS: &[u8] = b"sec/ips/";
+/// Addresses remembered per admin (the oldest are forgotten).
+const KNOWN_IPS_KEEP: usize = 32;
 const EVENT_SEQ: &[u8] = b"sec/eventseq";
 
 /// How many security events are kept (the oldest are dropped).
@@ -208,6 +211,37 @@ fn purge_blocks(tx: &mut Tx<'_>, now: i64) -> Result<()> {
 }
 
 /// Applies one security operation.
+/// At an admin's login from `ip`: raises `admin_from_unknown_ip` (high, so a
+/// breach incident) when the admin logged in before and never from `ip`, and
+/// remembers `ip`. The first address of an admin is trusted (nothing to compare with).
+pub fn note_login(tx: &mut Tx<'_>, now: i64, user_id: &str, ip: &str) -> Result<()> {
+    let Some(user) = user_by_id(tx.view(), user_id)? else { return Ok(()) };
+    if user.role != tessera_api::meta::Role::Admin {
+        return Ok(());
+    }
+    let k = key(KNOWN_IPS, user_id);
+    let mut known: Vec<String> = get(tx.view(), &k)?.unwrap_or_default();
+    if known.iter().any(|i| i == ip) {
+        return Ok(());
+    }
+    if !known.is_empty() {
+        let mut log = AlertLog::open(tx.view())?;
+        log.add(tx, now, NewAlert {
+            kind: "admin_from_unknown_ip".into(),
+            severity: "high".into(),
+            source_ip: Some(ip.to_string()),
+            username: Some(user.username.clone()),
+            message: format!("admin {:?} logged in from {ip}, an address not seen for them before ({} known)", user.username, known.len()),
+        })?;
+        log.close(tx);
+    }
+    known.push(ip.to_string());
+    if known.len() > KNOWN_IPS_KEEP {
+        known.remove(0);
+    }
+    put(tx, &k, &known)
+}
+
 pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
     match op {
         SecurityOp::EnableMfa { user_id, secret_b32 } => {
@@ -293,7 +327,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
                     challenge.failures = 0;
                     tx.delete(&ck);
                     record_step(tx, &user_id, rec, step)?;
-                    let session = SessionRecord { user_id, created_at_ms: now, expires_at_ms: now + session_ttl_ms };
+                    let session = SessionRecord { user_id, created_at_ms: now, expires_at_ms: now + session_ttl_ms, client_ip: None };
                     put(tx, &session_key(session_token_hash), &session)?;
                     mfa(MfaOutcome::Verified { user, session: Some(session) })
                 }
