@@ -152,6 +152,10 @@ pub enum MetaOp {
     Consent(crate::compliance::ConsentOp),
     /// Append entries to the audit trail's hash chain.
     Audit(Vec<crate::compliance::AuditEvent>),
+    /// Remove the audit entries recorded before `before_ms` (retention), the
+    /// oldest first; the chain then verifies from the last removed entry's
+    /// hash, kept as its anchor (`Deleted(n)`).
+    PruneAudit { before_ms: i64 },
     /// Set column classifications (answers `Applied(true)`).
     Classify(crate::compliance::ClassifyOp),
     /// Move a breach incident through its states, or clean old ones up.

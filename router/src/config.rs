@@ -31,7 +31,7 @@ pub struct RouterConfig {
 }
 
 /// The compliance interface of spec 02 (`SERVICE_COMPLIANCE_ENABLED`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ComplianceSection {
     /// Off: every `/api/v1/compliance/…`, `/api/v1/gdpr/…` and `/api/v1/ccpa/…` route answers 404.
@@ -46,6 +46,22 @@ pub struct ComplianceSection {
     /// columns that name a data subject (erasure, export); empty: `subject_id`,
     /// `user_id`, `customer_id`, `patient_id`, `student_id`, `email`, `owner_id`.
     pub subject_fields: String,
+    /// Audit trail entries older than this many days are removed (the chain
+    /// keeps verifying from an anchor; `SERVICE_AUDIT_RETENTION_DAYS`); 0 keeps them.
+    pub audit_retention_days: u64,
+}
+
+impl Default for ComplianceSection {
+    fn default() -> Self {
+        ComplianceSection {
+            enabled: false,
+            breach_webhook_url: None,
+            breach_webhook_secret: None,
+            subject_fields: String::new(),
+            // Seven years, as spec 02's `retention.audit_log_retention_days`.
+            audit_retention_days: 2555,
+        }
+    }
 }
 
 /// When `GET /api/v1/admin/alerts` raises an alert (`alerts.*`; flat
@@ -409,6 +425,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("breach_webhook_url", "compliance.breach_webhook_url"),
     ("breach_webhook_secret", "compliance.breach_webhook_secret"),
     ("compliance_subject_fields", "compliance.subject_fields"),
+    ("audit_retention_days", "compliance.audit_retention_days"),
+    ("audit_log_retention_days", "compliance.audit_retention_days"),
     ("login_requests_per_minute", "rate_limit.login_requests_per_minute"),
     ("client_ip_header", "rate_limit.client_ip_header"),
     ("dev_mode", "security.dev_mode"),

@@ -4,7 +4,7 @@
 
 mod activity;
 mod auth;
-mod breach_webhook;
+mod compliance_tasks;
 mod catalog;
 mod cluster;
 mod config;
@@ -195,7 +195,8 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(ratelimit::prune_loop(state.clone()));
     tokio::spawn(activity::flush_loop(state.clone()));
     tokio::spawn(request_stats::publish_loop(state.clone()));
-    tokio::spawn(breach_webhook::deliver_loop(state.clone()));
+    tokio::spawn(compliance_tasks::deliver_loop(state.clone()));
+    tokio::spawn(compliance_tasks::audit_retention_loop(state.clone()));
     let streams = state.streams.clone();
     let mut asked_to_stop = state.shutdown.subscribe();
 

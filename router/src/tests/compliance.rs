@@ -229,21 +229,21 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     for _ in 0..5 {
         router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
     }
-    let webhook = crate::breach_webhook::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
-    assert_eq!(crate::breach_webhook::deliver_due(&router.state, &webhook).await, Ok(1));
+    let webhook = crate::compliance_tasks::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
+    assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(1));
 
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "one failed request, one retry");
     let (headers, body) = &seen[1];
     assert_eq!(headers["x-api-key"], "k-123");
-    assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::breach_webhook::signature("hook-secret", body));
+    assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::compliance_tasks::signature("hook-secret", body));
     let payload: serde_json::Value = serde_json::from_slice(body).unwrap();
     assert_eq!((payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()), (json!("brute_force_attack"), json!("critical"), json!("open")));
     assert_eq!(payload["involved_ips"], json!(["127.0.0.1"]));
     let id = payload["incident_id"].as_str().unwrap().to_string();
     let incident = router.get(&format!("{C}/breaches/{id}")).await.expect(200);
     assert_eq!((incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()), (json!("delivered"), json!(2)), "{incident}");
-    assert_eq!(crate::breach_webhook::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
+    assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
 }
 
 /// Failed logins, a refused permission and the alert the failures raise are

@@ -421,6 +421,7 @@ impl Engine for MetaEngine {
                 audit::append(tx, now, events.clone())?;
                 Ok(Response::Applied(true))
             }
+            MetaOp::PruneAudit { before_ms } => Ok(Response::Deleted(audit::prune(tx, now, *before_ms)?)),
         }
     }
 }

@@ -6,7 +6,9 @@
 //! Times are the command's (`now`), so replicas build the same chain.
 //!
 //! Keys: `aud/e/<seq, 16 hex digits>` → [`AuditEntry`]; `aud/s/<subject>\0<seq>`
-//! → nothing (the subject's index); `aud/last` → `[seq, hash]` of the newest entry.
+//! → nothing (the subject's index); `aud/last` → `[seq, hash]` of the newest entry;
+//! `aud/anchor` → `[seq, hash]` of the newest entry retention removed (the
+//! chain verifies from it; absent: from the genesis).
 
 use sha2::{Digest, Sha256};
 use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditEvent, AuditQuery};
@@ -17,6 +19,7 @@ use crate::error::Result;
 const ENTRY: &[u8] = b"aud/e/";
 const SUBJECT: &[u8] = b"aud/s/";
 const LAST: &[u8] = b"aud/last";
+const ANCHOR: &[u8] = b"aud/anchor";
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -67,6 +70,32 @@ pub fn append(tx: &mut Tx<'_>, now: i64, events: Vec<AuditEvent>) -> Result<Vec<
     Ok(out)
 }
 
+/// Removes the entries recorded before `before_ms`, oldest first, keeping
+/// the newest removed entry's `[seq, hash]` as the chain's anchor, and appends
+/// an `audit_pruned` entry when any went; answers how many were removed.
+pub fn prune(tx: &mut Tx<'_>, now: i64, before_ms: i64) -> Result<u64> {
+    let mut doomed: Vec<AuditEntry> = Vec::new();
+    tx.view().scan_prefix(ENTRY, |_, raw| {
+        let e: AuditEntry = serde_json::from_slice(raw)?;
+        if e.timestamp_ms >= before_ms {
+            return Ok(false);
+        }
+        doomed.push(e);
+        Ok(true)
+    })?;
+    let Some(newest) = doomed.last() else { return Ok(0) };
+    tx.put(ANCHOR, &serde_json::to_vec(&(newest.seq, newest.hash.clone()))?);
+    for e in &doomed {
+        tx.delete(&entry_key(e.seq));
+        if let Some(subject) = &e.subject_id {
+            tx.delete(&[subject_prefix(subject).as_slice(), &e.seq.to_be_bytes()].concat());
+        }
+    }
+    let details = serde_json::json!({"entries_removed": doomed.len(), "recorded_before_ms": before_ms, "anchor_seq": newest.seq});
+    append(tx, now, vec![AuditEvent { event_type: "audit_pruned".into(), actor: "retention".into(), subject_id: None, details }])?;
+    Ok(doomed.len() as u64)
+}
+
 /// Answers an audit read.
 pub fn query(view: &ReadView<'_>, q: &AuditQuery) -> Result<AuditAnswer> {
     Ok(match q {
@@ -90,9 +119,12 @@ pub fn query(view: &ReadView<'_>, q: &AuditQuery) -> Result<AuditAnswer> {
     })
 }
 
-/// Walks the chain from the first entry; stops at the first break.
+/// Walks the chain from the first entry (after the retention anchor, if
+/// any); stops at the first break.
 fn verify(view: &ReadView<'_>) -> Result<AuditAnswer> {
-    let (mut verified, mut prev, mut expected_seq) = (0u64, GENESIS.to_string(), 1u64);
+    let anchor: Option<(u64, String)> = view.get(ANCHOR)?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
+    let (anchor_seq, anchor_hash) = anchor.clone().unwrap_or((0, GENESIS.to_string()));
+    let (mut verified, mut prev, mut expected_seq) = (0u64, anchor_hash, anchor_seq + 1);
     let mut broken: Option<String> = None;
     view.scan_prefix(ENTRY, |k, raw| {
         let at = String::from_utf8_lossy(&k[ENTRY.len()..]).into_owned();
@@ -124,12 +156,61 @@ fn verify(view: &ReadView<'_>) -> Result<AuditAnswer> {
     let last: Option<(u64, String)> = view.get(LAST)?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
     if broken.is_none()
         && let Some((seq, hash)) = last
-        && (seq != verified || hash != prev)
+        && (seq != anchor_seq + verified || hash != prev)
     {
         broken = Some(format!("the chain breaks after entry {verified}: the newest recorded entry is {seq} (entries were removed)"));
     }
     Ok(match broken {
         Some(message) => AuditAnswer::Verified { valid: false, entries_verified: verified, message },
-        None => AuditAnswer::Verified { valid: true, entries_verified: verified, message: format!("all {verified} entries verified") },
+        None => {
+            let message = match anchor {
+                Some((seq, _)) => format!("all {verified} entries verified (from the retention anchor after entry {seq})"),
+                None => format!("all {verified} entries verified"),
+            };
+            AuditAnswer::Verified { valid: true, entries_verified: verified, message }
+        }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_api::command::{MetaOp, Response};
+    use tessera_api::compliance::{AuditAnswer, AuditEvent, AuditQuery};
+
+    use crate::engine::meta::MetaEngine;
+    use crate::engine::{GroupData, space};
+
+    fn apply(data: &GroupData, now: i64, op: MetaOp) -> Response {
+        crate::engine::test_support::apply_op(&MetaEngine, data, space::META, now, &op)
+    }
+
+    fn event(n: u32) -> AuditEvent {
+        AuditEvent { event_type: "consent_recorded".into(), actor: "t".into(), subject_id: Some("s".into()), details: serde_json::json!({"n": n}) }
+    }
+
+    fn verify(data: &GroupData) -> (bool, u64, String) {
+        let view = data.space(space::META);
+        match super::query(&view, &AuditQuery::Verify).unwrap() {
+            AuditAnswer::Verified { valid, entries_verified, message } => (valid, entries_verified, message),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn retention_removes_old_entries_and_the_chain_still_verifies() {
+        let (_dir, data) = crate::engine::test_support::open_group(0);
+        for (n, at) in [(1, 1_000), (2, 2_000), (3, 3_000)] {
+            apply(&data, at, MetaOp::Audit(vec![event(n)]));
+        }
+        assert_eq!(apply(&data, 4_000, MetaOp::PruneAudit { before_ms: 2_500 }), Response::Deleted(2));
+        let (valid, verified, message) = verify(&data);
+        assert!(valid, "{message}");
+        assert_eq!(verified, 2, "entry 3 and the audit_pruned entry");
+        assert!(message.contains("anchor after entry 2"), "{message}");
+        assert_eq!(apply(&data, 5_000, MetaOp::PruneAudit { before_ms: 2_500 }), Response::Deleted(0), "nothing older left");
+        // The subject's index lost the removed entries too.
+        let view = data.space(space::META);
+        let AuditAnswer::Entries(entries) = super::query(&view, &AuditQuery::Subject { subject_id: "s".into() }).unwrap() else { panic!() };
+        assert_eq!(entries.len(), 1);
+    }
 }

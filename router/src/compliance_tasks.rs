@@ -1,10 +1,14 @@
-//! Delivery of breach incidents to `SERVICE_BREACH_WEBHOOK_URL` (spec 02
-//! "Breach webhook"). Every router with a webhook URL looks for incidents whose
+//! The compliance interface's background duties: delivery of breach
+//! incidents to `SERVICE_BREACH_WEBHOOK_URL` (spec 02 "Breach webhook"), and
+//! audit retention.
+//!
+//! Webhook: every router with a webhook URL looks for incidents whose
 //! delivery is due once a second; it claims one in the meta group (one router
 //! at a time, for a lease), posts the incident with the configured headers and
 //! an HMAC-SHA256 signature of the body, retrying with exponential backoff,
 //! and records the outcome. A router that dies mid-delivery loses its claim
 //! when the lease runs out, and another router delivers: at least once.
+
 
 use std::time::Duration;
 
@@ -172,5 +176,24 @@ mod tests {
             signature("Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+}
+
+/// Removes audit entries older than `compliance.audit_retention_days` once an
+/// hour (every router asks; the meta group removes each entry once).
+pub async fn audit_retention_loop(state: AppState) {
+    let days = state.config.compliance.audit_retention_days;
+    if !state.config.compliance.enabled || days == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        let before_ms = tessera_api::command::now_ms() - (days as i64).saturating_mul(86_400_000);
+        match state.cluster.meta_write(MetaOp::PruneAudit { before_ms }).await {
+            Ok(Response::Deleted(n)) if n > 0 => tracing::info!(removed = n, days, "audit entries past their retention removed"),
+            Ok(_) => {}
+            Err(e) => tracing::debug!("audit retention not applied this hour: {e}"),
+        }
     }
 }
