@@ -108,12 +108,74 @@ pub struct StorageSection {
     /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
     /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
     pub encryption_key: Option<String>,
+    /// `local` (the only backend: data on disk under `data_dir`); `memory` is refused.
+    pub backend: String,
+    /// Block compression of the data files: `none`, `lz4` (default) or `zstd`
+    /// (`snappy` is refused: not compiled in). Data blocks are compressed before encryption.
+    pub compression: String,
+    /// Block cache shared by the column families: bytes, or a size such as
+    /// `256MB` (`SERVICE_BUFFER_POOL_SIZE`); empty: RocksDB's default.
+    pub buffer_pool_size: String,
+    /// The write-ahead log: always on; `false` is refused (acknowledged writes must survive a crash).
+    pub wal_enabled: bool,
+    /// Sync before acknowledging: always on; `false` is refused for the same reason.
+    pub sync_on_commit: bool,
 }
 
 impl Default for StorageSection {
     fn default() -> Self {
-        StorageSection { data_dir: PathBuf::from("./data"), encryption_at_rest: false, encryption_key: None }
+        StorageSection {
+            data_dir: PathBuf::from("./data"),
+            encryption_at_rest: false,
+            encryption_key: None,
+            backend: "local".into(),
+            compression: "lz4".into(),
+            buffer_pool_size: String::new(),
+            wal_enabled: true,
+            sync_on_commit: true,
+        }
     }
+}
+
+impl StorageSection {
+    /// The RocksDB tuning these settings ask for, or why they are refused.
+    pub fn tuning(&self) -> Result<tessera_storage::Tuning, ConfigError> {
+        if !self.backend.eq_ignore_ascii_case("local") {
+            return Err(ConfigError::Invalid(format!(
+                "storage.backend = {:?} is not supported: a node keeps its data on disk under storage.data_dir (backend local); for ephemeral use point data_dir at a temporary directory",
+                self.backend
+            )));
+        }
+        if !self.wal_enabled || !self.sync_on_commit {
+            return Err(ConfigError::Invalid(
+                "storage.wal_enabled and storage.sync_on_commit cannot be turned off: a write is acknowledged only once it is synced to disk on a quorum of nodes, so nothing acknowledged is lost in a crash".into(),
+            ));
+        }
+        let compression = tessera_storage::Compression::parse(&self.compression).map_err(ConfigError::Invalid)?;
+        let block_cache_bytes = match self.buffer_pool_size.trim() {
+            "" => None,
+            size => Some(parse_size(size).ok_or_else(|| {
+                ConfigError::Invalid(format!("storage.buffer_pool_size must be bytes or a size such as 256MB, not {size:?}"))
+            })?),
+        };
+        Ok(tessera_storage::Tuning { compression, block_cache_bytes })
+    }
+}
+
+/// `1048576`, `512KB`, `256MB`, `2GB` (binary multiples; `KiB`/`MiB`/`GiB` too).
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(digits);
+    let n: usize = n.parse().ok()?;
+    let multiple: usize = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(multiple).filter(|b| *b > 0)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -254,6 +316,12 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("sql_memory_pool_mb", "server.sql_memory_pool_mb"),
     ("data_dir", "storage.data_dir"),
     ("encryption_at_rest", "storage.encryption_at_rest"),
+    ("storage_backend", "storage.backend"),
+    ("storage_compression", "storage.compression"),
+    ("compression", "storage.compression"),
+    ("buffer_pool_size", "storage.buffer_pool_size"),
+    ("wal_enabled", "storage.wal_enabled"),
+    ("sync_on_commit", "storage.sync_on_commit"),
     ("encryption_key", "storage.encryption_key"),
     ("cluster_ca", "tls.cluster_ca"),
     ("node_cert", "tls.cert"),
@@ -324,6 +392,7 @@ impl NodeConfig {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.storage.tuning()?;
         let peers = self.peers()?;
         if !peers.iter().any(|p| p.id == self.cluster.node_id) {
             return Err(ConfigError::SelfNotInPeers(self.cluster.node_id));
@@ -443,7 +512,23 @@ impl NodeConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::node_id_of_host;
+    use super::{StorageSection, node_id_of_host, parse_size};
+
+    #[test]
+    fn storage_settings_are_honoured_or_refused_with_a_reason() {
+        let tuned = StorageSection { compression: "zstd".into(), buffer_pool_size: "256MB".into(), ..StorageSection::default() }.tuning().unwrap();
+        assert_eq!((tuned.compression, tuned.block_cache_bytes), (tessera_storage::Compression::Zstd, Some(256 << 20)));
+        assert_eq!(StorageSection::default().tuning().unwrap().block_cache_bytes, None);
+        let refused = |s: StorageSection| s.tuning().unwrap_err().to_string();
+        assert!(refused(StorageSection { backend: "memory".into(), ..StorageSection::default() }).contains("not supported"));
+        assert!(refused(StorageSection { sync_on_commit: false, ..StorageSection::default() }).contains("cannot be turned off"));
+        assert!(refused(StorageSection { wal_enabled: false, ..StorageSection::default() }).contains("cannot be turned off"));
+        assert!(refused(StorageSection { compression: "snappy".into(), ..StorageSection::default() }).contains("snappy"));
+        assert!(refused(StorageSection { buffer_pool_size: "lots".into(), ..StorageSection::default() }).contains("buffer_pool_size"));
+        assert_eq!(parse_size("1048576"), Some(1 << 20));
+        assert_eq!(parse_size("2 GiB"), Some(2 << 30));
+        assert_eq!(parse_size("0"), None);
+    }
 
     #[test]
     fn a_statefulset_pod_is_its_ordinal_plus_one() {

@@ -26,7 +26,7 @@ pub use crypt::{Crypt, CryptError};
 pub use error::StorageError;
 pub use log_store::LogStore;
 pub use state_machine::{GroupReader, StateMachine};
-pub use store::Store;
+pub use store::{Compression, Store, Tuning};
 pub use wal_sync::WalStats;
 pub use engine::sql::set_memory_pool_mb as set_sql_memory_pool_mb;
 pub use types::TypeConfig;

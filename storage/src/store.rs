@@ -156,6 +156,37 @@ pub struct Store {
     memories: Arc<Mutex<HashMap<u64, Arc<EngineMemory>>>>,
 }
 
+/// Block compression of the data files (`storage.compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    None,
+    #[default]
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    /// `none`, `lz4` or `zstd`; `snappy` is refused (not compiled in).
+    pub fn parse(name: &str) -> std::result::Result<Compression, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd),
+            "snappy" => Err("storage.compression = snappy is not supported: this build compresses with lz4 (the default) or zstd, or none".into()),
+            other => Err(format!("storage.compression must be none, lz4 or zstd, not {other:?}")),
+        }
+    }
+}
+
+/// How the store's RocksDB is tuned at open.
+#[derive(Debug, Clone, Default)]
+pub struct Tuning {
+    pub compression: Compression,
+    /// Bytes of the block cache shared by every column family (`storage.buffer_pool_size`);
+    /// `None`: RocksDB's default cache per column family.
+    pub block_cache_bytes: Option<usize>,
+}
+
 impl Store {
     /// Opens (or creates) the database at `path`, values in plaintext.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -167,13 +198,30 @@ impl Store {
     /// encrypted directory opened without a key, and a non-empty plaintext
     /// directory opened with one.
     pub fn open_with(path: impl AsRef<Path>, crypt: Option<Crypt>) -> Result<Self> {
+        Self::open_tuned(path, crypt, &Tuning::default())
+    }
+
+    /// [`Store::open_with`] with the block compression and block cache of `tuning`.
+    pub fn open_tuned(path: impl AsRef<Path>, crypt: Option<Crypt>, tuning: &Tuning) -> Result<Self> {
+        let compression = match tuning.compression {
+            Compression::None => rocksdb::DBCompressionType::None,
+            Compression::Lz4 => rocksdb::DBCompressionType::Lz4,
+            Compression::Zstd => rocksdb::DBCompressionType::Zstd,
+        };
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        opts.set_compression_type(compression);
+        // One block cache shared by every column family, when sized.
+        let cache = tuning.block_cache_bytes.map(rocksdb::Cache::new_lru_cache);
         let cfs = [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX].map(|name| {
             let mut cf = Options::default();
-            cf.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            cf.set_compression_type(compression);
+            if let Some(cache) = &cache {
+                let mut table = rocksdb::BlockBasedOptions::default();
+                table.set_block_cache(cache);
+                cf.set_block_based_table_factory(&table);
+            }
             ColumnFamilyDescriptor::new(name, cf)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
@@ -437,5 +485,29 @@ mod tests {
         let err = Store::open_with(&plain, Some(key(1))).err().unwrap().to_string();
         assert!(err.contains("unencrypted data"), "{err}");
         Store::open(&plain).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tuning_tests {
+    use super::*;
+
+    #[test]
+    fn the_configured_compression_is_what_rocksdb_writes() {
+        for (compression, name) in [(Compression::Zstd, "kZSTD"), (Compression::None, "kNoCompression"), (Compression::Lz4, "kLZ4Compression")] {
+            let dir = tempfile::tempdir().unwrap();
+            let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20) };
+            drop(Store::open_tuned(dir.path(), None, &tuning).unwrap());
+            let options: String = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .collect();
+            assert!(options.contains(&format!("compression={name}")), "{compression:?}: no compression={name} in the OPTIONS file");
+        }
+        assert_eq!(Compression::parse("ZSTD"), Ok(Compression::Zstd));
+        assert!(Compression::parse("snappy").unwrap_err().contains("not supported"));
+        assert!(Compression::parse("brotli").is_err());
     }
 }
