@@ -295,6 +295,9 @@ pub struct ServerSection {
     pub port: u16,
     /// Seconds a routed call may take, retries included.
     pub request_timeout: u64,
+    /// Requests this router serves at once (`SERVICE_MAX_CONNECTIONS`); one
+    /// more is answered 503 with `Retry-After: 1` at once. 0: no limit.
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -339,7 +342,7 @@ pub struct KvSection {
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { host: "0.0.0.0".into(), port: 9090, request_timeout: 30 }
+        ServerSection { host: "0.0.0.0".into(), port: 9090, request_timeout: 30, max_connections: 1000 }
     }
 }
 
@@ -407,6 +410,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("host", "server.host"),
     ("port", "server.port"),
     ("request_timeout", "server.request_timeout"),
+    ("max_connections", "server.max_connections"),
     ("nodes", "cluster.nodes"),
     ("session_timeout", "auth.session_timeout"),
     ("admin_username", "auth.admin_username"),

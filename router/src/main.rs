@@ -126,6 +126,7 @@ fn routes(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit_concurrency))
         // Blocked IPs get 403 on every route, before rate limiting.
         .layer(axum::middleware::from_fn_with_state(state.clone(), security::blocklist::check))
         .layer(axum::middleware::from_fn(error::json_error_bodies))

@@ -150,3 +150,24 @@ mod tests {
         assert_eq!(limits.prune(), 0);
     }
 }
+
+/// Middleware: at most `server.max_connections` requests at once; one more
+/// is answered 503 (`Retry-After: 1`) without waiting. Health probes are never refused.
+pub async fn limit_concurrency(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(slots) = state.request_slots.clone() else { return next.run(req).await };
+    if matches!(req.uri().path(), "/health" | "/livez" | "/readyz") {
+        return next.run(req).await;
+    }
+    match slots.try_acquire_owned() {
+        Ok(_slot) => next.run(req).await,
+        Err(_) => {
+            let max = state.config.server.max_connections;
+            let mut refused = crate::error::ApiError::Unavailable(format!(
+                "this router serves at most {max} requests at once (server.max_connections); try again shortly"
+            ))
+            .into_response();
+            refused.headers_mut().insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            refused
+        }
+    }
+}

@@ -47,6 +47,8 @@ pub struct Inner {
     /// This router process: `host:port` and a random instance id (keys its
     /// published request figures; two routers may share an address).
     pub router_instance: String,
+    /// Slots of requests served at once (`server.max_connections`; `None`: no limit).
+    pub request_slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
@@ -59,6 +61,7 @@ impl AppState {
         let vault =
             crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
         let router_name = format!("{}:{}", config.server.host, config.server.port);
+        let request_slots = (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {
             inner: Arc::new(Inner {
                 rate_limits: crate::ratelimit::RateLimits::new(config.rate_limit.clone()),
@@ -76,6 +79,7 @@ impl AppState {
                 request_stats: Default::default(),
                 activities: Default::default(),
                 shutdown: tokio::sync::watch::Sender::new(false),
+                request_slots,
                 router_instance: format!("{router_name}/{}", &crate::auth::new_id()[..12]),
                 router_name,
                 alerts_seen: Default::default(),

@@ -173,3 +173,18 @@ async fn metrics_count_requests_by_route_and_status_in_prometheus_format() {
     assert!(answer.contains("tessera_http_request_duration_seconds_bucket{"), "{answer}");
     assert!(answer.contains("tessera_node_up{"), "{answer}");
 }
+
+/// `server.max_connections`: with every slot taken, a request is answered 503
+/// with `Retry-After: 1` at once; a freed slot serves again; probes always pass.
+#[tokio::test]
+async fn requests_beyond_max_connections_are_refused_at_once() {
+    let router = TestRouter::with_config(1, |c| c.server.max_connections = 1).await;
+    let slots = router.state.request_slots.clone().expect("a limit is configured");
+    let held = slots.clone().try_acquire_owned().expect("the only slot");
+    let (status, headers, _) = router.raw(axum::http::Method::GET, "/api/v1/kv/count?prefix=").await;
+    assert_eq!((status.as_u16(), headers["retry-after"].to_str().unwrap()), (503, "1"));
+    assert_eq!(router.get("/health").await.status.as_u16(), 200, "probes are never refused");
+    drop(held);
+    router.get("/api/v1/kv/count?prefix=").await.expect(200);
+    assert_eq!(slots.available_permits(), 1, "the slot is given back after each request");
+}
