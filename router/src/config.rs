@@ -25,9 +25,43 @@ pub struct RouterConfig {
     pub vault: VaultSection,
     pub alerts: AlertsSection,
     pub compliance: ComplianceSection,
+    pub rbac: RbacSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
+}
+
+/// Role-based access control (spec 01 `rbac`): always on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RbacSection {
+    /// `false` is refused at start: every route checks its permission.
+    pub enabled: bool,
+    /// The role of a user created without one (`SERVICE_RBAC_DEFAULT_ROLE`):
+    /// `admin`, `operator` or `viewer`.
+    pub default_role: String,
+}
+
+impl Default for RbacSection {
+    fn default() -> Self {
+        RbacSection { enabled: true, default_role: "viewer".into() }
+    }
+}
+
+impl RouterConfig {
+    /// Refuses the settings this router cannot honour, with the reason.
+    pub fn check_access(&self) -> Result<(), String> {
+        if !self.rbac.enabled {
+            return Err("rbac.enabled = false is not supported: every route checks its permission (give users the admin role for full access)".into());
+        }
+        if tessera_api::meta::Role::parse(&self.rbac.default_role).is_none() {
+            return Err(format!("rbac.default_role must be admin, operator or viewer, not {:?}", self.rbac.default_role));
+        }
+        if self.auth.mfa_required {
+            return Err("auth.mfa_required = true is not supported yet: users turn on their second factor themselves (POST /api/v1/auth/mfa/setup)".into());
+        }
+        Ok(())
+    }
 }
 
 /// The compliance interface of spec 02 (`SERVICE_COMPLIANCE_ENABLED`).
@@ -319,6 +353,9 @@ impl Default for ClusterSection {
 pub struct AuthSection {
     /// Seconds a login token stays valid.
     pub session_timeout: u64,
+    /// Every user must use a second factor: not supported yet, so `true` is
+    /// refused at start (users turn MFA on themselves; see docs/security.md).
+    pub mfa_required: bool,
     pub admin_username: Option<String>,
     pub admin_password: Option<String>,
     pub admin_email: Option<String>,
@@ -350,6 +387,7 @@ impl Default for AuthSection {
     fn default() -> Self {
         AuthSection {
             session_timeout: 3600,
+            mfa_required: false,
             admin_username: None,
             admin_password: None,
             admin_email: None,
@@ -387,6 +425,7 @@ impl Default for RouterConfig {
             vault: VaultSection::default(),
             alerts: AlertsSection::default(),
             compliance: ComplianceSection::default(),
+            rbac: RbacSection::default(),
             log_level: "info".into(),
             log_format: Default::default(),
         }
@@ -411,6 +450,10 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("port", "server.port"),
     ("request_timeout", "server.request_timeout"),
     ("max_connections", "server.max_connections"),
+    ("rbac_enabled", "rbac.enabled"),
+    ("rbac_default_role", "rbac.default_role"),
+    ("default_role", "rbac.default_role"),
+    ("mfa_required", "auth.mfa_required"),
     ("nodes", "cluster.nodes"),
     ("session_timeout", "auth.session_timeout"),
     ("admin_username", "auth.admin_username"),

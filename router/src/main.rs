@@ -139,6 +139,7 @@ async fn main() -> anyhow::Result<()> {
     let config = RouterConfig::load(cli.config.as_deref())?;
     config.alerts.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.query_limits.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+    config.check_access().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     let logger = tracing_subscriber::fmt().with_env_filter(
         tracing_subscriber::EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
     );

@@ -86,7 +86,8 @@ pub struct CreateUser {
     username: String,
     email: String,
     password: String,
-    role: String,
+    /// `rbac.default_role` when absent.
+    role: Option<String>,
     #[serde(default)]
     roles: Vec<String>,
 }
@@ -100,7 +101,7 @@ pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<
     if !req.email.contains('@') {
         return Err(ApiError::BadRequest("email must be an address".into()));
     }
-    let role = parse_role(&req.role)?;
+    let role = parse_role(req.role.as_deref().unwrap_or(&state.config.rbac.default_role))?;
     check_password_policy(&req.password)?;
     known_roles(&state, &req.roles).await?;
     let password = req.password;

@@ -188,3 +188,23 @@ async fn requests_beyond_max_connections_are_refused_at_once() {
     router.get("/api/v1/kv/count?prefix=").await.expect(200);
     assert_eq!(slots.available_permits(), 1, "the slot is given back after each request");
 }
+
+/// `rbac.default_role` gives a user created without a role; settings the
+/// router cannot honour (`rbac.enabled = false`, `auth.mfa_required = true`,
+/// an unknown default role) are refused at start with the reason.
+#[tokio::test]
+async fn the_default_role_applies_and_unsupported_access_settings_are_refused() {
+    let router = TestRouter::with_config(1, |c| c.rbac.default_role = "operator".into()).await;
+    let created = router.post("/api/v1/admin/users", &json!({"username": "nora", "email": "n@example.com", "password": "Nora-Pass-1234!"})).await.expect(201);
+    assert_eq!(created["role"], "operator", "{created}");
+    let mut config = crate::config::RouterConfig::default();
+    assert_eq!(config.check_access(), Ok(()));
+    config.rbac.enabled = false;
+    assert!(config.check_access().unwrap_err().contains("rbac.enabled"));
+    config.rbac.enabled = true;
+    config.rbac.default_role = "root".into();
+    assert!(config.check_access().unwrap_err().contains("default_role"));
+    config.rbac.default_role = "viewer".into();
+    config.auth.mfa_required = true;
+    assert!(config.check_access().unwrap_err().contains("mfa_required"));
+}
