@@ -81,7 +81,7 @@ pub(super) fn enabled(state: &AppState) -> Result<(), ApiError> {
 }
 
 /// Who acts, as the audit trail names them.
-fn actor(caller: &Caller) -> String {
+pub(super) fn actor(caller: &Caller) -> String {
     match caller {
         Caller::User { user, .. } => user.username.clone(),
         Caller::Bootstrap => "bootstrap".into(),

@@ -25,8 +25,8 @@ use tessera_api::rpc::Consistency;
 use tessera_api::sql::SqlOp;
 
 use super::QueryParams;
-use super::compliance::enabled;
-use super::compliance_subject::{Coverage, Scope, compact_timestamp, rule, sql_rows};
+use super::compliance::{actor, enabled};
+use super::compliance_subject::{Coverage, Scope, compact_timestamp, parse_date, rule, sql_rows};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql};
 use crate::error::ApiError;
@@ -100,6 +100,7 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     // SQL rows: one DELETE per table holding some, then VACUUM for a secure erase.
     let rows: Vec<SubjectItem> = sql_rows(state, &rule, &groups).await?.into_iter().filter(|i| coverage.covers(i)).collect();
     let mut tables: Vec<String> = rows.iter().map(|r| r.location.clone()).collect();
+    tables.sort();
     tables.dedup();
     for location in &tables {
         let Some((database, table)) = location.split_once('.') else { continue };
@@ -186,12 +187,6 @@ async fn delete_rows(state: &AppState, database: &str, table: &str, rule: &tesse
     answer.map(|_| ()).map_err(|r| ApiError::sql(r, ""))
 }
 
-fn actor(caller: &Caller) -> String {
-    match caller {
-        Caller::User { user, .. } => user.username.clone(),
-        Caller::Bootstrap => "bootstrap".into(),
-    }
-}
 
 /// SHA-256 (hex) of the subject and every erased item's store, place, id and
 /// size, sorted: it names exactly what was erased without keeping the data.
@@ -272,16 +267,10 @@ pub struct CertificateRange {
 
 fn time_param(v: &Option<String>, name: &str) -> Result<Option<i64>, ApiError> {
     let Some(s) = v else { return Ok(None) };
-    if let Ok(ms) = s.parse::<i64>() {
-        return Ok(Some(ms));
-    }
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Ok(Some(t.timestamp_millis()));
-    }
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+    s.parse::<i64>()
         .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| Some(t.and_utc().timestamp_millis()))
+        .or_else(|| parse_date(s))
+        .map(Some)
         .ok_or_else(|| ApiError::BadRequest(format!("{name} must be Unix milliseconds or an RFC 3339 date")))
 }
 

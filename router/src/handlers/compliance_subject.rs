@@ -68,19 +68,22 @@ impl ExportRequest {
     }
 }
 
+/// Unix milliseconds of `s`: an RFC 3339 time or a `YYYY-MM-DD` day (its start, UTC).
+pub fn parse_date(s: &str) -> Option<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.timestamp_millis());
+    }
+    let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
 /// A time bound: Unix milliseconds, or an RFC 3339 / `YYYY-MM-DD` string.
 fn bound(v: &Option<Value>, name: &str) -> Result<Option<i64>, ApiError> {
     let bad = || ApiError::BadRequest(format!("date_range.{name} must be Unix milliseconds or an RFC 3339 date"));
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(bad),
-        Some(Value::String(s)) => {
-            if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-                return Ok(Some(t.timestamp_millis()));
-            }
-            let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| bad())?;
-            Ok(Some(day.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc().timestamp_millis()))
-        }
+        Some(Value::String(s)) => parse_date(s).map(Some).ok_or_else(bad),
         Some(_) => Err(bad()),
     }
 }
