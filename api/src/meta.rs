@@ -252,8 +252,9 @@ impl ClusterMap {
     /// A node of the map.
     /// Records `mv` as the replica move in flight: `Ok(false)` when it is
     /// recorded already; refused while another move is in flight, while a node
-    /// joins or leaves, or when `mv` does not fit the map (`from` must hold the
-    /// group, `to` must be active and not hold it).
+    /// joins or leaves (unless `mv` moves a replica to the joining node or off
+    /// the draining one), or when `mv` does not fit the map (`from` must hold
+    /// the group, `to` must exist and not hold it).
     pub fn begin_move(&mut self, mv: ReplicaMove) -> Result<bool, String> {
         if let Some(current) = self.moving {
             if current == mv {
@@ -264,8 +265,16 @@ impl ClusterMap {
                 current.group, current.from, current.to
             ));
         }
+        // While a node joins or leaves, replicas move only to it or off it.
         if let Some(other) = self.nodes.iter().find(|n| n.state != NodeState::Active) {
-            return Err(format!("node {} is {}: replicas move only while no node joins or leaves", other.id, other.state.as_str()));
+            let part_of_it = match other.state {
+                NodeState::Joining => mv.to == other.id,
+                NodeState::Draining => mv.from == other.id,
+                _ => false,
+            };
+            if !part_of_it {
+                return Err(format!("node {} is {}: replicas move only while no node joins or leaves", other.id, other.state.as_str()));
+            }
         }
         let group = self.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| format!("group {} does not exist", mv.group))?;
         if !group.members.contains(&mv.from) {

@@ -161,6 +161,95 @@ pub fn next_replica_move(map: &ClusterMap) -> Option<ReplicaMove> {
     None
 }
 
+/// The next step of a node joining or leaving, which the placement driver
+/// runs whatever `sharding.auto_rebalance` says (the operator asked for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifecycleStep {
+    /// Move one replica (to the joining node, or off the draining one).
+    Move(ReplicaMove),
+    /// The joining node holds its share: record it `active`.
+    Activate(NodeId),
+}
+
+/// The next lifecycle step the map asks for, if any: a draining node's next
+/// replica to move away ([`drain_move`]; groups in `led_by_draining` wait until
+/// their leadership has left it), or a joining node's next replica
+/// ([`join_moves`]), or its activation once it holds its share. `None` while a
+/// move is in flight (it is finished first) or when no node joins or drains.
+pub fn next_lifecycle_step(map: &ClusterMap, led_by_draining: &BTreeSet<GroupId>) -> Option<LifecycleStep> {
+    if map.moving.is_some() {
+        return None;
+    }
+    if let Some(node) = map.nodes.iter().find(|n| n.state == NodeState::Draining) {
+        return drain_move(map, node.id, led_by_draining).map(LifecycleStep::Move);
+    }
+    let joining = map.nodes.iter().find(|n| n.state == NodeState::Joining)?;
+    Some(match join_moves(map, joining.id).first() {
+        Some(&(group, from)) => LifecycleStep::Move(ReplicaMove { group, from, to: joining.id }),
+        None => LifecycleStep::Activate(joining.id),
+    })
+}
+
+/// The next replica of the draining `node` to move: to the active node with
+/// the fewest data replicas among those its group lacks, while there is one
+/// (in a three-node cluster there is none: the replicas stay until the node is
+/// removed, and the groups shrink). Data groups first, the meta group last, so
+/// the meta group keeps its size too when a node outside it can take its
+/// replica. Groups in `skip` (the node still leads them) are passed over.
+pub fn drain_move(map: &ClusterMap, node: NodeId, skip: &BTreeSet<GroupId>) -> Option<ReplicaMove> {
+    let data = || map.groups.iter().filter(|g| g.id != crate::META_GROUP);
+    let load = |id: NodeId| data().filter(|g| g.members.contains(&id)).count();
+    let meta_last = data().chain(map.groups.iter().filter(|g| g.id == crate::META_GROUP));
+    meta_last.filter(|g| g.members.contains(&node) && !skip.contains(&g.id)).find_map(|g| {
+        map.nodes
+            .iter()
+            .filter(|n| n.state == NodeState::Active && n.id != node && !g.members.contains(&n.id))
+            .min_by_key(|n| (load(n.id), n.id))
+            .map(|target| ReplicaMove { group: g.id, from: node, to: target.id })
+    })
+}
+
+/// Whether the draining `node` has nothing left to move (no replica of it has
+/// a node to go to, and no move is in flight).
+pub fn drain_done(map: &ClusterMap, node: NodeId) -> bool {
+    map.moving.is_none() && drain_move(map, node, &BTreeSet::new()).is_none()
+}
+
+/// The replica moves that give node `new` its share of the data groups'
+/// replicas (total / nodes, rounded down), as `(group, from)`: each takes a
+/// group from the most loaded node among those the new node is not in yet.
+pub fn join_moves(map: &ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
+    let data: Vec<&crate::meta::GroupInfo> = map.groups.iter().filter(|g| g.id != crate::META_GROUP).collect();
+    let hosts: Vec<NodeId> =
+        map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
+    if hosts.is_empty() {
+        return Vec::new();
+    }
+    let total: usize = data.iter().map(|g| g.members.len()).sum();
+    let target = total / hosts.len();
+    let mut load: BTreeMap<NodeId, usize> = hosts.iter().map(|n| (*n, 0)).collect();
+    for m in data.iter().flat_map(|g| &g.members) {
+        *load.entry(*m).or_default() += 1;
+    }
+    let mut moves = Vec::new();
+    let mut taken = BTreeSet::new();
+    while load.get(&new).copied().unwrap_or(0) < target {
+        let mut donors: Vec<(NodeId, usize)> = load.iter().filter(|(n, _)| **n != new).map(|(n, l)| (*n, *l)).collect();
+        donors.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
+        let found = donors.iter().find_map(|(from, _)| {
+            data.iter()
+                .find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id))
+                .map(|g| (g.id, *from))
+        });
+        let Some((group, from)) = found else { break };
+        taken.insert(group);
+        moves.push((group, from));
+        *load.entry(from).or_default() -= 1;
+        *load.entry(new).or_default() += 1;
+    }
+    moves
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +337,49 @@ mod tests {
         assert!(m.begin_move(ReplicaMove { group: 1, from: 4, to: 1 }).is_err(), "node 4 holds no replica");
         assert!(m.begin_move(ReplicaMove { group: 1, from: 1, to: 2 }).is_err(), "node 2 holds one already");
         assert!(m.begin_move(ReplicaMove { group: 9, from: 1, to: 4 }).is_err(), "no group 9");
+    }
+
+    #[test]
+    fn a_joining_node_takes_its_share_then_is_activated() {
+        let mut m = map(&[1, 2, 3, 4], &[(0, &[1, 2, 3]), (1, &[1, 2, 3]), (2, &[1, 2, 3]), (3, &[1, 2, 3]), (4, &[1, 2, 3])]);
+        m.nodes[3].state = NodeState::Joining;
+        let mut moves = Vec::new();
+        loop {
+            match next_lifecycle_step(&m, &BTreeSet::new()) {
+                Some(LifecycleStep::Move(mv)) => {
+                    assert!(moves.len() < 10 && mv.to == 4, "{moves:?} then {mv:?}");
+                    assert!(m.begin_move(mv).is_ok(), "the map accepts a joining node's move");
+                    apply(&mut m, mv);
+                    m.end_move(mv.group);
+                    moves.push(mv);
+                }
+                Some(LifecycleStep::Activate(4)) => break,
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+        assert_eq!(moves.len(), 3, "node 4's share of 12 replicas over 4 nodes: {moves:?}");
+        let froms: BTreeSet<NodeId> = moves.iter().map(|mv| mv.from).collect();
+        assert_eq!(froms.len(), 3, "one replica from each node: {moves:?}");
+    }
+
+    #[test]
+    fn a_draining_node_empties_data_groups_first_and_waits_for_its_leaderships() {
+        let mut m = map(&[1, 2, 3, 4], &[(0, &[1, 2, 3]), (1, &[1, 2, 3]), (2, &[1, 2, 4]), (3, &[2, 3, 4])]);
+        m.nodes[0].state = NodeState::Draining;
+        let led = BTreeSet::from([1]);
+        let first = next_lifecycle_step(&m, &led);
+        assert_eq!(first, Some(LifecycleStep::Move(ReplicaMove { group: 2, from: 1, to: 3 })), "group 1 waits: node 1 leads it");
+        assert!(m.begin_move(ReplicaMove { group: 3, from: 2, to: 1 }).is_err(), "no spread move while a node drains");
+        let mut moved = Vec::new();
+        while let Some(LifecycleStep::Move(mv)) = next_lifecycle_step(&m, &BTreeSet::new()) {
+            assert!(m.begin_move(mv).is_ok());
+            apply(&mut m, mv);
+            m.end_move(mv.group);
+            moved.push(mv.group);
+        }
+        assert_eq!(moved, vec![1, 2, 0], "data groups first, the meta group last");
+        assert!(drain_done(&m, 1));
+        let three = map(&[1, 2, 3], &[(0, &[1, 2, 3]), (1, &[1, 2, 3])]);
+        assert!(drain_done(&three, 1), "with three nodes nothing can move");
     }
 }

@@ -1,19 +1,33 @@
-//! The placement driver (`sharding.auto_rebalance`), run by the meta group's
-//! leader. Every period it first evens out data-group replicas over the
-//! active nodes (one move per period: a new node, or ranges split off onto
-//! their parent's nodes, leave the spread uneven), then leaderships.
+//! The placement driver, run by the meta group's leader: the one place where
+//! replicas move.
+//!
+//! - Every half second it runs what the map asks for: a recorded replica move
+//!   in flight is finished (whoever recorded it: this driver before a crash,
+//!   another node's, or a router's `POST /api/v1/admin/rebalance`); a node
+//!   `joining` (`POST /api/v1/admin/nodes`) receives its share of replicas one
+//!   move at a time and is then recorded `active`, and the leaderships are
+//!   evened; a node `draining` (`POST /api/v1/admin/nodes/{id}/drain`) sees
+//!   each of its replicas moved to a node its group lacks, once its
+//!   leadership of that group has left it. These run whatever
+//!   `sharding.auto_rebalance` says: an operator asked for them.
+//! - With `sharding.auto_rebalance`, every `rebalance_interval_secs` it also
+//!   evens out data-group replicas over the active nodes (one move per period:
+//!   ranges split off onto their parent's nodes leave the spread uneven), then
+//!   leaderships.
 //!
 //! A replica move is recorded in the meta group before its first step
 //! (`MetaOp::BeginMove`); each step is idempotent, so a driver that takes over
-//! after a crash mid-move (this node's or another's) finishes the recorded move
-//! before planning anything else. Recording the group's new members ends it.
+//! after a crash mid-move finishes the recorded move before anything else.
+//! Recording the group's new members ends it. Node states are recorded too,
+//! so an addition or drain goes on under the next meta leader.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tessera_api::command::{MetaOp, Operation, Response};
 use tessera_api::meta::{ClusterMap, NodeState, ReplicaMove};
-use tessera_api::placement::{LeaderMove, LeadershipView, next_replica_move};
+use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move};
 use tessera_api::rpc::{CampaignRequest, Consistency, DropGroupRequest, HandOffRequest, HostGroupRequest, StatusReply, StatusRequest};
 use tessera_api::META_GROUP;
 use tracing::{debug, info, warn};
@@ -24,22 +38,27 @@ use crate::leader_call::{Answer, Call, on_leader};
 /// How long one leadership move may take: the old leader stays silent at most
 /// this long, and the successor campaigns at most this long.
 const LEADER_MOVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the driver looks for recorded moves and nodes joining or leaving.
+const LIFECYCLE_TICK: Duration = Duration::from_millis(500);
 
-/// Starts the placement driver: every `period`, if this node leads the meta
-/// group, it finishes the replica move in flight or makes the next one that
-/// evens the spread, then moves group leaderships (one at a time, each planned
-/// from fresh node statuses) until every active node leads within one as many
-/// groups as any other. Leadership is not recorded anywhere: after a crash or
-/// a change of meta leader the next period plans it anew.
-pub fn spawn_placement_driver(host: Arc<Host>, period: Duration) {
-    info!(period_secs = period.as_secs(), "placement driver on: replicas and leaderships are rebalanced while this node leads the meta group");
-    tokio::spawn(drive_placement(host, period));
+/// Starts the placement driver (see the module documentation); `rebalance_every`
+/// is `Some` with `sharding.auto_rebalance`.
+pub fn spawn_placement_driver(host: Arc<Host>, rebalance_every: Option<Duration>) {
+    match rebalance_every {
+        Some(period) => info!(
+            period_secs = period.as_secs(),
+            "placement driver: node additions and drains, and replicas and leaderships rebalanced, while this node leads the meta group"
+        ),
+        None => info!("placement driver: node additions and drains while this node leads the meta group (sharding.auto_rebalance is off)"),
+    }
+    tokio::spawn(drive_placement(host, rebalance_every));
 }
 
-async fn drive_placement(host: Arc<Host>, period: Duration) {
-    let mut tick = tokio::time::interval(period);
+async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
+    let mut tick = tokio::time::interval(LIFECYCLE_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    let mut last_rebalance = Instant::now();
     loop {
         tick.tick().await;
         if host.is_stopping() {
@@ -48,29 +67,89 @@ async fn drive_placement(host: Arc<Host>, period: Duration) {
         if !host.leads(META_GROUP) || host.is_drained() {
             continue;
         }
+        match run_lifecycle(&host).await {
+            Ok(true) => balance_leaderships(&host).await,
+            Ok(false) => {}
+            Err(e) => {
+                warn!("placement driver: {e}; trying again");
+                continue;
+            }
+        }
+        let Some(period) = rebalance_every else { continue };
+        if last_rebalance.elapsed() < period {
+            continue;
+        }
+        last_rebalance = Instant::now();
         let Some(map) = host.recorded_map() else { continue };
         if let Err(e) = move_one_replica(&host, &map).await {
             warn!("placement driver: replica move not finished this period: {e}");
             continue;
         }
-        let Some(map) = host.recorded_map() else { continue };
-        for _ in 0..map.groups.len() {
-            let view = leadership_view(&host, &map).await;
-            if view.leaders.len() < map.groups.len() {
-                debug!(?view, "placement driver: a group has no known leader; waiting for the next period");
+        balance_leaderships(&host).await;
+    }
+}
+
+/// Finishes the recorded move, if any, then runs the steps of a node joining
+/// or draining back to back while this node leads the meta group. Answers
+/// whether a joining node was activated (its leaderships are evened next).
+async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
+    loop {
+        if !host.leads(META_GROUP) || host.is_stopping() {
+            return Ok(false);
+        }
+        let Some(map) = host.recorded_map() else { return Ok(false) };
+        if let Some(mv) = map.moving {
+            info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
+            finish_move(host, &map, mv, true).await?;
+            continue;
+        }
+        let draining = map.nodes.iter().find(|n| n.state == NodeState::Draining).map(|n| n.id);
+        if draining.is_none() && !map.nodes.iter().any(|n| n.state == NodeState::Joining) {
+            return Ok(false);
+        }
+        // A draining node's groups move once their leadership has left it.
+        let led_by_draining: BTreeSet<u64> = match draining {
+            Some(node) => leadership_view(host, &map).await.leaders.iter().filter(|(_, l)| **l == node).map(|(g, _)| *g).collect(),
+            None => BTreeSet::new(),
+        };
+        match next_lifecycle_step(&map, &led_by_draining) {
+            None => return Ok(false),
+            Some(LifecycleStep::Activate(node)) => {
+                meta_write(host, MetaOp::SetNodeState { node, state: NodeState::Active }).await?;
+                info!(node, "placement driver: the new node holds its share of replicas; it is active");
+                return Ok(true);
+            }
+            Some(LifecycleStep::Move(mv)) => {
+                begin_move(host, mv).await?;
+                info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: moving a replica of a node joining or draining");
+                finish_move(host, &map, mv, false).await?;
+            }
+        }
+    }
+}
+
+/// Moves group leaderships (one at a time, each planned from fresh node
+/// statuses) until every node that may lead leads within one as many groups
+/// as any other, preferred leaders first. Leadership is not recorded anywhere:
+/// after a crash or a change of meta leader the next pass plans it anew.
+async fn balance_leaderships(host: &Arc<Host>) {
+    let Some(map) = host.recorded_map() else { return };
+    for _ in 0..map.groups.len() {
+        let view = leadership_view(host, &map).await;
+        if view.leaders.len() < map.groups.len() {
+            debug!(?view, "placement driver: a group has no known leader; waiting for the next pass");
+            break;
+        }
+        let Some(mv) = view.next_move() else { break };
+        match move_leadership(host, &map, mv).await {
+            Ok(leader) => info!(group = mv.group, from = mv.from, to = mv.to, ?leader, "placement driver moved a leadership"),
+            Err(e) => {
+                warn!(group = mv.group, from = mv.from, to = mv.to, "placement driver could not move the leadership: {e}");
                 break;
             }
-            let Some(mv) = view.next_move() else { break };
-            match move_leadership(&host, &map, mv).await {
-                Ok(leader) => info!(group = mv.group, from = mv.from, to = mv.to, ?leader, "placement driver moved a leadership"),
-                Err(e) => {
-                    warn!(group = mv.group, from = mv.from, to = mv.to, "placement driver could not move the leadership: {e}");
-                    break;
-                }
-            }
-            if !host.leads(META_GROUP) {
-                break;
-            }
+        }
+        if !host.leads(META_GROUP) {
+            break;
         }
     }
 }
@@ -117,28 +196,39 @@ async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> 
 }
 
 
-/// Finishes the replica move recorded in `map`, or plans, records and makes
-/// the next one; nothing when the spread is even.
+/// With `sharding.auto_rebalance`: finishes the replica move recorded in
+/// `map`, or plans, records and makes the next one that evens the spread;
+/// nothing when the spread is even.
 async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap) -> Result<(), String> {
-    let resumed = map.moving.is_some();
     let mv = match map.moving {
         Some(mv) => {
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
-            mv
+            return finish_move(host, map, mv, true).await;
         }
         None => {
             let Some(mv) = next_replica_move(map) else { return Ok(()) };
-            match host.write(META_GROUP, Operation::Meta(MetaOp::BeginMove(mv)), None, Consistency::Quorum).await {
-                Ok(Response::Applied(_)) => {}
-                Ok(Response::Rejected(r)) => return Err(format!("the meta group refused the move: {}", r.message)),
-                Ok(other) => return Err(format!("unexpected answer to a move record: {other:?}")),
-                Err(e) => return Err(e.to_string()),
-            }
+            begin_move(host, mv).await?;
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: moving a replica to even the spread");
             mv
         }
     };
-    let started = std::time::Instant::now();
+    finish_move(host, map, mv, false).await
+}
+
+/// Records `mv` in the meta group as the move in flight.
+async fn begin_move(host: &Arc<Host>, mv: ReplicaMove) -> Result<(), String> {
+    match host.write(META_GROUP, Operation::Meta(MetaOp::BeginMove(mv)), None, Consistency::Quorum).await {
+        Ok(Response::Applied(_)) => Ok(()),
+        Ok(Response::Rejected(r)) => Err(format!("the meta group refused the move: {}", r.message)),
+        Ok(other) => Err(format!("unexpected answer to a move record: {other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Makes the steps of the recorded move `mv`; a move the map no longer allows
+/// (its group or node gone) is dropped from the record.
+async fn finish_move(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool) -> Result<(), String> {
+    let started = Instant::now();
     match move_replica(host, map, mv, resumed).await {
         Ok(index) => {
             info!(group = mv.group, from = mv.from, to = mv.to, index, took_ms = started.elapsed().as_millis() as u64, "placement driver moved a replica");
@@ -170,8 +260,8 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
     let group = map.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| MoveError::Obsolete(format!("group {} is gone", mv.group)))?;
     let to = map
         .node(mv.to)
-        .filter(|n| n.state == NodeState::Active)
-        .ok_or_else(|| MoveError::Obsolete(format!("node {} is not an active node", mv.to)))?;
+        .filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining))
+        .ok_or_else(|| MoveError::Obsolete(format!("node {} is not an active or joining node", mv.to)))?;
     if !group.members.contains(&mv.from) && !group.members.contains(&mv.to) {
         return Err(MoveError::Obsolete(format!("node {} no longer holds group {}", mv.from, mv.group)));
     }

@@ -490,10 +490,9 @@ impl Host {
             };
             crate::maintenance::spawn_range_splitter(host.clone(), period, thresholds);
         }
-        if cfg.sharding.auto_rebalance {
-            let period = Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1));
-            crate::driver::spawn_placement_driver(host.clone(), period);
-        }
+        let rebalance_every =
+            cfg.sharding.auto_rebalance.then(|| Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1)));
+        crate::driver::spawn_placement_driver(host.clone(), rebalance_every);
         tokio::spawn(follow_lifecycle_state(host.clone()));
         Ok(host)
     }

@@ -59,7 +59,21 @@ pub fn recorded_or_configured(store: &tessera_storage::Store, configured: Cluste
         store.record_placement(&bytes).map_err(|e| record(&e))?;
         return Ok(configured);
     };
-    let recorded: ClusterMap = serde_json::from_slice(&bytes).map_err(|e| record(&e))?;
+    let mut recorded: ClusterMap = serde_json::from_slice(&bytes).map_err(|e| record(&e))?;
+    // Nodes added since bootstrap may be configured as peers (an operator lists
+    // the whole cluster): the recorded placement rules, the live map comes from
+    // the meta group.
+    let added_since = recorded.nodes.len() < configured.nodes.len()
+        && recorded.nodes.iter().all(|n| configured.node(n.id).is_some())
+        && recorded.data_groups().len() == configured.data_groups().len()
+        && recorded.replication_factor == configured.replication_factor
+        && recorded.strategy == configured.strategy;
+    if added_since {
+        for node in &mut recorded.nodes {
+            node.addr = configured.addr_of(node.id).unwrap_or(&node.addr).to_string();
+        }
+        return Ok(recorded);
+    }
     if let Some(difference) = topology_difference(&recorded, &configured) {
         return Err(PlacementError::Disagrees(difference));
     }
@@ -163,9 +177,12 @@ mod tests {
         let mut moved = first.clone();
         moved.nodes[1].addr = "10.0.0.2:9190".into();
         assert_eq!(recorded_or_configured(&store, moved.clone()).unwrap(), moved);
+        // A node added since may be listed: the recorded placement rules.
+        assert_eq!(recorded_or_configured(&store, initial_map(&nodes(4), 8, 3, ShardingStrategy::Hash)).unwrap(), first);
         for (other, what) in [
             (initial_map(&nodes(3), 4, 3, ShardingStrategy::Hash), "data groups"),
-            (initial_map(&nodes(4), 8, 3, ShardingStrategy::Hash), "nodes"),
+            (initial_map(&nodes(2), 8, 2, ShardingStrategy::Hash), "nodes"),
+            (initial_map(&nodes(4), 4, 3, ShardingStrategy::Hash), "nodes"),
             (initial_map(&nodes(3), 8, 1, ShardingStrategy::Hash), "replication factor"),
         ] {
             let e = recorded_or_configured(&store, other).unwrap_err().to_string();

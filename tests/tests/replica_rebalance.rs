@@ -7,11 +7,13 @@
 //!
 //! Nodes 1-3 carry the crash point `replica-move-learner-added`: a meta
 //! leader that makes a move it planned kills itself between the learner's
-//! catch-up and the voter change. The move is recorded in the meta group
-//! before its first step, so the next meta leader finishes that same move
-//! before planning another; the test starts every crashed node again (with
-//! the crash point disarmed). Nothing acknowledged is lost, and node 4 serves
-//! the ranges that moved to it from its own replicas.
+//! catch-up and the voter change (the first such move is node 4's addition,
+//! which the driver runs). The move is recorded in the meta group before its
+//! first step, and the addition as node 4's state, so the next meta leader
+//! finishes that same move and the addition before planning another; the test
+//! starts every crashed node again (with the crash point disarmed, and a
+//! configuration that lists node 4). Nothing acknowledged is lost, and node 4
+//! serves the ranges that moved to it from its own replicas.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,11 +52,13 @@ async fn replica_rebalance() {
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
-    // Node 4 joins the three-node cluster and takes its share (6 replicas over 4 nodes: 1).
+    // Node 4 joins the three-node cluster and takes its share (6 replicas over
+    // 4 nodes: 1); the meta leader dies making that move, the next finishes it
+    // (`quorum`: `all` would wait for the dead node).
     let addr = c.start_new_node(NEW)?;
     c.set_node_env(NEW, "SERVICE_TEST_CRASH_POINTS", "")?;
     let added = api
-        .consistency("all")
+        .consistency("quorum")
         .timeout(Duration::from_secs(180))
         .post("/api/v1/admin/nodes", &json!({"node_id": NEW, "address": addr}))
         .await?

@@ -12,7 +12,7 @@ use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
-use tessera_api::rpc::{AddLearnerRequest, CampaignRequest, DropGroupRequest, HandOffRequest, HostGroupRequest, ReplaceVotersRequest, 
+use tessera_api::rpc::{CampaignRequest, HandOffRequest, 
     Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
     RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
@@ -368,52 +368,6 @@ impl ClusterClient for GrpcCluster {
             })
             .await?;
         Ok(served.value)
-    }
-
-    async fn add_learner(&self, group: GroupId, node: NodeId, addr: &str) -> Result<u64, ClusterError> {
-        let addr = addr.to_string();
-        let served = self
-            .call(group, None, false, |mut client| {
-                let node_addr = addr.clone();
-                async move {
-                    let mut req = tonic::Request::new(AddLearnerRequest { group_id: group, node_id: node, node_addr });
-                    // The answer comes once the learner has caught up (a snapshot may ship first).
-                    req.set_timeout(Duration::from_secs(120));
-                    client.add_learner(req).await
-                }
-            })
-            .await?;
-        Ok(served.value)
-    }
-
-    async fn replace_voters(&self, group: GroupId, voters: Vec<NodeId>) -> Result<u64, ClusterError> {
-        let served = self
-            .call(group, None, false, |mut client| {
-                let voters = voters.clone();
-                async move {
-                    let mut req = tonic::Request::new(ReplaceVotersRequest { group_id: group, voters });
-                    req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                    client.replace_voters(req).await
-                }
-            })
-            .await?;
-        Ok(served.value)
-    }
-
-    async fn host_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError> {
-        let mut client = self.client(&node.addr)?;
-        let mut req = tonic::Request::new(HostGroupRequest { group_id: group });
-        req.set_timeout(ATTEMPT_TIMEOUT);
-        let reply = client.host_group(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
-        Ok(reply.into_inner().created)
-    }
-
-    async fn drop_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError> {
-        let mut client = self.client(&node.addr)?;
-        let mut req = tonic::Request::new(DropGroupRequest { group_id: group });
-        req.set_timeout(ATTEMPT_TIMEOUT);
-        let reply = client.drop_group(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
-        Ok(reply.into_inner().dropped)
     }
 
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError> {

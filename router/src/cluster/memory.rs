@@ -192,22 +192,6 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("group {group} has one in-process member; node {node} cannot leave it")))
     }
 
-    async fn add_learner(&self, group: GroupId, node: NodeId, _addr: &str) -> Result<u64, ClusterError> {
-        Err(ClusterError::Unavailable(format!("group {group} is in-process; node {node} cannot join it")))
-    }
-
-    async fn replace_voters(&self, group: GroupId, _voters: Vec<NodeId>) -> Result<u64, ClusterError> {
-        Err(ClusterError::Unavailable(format!("group {group} is in-process; its members do not change")))
-    }
-
-    async fn host_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError> {
-        Err(ClusterError::Unavailable(format!("node {} is in-process and hosts no more than group {group}'s one replica", node.id)))
-    }
-
-    async fn drop_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError> {
-        Err(ClusterError::Unavailable(format!("node {} is in-process; group {group} keeps its one replica", node.id)))
-    }
-
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError> {
         Err(ClusterError::Unavailable(format!("no process answers for node {} at {}", node.id, node.addr)))
     }

@@ -94,20 +94,6 @@ pub trait ClusterClient: Send + Sync {
     /// the log index of the committed membership without it.
     async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError>;
 
-    /// Adds `node` (at `addr`) to `group` as a learner through the group's
-    /// leader; answers the membership's log index once the learner caught up.
-    async fn add_learner(&self, group: GroupId, node: NodeId, addr: &str) -> Result<u64, ClusterError>;
-
-    /// Makes exactly `voters` the voters of `group` through its leader (nodes
-    /// left out leave it); answers the committed membership's log index.
-    async fn replace_voters(&self, group: GroupId, voters: Vec<NodeId>) -> Result<u64, ClusterError>;
-
-    /// Starts an empty replica of `group` on `node` (true: it was not hosted).
-    async fn host_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError>;
-
-    /// Stops `node`'s replica of `group` and deletes its data (true: it was hosted).
-    async fn drop_group(&self, node: &NodeInfo, group: GroupId) -> Result<bool, ClusterError>;
-
     /// The status of a node that may not be in the map yet (one being added).
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError>;
 

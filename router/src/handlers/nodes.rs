@@ -18,8 +18,8 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Response as Reply};
-use tessera_api::meta::{NodeInfo, NodeState};
-use tessera_api::placement::{LeadershipView, next_replica_move, replica_load};
+use tessera_api::meta::{ClusterMap, NodeInfo, NodeState};
+use tessera_api::placement::{LeadershipView, drain_done, join_moves, next_replica_move, replica_load};
 use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, NodeId};
 
@@ -245,9 +245,16 @@ const LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// once no node reports it as the leader of any group and each of those groups
 /// has another leader; `all` once every replica of those groups knows the new
 /// leader. Draining a node that does not answer is allowed (it drains itself
-/// when it comes back: nodes follow their state in the map). Then each data
-/// replica the node holds moves to a node that lacks the group (learner,
-/// catch-up, voters replaced); `all` also waits until every move is applied.
+/// when it comes back: nodes follow their state in the map). The placement
+/// driver on the meta leader then moves each data replica the node holds (the
+/// meta group's last) to the active node with the fewest replicas among those
+/// its group lacks, once the node no longer leads that group; in a three-node
+/// cluster none can move, and the groups shrink when the node is removed. The
+/// drain is recorded, so it goes on after a router or meta leader crash.
+/// `one` answers 202 once `draining` is recorded; `quorum` (the default) once
+/// the leaderships left and every replica that can move has moved (504
+/// naming what is pending when nothing moves for a minute); `all` also waits
+/// until every member of every moved group applied its new membership.
 pub async fn drain(
     State(state): State<AppState>,
     _caller: Caller,
@@ -263,6 +270,7 @@ pub async fn drain(
         return Err(ApiError::Conflict(format!("node {} is being removed", node.id)));
     }
     let asked = Instant::now();
+    let before = known_map(&state)?;
     record_state(&state, node.id, NodeState::Draining).await?;
     let reached = state.cluster.drain_node(&node).await;
     let led_when_asked = reached.as_ref().ok().cloned();
@@ -270,63 +278,94 @@ pub async fn drain(
         "node_id": node.id, "state": "draining", "node_reached": reached.is_ok(),
         "groups_led_when_asked": led_when_asked,
     });
-    let what = format!("drain of node {}", node.id);
     if consistency == Consistency::One {
-        let (state, leaving) = (state.clone(), node.clone());
-        tokio::spawn(async move {
-            let what = format!("drain of node {}", leaving.id);
-            let settled = settle(&state, &what, asked, |statuses| drain_pending(statuses, leaving.id, Consistency::Quorum)).await;
-            if let Err(e) = async { settled?; move_replicas_off(&state, &leaving).await }.await {
-                tracing::warn!(node = leaving.id, "draining the node: {e}; repeat the drain to resume");
-            }
-        });
         return Ok((
             StatusCode::ACCEPTED,
             Json(with(base, json!({"consistency": "one", "drained": false, "replicas_moved": 0}))),
         ));
     }
+    let what = format!("drain of node {}", node.id);
     settle(&state, &what, asked, |statuses| drain_pending(statuses, node.id, consistency)).await?;
-    let moves = move_replicas_off(&state, &node).await?;
+    let after = await_driver(&state, &what, |map| {
+        if map.node(node.id).is_none_or(|n| n.state != NodeState::Draining) {
+            return vec![format!("node {} is no longer draining", node.id)];
+        }
+        if drain_done(map, node.id) {
+            return Vec::new();
+        }
+        let left: Vec<String> = map.groups.iter().filter(|g| g.members.contains(&node.id)).map(|g| g.id.to_string()).collect();
+        vec![format!("node {} still holds replicas of groups {} that can move", node.id, left.join(", "))]
+    })
+    .await?;
+    let moves = moves_between(&before, &after, node.id);
     if consistency == Consistency::All && !moves.is_empty() {
-        let indexes: BTreeMap<GroupId, u64> = moves.iter().map(|(g, _, index)| (*g, *index)).collect();
-        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
-        settle(&state, &what, asked, |statuses| move_pending(statuses, &map, &indexes)).await?;
+        let groups: BTreeMap<GroupId, u64> = moves.iter().map(|(g, _, _)| (*g, 0)).collect();
+        settle(&state, &what, asked, |statuses| move_pending(statuses, &after, &groups)).await?;
     }
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
         Json(with(base, json!({
             "consistency": level, "drained": true, "replicas_moved": moves.len(),
-            "moves": moves.iter().map(|(g, to, _)| json!({"group": g, "from": node.id, "to": to})).collect::<Vec<_>>(),
+            "moves": moves.iter().map(|(g, from, to)| json!({"group": g, "from": from, "to": to})).collect::<Vec<_>>(),
             "took_ms": asked.elapsed().as_millis() as u64,
         }))),
     ))
 }
 
-/// Moves each replica of the draining `node` to the active node with the
-/// fewest data replicas among those not in the group, while there is one (in a
-/// three-node cluster there is none: the replicas stay until the node is
-/// removed, and the groups shrink). Data groups first, the meta group last, so
-/// the meta group keeps its size too when a node outside it can take its
-/// replica. Answers (group, new node, membership index).
-async fn move_replicas_off(state: &AppState, node: &NodeInfo) -> Result<Vec<(GroupId, NodeId, u64)>, ApiError> {
+/// The replica moves that took `before` to `after` and involved `node`, as
+/// `(group, from, to)`: groups it joined (from the member that left) or left
+/// (to the member that joined).
+fn moves_between(before: &ClusterMap, after: &ClusterMap, node: NodeId) -> Vec<(GroupId, NodeId, NodeId)> {
     let mut moves = Vec::new();
+    for g in &after.groups {
+        let Some(old) = before.groups.iter().find(|b| b.id == g.id) else { continue };
+        let (was, is) = (old.members.contains(&node), g.members.contains(&node));
+        if was == is {
+            continue;
+        }
+        let other = if is {
+            old.members.iter().find(|m| !g.members.contains(m))
+        } else {
+            g.members.iter().find(|m| !old.members.contains(m))
+        };
+        let Some(&other) = other else { continue };
+        moves.push(if is { (g.id, other, node) } else { (g.id, node, other) });
+    }
+    moves
+}
+
+/// The cluster map this router knows, or 503.
+fn known_map(state: &AppState) -> Result<ClusterMap, ApiError> {
+    state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))
+}
+
+/// Waits until the cluster map (refreshed every 200 ms) leaves `pending` with
+/// nothing to name, and answers it: the placement driver on the meta leader
+/// does the work. 504 `STILL_PENDING` naming what is missing once the map has
+/// not changed for [`LIFECYCLE_TIMEOUT`] (no move made progress).
+async fn await_driver(state: &AppState, what: &str, pending: impl Fn(&ClusterMap) -> Vec<String>) -> Result<ClusterMap, ApiError> {
+    let mut still: Option<(u64, Instant)> = None;
     loop {
-        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
-        let data = || map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP);
-        let load = |id: NodeId| data().filter(|g| g.members.contains(&id)).count();
-        let moved = |id: GroupId| moves.iter().any(|(g, _, _)| *g == id);
-        let meta_last = data().chain(map.groups.iter().filter(|g| g.id == tessera_api::META_GROUP));
-        let next = meta_last.filter(|g| g.members.contains(&node.id) && !moved(g.id)).find_map(|g| {
-            map.nodes
-                .iter()
-                .filter(|n| n.state == NodeState::Active && n.id != node.id && !g.members.contains(&n.id))
-                .min_by_key(|n| (load(n.id), n.id))
-                .map(|target| (g.id, target.clone()))
-        });
-        let Some((group, target)) = next else { return Ok(moves) };
-        let index = move_replica(state, group, node.id, &target).await?;
-        moves.push((group, target.id, index));
+        state.cluster.refresh().await;
+        let map = known_map(state)?;
+        let missing = pending(&map);
+        if missing.is_empty() {
+            return Ok(map);
+        }
+        match still {
+            Some((epoch, since)) if epoch == map.epoch => {
+                if since.elapsed() > LIFECYCLE_TIMEOUT {
+                    return Err(ApiError::StillPending(format!(
+                        "{what}: no progress for {}s: {}",
+                        LIFECYCLE_TIMEOUT.as_secs(),
+                        missing.join("; ")
+                    )));
+                }
+            }
+            _ => still = Some((map.epoch, Instant::now())),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -343,16 +382,19 @@ struct AddNodeBody {
 /// started with `SERVICE_INITIAL_CLUSTER_STATE=existing` (it takes the cluster's
 /// map from a peer and hosts nothing yet); 409 when it does not answer at that
 /// address as that id, when the id is taken, or while another node joins or
-/// leaves. The meta group records it as `joining`; then data-group replicas move
-/// to it one at a time until it holds its share (total replicas / nodes): the
-/// new node starts an empty replica, the group's leader adds it as a learner and
-/// waits until it caught up, the group commits voters with the new node in
-/// place of the most loaded node's replica, the map records the members, and
-/// the old replica is stopped and deleted. Last the node becomes `active`.
-/// `one` answers 202 once `joining` is recorded (the moves go on in the
-/// background; repeating the call resumes them); `quorum` (the default) once
-/// every move committed; `all` once every member of every moved group applied
-/// its new membership and no old replica remains.
+/// leaves. The meta group records it as `joining`; then the placement driver
+/// on the meta leader moves data-group replicas to it one at a time until it
+/// holds its share (total replicas / nodes): the new node starts an empty
+/// replica, the group's leader adds it as a learner and waits until it caught
+/// up, the group commits voters with the new node in place of the most loaded
+/// node's replica, the map records the members, and the old replica is
+/// stopped and deleted. Last the driver records the node `active` and evens
+/// out the leaderships. Every step is recorded, so an addition goes on after a
+/// router or meta leader crash. `one` answers 202 once `joining` is recorded;
+/// `quorum` (the default) once the node is `active` (504 naming what is
+/// pending when nothing moves for a minute); `all` also waits until every
+/// member of every moved group applied its new membership and no old replica
+/// remains.
 pub async fn add(
     State(state): State<AppState>,
     _caller: Caller,
@@ -411,45 +453,34 @@ pub async fn add(
     if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::AddNode { node: node.clone() }).await? {
         return Err(r.into());
     }
-    state.cluster.refresh().await;
-    let map = state.cluster.map().unwrap_or(map);
-    let moves = plan_moves(&map, node.id);
     if consistency == Consistency::One {
-        let (state, joining) = (state.clone(), node.clone());
-        tokio::spawn(async move {
-            match join_node(&state, &joining, &moves).await {
-                Ok(_) => {
-                    if let Err(e) = rebalance_leaders(&state).await {
-                        tracing::warn!(node = joining.id, "rebalancing leaders after the addition: {e}");
-                    }
-                }
-                Err(e) => tracing::warn!(node = joining.id, "adding the node: {e}; repeat POST /api/v1/admin/nodes to resume"),
-            }
-        });
         return Ok((
             StatusCode::ACCEPTED,
             Json(json!({"node_id": node.id, "address": node.addr, "state": "joining", "consistency": "one", "added": false})),
         ));
     }
-    let indexes = join_node(&state, &node, &moves).await?;
+    let what = format!("addition of node {}", node.id);
+    let after = await_driver(&state, &what, |map| match map.node(node.id).map(|n| n.state) {
+        Some(NodeState::Active) => Vec::new(),
+        Some(NodeState::Joining) => {
+            let held = map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP && g.members.contains(&node.id)).count();
+            vec![format!("node {} is still joining: it holds {held} data replicas, {} more to move", node.id, join_moves(map, node.id).len())]
+        }
+        other => vec![format!("node {} is {} now", node.id, other.map_or("gone", |s| s.as_str()))],
+    })
+    .await?;
+    let moves = moves_between(&map, &after, node.id);
     if consistency == Consistency::All {
-        let what = format!("addition of node {}", node.id);
-        let map = state.cluster.map().unwrap_or(map);
-        settle(&state, &what, asked, |statuses| move_pending(statuses, &map, &indexes)).await?;
+        let groups: BTreeMap<GroupId, u64> = moves.iter().map(|(g, _, _)| (*g, 0)).collect();
+        settle(&state, &what, asked, |statuses| move_pending(statuses, &after, &groups)).await?;
     }
-    // Then leaderships, so the new node leads its share too (best effort: a
-    // failed move leaves the spread as it was; POST /api/v1/admin/rebalance again).
-    let leader_moves = rebalance_leaders(&state).await.unwrap_or_else(|e| {
-        tracing::warn!(node = node.id, "rebalancing leaders after the addition: {e}");
-        Vec::new()
-    });
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
         Json(json!({
             "node_id": node.id, "address": node.addr, "state": "active", "added": true, "consistency": level,
-            "replicas_moved": moves.len(), "leaders_moved": leader_moves.len(), "leader_moves": leader_moves,
-            "moves": moves.iter().map(|(g, from)| json!({"group": g, "from": from, "to": node.id})).collect::<Vec<_>>(),
+            "replicas_moved": moves.len(),
+            "moves": moves.iter().map(|(g, from, to)| json!({"group": g, "from": from, "to": to})).collect::<Vec<_>>(),
             "took_ms": asked.elapsed().as_millis() as u64,
         })),
     ))
@@ -505,15 +536,17 @@ async fn rebalance_leaders(state: &AppState) -> Result<Vec<Value>, ApiError> {
 }
 
 /// Replica moves until every active node holds within one as many data-group
-/// replicas as any other (`tessera_api::placement::next_replica_move`): a move
-/// recorded in flight first (a driver or an earlier call stopped mid-way),
-/// then each planned from the map, recorded before its first step. Answers the
-/// moves made; 409 when the placement driver is moving one now.
+/// replicas as any other (`tessera_api::placement::next_replica_move`): each
+/// planned from the map and recorded in the meta group (`MetaOp::BeginMove`);
+/// the placement driver on the meta leader makes the steps of a recorded move,
+/// and this call waits until the map shows it done. A move in flight (the
+/// driver's own, or one a crash interrupted) is waited for first. Answers the
+/// moves made.
 async fn rebalance_replicas(state: &AppState) -> Result<Vec<Value>, ApiError> {
     let mut made = Vec::new();
     for _ in 0..64 {
         state.cluster.refresh().await;
-        let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+        let map = known_map(state)?;
         let mv = match map.moving {
             Some(mv) => mv,
             None => {
@@ -524,9 +557,14 @@ async fn rebalance_replicas(state: &AppState) -> Result<Vec<Value>, ApiError> {
                 mv
             }
         };
-        let to = map.node(mv.to).cloned().ok_or_else(|| ApiError::Conflict(format!("node {} of the move in flight is gone", mv.to)))?;
-        let index = move_replica(state, mv.group, mv.from, &to).await?;
-        made.push(json!({"group": mv.group, "from": mv.from, "to": mv.to, "index": index}));
+        let what = format!("move of group {}'s replica from node {} to node {}", mv.group, mv.from, mv.to);
+        let after = await_driver(state, &what, |map| match map.moving {
+            Some(m) if m == mv => vec![format!("the placement driver has not finished it (is a meta leader elected?)")],
+            _ => Vec::new(),
+        })
+        .await?;
+        let done = after.groups.iter().any(|g| g.id == mv.group && g.members.contains(&mv.to) && !g.members.contains(&mv.from));
+        made.push(json!({"group": mv.group, "from": mv.from, "to": mv.to, "moved": done}));
     }
     Ok(made)
 }
@@ -626,81 +664,6 @@ pub async fn set_preferred_leader(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok((StatusCode::OK, Json(with(answer, json!({"leader": node, "moves": moves, "took_ms": asked.elapsed().as_millis() as u64})))))
-}
-
-/// The replica moves that give node `new` its share of the data groups' replicas
-/// (total / nodes, rounded down): each takes a group from the most loaded node
-/// among those the new node is not in yet.
-fn plan_moves(map: &tessera_api::meta::ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
-    let data: Vec<&tessera_api::meta::GroupInfo> = map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP).collect();
-    let hosts: Vec<NodeId> =
-        map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
-    if hosts.is_empty() {
-        return Vec::new();
-    }
-    let total: usize = data.iter().map(|g| g.members.len()).sum();
-    let target = total / hosts.len();
-    let mut load: BTreeMap<NodeId, usize> = hosts.iter().map(|n| (*n, 0)).collect();
-    for m in data.iter().flat_map(|g| &g.members) {
-        *load.entry(*m).or_default() += 1;
-    }
-    let mut moves = Vec::new();
-    let mut taken = std::collections::BTreeSet::new();
-    while load.get(&new).copied().unwrap_or(0) < target {
-        let mut donors: Vec<(NodeId, usize)> = load.iter().filter(|(n, _)| **n != new).map(|(n, l)| (*n, *l)).collect();
-        donors.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
-        let found = donors.iter().find_map(|(from, _)| {
-            data.iter()
-                .find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id))
-                .map(|g| (g.id, *from))
-        });
-        let Some((group, from)) = found else { break };
-        taken.insert(group);
-        moves.push((group, from));
-        *load.entry(from).or_default() -= 1;
-        *load.entry(new).or_default() += 1;
-    }
-    moves
-}
-
-/// Runs the moves to node `to`, then records it `active`; answers each moved
-/// group's membership log index.
-async fn join_node(state: &AppState, to: &NodeInfo, moves: &[(GroupId, NodeId)]) -> Result<BTreeMap<GroupId, u64>, ApiError> {
-    let mut indexes = BTreeMap::new();
-    for &(group, from) in moves {
-        indexes.insert(group, move_replica(state, group, from, to).await?);
-    }
-    record_state(state, to.id, NodeState::Active).await?;
-    tracing::info!(node = to.id, moved = moves.len(), "node added to the cluster");
-    Ok(indexes)
-}
-
-/// Moves `group`'s replica on node `from` to node `to` (see [`add`]); answers
-/// the log index of the membership with `to` in place of `from`.
-async fn move_replica(state: &AppState, group: GroupId, from: NodeId, to: &NodeInfo) -> Result<u64, ApiError> {
-    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
-    let info = map.groups.iter().find(|g| g.id == group).ok_or_else(|| ApiError::NotFound(format!("group {group}")))?;
-    let members: Vec<NodeId> = if info.members.contains(&to.id) {
-        info.members.clone()
-    } else {
-        info.members.iter().map(|&m| if m == from { to.id } else { m }).collect()
-    };
-    state.cluster.host_group(to, group).await?;
-    state.cluster.add_learner(group, to.id, &to.addr).await?;
-    let index = state.cluster.replace_voters(group, members.clone()).await?;
-    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::SetGroupMembers { group, members: members.clone() }).await? {
-        return Err(r.into());
-    }
-    state.cluster.refresh().await;
-    if let Some(old) = map.node(from).filter(|_| !members.contains(&from)) {
-        // A node that does not answer keeps a stale replica until it is told
-        // again (repeating the call) or removed; the group no longer counts it.
-        if let Err(e) = state.cluster.drop_group(old, group).await {
-            tracing::warn!(group, node = from, "the moved-away replica was not dropped: {e}");
-        }
-    }
-    tracing::info!(group, from, to = to.id, index, "replica moved");
-    Ok(index)
 }
 
 /// What an addition still lacks for `all`: a member of a moved group that has
