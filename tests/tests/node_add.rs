@@ -94,6 +94,23 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     .await?;
     let r = api.replica(NEW).kv_get("after/19").await?.ensure_status(200)?;
     ensure!(r.json["value"] == json!(19), "{r}");
+    // A read pinned to node 4 of a group it does not hold is refused at once
+    // (node 4 holds three of the four data groups).
+    let mut refused = 0;
+    for i in 0..40 {
+        let asked = Instant::now();
+        let r = api.replica(NEW).timeout(Duration::from_secs(5)).kv_get(&format!("before/{i}")).await?;
+        match r.status {
+            200 => ensure!(r.json["value"] == json!(i), "{r}"),
+            400 => {
+                ensure!(r.json["error"].as_str().is_some_and(|e| e.contains("holds no replica")), "{r}");
+                ensure!(asked.elapsed() < Duration::from_secs(2), "refused only after {:?}", asked.elapsed());
+                refused += 1;
+            }
+            _ => anyhow::bail!("before/{i} pinned to node {NEW}: {r}"),
+        }
+    }
+    ensure!(refused > 0, "some of 40 keys fall in the group node {NEW} lacks");
     draining_node_1_moves_its_replicas_away(c, &api, &acked).await
 }
 

@@ -123,6 +123,25 @@ impl GrpcCluster {
             .collect()
     }
 
+    /// Refuses a read pinned to `node` (`X-Tessera-Replica`) when the map says
+    /// the node is not in the cluster or holds no replica of `group` (it may
+    /// have moved away): retrying could not help.
+    fn pinned_holds(&self, group: GroupId, node: NodeId) -> Result<(), ClusterError> {
+        let view = self.view.read().expect("view lock");
+        let Some(map) = view.map.as_ref() else { return Ok(()) };
+        if map.node(node).is_none() {
+            return Err(ClusterError::BadRequest(format!("X-Tessera-Replica: node {node} is not in the cluster")));
+        }
+        match map.groups.iter().find(|g| g.id == group) {
+            Some(g) if !g.members.contains(&node) => Err(ClusterError::BadRequest(format!(
+                "X-Tessera-Replica: node {node} holds no replica of group {group} (its replicas are on nodes {:?}); \
+                 read from one of those, or without X-Tessera-Replica",
+                g.members
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn note_leader(&self, group: GroupId, node: NodeId) {
         let mut view = self.view.write().expect("view lock");
         if view.leaders.get(&group) != Some(&node) {
@@ -151,6 +170,9 @@ impl GrpcCluster {
         let mut round = 0u32;
         let mut refreshed_for_move = false;
         loop {
+            if let Some(node) = preferred {
+                self.pinned_holds(group, node)?;
+            }
             for target in self.candidates(group, preferred) {
                 let client = self.client(&target.1)?;
                 match attempt(client).await {
