@@ -51,6 +51,10 @@ pub struct RangeInfo {
     pub bytes: u64,
     /// The key in the middle of the stored ones (a split point), when there are at least two.
     pub middle_key: Option<String>,
+    /// The log index the answering replica has applied: two answers apart in
+    /// time give the group's write rate (entries per second).
+    #[serde(default)]
+    pub applied_index: u64,
 }
 
 /// The replicated form of an operation: everything that varies is fixed here.

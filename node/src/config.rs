@@ -262,8 +262,11 @@ pub struct ShardingSection {
     /// Range sharding: a key-value range splits in two once its keys and
     /// values take more than this many bytes...
     pub split_threshold_bytes: u64,
-    /// ... or once it holds more than this many keys.
+    /// ... or once it holds more than this many keys...
     pub split_threshold_keys: u64,
+    /// ... or once its group commits more than this many log entries per
+    /// second, measured between two checks (0: no split on write load).
+    pub split_threshold_writes_per_sec: u64,
     /// Range sharding: how often the meta leader checks the ranges' sizes, seconds (at least 1).
     pub split_check_interval_secs: u64,
 }
@@ -277,6 +280,7 @@ impl Default for ShardingSection {
             rebalance_interval_secs: 30,
             split_threshold_bytes: 64 * 1024 * 1024,
             split_threshold_keys: 1_000_000,
+            split_threshold_writes_per_sec: 0,
             split_check_interval_secs: 10,
         }
     }
@@ -334,6 +338,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("rebalance_interval_secs", "sharding.rebalance_interval_secs"),
     ("split_threshold_bytes", "sharding.split_threshold_bytes"),
     ("split_threshold_keys", "sharding.split_threshold_keys"),
+    ("split_threshold_writes_per_sec", "sharding.split_threshold_writes_per_sec"),
     ("split_check_interval_secs", "sharding.split_check_interval_secs"),
     ("replication_factor", "replication.replication_factor"),
     ("consistency_level", "replication.consistency_level"),

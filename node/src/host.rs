@@ -487,6 +487,7 @@ impl Host {
             let thresholds = crate::maintenance::SplitThresholds {
                 bytes: cfg.sharding.split_threshold_bytes,
                 keys: cfg.sharding.split_threshold_keys,
+                writes_per_sec: cfg.sharding.split_threshold_writes_per_sec,
             };
             crate::maintenance::spawn_range_splitter(host.clone(), period, thresholds);
         }

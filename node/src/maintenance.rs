@@ -103,14 +103,21 @@ async fn run_as_leader(host: Arc<Host>, task: &'static str, period: Duration, op
 pub struct SplitThresholds {
     pub bytes: u64,
     pub keys: u64,
+    /// Log entries committed per second (0: off).
+    pub writes_per_sec: u64,
 }
+
+/// Each group's applied index when the splitter last looked, to measure its
+/// write rate (kept in memory: a new meta leader measures anew).
+type LastSeen = std::collections::HashMap<GroupId, (u64, std::time::Instant)>;
 
 /// Splits done in one period at most (each is planned from fresh sizes).
 const SPLITS_PER_PERIOD: usize = 4;
 
 /// Starts the range splitter: every `period`, if this node leads the meta
-/// group, it asks each range's group for its size and splits a range that
-/// crossed a threshold at its middle key (see `tessera_storage::range`).
+/// group, it asks each range's group for its size and write rate and splits a
+/// range that crossed a threshold (bytes, keys, or log entries per second
+/// between two checks) at its middle key (see `tessera_storage::range`).
 ///
 /// A split is first a command of the parent group (the source of truth: the
 /// parent records it with the child's id and members), then a record in the
@@ -126,6 +133,7 @@ async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresh
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    let mut last_seen = LastSeen::new();
     loop {
         tick.tick().await;
         if host.is_stopping() {
@@ -136,7 +144,7 @@ async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresh
                 break;
             }
             let Some(map) = host.recorded_map() else { break };
-            match split_one(&host, &map, thresholds).await {
+            match split_one(&host, &map, thresholds, &mut last_seen).await {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
@@ -150,7 +158,7 @@ async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresh
 
 /// Records one split a parent applied and the map lacks, or splits one range
 /// over a threshold; false when there was nothing to do.
-async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThresholds) -> Result<bool, String> {
+async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThresholds, last_seen: &mut LastSeen) -> Result<bool, String> {
     let mut parents: Vec<GroupId> = map.ranges.iter().map(|r| r.group).collect();
     parents.dedup();
     for parent in parents {
@@ -159,7 +167,15 @@ async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThreshol
             record_split(host, parent, split).await?;
             return Ok(true);
         }
-        if info.bytes <= thresholds.bytes && info.keys <= thresholds.keys {
+        let now = std::time::Instant::now();
+        let rate = match last_seen.insert(parent, (info.applied_index, now)) {
+            Some((index, at)) if info.applied_index >= index && now > at => {
+                (info.applied_index - index) as f64 / now.duration_since(at).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        let hot = thresholds.writes_per_sec > 0 && rate > thresholds.writes_per_sec as f64;
+        if info.bytes <= thresholds.bytes && info.keys <= thresholds.keys && !hot {
             continue;
         }
         let Some(at) = info.middle_key else { continue };
@@ -170,7 +186,10 @@ async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThreshol
             Answer::Written(Response::Rejected(r)) => return Err(format!("group {parent} refused the split: {}", r.message)),
             other => return Err(format!("unexpected answer to a split: {other:?}")),
         }
-        info!(parent, child, at, keys = info.keys, bytes = info.bytes, "split a key-value range");
+        let why = if hot { "write load" } else { "size" };
+        info!(parent, child, at, keys = info.keys, bytes = info.bytes, writes_per_sec = rate as u64, why, "split a key-value range");
+        // Both halves measure their rate anew.
+        last_seen.remove(&parent);
         let info = range_info(host, map, parent).await?;
         let split = info.splits.iter().find(|s| s.child == child).ok_or_else(|| format!("group {parent} has no record of its split"))?;
         record_split(host, parent, split).await?;

@@ -96,7 +96,7 @@ pub fn info(data: &GroupData) -> Result<RangeInfo> {
             Ok(true)
         })?;
     }
-    Ok(RangeInfo { range, splits: splits(data)?, keys, bytes, middle_key })
+    Ok(RangeInfo { range, splits: splits(data)?, keys, bytes, middle_key, applied_index: 0 })
 }
 
 fn put_sm(db: &Db, batch: &mut WriteBatch, group: u64, tag: u8, value: &impl serde::Serialize) -> Result<()> {

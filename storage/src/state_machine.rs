@@ -85,7 +85,11 @@ impl GroupReader {
 
     fn answer(&self, ctx: &QueryCtx<'_>, vectors: &VectorEngine<'_>, query: &Query) -> Result<QueryResult> {
         Ok(match query {
-            Query::Kv(KvQuery::Range) => QueryResult::Kv(KvQueryResult::Range(crate::range::info(&self.data)?)),
+            Query::Kv(KvQuery::Range) => {
+                let mut info = crate::range::info(&self.data)?;
+                info.applied_index = read_sm_record::<LogId<u64>>(&self.data, keys::SM_APPLIED)?.map_or(0, |l| l.index);
+                QueryResult::Kv(KvQueryResult::Range(info))
+            }
             Query::Kv(q) => match crate::range::check_query(&crate::range::own_range(&self.data)?, q) {
                 Some(moved) => QueryResult::Rejected(moved),
                 None => answer(KvEngine.query(ctx, q)?, QueryResult::Kv),

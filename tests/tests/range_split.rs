@@ -83,6 +83,50 @@ async fn missed_splits(c: &mut Cluster) -> Result<()> {
     Ok(())
 }
 
+/// Write load alone splits a range: twenty keys (far under the size
+/// thresholds) written over and over at more log entries per second than
+/// `sharding.split_threshold_writes_per_sec`; every key reads back its last
+/// value and the prefix list stays complete and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_range_splits_on_write_load() {
+    let options = range_options(&[("SERVICE_SPLIT_THRESHOLD_KEYS", "1000000"), ("SERVICE_SPLIT_THRESHOLD_WRITES_PER_SEC", "20")]);
+    let cluster = Cluster::start(options).await.expect("cluster start");
+    if let Err(e) = hot_range(&cluster).await {
+        panic!("a_hot_range_splits_on_write_load failed: {e:?}\n{}", cluster.log_tails(60));
+    }
+}
+
+async fn hot_range(c: &Cluster) -> Result<()> {
+    const HOT_KEYS: usize = 20;
+    let api = c.http.clone();
+    let mut last = BTreeMap::new();
+    let started = Instant::now();
+    let mut round = 0;
+    let split = loop {
+        for i in 0..HOT_KEYS {
+            api.kv_put(&key(i), json!({"round": round}), None).await?.ensure_status(200)?;
+            last.insert(key(i), round);
+        }
+        round += 1;
+        let r = ranges(&api).await?;
+        if r.len() >= 2 {
+            break r;
+        }
+        ensure!(started.elapsed() < Duration::from_secs(90), "no split on write load in 90 s ({round} rounds)");
+    };
+    eprintln!("[range_split] split on write load after {:?} ({round} rounds of {HOT_KEYS} puts): {split:?}", started.elapsed());
+    let why = (1..=3u64).any(|id| c.node_log_text(id).is_ok_and(|log| log.contains("write load")));
+    ensure!(why, "the splitter logs the write load as the reason");
+    for (k, round) in &last {
+        let r = api.kv_get(k).await?.ensure_status(200)?;
+        ensure!(r.json["value"]["round"] == json!(round), "{k}: {r}");
+    }
+    let (keys, _) = api.kv_list_keys("user:", Some(1_000)).await?;
+    let wanted: Vec<String> = last.keys().cloned().collect();
+    ensure!(keys == wanted, "prefix list across the split: {keys:?}");
+    Ok(())
+}
+
 fn key(i: usize) -> String {
     format!("user:{i:05}")
 }
