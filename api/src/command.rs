@@ -27,6 +27,21 @@ pub enum Operation {
     /// Erase a data subject's key-value entries, documents and graph nodes
     /// (with their edges) in this group, in one apply (spec 02 erasure).
     EraseSubject(crate::compliance::EraseSubjectOp),
+    /// Restore of a backup into this group (see [`RestoreOp`]).
+    Restore(RestoreOp),
+}
+
+/// A backup restored into a group through its log, so every replica applies
+/// it: `Begin` deletes the group's records (not its Raft state; in the meta
+/// group not the cluster map either), each `Pairs` writes a batch of the
+/// backup's records, `End` marks the restore done. The same backup restored
+/// twice gives the same state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RestoreOp {
+    Begin { backup_id: String },
+    /// Records as [`crate::backup::encode_pairs`] writes them (keys relative to the group).
+    Pairs { pairs: Vec<u8> },
+    End { backup_id: String },
 }
 
 /// Splits a group's key-value range at `at`: the keys from `at` to the end of

@@ -8,6 +8,7 @@
 //! - [`rpc`]: the tonic code generated from `proto/tessera.proto`, plus helpers.
 
 pub mod b64;
+pub mod backup;
 pub mod clock;
 pub mod codec;
 pub mod command;

@@ -284,6 +284,7 @@ impl Host {
                  data directory again. To bring the machine back, wipe the data directory and add it as a new node"
             );
         }
+        store.remove_leftover_exports()?;
         let drained = store.node_record(tessera_storage::NODE_DRAINED)?.is_some();
         if drained {
             info!("this node was drained: it neither campaigns nor leads");
@@ -596,6 +597,41 @@ impl Host {
         let reader = g.reader.clone();
         let now = self.read_time(&g);
         Ok(self.queries.run_cancellable(move |cancel| reader.query_cancellable(&query, now, Some(cancel))).await??)
+    }
+
+    /// Exports `group`'s records (this node must lead it) after a read-index
+    /// barrier, so the export holds every write acknowledged before the call;
+    /// answers the export's id and what it holds.
+    pub async fn export_group(&self, group: GroupId) -> Result<(String, tessera_storage::backup::ExportInfo), HostError> {
+        let g = self.group(group)?;
+        self.refuse_if_drained_leader(group)?;
+        g.raft.ensure_linearizable().await.map_err(|e| match e {
+            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => HostError::forward(group, f),
+            other => HostError::Unavailable(other.to_string()),
+        })?;
+        let id = format!("{group}-{:016x}", rand::random::<u64>());
+        let reader = g.reader.clone();
+        let export_id = id.clone();
+        let info = tokio::task::spawn_blocking(move || reader.export(&export_id))
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))??;
+        info!(group, export = id, applied_index = info.applied_index, pairs = info.pairs, "exported the group for a backup");
+        Ok((id, info))
+    }
+
+    /// One page of an export of `group` made by [`Host::export_group`].
+    pub async fn read_export(
+        &self,
+        group: GroupId,
+        id: String,
+        offset: u64,
+        frame: u64,
+        max_bytes: usize,
+    ) -> Result<tessera_storage::backup::ExportPage, HostError> {
+        let reader = self.group(group)?.reader.clone();
+        Ok(tokio::task::spawn_blocking(move || reader.read_export(&id, offset, frame, max_bytes))
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))??)
     }
 
     /// The restored log index a linearizable read must wait for beyond openraft's

@@ -12,6 +12,7 @@ use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
     AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
+    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -277,6 +278,34 @@ impl DataService for NodeService {
             })
             .collect();
         Ok(Response::new(StorageReply { groups, disk_bytes: self.host.disk_bytes() }))
+    }
+
+    async fn export_group(&self, req: Request<ExportGroupRequest>) -> Result<Response<ExportGroupReply>, Status> {
+        let group = req.into_inner().group_id;
+        match self.host.export_group(group).await {
+            Ok((export_id, info)) => Ok(Response::new(ExportGroupReply {
+                export_id,
+                applied_index: info.applied_index,
+                pairs: info.pairs,
+                bytes: info.bytes,
+            })),
+            Err(HostError::NotLeader { leader, .. }) => Err(Status::failed_precondition(format!(
+                "not the leader of group {group}{}",
+                leader.map(|(id, _)| format!("; node {id} leads it")).unwrap_or_default()
+            ))),
+            Err(e) => Err(Status::unavailable(e.to_string())),
+        }
+    }
+
+    async fn fetch_export(&self, req: Request<FetchExportRequest>) -> Result<Response<FetchExportReply>, Status> {
+        let r = req.into_inner();
+        let max_bytes = (r.max_bytes as usize).clamp(64 * 1024, 2 * 1024 * 1024);
+        let page = self
+            .host
+            .read_export(r.group_id, r.export_id, r.offset, r.frame, max_bytes)
+            .await
+            .map_err(|e| Status::not_found(e.to_string()))?;
+        Ok(Response::new(FetchExportReply { pairs: page.pairs, next_offset: page.next_offset, next_frame: page.next_frame, end: page.end }))
     }
 
     async fn shutdown(&self, _req: Request<ShutdownRequest>) -> Result<Response<ShutdownReply>, Status> {

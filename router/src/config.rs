@@ -26,6 +26,7 @@ pub struct RouterConfig {
     pub alerts: AlertsSection,
     pub compliance: ComplianceSection,
     pub rbac: RbacSection,
+    pub backup: BackupSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
@@ -61,6 +62,26 @@ impl RouterConfig {
             return Err("auth.mfa_required = true is not supported yet: users turn on their second factor themselves (POST /api/v1/auth/mfa/setup)".into());
         }
         Ok(())
+    }
+}
+
+/// Backups (`POST /api/v1/admin/backup`, docs/operations.md "Backup and restore").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackupSection {
+    /// Where this router writes backups and reads them to restore (`SERVICE_BACKUP_DIR`).
+    pub dir: std::path::PathBuf,
+    /// The AES-256 key of encrypted backups (`SERVICE_BACKUP_KEY`, as
+    /// `SERVICE_ENCRYPTION_KEY`: base64 of 32 bytes, or a key file); without
+    /// it, `SERVICE_ENCRYPTION_KEY` when set.
+    pub key: Option<crate::secrets::SecretString>,
+    /// `SERVICE_ENCRYPTION_KEY`, the fallback for `key`.
+    pub encryption_key: Option<crate::secrets::SecretString>,
+}
+
+impl Default for BackupSection {
+    fn default() -> Self {
+        BackupSection { dir: "./data/backups".into(), key: None, encryption_key: None }
     }
 }
 
@@ -426,6 +447,7 @@ impl Default for RouterConfig {
             alerts: AlertsSection::default(),
             compliance: ComplianceSection::default(),
             rbac: RbacSection::default(),
+            backup: BackupSection::default(),
             log_level: "info".into(),
             log_format: Default::default(),
         }
@@ -469,6 +491,9 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("query_max_memory_mb", "query_limits.max_memory_mb"),
     ("requests_per_minute", "rate_limit.requests_per_minute"),
     ("compliance_enabled", "compliance.enabled"),
+    ("backup_dir", "backup.dir"),
+    ("backup_key", "backup.key"),
+    ("encryption_key", "backup.encryption_key"),
     ("breach_webhook_url", "compliance.breach_webhook_url"),
     ("breach_webhook_secret", "compliance.breach_webhook_secret"),
     ("compliance_subject_fields", "compliance.subject_fields"),

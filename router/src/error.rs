@@ -158,6 +158,21 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<crate::backup::BackupError> for ApiError {
+    /// A corrupt, truncated or unreadable backup is the request's fault (400):
+    /// nothing was written.
+    fn from(e: crate::backup::BackupError) -> Self {
+        use crate::backup::BackupError as B;
+        match e {
+            B::NotFound(id) => ApiError::NotFound(format!("backup {id} does not exist")),
+            B::BadRequest(m) | B::Corrupt(m) => ApiError::BadRequest(m),
+            B::Conflict(m) => ApiError::Conflict(m),
+            B::Cluster(c) => c.into(),
+            B::Io(e) => ApiError::Internal(format!("backup directory: {e}")),
+        }
+    }
+}
+
 impl From<crate::cluster::ClusterError> for ApiError {
     fn from(e: crate::cluster::ClusterError) -> Self {
         use crate::cluster::ClusterError as C;

@@ -4,6 +4,7 @@
 
 mod activity;
 mod auth;
+mod backup;
 mod compliance_tasks;
 mod catalog;
 mod cluster;
@@ -98,6 +99,11 @@ fn route_table() -> RouteTable {
         .head("/api/v1/objects/buckets/{bucket}/object/{*key}", object::head_object)
         .put("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::put_object)
         .delete("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::delete_object)
+        .post("/api/v1/admin/backup", P("manage:backup"), handlers::backup::create)
+        .get("/api/v1/admin/backups", P("manage:backup"), handlers::backup::list)
+        .get("/api/v1/admin/backups/{backup_id}", P("manage:backup"), handlers::backup::get)
+        .delete("/api/v1/admin/backups/{backup_id}", P("manage:backup"), handlers::backup::delete)
+        .post("/api/v1/admin/restore", P("manage:backup"), handlers::backup::restore)
         .get("/api/v1/admin/objects/{bucket}/export", P("manage:backup"), object::ncb::export_bucket)
         .post("/api/v1/admin/objects/{bucket}/import", P("manage:backup"), object::ncb::import_bucket)
         .merge(handlers::sql::routes())

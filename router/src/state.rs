@@ -51,6 +51,8 @@ pub struct Inner {
     pub request_slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// This router's backups (`backup.dir`, `backup.key`).
+    pub backups: crate::backup::Backups,
 }
 
 impl AppState {
@@ -61,6 +63,8 @@ impl AppState {
         let vault =
             crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
         let router_name = format!("{}:{}", config.server.host, config.server.port);
+        let backup_key = config.backup.key.as_ref().or(config.backup.encryption_key.as_ref()).map(|k| k.expose().to_string());
+        let backups = crate::backup::Backups::new(config.backup.dir.clone(), backup_key.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
         let request_slots = (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {
             inner: Arc::new(Inner {
@@ -83,6 +87,7 @@ impl AppState {
                 router_instance: format!("{router_name}/{}", &crate::auth::new_id()[..12]),
                 router_name,
                 alerts_seen: Default::default(),
+                backups,
             }),
         })
     }

@@ -7,6 +7,7 @@
 //!   dispatcher that hands each command to its engine inside one write batch.
 
 pub use tessera_crypt as crypt;
+pub mod backup;
 pub mod crash_point;
 pub mod subject;
 pub mod dedup;

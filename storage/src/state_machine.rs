@@ -54,6 +54,16 @@ impl GroupReader {
         GroupReader { data: GroupData { db, group, memory, cancel: None } }
     }
 
+    /// Writes this replica's records to export `id` (see [`crate::backup`]).
+    pub fn export(&self, id: &str) -> Result<crate::backup::ExportInfo> {
+        crate::backup::export(&self.data, id)
+    }
+
+    /// One page of export `id` of this group (see [`crate::backup::read_export`]).
+    pub fn read_export(&self, id: &str, offset: u64, frame: u64, max_bytes: usize) -> Result<crate::backup::ExportPage> {
+        crate::backup::read_export(&self.data.db, self.data.group, id, offset, frame, max_bytes)
+    }
+
     /// Answers `query` from this replica's applied state, with `now_ms` for expiry.
     pub fn query(&self, query: &Query, now_ms: i64) -> Result<QueryResult> {
         self.query_cancellable(query, now_ms, None)
@@ -232,6 +242,12 @@ impl StateMachine {
             if matches!(&entry.payload, EntryPayload::Normal(Command { op: Operation::Split(_), .. })) {
                 self.data.db.note_group_event();
             }
+            if let EntryPayload::Normal(cmd) = &entry.payload
+                && crate::backup::is_restore(&cmd.op)
+            {
+                // In-memory indexes are rebuilt from the restored records.
+                self.data.memory.invalidate();
+            }
             responses.push(response);
         }
         Ok(responses)
@@ -322,6 +338,7 @@ impl StateMachine {
             },
             Operation::Split(op) => crate::range::apply_split(&self.data, batch, now, op),
             Operation::EraseSubject(op) => crate::subject::erase(&self.data, db, batch, now, op),
+            Operation::Restore(op) => crate::backup::apply_restore(&self.data, batch, op),
             Operation::Meta(op) => with(MetaEngine, db, group, batch, now, op),
             Operation::Object(op) => with(ObjectEngine, db, group, batch, now, op),
             Operation::Document(op) => with(DocumentEngine, db, group, batch, now, op),

@@ -349,6 +349,11 @@ impl Store {
     }
 
     /// A database-wide RocksDB integer property (`rocksdb.is-write-stopped`, ...).
+    /// Removes backup exports an earlier run left (see [`crate::backup`]).
+    pub fn remove_leftover_exports(&self) -> Result<()> {
+        crate::backup::remove_leftover_exports(&self.db)
+    }
+
     pub fn db_int_property(&self, name: &str) -> u64 {
         self.db.property_int_value(name).ok().flatten().unwrap_or(0)
     }

@@ -23,6 +23,8 @@ use tracing::{debug, info};
 use super::{ClusterClient, ClusterError, Served, build_ring};
 
 /// Timeout of one RPC attempt.
+/// How long one export call (a whole group written to a file) or page may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(300);
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a leader stays silent for a hand-off, and its successor campaigns.
 const LEADER_TRANSFER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -440,6 +442,42 @@ impl ClusterClient for GrpcCluster {
         let mut req = tonic::Request::new(StorageRequest {});
         req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
         let reply = client.storage(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner())
+    }
+
+    async fn export_group(&self, group: GroupId) -> Result<(NodeInfo, tessera_api::rpc::ExportGroupReply), ClusterError> {
+        let deadline = Instant::now() + self.deadline;
+        let mut last_error = String::from("no member answered");
+        loop {
+            for (id, addr) in self.candidates(group, None) {
+                let mut client = self.client(&addr)?;
+                let mut req = tonic::Request::new(tessera_api::rpc::ExportGroupRequest { group_id: group });
+                req.set_timeout(EXPORT_TIMEOUT);
+                match client.export_group(req).await {
+                    Ok(reply) => {
+                        let state = self.map().and_then(|m| m.node(id).map(|n| n.state)).unwrap_or(tessera_api::meta::NodeState::Active);
+                        return Ok((NodeInfo { id, addr, state }, reply.into_inner()));
+                    }
+                    Err(s) => last_error = format!("node {id}: {}", s.message()),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(ClusterError::Unavailable(format!("group {group} could not be exported: {last_error}")));
+            }
+            self.refresh().await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    async fn fetch_export(
+        &self,
+        node: &NodeInfo,
+        req: tessera_api::rpc::FetchExportRequest,
+    ) -> Result<tessera_api::rpc::FetchExportReply, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(req);
+        req.set_timeout(EXPORT_TIMEOUT);
+        let reply = client.fetch_export(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(reply.into_inner())
     }
 

@@ -192,6 +192,18 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("group {group} has one in-process member; node {node} cannot leave it")))
     }
 
+    async fn export_group(&self, group: GroupId) -> Result<(NodeInfo, tessera_api::rpc::ExportGroupReply), ClusterError> {
+        Err(ClusterError::Unavailable(format!("group {group} is in-process: backups need a cluster of nodes")))
+    }
+
+    async fn fetch_export(
+        &self,
+        node: &NodeInfo,
+        _req: tessera_api::rpc::FetchExportRequest,
+    ) -> Result<tessera_api::rpc::FetchExportReply, ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process: backups need a cluster of nodes", node.id)))
+    }
+
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError> {
         Err(ClusterError::Unavailable(format!("no process answers for node {} at {}", node.id, node.addr)))
     }

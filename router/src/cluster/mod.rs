@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
-use tessera_api::rpc::{Consistency, StatusReply};
+use tessera_api::rpc::{Consistency, ExportGroupReply, FetchExportReply, FetchExportRequest, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 
 pub use grpc::GrpcCluster;
@@ -93,6 +93,13 @@ pub trait ClusterClient: Send + Sync {
     /// Removes `node` from `group`'s voters through the group's leader; answers
     /// the log index of the committed membership without it.
     async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError>;
+
+    /// Exports `group`'s records on its leader (the known leader first, then
+    /// the other members); answers the node holding the export and what it holds.
+    async fn export_group(&self, group: GroupId) -> Result<(NodeInfo, ExportGroupReply), ClusterError>;
+
+    /// One page of an export made by [`ClusterClient::export_group`] on `node`.
+    async fn fetch_export(&self, node: &NodeInfo, req: FetchExportRequest) -> Result<FetchExportReply, ClusterError>;
 
     /// The status of a node that may not be in the map yet (one being added).
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError>;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod backup;
 pub mod compliance;
 pub mod compliance_reports;
 pub mod compliance_erasure;

@@ -1,0 +1,74 @@
+//! `POST /api/v1/admin/backup` and the backups it makes: list, get, delete,
+//! and `POST /api/v1/admin/restore` (see [`crate::backup`]).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The body of `POST /api/v1/admin/backup` (both fields optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct BackupBody {
+    encrypted: bool,
+    compliance_mode: Option<String>,
+}
+
+fn body<T: Default + serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+}
+
+/// `POST /api/v1/admin/backup` `{"encrypted": bool, "compliance_mode": "…"}`:
+/// exports every group at its own applied index into a new backup of this
+/// router's backup directory; 201 with its metadata once complete.
+pub async fn create(State(state): State<AppState>, _caller: Caller, bytes: axum::body::Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let req: BackupBody = body(&bytes)?;
+    let mode = req.compliance_mode.unwrap_or_else(|| "none".into());
+    if mode.is_empty() || mode.len() > 64 || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(ApiError::BadRequest("compliance_mode is a short name such as none, gdpr, hipaa, soc2".into()));
+    }
+    let manifest = state.backups.create(state.cluster.as_ref(), req.encrypted, &mode.to_ascii_lowercase()).await?;
+    Ok((StatusCode::CREATED, Json(manifest.to_json())))
+}
+
+/// `GET /api/v1/admin/backups`: this router's backups, newest first.
+pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let backups: Vec<Value> = state.backups.list().iter().map(|m| m.to_json()).collect();
+    Ok(Json(json!({"backups": backups, "count": backups.len()})))
+}
+
+/// `GET /api/v1/admin/backups/{backup_id}`: one backup (also while it runs: `state`, `groups_done`).
+pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(state.backups.manifest(&id)?.to_json()))
+}
+
+/// `DELETE /api/v1/admin/backups/{backup_id}`.
+pub async fn delete(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    state.backups.delete(&id)?;
+    Ok(Json(json!({"backup_id": id, "deleted": true})))
+}
+
+/// The body of `POST /api/v1/admin/restore`.
+#[derive(Debug, Default, Deserialize)]
+struct RestoreBody {
+    backup_id: Option<String>,
+}
+
+/// `POST /api/v1/admin/restore` `{"backup_id": "…"}`: checks every file of the
+/// backup (digests, decryption, decoding), then replaces every group's records
+/// with the backup's (the cluster map and Raft state stay). 400 for a corrupt
+/// or truncated backup (nothing is written), 409 for a cluster of another
+/// shape, 404 for an unknown backup.
+pub async fn restore(State(state): State<AppState>, _caller: Caller, bytes: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+    let req: RestoreBody = body(&bytes)?;
+    let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
+    Ok(Json(state.backups.restore(state.cluster.as_ref(), &id).await?))
+}

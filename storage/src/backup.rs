@@ -1,0 +1,208 @@
+//! Backups of a group: a logical export at one applied index, read by the
+//! router page by page, and the restore of a backup through the group's log.
+//!
+//! An export file (`<db>/exports/<id>.exp`, removed once read to its end, and
+//! at every start) holds the group's records — every model's, never the state
+//! machine's Raft records — taken from one RocksDB snapshot:
+//!
+//! ```text
+//! frame… | 0 (u32 BE, the end)
+//! frame = length (u32 BE) | body sealed under the `Snapshot` purpose
+//! body  = pairs (`tessera_api::backup` format) of at most FRAME_BYTES
+//! ```
+//!
+//! Frames are sealed when encryption at rest is on (associated data: the group
+//! and the frame number), so the plaintext never reaches the node's disk; the
+//! router receives opened pages over the cluster channel.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use rocksdb::{IteratorMode, WriteBatch};
+use tessera_api::command::{RestoreOp, Response};
+
+use crate::crypt::Purpose;
+use crate::engine::{GroupData, space};
+use crate::error::{Result, StorageError};
+use crate::keys::{self, CF_DATA};
+use crate::store::Db;
+
+/// Plaintext bytes of pairs per frame (a frame holds one pair at least).
+const FRAME_BYTES: usize = 512 * 1024;
+/// The meta group's cluster map: a restore keeps the cluster's own.
+const META_MAP_KEY: &[u8] = b"map";
+
+/// What an export holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportInfo {
+    /// The log index the group had applied in the exported state.
+    pub applied_index: u64,
+    pub pairs: u64,
+    /// Plaintext bytes of keys and values.
+    pub bytes: u64,
+}
+
+/// Where a group's exports are written.
+pub fn exports_dir(db: &Db) -> PathBuf {
+    db.path().join("exports")
+}
+
+/// Removes every export left by an earlier run (at start).
+pub fn remove_leftover_exports(db: &Db) -> Result<()> {
+    let dir = exports_dir(db);
+    if dir.exists() {
+        fs::remove_dir_all(&dir)?;
+    }
+    Ok(())
+}
+
+fn aad(group: u64, frame: u64) -> [u8; 24] {
+    let mut a = [0u8; 24];
+    a[..8].copy_from_slice(b"tessexp1");
+    a[8..16].copy_from_slice(&group.to_be_bytes());
+    a[16..].copy_from_slice(&frame.to_be_bytes());
+    a
+}
+
+/// Writes the group's records, as of one RocksDB snapshot, to export `id`.
+pub fn export(data: &GroupData, id: &str) -> Result<ExportInfo> {
+    let db = &*data.db;
+    let group = data.group;
+    let dir = exports_dir(db);
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{id}.exp"));
+    let cf = db.cf_handle(CF_DATA).expect("data column family");
+    let snap = db.snapshot();
+    let applied_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_APPLIED]);
+    let applied_index = match snap.get_cf(cf, &applied_key)? {
+        Some(raw) => serde_json::from_slice::<Option<openraft::LogId<u64>>>(&db.open(Purpose::Data, &applied_key, &raw)?)?
+            .map_or(0, |l| l.index),
+        None => 0,
+    };
+    let mut out = BufWriter::with_capacity(256 * 1024, File::create(&path)?);
+    let (mut frame, mut body) = (0u64, Vec::with_capacity(FRAME_BYTES + 4096));
+    let mut info = ExportInfo { applied_index, pairs: 0, bytes: 0 };
+    let flush = |out: &mut BufWriter<File>, body: &mut Vec<u8>, frame: &mut u64| -> Result<()> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        let sealed = db.seal(Purpose::Snapshot, &aad(group, *frame), body);
+        out.write_all(&(sealed.len() as u32).to_be_bytes())?;
+        out.write_all(&sealed)?;
+        *frame += 1;
+        body.clear();
+        Ok(())
+    };
+    // Every space but the state machine's own records (space 0).
+    let start = keys::data_key(group, keys::SPACE_SM + 1, &[]);
+    let prefix = keys::group_prefix(group);
+    for item in snap.iterator_cf_opt(cf, keys::bounded(&start, &keys::group_end(group)), IteratorMode::Start) {
+        let (k, v) = item?;
+        let v = db.open(Purpose::Data, &k, &v)?;
+        tessera_api::backup::push_pair(&mut body, &k[prefix.len()..], &v);
+        info.pairs += 1;
+        info.bytes += (k.len() - prefix.len() + v.len()) as u64;
+        if body.len() >= FRAME_BYTES {
+            flush(&mut out, &mut body, &mut frame)?;
+        }
+    }
+    flush(&mut out, &mut body, &mut frame)?;
+    out.write_all(&0u32.to_be_bytes())?;
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(info)
+}
+
+/// One page of an export: opened pairs, and where the next page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportPage {
+    pub pairs: Vec<u8>,
+    pub next_offset: u64,
+    pub next_frame: u64,
+    /// The export was read to its end (and its file removed).
+    pub end: bool,
+}
+
+/// Reads frames of export `id` of `group` from byte `offset` (frame number
+/// `frame`) until about `max_bytes` of pairs; the file is removed once read
+/// to its end.
+pub fn read_export(db: &Db, group: u64, id: &str, offset: u64, frame: u64, max_bytes: usize) -> Result<ExportPage> {
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(StorageError::Corrupt(format!("bad export id {id:?}")));
+    }
+    let path = exports_dir(db).join(format!("{id}.exp"));
+    let mut file = File::open(&path).map_err(|e| StorageError::Corrupt(format!("export {id}: {e}")))?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut page = ExportPage { pairs: Vec::new(), next_offset: offset, next_frame: frame, end: false };
+    while page.pairs.len() < max_bytes {
+        let mut len = [0u8; 4];
+        file.read_exact(&mut len).map_err(|e| StorageError::Corrupt(format!("truncated export: {e}")))?;
+        let len = u32::from_be_bytes(len) as usize;
+        page.next_offset += 4;
+        if len == 0 {
+            page.end = true;
+            let _ = fs::remove_file(&path);
+            break;
+        }
+        let mut sealed = vec![0u8; len];
+        file.read_exact(&mut sealed).map_err(|e| StorageError::Corrupt(format!("truncated export: {e}")))?;
+        page.pairs.extend_from_slice(&db.open(Purpose::Snapshot, &aad(group, page.next_frame), &sealed)?);
+        page.next_offset += len as u64;
+        page.next_frame += 1;
+    }
+    Ok(page)
+}
+
+/// Applies a step of a restore into `batch` (see [`RestoreOp`]).
+pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &RestoreOp) -> Result<Response> {
+    let (db, group) = (&*data.db, data.group);
+    let cf = db.cf_handle(CF_DATA).expect("data column family");
+    let map_key = keys::data_key(group, space::META, META_MAP_KEY);
+    let is_meta = group == tessera_api::META_GROUP;
+    match op {
+        RestoreOp::Begin { backup_id } => {
+            let start = keys::data_key(group, keys::SPACE_SM + 1, &[]);
+            let end = keys::group_end(group);
+            if is_meta {
+                let mut after_map = map_key.clone();
+                after_map.push(0);
+                batch.delete_range_cf(cf, &start, &map_key);
+                batch.delete_range_cf(cf, &after_map, &end);
+            } else {
+                batch.delete_range_cf(cf, &start, &end);
+            }
+            tracing::info!(group, backup_id, "restore: the group's records are replaced by the backup's");
+            Ok(Response::Applied(true))
+        }
+        RestoreOp::Pairs { pairs } => {
+            let invalid = |why: String| Ok(Response::rejected(tessera_api::error::ErrorCode::Invalid, why));
+            let pairs = match tessera_api::backup::decode_pairs(pairs) {
+                Ok(pairs) => pairs,
+                Err(why) => return invalid(format!("restored records: {why}")),
+            };
+            if pairs.iter().any(|(rel, _)| rel[0] == keys::SPACE_SM) {
+                return invalid("a restored record in the state machine's space".into());
+            }
+            let prefix = keys::group_prefix(group);
+            for (rel, value) in pairs {
+                let mut key = Vec::with_capacity(prefix.len() + rel.len());
+                key.extend_from_slice(&prefix);
+                key.extend_from_slice(rel);
+                if is_meta && key == map_key {
+                    continue;
+                }
+                batch.put_cf(cf, &key, db.seal(Purpose::Data, &key, value));
+            }
+            Ok(Response::Applied(true))
+        }
+        RestoreOp::End { backup_id } => {
+            tracing::info!(group, backup_id, "restore: done");
+            Ok(Response::Applied(true))
+        }
+    }
+}
+
+/// Whether a command is a restore step (the applier rebuilds in-memory state after it).
+pub fn is_restore(op: &tessera_api::command::Operation) -> bool {
+    matches!(op, tessera_api::command::Operation::Restore(_))
+}
