@@ -6,7 +6,11 @@
 #   deploy/cluster.sh add-node N                 start node N (4, 5, ...) and add it to the cluster
 #   deploy/cluster.sh remove-node N              drain node N, then take it out of the cluster
 #   deploy/cluster.sh bench MODE [ARGS]          tessera-bench against this cluster (e.g. kv)
+#   deploy/cluster.sh backup [--encrypted]       back up every group into $TESSERA_BACKUPS
+#   deploy/cluster.sh restore BACKUP_ID          restore a backup into this (new, empty) cluster
 #
+# Backups live in $TESSERA_BACKUPS (default ./data/backups, outside the cluster's
+# data, so a new cluster can restore them); SERVICE_BACKUP_KEY encrypts them.
 # Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090 (TESSERA_NODE_PORT_BASE
 # and TESSERA_ROUTER_PORT move them: nodes listen on base+1..base+3). Data lives under
 # $TESSERA_DATA (default ./data/cluster). Admin credentials come from
@@ -23,6 +27,7 @@ ROUTER_PORT="${TESSERA_ROUTER_PORT:-9090}"
 NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
 PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
+BACKUPS="${TESSERA_BACKUPS:-$ROOT/data/backups}"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -84,7 +89,7 @@ start_router() {
   credentials
   mkdir -p "$DATA/pids" "$DATA/logs"
   SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
-  SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" \
+  SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" SERVICE_BACKUP_DIR="$BACKUPS" \
     nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
   echo $! >"$(pidfile router)"
   log "router started (pid $!, $URL)"
@@ -213,9 +218,19 @@ TXT
   add-node)
     [[ "${2:-}" =~ ^[0-9]+$ && "$2" -ge 4 ]] || { log "usage: $0 add-node N   (N >= 4: a new node id)"; exit 2; }
     add_node "$2" ;;
+  backup)
+    encrypted=false; [[ "${2:-}" == "--encrypted" ]] && encrypted=true
+    token="$(admin_token)"; [[ -n "$token" ]] || { log "could not log in as the admin"; exit 1; }
+    curl -sS --fail-with-body -X POST -H "authorization: Bearer $token" -H 'content-type: application/json' \
+      -d "{\"encrypted\": $encrypted, \"compliance_mode\": \"none\"}" "$URL/api/v1/admin/backup"
+    echo ;;
   restore)
-    log "restore is not available yet: there is no backup to restore from (issue 16)"
-    exit 2 ;;
+    [[ "${2:-}" =~ ^[A-Za-z0-9-]+$ ]] || { log "usage: $0 restore BACKUP_ID   (ls $BACKUPS)"; exit 2; }
+    token="$(admin_token)"; [[ -n "$token" ]] || { log "could not log in as the admin"; exit 1; }
+    curl -sS --fail-with-body -X POST -H "authorization: Bearer $token" -H 'content-type: application/json' \
+      -d "{\"backup_id\": \"$2\"}" "$URL/api/v1/admin/restore"
+    echo
+    log "restored: users and passwords are the backup's now (log in again)" ;;
   *)
-    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | add-node N | remove-node N | bench MODE"; exit 2 ;;
+    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | add-node N | remove-node N | bench MODE | backup [--encrypted] | restore BACKUP_ID"; exit 2 ;;
 esac
