@@ -11,9 +11,9 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The body of `POST /api/v1/admin/backup` (both fields optional).
+/// The body of `POST /api/v1/admin/backup` (both fields optional; others refused).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 struct BackupBody {
     encrypted: bool,
     compliance_mode: Option<String>,
@@ -58,6 +58,7 @@ pub async fn delete(State(state): State<AppState>, _caller: Caller, Path(id): Pa
 
 /// The body of `POST /api/v1/admin/restore`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RestoreBody {
     backup_id: Option<String>,
 }
