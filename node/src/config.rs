@@ -108,7 +108,8 @@ pub struct StorageSection {
     /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
     /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
     pub encryption_key: Option<String>,
-    /// `local` (the only backend: data on disk under `data_dir`); `memory` is refused.
+    /// `local` (data on disk under `data_dir`) or `memory` (RocksDB in memory:
+    /// nothing survives a restart of the node; for tests and ephemeral use).
     pub backend: String,
     /// Block compression of the data files: `none`, `lz4` (default) or `zstd`
     /// (`snappy` is refused: not compiled in). Data blocks are compressed before encryption.
@@ -140,12 +141,15 @@ impl Default for StorageSection {
 impl StorageSection {
     /// The RocksDB tuning these settings ask for, or why they are refused.
     pub fn tuning(&self) -> Result<tessera_storage::Tuning, ConfigError> {
-        if !self.backend.eq_ignore_ascii_case("local") {
-            return Err(ConfigError::Invalid(format!(
-                "storage.backend = {:?} is not supported: a node keeps its data on disk under storage.data_dir (backend local); for ephemeral use point data_dir at a temporary directory",
-                self.backend
-            )));
-        }
+        let in_memory = match self.backend.trim().to_ascii_lowercase().as_str() {
+            "local" => false,
+            "memory" => true,
+            other => {
+                return Err(ConfigError::Invalid(format!(
+                    "storage.backend = {other:?} is not supported: local (data on disk under storage.data_dir) or memory (nothing survives a restart)"
+                )));
+            }
+        };
         if !self.wal_enabled || !self.sync_on_commit {
             return Err(ConfigError::Invalid(
                 "storage.wal_enabled and storage.sync_on_commit cannot be turned off: a write is acknowledged only once it is synced to disk on a quorum of nodes, so nothing acknowledged is lost in a crash".into(),
@@ -158,7 +162,7 @@ impl StorageSection {
                 ConfigError::Invalid(format!("storage.buffer_pool_size must be bytes or a size such as 256MB, not {size:?}"))
             })?),
         };
-        Ok(tessera_storage::Tuning { compression, block_cache_bytes })
+        Ok(tessera_storage::Tuning { compression, block_cache_bytes, in_memory })
     }
 }
 
@@ -525,7 +529,9 @@ mod tests {
         assert_eq!((tuned.compression, tuned.block_cache_bytes), (tessera_storage::Compression::Zstd, Some(256 << 20)));
         assert_eq!(StorageSection::default().tuning().unwrap().block_cache_bytes, None);
         let refused = |s: StorageSection| s.tuning().unwrap_err().to_string();
-        assert!(refused(StorageSection { backend: "memory".into(), ..StorageSection::default() }).contains("not supported"));
+        assert!(refused(StorageSection { backend: "s3".into(), ..StorageSection::default() }).contains("not supported"));
+        let memory = StorageSection { backend: "Memory".into(), ..StorageSection::default() }.tuning().expect("memory backend");
+        assert!(memory.in_memory);
         assert!(refused(StorageSection { sync_on_commit: false, ..StorageSection::default() }).contains("cannot be turned off"));
         assert!(refused(StorageSection { wal_enabled: false, ..StorageSection::default() }).contains("cannot be turned off"));
         assert!(refused(StorageSection { compression: "snappy".into(), ..StorageSection::default() }).contains("snappy"));

@@ -277,7 +277,11 @@ impl Host {
             cfg.sharding.strategy,
         );
         std::fs::create_dir_all(&cfg.storage.data_dir)?;
-        let store = Store::open_tuned(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?, &cfg.storage.tuning()?)?;
+        let tuning = cfg.storage.tuning()?;
+        if tuning.in_memory {
+            warn!("storage.backend = memory: the data is kept in memory only; nothing survives a restart of this node");
+        }
+        let store = Store::open_tuned(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?, &tuning)?;
         if store.node_record(tessera_storage::NODE_REMOVED)?.is_some() {
             anyhow::bail!(
                 "node {id} was removed from the cluster (DELETE /api/v1/admin/nodes/{id}); it does not start on this \

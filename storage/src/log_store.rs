@@ -270,7 +270,7 @@ impl LogStore {
         }
         // The state machine writes are not synced one by one; sync them before
         // dropping the log entries they were applied from.
-        self.db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
+        self.db.sync_wal().map_err(|e| StorageIOError::write_logs(&e))?;
         let mut batch = WriteBatch::default();
         let bytes = serde_json::to_vec(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
         batch.put_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, keys::RAFT_PURGED), bytes);

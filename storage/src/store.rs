@@ -37,6 +37,8 @@ pub struct Db {
     /// Woken when an apply or snapshot install may have split off a group the
     /// node should start ([`Store::group_events`]).
     group_events: Arc<tokio::sync::Notify>,
+    /// The database lives in memory (`Tuning::in_memory`): there is no file to sync.
+    in_memory: bool,
 }
 
 impl Deref for Db {
@@ -49,11 +51,17 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default() }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), in_memory: false }
     }
 }
 
 impl Db {
+    /// Makes every write so far durable (syncs the WAL); nothing to do for a
+    /// database in memory.
+    pub(crate) fn sync_wal(&self) -> std::result::Result<(), rocksdb::Error> {
+        if self.in_memory { Ok(()) } else { self.db.flush_wal(true) }
+    }
+
     /// Wakes whoever waits on [`Store::group_events`].
     pub(crate) fn note_group_event(&self) {
         self.group_events.notify_one();
@@ -185,6 +193,9 @@ pub struct Tuning {
     /// Bytes of the block cache shared by every column family (`storage.buffer_pool_size`);
     /// `None`: RocksDB's default cache per column family.
     pub block_cache_bytes: Option<usize>,
+    /// Keep the database in memory (`storage.backend = memory`): nothing
+    /// survives the process; snapshot files still go under the path.
+    pub in_memory: bool,
 }
 
 impl Store {
@@ -209,6 +220,17 @@ impl Store {
             Compression::Zstd => rocksdb::DBCompressionType::Zstd,
         };
         let mut opts = Options::default();
+        if tuning.in_memory {
+            opts.set_env(&rocksdb::Env::mem_env()?);
+            // Snapshot and export files of an earlier process belong to a database that is gone.
+            let leftovers = path.as_ref().to_path_buf();
+            for dir in ["snapshots", "exports"] {
+                let dir = leftovers.join(dir);
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir)?;
+                }
+            }
+        }
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(compression);
@@ -226,7 +248,14 @@ impl Store {
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         check_encryption(&db, crypt.as_ref())?;
-        let db = Arc::new(Db { db, crypt, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default() });
+        let db = Arc::new(Db {
+            db,
+            crypt,
+            pending_compactions: Default::default(),
+            vacuums: Default::default(),
+            group_events: Default::default(),
+            in_memory: tuning.in_memory,
+        });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
     }
@@ -419,7 +448,7 @@ impl Store {
     /// syncs the WAL (used on graceful shutdown).
     pub fn flush(&self) -> Result<()> {
         self.db.wait_for_vacuums();
-        self.db.flush_wal(true)?;
+        self.db.sync_wal()?;
         for cf in [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX] {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.flush_cf(h)?;
@@ -501,7 +530,7 @@ mod tuning_tests {
     fn the_configured_compression_is_what_rocksdb_writes() {
         for (compression, name) in [(Compression::Zstd, "kZSTD"), (Compression::None, "kNoCompression"), (Compression::Lz4, "kLZ4Compression")] {
             let dir = tempfile::tempdir().unwrap();
-            let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20) };
+            let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20), in_memory: false };
             drop(Store::open_tuned(dir.path(), None, &tuning).unwrap());
             let options: String = std::fs::read_dir(dir.path())
                 .unwrap()
@@ -512,6 +541,22 @@ mod tuning_tests {
             assert!(options.contains(&format!("compression={name}")), "{compression:?}: no compression={name} in the OPTIONS file");
         }
         assert_eq!(Compression::parse("ZSTD"), Ok(Compression::Zstd));
+        assert!(Compression::parse("snappy").is_err());
+    }
+
+    #[test]
+    fn a_memory_store_writes_no_files_and_forgets_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rocksdb");
+        let tuning = Tuning { in_memory: true, ..Tuning::default() };
+        let store = Store::open_tuned(&path, None, &tuning).unwrap();
+        store.record_node_record(crate::keys::NODE_GROUPS, b"[1]").unwrap();
+        assert_eq!(store.node_record(crate::keys::NODE_GROUPS).unwrap().as_deref(), Some(&b"[1]"[..]));
+        drop(store);
+        let on_disk = std::fs::read_dir(&path).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(on_disk, 0, "a memory store writes nothing under its path");
+        let store = Store::open_tuned(&path, None, &tuning).unwrap();
+        assert_eq!(store.node_record(crate::keys::NODE_GROUPS).unwrap(), None, "nothing survives the process");
         assert!(Compression::parse("snappy").unwrap_err().contains("not supported"));
         assert!(Compression::parse("brotli").is_err());
     }

@@ -83,7 +83,7 @@ fn run(shared: &Shared, db: &Weak<Db>) {
             std::mem::take(&mut queue.waiting)
         };
         let outcome = match db.upgrade() {
-            Some(db) => db.flush_wal(true).map_err(|e| e.to_string()),
+            Some(db) => db.sync_wal().map_err(|e| e.to_string()),
             None => Err("the store is closed".to_string()),
         };
         shared.syncs.fetch_add(1, Ordering::Relaxed);
