@@ -77,6 +77,16 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
     Ok(fig.extract()?)
 }
 
+/// The process's Tokio runtime: `worker_threads` threads drive tasks
+/// (`server.worker_threads`; 0: one per core, Tokio's default).
+pub fn build_runtime(worker_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if worker_threads > 0 {
+        builder.worker_threads(worker_threads);
+    }
+    builder.enable_all().build()
+}
+
 /// The process's Prometheus recorder, installed as the `metrics` facade's
 /// global recorder on first use; `render()` gives the text exposition format.
 /// Durations (`*_seconds`) are histograms with buckets from 0.5 ms to 60 s.
@@ -129,5 +139,15 @@ mod tests {
         let list = NodeList::List(vec!["2=x:9".into()]);
         assert_eq!(list.with_ids(), Ok(vec![(2, "x:9".into())]));
         assert_eq!(NodeList::Csv("x=a:1".into()).entries(), Err("x=a:1".into()));
+    }
+}
+
+#[cfg(test)]
+mod runtime_tests {
+    #[test]
+    fn the_configured_worker_threads_drive_the_runtime() {
+        assert_eq!(super::build_runtime(3).unwrap().metrics().num_workers(), 3);
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(super::build_runtime(0).unwrap().metrics().num_workers(), cores, "0: one per core");
     }
 }

@@ -74,6 +74,9 @@ pub struct ServerSection {
     /// Plain-HTTP address of the health probes `GET /livez` and `GET /readyz`
     /// (`SERVICE_HEALTH_ADDR`, e.g. `0.0.0.0:9290`); unset: no health listener.
     pub health_addr: Option<String>,
+    /// Threads of the Tokio runtime that drives Raft and RPCs
+    /// (`SERVICE_WORKER_THREADS`; 0: one per core).
+    pub worker_threads: usize,
 }
 
 impl Default for ServerSection {
@@ -84,6 +87,7 @@ impl Default for ServerSection {
             query_queue: 256,
             sql_memory_pool_mb: 4096,
             health_addr: None,
+            worker_threads: 0,
         }
     }
 }
@@ -319,6 +323,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("initial_nodes", "cluster.initial_nodes"),
     ("cluster_name", "cluster.name"),
     ("grpc_addr", "server.grpc_addr"),
+    ("worker_threads", "server.worker_threads"),
     ("query_workers", "server.query_workers"),
     ("query_queue", "server.query_queue"),
     ("sql_memory_pool_mb", "server.sql_memory_pool_mb"),

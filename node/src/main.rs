@@ -52,10 +52,13 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let cfg = NodeConfig::load(cli.config.as_deref())?;
+    tessera_api::runtime::build_runtime(cfg.server.worker_threads)?.block_on(run(cli, cfg))
+}
+
+async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     if let Some(Command::ReleaseLeadership { timeout_secs }) = cli.command {
         return release_leadership(&cfg, timeout_secs).await;
     }

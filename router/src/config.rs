@@ -268,8 +268,10 @@ impl Default for SecuritySection {
 pub struct TlsSection {
     /// PEM certificate chain served on the HTTP port (`SERVICE_TLS_CERT`); with
     /// `key` set the router serves HTTPS only (TLS 1.2/1.3), no plaintext.
+    #[serde(alias = "cert_file", alias = "cert_path")]
     pub cert: Option<std::path::PathBuf>,
     /// PEM private key of `cert` (`SERVICE_TLS_KEY`).
+    #[serde(alias = "key_file", alias = "key_path")]
     pub key: Option<std::path::PathBuf>,
     /// CA the nodes' certificates must chain to (`SERVICE_CLUSTER_CA`).
     pub cluster_ca: Option<std::path::PathBuf>,
@@ -353,6 +355,16 @@ pub struct ServerSection {
     /// Requests this router serves at once (`SERVICE_MAX_CONNECTIONS`); one
     /// more is answered 503 with `Retry-After: 1` at once. 0: no limit.
     pub max_connections: usize,
+    /// Threads of the Tokio runtime serving requests (`SERVICE_WORKER_THREADS`; 0: one per core).
+    pub worker_threads: usize,
+    /// The spec's place for the query limits (`[server.query_safety]`): merged
+    /// into `query_limits` at load, whose own settings (and `SERVICE_*`) win.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_safety: Option<QueryLimitsSection>,
+    /// The spec's place for HTTPS (`[server.tls]`): merged into `tls` at load,
+    /// whose own settings (and `SERVICE_TLS_*`) win.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSection>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -400,7 +412,15 @@ pub struct KvSection {
 
 impl Default for ServerSection {
     fn default() -> Self {
-        ServerSection { host: "0.0.0.0".into(), port: 9090, request_timeout: 30, max_connections: 1000 }
+        ServerSection {
+            host: "0.0.0.0".into(),
+            port: 9090,
+            request_timeout: 30,
+            max_connections: 1000,
+            worker_threads: 0,
+            query_safety: None,
+            tls: None,
+        }
     }
 }
 
@@ -471,6 +491,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("host", "server.host"),
     ("port", "server.port"),
     ("request_timeout", "server.request_timeout"),
+    ("worker_threads", "server.worker_threads"),
     ("max_connections", "server.max_connections"),
     ("rbac_enabled", "rbac.enabled"),
     ("rbac_default_role", "rbac.default_role"),
@@ -519,11 +540,68 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
 impl RouterConfig {
     /// Loads defaults, then the TOML file (if any), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
-        tessera_api::runtime::load_config(&RouterConfig::default(), file, FLAT_ALIASES)
+        let mut config: RouterConfig = tessera_api::runtime::load_config(&RouterConfig::default(), file, FLAT_ALIASES)?;
+        config.merge_spec_places();
+        Ok(config)
+    }
+
+    /// Folds `[server.query_safety]` into `query_limits` and `[server.tls]`
+    /// into `tls` (spec 01 names both places): a setting given in both places
+    /// takes the value of `query_limits`/`tls` (where `SERVICE_*` land).
+    fn merge_spec_places(&mut self) {
+        if let Some(q) = self.server.query_safety.take() {
+            let (given, default) = (&mut self.query_limits, QueryLimitsSection::default());
+            if given.max_result_rows == default.max_result_rows {
+                given.max_result_rows = q.max_result_rows;
+            }
+            if given.query_timeout_secs == default.query_timeout_secs {
+                given.query_timeout_secs = q.query_timeout_secs;
+            }
+            if given.max_memory_mb == default.max_memory_mb {
+                given.max_memory_mb = q.max_memory_mb;
+            }
+        }
+        if let Some(t) = self.server.tls.take() {
+            let tls = &mut self.tls;
+            tls.cert = tls.cert.take().or(t.cert);
+            tls.key = tls.key.take().or(t.key);
+            tls.cluster_ca = tls.cluster_ca.take().or(t.cluster_ca);
+            tls.client_cert = tls.client_cert.take().or(t.client_cert);
+            tls.client_key = tls.client_key.take().or(t.client_key);
+            tls.server_name = tls.server_name.take().or(t.server_name);
+        }
     }
 
     /// The seed node addresses, with ids where given.
     pub fn seeds(&self) -> anyhow::Result<Vec<(Option<u64>, String)>> {
         self.cluster.nodes.entries().map_err(|entry| anyhow::anyhow!("cluster.nodes entry {entry:?} is not host:port or id=host:port"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spec 01 places the query limits under `server.query_safety` and HTTPS
+    /// under `server.tls`; both are honoured, as is `server.worker_threads`.
+    #[test]
+    fn the_spec_places_of_limits_and_tls_are_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("router.toml");
+        std::fs::write(
+            &file,
+            "[server]\nworker_threads = 2\n[server.query_safety]\nmax_result_rows = 7\nquery_timeout_secs = 9\n\
+             [server.tls]\ncert_file = \"/etc/tessera/cert.pem\"\nkey = \"/etc/tessera/key.pem\"\n",
+        )
+        .unwrap();
+        let config = RouterConfig::load(Some(&file)).unwrap();
+        assert_eq!((config.query_limits.max_result_rows, config.query_limits.query_timeout_secs), (7, 9));
+        assert_eq!(config.query_limits.max_memory_mb, 1024, "unset: the default");
+        assert_eq!(config.tls.cert.as_deref(), Some(Path::new("/etc/tessera/cert.pem")));
+        assert_eq!(config.tls.key.as_deref(), Some(Path::new("/etc/tessera/key.pem")));
+        assert_eq!(config.server.worker_threads, 2);
+        // `query_limits` itself wins over `server.query_safety`.
+        std::fs::write(&file, "[query_limits]\nmax_result_rows = 5\n[server.query_safety]\nmax_result_rows = 7\n").unwrap();
+        assert_eq!(RouterConfig::load(Some(&file)).unwrap().query_limits.max_result_rows, 5);
     }
 }

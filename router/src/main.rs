@@ -139,10 +139,13 @@ fn routes(state: AppState) -> Router {
         .with_state(state)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = RouterConfig::load(cli.config.as_deref())?;
+    tessera_api::runtime::build_runtime(config.server.worker_threads)?.block_on(run(config))
+}
+
+async fn run(config: RouterConfig) -> anyhow::Result<()> {
     config.alerts.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.query_limits.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.check_access().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
