@@ -77,6 +77,33 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
     Ok(fig.extract()?)
 }
 
+/// `config` as an admin may see it: the value of every key that names a
+/// secret (a password, secret, passphrase, token or key) replaced by
+/// `"<redacted>"` when set.
+pub fn redacted(mut config: serde_json::Value) -> serde_json::Value {
+    fn secret(name: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        ["password", "secret", "passphrase", "token", "credential"].iter().any(|s| n.contains(s)) || n == "key" || n.ends_with("_key")
+    }
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (name, value) in map.iter_mut() {
+                    if secret(name) && !value.is_null() && !value.is_object() {
+                        *value = serde_json::Value::String("<redacted>".into());
+                    } else {
+                        walk(value);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut config);
+    config
+}
+
 /// The process's Tokio runtime: `worker_threads` threads drive tasks
 /// (`server.worker_threads`; 0: one per core, Tokio's default).
 pub fn build_runtime(worker_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
@@ -144,6 +171,23 @@ mod tests {
 
 #[cfg(test)]
 mod runtime_tests {
+    #[test]
+    fn secrets_are_redacted_and_the_rest_is_kept() {
+        let config = serde_json::json!({
+            "storage": {"encryption_key": "abc", "data_dir": "/d", "encryption_at_rest": true},
+            "auth": {"admin_password": "p", "session_timeout": 3600},
+            "backup": {"key": "k", "dir": "/b", "encryption_key": null},
+            "compliance": {"breach_webhook_secret": "s"},
+        });
+        let shown = super::redacted(config);
+        assert_eq!(shown["storage"]["encryption_key"], "<redacted>");
+        assert_eq!(shown["auth"]["admin_password"], "<redacted>");
+        assert_eq!(shown["backup"]["key"], "<redacted>");
+        assert_eq!(shown["compliance"]["breach_webhook_secret"], "<redacted>");
+        assert!(shown["backup"]["encryption_key"].is_null(), "unset stays null");
+        assert_eq!((shown["storage"]["data_dir"].as_str(), shown["auth"]["session_timeout"].as_u64()), (Some("/d"), Some(3600)));
+    }
+
     #[test]
     fn the_configured_worker_threads_drive_the_runtime() {
         assert_eq!(super::build_runtime(3).unwrap().metrics().num_workers(), 3);

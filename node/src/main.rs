@@ -87,7 +87,8 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     }
 
     let addr = cfg.server.grpc_addr.parse()?;
-    let service = NodeService { host: host.clone() };
+    let config_json = serde_json::to_value(&cfg).map(tessera_api::runtime::redacted).unwrap_or_default().to_string();
+    let service = NodeService { host: host.clone(), config_json: std::sync::Arc::new(config_json) };
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(

@@ -12,7 +12,7 @@ use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
     AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
-    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply,
+    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -23,6 +23,8 @@ use crate::host::{Host, HostError};
 #[derive(Clone)]
 pub struct NodeService {
     pub host: Arc<Host>,
+    /// The effective configuration, secrets redacted (JSON), for `Config`.
+    pub config_json: Arc<String>,
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
@@ -278,6 +280,10 @@ impl DataService for NodeService {
             })
             .collect();
         Ok(Response::new(StorageReply { groups, disk_bytes: self.host.disk_bytes() }))
+    }
+
+    async fn config(&self, _req: Request<ConfigRequest>) -> Result<Response<ConfigReply>, Status> {
+        Ok(Response::new(ConfigReply { json: self.config_json.as_str().to_string() }))
     }
 
     async fn export_group(&self, req: Request<ExportGroupRequest>) -> Result<Response<ExportGroupReply>, Status> {

@@ -1,7 +1,9 @@
 //! Scenario: a cluster for tests or ephemeral use runs with
 //! `storage.backend = memory`: every node keeps its RocksDB in memory, so it
 //! writes no data files, and the cluster serves key-value and SQL through the
-//! router as a disk-backed one does (nothing survives a node's restart).
+//! router as a disk-backed one does (nothing survives a node's restart). The
+//! effective configuration of the router and of every node, secrets
+//! redacted, shows the backend.
 
 use anyhow::{Result, ensure};
 use serde_json::json;
@@ -40,6 +42,12 @@ async fn scenario(c: &Cluster) -> Result<()> {
             .unwrap_or_default();
         ensure!(!files.iter().any(|f| f.ends_with(".sst") || f.ends_with(".log") || f == "CURRENT"), "node {id} wrote data files: {files:?}");
         ensure!(c.node_log_text(id)?.contains("in memory"), "node {id} says its data is in memory");
+    }
+    let config = api.get("/api/v1/admin/config").await?.ensure_status(200)?;
+    ensure!(!config.text.contains(tessera_tests::ADMIN_PASSWORD), "the admin password is redacted: {}", config.text);
+    ensure!(config.json["router"]["config"]["server"]["port"].as_u64().is_some(), "{config}");
+    for id in ["1", "2", "3"] {
+        ensure!(config.json["nodes"][id]["config"]["storage"]["backend"] == "memory", "node {id}: {}", config.json["nodes"][id]);
     }
     Ok(())
 }

@@ -481,6 +481,14 @@ impl ClusterClient for GrpcCluster {
         Ok(reply.into_inner())
     }
 
+    async fn node_config(&self, node: &NodeInfo) -> Result<String, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(tessera_api::rpc::ConfigRequest {});
+        req.set_timeout(ATTEMPT_TIMEOUT);
+        let reply = client.config(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner().json)
+    }
+
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError> {
         let mut client = self.client(&node.addr)?;
         let mut req = tonic::Request::new(LogsRequest { lines });

@@ -204,6 +204,10 @@ impl ClusterClient for MemoryCluster {
         Err(ClusterError::Unavailable(format!("node {} is in-process: backups need a cluster of nodes", node.id)))
     }
 
+    async fn node_config(&self, node: &NodeInfo) -> Result<String, ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process: it has no configuration of its own", node.id)))
+    }
+
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError> {
         Err(ClusterError::Unavailable(format!("no process answers for node {} at {}", node.id, node.addr)))
     }

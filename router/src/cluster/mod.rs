@@ -101,6 +101,9 @@ pub trait ClusterClient: Send + Sync {
     /// One page of an export made by [`ClusterClient::export_group`] on `node`.
     async fn fetch_export(&self, node: &NodeInfo, req: FetchExportRequest) -> Result<FetchExportReply, ClusterError>;
 
+    /// The node's effective configuration (JSON, secrets redacted).
+    async fn node_config(&self, node: &NodeInfo) -> Result<String, ClusterError>;
+
     /// The status of a node that may not be in the map yet (one being added).
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError>;
 

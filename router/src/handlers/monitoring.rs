@@ -279,6 +279,29 @@ fn raised(state: &AppState, live: &Live) -> Vec<Value> {
 /// in the last minute, a data filesystem under 10 % free (critical under 5 %),
 /// a node using over 90 % of its machine's memory (warnings), a node leaving (info); raised from the
 /// cluster's state when asked, so an alert clears as soon as its cause does.
+/// `GET /api/v1/admin/config` (admins): the effective configuration — file,
+/// environment and defaults merged — of this router and of every node of the
+/// map, every secret (password, secret, passphrase, token, key) redacted. A
+/// node that does not answer is listed with its error.
+pub async fn config(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let router = serde_json::to_value(&state.config).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let nodes: Vec<NodeInfo> = state.cluster.map().map(|m| m.nodes).unwrap_or_default();
+    let answers = futures::future::join_all(nodes.iter().map(|n| state.cluster.node_config(n))).await;
+    let mut by_node = serde_json::Map::new();
+    for (node, answer) in nodes.iter().zip(answers) {
+        let shown = match answer.map(|text| serde_json::from_str::<Value>(&text)) {
+            Ok(Ok(config)) => json!({"address": node.addr, "config": config}),
+            Ok(Err(e)) => json!({"address": node.addr, "error": format!("unreadable answer: {e}")}),
+            Err(e) => json!({"address": node.addr, "error": e.to_string()}),
+        };
+        by_node.insert(node.id.to_string(), shown);
+    }
+    Ok(Json(json!({
+        "router": {"address": state.router_name, "config": tessera_api::runtime::redacted(router)},
+        "nodes": by_node,
+    })))
+}
+
 pub async fn alerts(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     let live = Live::ask(&state).await?;
     let alerts = raised(&state, &live);
