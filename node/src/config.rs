@@ -30,12 +30,32 @@ pub struct NodeConfig {
     pub tls: TlsSection,
     /// Retention and sweeps the groups' leaders run (see `maintenance.rs`).
     pub maintenance: crate::maintenance::MaintenanceSection,
+    /// Spec 01's `[encryption]` section (encryption at rest).
+    pub encryption: EncryptionSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
     /// Skews this node's wall clock by this many milliseconds. For tests of a
     /// leader whose clock is wrong (`SERVICE_TEST_CLOCK_OFFSET_MS`); leave at 0.
     pub test_clock_offset_ms: i64,
+}
+
+/// Spec 01's `[encryption]`: `enabled` as `storage.encryption_at_rest` (which
+/// wins when both are set), `algorithm` AES-256-GCM (the only one: others are
+/// refused), `key_rotation_days` 0 (rotation of the at-rest key is not built:
+/// other values are refused).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EncryptionSection {
+    pub enabled: Option<bool>,
+    pub algorithm: String,
+    pub key_rotation_days: u64,
+}
+
+impl Default for EncryptionSection {
+    fn default() -> Self {
+        EncryptionSection { enabled: None, algorithm: "AES-256-GCM".into(), key_rotation_days: 0 }
+    }
 }
 
 /// Mutual TLS for node-to-node and router-to-node gRPC: all three paths or none.
@@ -107,8 +127,9 @@ impl ServerSection {
 #[serde(default)]
 pub struct StorageSection {
     pub data_dir: PathBuf,
-    /// Encrypt values, log entries and snapshots at rest (`SERVICE_ENCRYPTION_AT_REST`).
-    pub encryption_at_rest: bool,
+    /// Encrypt values, log entries and snapshots at rest (`SERVICE_ENCRYPTION_AT_REST`);
+    /// unset: on exactly when `encryption_key` is set (the key alone enables it).
+    pub encryption_at_rest: Option<bool>,
     /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
     /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
     pub encryption_key: Option<String>,
@@ -131,7 +152,7 @@ impl Default for StorageSection {
     fn default() -> Self {
         StorageSection {
             data_dir: PathBuf::from("./data"),
-            encryption_at_rest: false,
+            encryption_at_rest: None,
             encryption_key: None,
             backend: "local".into(),
             compression: "lz4".into(),
@@ -484,16 +505,34 @@ impl NodeConfig {
                     .into(),
             ));
         }
+        let algorithm: String = self.encryption.algorithm.chars().filter(char::is_ascii_alphanumeric).collect();
+        if !algorithm.eq_ignore_ascii_case("aes256gcm") {
+            return Err(ConfigError::Invalid(format!(
+                "encryption.algorithm = {:?} is not supported: data at rest is sealed with AES-256-GCM",
+                self.encryption.algorithm
+            )));
+        }
+        if self.encryption.key_rotation_days != 0 {
+            return Err(ConfigError::Invalid(
+                "encryption.key_rotation_days is not supported yet: the at-rest key is not rotated (set 0)".into(),
+            ));
+        }
         let has_key = self.storage.encryption_key.as_deref().is_some_and(|k| !k.trim().is_empty());
-        match (self.storage.encryption_at_rest, has_key) {
-            (true, false) => Err(ConfigError::Invalid(
+        match (self.storage.encryption_at_rest.or(self.encryption.enabled), has_key) {
+            (Some(true), false) => Err(ConfigError::Invalid(
                 "SERVICE_ENCRYPTION_AT_REST=true needs SERVICE_ENCRYPTION_KEY (base64 of 32 bytes, or a key file)".into(),
             )),
-            (false, true) => Err(ConfigError::Invalid(
-                "SERVICE_ENCRYPTION_KEY is set but SERVICE_ENCRYPTION_AT_REST is not true".into(),
+            (Some(false), true) => Err(ConfigError::Invalid(
+                "SERVICE_ENCRYPTION_KEY is set but encryption at rest is turned off (SERVICE_ENCRYPTION_AT_REST=false or encryption.enabled = false); unset one of them".into(),
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Whether values are encrypted at rest: as configured, else when a key is set.
+    pub fn encryption_on(&self) -> bool {
+        let has_key = self.storage.encryption_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+        self.storage.encryption_at_rest.or(self.encryption.enabled).unwrap_or(has_key)
     }
 
     /// The server side of the cluster's mutual TLS, when configured.
@@ -517,7 +556,7 @@ impl NodeConfig {
 
     /// The cipher of encryption at rest, when turned on.
     pub fn crypt(&self) -> anyhow::Result<Option<tessera_storage::Crypt>> {
-        match (&self.storage.encryption_key, self.storage.encryption_at_rest) {
+        match (&self.storage.encryption_key, self.encryption_on()) {
             (Some(spec), true) => Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?)),
             _ => Ok(None),
         }
@@ -526,7 +565,28 @@ impl NodeConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::{StorageSection, node_id_of_host, parse_size};
+    use super::{EncryptionSection, NodeConfig, StorageSection, node_id_of_host, parse_size};
+
+    #[test]
+    fn the_encryption_key_alone_turns_encryption_at_rest_on() {
+        let key = Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".to_string());
+        let with = |at_rest: Option<bool>, encryption: EncryptionSection| NodeConfig {
+            storage: StorageSection { encryption_key: key.clone(), encryption_at_rest: at_rest, ..StorageSection::default() },
+            encryption,
+            ..NodeConfig::default()
+        };
+        let alone = with(None, EncryptionSection::default());
+        assert!(alone.validate_security().is_ok() && alone.encryption_on() && alone.crypt().unwrap().is_some());
+        let section = with(None, EncryptionSection { enabled: Some(true), algorithm: "aes-256-gcm".into(), key_rotation_days: 0 });
+        assert!(section.validate_security().is_ok() && section.encryption_on());
+        let off = with(Some(false), EncryptionSection::default());
+        assert!(off.validate_security().unwrap_err().to_string().contains("turned off"));
+        let other = with(None, EncryptionSection { algorithm: "ChaCha20".into(), ..EncryptionSection::default() });
+        assert!(other.validate_security().unwrap_err().to_string().contains("not supported"));
+        let rotation = with(None, EncryptionSection { key_rotation_days: 90, ..EncryptionSection::default() });
+        assert!(rotation.validate_security().unwrap_err().to_string().contains("key_rotation_days"));
+        assert!(!NodeConfig::default().encryption_on(), "no key, nothing set: off");
+    }
 
     #[test]
     fn storage_settings_are_honoured_or_refused_with_a_reason() {
