@@ -254,6 +254,8 @@ pub struct Host {
     /// Set by [`Host::request_restart`] and [`Host::retire`]; `main` stops the node
     /// (and runs it again unless it retired).
     restart: tokio::sync::watch::Sender<bool>,
+    /// The binary a requested update runs next ([`Host::request_update`]).
+    next_binary: std::sync::Mutex<Option<std::path::PathBuf>>,
     /// The node was drained ([`Host::drain`]): it neither campaigns nor leads.
     drained: AtomicBool,
     /// Groups whose leadership this node is handing off ([`Host::hand_off`]).
@@ -452,6 +454,7 @@ impl Host {
             data_dir: cfg.storage.data_dir.clone(),
             disk_usage: Default::default(),
             restart: tokio::sync::watch::Sender::new(false),
+            next_binary: Default::default(),
             drained: AtomicBool::new(drained),
             handing_off: Default::default(),
             retired: AtomicBool::new(false),
@@ -1226,6 +1229,19 @@ async fn follow_lifecycle_state(host: Arc<Host>) {
 }
 
 impl Host {
+    /// Asks `main` to stop the node gracefully and run `binary` in its place
+    /// (a rolling update: same arguments, environment and pid).
+    pub fn request_update(&self, binary: std::path::PathBuf) {
+        info!(node = self.id, binary = %binary.display(), "update requested: stopping the groups, then running the new binary");
+        *self.next_binary.lock().unwrap_or_else(|e| e.into_inner()) = Some(binary);
+        self.restart.send_replace(true);
+    }
+
+    /// The binary the next run uses, when an update named one.
+    pub fn next_binary(&self) -> Option<std::path::PathBuf> {
+        self.next_binary.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Asks `main` to stop the node gracefully and run it again.
     pub fn request_restart(&self) {
         info!(node = self.id, "restart requested: stopping the groups, then running again");

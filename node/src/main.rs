@@ -120,7 +120,7 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     host.shutdown().await;
     if host.restart_pending() {
         info!("stopped; running again");
-        return Err(run_again());
+        return Err(run_again(host.next_binary()));
     }
     info!("stopped");
     Ok(())
@@ -159,12 +159,13 @@ async fn stop(host: &std::sync::Arc<Host>) {
     }
 }
 
-/// Replaces this process with a new run of the node binary (same path,
-/// arguments, environment and pid, so a supervisor or the cluster script sees
-/// one process go on). Returns only if that fails.
-fn run_again() -> anyhow::Error {
+/// Replaces this process with a new run of the node binary (same path, or the
+/// one a rolling update named; same arguments, environment and pid, so a
+/// supervisor or the cluster script sees one process go on). Returns only if
+/// that fails.
+fn run_again(binary: Option<std::path::PathBuf>) -> anyhow::Error {
     use std::os::unix::process::CommandExt;
-    let exe = match std::env::current_exe() {
+    let exe = match binary.map(Ok).unwrap_or_else(std::env::current_exe) {
         // A binary replaced on disk while running reads as "<path> (deleted)": run the new one.
         Ok(p) => std::path::PathBuf::from(p.to_string_lossy().trim_end_matches(" (deleted)").to_string()),
         Err(e) => return anyhow::anyhow!("cannot find the node binary to run again: {e}"),

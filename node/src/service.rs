@@ -196,8 +196,20 @@ impl DataService for NodeService {
         }))
     }
 
-    async fn restart(&self, _req: Request<RestartRequest>) -> Result<Response<RestartReply>, Status> {
-        self.host.request_restart();
+    async fn restart(&self, req: Request<RestartRequest>) -> Result<Response<RestartReply>, Status> {
+        let binary = req.into_inner().binary;
+        if binary.is_empty() {
+            self.host.request_restart();
+            return Ok(Response::new(RestartReply {}));
+        }
+        let path = std::path::PathBuf::from(&binary);
+        use std::os::unix::fs::PermissionsExt;
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => {}
+            Ok(_) => return Err(Status::invalid_argument(format!("{binary} on node {} is not an executable file", self.host.id))),
+            Err(e) => return Err(Status::invalid_argument(format!("{binary} on node {}: {e}", self.host.id))),
+        }
+        self.host.request_update(path);
         Ok(Response::new(RestartReply {}))
     }
 

@@ -100,6 +100,8 @@ fn route_table() -> RouteTable {
         .head("/api/v1/objects/buckets/{bucket}/object/{*key}", object::head_object)
         .put("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::put_object)
         .delete("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::delete_object)
+        .post("/api/v1/admin/update/plan", P("manage:cluster"), handlers::update::plan_update)
+        .post("/api/v1/admin/update/execute", P("manage:cluster"), handlers::update::execute_update)
         .post("/api/v1/admin/backup", P("manage:backup"), handlers::backup::create)
         .get("/api/v1/admin/backups", P("manage:backup"), handlers::backup::list)
         .get("/api/v1/admin/backups/{backup_id}", P("manage:backup"), handlers::backup::get)

@@ -367,11 +367,22 @@ impl ClusterClient for GrpcCluster {
         Ok(futures::future::join_all(calls).await)
     }
 
-    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+    async fn release_leadership(&self, node: &NodeInfo, timeout_ms: u64) -> Result<Vec<GroupId>, ClusterError> {
         let mut client = self.client(&node.addr)?;
-        let mut req = tonic::Request::new(RestartRequest {});
+        let mut req = tonic::Request::new(tessera_api::rpc::ReleaseLeadershipRequest { timeout_ms });
+        req.set_timeout(Duration::from_millis(timeout_ms) + ATTEMPT_TIMEOUT);
+        let reply = client.release_leadership(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner().still_leading)
+    }
+
+    async fn restart_node(&self, node: &NodeInfo, binary: Option<&str>) -> Result<(), ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(RestartRequest { binary: binary.unwrap_or_default().to_string() });
         req.set_timeout(ATTEMPT_TIMEOUT);
-        client.restart(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        client.restart(req).await.map_err(|s| match s.code() {
+            tonic::Code::InvalidArgument => ClusterError::BadRequest(s.message().to_string()),
+            _ => ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())),
+        })?;
         Ok(())
     }
 

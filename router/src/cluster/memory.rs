@@ -153,8 +153,12 @@ impl ClusterClient for MemoryCluster {
         Ok(map.nodes.into_iter().map(|n| (n, Ok(status.clone()))).collect())
     }
 
-    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError> {
+    async fn restart_node(&self, node: &NodeInfo, _binary: Option<&str>) -> Result<(), ClusterError> {
         Err(ClusterError::Unavailable(format!("node {} is in-process and has no process to restart", node.id)))
+    }
+
+    async fn release_leadership(&self, node: &NodeInfo, _timeout_ms: u64) -> Result<Vec<GroupId>, ClusterError> {
+        Err(ClusterError::Unavailable(format!("node {} is in-process and leads its groups alone", node.id)))
     }
 
     async fn node_logs(&self, node: &NodeInfo, _lines: u32) -> Result<Vec<String>, ClusterError> {

@@ -80,7 +80,11 @@ pub trait ClusterClient: Send + Sync {
     async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError>;
 
     /// Asks node `node` to restart its process (it stops its groups, then runs again).
-    async fn restart_node(&self, node: &NodeInfo) -> Result<(), ClusterError>;
+    async fn restart_node(&self, node: &NodeInfo, binary: Option<&str>) -> Result<(), ClusterError>;
+
+    /// Asks `node` to stop leading (it stops campaigning until its next start);
+    /// answers the groups it still leads after `timeout_ms`.
+    async fn release_leadership(&self, node: &NodeInfo, timeout_ms: u64) -> Result<Vec<GroupId>, ClusterError>;
 
     /// Drains node `node` (it stops campaigning and leading); answers the groups it led.
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError>;

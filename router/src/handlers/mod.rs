@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod auth;
 pub mod backup;
+pub mod update;
 pub mod compliance;
 pub mod compliance_reports;
 pub mod compliance_erasure;

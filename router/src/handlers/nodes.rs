@@ -154,28 +154,42 @@ pub async fn restart(
     let node = find_node(&state, &node_id)?;
     let asked = Instant::now();
     let before = status_of(&state, node.id).await?.map_err(|e| ApiError::Unavailable(format!("node {} does not answer: {e}", node.id)))?;
-    state.cluster.restart_node(&node).await?;
+    state.cluster.restart_node(&node, None).await?;
     if consistency == Consistency::One {
         return Ok((StatusCode::ACCEPTED, Json(json!({"node_id": node.id, "restarting": true, "consistency": "one"}))));
     }
-    // The new process started after the call began: its uptime is shorter than the time since then.
+    wait_back(&state, &node, asked, consistency).await?;
+    let level = if consistency == Consistency::All { "all" } else { "quorum" };
+    Ok((
+        StatusCode::OK,
+        Json(json!({
+            "node_id": node.id, "restarted": true, "consistency": level,
+            "back_after_ms": asked.elapsed().as_millis() as u64, "uptime_before_secs": before.uptime_ms / 1000,
+        })),
+    ))
+}
+
+/// Waits until `node`, asked to restart at `asked`, answers as a new process
+/// (its uptime is shorter than the time since then) and has what
+/// `consistency` asks (see [`restart`]); answers its status then. 504
+/// `STILL_PENDING` after [`RESTART_TIMEOUT`].
+pub(crate) async fn wait_back(state: &AppState, node: &NodeInfo, asked: Instant, consistency: Consistency) -> Result<StatusReply, ApiError> {
     let restarted = |s: &StatusReply| Duration::from_millis(s.uptime_ms) < asked.elapsed();
     // For `all`: what the leaders had applied when the node was first seen back.
     let mut targets: Option<HashMap<GroupId, u64>> = None;
-    let mut pending;
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let statuses = state.cluster.node_statuses().await?;
-        pending = match statuses.iter().find(|(n, _)| n.id == node.id).map(|(_, s)| s) {
+        let (pending, back) = match statuses.iter().find(|(n, _)| n.id == node.id).map(|(_, s)| s) {
             Some(Ok(s)) if restarted(s) => {
                 let targets = targets.get_or_insert_with(|| leaders_applied(&statuses));
-                missing_after_restart(s, targets, consistency)
+                (missing_after_restart(s, targets, consistency), Some(s.clone()))
             }
-            Some(Ok(_)) => vec!["the node has not stopped yet".to_string()],
-            _ => vec!["the node is not answering yet".to_string()],
+            Some(Ok(_)) => (vec!["the node has not stopped yet".to_string()], None),
+            _ => (vec!["the node is not answering yet".to_string()], None),
         };
-        if pending.is_empty() {
-            break;
+        if let (true, Some(status)) = (pending.is_empty(), back) {
+            return Ok(status);
         }
         if asked.elapsed() > RESTART_TIMEOUT {
             return Err(ApiError::StillPending(format!(
@@ -186,14 +200,6 @@ pub async fn restart(
             )));
         }
     }
-    let level = if consistency == Consistency::All { "all" } else { "quorum" };
-    Ok((
-        StatusCode::OK,
-        Json(json!({
-            "node_id": node.id, "restarted": true, "consistency": level,
-            "back_after_ms": asked.elapsed().as_millis() as u64, "uptime_before_secs": before.uptime_ms / 1000,
-        })),
-    ))
 }
 
 /// The consistency of a lifecycle call: `?consistency=`, else `X-Consistency`, else quorum.
