@@ -616,3 +616,25 @@ mod tests {
         assert_eq!(node_id_of_host(""), None);
     }
 }
+
+/// Every `SERVICE_*` variable this binary reads is documented: in
+/// `docs/configuration.md` or the topic document it points to.
+#[cfg(test)]
+mod documented {
+    #[test]
+    fn every_environment_variable_is_documented() {
+        let docs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+        let docs: String = std::fs::read_dir(&docs_dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        let missing: Vec<String> = super::FLAT_ALIASES
+            .iter()
+            .map(|(flat, _)| format!("SERVICE_{}", flat.to_ascii_uppercase()))
+            .filter(|var| !docs.contains(var.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "not documented in docs/*.md: {missing:?}");
+    }
+}
