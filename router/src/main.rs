@@ -5,6 +5,7 @@
 mod activity;
 mod auth;
 mod backup;
+mod openapi;
 mod compliance_tasks;
 mod catalog;
 mod cluster;
@@ -63,6 +64,7 @@ fn route_table() -> RouteTable {
         .get("/livez", Public, health::livez)
         .get("/readyz", Public, health::readyz)
         .get("/metrics", Public, health::metrics)
+        .get("/api/v1/openapi.json", Public, health::openapi)
         .post("/api/v1/auth/login", Public, auth::login)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)
         .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)

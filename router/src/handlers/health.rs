@@ -71,3 +71,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
         Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "reason": reason}))),
     }
 }
+
+/// `GET /api/v1/openapi.json`: the OpenAPI description of every route (see [`crate::openapi`]).
+pub async fn openapi(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(crate::openapi::document(state.decisions()))
+}

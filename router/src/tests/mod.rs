@@ -14,3 +14,4 @@ mod catalog_more;
 mod nodes;
 mod monitoring;
 mod compliance;
+mod openapi;
