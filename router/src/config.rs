@@ -52,6 +52,18 @@ impl Default for RbacSection {
 impl RouterConfig {
     /// Refuses the settings this router cannot honour, with the reason.
     pub fn check_access(&self) -> Result<(), String> {
+        let method = self.auth.method.trim().to_ascii_lowercase();
+        if !matches!(method.as_str(), "local" | "password" | "") {
+            return Err(format!(
+                "auth.method = {:?} is not supported: users are Tessera's own (auth.method = local, POST /api/v1/admin/users)",
+                self.auth.method
+            ));
+        }
+        for (section, set) in [("auth.ldap", self.auth.ldap.is_some()), ("auth.oauth2", self.auth.oauth2.is_some())] {
+            if set {
+                return Err(format!("{section} is not supported: users are Tessera's own (auth.method = local); remove the section"));
+            }
+        }
         if !self.rbac.enabled {
             return Err("rbac.enabled = false is not supported: every route checks its permission (give users the admin role for full access)".into());
         }
@@ -394,6 +406,13 @@ pub struct AuthSection {
     pub admin_email: Option<String>,
     /// Serve anonymous reads while no user exists (logged as a warning each time).
     pub open_bootstrap: bool,
+    /// How users authenticate: `local` (Tessera's own users and passwords), the
+    /// only method; `ldap` and `oauth2` are refused at start, as are their sections.
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ldap: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth2: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -433,6 +452,9 @@ impl Default for AuthSection {
             admin_password: None,
             admin_email: None,
             open_bootstrap: false,
+            method: "local".into(),
+            ldap: None,
+            oauth2: None,
         }
     }
 }
@@ -499,6 +521,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("mfa_required", "auth.mfa_required"),
     ("nodes", "cluster.nodes"),
     ("session_timeout", "auth.session_timeout"),
+    ("auth_method", "auth.method"),
     ("admin_username", "auth.admin_username"),
     ("admin_password", "auth.admin_password"),
     ("admin_email", "auth.admin_email"),
@@ -600,6 +623,13 @@ mod tests {
         assert_eq!(config.tls.cert.as_deref(), Some(Path::new("/etc/tessera/cert.pem")));
         assert_eq!(config.tls.key.as_deref(), Some(Path::new("/etc/tessera/key.pem")));
         assert_eq!(config.server.worker_threads, 2);
+        // Only Tessera's own users: another method, or an LDAP section, is refused at start.
+        std::fs::write(&file, "[auth]\nmethod = \"ldap\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.method"));
+        std::fs::write(&file, "[auth.ldap]\nurl = \"ldap://x\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.ldap"));
+        std::fs::write(&file, "[auth]\nmethod = \"local\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().is_ok());
         // `query_limits` itself wins over `server.query_safety`.
         std::fs::write(&file, "[query_limits]\nmax_result_rows = 5\n[server.query_safety]\nmax_result_rows = 7\n").unwrap();
         assert_eq!(RouterConfig::load(Some(&file)).unwrap().query_limits.max_result_rows, 5);
