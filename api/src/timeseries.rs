@@ -70,6 +70,9 @@ pub enum TsOp {
     /// Merge each series' hourly chunks of every day that ended at or before
     /// `issued_at_ms - older_than_ms` into one sealed day chunk.
     Compact { older_than_ms: i64 },
+    /// As `EnforceRetention`, and a metric without a policy of its own drops
+    /// points older than `drop_after_ms` (the nodes' `storage.retention.default_duration`).
+    EnforceRetentionWithDefault { drop_after_ms: i64 },
 }
 
 /// Time-series reads.

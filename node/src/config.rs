@@ -146,6 +146,38 @@ pub struct StorageSection {
     pub wal_enabled: bool,
     /// Sync before acknowledging: always on; `false` is refused for the same reason.
     pub sync_on_commit: bool,
+    /// Spec 01's `storage.retention`: time-series retention defaults.
+    pub retention: RetentionSection,
+}
+
+/// `[storage.retention]`: `default_duration` (e.g. `30d`; empty: none) drops
+/// points older than it from every time-series metric without a policy of its
+/// own; `enforce_interval` (e.g. `1h`; empty: `maintenance.retention_interval_secs`)
+/// is how often the groups' leaders enforce retention.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetentionSection {
+    pub default_duration: String,
+    pub enforce_interval: String,
+}
+
+impl RetentionSection {
+    /// The default retention in milliseconds and the enforcement period in
+    /// seconds, when set; or why a value is refused.
+    pub fn parsed(&self) -> Result<(Option<i64>, Option<u64>), ConfigError> {
+        let parse = |key: &str, v: &str| -> Result<Option<i64>, ConfigError> {
+            match v.trim() {
+                "" => Ok(None),
+                s => match tessera_timeseries::duration::parse_duration(s) {
+                    Ok(ms) if ms > 0 => Ok(Some(ms)),
+                    _ => Err(ConfigError::Invalid(format!("storage.retention.{key} must be a duration such as 30d or 1h, not {s:?}"))),
+                },
+            }
+        };
+        let default = parse("default_duration", &self.default_duration)?;
+        let every = parse("enforce_interval", &self.enforce_interval)?.map(|ms| (ms as u64).div_ceil(1000).max(1));
+        Ok((default, every))
+    }
 }
 
 impl Default for StorageSection {
@@ -159,6 +191,7 @@ impl Default for StorageSection {
             buffer_pool_size: String::new(),
             wal_enabled: true,
             sync_on_commit: true,
+            retention: RetentionSection::default(),
         }
     }
 }
@@ -356,6 +389,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("buffer_pool_size", "storage.buffer_pool_size"),
     ("wal_enabled", "storage.wal_enabled"),
     ("sync_on_commit", "storage.sync_on_commit"),
+    ("retention_default_duration", "storage.retention.default_duration"),
+    ("retention_enforce_interval", "storage.retention.enforce_interval"),
     ("encryption_key", "storage.encryption_key"),
     ("cluster_ca", "tls.cluster_ca"),
     ("node_cert", "tls.cert"),
@@ -505,6 +540,7 @@ impl NodeConfig {
                     .into(),
             ));
         }
+        self.storage.retention.parsed()?;
         let algorithm: String = self.encryption.algorithm.chars().filter(char::is_ascii_alphanumeric).collect();
         if !algorithm.eq_ignore_ascii_case("aes256gcm") {
             return Err(ConfigError::Invalid(format!(
@@ -597,6 +633,10 @@ mod tests {
         assert!(refused(StorageSection { backend: "s3".into(), ..StorageSection::default() }).contains("not supported"));
         let memory = StorageSection { backend: "Memory".into(), ..StorageSection::default() }.tuning().expect("memory backend");
         assert!(memory.in_memory);
+        let retention = |d: &str, e: &str| super::RetentionSection { default_duration: d.into(), enforce_interval: e.into() }.parsed();
+        assert_eq!(retention("30d", "90s").unwrap(), (Some(30 * 86_400_000), Some(90)));
+        assert_eq!(retention("", "").unwrap(), (None, None));
+        assert!(retention("soon", "").unwrap_err().to_string().contains("default_duration"));
         assert!(refused(StorageSection { sync_on_commit: false, ..StorageSection::default() }).contains("cannot be turned off"));
         assert!(refused(StorageSection { wal_enabled: false, ..StorageSection::default() }).contains("cannot be turned off"));
         assert!(refused(StorageSection { compression: "snappy".into(), ..StorageSection::default() }).contains("snappy"));

@@ -488,7 +488,12 @@ impl Host {
         // Link checkpoints of large vector indexes, so the next start restores
         // them instead of re-linking every node (also written at shutdown).
         tokio::spawn(checkpoint_vector_indexes_periodically(host.clone()));
-        crate::maintenance::spawn(host.clone(), &cfg.maintenance);
+        let (default_retention_ms, enforce_every) = cfg.storage.retention.parsed()?;
+        let mut maintenance = cfg.maintenance.clone();
+        if let Some(secs) = enforce_every {
+            maintenance.retention_interval_secs = secs;
+        }
+        crate::maintenance::spawn(host.clone(), &maintenance, default_retention_ms);
         tokio::spawn(follow_splits(host.clone()));
         if cfg.sharding.strategy == tessera_api::meta::ShardingStrategy::Range {
             let period = Duration::from_secs(cfg.sharding.split_check_interval_secs.max(1));

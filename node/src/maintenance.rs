@@ -52,11 +52,16 @@ impl Default for MaintenanceSection {
     }
 }
 
-/// Starts the maintenance tasks of this node's groups.
-pub fn spawn(host: Arc<Host>, cfg: &MaintenanceSection) {
+/// Starts the maintenance tasks of this node's groups; `default_retention_ms`
+/// (`storage.retention.default_duration`) applies to metrics without a policy.
+pub fn spawn(host: Arc<Host>, cfg: &MaintenanceSection, default_retention_ms: Option<i64>) {
     let max_age_ms = i64::try_from(cfg.upload_max_age_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let tasks: [(&'static str, u64, fn(i64) -> Operation); 3] = [
-        ("time-series retention", cfg.retention_interval_secs, |_| Operation::TimeSeries(TsOp::EnforceRetention)),
+    let retention = move || match default_retention_ms {
+        Some(drop_after_ms) => Operation::TimeSeries(TsOp::EnforceRetentionWithDefault { drop_after_ms }),
+        None => Operation::TimeSeries(TsOp::EnforceRetention),
+    };
+    tokio::spawn(run_as_leader(host.clone(), "time-series retention", Duration::from_secs(cfg.retention_interval_secs.max(1)), retention));
+    let tasks: [(&'static str, u64, fn(i64) -> Operation); 2] = [
         ("channel retention", cfg.stream_retention_interval_secs, |_| Operation::Stream(StreamOp::EnforceRetention)),
         ("upload sweep", cfg.upload_sweep_interval_secs, |max_age_ms| {
             Operation::Object(ObjectOp::SweepUploads { max_age_ms })

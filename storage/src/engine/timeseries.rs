@@ -406,7 +406,8 @@ impl TimeSeriesEngine {
         }))
     }
 
-    fn enforce(tx: &mut Tx<'_>, now: i64) -> Result<Response> {
+    /// Applies each metric's retention policy, or `default` to a metric without one.
+    fn enforce(tx: &mut Tx<'_>, now: i64, default: Option<RetentionPolicy>) -> Result<Response> {
         let mut recs: Vec<MetricRecord> = Vec::new();
         tx.view().scan_prefix(b"m/", |_, v| {
             recs.push(serde_json::from_slice(v)?);
@@ -414,7 +415,7 @@ impl TimeSeriesEngine {
         })?;
         let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
         for mut rec in recs {
-            let Some(policy) = rec.retention else { continue };
+            let Some(policy) = rec.retention.clone().or_else(|| default.clone()) else { continue };
             metrics += 1;
             let (a, b, c) = Self::enforce_metric(tx, now, &mut rec, &policy)?;
             if a + c > 0 {
@@ -479,7 +480,11 @@ impl Engine for TimeSeriesEngine {
                 tx.put(&metric_key(metric), &serde_json::to_vec(&rec)?);
                 Ok(Response::TimeSeries(TsResponse::Metric(rec.info())))
             }
-            TsOp::EnforceRetention => Self::enforce(tx, now),
+            TsOp::EnforceRetention => Self::enforce(tx, now, None),
+            TsOp::EnforceRetentionWithDefault { drop_after_ms } => {
+                let default: RetentionPolicy = serde_json::from_value(serde_json::json!({"drop_after_ms": drop_after_ms}))?;
+                Self::enforce(tx, now, Some(default))
+            }
             TsOp::Compact { older_than_ms } => Self::compact(tx, now.saturating_sub(*older_than_ms)),
         }
     }
@@ -687,6 +692,19 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_default_retention_drops_old_points_of_metrics_without_a_policy() {
+        let (_dir, data) = open();
+        let now = 20_000 * DAY_MS + 12 * BLOCK_MS;
+        write_tagged(&data, "plain", "a", (0..60).map(|i| (now - 10 * DAY_MS + i * 60_000, 1.0)).chain((0..5).map(|i| (now - i * 60_000, 2.0))));
+        write_tagged(&data, "own", "a", (0..60).map(|i| (now - 10 * DAY_MS + i * 60_000, 1.0)));
+        set_retention(&data, "own", json!({"drop_after": "30d"}));
+        let r = apply(&data, now, TsOp::EnforceRetentionWithDefault { drop_after_ms: 2 * DAY_MS });
+        assert!(matches!(r, Response::TimeSeries(TsResponse::Retention { metrics: 2, dropped_points: 60, .. })), "{r:?}");
+        assert_eq!(ask(&data, "plain", Value::Null, usize::MAX).series[0].points.len(), 5, "only the recent points stay");
+        assert_eq!(ask(&data, "own", Value::Null, usize::MAX).series[0].points.len(), 60, "its own policy keeps 30 days");
     }
 
     #[test]
