@@ -90,6 +90,9 @@ pub struct Manifest {
     /// The cluster's sharding strategy and data groups: a restore needs the same.
     pub strategy: String,
     pub data_groups: Vec<GroupId>,
+    /// Range sharding: the key ranges of the data groups (a restore needs the same).
+    #[serde(default)]
+    pub ranges: serde_json::Value,
     /// Groups exported so far, in order (the meta group first).
     pub groups: Vec<GroupPart>,
     pub groups_total: usize,
@@ -233,6 +236,7 @@ impl Backups {
             compliance_mode: compliance_mode.to_string(),
             strategy: format!("{:?}", map.strategy).to_lowercase(),
             data_groups: map.data_groups(),
+            ranges: serde_json::to_value(&map.ranges).unwrap_or_default(),
             groups: Vec::new(),
             groups_total: groups.len(),
             size_bytes: 0,
@@ -397,6 +401,13 @@ impl Backups {
                 m.data_groups,
                 m.strategy,
                 map.data_groups()
+            )));
+        }
+        let ranges = serde_json::to_value(&map.ranges).unwrap_or_default();
+        if m.ranges != ranges && !(m.ranges.is_null() && map.ranges.is_empty()) {
+            return Err(BackupError::Conflict(format!(
+                "backup {id} was taken with key ranges {} ; this cluster's are {ranges}: restore into a cluster whose ranges split at the same keys",
+                m.ranges
             )));
         }
         // Every file is read, checked and decoded before anything is written.
