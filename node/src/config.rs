@@ -133,6 +133,9 @@ pub struct StorageSection {
     /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
     /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
     pub encryption_key: Option<String>,
+    /// Keys values may still be sealed with (a rotation): comma-separated key
+    /// specs (`SERVICE_ENCRYPTION_PREVIOUS_KEYS`); they open values, never seal.
+    pub encryption_previous_keys: String,
     /// `local` (data on disk under `data_dir`) or `memory` (RocksDB in memory:
     /// nothing survives a restart of the node; for tests and ephemeral use).
     pub backend: String,
@@ -186,6 +189,7 @@ impl Default for StorageSection {
             data_dir: PathBuf::from("./data"),
             encryption_at_rest: None,
             encryption_key: None,
+            encryption_previous_keys: String::new(),
             backend: "local".into(),
             compression: "lz4".into(),
             buffer_pool_size: String::new(),
@@ -392,6 +396,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("retention_default_duration", "storage.retention.default_duration"),
     ("retention_enforce_interval", "storage.retention.enforce_interval"),
     ("encryption_key", "storage.encryption_key"),
+    ("encryption_previous_keys", "storage.encryption_previous_keys"),
     ("cluster_ca", "tls.cluster_ca"),
     ("node_cert", "tls.cert"),
     ("node_key", "tls.key"),
@@ -593,7 +598,10 @@ impl NodeConfig {
     /// The cipher of encryption at rest, when turned on.
     pub fn crypt(&self) -> anyhow::Result<Option<tessera_storage::Crypt>> {
         match (&self.storage.encryption_key, self.encryption_on()) {
-            (Some(spec), true) => Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?)),
+            (Some(spec), true) => {
+                let previous: Vec<String> = self.storage.encryption_previous_keys.split(',').map(str::to_string).collect();
+                Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?.with_previous(&previous)?))
+            }
             _ => Ok(None),
         }
     }

@@ -463,7 +463,15 @@ impl Store {
 fn check_encryption(db: &DB, crypt: Option<&Crypt>) -> Result<()> {
     let stored = db.get(ENCRYPTION_CHECK_KEY)?;
     match (crypt, stored) {
-        (Some(c), Some(check)) => c.verify_check_value(&check)?,
+        (Some(c), Some(check)) => {
+            if c.verify_check_value(&check)? {
+                // Opened with a previous key: the directory is checked with the current one from now on.
+                let mut w = WriteOptions::default();
+                w.set_sync(true);
+                db.put_opt(ENCRYPTION_CHECK_KEY, c.check_value(), &w)?;
+                tracing::info!("encryption at rest: the data directory's key was rotated (values sealed with a previous key stay readable)");
+            }
+        }
         (Some(c), None) => {
             if holds_data(db)? {
                 return Err(CryptError::PlaintextStore.into());

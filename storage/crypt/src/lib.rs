@@ -93,9 +93,12 @@ pub enum CryptError {
     EncryptedStore,
 }
 
-/// The ciphers of one node, one per [`Purpose`].
+/// The ciphers of one node, one per [`Purpose`]; values are sealed with the
+/// current master key and opened with it or, failing that, with each previous
+/// key (key rotation: [`Crypt::with_previous`]).
 pub struct Crypt {
     ciphers: Vec<Aes256Gcm>,
+    previous: Vec<Vec<Aes256Gcm>>,
 }
 
 impl fmt::Debug for Crypt {
@@ -107,8 +110,24 @@ impl fmt::Debug for Crypt {
 impl Crypt {
     /// Derives the per-purpose keys from a 32-byte master key.
     pub fn new(master: &[u8; KEY_LEN]) -> Self {
+        Crypt { ciphers: Self::derive(master), previous: Vec::new() }
+    }
+
+    /// The same cipher, also opening values sealed with each of `previous`
+    /// (key specs, as [`Crypt::from_key_spec`]): after a rotation the old
+    /// data stays readable while new values are sealed with the current key.
+    pub fn with_previous(mut self, previous: &[String]) -> Result<Self, CryptError> {
+        for spec in previous.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            let mut key = parse_key_spec(spec)?;
+            self.previous.push(Self::derive(&key));
+            key.zeroize();
+        }
+        Ok(self)
+    }
+
+    fn derive(master: &[u8; KEY_LEN]) -> Vec<Aes256Gcm> {
         let hk = Hkdf::<Sha256>::new(Some(SALT), master);
-        let ciphers = Purpose::ALL
+        Purpose::ALL
             .iter()
             .map(|p| {
                 let mut key = [0u8; KEY_LEN];
@@ -117,8 +136,7 @@ impl Crypt {
                 key.zeroize();
                 cipher
             })
-            .collect();
-        Crypt { ciphers }
+            .collect()
     }
 
     /// Reads the master key from `spec`: a path to a key file (32 raw bytes, or
@@ -167,10 +185,16 @@ impl Crypt {
             return Err(CryptError::Malformed("unknown format version (unencrypted data?)"));
         }
         let nonce = Nonce::from_slice(&sealed[1..1 + NONCE_LEN]);
-        let inner = self
-            .cipher(purpose)
-            .decrypt(nonce, Payload { msg: &sealed[1 + NONCE_LEN..], aad })
-            .map_err(|_| CryptError::Unauthentic)?;
+        let payload = || Payload { msg: &sealed[1 + NONCE_LEN..], aad };
+        let inner = match self.cipher(purpose).decrypt(nonce, payload()) {
+            Ok(inner) => inner,
+            // Sealed before a rotation: one of the previous keys opens it.
+            Err(_) => self
+                .previous
+                .iter()
+                .find_map(|ciphers| ciphers[purpose.index()].decrypt(nonce, payload()).ok())
+                .ok_or(CryptError::Unauthentic)?,
+        };
         match inner.split_first() {
             Some((&FLAG_RAW, body)) => Ok(body.to_vec()),
             Some((&FLAG_LZ4, body)) => {
@@ -185,10 +209,16 @@ impl Crypt {
         self.seal(Purpose::Check, CHECK_AAD, CHECK_PLAINTEXT)
     }
 
-    /// Whether `stored` is a check value made with this key.
-    pub fn verify_check_value(&self, stored: &[u8]) -> Result<(), CryptError> {
+    /// Whether `stored` is a check value made with this key (or, after a
+    /// rotation, with a previous one: `Ok(true)`, and the caller stores a fresh
+    /// [`Crypt::check_value`]).
+    pub fn verify_check_value(&self, stored: &[u8]) -> Result<bool, CryptError> {
+        let current = Crypt { ciphers: self.ciphers.clone(), previous: Vec::new() };
+        if current.open(Purpose::Check, CHECK_AAD, stored).is_ok_and(|p| p == CHECK_PLAINTEXT) {
+            return Ok(false);
+        }
         match self.open(Purpose::Check, CHECK_AAD, stored) {
-            Ok(p) if p == CHECK_PLAINTEXT => Ok(()),
+            Ok(p) if p == CHECK_PLAINTEXT => Ok(true),
             _ => Err(CryptError::KeyMismatch),
         }
     }
@@ -248,6 +278,22 @@ mod tests {
 
     fn crypt(byte: u8) -> Crypt {
         Crypt::new(&[byte; KEY_LEN])
+    }
+
+    #[test]
+    fn after_a_rotation_old_values_open_and_new_ones_use_the_new_key() {
+        let old = crypt(1);
+        let sealed_before = old.seal(Purpose::Data, b"k", b"before the rotation");
+        let check_before = old.check_value();
+        let spec = base64::engine::general_purpose::STANDARD.encode([1u8; KEY_LEN]);
+        let rotated = crypt(2).with_previous(&[spec]).unwrap();
+        assert_eq!(rotated.open(Purpose::Data, b"k", &sealed_before).unwrap(), b"before the rotation");
+        assert_eq!(rotated.verify_check_value(&check_before).unwrap(), true, "checked with a previous key");
+        assert_eq!(rotated.verify_check_value(&rotated.check_value()).unwrap(), false, "the current key");
+        let sealed_after = rotated.seal(Purpose::Data, b"k", b"after");
+        assert!(old.open(Purpose::Data, b"k", &sealed_after).is_err(), "new values are sealed with the new key");
+        assert!(crypt(2).open(Purpose::Data, b"k", &sealed_before).is_err(), "without the previous key the old value stays closed");
+        assert!(crypt(3).verify_check_value(&check_before).is_err());
     }
 
     #[test]
