@@ -152,10 +152,12 @@ pub struct UpdateUser {
 /// `PUT /api/v1/admin/users/{id}`.
 pub async fn update_user(
     State(state): State<AppState>,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(req): JsonBody<UpdateUser>,
 ) -> Result<Json<Value>, ApiError> {
     let mut u = user(&state, &id).await?;
+    let role_before = u.role;
     if let Some(email) = req.email {
         if !email.contains('@') {
             return Err(ApiError::BadRequest("email must be an address".into()));
@@ -176,6 +178,7 @@ pub async fn update_user(
             .map_err(|e| ApiError::Internal(e.to_string()))??;
     }
     meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
+    crate::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);
     Ok(Json(user_json(&u)))
 }
 

@@ -179,6 +179,30 @@ pub fn watch_volume(state: &AppState, caller: &Caller, volume: Volume, rows: u64
     tokio::spawn(async move { raise(&state, alert).await });
 }
 
+/// Raises `privilege_escalation` (critical; spec 02 makes it a breach event
+/// type, so it opens an incident) when `user`'s role was raised from `before`
+/// to admin, naming who did it and from where. Never blocks.
+pub fn watch_role_change(state: &AppState, caller: &Caller, user: &str, before: tessera_api::meta::Role, after: tessera_api::meta::Role) {
+    use tessera_api::meta::Role;
+    if before == Role::Admin || after != Role::Admin {
+        return;
+    }
+    let (actor, ip) = match caller {
+        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
+        Caller::Bootstrap => (None, None),
+    };
+    let who = actor.clone().unwrap_or_else(|| "an anonymous caller".into());
+    let alert = NewAlert {
+        kind: "privilege_escalation".into(),
+        severity: "critical".into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username: actor,
+        message: format!("{who} raised {user}'s role from {} to admin", before.as_str()),
+    };
+    let state = state.clone();
+    tokio::spawn(async move { raise(&state, alert).await });
+}
+
 /// Adds `metadata.security_flags` to a SQL response body when the query was flagged.
 pub fn flag_body(body: &mut serde_json::Value, flags: &[String]) {
     if flags.is_empty() {

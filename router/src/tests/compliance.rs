@@ -490,3 +490,31 @@ async fn an_admin_login_from_an_unknown_address_opens_an_incident() {
     router.post_with_header("/api/v1/auth/login", &login, ("x-forwarded-for", "198.51.100.9")).await.expect(200);
     assert_eq!(router.get(&format!("{C}/breaches")).await.expect(200)["total_count"], 1);
 }
+
+/// Raising a user's role to admin raises `privilege_escalation` (critical),
+/// which opens an incident naming who did it; other role changes do not.
+#[tokio::test]
+async fn a_promotion_to_admin_opens_a_privilege_escalation_incident() {
+    let router = TestRouter::with_config(1, |c| c.compliance.enabled = true).await;
+    let made = router
+        .post("/api/v1/admin/users", &json!({"username": "eve", "email": "eve@x.org", "password": "Correct-Horse-42", "role": "viewer"}))
+        .await
+        .expect(201);
+    let id = made["id"].as_str().unwrap().to_string();
+    router.put(&format!("/api/v1/admin/users/{id}"), &json!({"role": "operator"})).await.expect(200);
+    router.put(&format!("/api/v1/admin/users/{id}"), &json!({"role": "admin"})).await.expect(200);
+    let mut incidents = Vec::new();
+    for _ in 0..100 {
+        let list = router.get(&format!("{C}/breaches")).await.expect(200);
+        incidents = list["incidents"].as_array().unwrap().clone();
+        if !incidents.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(incidents.len(), 1, "only the promotion to admin: {incidents:?}");
+    assert_eq!((incidents[0]["type"].as_str(), incidents[0]["severity"].as_str()), (Some("privilege_escalation"), Some("critical")));
+    let events = router.get(&format!("{C}/security-events?event_type=privilege_escalation")).await.expect(200);
+    assert!(events["events"][0]["description"].as_str().unwrap().contains("raised eve's role from operator to admin"), "{events}");
+}
+

@@ -141,6 +141,10 @@ impl TestRouter {
         self.call(Method::POST, path, Some(body)).await
     }
 
+    pub async fn put(&self, path: &str, body: &Value) -> Answer {
+        self.call(Method::PUT, path, Some(body)).await
+    }
+
     pub async fn delete(&self, path: &str) -> Answer {
         self.call(Method::DELETE, path, None).await
     }
