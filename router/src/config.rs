@@ -27,6 +27,10 @@ pub struct RouterConfig {
     pub compliance: ComplianceSection,
     pub rbac: RbacSection,
     pub backup: BackupSection,
+    /// Spec 02's `[breach_detection]`, folded into `security` at load.
+    pub breach_detection: BreachDetectionSection,
+    /// Spec 02's `[retention]`, folded into `compliance` at load.
+    pub retention: RetentionSection,
     pub log_level: String,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
@@ -52,6 +56,9 @@ impl Default for RbacSection {
 impl RouterConfig {
     /// Refuses the settings this router cannot honour, with the reason.
     pub fn check_access(&self) -> Result<(), String> {
+        if self.retention.auto_delete_expired {
+            return Err("retention.auto_delete_expired = true is not supported yet: data past its retention is not deleted automatically (erase it with the compliance erasure endpoints)".into());
+        }
         let method = self.auth.method.trim().to_ascii_lowercase();
         if !matches!(method.as_str(), "local" | "password" | "") {
             return Err(format!(
@@ -75,6 +82,44 @@ impl RouterConfig {
         }
         Ok(())
     }
+}
+
+/// Spec 02's `[breach_detection]`: `enabled = false` turns the failed-login,
+/// injection and bulk-data detectors off; the thresholds set `security.*`
+/// (whose own settings and `SERVICE_*` win); `anomaly_detection = false`
+/// turns the bulk-data detectors off.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BreachDetectionSection {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_login_threshold: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_login_window_minutes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anomaly_detection: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_exfiltration_threshold_mb: Option<u64>,
+}
+
+/// Spec 02's `[retention]`: `audit_log_retention_days` sets
+/// `compliance.audit_retention_days`; `default_retention_days` and
+/// `pii_retention_days` are recorded policy only (shown in the effective
+/// configuration) because `auto_delete_expired = true`, the deletion of data
+/// past them, is not built and is refused at start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetentionSection {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_retention_days: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pii_retention_days: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_log_retention_days: Option<u64>,
+    pub auto_delete_expired: bool,
 }
 
 /// Backups (`POST /api/v1/admin/backup`, docs/operations.md "Backup and restore").
@@ -248,6 +293,10 @@ pub struct SecuritySection {
     /// (`mass_data_export`, high) from which a security alert, and so a breach
     /// incident, is raised; 0 disables both detectors.
     pub mass_data_rows: u64,
+    /// MiB one SQL response may carry before `mass_data_export` is raised
+    /// (`SERVICE_DATA_EXFILTRATION_THRESHOLD_MB`; spec 02's
+    /// `breach_detection.data_exfiltration_threshold_mb`); 0 disables it.
+    pub data_exfiltration_threshold_mb: u64,
     /// How often each router reloads the block list from the meta group.
     pub block_refresh_ms: u64,
     /// How long a router reuses a resolved token (0 disables the cache).
@@ -268,6 +317,7 @@ impl Default for SecuritySection {
             auto_ban_duration_secs: 3600,
             injection_detection: true,
             mass_data_rows: 1000,
+            data_exfiltration_threshold_mb: 100,
             block_refresh_ms: 1000,
             session_cache_ttl_ms: 2000,
         }
@@ -490,6 +540,8 @@ impl Default for RouterConfig {
             compliance: ComplianceSection::default(),
             rbac: RbacSection::default(),
             backup: BackupSection::default(),
+            breach_detection: BreachDetectionSection::default(),
+            retention: RetentionSection::default(),
             log_level: "info".into(),
             log_format: Default::default(),
         }
@@ -535,6 +587,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("query_max_memory_mb", "query_limits.max_memory_mb"),
     ("requests_per_minute", "rate_limit.requests_per_minute"),
     ("compliance_enabled", "compliance.enabled"),
+    ("data_exfiltration_threshold_mb", "security.data_exfiltration_threshold_mb"),
     ("backup_dir", "backup.dir"),
     ("backup_key", "backup.key"),
     ("encryption_key", "backup.encryption_key"),
@@ -584,6 +637,28 @@ impl RouterConfig {
                 given.max_memory_mb = q.max_memory_mb;
             }
         }
+        let (bd, defaults) = (self.breach_detection.clone(), SecuritySection::default());
+        let security = &mut self.security;
+        if let Some(n) = bd.failed_login_threshold.filter(|_| security.failed_login_threshold == defaults.failed_login_threshold) {
+            security.failed_login_threshold = n;
+        }
+        if let Some(m) = bd.failed_login_window_minutes.filter(|_| security.failed_login_window_secs == defaults.failed_login_window_secs) {
+            security.failed_login_window_secs = m.saturating_mul(60);
+        }
+        if let Some(mb) = bd.data_exfiltration_threshold_mb.filter(|_| security.data_exfiltration_threshold_mb == defaults.data_exfiltration_threshold_mb) {
+            security.data_exfiltration_threshold_mb = mb;
+        }
+        if bd.anomaly_detection == Some(false) || bd.enabled == Some(false) {
+            security.mass_data_rows = 0;
+            security.data_exfiltration_threshold_mb = 0;
+        }
+        if bd.enabled == Some(false) {
+            security.failed_login_threshold = u32::MAX;
+            security.injection_detection = false;
+        }
+        if let Some(days) = self.retention.audit_log_retention_days.filter(|_| self.compliance.audit_retention_days == ComplianceSection::default().audit_retention_days) {
+            self.compliance.audit_retention_days = days;
+        }
         if let Some(t) = self.server.tls.take() {
             let tls = &mut self.tls;
             tls.cert = tls.cert.take().or(t.cert);
@@ -630,6 +705,22 @@ mod tests {
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.ldap"));
         std::fs::write(&file, "[auth]\nmethod = \"local\"\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().is_ok());
+        // Spec 02's sections: breach detection thresholds and the audit retention.
+        std::fs::write(
+            &file,
+            "[breach_detection]\nenabled = true\nfailed_login_threshold = 10\nfailed_login_window_minutes = 5\n\
+             anomaly_detection = true\ndata_exfiltration_threshold_mb = 50\n\
+             [retention]\nenabled = true\naudit_log_retention_days = 400\nauto_delete_expired = false\n",
+        )
+        .unwrap();
+        let c = RouterConfig::load(Some(&file)).unwrap();
+        assert_eq!((c.security.failed_login_threshold, c.security.failed_login_window_secs), (10, 300));
+        assert_eq!((c.security.data_exfiltration_threshold_mb, c.compliance.audit_retention_days), (50, 400));
+        assert!(c.check_access().is_ok());
+        std::fs::write(&file, "[breach_detection]\nenabled = false\n[retention]\nauto_delete_expired = true\n").unwrap();
+        let c = RouterConfig::load(Some(&file)).unwrap();
+        assert!(!c.security.injection_detection && c.security.mass_data_rows == 0);
+        assert!(c.check_access().unwrap_err().contains("auto_delete_expired"));
         // `query_limits` itself wins over `server.query_safety`.
         std::fs::write(&file, "[query_limits]\nmax_result_rows = 5\n[server.query_safety]\nmax_result_rows = 7\n").unwrap();
         assert_eq!(RouterConfig::load(Some(&file)).unwrap().query_limits.max_result_rows, 5);

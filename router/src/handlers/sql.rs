@@ -143,7 +143,10 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
                 });
             }
             crate::security::flag_body(&mut body, &security_flags);
-            Json(body).into_response()
+            let response = Json(body).into_response();
+            let bytes = axum::body::HttpBody::size_hint(response.body()).exact().unwrap_or(0);
+            crate::security::watch_bytes(&state, &caller, bytes, &statement);
+            response
         }
         SqlResult::Catalog(v) => Json(v).into_response(),
     })

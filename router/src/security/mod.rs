@@ -179,6 +179,39 @@ pub fn watch_volume(state: &AppState, caller: &Caller, volume: Volume, rows: u64
     tokio::spawn(async move { raise(&state, alert).await });
 }
 
+/// Raises `mass_data_export` (high) when one response carried at least
+/// `security.data_exfiltration_threshold_mb` MiB (at most one alert per caller
+/// a minute); `what` names the request. Never blocks.
+pub fn watch_bytes(state: &AppState, caller: &Caller, bytes: u64, what: &str) {
+    let threshold_mb = state.config.security.data_exfiltration_threshold_mb;
+    if threshold_mb == 0 || bytes < threshold_mb.saturating_mul(1 << 20) {
+        return;
+    }
+    let (username, ip) = match caller {
+        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
+        Caller::Bootstrap => (None, None),
+    };
+    let dedupe = format!("{}|mass_data_export_bytes", username.as_deref().unwrap_or(""));
+    let now = Instant::now();
+    {
+        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
+            return;
+        }
+        seen.insert(dedupe, now);
+    }
+    let who = username.clone().unwrap_or_else(|| "an anonymous caller".into());
+    let alert = NewAlert {
+        kind: "mass_data_export".into(),
+        severity: "high".into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username,
+        message: format!("{who} read out {:.1} MiB in one request ({what}; threshold {threshold_mb} MiB)", bytes as f64 / (1 << 20) as f64),
+    };
+    let state = state.clone();
+    tokio::spawn(async move { raise(&state, alert).await });
+}
+
 /// Raises `privilege_escalation` (critical; spec 02 makes it a breach event
 /// type, so it opens an incident) when `user`'s role was raised from `before`
 /// to admin, naming who did it and from where. Never blocks.

@@ -518,3 +518,35 @@ async fn a_promotion_to_admin_opens_a_privilege_escalation_incident() {
     assert!(events["events"][0]["description"].as_str().unwrap().contains("raised eve's role from operator to admin"), "{events}");
 }
 
+
+/// One SQL response of at least `security.data_exfiltration_threshold_mb` MiB
+/// (spec 02's `breach_detection.data_exfiltration_threshold_mb`) raises
+/// `mass_data_export`, whatever its row count.
+#[tokio::test]
+async fn a_response_over_the_exfiltration_threshold_opens_an_incident() {
+    let router = TestRouter::with_config(1, |c| {
+        c.compliance.enabled = true;
+        c.security.mass_data_rows = 1_000_000;
+        c.security.data_exfiltration_threshold_mb = 1;
+    })
+    .await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE blobs (id INT PRIMARY KEY, body TEXT)"})).await.expect(200);
+    let big = "x".repeat(60_000);
+    for i in 0..20 {
+        router.post("/api/v1/query", &json!({"sql": "INSERT INTO blobs VALUES ($1, $2)", "params": [i, big]})).await.expect(200);
+    }
+    router.post("/api/v1/query", &json!({"sql": "SELECT id FROM blobs"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "SELECT * FROM blobs"})).await.expect(200);
+    let mut incidents = Vec::new();
+    for _ in 0..100 {
+        incidents = router.get(&format!("{C}/breaches")).await.expect(200)["incidents"].as_array().unwrap().clone();
+        if !incidents.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(incidents.len(), 1, "only the 1.2 MB answer: {incidents:?}");
+    assert_eq!(incidents[0]["type"], "mass_data_export");
+    let events = router.get(&format!("{C}/security-events?event_type=mass_data_export")).await.expect(200);
+    assert!(events["events"][0]["description"].as_str().unwrap().contains("MiB in one request"), "{events}");
+}
