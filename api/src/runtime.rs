@@ -77,6 +77,19 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
     Ok(fig.extract()?)
 }
 
+/// The `SERVICE_*` variables of `aliases` (a binary's flat names) that no
+/// Markdown file of `docs_dir` mentions: each binary's test keeps
+/// `docs/configuration.md` and the topic documents in step with the code.
+pub fn undocumented_env_vars(aliases: &[(&str, &str)], docs_dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut docs = String::new();
+    for entry in std::fs::read_dir(docs_dir)?.flatten() {
+        if entry.path().extension().is_some_and(|x| x == "md") {
+            docs.push_str(&std::fs::read_to_string(entry.path())?);
+        }
+    }
+    Ok(aliases.iter().map(|(flat, _)| format!("SERVICE_{}", flat.to_ascii_uppercase())).filter(|var| !docs.contains(var.as_str())).collect())
+}
+
 /// `config` as an admin may see it: the value of every key that names a
 /// secret (a password, secret, passphrase, token or key) replaced by
 /// `"<redacted>"` when set.

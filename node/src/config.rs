@@ -672,17 +672,7 @@ mod documented {
     #[test]
     fn every_environment_variable_is_documented() {
         let docs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
-        let docs: String = std::fs::read_dir(&docs_dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
-            .map(|e| std::fs::read_to_string(e.path()).unwrap())
-            .collect();
-        let missing: Vec<String> = super::FLAT_ALIASES
-            .iter()
-            .map(|(flat, _)| format!("SERVICE_{}", flat.to_ascii_uppercase()))
-            .filter(|var| !docs.contains(var.as_str()))
-            .collect();
+        let missing = tessera_api::runtime::undocumented_env_vars(super::FLAT_ALIASES, &docs_dir).unwrap();
         assert!(missing.is_empty(), "not documented in docs/*.md: {missing:?}");
     }
 }

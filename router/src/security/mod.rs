@@ -93,6 +93,35 @@ pub async fn raise(state: &AppState, alert: NewAlert) {
     }
 }
 
+/// The caller's user name and address, as an alert names them.
+fn identity(caller: &Caller) -> (Option<String>, Option<IpAddr>) {
+    match caller {
+        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
+        Caller::Bootstrap => (None, None),
+    }
+}
+
+/// Whether an alert keyed `dedupe` (caller and kind) may be raised now: at
+/// most one per [`SQL_ALERT_INTERVAL`]; records it when so.
+fn first_in_interval(state: &AppState, dedupe: String) -> bool {
+    let now = Instant::now();
+    let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
+        return false;
+    }
+    if seen.len() > 10_000 {
+        seen.retain(|_, at| now.duration_since(*at) < SQL_ALERT_INTERVAL);
+    }
+    seen.insert(dedupe, now);
+    true
+}
+
+/// Records `alert` without making the request wait for it.
+fn raise_in_background(state: &AppState, alert: NewAlert) {
+    let state = state.clone();
+    tokio::spawn(async move { raise(&state, alert).await });
+}
+
 /// Screens user SQL: returns the names of the rules it matches (empty for clean
 /// SQL) and records an `sql_injection` alert in the background. Never blocks.
 pub fn screen_sql(state: &AppState, caller: &Caller, sql: &str) -> Vec<String> {
@@ -104,21 +133,10 @@ pub fn screen_sql(state: &AppState, caller: &Caller, sql: &str) -> Vec<String> {
         return Vec::new();
     }
     let rules: Vec<String> = findings.iter().map(|f| f.rule.to_string()).collect();
-    let (username, ip) = match caller {
-        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
-        Caller::Bootstrap => (None, None),
-    };
+    let (username, ip) = identity(caller);
     let dedupe = format!("{}|{}", username.as_deref().unwrap_or(""), rules.join(","));
-    let now = Instant::now();
-    {
-        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
-            return rules;
-        }
-        if seen.len() > 10_000 {
-            seen.retain(|_, at| now.duration_since(*at) < SQL_ALERT_INTERVAL);
-        }
-        seen.insert(dedupe, now);
+    if !first_in_interval(state, dedupe) {
+        return rules;
     }
     let excerpt: String = sql.chars().take(200).collect();
     let details: Vec<String> = findings.iter().map(|f| format!("{}: {}", f.rule, f.detail)).collect();
@@ -129,8 +147,7 @@ pub fn screen_sql(state: &AppState, caller: &Caller, sql: &str) -> Vec<String> {
         username,
         message: format!("possible SQL injection ({}) in: {excerpt}", details.join("; ")),
     };
-    let state = state.clone();
-    tokio::spawn(async move { raise(&state, alert).await });
+    raise_in_background(state, alert);
     rules
 }
 
@@ -150,22 +167,14 @@ pub fn watch_volume(state: &AppState, caller: &Caller, volume: Volume, rows: u64
     if threshold == 0 || rows < threshold {
         return;
     }
-    let (username, ip) = match caller {
-        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
-        Caller::Bootstrap => (None, None),
-    };
+    let (username, ip) = identity(caller);
     let (kind, severity, verb) = match volume {
         Volume::Deleted => ("mass_data_deletion", "critical", "deleted"),
         Volume::ReadOut => ("mass_data_export", "high", "read out"),
     };
     let dedupe = format!("{}|{kind}", username.as_deref().unwrap_or(""));
-    let now = Instant::now();
-    {
-        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
-            return;
-        }
-        seen.insert(dedupe, now);
+    if !first_in_interval(state, dedupe) {
+        return;
     }
     let who = username.clone().unwrap_or_else(|| "an anonymous caller".into());
     let alert = NewAlert {
@@ -175,8 +184,7 @@ pub fn watch_volume(state: &AppState, caller: &Caller, volume: Volume, rows: u64
         username,
         message: format!("{who} {verb} {rows} rows in one request ({what}; threshold {threshold})"),
     };
-    let state = state.clone();
-    tokio::spawn(async move { raise(&state, alert).await });
+    raise_in_background(state, alert);
 }
 
 /// Raises `mass_data_export` (high) when one response carried at least
@@ -187,18 +195,10 @@ pub fn watch_bytes(state: &AppState, caller: &Caller, bytes: u64, what: &str) {
     if threshold_mb == 0 || bytes < threshold_mb.saturating_mul(1 << 20) {
         return;
     }
-    let (username, ip) = match caller {
-        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
-        Caller::Bootstrap => (None, None),
-    };
+    let (username, ip) = identity(caller);
     let dedupe = format!("{}|mass_data_export_bytes", username.as_deref().unwrap_or(""));
-    let now = Instant::now();
-    {
-        let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
-            return;
-        }
-        seen.insert(dedupe, now);
+    if !first_in_interval(state, dedupe) {
+        return;
     }
     let who = username.clone().unwrap_or_else(|| "an anonymous caller".into());
     let alert = NewAlert {
@@ -208,8 +208,7 @@ pub fn watch_bytes(state: &AppState, caller: &Caller, bytes: u64, what: &str) {
         username,
         message: format!("{who} read out {:.1} MiB in one request ({what}; threshold {threshold_mb} MiB)", bytes as f64 / (1 << 20) as f64),
     };
-    let state = state.clone();
-    tokio::spawn(async move { raise(&state, alert).await });
+    raise_in_background(state, alert);
 }
 
 /// Raises `privilege_escalation` (critical; spec 02 makes it a breach event
@@ -220,10 +219,7 @@ pub fn watch_role_change(state: &AppState, caller: &Caller, user: &str, before: 
     if before == Role::Admin || after != Role::Admin {
         return;
     }
-    let (actor, ip) = match caller {
-        Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
-        Caller::Bootstrap => (None, None),
-    };
+    let (actor, ip) = identity(caller);
     let who = actor.clone().unwrap_or_else(|| "an anonymous caller".into());
     let alert = NewAlert {
         kind: "privilege_escalation".into(),
@@ -232,8 +228,7 @@ pub fn watch_role_change(state: &AppState, caller: &Caller, user: &str, before: 
         username: actor,
         message: format!("{who} raised {user}'s role from {} to admin", before.as_str()),
     };
-    let state = state.clone();
-    tokio::spawn(async move { raise(&state, alert).await });
+    raise_in_background(state, alert);
 }
 
 /// Adds `metadata.security_flags` to a SQL response body when the query was flagged.
