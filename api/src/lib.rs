@@ -29,6 +29,8 @@ pub mod runtime;
 pub mod security;
 pub mod sql;
 pub mod stream;
+#[cfg(feature = "runtime")]
+pub mod telemetry;
 pub mod timeseries;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -33,6 +33,8 @@ pub struct NodeConfig {
     /// Spec 01's `[encryption]` section (encryption at rest).
     pub encryption: EncryptionSection,
     pub log_level: String,
+    /// OpenTelemetry traces over OTLP (off unless an endpoint is set).
+    pub telemetry: tessera_api::telemetry::TelemetrySection,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
     /// Skews this node's wall clock by this many milliseconds. For tests of a
@@ -422,6 +424,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("upload_sweep_interval_secs", "maintenance.upload_sweep_interval_secs"),
     ("upload_max_age_secs", "maintenance.upload_max_age_secs"),
     ("log_level", "log_level"),
+    ("otlp_endpoint", "telemetry.otlp_endpoint"),
+    ("trace_sample_ratio", "telemetry.sample_ratio"),
     ("test_clock_offset_ms", "test_clock_offset_ms"),
     ("max_clock_offset_ms", "cluster.max_clock_offset_ms"),
 ];

@@ -62,20 +62,19 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     if let Some(Command::ReleaseLeadership { timeout_secs }) = cli.command {
         return release_leadership(&cfg, timeout_secs).await;
     }
-    {
-        use tracing_subscriber::layer::SubscriberExt;
-        use tracing_subscriber::util::SubscriberInitExt;
-        let filter = tracing_subscriber::EnvFilter::try_new(format!("{},openraft=warn", cfg.log_level))
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        // The node's log goes to stderr and, for `GET /api/v1/admin/nodes/{id}/logs`, to its ring.
-        let json = cfg.log_format == tessera_api::runtime::LogFormat::Json;
-        tracing_subscriber::registry()
-            .with(filter)
-            .with((!json).then(tracing_subscriber::fmt::layer))
-            .with(json.then(|| tracing_subscriber::fmt::layer().json()))
-            .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(log_ring::LogRing::global().clone()))
-            .init();
-    }
+    // The node's log goes to stderr and, for `GET /api/v1/admin/nodes/{id}/logs`, to its ring.
+    let ring = {
+        use tracing_subscriber::Layer;
+        tracing_subscriber::fmt::layer().with_ansi(false).with_writer(log_ring::LogRing::global().clone()).boxed()
+    };
+    let telemetry = tessera_api::telemetry::init(
+        "tessera-node",
+        format!("node-{}", cfg.cluster.node_id),
+        &format!("{},openraft=warn", cfg.log_level),
+        cfg.log_format,
+        vec![ring],
+        &cfg.telemetry,
+    )?;
 
     // Certificates are read before the store opens: a bad path fails at once.
     let server_tls = cfg.server_tls()?;
@@ -91,6 +90,7 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     let service = NodeService { host: host.clone(), config_json: std::sync::Arc::new(config_json) };
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        .trace_fn(tessera_api::telemetry::grpc_server_span)
         .add_service(
             RaftServiceServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -120,9 +120,12 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     host.shutdown().await;
     if host.restart_pending() {
         info!("stopped; running again");
+        telemetry.flush();
         return Err(run_again(host.next_binary()));
     }
     info!("stopped");
+    // Buffered spans are exported before the process ends.
+    drop(telemetry);
     Ok(())
 }
 

@@ -32,6 +32,8 @@ pub struct RouterConfig {
     /// Spec 02's `[retention]`, folded into `compliance` at load.
     pub retention: RetentionSection,
     pub log_level: String,
+    /// OpenTelemetry traces over OTLP (off unless an endpoint is set).
+    pub telemetry: tessera_api::telemetry::TelemetrySection,
     /// `text` (default) or `json` (`SERVICE_LOG_FORMAT`).
     pub log_format: tessera_api::runtime::LogFormat,
 }
@@ -543,6 +545,7 @@ impl Default for RouterConfig {
             breach_detection: BreachDetectionSection::default(),
             retention: RetentionSection::default(),
             log_level: "info".into(),
+            telemetry: Default::default(),
             log_format: Default::default(),
         }
     }
@@ -604,6 +607,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("auto_ban_duration_secs", "security.auto_ban_duration_secs"),
     ("session_cache_ttl_ms", "security.session_cache_ttl_ms"),
     ("log_level", "log_level"),
+    ("otlp_endpoint", "telemetry.otlp_endpoint"),
+    ("trace_sample_ratio", "telemetry.sample_ratio"),
     ("alert_replication_lag_entries", "alerts.replication_lag_entries"),
     ("alert_disk_free_ratio", "alerts.disk_free_ratio"),
     ("alert_memory_used_ratio", "alerts.memory_used_ratio"),

@@ -154,13 +154,14 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     config.alerts.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.query_limits.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.check_access().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
-    let logger = tracing_subscriber::fmt().with_env_filter(
-        tracing_subscriber::EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-    );
-    match config.log_format {
-        tessera_api::runtime::LogFormat::Text => logger.init(),
-        tessera_api::runtime::LogFormat::Json => logger.json().init(),
-    }
+    let telemetry = tessera_api::telemetry::init(
+        "tessera-router",
+        format!("{}:{}", config.server.host, config.server.port),
+        &config.log_level,
+        config.log_format,
+        Vec::new(),
+        &config.telemetry,
+    )?;
     // Requests are counted from the first one on (`GET /metrics`).
     tessera_api::runtime::prometheus();
     // The router's own secrets: secrets manager, then environment, then defaults.
@@ -242,6 +243,8 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
         }
     }
     info!("stopped");
+    // Buffered spans are exported before the process ends.
+    drop(telemetry);
     Ok(())
 }
 

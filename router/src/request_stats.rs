@@ -326,9 +326,13 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let kind = crate::activity::kind_of(req.method(), &route);
     let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
     let client_ip = state.rate_limits.client_ip(req.headers(), peer);
-    let response = next.run(req).await;
+    // The request's span: the root of its trace (exported when `telemetry` is on),
+    // carried into the nodes by the gRPC client.
+    let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
+    let response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
+    span.record("http.status_code", status);
     if status == 403 {
         // A refused permission is a security event (spec 02 `unauthorized_access`).
         let user = response.extensions().get::<crate::activity::ActivityUser>().map(|u| u.0.clone());

@@ -17,7 +17,12 @@ use tessera_api::rpc::{CampaignRequest, HandOffRequest,
     RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
+use tessera_api::telemetry::PropagateTrace;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
+
+/// A node's data-service client; every call carries the caller's trace context.
+type NodeClient = DataServiceClient<InterceptedService<Channel, PropagateTrace>>;
 use tracing::{debug, info};
 
 use super::{ClusterClient, ClusterError, Served, build_ring};
@@ -72,7 +77,7 @@ impl GrpcCluster {
         Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls })
     }
 
-    fn client(&self, addr: &str) -> Result<DataServiceClient<Channel>, ClusterError> {
+    fn client(&self, addr: &str) -> Result<NodeClient, ClusterError> {
         if let Some(ch) = self.channels.read().expect("channels lock").get(addr) {
             return Ok(Self::wrap(ch.clone()));
         }
@@ -87,8 +92,8 @@ impl GrpcCluster {
         Ok(Self::wrap(ch))
     }
 
-    fn wrap(ch: Channel) -> DataServiceClient<Channel> {
-        DataServiceClient::new(ch).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+    fn wrap(ch: Channel) -> NodeClient {
+        DataServiceClient::with_interceptor(ch, PropagateTrace).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
 
@@ -164,7 +169,7 @@ impl GrpcCluster {
     ) -> Result<Served<T>, ClusterError>
     where
         T: DeserializeOwned,
-        F: Fn(DataServiceClient<Channel>) -> Fut,
+        F: Fn(NodeClient) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
     {
         let deadline = Instant::now() + self.deadline;
@@ -260,7 +265,7 @@ impl GrpcCluster {
     ) -> Result<Option<Served<T>>, ClusterError>
     where
         T: DeserializeOwned,
-        F: Fn(DataServiceClient<Channel>) -> Fut,
+        F: Fn(NodeClient) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
     {
         let addr = {
