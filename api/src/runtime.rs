@@ -65,6 +65,7 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
 ) -> Result<T, Box<figment::Error>> {
     let mut fig = Figment::from(Serialized::defaults(defaults));
     if let Some(path) = file {
+        refuse_unknown_file_keys(path)?;
         fig = fig.merge(Toml::file_exact(path));
     }
     fig = fig.merge(Env::prefixed("SERVICE_").map(move |key| {
@@ -75,6 +76,104 @@ pub fn load_config<T: Serialize + DeserializeOwned>(
         }
     }));
     Ok(fig.extract()?)
+}
+
+/// Every configuration key `tessera-node` reads (dotted paths, one per line),
+/// kept equal to the code by the node's `every_key_is_listed` test.
+pub const NODE_KEYS: &str = include_str!("config_keys/node.txt");
+/// Every configuration key `tessera-router` reads, kept equal to the code by
+/// the router's `every_key_is_listed` test.
+pub const ROUTER_KEYS: &str = include_str!("config_keys/router.txt");
+
+/// The dotted paths of the leaves of a configuration serialized to JSON (a
+/// table's keys, recursively; anything else is a leaf).
+pub fn key_paths(config: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    fn walk(prefix: &str, value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&path, v, out);
+                }
+            }
+            _ => {
+                out.insert(prefix.to_string());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk("", config, &mut out);
+    out
+}
+
+/// The keys of the TOML text `file` that neither binary reads. One file may
+/// serve both binaries, so a key of the other binary is not unknown.
+pub fn unknown_keys(file: &str) -> Result<Vec<String>, String> {
+    let table: toml::Table = file.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let json = serde_json::to_value(&table).map_err(|e| e.to_string())?;
+    let known: std::collections::HashSet<&str> = NODE_KEYS.lines().chain(ROUTER_KEYS.lines()).map(str::trim).collect();
+    Ok(key_paths(&json)
+        .into_iter()
+        .filter(|path| {
+            // A key is known, or lies under a known key (a value given as a table).
+            let mut prefix = path.as_str();
+            loop {
+                if known.contains(prefix) {
+                    return false;
+                }
+                match prefix.rsplit_once('.') {
+                    Some((head, _)) => prefix = head,
+                    None => return true,
+                }
+            }
+        })
+        .collect())
+}
+
+/// Stops the start on a configuration file with a key no binary reads (a
+/// misspelt key would otherwise be dropped silently).
+fn refuse_unknown_file_keys(path: &Path) -> Result<(), Box<figment::Error>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        // figment reports the missing or unreadable file.
+        Err(_) => return Ok(()),
+    };
+    match unknown_keys(&text) {
+        Ok(unknown) if !unknown.is_empty() => Err(Box::new(figment::Error::from(format!(
+            "{}: unknown configuration key{} {} (neither tessera-node nor tessera-router reads {}; see docs/configuration.md)",
+            path.display(),
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+            if unknown.len() == 1 { "it" } else { "them" },
+        )))),
+        // Syntax errors are figment's to report, with their position.
+        _ => Ok(()),
+    }
+}
+
+/// For each binary's `every_key_is_listed` test: the difference between the
+/// keys of `config` and the checked-in list `listed`, as a message; with
+/// `TESSERA_BLESS=1` the list at `list_path` is rewritten instead.
+/// `aliases` are the further names serde accepts (`#[serde(alias)]`), which
+/// serializing cannot show.
+pub fn compare_key_list(config: &serde_json::Value, aliases: &[&str], listed: &str, list_path: &Path) -> Result<(), String> {
+    let mut actual = key_paths(config);
+    actual.extend(aliases.iter().map(|a| a.to_string()));
+    let listed: std::collections::BTreeSet<String> = listed.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+    if actual == listed {
+        return Ok(());
+    }
+    if std::env::var_os("TESSERA_BLESS").is_some() {
+        let text: String = actual.iter().map(|k| format!("{k}\n")).collect();
+        std::fs::write(list_path, text).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    let missing: Vec<&String> = actual.difference(&listed).collect();
+    let stale: Vec<&String> = listed.difference(&actual).collect();
+    Err(format!(
+        "{} does not match the configuration: not listed {missing:?}, listed but gone {stale:?} (rerun with TESSERA_BLESS=1 to rewrite it)",
+        list_path.display()
+    ))
 }
 
 /// The `SERVICE_*` variables of `aliases` (a binary's flat names) that no
@@ -184,6 +283,29 @@ mod tests {
 
 #[cfg(test)]
 mod runtime_tests {
+    #[test]
+    fn a_file_key_no_binary_reads_is_unknown() {
+        let file = "log_level = \"info\"\n[server]\nprot = 1\nport = 8080\ngrpc_addr = \"0.0.0.0:9190\"\n[sharding]\nstrategy = \"hash\"\n[nonsense]\nx = 1\n";
+        // `server.port` is the router's, `server.grpc_addr` the node's: one file serves both.
+        assert_eq!(super::unknown_keys(file).unwrap(), vec!["nonsense.x".to_string(), "server.prot".to_string()]);
+    }
+
+    #[test]
+    fn an_unknown_key_stops_the_load_with_its_name() {
+        let dir = tempfile_dir();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, "[storage]\ndata_dri = \"/x\"\n").unwrap();
+        let err = super::load_config(&serde_json::json!({}), Some(&path), &[]).unwrap_err();
+        assert!(err.to_string().contains("`storage.data_dri`"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tessera-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn secrets_are_redacted_and_the_rest_is_kept() {
         let config = serde_json::json!({

@@ -679,4 +679,16 @@ mod documented {
         let missing = tessera_api::runtime::undocumented_env_vars(super::FLAT_ALIASES, &docs_dir).unwrap();
         assert!(missing.is_empty(), "not documented in docs/*.md: {missing:?}");
     }
+
+    /// The checked-in key list that lets either binary accept the other's keys
+    /// and refuse the rest is this binary's configuration, key for key.
+    #[test]
+    fn every_key_is_listed() {
+        let config = super::NodeConfig::default();
+        let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/src/config_keys/node.txt");
+        let json = serde_json::to_value(&config).unwrap();
+        if let Err(e) = tessera_api::runtime::compare_key_list(&json, &[], tessera_api::runtime::NODE_KEYS, &list) {
+            panic!("{e}");
+        }
+    }
 }

@@ -726,6 +726,9 @@ mod tests {
         let c = RouterConfig::load(Some(&file)).unwrap();
         assert!(!c.security.injection_detection && c.security.mass_data_rows == 0);
         assert!(c.check_access().unwrap_err().contains("auto_delete_expired"));
+        // A misspelt key stops the start, naming it.
+        std::fs::write(&file, "[server]\nprot = 8080\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap_err().to_string().contains("`server.prot`"));
         // `query_limits` itself wins over `server.query_safety`.
         std::fs::write(&file, "[query_limits]\nmax_result_rows = 5\n[server.query_safety]\nmax_result_rows = 7\n").unwrap();
         assert_eq!(RouterConfig::load(Some(&file)).unwrap().query_limits.max_result_rows, 5);
@@ -741,5 +744,32 @@ mod documented {
         let docs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
         let missing = tessera_api::runtime::undocumented_env_vars(super::FLAT_ALIASES, &docs_dir).unwrap();
         assert!(missing.is_empty(), "not documented in docs/*.md: {missing:?}");
+    }
+
+    /// The checked-in key list that lets either binary accept the other's keys
+    /// and refuse the rest is this binary's configuration, key for key.
+    #[test]
+    fn every_key_is_listed() {
+        let mut config = super::RouterConfig::default();
+        // The sections only given in a file (spec 01's places) have keys too.
+        config.server.query_safety = Some(Default::default());
+        config.server.tls = Some(Default::default());
+        config.auth.ldap = Some(serde_json::json!({}));
+        config.auth.oauth2 = Some(serde_json::json!({}));
+        let bd = &mut config.breach_detection;
+        (bd.enabled, bd.failed_login_threshold, bd.failed_login_window_minutes) = (Some(true), Some(5), Some(5));
+        (bd.anomaly_detection, bd.data_exfiltration_threshold_mb) = (Some(true), Some(1));
+        let r = &mut config.retention;
+        (r.enabled, r.default_retention_days, r.pii_retention_days, r.audit_log_retention_days) = (Some(true), Some(1), Some(1), Some(1));
+        let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/src/config_keys/router.txt");
+        // `TlsSection`'s serde aliases, in both of its places.
+        const ALIASES: [&str; 8] = [
+            "tls.cert_file", "tls.cert_path", "tls.key_file", "tls.key_path",
+            "server.tls.cert_file", "server.tls.cert_path", "server.tls.key_file", "server.tls.key_path",
+        ];
+        let json = serde_json::to_value(&config).unwrap();
+        if let Err(e) = tessera_api::runtime::compare_key_list(&json, &ALIASES, tessera_api::runtime::ROUTER_KEYS, &list) {
+            panic!("{e}");
+        }
     }
 }
