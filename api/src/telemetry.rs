@@ -3,7 +3,7 @@
 //! exported over OTLP/gRPC when `telemetry.otlp_endpoint` is set (off by
 //! default). A router request's trace crosses into the nodes: the router puts
 //! the W3C `traceparent` of its current span into the gRPC metadata
-//! ([`PropagateTrace`]) and the node's server span takes it as its parent
+//! ([`inject_trace`]) and the node's server span takes it as its parent
 //! ([`grpc_server_span`]).
 
 use std::time::Duration;
@@ -134,17 +134,10 @@ pub fn init(
     Ok(Telemetry { provider })
 }
 
-/// A client interceptor putting the current span's trace context into the
-/// request metadata (nothing when tracing is off or no span is recorded).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PropagateTrace;
-
-impl tonic::service::Interceptor for PropagateTrace {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        let context = tracing::Span::current().context();
-        opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&context, &mut MetadataInjector(request.metadata_mut())));
-        Ok(request)
-    }
+/// Puts the current span's trace context into outgoing gRPC metadata.
+pub fn inject_trace(metadata: &mut tonic::metadata::MetadataMap) {
+    let context = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&context, &mut MetadataInjector(metadata)));
 }
 
 struct MetadataInjector<'a>(&'a mut tonic::metadata::MetadataMap);

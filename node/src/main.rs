@@ -97,9 +97,13 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )
         .add_service(
-            DataServiceServer::new(service)
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            // Routers of a wire version this node does not serve are refused by name.
+            tonic::service::interceptor::InterceptedService::new(
+                DataServiceServer::new(service)
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                tessera_api::rpc::check_wire_version,
+            ),
         );
     match server_tls {
         Some(tls) => {

@@ -184,6 +184,8 @@ impl DataService for NodeService {
             cluster_id: self.host.pool.cluster_id,
             your_incarnation: self.host.pool.incarnations.recorded(req.into_inner().from_node),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            wire_version: tessera_api::rpc::WIRE_VERSION,
+            min_wire_version: tessera_api::rpc::MIN_WIRE_VERSION,
             uptime_ms: self.host.started.elapsed().as_millis() as u64,
             disk_bytes: self.host.disk_bytes(),
             memory_bytes: crate::host::resident_bytes(),

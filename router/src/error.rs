@@ -179,7 +179,7 @@ impl From<crate::cluster::ClusterError> for ApiError {
         match e {
             C::NotAppliedEverywhere(m) => ApiError::NotAppliedEverywhere(m),
             C::BadRequest(m) => ApiError::BadRequest(m),
-            C::Unavailable(m) => ApiError::Unavailable(m),
+            C::Unavailable(m) | C::Incompatible(m) => ApiError::Unavailable(m),
             C::UnexpectedReply(m) | C::Storage(m) => ApiError::Internal(m),
         }
     }

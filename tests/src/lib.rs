@@ -1115,6 +1115,15 @@ impl Cluster {
         Ok((idx, self.router_http(idx)))
     }
 
+    /// Starts another router with `extra_env` like [`Cluster::start_router`]
+    /// but does not wait for it to become ready (for routers the cluster refuses).
+    pub fn spawn_extra_router(&mut self, extra_env: &[(&str, &str)]) -> Result<(usize, Http)> {
+        let mut env = self.opts.router_env.clone();
+        env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let idx = self.spawn_router(env)?;
+        Ok((idx, self.router_http(idx)))
+    }
+
     /// Waits until router `idx`'s process exits by itself and returns its exit
     /// status; fails if it still runs after `timeout`.
     pub async fn wait_router_exit(&mut self, idx: usize, timeout: Duration) -> Result<std::process::ExitStatus> {

@@ -17,12 +17,40 @@ use tessera_api::rpc::{CampaignRequest, HandOffRequest,
     RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
-use tessera_api::telemetry::PropagateTrace;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-/// A node's data-service client; every call carries the caller's trace context.
-type NodeClient = DataServiceClient<InterceptedService<Channel, PropagateTrace>>;
+/// A node's data-service client; every call carries the router's wire version
+/// and the caller's trace context.
+type NodeClient = DataServiceClient<InterceptedService<Channel, Outgoing>>;
+
+/// What every call to a node carries in its metadata.
+#[derive(Debug, Clone, Copy)]
+struct Outgoing {
+    /// The wire version sent; 1 sends none, as routers before version 2 did.
+    wire_version: u32,
+}
+
+impl tonic::service::Interceptor for Outgoing {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if self.wire_version != 1 {
+            request.metadata_mut().insert(tessera_api::rpc::WIRE_VERSION_KEY, self.wire_version.into());
+        }
+        tessera_api::telemetry::inject_trace(request.metadata_mut());
+        Ok(request)
+    }
+}
+
+/// Whether a node refused this router's wire version (no point retrying).
+fn wire_refusal(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::FailedPrecondition && status.message().starts_with(tessera_api::rpc::WIRE_REFUSAL)
+}
+
+/// The wire version this router speaks: [`tessera_api::rpc::WIRE_VERSION`],
+/// or, for the tests of mixed-version clusters only, `TESSERA_TEST_WIRE_VERSION`.
+fn own_wire_version() -> u32 {
+    std::env::var("TESSERA_TEST_WIRE_VERSION").ok().and_then(|v| v.parse().ok()).unwrap_or(tessera_api::rpc::WIRE_VERSION)
+}
 use tracing::{debug, info};
 
 use super::{ClusterClient, ClusterError, Served, build_ring};
@@ -48,6 +76,8 @@ struct View {
     wal: HashMap<NodeId, (u64, u64)>,
     /// Node id → (cluster id, incarnation), from the node's status.
     identity: HashMap<NodeId, (u64, u64)>,
+    /// A node's refusal of this router's wire version, at the last refresh.
+    refused: Option<String>,
 }
 
 /// The cluster client of one router, over the nodes' gRPC.
@@ -58,6 +88,8 @@ pub struct GrpcCluster {
     deadline: Duration,
     /// Mutual TLS towards the nodes, or plaintext.
     tls: Option<tessera_api::tls::ClusterTls>,
+    /// The wire contract version this router sends.
+    wire_version: u32,
 }
 
 impl GrpcCluster {
@@ -74,12 +106,13 @@ impl GrpcCluster {
                 view.addrs.insert(*id, addr.clone());
             }
         }
-        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls })
+        let wire_version = own_wire_version();
+        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls, wire_version })
     }
 
     fn client(&self, addr: &str) -> Result<NodeClient, ClusterError> {
         if let Some(ch) = self.channels.read().expect("channels lock").get(addr) {
-            return Ok(Self::wrap(ch.clone()));
+            return Ok(self.wrap(ch.clone()));
         }
         let ch = tessera_api::tls::node_endpoint(addr, self.tls.as_ref())
             .map_err(|e| ClusterError::Unavailable(format!("bad node address {addr}: {e}")))?
@@ -89,11 +122,11 @@ impl GrpcCluster {
             .keep_alive_timeout(Duration::from_secs(5))
             .connect_lazy();
         self.channels.write().expect("channels lock").insert(addr.to_string(), ch.clone());
-        Ok(Self::wrap(ch))
+        Ok(self.wrap(ch))
     }
 
-    fn wrap(ch: Channel) -> NodeClient {
-        DataServiceClient::with_interceptor(ch, PropagateTrace).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+    fn wrap(&self, ch: Channel) -> NodeClient {
+        DataServiceClient::with_interceptor(ch, Outgoing { wire_version: self.wire_version }).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
 
@@ -231,6 +264,9 @@ impl GrpcCluster {
                             None => last_error = "empty reply".into(),
                         }
                     }
+                    Err(status) if wire_refusal(&status) => {
+                        return Err(ClusterError::Unavailable(format!("node {} refused this router: {}", target.0, status.message())));
+                    }
                     Err(status) => {
                         last_error = format!("node {} unreachable: {}", target.0, status.message());
                         let mut view = self.view.write().expect("view lock");
@@ -307,7 +343,13 @@ impl ClusterClient for GrpcCluster {
                 let mut client = self.client(&addr)?;
                 let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
                 req.set_timeout(Duration::from_secs(1));
-                client.status(req).await.map_err(|s| ClusterError::Unavailable(s.to_string()))
+                client.status(req).await.map_err(|s| {
+                    if wire_refusal(&s) {
+                        ClusterError::Incompatible(s.message().to_string())
+                    } else {
+                        ClusterError::Unavailable(s.to_string())
+                    }
+                })
             }
             .await;
             (addr, result.map(|r| r.into_inner()))
@@ -318,6 +360,7 @@ impl ClusterClient for GrpcCluster {
         // Highest term wins when nodes disagree about a group's leader.
         let mut best: HashMap<GroupId, (u64, NodeId)> = HashMap::new();
         let mut reachable = HashMap::new();
+        let mut refused = None;
         for (addr, reply) in replies {
             match reply {
                 Ok(status) => {
@@ -344,6 +387,13 @@ impl ClusterClient for GrpcCluster {
                         }
                     }
                 }
+                Err(ClusterError::Incompatible(message)) => {
+                    let refusal = format!("node at {addr} refuses this router: {message}");
+                    if view.refused.is_none() {
+                        tracing::error!("{refusal}");
+                    }
+                    refused = Some(refusal);
+                }
                 Err(e) => {
                     if let Some(id) = view.addrs.iter().find(|(_, a)| **a == addr).map(|(id, _)| *id) {
                         reachable.insert(id, false);
@@ -356,6 +406,7 @@ impl ClusterClient for GrpcCluster {
             view.leaders.insert(group, leader);
         }
         view.reachable = reachable;
+        view.refused = refused;
     }
     async fn node_statuses(&self) -> Result<Vec<(NodeInfo, Result<StatusReply, ClusterError>)>, ClusterError> {
         let map = self.map().ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))?;
@@ -515,6 +566,9 @@ impl ClusterClient for GrpcCluster {
 
     fn readiness(&self) -> Result<(), String> {
         let view = self.view.read().expect("view lock");
+        if let Some(refused) = &view.refused {
+            return Err(refused.clone());
+        }
         let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;
         for g in &map.groups {
             match view.leaders.get(&g.id) {
@@ -533,6 +587,9 @@ impl ClusterClient for GrpcCluster {
     }
     fn identities(&self) -> HashMap<NodeId, (u64, u64)> {
         self.view.read().expect("view lock").identity.clone()
+    }
+    fn wire_version(&self) -> u32 {
+        self.wire_version
     }
     fn terms(&self) -> HashMap<GroupId, u64> {
         self.view.read().expect("view lock").terms.clone()

@@ -33,6 +33,9 @@ pub enum ClusterError {
     Storage(String),
     #[error("unexpected reply: {0}")]
     UnexpectedReply(String),
+    /// A node does not serve this router's wire contract version.
+    #[error("{0}")]
+    Incompatible(String),
 }
 
 /// A successful routed call: the value and who served it.
@@ -56,6 +59,10 @@ pub trait ClusterClient: Send + Sync {
     fn wal_stats(&self) -> HashMap<NodeId, (u64, u64)>;
     /// Node id → (cluster id, incarnation) the node reported.
     fn identities(&self) -> HashMap<NodeId, (u64, u64)>;
+    /// The wire contract version this router speaks to the nodes.
+    fn wire_version(&self) -> u32 {
+        tessera_api::rpc::WIRE_VERSION
+    }
     /// Group id → the highest Raft term a node reported (a new term means an election).
     fn terms(&self) -> HashMap<GroupId, u64>;
     /// Group id → cached leader, and node id → whether it answered the last refresh.

@@ -342,6 +342,7 @@ pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> Result
             "items": alerts,
         },
         "version": env!("CARGO_PKG_VERSION"),
+        "wire_version": state.cluster.wire_version(),
         "router_uptime_secs": state.started.elapsed().as_secs(),
     })))
 }

@@ -62,6 +62,7 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json
                     "disk_free_bytes": s.disk_free_bytes, "disk_total_bytes": s.disk_total_bytes,
                     "memory_total_bytes": s.memory_total_bytes,
                     "uptime_secs": s.uptime_ms / 1000, "version": s.version,
+                    "wire_version": {"current": s.wire_version, "min": s.min_wire_version},
                 })
             }
             Err(e) => {
