@@ -184,6 +184,14 @@ pub enum MetaOp {
     EnsureSigningKey { seed_b64: String },
     /// Store a signed deletion certificate under its id.
     RecordCertificate { id: String, certificate: serde_json::Value },
+    /// Rewraps the vault's data key under a new passphrase (the key, its id and
+    /// every secret stay): applied only while the stored wrapping is still
+    /// `expected_wrapped_key`, so two concurrent changes cannot both win.
+    VaultRekey {
+        #[serde(with = "crate::b64")]
+        expected_wrapped_key: Vec<u8>,
+        key: crate::meta::VaultKeyRecord,
+    },
 }
 
 /// The result of applying a command.

@@ -3,7 +3,7 @@
 //! wrong passphrase leaves it sealed with its key intact and records an audit
 //! failure (and a security alert); routers share it and unseal from
 //! SERVICE_VAULT_PASSPHRASE at start, across restarts; default-deny policies;
-//! non-admins are refused.
+//! non-admins are refused; the passphrase changes without downtime.
 
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ async fn vault() {
 
 const PASSPHRASE: &str = "correct horse battery staple 42";
 const WRONG: &str = "correct horse battery staple 43";
+const NEW_PASSPHRASE: &str = "a rotated passphrase for the vault 7";
 const DB_PASSWORD: &str = "vault-db-password-7f3a9c";
 const USER_PASSWORD: &str = "Sturdy-Passw0rd!";
 
@@ -74,7 +75,42 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     routers_share_the_vault_and_its_seal(c, &admin).await?;
     a_router_unseals_from_its_environment_across_restarts(c).await?;
     let admin3 = a_wrong_environment_passphrase_changes_nothing(c).await?;
-    default_deny_requires_policy_grants(c, &admin3).await
+    default_deny_requires_policy_grants(c, &admin3).await?;
+    the_passphrase_changes_without_downtime(c, &admin3).await
+}
+
+/// Changing the passphrase keeps the data key: secrets read on at once on the
+/// unsealed routers; from then on only the new passphrase unseals (by hand or
+/// from a router's environment).
+async fn the_passphrase_changes_without_downtime(c: &mut Cluster, admin3: &Http) -> Result<()> {
+    let rekey = async |current: &str, new: &str| {
+        admin3.post("/api/v1/admin/vault/rekey", &json!({"current_passphrase": current, "new_passphrase": new})).await
+    };
+    let r = rekey(WRONG, NEW_PASSPHRASE).await?;
+    ensure!(r.status == 400 && r.text.contains("wrong passphrase"), "a wrong current passphrase: {r}");
+    ensure!(rekey(PASSPHRASE, "short").await?.status == 400, "a short new passphrase");
+    ensure!(admin3.post("/api/v1/admin/vault/rekey", &json!({"new_passphrase": NEW_PASSPHRASE})).await?.status == 400, "no current passphrase");
+    let r = rekey(PASSPHRASE, NEW_PASSPHRASE).await?.ensure_status(200)?;
+    ensure!(r.json["rekeyed"] == true, "{r}");
+    // No downtime: the unsealed router reads on.
+    let r = get_secret(admin3, "app/db/password").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == DB_PASSWORD, "read right after the change: {r}");
+    let events = audit(admin3).await?;
+    ensure!(events.iter().any(|e| e["event"] == "rekeyed" && e["success"] == true), "rekey audited: {events:?}");
+    ensure!(events.iter().any(|e| e["event"] == "rekey_failed"), "the failed attempt audited: {events:?}");
+    // A router started with the new passphrase unseals from its environment.
+    let (r5, _) = c.start_router(&[("SERVICE_VAULT_PASSPHRASE", NEW_PASSPHRASE)]).await?;
+    let admin5 = admin_on(c, r5).await?;
+    wait_unsealed(&admin5, "router 5 unsealed with the new passphrase").await?;
+    let r = get_secret(&admin5, "app/db/password").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == DB_PASSWORD, "router 5 read: {r}");
+    // After a seal, the old passphrase no longer opens the vault; the new one does.
+    admin3.post("/api/v1/admin/vault/seal", &json!({})).await?.ensure_status(200)?;
+    ensure!(unseal(admin3, PASSPHRASE).await?.status == 400, "the old passphrase still unseals");
+    unseal(admin3, NEW_PASSPHRASE).await?.ensure_status(200)?;
+    let r = get_secret(admin3, "app/db/password").await?.ensure_status(200)?;
+    ensure!(r.json["value"] == DB_PASSWORD, "read after unsealing with the new passphrase: {r}");
+    Ok(())
 }
 
 /// A fresh cluster: no vault yet, sealed; secret operations answer 503.

@@ -27,6 +27,7 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/admin/vault/status", P("manage:vault"), status)
         .post("/api/v1/admin/vault/unseal", P("manage:vault"), unseal)
         .post("/api/v1/admin/vault/seal", P("manage:vault"), seal)
+        .post("/api/v1/admin/vault/rekey", P("manage:vault"), rekey)
         .get("/api/v1/admin/vault/secrets", P("manage:vault"), list_secrets)
         .get("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), get_secret)
         .put("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), put_secret)
@@ -45,6 +46,7 @@ impl From<VaultError> for ApiError {
             VaultError::WrongPassphrase | VaultError::Invalid(_) => ApiError::BadRequest(e.to_string()),
             VaultError::Denied(m) => ApiError::Forbidden(m),
             VaultError::NotFound(m) => ApiError::NotFound(m),
+            VaultError::Conflict(m) => ApiError::Conflict(m),
             VaultError::Cluster(c) => c.into(),
             VaultError::Internal(m) => ApiError::Internal(m),
         }
@@ -90,6 +92,39 @@ pub async fn unseal(
     let actor = actor(&caller);
     match state.vault.unseal(&*state.cluster, &passphrase, &actor).await {
         Ok(out) => Ok(Json(json!({"initialized": true, "sealed": false, "created": out.created}))),
+        Err(VaultError::WrongPassphrase) => {
+            let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
+            crate::vault::alert_unseal_failure(&state, &actor, ip).await;
+            Err(VaultError::WrongPassphrase.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Body of `POST /api/v1/admin/vault/rekey`.
+#[derive(Deserialize)]
+pub struct RekeyBody {
+    current_passphrase: String,
+    new_passphrase: String,
+}
+
+/// `POST /api/v1/admin/vault/rekey {current_passphrase, new_passphrase}` →
+/// `{rekeyed: true, key_id}`: the vault's passphrase changes, its data key and
+/// secrets stay, unsealed routers stay unsealed. A wrong current passphrase →
+/// 400 (audited, alerted as a failed unseal); a concurrent change → 409.
+pub async fn rekey(
+    State(state): State<AppState>,
+    caller: Caller,
+    ip: Option<Extension<ClientIp>>,
+    JsonBody(body): JsonBody<RekeyBody>,
+) -> Result<Json<Value>, ApiError> {
+    let (current, new) = (zeroize::Zeroizing::new(body.current_passphrase), zeroize::Zeroizing::new(body.new_passphrase));
+    if current.is_empty() {
+        return Err(ApiError::BadRequest("current_passphrase must not be empty".into()));
+    }
+    let actor = actor(&caller);
+    match state.vault.rekey(&*state.cluster, &current, &new, &actor).await {
+        Ok(key_id) => Ok(Json(json!({"rekeyed": true, "key_id": key_id}))),
         Err(VaultError::WrongPassphrase) => {
             let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
             crate::vault::alert_unseal_failure(&state, &actor, ip).await;

@@ -44,6 +44,8 @@ pub enum VaultError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error("vault internal error: {0}")]
@@ -269,6 +271,58 @@ impl Vault {
         self.audit(cluster, actor, "unsealed", None, true, &format!("router {} holds data key {}", self.router, record.key_id))
             .await?;
         Ok(UnsealOutcome { created })
+    }
+
+    /// Changes the vault's passphrase without downtime: the data key stays
+    /// (every secret reads as before; unsealed routers stay unsealed), only its
+    /// wrapping is replaced by one under `new` (fresh salt). Needs the current
+    /// passphrase; a router (re)started later unseals with the new one only.
+    pub async fn rekey(&self, cluster: &dyn ClusterClient, current: &str, new: &str, actor: &Actor) -> Result<String> {
+        if new.chars().count() < MIN_NEW_PASSPHRASE {
+            return Err(VaultError::Invalid(format!("the new passphrase must have at least {MIN_NEW_PASSPHRASE} characters")));
+        }
+        if new == current {
+            return Err(VaultError::Invalid("the new passphrase is the current one".into()));
+        }
+        let Some(record) = self.state(cluster).await?.0 else {
+            return Err(VaultError::Invalid("the vault is not initialized: unseal it first to create it".into()));
+        };
+        let (current, new) = (Zeroizing::new(current.to_string()), Zeroizing::new(new.to_string()));
+        let old = record.clone();
+        let rewrapped = tokio::task::spawn_blocking(move || -> Option<VaultKeyRecord> {
+            let kek = crypto::derive_kek(&current, &old.salt, old.kdf_m_kib, old.kdf_t, old.kdf_p).ok()?;
+            let key = crypto::unwrap(&kek, &old.wrap_nonce, &old.wrapped_key).ok()?;
+            if !crypto::verify_check(&key, &old.check_nonce, &old.check) {
+                return None;
+            }
+            let salt = crypto::random_bytes::<16>().to_vec();
+            let kek = crypto::derive_kek(&new, &salt, crypto::KDF_M_KIB, crypto::KDF_T, crypto::KDF_P).ok()?;
+            let (wrap_nonce, wrapped_key) = crypto::wrap(&kek, &key).ok()?;
+            Some(VaultKeyRecord {
+                kdf_m_kib: crypto::KDF_M_KIB,
+                kdf_t: crypto::KDF_T,
+                kdf_p: crypto::KDF_P,
+                salt,
+                wrap_nonce,
+                wrapped_key,
+                ..old
+            })
+        })
+        .await
+        .map_err(|e| VaultError::Internal(e.to_string()))?;
+        let Some(rewrapped) = rewrapped else {
+            self.audit(cluster, actor, "rekey_failed", None, false, "wrong current passphrase; the passphrase is unchanged").await?;
+            return Err(VaultError::WrongPassphrase);
+        };
+        let op = MetaOp::VaultRekey { expected_wrapped_key: record.wrapped_key.clone(), key: rewrapped };
+        match self.write(cluster, op).await? {
+            Response::Applied(true) => {
+                self.audit(cluster, actor, "rekeyed", None, true, &format!("data key {} wrapped under a new passphrase", record.key_id))
+                    .await?;
+                Ok(record.key_id)
+            }
+            _ => Err(VaultError::Conflict("the passphrase was changed meanwhile by another request; nothing was changed".into())),
+        }
     }
 
     /// Seals the vault on every router: raises the seal epoch and drops this

@@ -409,7 +409,8 @@ impl Engine for MetaEngine {
             | MetaOp::VaultDeleteSecret { .. }
             | MetaOp::VaultPutPolicy(_)
             | MetaOp::VaultDeletePolicy { .. }
-            | MetaOp::VaultAudit(_) => apply_vault(tx, now, op),
+            | MetaOp::VaultAudit(_)
+            | MetaOp::VaultRekey { .. } => apply_vault(tx, now, op),
             MetaOp::Security(op) => security::apply(tx, now, op),
             MetaOp::Consent(op) => consent::apply(tx, now, op),
             MetaOp::Incident(op) => incidents::apply(tx, now, op),
@@ -524,6 +525,17 @@ fn apply_vault(tx: &mut Tx<'_>, now: i64, op: &MetaOp) -> Result<Response> {
     match op {
         MetaOp::VaultInit(key) => {
             if tx.view().get(VAULT_KEY)?.is_some() {
+                return Ok(Response::Applied(false));
+            }
+            tx.put(VAULT_KEY, &serde_json::to_vec(key)?);
+            Ok(Response::Applied(true))
+        }
+        MetaOp::VaultRekey { expected_wrapped_key, key } => {
+            let Some(stored) = tx.view().get(VAULT_KEY)? else {
+                return reject(ErrorCode::NotFound, "the vault is not initialized");
+            };
+            let stored: VaultKeyRecord = serde_json::from_slice(&stored)?;
+            if stored.wrapped_key != *expected_wrapped_key || stored.key_id != key.key_id {
                 return Ok(Response::Applied(false));
             }
             tx.put(VAULT_KEY, &serde_json::to_vec(key)?);
