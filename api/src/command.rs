@@ -192,6 +192,9 @@ pub enum MetaOp {
         expected_wrapped_key: Vec<u8>,
         key: crate::meta::VaultKeyRecord,
     },
+    /// Records (or updates) an erasure job (spec 02 erasure across shards):
+    /// what was found to erase, without the data, and how far it got.
+    PutErasureJob { id: String, job: serde_json::Value },
 }
 
 /// The result of applying a command.
@@ -327,6 +330,8 @@ pub enum MetaQuery {
     Classifications { table: Option<String> },
     /// Breach incidents.
     Incident(crate::compliance::IncidentQuery),
+    /// Every erasure job, oldest first.
+    ErasureJobs,
 }
 
 /// Answers to [`MetaQuery`].
@@ -354,6 +359,7 @@ pub enum MetaQueryResult {
     Audit(crate::compliance::AuditAnswer),
     Classifications(Vec<crate::compliance::ColumnClassification>),
     Incident(crate::compliance::IncidentAnswer),
+    ErasureJobs(Vec<serde_json::Value>),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

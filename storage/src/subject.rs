@@ -1,60 +1,105 @@
-//! A data subject's records in one group (spec 02 export and erasure): each
-//! engine finds its own (`subject_items` of the key-value, document and graph
-//! engines), and an erasure deletes them through the engines' own delete
-//! operations, so their indexes and adjacency stay consistent, all in one apply.
+//! A data subject's records in one group (spec 02 export and erasure). Each
+//! model finds and erases its own through one [`SubjectRecords`]
+//! implementation next to its engine (key-value, documents, graphs, objects,
+//! vectors, time-series, streams; SQL rows are erased by the router with
+//! `DELETE` statements), so indexes, counters and adjacency stay consistent;
+//! every store of the group is erased in one apply.
 
 use rocksdb::WriteBatch;
-use tessera_api::command::{KvOp, Response};
+use tessera_api::command::Response;
 use tessera_api::compliance::{EraseSubjectOp, SubjectItem, SubjectRule};
-use tessera_api::document::DocOp;
-use tessera_api::graph::GraphOp;
+use tessera_api::error::Rejection;
 
 use crate::engine::document::DocumentEngine;
 use crate::engine::graph::GraphEngine;
 use crate::engine::kv::KvEngine;
-use crate::engine::{Engine, GroupData, Tx, space};
+use crate::engine::object::ObjectEngine;
+use crate::engine::stream::StreamEngine;
+use crate::engine::timeseries::TimeSeriesEngine;
+use crate::engine::vector::VectorEngine;
+use crate::engine::{Engine, GroupData, ReadView, Tx};
 use crate::error::Result;
 use crate::store::Db;
 
-/// The subject's records in this group at `now`: key-value entries, documents, graph nodes and their edges.
+/// A model's part in a data subject's export and erasure.
+pub trait SubjectRecords: Engine {
+    /// The store's name in [`SubjectItem::store`].
+    const STORE: &'static str;
+    /// The subject's records of this model in its space of a group, at `now`.
+    fn subject_items(&self, view: &ReadView<'_>, rule: &SubjectRule, now: i64) -> Result<Vec<SubjectItem>>;
+    /// Erases `items` (this model's, as found by
+    /// [`SubjectRecords::subject_items`]) through the engine's own operations;
+    /// a refusal leaves the whole command unapplied.
+    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[SubjectItem]) -> Result<Option<Rejection>>;
+}
+
+/// Runs `f` with every model's engine of `data`'s group.
+macro_rules! for_each_model {
+    ($data:expr, $f:ident ( $($arg:expr),* )) => {{
+        let vectors = VectorEngine { state: &$data.memory.vectors };
+        $f(KvEngine, $($arg),*)?;
+        $f(DocumentEngine, $($arg),*)?;
+        $f(GraphEngine, $($arg),*)?;
+        $f(ObjectEngine, $($arg),*)?;
+        $f(vectors, $($arg),*)?;
+        $f(TimeSeriesEngine, $($arg),*)?;
+        $f(StreamEngine, $($arg),*)?;
+    }};
+}
+
+/// The subject's records in this group at `now`, every model's.
 pub fn find(data: &GroupData, rule: &SubjectRule, now: i64) -> Result<Vec<SubjectItem>> {
-    let mut items = crate::engine::kv::subject_items(&data.space(space::KV), rule, now)?;
-    items.extend(crate::engine::document::subject_items(&data.space(space::DOCUMENT), rule)?);
-    items.extend(crate::engine::graph::subject_items(&data.space(space::GRAPH), rule)?);
+    fn found<E: SubjectRecords>(engine: E, data: &GroupData, rule: &SubjectRule, now: i64, out: &mut Vec<SubjectItem>) -> Result<()> {
+        out.extend(engine.subject_items(&data.space(E::SPACE), rule, now)?);
+        Ok(())
+    }
+    let mut items = Vec::new();
+    for_each_model!(data, found(data, rule, now, &mut items));
     Ok(items)
 }
 
 /// Deletes the subject's records `op` covers into `batch`; answers what was erased.
 pub fn erase(data: &GroupData, db: &Db, batch: &mut WriteBatch, now: i64, op: &EraseSubjectOp) -> Result<Response> {
-    let group = data.group;
     let items: Vec<SubjectItem> = find(data, &op.rule, now)?.into_iter().filter(|i| op.covers(i)).collect();
-    for item in &items {
-        let outcome = match item.store.as_str() {
-            "kv" => KvEngine.apply(&mut Tx::new(db, group, space::KV, batch), now, &KvOp::Delete { key: item.item_id.clone() })?,
-            "document" => {
-                let delete = DocOp::Delete { collection: item.location.clone(), id: item.item_id.clone() };
-                DocumentEngine.apply(&mut Tx::new(db, group, space::DOCUMENT, batch), now, &delete)?
-            }
-            // A node's edges go with it (they are listed as items of their own).
-            "graph" => match item.item_id.strip_prefix("node:") {
-                Some(id) => {
-                    let delete = GraphOp::DeleteNode { graph: item.location.clone(), id: id.to_string() };
-                    GraphEngine.apply(&mut Tx::new(db, group, space::GRAPH, batch), now, &delete)?
-                }
-                None => Response::Empty,
-            },
-            _ => Response::Empty,
-        };
-        if let Response::Rejected(r) = outcome {
-            // Nothing of this apply is written (the batch holds this command only).
-            batch.clear();
-            return Ok(Response::Rejected(r));
+    fn erased<E: SubjectRecords>(
+        engine: E,
+        data: &GroupData,
+        db: &Db,
+        batch: &mut WriteBatch,
+        now: i64,
+        items: &[SubjectItem],
+        refusal: &mut Option<Rejection>,
+        touched: &mut Vec<u8>,
+    ) -> Result<()> {
+        let mine: Vec<SubjectItem> = items.iter().filter(|i| i.store == E::STORE).cloned().collect();
+        if mine.is_empty() || refusal.is_some() {
+            return Ok(());
         }
+        touched.push(E::SPACE);
+        *refusal = engine.erase_items(&mut Tx::new(db, data.group, E::SPACE, batch), now, &mine)?;
+        Ok(())
     }
-    if op.secure_erase && !items.is_empty() {
-        for s in [space::KV, space::DOCUMENT, space::GRAPH] {
-            data.space(s).compact_range(b"", None);
+    let mut refusal = None;
+    let mut touched = Vec::new();
+    for_each_model!(data, erased(data, db, batch, now, &items, &mut refusal, &mut touched));
+    if let Some(r) = refusal {
+        // Nothing of this apply is written (the batch holds this command only).
+        batch.clear();
+        data.memory.vectors.invalidate();
+        return Ok(Response::Rejected(r));
+    }
+    if op.secure_erase {
+        for space in touched {
+            data.space(space).compact_range(b"", None);
         }
     }
     Ok(Response::SubjectErased { items })
+}
+
+/// The refusal in an engine's answer, if it is one.
+pub(crate) fn refusal(outcome: Response) -> Option<Rejection> {
+    match outcome {
+        Response::Rejected(r) => Some(r),
+        _ => None,
+    }
 }

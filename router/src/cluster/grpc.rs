@@ -609,10 +609,12 @@ impl ClusterClient for GrpcCluster {
             .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
     }
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
-        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         // One id for every attempt: a retry after a lost answer cannot apply twice
         // (and with an Idempotency-Key, neither can the client's own retry).
-        let request_id = crate::idempotency::request_id(group);
+        self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
+    }
+    async fn write_as(&self, group: GroupId, op: &Operation, consistency: Consistency, request_id: String) -> Result<Served<Response>, ClusterError> {
+        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         self.call(group, None, false, |mut client| {
             let req = WriteRequest {
                 group_id: group,

@@ -256,9 +256,13 @@ impl ClusterClient for MemoryCluster {
         Ok(self.map.data_groups())
     }
 
-    async fn write(&self, group: GroupId, op: &Operation, _: Consistency) -> Result<Served<Response>, ClusterError> {
+    async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
+        self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
+    }
+
+    async fn write_as(&self, group: GroupId, op: &Operation, _: Consistency, request_id: String) -> Result<Served<Response>, ClusterError> {
         let g = self.group(group)?;
-        let request_id = Some(crate::idempotency::request_id(group));
+        let request_id = Some(request_id);
         let mut applied = g.applied.lock().expect("group write lock");
         let issued_at_ms = self.stamp();
         if g.reader.checks_before_propose(op)

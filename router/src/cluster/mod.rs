@@ -73,6 +73,9 @@ pub trait ClusterClient: Send + Sync {
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError>;
     /// Proposes a write to a group's leader; acknowledged once committed and applied.
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError>;
+    /// As [`ClusterClient::write`] with the caller's request id: writes sent
+    /// again with the same id apply once and answer what the first did.
+    async fn write_as(&self, group: GroupId, op: &Operation, consistency: Consistency, request_id: String) -> Result<Served<Response>, ClusterError>;
     /// Reads from a group with a consistency mode; `replica` picks the node for `one`.
     async fn read(
         &self,

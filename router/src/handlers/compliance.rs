@@ -61,6 +61,8 @@ pub fn routes() -> RouteTable {
         .delete(format!("{C}/data-subject/{{id}}"), P("manage:compliance"), super::compliance_erasure::erase)
         .delete("/api/v1/gdpr/erasure", P("manage:compliance"), super::compliance_erasure::erase_by_body)
         .delete("/api/v1/ccpa/delete", P("manage:compliance"), super::compliance_erasure::erase_by_body)
+        .get(format!("{C}/erasure-jobs"), P("read:compliance"), super::compliance_erasure::list_jobs)
+        .get(format!("{C}/erasure-jobs/{{id}}"), P("read:compliance"), super::compliance_erasure::get_job)
         .get(format!("{C}/certificates"), P("read:compliance"), super::compliance_erasure::list)
         .get(format!("{C}/certificates/public-key"), P("read:compliance"), super::compliance_erasure::public_key)
         .get(format!("{C}/certificates/{{id}}"), P("read:compliance"), super::compliance_erasure::get)

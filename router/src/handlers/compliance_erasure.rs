@@ -1,7 +1,8 @@
 //! Right to erasure (spec 02): `DELETE /api/v1/compliance/data-subject/{id}`
 //! (and `DELETE /api/v1/gdpr/erasure`, `/ccpa/delete`) erases a data subject's
-//! key-value entries, documents, graph nodes with their edges (one command per
-//! data group, applied atomically there) and SQL rows (one `DELETE` per table
+//! key-value entries, documents, graph nodes with their edges, objects, vector
+//! records, time-series series and stream events (one command per data group,
+//! applied atomically there; see `tessera_storage::subject`) and SQL rows (one `DELETE` per table
 //! with a subject column), then issues a deletion certificate signed with the
 //! cluster's Ed25519 key, kept in the meta group; certificates are listed,
 //! read and verified.
@@ -81,12 +82,25 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     let scope_kind = req.scope.as_ref().and_then(|s| s.kind_name()).unwrap_or("all").to_string();
     let coverage = Coverage::of(req.scope.as_ref(), None)?;
     let rule = rule(state, &subject);
+    let mut job = open_job(state, &subject, &rule, &coverage, &req).await?;
+    // For the test of an erasure interrupted midway only: a pause between
+    // recording the job and erasing (`TESSERA_TEST_ERASURE_PAUSE_MS`).
+    if let Some(ms) = std::env::var("TESSERA_TEST_ERASURE_PAUSE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     let op = Operation::EraseSubject(EraseSubjectOp { rule: rule.clone(), locations: coverage.collections.clone(), secure_erase: req.secure_erase });
 
-    // Key-value, documents, graphs: one command per data group.
+    // Every store of each data group: one command per group. Its request id is
+    // the job's, so a command a failed attempt left in a group's log applies
+    // once and its answer comes back to the retry (within the ten minutes the
+    // nodes remember answers).
     let groups = state.cluster.data_groups()?;
-    let op = &op;
-    let writes = groups.iter().map(|&g| async move { (g, state.cluster.write(g, op, Consistency::Quorum).await) });
+    let job_id = job["id"].as_str().unwrap_or_default().to_string();
+    let (op, job_id_ref) = (&op, &job_id);
+    let writes = groups.iter().map(|&g| async move {
+        let request_id = job_request_id(job_id_ref, &format!("group {g}"));
+        (g, state.cluster.write_as(g, op, Consistency::Quorum, request_id).await)
+    });
     let mut erased: Vec<SubjectItem> = Vec::new();
     let mut pending: Vec<String> = Vec::new();
     for (group, outcome) in futures::future::join_all(writes).await {
@@ -98,7 +112,13 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         }
     }
     // SQL rows: one DELETE per table holding some, then VACUUM for a secure erase.
-    let rows: Vec<SubjectItem> = sql_rows(state, &rule, &groups).await?.into_iter().filter(|i| coverage.covers(i)).collect();
+    let rows: Vec<SubjectItem> = match sql_rows(state, &rule, &groups).await {
+        Ok(rows) => rows.into_iter().filter(|i| coverage.covers(i)).collect(),
+        Err(e) => {
+            pending.push(format!("SQL tables: {e}"));
+            Vec::new()
+        }
+    };
     let mut tables: Vec<String> = rows.iter().map(|r| r.location.clone()).collect();
     tables.sort();
     tables.dedup();
@@ -110,14 +130,27 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         }
         erased.extend(rows.iter().filter(|r| r.location == *location).cloned());
     }
+    // What the job found at its start and what any attempt erased since.
+    let mut all: Vec<SubjectItem> = job_items(&job);
+    for item in erased.iter().map(without_data) {
+        if !all.iter().any(|i| (&i.store, &i.location, &i.item_id) == (&item.store, &item.location, &item.item_id)) {
+            all.push(item);
+        }
+    }
+    job["attempts"] = json!(job["attempts"].as_u64().unwrap_or(0) + 1);
+    job["updated_at_ms"] = json!(tessera_api::command::now_ms());
     if !pending.is_empty() {
-        tracing::warn!(subject = %subject, ?pending, "erasure incomplete");
+        job["pending"] = json!(pending);
+        let recorded = state.cluster.meta_write(MetaOp::PutErasureJob { id: job_id.clone(), job: job.clone() }).await;
+        tracing::warn!(subject = %subject, job = %job_id, ?pending, recorded = recorded.is_ok(), "erasure incomplete");
         return Err(ApiError::Unavailable(format!(
-            "erasure of subject {subject} is incomplete: {} items erased so far, pending: {}; send the same request again to finish it (no certificate is issued until every store confirmed)",
-            erased.len(),
+            "erasure job {job_id} of subject {subject} is incomplete (attempt {}): pending: {}; send the same request again to finish it \
+             (no certificate is issued until every store and shard confirmed; status: GET /api/v1/compliance/erasure-jobs/{job_id})",
+            job["attempts"],
             pending.join("; ")
         )));
     }
+    let erased = all;
 
     let key = signing_key(state).await?;
     let now = tessera_api::command::now_ms();
@@ -132,7 +165,10 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         "id": cert_id, "certificate_id": cert_id, "subject_id": subject, "subject_identifier": subject,
         "timestamp": iso8601_ms(now), "deleted_at": iso8601_ms(now), "issued_at_ms": now,
         "total_items": erased.len(), "records_deleted": erased.len(), "total_bytes": total_bytes,
-        "items_by_store": {"kv": count("kv"), "document": count("document"), "sql": count("sql"), "graph": count("graph")},
+        "items_by_store": {
+            "kv": count("kv"), "document": count("document"), "sql": count("sql"), "graph": count("graph"),
+            "object": count("object"), "vector": count("vector"), "timeseries": count("timeseries"), "stream": count("stream"),
+        },
         "tables_affected": affected,
         "verification_hash": verification_hash(&subject, &erased),
         "verified_by": state.router_name, "deleted_by": req.requestor.clone().unwrap_or_else(|| actor(caller)),
@@ -146,6 +182,12 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     match state.cluster.meta_write(MetaOp::RecordCertificate { id: cert_id.clone(), certificate: certificate.clone() }).await? {
         Response::Rejected(r) => return Err(r.into()),
         _ => {}
+    }
+    job["state"] = json!("complete");
+    job["pending"] = json!([]);
+    job["certificate_id"] = json!(cert_id);
+    if let Err(e) = state.cluster.meta_write(MetaOp::PutErasureJob { id: job_id.clone(), job }).await {
+        tracing::warn!(job = %job_id, "the erasure job was not marked complete: {e}");
     }
     let event = AuditEvent {
         event_type: "data_erased".into(),
@@ -161,6 +203,70 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         "success": true, "certificate": certificate,
         "message": format!("erased {} items ({} bytes) of subject {subject}", erased.len(), total_bytes),
     })))
+}
+
+/// The subject's running erasure job, or a new one recording what the subject
+/// has now in every store (every group must answer; nothing is erased before).
+/// The job keeps where each item was and its size, never its data.
+async fn open_job(state: &AppState, subject: &str, rule: &tessera_api::compliance::SubjectRule, coverage: &Coverage, req: &EraseRequest) -> Result<Value, ApiError> {
+    let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
+    if let Some(job) = jobs.into_iter().find(|j| j["subject_id"] == subject && j["state"] == "running") {
+        return Ok(job);
+    }
+    let found: Vec<SubjectItem> = super::compliance_subject::find(state, rule)
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("erasure of subject {subject} not started (nothing was erased): finding its records: {e}")))?
+        .into_iter()
+        .filter(|i| coverage.covers(i))
+        .map(|i| without_data(&i))
+        .collect();
+    let now = tessera_api::command::now_ms();
+    let id = format!("ERJ-{}-{:08x}", compact_timestamp(now), rand::random::<u32>());
+    let job = json!({
+        "id": id, "subject_id": subject, "state": "running", "created_at_ms": now, "created_at": iso8601_ms(now),
+        "updated_at_ms": now, "attempts": 0, "pending": [], "items": found,
+        "requestor": req.requestor, "reason": req.reason, "secure_erase": req.secure_erase,
+    });
+    match state.cluster.meta_write(MetaOp::PutErasureJob { id, job: job.clone() }).await? {
+        Response::Rejected(r) => Err(r.into()),
+        _ => Ok(job),
+    }
+}
+
+/// The request id of a job's write to `target`: the same for every attempt.
+fn job_request_id(job_id: &str, target: &str) -> String {
+    hex::encode(&Sha256::new().chain_update(job_id.as_bytes()).chain_update([0]).chain_update(target.as_bytes()).finalize()[..16])
+}
+
+fn without_data(item: &SubjectItem) -> SubjectItem {
+    SubjectItem { data: Value::Null, ..item.clone() }
+}
+
+fn job_items(job: &Value) -> Vec<SubjectItem> {
+    serde_json::from_value(job["items"].clone()).unwrap_or_default()
+}
+
+/// `GET /api/v1/compliance/erasure-jobs`: every erasure job, oldest first.
+pub async fn list_jobs(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
+    let summaries: Vec<Value> = jobs.iter().map(job_summary).collect();
+    Ok(Json(json!({"jobs": summaries, "total_count": summaries.len()})))
+}
+
+/// `GET /api/v1/compliance/erasure-jobs/{id}`.
+pub async fn get_job(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    enabled(&state)?;
+    let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
+    jobs.iter().find(|j| j["id"] == id).map(|j| Json(job_summary(j))).ok_or_else(|| ApiError::NotFound(format!("erasure job {id} does not exist")))
+}
+
+fn job_summary(job: &Value) -> Value {
+    let mut summary = job.clone();
+    let items = job_items(job);
+    summary["total_items"] = json!(items.len());
+    summary["total_bytes"] = json!(items.iter().map(|i| i.bytes).sum::<u64>());
+    summary
 }
 
 /// Deletes the subject's rows of one table (`VACUUM` after it is not needed:

@@ -300,7 +300,10 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
             "success": true, "export_id": export_id, "subject_id": subject, "format": "json",
             "generated_at": iso8601_ms(now), "total_items": items.len(),
             "size_bytes": items.iter().map(|i| i.bytes).sum::<u64>(), "record_count": items.len(),
-            "data": {"subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph")},
+            "data": {
+                "subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph"),
+                "object": by_store("object"), "vector": by_store("vector"), "timeseries": by_store("timeseries"), "stream": by_store("stream"),
+            },
         }))
         .into_response()),
     }

@@ -526,6 +526,22 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
     Ok(items)
 }
 
+impl crate::subject::SubjectRecords for DocumentEngine {
+    const STORE: &'static str = "document";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        subject_items(view, rule)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        for item in items {
+            let delete = DocOp::Delete { collection: item.location.clone(), id: item.item_id.clone() };
+            if let Some(r) = crate::subject::refusal(self.apply(tx, now, &delete)?) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

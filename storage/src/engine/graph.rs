@@ -437,6 +437,24 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
     Ok(items)
 }
 
+impl crate::subject::SubjectRecords for GraphEngine {
+    const STORE: &'static str = "graph";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        subject_items(view, rule)
+    }
+    /// A node's edges go with it (they are listed as items of their own).
+    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        for item in items {
+            let Some(id) = item.item_id.strip_prefix("node:") else { continue };
+            let delete = GraphOp::DeleteNode { graph: item.location.clone(), id: id.to_string() };
+            if let Some(r) = crate::subject::refusal(self.apply(tx, now, &delete)?) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

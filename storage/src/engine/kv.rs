@@ -164,3 +164,18 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
     })?;
     Ok(items)
 }
+
+impl crate::subject::SubjectRecords for KvEngine {
+    const STORE: &'static str = "kv";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        subject_items(view, rule, now)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        for item in items {
+            if let Some(r) = crate::subject::refusal(self.apply(tx, now, &KvOp::Delete { key: item.item_id.clone() })?) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}

@@ -104,6 +104,15 @@ impl Engine for MetaEngine {
             MetaQuery::Certificate { id } => MetaQueryResult::Certificate(
                 meta.get(&[CERT_PREFIX, id.as_bytes()].concat())?.map(|v| serde_json::from_slice(&v)).transpose()?,
             ),
+            MetaQuery::ErasureJobs => {
+                let mut all: Vec<serde_json::Value> = Vec::new();
+                meta.scan_prefix(ERASURE_JOB_PREFIX, |_, v| {
+                    all.push(serde_json::from_slice(v)?);
+                    Ok(true)
+                })?;
+                all.sort_by_key(|j| j["created_at_ms"].as_i64().unwrap_or(0));
+                MetaQueryResult::ErasureJobs(all)
+            }
             MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
         }))
     }
@@ -152,6 +161,10 @@ impl Engine for MetaEngine {
                     return Ok(Response::Applied(false));
                 }
                 tx.put(SIGNING_KEY, seed_b64.as_bytes());
+                Ok(Response::Applied(true))
+            }
+            MetaOp::PutErasureJob { id, job } => {
+                tx.put(&[ERASURE_JOB_PREFIX, id.as_bytes()].concat(), &serde_json::to_vec(job)?);
                 Ok(Response::Applied(true))
             }
             MetaOp::RecordCertificate { id, certificate } => {
@@ -502,6 +515,8 @@ const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
 const SIGNING_KEY: &[u8] = b"cert/key";
 /// `cert/r/<id>` → a signed deletion certificate (JSON).
 const CERT_PREFIX: &[u8] = b"cert/r/";
+/// Erasure jobs by id (JSON, without the erased data).
+const ERASURE_JOB_PREFIX: &[u8] = b"erasure-job/";
 /// `routerstats/<router>` → that router's published request figures.
 const ROUTER_STATS_PREFIX: &[u8] = b"routerstats/";
 /// Figures not published again within an hour (a router gone) are dropped.

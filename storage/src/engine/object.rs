@@ -250,6 +250,40 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
     })
 }
 
+/// Objects of a data subject: those whose key holds the subject id as a
+/// segment (`users/alice/avatar.png`) or whose user metadata has a subject
+/// field; the export lists their metadata (the content stays downloadable).
+impl crate::subject::SubjectRecords for ObjectEngine {
+    const STORE: &'static str = "object";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        let mut items = Vec::new();
+        view.scan_prefix(b"o/", |k, v| {
+            let m: ObjectMeta = serde_json::from_slice(v)?;
+            if rule.matches_key(&m.key) || rule.matches_object(&m.metadata) {
+                items.push(tessera_api::compliance::SubjectItem {
+                    store: Self::STORE.into(),
+                    location: m.bucket.clone(),
+                    item_id: m.key.clone(),
+                    data: serde_json::json!({"key": m.key, "size": m.size, "etag": m.etag, "content_type": m.content_type, "metadata": m.metadata}),
+                    bytes: m.size + (k.len() + v.len()) as u64,
+                    at_ms: Some(m.updated_at_ms),
+                });
+            }
+            Ok(true)
+        })?;
+        Ok(items)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        for item in items {
+            let delete = ObjectOp::DeleteObject { bucket: item.location.clone(), key: item.item_id.clone() };
+            if let Some(r) = crate::subject::refusal(self.apply(tx, now, &delete)?) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -394,6 +394,45 @@ pub fn query(view: &ReadView<'_>, q: &StreamQuery) -> Result<StreamQueryResult> 
     })
 }
 
+/// Events of a data subject: those whose data has a subject field. Erasing one
+/// redacts it: its data becomes `null` and its id, type and time stay, so a
+/// channel's ids stay dense and consumers' offsets keep their meaning.
+impl crate::subject::SubjectRecords for StreamEngine {
+    const STORE: &'static str = "stream";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        let mut items = Vec::new();
+        view.scan_prefix(b"e/", |k, v| {
+            let e: StoredEvent = tessera_api::codec::decode(v).map_err(corrupt)?;
+            if rule.matches_object(&e.data) && k.len() >= 2 + 1 + 8 {
+                let channel = String::from_utf8_lossy(&k[2..k.len() - 9]).into_owned();
+                let mut id = [0u8; 8];
+                id.copy_from_slice(&k[k.len() - 8..]);
+                items.push(tessera_api::compliance::SubjectItem {
+                    store: Self::STORE.into(),
+                    location: channel,
+                    item_id: u64::from_be_bytes(id).to_string(),
+                    data: serde_json::json!({"event_type": e.event_type, "data": e.data}),
+                    bytes: (k.len() + v.len()) as u64,
+                    at_ms: Some(e.timestamp_ms),
+                });
+            }
+            Ok(true)
+        })?;
+        Ok(items)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        for item in items {
+            let Ok(id) = item.item_id.parse::<u64>() else { continue };
+            let key = event_key(&item.location, id);
+            let Some(raw) = tx.view().get(&key)? else { continue };
+            let mut e: StoredEvent = tessera_api::codec::decode(&raw).map_err(corrupt)?;
+            e.data = Value::Null;
+            tx.put(&key, &tessera_api::codec::encode(&e).map_err(corrupt)?);
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -587,6 +587,79 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<Answer<TsQueryResult>> 
     }
 }
 
+/// Series of a data subject: those with a tag named as a subject field
+/// (`user_id`, …) whose value is the subject id. Erasing one deletes the series
+/// and all its points; the metric stays, its statistics follow.
+impl crate::subject::SubjectRecords for TimeSeriesEngine {
+    const STORE: &'static str = "timeseries";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        let mut found = Vec::new();
+        view.scan_prefix(b"s/", |k, _| {
+            let rest = String::from_utf8_lossy(&k[2..]).into_owned();
+            if let Some((metric, series)) = rest.split_once('\0') {
+                let tags: Value = serde_json::from_str(series).unwrap_or(Value::Null);
+                if rule.matches_object(&tags) {
+                    found.push((metric.to_string(), series.to_string(), tags));
+                }
+            }
+            Ok(true)
+        })?;
+        let mut items = Vec::new();
+        for (metric, series, tags) in found {
+            let (mut points, mut bytes, mut last) = (Vec::new(), 0u64, None);
+            view.scan_prefix(&chunk_prefix(&metric, &series), |k, v| {
+                bytes += (k.len() + v.len()) as u64;
+                for (ts, value) in decode_value(v)?.1 {
+                    points.push(serde_json::json!([ts, value]));
+                    last = Some(ts);
+                }
+                Ok(true)
+            })?;
+            items.push(tessera_api::compliance::SubjectItem {
+                store: Self::STORE.into(),
+                location: metric,
+                item_id: series,
+                data: serde_json::json!({"tags": tags, "points": points}),
+                bytes,
+                at_ms: last,
+            });
+        }
+        Ok(items)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        let mut by_metric: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+        for item in items {
+            by_metric.entry(item.location.as_str()).or_default().push(item.item_id.as_str());
+        }
+        for (metric, all_series) in by_metric {
+            let mut rec = load_metric(tx.view(), metric)?;
+            for series in all_series {
+                let mut chunks = Vec::new();
+                tx.view().scan_prefix(&chunk_prefix(metric, series), |k, v| {
+                    chunks.push((k.to_vec(), decode_value(v)?.1.len(), v.len()));
+                    Ok(true)
+                })?;
+                for (key, points, len) in chunks {
+                    tx.delete(&key);
+                    if let Some(rec) = rec.as_mut() {
+                        rec.account((points, len), (0, 0));
+                    }
+                }
+                let mut index = series_prefix(metric);
+                index.extend_from_slice(series.as_bytes());
+                tx.delete(&index);
+                if let Some(rec) = rec.as_mut() {
+                    rec.series = rec.series.saturating_sub(1);
+                }
+            }
+            if let Some(rec) = rec {
+                tx.put(&metric_key(metric), &serde_json::to_vec(&rec)?);
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

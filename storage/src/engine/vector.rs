@@ -830,6 +830,58 @@ fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Ans
     ))
 }
 
+/// Records of a data subject: the record whose id is the subject id, or whose
+/// metadata has a subject field. Erased as deletes are: out of the store, the
+/// counters and the replica's index.
+impl crate::subject::SubjectRecords for VectorEngine<'_> {
+    const STORE: &'static str = "vector";
+    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+        let mut items = Vec::new();
+        view.scan_prefix(b"r/", |k, v| {
+            let r: VectorRecord = serde_json::from_slice(v)?;
+            if (r.id == rule.subject_id || rule.matches_object(&r.metadata)) && k.len() >= 2 + 1 + 8 {
+                items.push(tessera_api::compliance::SubjectItem {
+                    store: Self::STORE.into(),
+                    location: String::from_utf8_lossy(&k[2..k.len() - 9]).into_owned(),
+                    item_id: r.id.clone(),
+                    data: serde_json::json!({"id": r.id, "vector": r.vector, "metadata": r.metadata}),
+                    bytes: (k.len() + v.len()) as u64,
+                    at_ms: Some(r.updated_at_ms),
+                });
+            }
+            Ok(true)
+        })?;
+        Ok(items)
+    }
+    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+        let mut by_collection: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+        for item in items {
+            by_collection.entry(item.location.as_str()).or_default().push(item.item_id.as_str());
+        }
+        for (collection, ids) in by_collection {
+            let Some(c) = config(tx.view(), collection)? else { continue };
+            let mut n = counters(tx.view(), collection)?;
+            let mut seqs = Vec::new();
+            for id in ids {
+                if let Some(seq) = seq_of(tx.view(), collection, id)? {
+                    tx.delete(&id_key(collection, id));
+                    tx.delete(&record_key(collection, seq));
+                    n.count = n.count.saturating_sub(1);
+                    seqs.push(seq);
+                }
+            }
+            tx.put(&counters_key(collection), &serde_json::to_vec(&n)?);
+            let mut map = self.state.write();
+            let col = live(&mut map, tx.view(), &c)?;
+            for seq in seqs {
+                col.index.delete(seq);
+                col.entries.remove(&seq);
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
