@@ -361,11 +361,24 @@ pub struct SubjectRule {
 impl SubjectRule {
     /// Whether key-value key `key` is the subject's.
     pub fn matches_key(&self, key: &str) -> bool {
-        key == self.subject_id || key.split([':', '/']).any(|segment| segment == self.subject_id)
+        !self.subject_id.is_empty() && (key == self.subject_id || key.split([':', '/']).any(|segment| segment == self.subject_id))
+    }
+
+    /// The rule of every data subject at once (retention's expiry of personal
+    /// data): a record matches when a subject field holds any id.
+    pub fn any_subject(fields: Vec<String>) -> SubjectRule {
+        SubjectRule { subject_id: String::new(), fields }
     }
 
     /// Whether `value` equals the subject id (a string, or a number written the same way).
     pub fn is_subject(&self, value: &serde_json::Value) -> bool {
+        if self.subject_id.is_empty() {
+            return match value {
+                serde_json::Value::String(s) => !s.is_empty(),
+                serde_json::Value::Number(_) => true,
+                _ => false,
+            };
+        }
         match value {
             serde_json::Value::String(s) => *s == self.subject_id,
             serde_json::Value::Number(n) => n.to_string() == self.subject_id,
@@ -402,12 +415,17 @@ pub struct EraseSubjectOp {
     pub locations: Option<Vec<String>>,
     /// Compact the erased spaces once the apply is written, so the bytes leave the data files.
     pub secure_erase: bool,
+    /// Only records last written before this time (retention's expiry; records
+    /// without a time are kept); `None`: whenever written.
+    #[serde(default)]
+    pub written_before_ms: Option<i64>,
 }
 
 impl EraseSubjectOp {
     /// Whether `item` is in the places the erasure covers.
     pub fn covers(&self, item: &SubjectItem) -> bool {
         self.locations.as_ref().is_none_or(|l| l.iter().any(|n| *n == item.location || *n == item.store))
+            && self.written_before_ms.is_none_or(|cut| item.at_ms.is_some_and(|at| at < cut))
     }
 }
 

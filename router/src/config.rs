@@ -58,8 +58,8 @@ impl Default for RbacSection {
 impl RouterConfig {
     /// Refuses the settings this router cannot honour, with the reason.
     pub fn check_access(&self) -> Result<(), String> {
-        if self.retention.auto_delete_expired {
-            return Err("retention.auto_delete_expired = true is not supported yet: data past its retention is not deleted automatically (erase it with the compliance erasure endpoints)".into());
+        if self.retention.auto_delete_expired && !self.compliance.enabled {
+            return Err("retention.auto_delete_expired = true needs the compliance interface: set compliance.enabled (SERVICE_COMPLIANCE_ENABLED=true)".into());
         }
         let method = self.auth.method.trim().to_ascii_lowercase();
         if !matches!(method.as_str(), "local" | "password" | "") {
@@ -106,10 +106,9 @@ pub struct BreachDetectionSection {
 }
 
 /// Spec 02's `[retention]`: `audit_log_retention_days` sets
-/// `compliance.audit_retention_days`; `default_retention_days` and
-/// `pii_retention_days` are recorded policy only (shown in the effective
-/// configuration) because `auto_delete_expired = true`, the deletion of data
-/// past them, is not built and is refused at start.
+/// `compliance.audit_retention_days`; with `auto_delete_expired = true`,
+/// `pii_retention_days` (90) and `default_retention_days` (365) are enforced
+/// (docs/compliance.md "Retention"); `enabled = false` turns that off.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RetentionSection {
@@ -121,7 +120,13 @@ pub struct RetentionSection {
     pub pii_retention_days: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit_log_retention_days: Option<u64>,
+    /// With `compliance.enabled`: personal data past `pii_retention_days` and
+    /// time-series points past `default_retention_days` are deleted by every
+    /// router's expiry task (see `compliance_tasks::expire_once`).
     pub auto_delete_expired: bool,
+    /// Seconds between two runs of the expiry task (3600).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_interval_secs: Option<u64>,
 }
 
 /// Backups (`POST /api/v1/admin/backup`, docs/operations.md "Backup and restore").
@@ -725,7 +730,9 @@ mod tests {
         std::fs::write(&file, "[breach_detection]\nenabled = false\n[retention]\nauto_delete_expired = true\n").unwrap();
         let c = RouterConfig::load(Some(&file)).unwrap();
         assert!(!c.security.injection_detection && c.security.mass_data_rows == 0);
-        assert!(c.check_access().unwrap_err().contains("auto_delete_expired"));
+        assert!(c.check_access().unwrap_err().contains("compliance.enabled"), "expiry needs the compliance interface");
+        std::fs::write(&file, "[compliance]\nenabled = true\n[retention]\nauto_delete_expired = true\npii_retention_days = 30\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().is_ok());
         // A misspelt key stops the start, naming it.
         std::fs::write(&file, "[server]\nprot = 8080\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap_err().to_string().contains("`server.prot`"));
@@ -761,6 +768,7 @@ mod documented {
         (bd.anomaly_detection, bd.data_exfiltration_threshold_mb) = (Some(true), Some(1));
         let r = &mut config.retention;
         (r.enabled, r.default_retention_days, r.pii_retention_days, r.audit_log_retention_days) = (Some(true), Some(1), Some(1), Some(1));
+        r.check_interval_secs = Some(1);
         let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/src/config_keys/router.txt");
         // `TlsSection`'s serde aliases, in both of its places.
         const ALIASES: [&str; 8] = [

@@ -214,6 +214,7 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     tokio::spawn(request_stats::publish_loop(state.clone()));
     tokio::spawn(compliance_tasks::deliver_loop(state.clone()));
     tokio::spawn(compliance_tasks::audit_retention_loop(state.clone()));
+    tokio::spawn(compliance_tasks::expiry_loop(state.clone()));
     let streams = state.streams.clone();
     let mut asked_to_stop = state.shutdown.subscribe();
 

@@ -88,7 +88,12 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     if let Some(ms) = std::env::var("TESSERA_TEST_ERASURE_PAUSE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    let op = Operation::EraseSubject(EraseSubjectOp { rule: rule.clone(), locations: coverage.collections.clone(), secure_erase: req.secure_erase });
+    let op = Operation::EraseSubject(EraseSubjectOp {
+        rule: rule.clone(),
+        locations: coverage.collections.clone(),
+        secure_erase: req.secure_erase,
+        written_before_ms: None,
+    });
 
     // Every store of each data group: one command per group. Its request id is
     // the job's, so a command a failed attempt left in a group's log applies

@@ -551,3 +551,35 @@ async fn incidents_once_raised(router: &TestRouter) -> Vec<serde_json::Value> {
     }
     Vec::new()
 }
+
+/// Spec 02's retention with `auto_delete_expired`: records of any data subject
+/// last written more than `pii_retention_days` ago are erased by the expiry
+/// round; records younger than that, and records of no subject, stay.
+#[tokio::test]
+async fn personal_data_past_its_retention_is_erased_and_the_rest_stays() {
+    let router = TestRouter::with_config(2, |c| {
+        c.compliance.enabled = true;
+        c.retention.auto_delete_expired = true;
+        c.retention.pii_retention_days = Some(30);
+    })
+    .await;
+    router.post("/api/v1/kv/keys", &json!({"key": "orders/1", "value": {"user_id": "u1", "n": 1}})).await.expect(200);
+    router.post("/api/v1/kv/keys", &json!({"key": "settings/theme", "value": {"color": "blue"}})).await.expect(200);
+    router.post("/api/v1/documents/collections", &json!({"name": "leads"})).await.expect(201);
+    router.post("/api/v1/documents/collections/leads/documents", &json!({"id": "l1", "document": {"email": "ann@example.com"}})).await.expect(201);
+    const DAY: i64 = 86_400_000;
+    let now = tessera_api::command::now_ms();
+
+    let young = crate::compliance_tasks::expire_once(&router.state, now + 29 * DAY).await.unwrap();
+    assert!(young.is_empty(), "nothing is 30 days old yet: {young:?}");
+    router.get("/api/v1/kv/keys/orders/1").await.expect(200);
+
+    let expired = crate::compliance_tasks::expire_once(&router.state, now + 31 * DAY).await.unwrap();
+    assert_eq!(expired.get("kv"), Some(&1), "{expired:?}");
+    assert_eq!(expired.get("document"), Some(&1), "{expired:?}");
+    router.get("/api/v1/kv/keys/orders/1").await.expect(404);
+    router.get("/api/v1/documents/collections/leads/documents/l1").await.expect(404);
+    router.get("/api/v1/kv/keys/settings/theme").await.expect(200);
+    let audit = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!(audit["valid"], json!(true), "{audit}");
+}
