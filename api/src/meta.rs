@@ -357,7 +357,7 @@ pub struct RoleRecord {
 
 /// Every permission, as `action:resource`. `manage:*` ones belong to admins only
 /// and cannot be granted through custom roles.
-pub const PERMISSIONS: [&str; 27] = [
+pub const PERMISSIONS: [&str; 28] = [
     "read:kv",
     "write:kv",
     "read:sql",
@@ -385,6 +385,8 @@ pub const PERMISSIONS: [&str; 27] = [
     "manage:vault",
     "manage:backup",
     "manage:compliance",
+    // Reading SQL columns classified PHI and above unmasked (spec 02 `data_classification`).
+    "access:classified",
 ];
 
 impl Role {

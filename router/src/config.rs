@@ -31,6 +31,8 @@ pub struct RouterConfig {
     pub breach_detection: BreachDetectionSection,
     /// Spec 02's `[retention]`, folded into `compliance` at load.
     pub retention: RetentionSection,
+    /// Spec 02's `[data_classification]` (see `classification.rs`).
+    pub data_classification: crate::classification::DataClassificationSection,
     pub log_level: String,
     /// OpenTelemetry traces over OTLP (off unless an endpoint is set).
     pub telemetry: tessera_api::telemetry::TelemetrySection,
@@ -58,6 +60,12 @@ impl Default for RbacSection {
 impl RouterConfig {
     /// Refuses the settings this router cannot honour, with the reason.
     pub fn check_access(&self) -> Result<(), String> {
+        if tessera_api::compliance::classification_level(&self.data_classification.default_level).is_none() {
+            return Err(format!(
+                "data_classification.default_level {:?} is not a classification level (public, internal, confidential, phi, pii, restricted)",
+                self.data_classification.default_level
+            ));
+        }
         if self.retention.auto_delete_expired && !self.compliance.enabled {
             return Err("retention.auto_delete_expired = true needs the compliance interface: set compliance.enabled (SERVICE_COMPLIANCE_ENABLED=true)".into());
         }
@@ -549,6 +557,7 @@ impl Default for RouterConfig {
             backup: BackupSection::default(),
             breach_detection: BreachDetectionSection::default(),
             retention: RetentionSection::default(),
+            data_classification: Default::default(),
             log_level: "info".into(),
             telemetry: Default::default(),
             log_format: Default::default(),

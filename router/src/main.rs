@@ -8,6 +8,7 @@ mod backup;
 mod openapi;
 mod compliance_tasks;
 mod catalog;
+mod classification;
 mod cluster;
 mod config;
 mod error;

@@ -51,6 +51,8 @@ pub struct Inner {
     pub request_slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// The classifications this router enforces, cached, and its access counts.
+    pub classification: crate::classification::ClassificationState,
     /// This router's backups (`backup.dir`, `backup.key`).
     pub backups: crate::backup::Backups,
 }
@@ -87,6 +89,7 @@ impl AppState {
                 router_instance: format!("{router_name}/{}", &crate::auth::new_id()[..12]),
                 router_name,
                 alerts_seen: Default::default(),
+                classification: Default::default(),
                 backups,
             }),
         })

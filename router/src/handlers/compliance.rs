@@ -474,7 +474,8 @@ async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<
 struct ClassifyItem {
     table: String,
     column: String,
-    #[serde(alias = "level")]
+    /// Absent: `data_classification.default_level`.
+    #[serde(alias = "level", default)]
     classification: Value,
     reason: Option<String>,
 }
@@ -488,7 +489,10 @@ struct ClassifyBody {
     classifications: Option<Vec<ClassifyItem>>,
 }
 
-fn to_column(item: ClassifyItem, by: &str) -> Result<ColumnClassification, ApiError> {
+fn to_column(mut item: ClassifyItem, by: &str, default_level: &str) -> Result<ColumnClassification, ApiError> {
+    if item.classification.is_null() {
+        item.classification = Value::String(default_level.to_string());
+    }
     check_field("table", &item.table)?;
     check_field("column", &item.column)?;
     if let Some(reason) = &item.reason {
@@ -522,12 +526,17 @@ async fn classify(State(state): State<AppState>, caller: Caller, JsonBody(b): Js
         (None, Some(item)) => (false, vec![item]),
         _ => return Err(ApiError::BadRequest("give {table, column, classification} or a non-empty classifications list".into())),
     };
-    let columns = items.into_iter().map(|i| to_column(i, &by)).collect::<Result<Vec<_>, _>>()?;
+    let default_level = state.config.data_classification.default_level.clone();
+    let columns = items.into_iter().map(|i| to_column(i, &by, &default_level)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(c) = columns.iter().find(|c| c.level >= 5) {
+        restricted_needs_encryption(&state, c).await?;
+    }
     match state.cluster.meta_write(MetaOp::Classify(ClassifyOp { columns: columns.clone() })).await? {
         Response::Applied(_) => {}
         Response::Rejected(r) => return Err(r.into()),
         other => return Err(ApiError::unexpected(other)),
     }
+    state.classification.invalidate().await;
     if batch {
         return Ok(Json(json!({
             "success": true, "classified": columns.len(),
@@ -541,6 +550,29 @@ async fn classify(State(state): State<AppState>, caller: Caller, JsonBody(b): Js
         "success": true, "table": c.table, "column": c.column, "classification": name, "level": c.level,
         "message": format!("{}.{} classified as {name} (level {})", c.table, c.column, c.level),
     })))
+}
+
+/// Level 5 (Restricted) columns are encrypted at rest: a column is classified
+/// Restricted only while every node answers that its store encrypts at rest
+/// (409 otherwise, naming the nodes that do not).
+async fn restricted_needs_encryption(state: &AppState, c: &ColumnClassification) -> Result<(), ApiError> {
+    let mut plain = Vec::new();
+    for (node, status) in state.cluster.node_statuses().await? {
+        match status {
+            Ok(s) if s.encrypted_at_rest => {}
+            Ok(_) => plain.push(format!("node {} does not encrypt at rest", node.id)),
+            Err(e) => plain.push(format!("node {} did not answer ({e})", node.id)),
+        }
+    }
+    if plain.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Conflict(format!(
+        "{}.{} cannot be classified Restricted (level 5): level 5 columns are encrypted at rest and {} (set SERVICE_ENCRYPTION_AT_REST with SERVICE_ENCRYPTION_KEY on every node)",
+        c.table,
+        c.column,
+        plain.join(", ")
+    )))
 }
 
 #[derive(Debug, Deserialize)]

@@ -136,9 +136,9 @@ impl Facts {
             ("change_log", (true, format!("{} activity records (queries, logins, configuration and admin actions)", self.activities))),
             ("monitoring", (true, format!("alerts raised from live state; {} unacknowledged security alerts", self.alerts_unacknowledged))),
             ("right_to_erasure", (true, format!(
-                "erasure across the key-value, document, SQL and graph stores with Ed25519-signed certificates; {} issued",
+                "erasure across every store (key-value, documents, SQL, graph, objects, vectors, time-series, streams) with Ed25519-signed certificates; {} issued",
                 self.certificates))),
-            ("data_portability", (true, "subject export as JSON, CSV or XML across the key-value, document, SQL and graph stores".to_string())),
+            ("data_portability", (true, "subject export as JSON, CSV or XML across every store".to_string())),
         ])
     }
 }

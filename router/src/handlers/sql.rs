@@ -74,7 +74,11 @@ fn looks_read_only(sql: &str) -> bool {
 /// `POST /api/v1/query {sql, params?, database?}`; its SQL text goes into the
 /// activity record.
 pub async fn query(state: State<AppState>, caller: Caller, prefs: ReadPrefs, JsonBody(req): JsonBody<QueryRequest>) -> Response {
-    let detail = crate::activity::ActivityDetail::of(&req.sql);
+    let detail = if state.config.data_classification.mask_phi_in_logs {
+        crate::activity::ActivityDetail::of(&crate::classification::mask_literals(&req.sql))
+    } else {
+        crate::activity::ActivityDetail::of(&req.sql)
+    };
     let mut response = run_query(state, caller, prefs, req).await.into_response();
     response.extensions_mut().insert(detail);
     response
@@ -122,7 +126,8 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     };
     let elapsed = started.elapsed().as_millis() as u64;
     Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
-        SqlResult::Rows(r) => {
+        SqlResult::Rows(mut r) => {
+            let masked = crate::classification::guard_rows(&state, &caller, &req.sql, &r.columns, &mut r.rows).await?;
             let statement: String = req.sql.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
             if req.sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
                 crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, r.rows_affected, &statement);
@@ -141,6 +146,9 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
                     "truncated": true,
                     "message": format!("the result was cut at max_result_rows = {}", limits.max_result_rows),
                 });
+            }
+            if !masked.is_empty() {
+                body["masked_columns"] = json!(masked);
             }
             crate::security::flag_body(&mut body, &security_flags);
             let response = Json(body).into_response();

@@ -94,7 +94,7 @@ pub async fn raise(state: &AppState, alert: NewAlert) {
 }
 
 /// The caller's user name and address, as an alert names them.
-fn identity(caller: &Caller) -> (Option<String>, Option<IpAddr>) {
+pub(crate) fn identity(caller: &Caller) -> (Option<String>, Option<IpAddr>) {
     match caller {
         Caller::User { user, client_ip, .. } => (Some(user.username.clone()), *client_ip),
         Caller::Bootstrap => (None, None),
@@ -227,6 +227,19 @@ pub fn watch_role_change(state: &AppState, caller: &Caller, user: &str, before: 
         source_ip: ip.map(|i| i.to_string()),
         username: actor,
         message: format!("{who} raised {user}'s role from {} to admin", before.as_str()),
+    };
+    raise_in_background(state, alert);
+}
+
+/// Raises `unusual_access_pattern` (spec 02: medium) for the caller, with `message`. Never blocks.
+pub fn raise_unusual_access(state: &AppState, caller: &Caller, message: &str) {
+    let (username, ip) = identity(caller);
+    let alert = NewAlert {
+        kind: "unusual_access_pattern".into(),
+        severity: "medium".into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username,
+        message: message.to_string(),
     };
     raise_in_background(state, alert);
 }

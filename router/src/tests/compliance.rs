@@ -309,7 +309,10 @@ async fn an_incident_report_comes_as_json_and_as_pdf() {
 #[tokio::test]
 async fn framework_status_and_soc2_evidence_come_from_the_clusters_state() {
     let router = enabled_router().await;
-    router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "ssn", "level": 5})).await;
+    // Restricted (level 5) columns are encrypted at rest: refused while the node does not encrypt.
+    let refused = router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "ssn", "level": 5})).await.expect(409);
+    assert!(refused["error"].as_str().is_some_and(|e| e.contains("encrypt at rest")), "{refused}");
+    router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "ssn", "level": 4})).await.expect(200);
     let status = router.get("/api/v1/admin/compliance/status").await.expect(200);
     let frameworks = status["frameworks"].as_array().unwrap();
     let names: Vec<&str> = frameworks.iter().filter_map(|f| f["framework"].as_str()).collect();
@@ -582,4 +585,66 @@ async fn personal_data_past_its_retention_is_erased_and_the_rest_stays() {
     router.get("/api/v1/kv/keys/settings/theme").await.expect(200);
     let audit = router.get(&format!("{C}/audit/verify")).await.expect(200);
     assert_eq!(audit["valid"], json!(true), "{audit}");
+}
+
+/// Spec 02's `data_classification`: a viewer reading a PHI column gets it
+/// masked, a Restricted column refused; an admin (who holds
+/// `access:classified`) reads them as stored; every classified read is in the
+/// audit trail; too many in a minute raise `unusual_access_pattern`.
+#[tokio::test]
+async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() {
+    let router = TestRouter::with_config(1, |c| {
+        c.compliance.enabled = true;
+        c.data_classification.enabled = true;
+        c.data_classification.unusual_access_per_minute = 3;
+    })
+    .await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE patients (id INT PRIMARY KEY, name TEXT, diagnosis TEXT, ssn TEXT)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "INSERT INTO patients VALUES (1, 'Ann', 'asthma', '123-45-6789')"})).await.expect(200);
+    router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "diagnosis", "classification": "PHI"})).await.expect(200);
+    // Level 5 needs encryption at rest, which the in-process node lacks: recorded directly here.
+    let restricted = tessera_api::compliance::ColumnClassification {
+        table: "patients".into(), column: "ssn".into(), level: 5, reason: None, classified_by: "test".into(), classified_at_ms: 0,
+    };
+    router.state.cluster.meta_write(tessera_api::command::MetaOp::Classify(tessera_api::compliance::ClassifyOp { columns: vec![restricted] })).await.unwrap();
+    router.state.classification.invalidate().await;
+    let audited_before = router.get(&format!("{C}/audit/verify")).await.expect(200)["entries_verified"].as_u64().unwrap();
+
+    router
+        .post("/api/v1/admin/users", &json!({"username": "vera", "email": "vera@example.com", "password": "Vera-Pass-1234!", "role": "viewer"}))
+        .await
+        .expect(201);
+    let login = router.post("/api/v1/auth/login", &json!({"username": "vera", "password": "Vera-Pass-1234!"})).await.expect(200);
+    let viewer = router.with_token(login["token"].as_str().unwrap());
+    let masked = viewer.post("/api/v1/query", &json!({"sql": "SELECT id, name, diagnosis FROM patients"})).await.expect(200);
+    assert_eq!(masked["data"]["rows"], json!([[1, "Ann", "***"]]), "{masked}");
+    assert_eq!(masked["masked_columns"], json!(["diagnosis"]));
+    let refused = viewer.post("/api/v1/query", &json!({"sql": "SELECT ssn FROM patients"})).await.expect(403);
+    assert!(refused["error"].as_str().is_some_and(|e| e.contains("Restricted") && e.contains("access:classified")), "{refused}");
+    // Not classified: another table's column of the same name, or a level below 3.
+    let plain = viewer.post("/api/v1/query", &json!({"sql": "SELECT name FROM patients"})).await.expect(200);
+    assert!(plain.get("masked_columns").is_none(), "{plain}");
+
+    let admin = router.post("/api/v1/query", &json!({"sql": "SELECT diagnosis, ssn FROM patients"})).await.expect(200);
+    assert_eq!(admin["data"]["rows"], json!([["asthma", "123-45-6789"]]), "{admin}");
+
+    let audited = router.get(&format!("{C}/audit/verify")).await.expect(200);
+    assert_eq!(audited["entries_verified"].as_u64().unwrap(), audited_before + 3, "masked, refused and the admin's read: {audited}");
+    assert_eq!(audited["valid"], json!(true));
+
+    // The viewer's third and fourth classified reads within the minute (the
+    // refused one counts) pass the threshold of 3.
+    viewer.post("/api/v1/query", &json!({"sql": "SELECT diagnosis FROM patients"})).await.expect(200);
+    viewer.post("/api/v1/query", &json!({"sql": "SELECT diagnosis FROM patients WHERE id = 1"})).await.expect(200);
+    let mut found = false;
+    for _ in 0..50 {
+        let events = router.get(&format!("{C}/security-events?event_type=unusual_access_pattern")).await.expect(200);
+        if events["count"] == json!(1) {
+            assert_eq!(events["events"][0]["user_id"], json!("vera"), "{events}");
+            found = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(found, "unusual access raised once");
 }

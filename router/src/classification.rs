@@ -1,0 +1,255 @@
+//! Spec 02's `data_classification`: what column classifications enforce on
+//! SQL reads through this router when `data_classification.enabled`.
+//!
+//! A result column is classified when it is named as a classified column of a
+//! table the statement names (`classify` records `table.column` with a level;
+//! the statement's identifiers are compared case-insensitively, a
+//! `database.table` classification by its table). For columns of level 3
+//! (PHI) and above:
+//! * without the elevated permission `access:classified` (admins hold it;
+//!   custom roles may grant it), level 3 and 4 values are masked (`"***"`)
+//!   and a statement showing a level-5 (Restricted) column is refused with
+//!   403, when `enforce_access_control` (default on);
+//! * every such read is appended to the audit trail (`classified_access`:
+//!   who, when, which columns, masked or not) when `audit_classified_access`
+//!   (default on);
+//! * more than `unusual_access_per_minute` (100) such reads by one user in a
+//!   minute raise `unusual_access_pattern`, a security event.
+//!
+//! Level 5 columns are encrypted at rest: classifying one is refused unless
+//! every node encrypts its store at rest (see `handlers::compliance::classify`).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult};
+use tessera_api::compliance::{AuditEvent, ColumnClassification};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The permission that lifts masking and the refusal of level-5 columns.
+pub const ELEVATED: &str = "access:classified";
+/// How long this router reuses the classifications it read.
+const CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// The `[data_classification]` section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DataClassificationSection {
+    pub enabled: bool,
+    /// The level a `classify` request without `classification` records (`internal`).
+    pub default_level: String,
+    pub enforce_access_control: bool,
+    pub audit_classified_access: bool,
+    /// Literals of SQL statements are replaced by `?` in this router's
+    /// activity records and logs.
+    pub mask_phi_in_logs: bool,
+    /// Classified reads by one user in a minute above which
+    /// `unusual_access_pattern` is raised (0: off).
+    pub unusual_access_per_minute: u64,
+}
+
+impl Default for DataClassificationSection {
+    fn default() -> Self {
+        DataClassificationSection {
+            enabled: false,
+            default_level: "internal".into(),
+            enforce_access_control: true,
+            audit_classified_access: true,
+            mask_phi_in_logs: false,
+            unusual_access_per_minute: 100,
+        }
+    }
+}
+
+/// This router's copy of the classifications and its per-user access counts.
+#[derive(Default)]
+pub struct ClassificationState {
+    cache: tokio::sync::Mutex<Option<(Instant, Vec<ColumnClassification>)>>,
+    /// User → (minute, classified reads in it).
+    counts: std::sync::Mutex<std::collections::HashMap<String, (i64, u64)>>,
+}
+
+impl ClassificationState {
+    /// Forgets the cached classifications (after a `classify` here).
+    pub async fn invalidate(&self) {
+        *self.cache.lock().await = None;
+    }
+}
+
+async fn classifications(state: &AppState) -> Result<Vec<ColumnClassification>, ApiError> {
+    let mut cache = state.classification.cache.lock().await;
+    if let Some((at, list)) = cache.as_ref()
+        && at.elapsed() < CACHE_TTL
+    {
+        return Ok(list.clone());
+    }
+    let list = match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
+        MetaQueryResult::Classifications(list) => list,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    *cache = Some((Instant::now(), list.clone()));
+    Ok(list)
+}
+
+/// The lower-case identifiers of a statement.
+fn identifiers(sql: &str) -> HashSet<String> {
+    sql.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_ascii_lowercase).collect()
+}
+
+/// For each result column: the classification of level 3 or above it shows, if any.
+pub fn classified_columns<'c>(sql: &str, columns: &[String], classified: &'c [ColumnClassification]) -> Vec<Option<&'c ColumnClassification>> {
+    let words = identifiers(sql);
+    columns
+        .iter()
+        .map(|name| {
+            classified
+                .iter()
+                .filter(|c| c.level >= 3 && c.column.eq_ignore_ascii_case(name))
+                .filter(|c| words.contains(&c.table.rsplit('.').next().unwrap_or(&c.table).to_ascii_lowercase()))
+                .max_by_key(|c| c.level)
+        })
+        .collect()
+}
+
+/// Applies the classifications to a SQL result about to be answered: masks
+/// or refuses, audits, counts. Answers the masked column names.
+pub async fn guard_rows(state: &AppState, caller: &Caller, sql: &str, columns: &[String], rows: &mut [Vec<Value>]) -> Result<Vec<String>, ApiError> {
+    let section = &state.config.data_classification;
+    if !section.enabled || !state.config.compliance.enabled {
+        return Ok(Vec::new());
+    }
+    let classified = classifications(state).await?;
+    let shown = classified_columns(sql, columns, &classified);
+    let hits: Vec<(usize, &ColumnClassification)> = shown.iter().enumerate().filter_map(|(i, c)| c.map(|c| (i, c))).collect();
+    if hits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let elevated = caller.has(ELEVATED);
+    let enforce = section.enforce_access_control && !elevated;
+    let (user, _) = crate::security::identity(caller);
+    let names: Vec<String> = hits.iter().map(|(_, c)| format!("{}.{}", c.table, c.column)).collect();
+    if enforce && let Some((_, c)) = hits.iter().find(|(_, c)| c.level >= 5) {
+        audit(state, section.audit_classified_access, user.as_deref(), &names, "refused").await;
+        watch_unusual_access(state, caller, user.as_deref(), section.unusual_access_per_minute);
+        return Err(ApiError::Forbidden(format!(
+            "{}.{} is classified Restricted (level 5): reading it needs the {ELEVATED} permission",
+            c.table, c.column
+        )));
+    }
+    let mut masked = Vec::new();
+    if enforce {
+        for (i, _) in &hits {
+            for row in rows.iter_mut() {
+                if let Some(v) = row.get_mut(*i)
+                    && !v.is_null()
+                {
+                    *v = json!("***");
+                }
+            }
+            masked.push(columns[*i].clone());
+        }
+    }
+    audit(state, section.audit_classified_access, user.as_deref(), &names, if masked.is_empty() { "read" } else { "masked" }).await;
+    watch_unusual_access(state, caller, user.as_deref(), section.unusual_access_per_minute);
+    Ok(masked)
+}
+
+async fn audit(state: &AppState, on: bool, user: Option<&str>, columns: &[String], outcome: &str) {
+    if !on {
+        return;
+    }
+    let event = AuditEvent {
+        event_type: "classified_access".into(),
+        actor: user.unwrap_or("anonymous").to_string(),
+        subject_id: None,
+        details: json!({"columns": columns, "outcome": outcome}),
+    };
+    if let Err(e) = state.cluster.meta_write(MetaOp::Audit(vec![event])).await {
+        tracing::warn!("a classified read was not audited: {e}");
+    }
+}
+
+/// Counts a user's classified reads per minute; above `limit`, raises
+/// `unusual_access_pattern` (at most once a minute per user).
+fn watch_unusual_access(state: &AppState, caller: &Caller, user: Option<&str>, limit: u64) {
+    if limit == 0 {
+        return;
+    }
+    let minute = tessera_api::command::now_ms() / 60_000;
+    let who = user.unwrap_or("anonymous").to_string();
+    let count = {
+        let mut counts = state.classification.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = counts.entry(who.clone()).or_insert((minute, 0));
+        if entry.0 != minute {
+            *entry = (minute, 0);
+        }
+        entry.1 += 1;
+        entry.1
+    };
+    if count == limit + 1 {
+        crate::security::raise_unusual_access(state, caller, &format!("{who} read classified columns {count} times within a minute (threshold {limit})"));
+    }
+}
+
+/// `sql` with its literals replaced by `?` (for logs when `mask_phi_in_logs`).
+pub fn mask_literals(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut prev_ident = false;
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            // A string literal ('' escapes a quote).
+            loop {
+                match chars.next() {
+                    Some('\'') if chars.peek() == Some(&'\'') => {
+                        chars.next();
+                    }
+                    Some('\'') | None => break,
+                    Some(_) => {}
+                }
+            }
+            out.push('?');
+            prev_ident = false;
+        } else if c.is_ascii_digit() && !prev_ident {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit() || *d == '.') {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            prev_ident = c.is_alphanumeric() || c == '_';
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(table: &str, column: &str, level: u8) -> ColumnClassification {
+        ColumnClassification { table: table.into(), column: column.into(), level, reason: None, classified_by: "t".into(), classified_at_ms: 0 }
+    }
+
+    #[test]
+    fn result_columns_of_named_tables_are_classified_and_others_are_not() {
+        let classified = vec![col("patients", "diagnosis", 3), col("patients", "ssn", 5), col("staff", "salary", 2)];
+        let columns: Vec<String> = ["id", "diagnosis", "ssn", "salary"].iter().map(|s| s.to_string()).collect();
+        let shown = classified_columns("SELECT * FROM Patients p JOIN staff s ON p.id = s.id", &columns, &classified);
+        let levels: Vec<Option<u8>> = shown.iter().map(|c| c.map(|c| c.level)).collect();
+        assert_eq!(levels, vec![None, Some(3), Some(5), None], "level 2 is not enforced");
+        let other = classified_columns("SELECT diagnosis FROM visits", &columns[1..2], &classified);
+        assert_eq!(other, vec![None], "another table's column of the same name");
+    }
+
+    #[test]
+    fn literals_are_masked_and_identifiers_kept() {
+        assert_eq!(mask_literals("SELECT * FROM t2 WHERE ssn = '123-45-6789' AND age > 42"), "SELECT * FROM t2 WHERE ssn = ? AND age > ?");
+        assert_eq!(mask_literals("INSERT INTO p VALUES ('O''Brien', 3.5)"), "INSERT INTO p VALUES (?, ?)");
+    }
+}
