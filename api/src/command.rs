@@ -195,6 +195,9 @@ pub enum MetaOp {
     /// Records (or updates) an erasure job (spec 02 erasure across shards):
     /// what was found to erase, without the data, and how far it got.
     PutErasureJob { id: String, job: serde_json::Value },
+    /// Replaces the detail (SQL text) of every activity record that contains
+    /// `needle` (a secure erasure's subject id) with a note that it was redacted.
+    RedactActivities { needle: String },
 }
 
 /// The result of applying a command.

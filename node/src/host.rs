@@ -699,6 +699,35 @@ impl Host {
     /// next start campaigns again): as [`Host::drain`] in memory, then waits
     /// until no group is led here, at most `timeout`. Answers the groups led
     /// when asked and those still led at the end.
+    /// Makes what a secure erasure deleted leave this node's files: for each
+    /// hosted group of `groups`, a snapshot of the applied state and a purge of
+    /// the log up to it (waiting for both until `timeout`); then every column
+    /// family flushed and compacted (on a blocking thread), which also retires
+    /// the WAL files that held the records. Answers the groups purged.
+    pub async fn purge_erased(&self, groups: &[GroupId], timeout: Duration) -> Result<Vec<GroupId>, HostError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut purged = Vec::new();
+        for &id in groups {
+            let Ok(g) = self.group(id) else { continue };
+            let applied = g.raft.metrics().borrow().last_applied.map_or(0, |l| l.index);
+            let fatal = |e: openraft::error::Fatal<NodeId>| HostError::Unavailable(format!("group {id}: {e}"));
+            g.raft.trigger().snapshot().await.map_err(fatal)?;
+            let snapshot = wait_metric(&g, deadline, |m| m.snapshot.map(|l| l.index).filter(|i| *i >= applied))
+                .await
+                .ok_or_else(|| HostError::Unavailable(format!("group {id}: no snapshot at index {applied} within {timeout:?}")))?;
+            g.raft.trigger().purge_log(snapshot).await.map_err(fatal)?;
+            wait_metric(&g, deadline, |m| m.purged.map(|l| l.index).filter(|i| *i >= snapshot)).await.ok_or_else(|| {
+                HostError::Unavailable(format!("group {id}: its log was not purged up to {snapshot} within {timeout:?} (a replica behind?)"))
+            })?;
+            purged.push(id);
+        }
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.compact_everything())
+            .await
+            .map_err(|e| HostError::Unavailable(format!("compaction: {e}")))??;
+        Ok(purged)
+    }
+
     pub async fn release_leadership(&self, timeout: Duration) -> (Vec<GroupId>, Vec<GroupId>) {
         let led = self.stop_leading();
         info!(node = self.id, ?led, "releasing leadership before stopping");
@@ -1316,4 +1345,21 @@ pub fn resident_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// Polls `g`'s Raft metrics until `ready` answers, or `deadline` passes.
+async fn wait_metric<T>(
+    g: &Group,
+    deadline: tokio::time::Instant,
+    ready: impl Fn(&openraft::RaftMetrics<NodeId, openraft::BasicNode>) -> Option<T>,
+) -> Option<T> {
+    loop {
+        if let Some(v) = ready(&g.raft.metrics().borrow()) {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -12,7 +12,7 @@ use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
     AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
-    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply,
+    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply, PurgeErasedRequest, PurgeErasedReply,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -243,6 +243,14 @@ impl DataService for NodeService {
     async fn drop_group(&self, req: Request<DropGroupRequest>) -> Result<Response<DropGroupReply>, Status> {
         let dropped = self.host.drop_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(DropGroupReply { dropped }))
+    }
+
+    async fn purge_erased(&self, req: Request<PurgeErasedRequest>) -> Result<Response<PurgeErasedReply>, Status> {
+        let started = std::time::Instant::now();
+        let req = req.into_inner();
+        let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(1_000, 300_000));
+        let purged = self.host.purge_erased(&req.group_ids, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(PurgeErasedReply { purged, took_ms: started.elapsed().as_millis() as u64 }))
     }
 
     async fn release_leadership(&self, req: Request<ReleaseLeadershipRequest>) -> Result<Response<ReleaseLeadershipReply>, Status> {

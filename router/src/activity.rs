@@ -60,6 +60,15 @@ impl Activities {
     }
 
     /// Notes a security event (the oldest unwritten ones go when the buffer is full).
+    /// Redacts the details of the records not written yet that contain
+    /// `needle` (a secure erasure's subject id).
+    pub fn redact_pending(&self, needle: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for record in pending.iter_mut().filter(|r| !needle.is_empty() && r.detail.contains(needle)) {
+            record.detail = "(redacted by a secure erasure of the data subject it named)".into();
+        }
+    }
+
     pub fn note_event(&self, event: tessera_api::security::NewSecurityEvent) {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         if events.len() >= BUFFER_CAP {

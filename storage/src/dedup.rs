@@ -155,6 +155,40 @@ pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cm
     Ok(())
 }
 
+/// Withdraws the remembered answers that show a data subject's records (a
+/// secure erasure; `rule` as [`tessera_api::compliance::SubjectRule`] matches
+/// them: a string naming the subject, an object with a subject field). Each is
+/// replaced by a conflict saying so: a late retry is still not applied twice,
+/// but no answer keeps the erased data. Answers how many were withdrawn.
+pub fn withdraw_answers(tx: &mut Tx<'_>, rule: &tessera_api::compliance::SubjectRule) -> Result<u64> {
+    fn mentions(rule: &tessera_api::compliance::SubjectRule, v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::String(s) => rule.matches_key(s),
+            serde_json::Value::Array(a) => a.iter().any(|x| mentions(rule, x)),
+            serde_json::Value::Object(m) => rule.matches_object(v) || m.values().any(|x| mentions(rule, x)),
+            _ => false,
+        }
+    }
+    let mut hits = Vec::new();
+    tx.view().scan_prefix(b"r/", |k, v| {
+        if let Ok(response) = codec::decode::<Response>(v)
+            && let Ok(json) = serde_json::to_value(&response)
+            && mentions(rule, &json)
+        {
+            hits.push((k.to_vec(), String::from_utf8_lossy(&k[2..]).into_owned()));
+        }
+        Ok(true)
+    })?;
+    for (key, id) in &hits {
+        let withdrawn = Response::rejected(
+            ErrorCode::Conflict,
+            format!("request {id} was applied already; its answer was withdrawn by a secure erasure of the data it showed"),
+        );
+        tx.put(key, &codec::encode(&withdrawn).map_err(codec_error)?);
+    }
+    Ok(hits.len() as u64)
+}
+
 /// Whether `id` is a well-formed request id (1–64 ASCII alphanumerics).
 pub fn valid_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric())

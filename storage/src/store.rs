@@ -444,6 +444,21 @@ impl Store {
         Ok(out)
     }
 
+    /// Flushes every column family and compacts each whole, so deleted and
+    /// purged records leave the SST files and the WAL files that held them are
+    /// retired (after a secure erasure; heavy, on a blocking thread).
+    pub fn compact_everything(&self) -> Result<()> {
+        self.flush()?;
+        for cf in [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX] {
+            if let Some(h) = self.db.cf_handle(cf) {
+                let mut opts = rocksdb::CompactOptions::default();
+                opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+                self.db.compact_range_cf_opt(h, None::<&[u8]>, None::<&[u8]>, &opts);
+            }
+        }
+        self.flush()
+    }
+
     /// Waits for background VACUUM compactions, then flushes memtables and
     /// syncs the WAL (used on graceful shutdown).
     pub fn flush(&self) -> Result<()> {

@@ -88,11 +88,20 @@ pub fn erase(data: &GroupData, db: &Db, batch: &mut WriteBatch, now: i64, op: &E
         data.memory.vectors.invalidate();
         return Ok(Response::Rejected(r));
     }
+    if op.secure_erase && !items.is_empty() {
+        let withdrawn = crate::dedup::withdraw_answers(&mut Tx::new(db, data.group, crate::engine::space::DEDUP, batch), &op.rule)?;
+        if withdrawn > 0 {
+            touched.push(crate::engine::space::DEDUP);
+        }
+    }
     if op.secure_erase {
         for space in touched {
             data.space(space).compact_range(b"", None);
         }
     }
+    // The answer is kept with the request id for retries: it names what was
+    // erased, never the erased data.
+    let items = items.into_iter().map(|i| SubjectItem { data: serde_json::Value::Null, ..i }).collect();
     Ok(Response::SubjectErased { items })
 }
 

@@ -1259,3 +1259,39 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                walk(&path, out)?;
+            } else {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files)?;
+    Ok(files)
+}
+
+/// Every file under `dir` whose bytes contain `needle` (files that vanish
+/// while scanned, as RocksDB retires them, are skipped).
+pub fn files_containing(dir: &Path, needle: &[u8]) -> Result<Vec<PathBuf>> {
+    let mut hits = Vec::new();
+    for f in files_under(dir)? {
+        let bytes = match std::fs::read(&f) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", f.display())),
+        };
+        if bytes.windows(needle.len()).any(|w| w == needle) {
+            hits.push(f);
+        }
+    }
+    Ok(hits)
+}

@@ -12,7 +12,6 @@
 //! The control test runs the same workload without encryption and finds every
 //! marker on disk, which shows the scan can see plaintext where it exists.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -97,10 +96,10 @@ async fn encrypted_scenario(c: &mut Cluster) -> Result<()> {
     c.stop_all().await?;
     for id in [1, 2, 3] {
         let dir = c.node_data_dir(id)?;
-        let scanned = count_files(&dir)?;
+        let scanned = tessera_tests::files_under(&dir)?.len();
         ensure!(scanned > 3, "node {id}: only {scanned} files under {}", dir.display());
         for (model, marker) in m.all() {
-            let found = files_containing(&dir, marker.as_bytes())?;
+            let found = tessera_tests::files_containing(&dir, marker.as_bytes())?;
             ensure!(found.is_empty(), "node {id}: the {model} marker is in plaintext in {found:?}");
         }
     }
@@ -174,12 +173,12 @@ async fn plaintext_scenario(c: &mut Cluster) -> Result<()> {
     for (model, marker) in m.all() {
         let mut found = Vec::new();
         for id in [1, 2, 3] {
-            found.extend(files_containing(&c.node_data_dir(id)?, marker.as_bytes())?);
+            found.extend(tessera_tests::files_containing(&c.node_data_dir(id)?, marker.as_bytes())?);
         }
         ensure!(!found.is_empty(), "the {model} marker is nowhere on disk without encryption: the scan is blind");
     }
     // Node 3 got its values only through snapshot install; they are plain on disk.
-    let on_3 = files_containing(&c.node_data_dir(3)?, m.kv.as_bytes())?;
+    let on_3 = tessera_tests::files_containing(&c.node_data_dir(3)?, m.kv.as_bytes())?;
     ensure!(!on_3.is_empty(), "node 3 (caught up by snapshot) shows no kv marker without encryption");
     c.start_all().await?;
     verify(c, &m).await
@@ -279,35 +278,3 @@ async fn run_node_once(c: &Cluster, id: u64, env: &[(&str, String)]) -> Result<(
     Ok((out.status.success(), text))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            walk(&path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-fn count_files(dir: &Path) -> Result<usize> {
-    let mut files = Vec::new();
-    walk(dir, &mut files)?;
-    Ok(files.len())
-}
-
-/// Every file under `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    walk(dir, &mut files)?;
-    let mut hits = Vec::new();
-    for f in files {
-        let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
-        if bytes.windows(needle.len()).any(|w| w == needle) {
-            hits.push(f);
-        }
-    }
-    Ok(hits)
-}

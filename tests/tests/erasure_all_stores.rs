@@ -40,31 +40,32 @@ async fn a_subject_is_erased_from_every_store_and_a_failed_erasure_finishes_on_r
     }
 }
 
-/// One subject's records in every store (`who` in every subject field).
-async fn seed(api: &Http, who: &str) -> Result<()> {
+/// One subject's records in every store (`who` in every subject field,
+/// `mark` in a field of each record's data).
+async fn seed(api: &Http, who: &str, mark: &str) -> Result<()> {
     for i in 0..6 {
-        api.kv_put(&format!("orders/{who}-{i}"), json!({"customer_id": who, "n": i}), None).await?.ensure_status(200)?;
+        api.kv_put(&format!("orders/{who}-{i}"), json!({"customer_id": who, "n": i, "note": format!("{mark}-kv")}), None).await?.ensure_status(200)?;
     }
     api.kv_put(&format!("profile:{who}"), json!({"plan": "pro"}), None).await?.ensure_status(200)?;
-    api.post("/api/v1/documents/collections/patients/documents", &json!({"id": format!("doc-{who}"), "document": {"patient_id": who, "city": "Lyon"}}))
+    api.post("/api/v1/documents/collections/patients/documents", &json!({"id": format!("doc-{who}"), "document": {"patient_id": who, "note": format!("{mark}-doc")}}))
         .await?
         .ensure_status(201)?;
-    api.post("/api/v1/query", &json!({"sql": format!("INSERT INTO payments VALUES ('{who}-p', '{who}', 12.5)")})).await?.ensure_status(200)?;
-    api.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": who, "label": "User"})).await?.ensure_status(201)?;
+    api.post("/api/v1/query", &json!({"sql": format!("INSERT INTO payments VALUES ('{who}-p', '{who}', 12.5, '{mark}-sql')")})).await?.ensure_status(200)?;
+    api.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": who, "label": "User", "properties": {"note": format!("{mark}-node")}})).await?.ensure_status(201)?;
     api.post("/api/v1/graph/edges", &json!({"graph": "social", "from_node": who, "to_node": "shop", "label": "BUYS"})).await?.ensure_status(201)?;
     let meta = json!({"user_id": who}).to_string();
     api.clone()
         .header("X-Service-Meta", &meta)
-        .send(Method::PUT, &format!("/api/v1/objects/buckets/avatars/object/img/{who}.png"), Some(b"png bytes".to_vec()), Some("image/png"))
+        .send(Method::PUT, &format!("/api/v1/objects/buckets/avatars/object/img/{who}.png"), Some(format!("png bytes {mark}-object").into_bytes()), Some("image/png"))
         .await?
         .ensure_status(200)?;
-    api.post("/api/v1/vector/collections/faces/upsert", &json!({"id": format!("face-{who}"), "vector": [0.1, 0.2, 0.3, 0.4], "metadata": {"user_id": who}}))
+    api.post("/api/v1/vector/collections/faces/upsert", &json!({"id": format!("face-{who}"), "vector": [0.1, 0.2, 0.3, 0.4], "metadata": {"user_id": who, "note": format!("{mark}-vector")}}))
         .await?
         .ensure_status(200)?;
-    let points: Vec<_> = (0..5).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": 60 + i, "tags": {"patient_id": who}})).collect();
+    let points: Vec<_> = (0..5).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": 60 + i, "tags": {"patient_id": who, "ward": format!("{mark}-ts")}})).collect();
     api.post("/api/v1/timeseries/write", &json!({"metric": "heart.rate", "points": points})).await?.ensure_status(200)?;
     for step in ["signup", "checkout"] {
-        api.post("/api/v1/streaming/publish", &json!({"channel": "activity", "event_type": step, "data": {"user_id": who, "step": step}}))
+        api.post("/api/v1/streaming/publish", &json!({"channel": "activity", "event_type": step, "data": {"user_id": who, "step": step, "note": format!("{mark}-stream")}}))
             .await?
             .ensure_status(200)?;
     }
@@ -85,13 +86,16 @@ fn store_counts(export: &Resp) -> Vec<(String, usize)> {
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
     api.post("/api/v1/documents/collections", &json!({"name": "patients"})).await?.ensure_status(201)?;
-    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id TEXT PRIMARY KEY, user_id TEXT, amount FLOAT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id TEXT PRIMARY KEY, user_id TEXT, amount FLOAT, note TEXT)"})).await?.ensure_status(200)?;
     api.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": "shop", "label": "Shop"})).await?.ensure_status(201)?;
     api.post("/api/v1/objects/buckets", &json!({"name": "avatars"})).await?.ensure_status(201)?;
     api.post("/api/v1/vector/collections", &json!({"name": "faces", "dim": 4, "metric": "cosine"})).await?.ensure_status(201)?;
     api.post("/api/v1/streaming/channels", &json!({"name": "activity"})).await?.ensure_status(201)?;
-    seed(&api, SUBJECT).await?;
-    seed(&api, OTHER).await?;
+    // Markers unique to this run: each store's record of the subject carries one.
+    let run = format!("{:08x}", std::process::id() ^ (tessera_api::command::now_ms() as u32));
+    let (mark, other_mark) = (format!("ERASE-ME-{run}"), format!("KEEP-ME-{run}"));
+    seed(&api, SUBJECT, &mark).await?;
+    seed(&api, OTHER, &other_mark).await?;
 
     // Every store holds the subject: 7 entries, a document, a row, a node and
     // its edge, an object, a vector, a series, 2 events.
@@ -172,6 +176,20 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let job_now = api.get(&format!("{C}/erasure-jobs/{}", job["id"].as_str().unwrap_or_default())).await?.ensure_status(200)?;
     ensure!(job_now.json["state"] == "complete" && job_now.json["certificate_id"] == cert["id"], "{job_now}");
     ensure!(job_now.json["attempts"].as_u64().is_some_and(|n| n >= 2), "{job_now}");
+    // secure_erase: no node's data directory holds a marker of the erased
+    // records (log, SSTs, WAL, snapshots); the other subject's are still
+    // there, so the scan sees plaintext where it exists.
+    for store in ["kv", "doc", "sql", "node", "object", "vector", "ts", "stream"] {
+        let marker = format!("{mark}-{store}");
+        let mut found = Vec::new();
+        for id in 1..=3 {
+            found.extend(tessera_tests::files_containing(&c.node_data_dir(id)?, marker.as_bytes())?);
+        }
+        ensure!(found.is_empty(), "the erased {store} marker is still on disk in {found:?}");
+    }
+    let kept = tessera_tests::files_containing(&c.node_data_dir(1)?, format!("{other_mark}-kv").as_bytes())?;
+    ensure!(!kept.is_empty(), "the other subject's marker is on disk (the scan sees plaintext)");
+
     let id = cert["id"].as_str().unwrap_or_default();
     let verified = api.get(&format!("{C}/certificates/{id}/verify")).await?.ensure_status(200)?;
     ensure!(verified.json["valid"] == true, "{verified}");

@@ -442,6 +442,15 @@ impl ClusterClient for GrpcCluster {
         Ok(())
     }
 
+    async fn purge_erased(&self, node: &NodeInfo, groups: &[GroupId], timeout: Duration) -> Result<Vec<GroupId>, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let body = tessera_api::rpc::PurgeErasedRequest { group_ids: groups.to_vec(), timeout_ms: timeout.as_millis() as u64 };
+        let mut req = tonic::Request::new(body);
+        req.set_timeout(timeout + Duration::from_secs(60));
+        let reply = client.purge_erased(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner().purged)
+    }
+
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {
         let mut client = self.client(&node.addr)?;
         let mut req = tonic::Request::new(DrainRequest {});

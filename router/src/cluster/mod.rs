@@ -92,6 +92,11 @@ pub trait ClusterClient: Send + Sync {
     /// Asks node `node` to restart its process (it stops its groups, then runs again).
     async fn restart_node(&self, node: &NodeInfo, binary: Option<&str>) -> Result<(), ClusterError>;
 
+    /// After a secure erasure: asks `node` to snapshot and purge the log of
+    /// each of `groups` it hosts and compact its store (see the node's
+    /// `PurgeErased`); answers the groups it purged.
+    async fn purge_erased(&self, node: &NodeInfo, groups: &[GroupId], timeout: std::time::Duration) -> Result<Vec<GroupId>, ClusterError>;
+
     /// Asks `node` to stop leading (it stops campaigning until its next start);
     /// answers the groups it still leads after `timeout_ms`.
     async fn release_leadership(&self, node: &NodeInfo, timeout_ms: u64) -> Result<Vec<GroupId>, ClusterError>;

@@ -135,6 +135,25 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         }
         erased.extend(rows.iter().filter(|r| r.location == *location).cloned());
     }
+    // A secure erasure: every node snapshots and purges the data groups' logs
+    // and compacts its store, so the erased records leave its files.
+    if req.secure_erase && pending.is_empty() {
+        // The SQL text of recorded activities that named the subject goes too.
+        state.activities.redact_pending(&subject);
+        if let Err(e) = state.cluster.meta_write(MetaOp::RedactActivities { needle: subject.clone() }).await {
+            pending.push(format!("redacting activity records: {e}"));
+        }
+        let nodes = state.cluster.map().map(|m| m.nodes).unwrap_or_default();
+        let mut purged_groups = groups.clone();
+        purged_groups.push(tessera_api::META_GROUP);
+        let groups = &purged_groups;
+        let purges = nodes.iter().map(|n| async move { (n.id, state.cluster.purge_erased(n, groups, std::time::Duration::from_secs(60)).await) });
+        for (node, outcome) in futures::future::join_all(purges).await {
+            if let Err(e) = outcome {
+                pending.push(format!("purging node {node}'s files: {e}"));
+            }
+        }
+    }
     // What the job found at its start and what any attempt erased since.
     let mut all: Vec<SubjectItem> = job_items(&job);
     for item in erased.iter().map(without_data) {

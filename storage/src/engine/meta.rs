@@ -163,6 +163,23 @@ impl Engine for MetaEngine {
                 tx.put(SIGNING_KEY, seed_b64.as_bytes());
                 Ok(Response::Applied(true))
             }
+            MetaOp::RedactActivities { needle } => {
+                let mut hits = Vec::new();
+                tx.view().scan_prefix(ACTIVITY_PREFIX, |k, v| {
+                    if let Ok(mut record) = serde_json::from_slice::<ActivityRecord>(v)
+                        && !needle.is_empty()
+                        && record.detail.contains(needle.as_str())
+                    {
+                        record.detail = REDACTED_DETAIL.to_string();
+                        hits.push((k.to_vec(), record));
+                    }
+                    Ok(true)
+                })?;
+                for (k, record) in &hits {
+                    tx.put(k, &serde_json::to_vec(record)?);
+                }
+                Ok(Response::Deleted(hits.len() as u64))
+            }
             MetaOp::PutErasureJob { id, job } => {
                 tx.put(&[ERASURE_JOB_PREFIX, id.as_bytes()].concat(), &serde_json::to_vec(job)?);
                 Ok(Response::Applied(true))
@@ -510,6 +527,8 @@ const VAULT_KEY: &[u8] = b"vault/key";
 const VAULT_EPOCH: &[u8] = b"vault/epoch";
 const VAULT_AUDIT_COUNT: &[u8] = b"vault/acount";
 const ACTIVITY_COUNT: &[u8] = b"activity/count";
+/// What a redacted activity record says instead of its SQL text.
+const REDACTED_DETAIL: &str = "(redacted by a secure erasure of the data subject it named)";
 const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
 /// The Ed25519 seed (base64) deletion certificates are signed with.
 const SIGNING_KEY: &[u8] = b"cert/key";

@@ -615,11 +615,16 @@ impl crate::subject::SubjectRecords for TimeSeriesEngine {
                 }
                 Ok(true)
             })?;
+            // The id names the series without its tag values (they are the
+            // subject's data; answers and job records keep only ids).
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(format!("{metric}\0{series}").as_bytes());
+            let item_id = format!("series-{}", digest.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>());
             items.push(tessera_api::compliance::SubjectItem {
                 store: Self::STORE.into(),
                 location: metric,
-                item_id: series,
-                data: serde_json::json!({"tags": tags, "points": points}),
+                item_id,
+                data: serde_json::json!({"tags": tags, "points": points, "series": series}),
                 bytes,
                 at_ms: last,
             });
@@ -629,7 +634,8 @@ impl crate::subject::SubjectRecords for TimeSeriesEngine {
     fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
         let mut by_metric: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
         for item in items {
-            by_metric.entry(item.location.as_str()).or_default().push(item.item_id.as_str());
+            let Some(series) = item.data["series"].as_str() else { continue };
+            by_metric.entry(item.location.as_str()).or_default().push(series);
         }
         for (metric, all_series) in by_metric {
             let mut rec = load_metric(tx.view(), metric)?;
