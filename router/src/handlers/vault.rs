@@ -92,13 +92,18 @@ pub async fn unseal(
     let actor = actor(&caller);
     match state.vault.unseal(&*state.cluster, &passphrase, &actor).await {
         Ok(out) => Ok(Json(json!({"initialized": true, "sealed": false, "created": out.created}))),
-        Err(VaultError::WrongPassphrase) => {
-            let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
-            crate::vault::alert_unseal_failure(&state, &actor, ip).await;
-            Err(VaultError::WrongPassphrase.into())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(refused(&state, &actor, ip, e).await),
     }
+}
+
+/// The answer to a failed unseal or rekey; a wrong passphrase also raises the
+/// `vault_unseal_failed` alert with the caller's address.
+async fn refused(state: &AppState, actor: &Actor, ip: Option<Extension<ClientIp>>, e: VaultError) -> ApiError {
+    if matches!(e, VaultError::WrongPassphrase) {
+        let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
+        crate::vault::alert_unseal_failure(state, actor, ip).await;
+    }
+    e.into()
 }
 
 /// Body of `POST /api/v1/admin/vault/rekey`.
@@ -125,12 +130,7 @@ pub async fn rekey(
     let actor = actor(&caller);
     match state.vault.rekey(&*state.cluster, &current, &new, &actor).await {
         Ok(key_id) => Ok(Json(json!({"rekeyed": true, "key_id": key_id}))),
-        Err(VaultError::WrongPassphrase) => {
-            let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
-            crate::vault::alert_unseal_failure(&state, &actor, ip).await;
-            Err(VaultError::WrongPassphrase.into())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(refused(&state, &actor, ip, e).await),
     }
 }
 

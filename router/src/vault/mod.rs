@@ -295,18 +295,8 @@ impl Vault {
             if !crypto::verify_check(&key, &old.check_nonce, &old.check) {
                 return None;
             }
-            let salt = crypto::random_bytes::<16>().to_vec();
-            let kek = crypto::derive_kek(&new, &salt, crypto::KDF_M_KIB, crypto::KDF_T, crypto::KDF_P).ok()?;
-            let (wrap_nonce, wrapped_key) = crypto::wrap(&kek, &key).ok()?;
-            Some(VaultKeyRecord {
-                kdf_m_kib: crypto::KDF_M_KIB,
-                kdf_t: crypto::KDF_T,
-                kdf_p: crypto::KDF_P,
-                salt,
-                wrap_nonce,
-                wrapped_key,
-                ..old
-            })
+            let wrapping = wrap_under(&new, &key).ok()?;
+            Some(wrapping.into_record(old))
         })
         .await
         .map_err(|e| VaultError::Internal(e.to_string()))?;
@@ -488,27 +478,56 @@ impl Vault {
     }
 }
 
+/// A data key's wrapping under a passphrase: a fresh salt, the Argon2id
+/// parameters, and the key sealed under the key they derive.
+struct Wrapping {
+    salt: Vec<u8>,
+    wrap_nonce: Vec<u8>,
+    wrapped_key: Vec<u8>,
+}
+
+impl Wrapping {
+    /// `record` with this wrapping (and the current KDF parameters).
+    fn into_record(self, record: VaultKeyRecord) -> VaultKeyRecord {
+        VaultKeyRecord {
+            kdf_m_kib: crypto::KDF_M_KIB,
+            kdf_t: crypto::KDF_T,
+            kdf_p: crypto::KDF_P,
+            salt: self.salt,
+            wrap_nonce: self.wrap_nonce,
+            wrapped_key: self.wrapped_key,
+            ..record
+        }
+    }
+}
+
+/// Wraps `key` under `passphrase` with a fresh salt (slow: Argon2id; call on a blocking thread).
+fn wrap_under(passphrase: &str, key: &[u8; 32]) -> Result<Wrapping, crypto::CryptoError> {
+    let salt = crypto::random_bytes::<16>().to_vec();
+    let kek = crypto::derive_kek(passphrase, &salt, crypto::KDF_M_KIB, crypto::KDF_T, crypto::KDF_P)?;
+    let (wrap_nonce, wrapped_key) = crypto::wrap(&kek, key)?;
+    Ok(Wrapping { salt, wrap_nonce, wrapped_key })
+}
+
 /// A new data key wrapped under `passphrase` (derivation on a blocking thread).
 async fn create_key_record(passphrase: String) -> Result<VaultKeyRecord> {
     let passphrase = Zeroizing::new(passphrase);
     tokio::task::spawn_blocking(move || -> Result<VaultKeyRecord, crypto::CryptoError> {
-        let salt = crypto::random_bytes::<16>().to_vec();
-        let kek = crypto::derive_kek(&passphrase, &salt, crypto::KDF_M_KIB, crypto::KDF_T, crypto::KDF_P)?;
         let key = crypto::new_key();
-        let (wrap_nonce, wrapped_key) = crypto::wrap(&kek, &key)?;
         let (check_nonce, check) = crypto::check_value(&key)?;
-        Ok(VaultKeyRecord {
+        let fresh = VaultKeyRecord {
             key_id: new_id(),
-            kdf_m_kib: crypto::KDF_M_KIB,
-            kdf_t: crypto::KDF_T,
-            kdf_p: crypto::KDF_P,
-            salt,
-            wrap_nonce,
-            wrapped_key,
+            kdf_m_kib: 0,
+            kdf_t: 0,
+            kdf_p: 0,
+            salt: Vec::new(),
+            wrap_nonce: Vec::new(),
+            wrapped_key: Vec::new(),
             check_nonce,
             check,
             created_at_ms: tessera_api::command::now_ms(),
-        })
+        };
+        Ok(wrap_under(&passphrase, &key)?.into_record(fresh))
     })
     .await
     .map_err(|e| VaultError::Internal(e.to_string()))?
