@@ -392,6 +392,20 @@ impl SubjectRule {
     }
 }
 
+/// Whether `text` holds `id` as a whole token: not inside a longer word or
+/// number (`7` is in `id = 7` and `'user-7'`, not in `17` or `x7`).
+pub fn names_token(text: &str, id: &str) -> bool {
+    if id.is_empty() {
+        return false;
+    }
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(id).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + id.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
 /// One record of a data subject: where it is, its id there, its data and its stored size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubjectItem {
@@ -432,6 +446,12 @@ impl EraseSubjectOp {
 #[cfg(test)]
 mod subject_tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_named_only_whole() {
+        assert!(names_token("SELECT * FROM t WHERE id = 7", "7") && names_token("VALUES ('user-7', 1)", "user-7"));
+        assert!(!names_token("VALUES (17, 'x7')", "7") && !names_token("anything", ""));
+    }
 
     #[test]
     fn keys_and_objects_of_the_subject_match_and_others_do_not() {

@@ -14,6 +14,10 @@ tonic::include_proto!("tessera.v1");
 pub const WIRE_VERSION: u32 = 2;
 /// The oldest router wire version a node serves.
 pub const MIN_WIRE_VERSION: u32 = 1;
+/// The oldest node wire version a router of this build works with: nodes of
+/// an earlier release (reporting none, 0) are refused by the router, since
+/// they would not refuse it themselves (upgrade the nodes first).
+pub const MIN_NODE_WIRE_VERSION: u32 = 2;
 /// The gRPC metadata key a router puts its wire version in.
 pub const WIRE_VERSION_KEY: &str = "tessera-wire-version";
 /// How a node's refusal of a router's wire version begins (the router stops

@@ -705,11 +705,21 @@ impl Host {
     /// family flushed and compacted (on a blocking thread), which also retires
     /// the WAL files that held the records. Answers the groups purged.
     pub async fn purge_erased(&self, groups: &[GroupId], timeout: Duration) -> Result<Vec<GroupId>, HostError> {
+        // One purge at a time per node: each compacts the whole store.
+        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _turn = ONE_AT_A_TIME.lock().await;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut purged = Vec::new();
         for &id in groups {
             let Ok(g) = self.group(id) else { continue };
-            let applied = g.raft.metrics().borrow().last_applied.map_or(0, |l| l.index);
+            // A replica applies what it holds first (the erasure itself, on a follower).
+            let held = {
+                let m = g.raft.metrics().borrow().clone();
+                m.last_log_index.unwrap_or(0).max(m.last_applied.map_or(0, |l| l.index))
+            };
+            let applied = wait_metric(&g, deadline, |m| m.last_applied.map(|l| l.index).filter(|i| *i >= held))
+                .await
+                .ok_or_else(|| HostError::Unavailable(format!("group {id}: entries up to {held} not applied within {timeout:?}")))?;
             let fatal = |e: openraft::error::Fatal<NodeId>| HostError::Unavailable(format!("group {id}: {e}"));
             g.raft.trigger().snapshot().await.map_err(fatal)?;
             let snapshot = wait_metric(&g, deadline, |m| m.snapshot.map(|l| l.index).filter(|i| *i >= applied))

@@ -64,7 +64,7 @@ impl Activities {
     /// `needle` (a secure erasure's subject id).
     pub fn redact_pending(&self, needle: &str) {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        for record in pending.iter_mut().filter(|r| !needle.is_empty() && r.detail.contains(needle)) {
+        for record in pending.iter_mut().filter(|r| tessera_api::compliance::names_token(&r.detail, needle)) {
             record.detail = "(redacted by a secure erasure of the data subject it named)".into();
         }
     }

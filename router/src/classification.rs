@@ -116,23 +116,84 @@ pub fn classified_columns<'c>(sql: &str, columns: &[String], classified: &'c [Co
         .collect()
 }
 
+/// The classified columns (level 3 and above) of tables `sql` names whose
+/// column name it mentions too: read under another name or in an expression
+/// (`ssn AS x`, `diagnosis || ''`) as much as by their own.
+pub fn mentioned<'c>(sql: &str, classified: &'c [ColumnClassification]) -> Vec<&'c ColumnClassification> {
+    let words = identifiers(sql);
+    classified
+        .iter()
+        .filter(|c| c.level >= 3)
+        .filter(|c| words.contains(&c.table.rsplit('.').next().unwrap_or(&c.table).to_ascii_lowercase()))
+        .filter(|c| words.contains(&c.column.to_ascii_lowercase()))
+        .collect()
+}
+
+/// The columns of the tables of `mentioned` (for telling a plain column from
+/// a renamed or computed one).
+async fn table_columns(state: &AppState, database: &str, mentioned: &[&ColumnClassification]) -> Result<HashSet<String>, ApiError> {
+    use crate::cluster::typed::{self, Sql};
+    let mut out = HashSet::new();
+    let mut tables: Vec<&str> = mentioned.iter().map(|c| c.table.rsplit('.').next().unwrap_or(&c.table)).collect();
+    tables.sort_unstable();
+    tables.dedup();
+    let group = state.cluster.group_for(&tessera_api::routing::RoutingKey::SqlDatabase(database))?;
+    for table in tables {
+        let q = tessera_api::sql::SqlQuery::DescribeTable { database: database.into(), name: table.into() };
+        // A table that does not exist (here) has no plain columns.
+        let Ok(served) = typed::read::<Sql>(&*state.cluster, group, q, tessera_api::rpc::Consistency::Quorum, None).await else { continue };
+        if let tessera_api::sql::SqlResult::Catalog(schema) = served.value {
+            out.extend(schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_ascii_lowercase)));
+        }
+    }
+    Ok(out)
+}
+
 /// Applies the classifications to a SQL result about to be answered: masks
 /// or refuses, audits, counts. Answers the masked column names.
-pub async fn guard_rows(state: &AppState, caller: &Caller, sql: &str, columns: &[String], rows: &mut [Vec<Value>]) -> Result<Vec<String>, ApiError> {
+pub async fn guard_rows(
+    state: &AppState,
+    caller: &Caller,
+    database: &str,
+    sql: &str,
+    columns: &[String],
+    rows: &mut [Vec<Value>],
+) -> Result<Vec<String>, ApiError> {
     let section = &state.config.data_classification;
     if !section.enabled || !state.config.compliance.enabled {
         return Ok(Vec::new());
     }
     let classified = classifications(state).await?;
     let shown = classified_columns(sql, columns, &classified);
-    let hits: Vec<(usize, &ColumnClassification)> = shown.iter().enumerate().filter_map(|(i, c)| c.map(|c| (i, c))).collect();
-    if hits.is_empty() {
+    let mut hits: Vec<(usize, &ColumnClassification)> = shown.iter().enumerate().filter_map(|(i, c)| c.map(|c| (i, c))).collect();
+    let named = mentioned(sql, &classified);
+    if hits.is_empty() && named.is_empty() {
         return Ok(Vec::new());
     }
     let elevated = caller.has(ELEVATED);
     let enforce = section.enforce_access_control && !elevated;
+    // A classified column the statement names but no result column shows by
+    // name may be in any other result column (renamed or computed): those
+    // that are not plain unclassified columns of its table count as it.
+    let unshown: Vec<&ColumnClassification> =
+        named.iter().copied().filter(|n| !hits.iter().any(|(_, h)| h.table == n.table && h.column == n.column)).collect();
+    if let Some(strongest) = unshown.iter().max_by_key(|c| c.level) {
+        let plain = table_columns(state, database, &unshown).await?;
+        for (i, name) in columns.iter().enumerate() {
+            let lower = name.to_ascii_lowercase();
+            let classified_name = classified.iter().any(|c| c.level >= 3 && c.column.eq_ignore_ascii_case(name));
+            if shown[i].is_none() && (!plain.contains(&lower) || classified_name) {
+                hits.push((i, strongest));
+            }
+        }
+    }
+    if hits.is_empty() {
+        return Ok(Vec::new());
+    }
     let (user, _) = crate::security::identity(caller);
-    let names: Vec<String> = hits.iter().map(|(_, c)| format!("{}.{}", c.table, c.column)).collect();
+    let mut names: Vec<String> = hits.iter().map(|(_, c)| format!("{}.{}", c.table, c.column)).collect();
+    names.sort();
+    names.dedup();
     if enforce && let Some((_, c)) = hits.iter().find(|(_, c)| c.level >= 5) {
         audit(state, section.audit_classified_access, user.as_deref(), &names, "refused").await;
         watch_unusual_access(state, caller, user.as_deref(), section.unusual_access_per_minute);

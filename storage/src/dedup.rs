@@ -179,6 +179,21 @@ pub fn withdraw_answers(tx: &mut Tx<'_>, rule: &tessera_api::compliance::Subject
         }
         Ok(true)
     })?;
+    // Compact KV put records keep the entry's key (not its value).
+    let mut compact = Vec::new();
+    tx.view().scan_prefix(b"c/", |k, v| {
+        if let Ok(CompactPut { entry, .. }) = codec::decode::<CompactPut>(v)
+            && rule.matches_key(&entry.key)
+        {
+            let id = String::from_utf8_lossy(&k[2..]).into_owned();
+            compact.push((k.to_vec(), id));
+        }
+        Ok(true)
+    })?;
+    for (key, id) in compact {
+        tx.delete(&key);
+        hits.push((record_key(&id), id));
+    }
     for (key, id) in &hits {
         let withdrawn = Response::rejected(
             ErrorCode::Conflict,

@@ -362,6 +362,18 @@ impl ClusterClient for GrpcCluster {
         let mut reachable = HashMap::new();
         let mut refused = None;
         for (addr, reply) in replies {
+            let reply = reply.and_then(|status| {
+                if status.wire_version < tessera_api::rpc::MIN_NODE_WIRE_VERSION {
+                    return Err(ClusterError::Incompatible(format!(
+                        "{}: node {} speaks wire version {} (an earlier release), this router needs {} or later; upgrade the nodes first",
+                        tessera_api::rpc::WIRE_REFUSAL,
+                        status.node_id,
+                        status.wire_version,
+                        tessera_api::rpc::MIN_NODE_WIRE_VERSION
+                    )));
+                }
+                Ok(status)
+            });
             match reply {
                 Ok(status) => {
                     reachable.insert(status.node_id, true);

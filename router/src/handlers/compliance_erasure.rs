@@ -82,41 +82,25 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     let scope_kind = req.scope.as_ref().and_then(|s| s.kind_name()).unwrap_or("all").to_string();
     let coverage = Coverage::of(req.scope.as_ref(), None)?;
     let rule = rule(state, &subject);
-    let mut job = open_job(state, &subject, &rule, &coverage, &req).await?;
-    // For the test of an erasure interrupted midway only: a pause between
-    // recording the job and erasing (`TESSERA_TEST_ERASURE_PAUSE_MS`).
-    if let Some(ms) = std::env::var("TESSERA_TEST_ERASURE_PAUSE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
     let op = Operation::EraseSubject(EraseSubjectOp {
         rule: rule.clone(),
         locations: coverage.collections.clone(),
         secure_erase: req.secure_erase,
         written_before_ms: None,
     });
+    let params = params_digest(&op);
+    let mut job = open_job(state, &subject, &rule, &coverage, &req, &params).await?;
+    // For the test of an erasure interrupted midway only: a pause between
+    // recording the job and erasing (`TESSERA_TEST_ERASURE_PAUSE_MS`).
+    if let Some(ms) = std::env::var("TESSERA_TEST_ERASURE_PAUSE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
 
-    // Every store of each data group: one command per group. Its request id is
-    // the job's, so a command a failed attempt left in a group's log applies
-    // once and its answer comes back to the retry (within the ten minutes the
-    // nodes remember answers).
     let groups = state.cluster.data_groups()?;
-    let job_id = job["id"].as_str().unwrap_or_default().to_string();
-    let (op, job_id_ref) = (&op, &job_id);
-    let writes = groups.iter().map(|&g| async move {
-        let request_id = job_request_id(job_id_ref, &format!("group {g}"));
-        (g, state.cluster.write_as(g, op, Consistency::Quorum, request_id).await)
-    });
     let mut erased: Vec<SubjectItem> = Vec::new();
     let mut pending: Vec<String> = Vec::new();
-    for (group, outcome) in futures::future::join_all(writes).await {
-        match outcome.map(|s| s.value) {
-            Ok(Response::SubjectErased { items }) => erased.extend(items),
-            Ok(Response::Rejected(r)) => pending.push(format!("group {group}: {}", r.message)),
-            Ok(other) => pending.push(format!("group {group}: unexpected answer {other:?}")),
-            Err(e) => pending.push(format!("group {group}: {e}")),
-        }
-    }
-    // SQL rows: one DELETE per table holding some, then VACUUM for a secure erase.
+    // SQL rows first: one DELETE per table holding some (their change records in
+    // CDC channels are then erased with the stream events below).
     let rows: Vec<SubjectItem> = match sql_rows(state, &rule, &groups).await {
         Ok(rows) => rows.into_iter().filter(|i| coverage.covers(i)).collect(),
         Err(e) => {
@@ -134,6 +118,24 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
             continue;
         }
         erased.extend(rows.iter().filter(|r| r.location == *location).cloned());
+    }
+    // Every store of each data group: one command per group. Its request id is
+    // the job's, so a command a failed attempt left in a group's log applies
+    // once and its answer comes back to the retry (within the ten minutes the
+    // nodes remember answers).
+    let job_id = job["id"].as_str().unwrap_or_default().to_string();
+    let (op, job_id_ref, params) = (&op, &job_id, &params);
+    let writes = groups.iter().map(|&g| async move {
+        let request_id = job_request_id(job_id_ref, &format!("{params} group {g}"));
+        (g, state.cluster.write_as(g, op, Consistency::Quorum, request_id).await)
+    });
+    for (group, outcome) in futures::future::join_all(writes).await {
+        match outcome.map(|s| s.value) {
+            Ok(Response::SubjectErased { items }) => erased.extend(items),
+            Ok(Response::Rejected(r)) => pending.push(format!("group {group}: {}", r.message)),
+            Ok(other) => pending.push(format!("group {group}: unexpected answer {other:?}")),
+            Err(e) => pending.push(format!("group {group}: {e}")),
+        }
     }
     // A secure erasure: every node snapshots and purges the data groups' logs
     // and compacts its store, so the erased records leave its files.
@@ -232,9 +234,24 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
 /// The subject's running erasure job, or a new one recording what the subject
 /// has now in every store (every group must answer; nothing is erased before).
 /// The job keeps where each item was and its size, never its data.
-async fn open_job(state: &AppState, subject: &str, rule: &tessera_api::compliance::SubjectRule, coverage: &Coverage, req: &EraseRequest) -> Result<Value, ApiError> {
+/// A running job continues only with the same parameters (scope, rule,
+/// `secure_erase`): its commands' request ids would replay the first answers.
+async fn open_job(
+    state: &AppState,
+    subject: &str,
+    rule: &tessera_api::compliance::SubjectRule,
+    coverage: &Coverage,
+    req: &EraseRequest,
+    params: &str,
+) -> Result<Value, ApiError> {
     let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
     if let Some(job) = jobs.into_iter().find(|j| j["subject_id"] == subject && j["state"] == "running") {
+        if job["params"] != params {
+            return Err(ApiError::Conflict(format!(
+                "erasure job {} of subject {subject} is running with another scope or secure_erase; send that request again to finish it first",
+                job["id"].as_str().unwrap_or_default()
+            )));
+        }
         return Ok(job);
     }
     let found: Vec<SubjectItem> = super::compliance_subject::find(state, rule)
@@ -248,13 +265,19 @@ async fn open_job(state: &AppState, subject: &str, rule: &tessera_api::complianc
     let id = format!("ERJ-{}-{:08x}", compact_timestamp(now), rand::random::<u32>());
     let job = json!({
         "id": id, "subject_id": subject, "state": "running", "created_at_ms": now, "created_at": iso8601_ms(now),
-        "updated_at_ms": now, "attempts": 0, "pending": [], "items": found,
+        "updated_at_ms": now, "attempts": 0, "pending": [], "items": found, "params": params,
         "requestor": req.requestor, "reason": req.reason, "secure_erase": req.secure_erase,
     });
     match state.cluster.meta_write(MetaOp::PutErasureJob { id, job: job.clone() }).await? {
         Response::Rejected(r) => Err(r.into()),
         _ => Ok(job),
     }
+}
+
+/// A digest of what an erasure command does (rule, places, secure_erase).
+fn params_digest(op: &Operation) -> String {
+    let bytes = tessera_api::codec::encode(op).unwrap_or_default();
+    hex::encode(&Sha256::digest(&bytes)[..8])
 }
 
 /// The request id of a job's write to `target`: the same for every attempt.

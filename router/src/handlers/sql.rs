@@ -91,6 +91,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     }
     let security_flags = crate::security::screen_sql(&state, &caller, &req.sql);
     let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
+    let sql_database = database.clone();
     let group = database_group(&state, &database)?;
     let limits = &state.config.query_limits;
     let mut result = None;
@@ -127,8 +128,13 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     let elapsed = started.elapsed().as_millis() as u64;
     Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
         SqlResult::Rows(mut r) => {
-            let masked = crate::classification::guard_rows(&state, &caller, &req.sql, &r.columns, &mut r.rows).await?;
-            let statement: String = req.sql.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
+            let masked = crate::classification::guard_rows(&state, &caller, &sql_database, &req.sql, &r.columns, &mut r.rows).await?;
+            let logged = if state.config.data_classification.mask_phi_in_logs {
+                crate::classification::mask_literals(&req.sql)
+            } else {
+                req.sql.clone()
+            };
+            let statement: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
             if req.sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
                 crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, r.rows_affected, &statement);
             }

@@ -621,6 +621,12 @@ async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() 
     assert_eq!(masked["masked_columns"], json!(["diagnosis"]));
     let refused = viewer.post("/api/v1/query", &json!({"sql": "SELECT ssn FROM patients"})).await.expect(403);
     assert!(refused["error"].as_str().is_some_and(|e| e.contains("Restricted") && e.contains("access:classified")), "{refused}");
+    // Renamed or computed, a classified column is still masked or refused.
+    let renamed = viewer.post("/api/v1/query", &json!({"sql": "SELECT id, diagnosis AS d, upper(diagnosis) FROM patients"})).await.expect(200);
+    assert_eq!(renamed["data"]["rows"][0][0], json!(1), "{renamed}");
+    assert_eq!(renamed["data"]["rows"][0][1], json!("***"), "{renamed}");
+    assert_eq!(renamed["data"]["rows"][0][2], json!("***"), "{renamed}");
+    viewer.post("/api/v1/query", &json!({"sql": "SELECT ssn AS x FROM patients"})).await.expect(403);
     // Not classified: another table's column of the same name, or a level below 3.
     let plain = viewer.post("/api/v1/query", &json!({"sql": "SELECT name FROM patients"})).await.expect(200);
     assert!(plain.get("masked_columns").is_none(), "{plain}");
@@ -629,11 +635,11 @@ async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() 
     assert_eq!(admin["data"]["rows"], json!([["asthma", "123-45-6789"]]), "{admin}");
 
     let audited = router.get(&format!("{C}/audit/verify")).await.expect(200);
-    assert_eq!(audited["entries_verified"].as_u64().unwrap(), audited_before + 3, "masked, refused and the admin's read: {audited}");
+    assert_eq!(audited["entries_verified"].as_u64().unwrap(), audited_before + 5, "two masked, two refused and the admin's read: {audited}");
     assert_eq!(audited["valid"], json!(true));
 
-    // The viewer's third and fourth classified reads within the minute (the
-    // refused one counts) pass the threshold of 3.
+    // The viewer's further classified reads within the minute (refused ones
+    // count) pass the threshold of 3.
     viewer.post("/api/v1/query", &json!({"sql": "SELECT diagnosis FROM patients"})).await.expect(200);
     viewer.post("/api/v1/query", &json!({"sql": "SELECT diagnosis FROM patients WHERE id = 1"})).await.expect(200);
     let mut found = false;

@@ -167,8 +167,7 @@ impl Engine for MetaEngine {
                 let mut hits = Vec::new();
                 tx.view().scan_prefix(ACTIVITY_PREFIX, |k, v| {
                     if let Ok(mut record) = serde_json::from_slice::<ActivityRecord>(v)
-                        && !needle.is_empty()
-                        && record.detail.contains(needle.as_str())
+                        && tessera_api::compliance::names_token(&record.detail, needle)
                     {
                         record.detail = REDACTED_DETAIL.to_string();
                         hits.push((k.to_vec(), record));

@@ -394,7 +394,8 @@ pub fn query(view: &ReadView<'_>, q: &StreamQuery) -> Result<StreamQueryResult> 
     })
 }
 
-/// Events of a data subject: those whose data has a subject field. Erasing one
+/// Events of a data subject: those whose data has a subject field (at its top
+/// or in a nested object, as the row of a CDC change record). Erasing one
 /// redacts it: its data becomes `null` and its id, type and time stay, so a
 /// channel's ids stay dense and consumers' offsets keep their meaning.
 impl crate::subject::SubjectRecords for StreamEngine {
@@ -403,7 +404,10 @@ impl crate::subject::SubjectRecords for StreamEngine {
         let mut items = Vec::new();
         view.scan_prefix(b"e/", |k, v| {
             let e: StoredEvent = tessera_api::codec::decode(v).map_err(corrupt)?;
-            if rule.matches_object(&e.data) && k.len() >= 2 + 1 + 8 {
+            // A subject field at the top of the data, or one level down: the
+            // row of a CDC change record (`{op, table, key, data: {row}}`).
+            let nested = e.data.as_object().is_some_and(|o| o.values().any(|v| rule.matches_object(v)));
+            if (rule.matches_object(&e.data) || nested) && k.len() >= 2 + 1 + 8 {
                 let channel = String::from_utf8_lossy(&k[2..k.len() - 9]).into_owned();
                 let mut id = [0u8; 8];
                 id.copy_from_slice(&k[k.len() - 8..]);
