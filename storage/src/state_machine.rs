@@ -248,6 +248,12 @@ impl StateMachine {
                 // In-memory indexes are rebuilt from the restored records.
                 self.data.memory.invalidate();
             }
+            if let Response::SubjectErased { items } = &response
+                && items.iter().any(|i| i.store == "vector")
+            {
+                // Rebuilt from the node log the erasure rewrote, the same on every replica.
+                self.data.memory.invalidate();
+            }
             responses.push(response);
         }
         Ok(responses)

@@ -61,7 +61,7 @@ async fn seed(api: &Http, who: &str, mark: &str) -> Result<()> {
         .send(Method::PUT, &format!("/api/v1/objects/buckets/avatars/object/img/{who}.png"), Some(format!("png bytes {mark}-object").into_bytes()), Some("image/png"))
         .await?
         .ensure_status(200)?;
-    api.post("/api/v1/vector/collections/faces/upsert", &json!({"id": format!("face-{who}"), "vector": [0.1, 0.2, 0.3, 0.4], "metadata": {"user_id": who, "note": format!("{mark}-vector")}}))
+    api.post("/api/v1/vector/collections/faces/upsert", &json!({"id": format!("face-{who}"), "vector": vector_of(who), "metadata": {"user_id": who, "note": format!("{mark}-vector")}}))
         .await?
         .ensure_status(200)?;
     let points: Vec<_> = (0..5).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": 60 + i, "tags": {"patient_id": who, "ward": format!("{mark}-ts")}})).collect();
@@ -72,6 +72,16 @@ async fn seed(api: &Http, who: &str, mark: &str) -> Result<()> {
             .ensure_status(200)?;
     }
     Ok(())
+}
+
+/// Each subject's own vector (its bytes are looked for on disk).
+fn vector_of(who: &str) -> [f32; 4] {
+    if who == SUBJECT { [0.123_456_7, 0.765_432_1, 0.314_159_2, 0.271_828_1] } else { [0.5, 0.6, 0.7, 0.8] }
+}
+
+/// A vector as the node stores it: little-endian `f32`s.
+fn vector_bytes(v: [f32; 4]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 async fn export(api: &Http, who: &str) -> Result<Resp> {
@@ -190,6 +200,14 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         }
         ensure!(found.is_empty(), "the erased {store} marker is still on disk in {found:?}");
     }
+    // The erased record's vector is gone too (the index's node log included).
+    let mut found = Vec::new();
+    for id in 1..=3 {
+        found.extend(tessera_tests::files_containing(&c.node_data_dir(id)?, &vector_bytes(vector_of(SUBJECT)))?);
+    }
+    ensure!(found.is_empty(), "the erased vector's values are still on disk in {found:?}");
+    let kept = tessera_tests::files_containing(&c.node_data_dir(1)?, &vector_bytes(vector_of(OTHER)))?;
+    ensure!(!kept.is_empty(), "the other subject's vector is on disk");
     for store in ["kv", "doc", "sql", "node", "object", "vector", "ts", "stream"] {
         let kept = tessera_tests::files_containing(&c.node_data_dir(1)?, format!("{other_mark}-{store}").as_bytes())?;
         ensure!(!kept.is_empty(), "the other subject's {store} marker is on disk (the scan sees plaintext)");

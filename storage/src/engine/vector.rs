@@ -831,8 +831,9 @@ fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Ans
 }
 
 /// Records of a data subject: the record whose id is the subject id, or whose
-/// metadata has a subject field. Erased as deletes are: out of the store, the
-/// counters and the replica's index.
+/// metadata has a subject field. Erased as deletes are (out of the store, the
+/// counters and the replica's index), and their vectors in the node log are
+/// replaced by a neutral one, so no copy of them stays on disk.
 impl crate::subject::SubjectRecords for VectorEngine<'_> {
     const STORE: &'static str = "vector";
     fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
@@ -871,6 +872,26 @@ impl crate::subject::SubjectRecords for VectorEngine<'_> {
                 }
             }
             tx.put(&counters_key(collection), &serde_json::to_vec(&n)?);
+            // The node log keeps every vector the index was built from; an
+            // erased record's vectors there become a neutral one (all ones) of
+            // the same dimension. The node log's digest changes with it, so no
+            // stored link checkpoint matches and every replica rebuilds the
+            // same graph from the rewritten log (the state machine drops the
+            // in-memory indexes once this apply is written).
+            let erased: BTreeSet<u64> = seqs.iter().copied().collect();
+            let neutral = vec![1.0f32; c.dim as usize];
+            let mut rewritten = Vec::new();
+            tx.view().scan_prefix(&nodes_prefix(collection), |k, v| {
+                if let Ok((seq, _)) = decode_node(v, c.dim as usize)
+                    && erased.contains(&seq)
+                {
+                    rewritten.push((k.to_vec(), node_value(seq, &neutral)));
+                }
+                Ok(true)
+            })?;
+            for (k, v) in rewritten {
+                tx.put(&k, &v);
+            }
             let mut map = self.state.write();
             let col = live(&mut map, tx.view(), &c)?;
             for seq in seqs {
