@@ -163,7 +163,7 @@ pub struct AuditEntry {
 }
 
 /// Audit trail reads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AuditQuery {
     /// The entries concerning a subject, oldest first.
     Subject { subject_id: String },

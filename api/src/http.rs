@@ -13,7 +13,7 @@ pub struct ErrorBody {
 }
 
 /// `GET /health`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct Health {
     pub status: String,
     pub version: String,
@@ -22,14 +22,14 @@ pub struct Health {
 }
 
 /// `POST /api/v1/auth/login` request.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Deserialize)]
 pub struct LoginRequest {
     pub username: String,
     pub password: String,
 }
 
 /// The user object of a login response.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct UserView {
     pub id: String,
     pub username: String,
@@ -51,7 +51,7 @@ impl From<&UserRecord> for UserView {
 }
 
 /// `POST /api/v1/auth/login` response.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct LoginResponse {
     pub token: String,
     pub user: UserView,
@@ -60,7 +60,7 @@ pub struct LoginResponse {
 }
 
 /// `POST /api/v1/kv/keys` request.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Deserialize)]
 pub struct KvPutRequest {
     pub key: String,
     pub value: serde_json::Value,
@@ -70,7 +70,7 @@ pub struct KvPutRequest {
 }
 
 /// A key-value entry as clients see it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct KvEntryView {
     pub key: String,
     pub value: serde_json::Value,
@@ -97,7 +97,7 @@ impl KvEntryView {
 }
 
 /// `GET /api/v1/kv/keys` response.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct KvListResponse {
     pub keys: Vec<KvEntryView>,
     /// How many live keys match the prefix (before `limit`).

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// A point as the client sent it: `timestamp` is RFC 3339, epoch seconds or
 /// milliseconds, or `now[-+]duration` (resolved against the leader's clock).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TsPointIn {
     pub timestamp: Value,
     pub value: f64,

@@ -321,7 +321,9 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let method = req.method().as_str().to_string();
     let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
     if PROBES.contains(&route.as_str()) {
-        return next.run(req).await;
+        let mut response = next.run(req).await;
+        response.extensions_mut().insert(crate::openapi::RouteTemplate(route));
+        return response;
     }
     let kind = crate::activity::kind_of(req.method(), &route);
     let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
@@ -329,7 +331,8 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     // The request's span: the root of its trace (exported when `telemetry` is on),
     // carried into the nodes by the gRPC client.
     let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
-    let response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    let mut response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    response.extensions_mut().insert(crate::openapi::RouteTemplate(route.clone()));
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     span.record("http.status_code", status);

@@ -14,16 +14,27 @@ use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::routing::{MethodFilter, MethodRouter, on};
 
+use schemars::JsonSchema;
+
+use crate::openapi::describe::{Documented, RequestBody, RouteDoc};
 use crate::permissions::Access;
 use crate::state::AppState;
 
-/// What one method of one route needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one method of one route needs, and what its handler's signature says
+/// of its bodies (for the OpenAPI document).
+#[derive(Debug, Clone)]
 pub struct Decision {
     pub method: &'static str,
     /// The route template, as axum matches it (`/api/v1/kv/keys/{*key}`).
     pub path: String,
     pub access: Access,
+    pub doc: RouteDoc,
+}
+
+impl PartialEq for Decision {
+    fn eq(&self, other: &Self) -> bool {
+        (self.method, &self.path, self.access) == (other.method, &other.path, other.access)
+    }
 }
 
 /// Routes with their decisions, in declaration order.
@@ -38,10 +49,10 @@ macro_rules! method {
         $(#[$doc])*
         pub fn $name<H, T>(self, path: impl Into<String>, access: Access, handler: H) -> Self
         where
-            H: Handler<T, AppState>,
+            H: Handler<T, AppState> + Documented<T>,
             T: 'static,
         {
-            self.with(path, stringify!($filter), access, on(MethodFilter::$filter, handler))
+            self.with(path, stringify!($filter), access, H::route_doc(), on(MethodFilter::$filter, handler))
         }
     };
 }
@@ -73,12 +84,22 @@ impl RouteTable {
         self
     }
 
-    /// A route served by `route`, an already built method router (for a layer on
-    /// one route, such as a larger body limit); `method` is the one it serves.
-    pub fn with(mut self, path: impl Into<String>, method: &'static str, access: Access, route: MethodRouter<AppState>) -> Self {
+    /// A route served by `route`, an already built method router; `method` is
+    /// the one it serves, `doc` what the document says of it.
+    fn with(mut self, path: impl Into<String>, method: &'static str, access: Access, doc: RouteDoc, route: MethodRouter<AppState>) -> Self {
         let path = path.into();
-        self.decisions.push(Decision { method, path: path.clone(), access });
+        self.decisions.push(Decision { method, path: path.clone(), access, doc });
         self.routes.push((path, route));
+        self
+    }
+
+    /// Documents the last declared route's JSON body as `T`, for a handler
+    /// that reads its body by hand (to word its own errors) rather than
+    /// through [`crate::handlers::JsonBody`]; `required` false when an empty
+    /// body is accepted.
+    pub fn body<T: JsonSchema>(mut self, required: bool) -> Self {
+        let last = self.decisions.last_mut().expect("a route declared before its body");
+        last.doc.request = Some(RequestBody::Json { schema: |g| g.subschema_for::<T>(), required });
         self
     }
 

@@ -146,7 +146,7 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
 }
 
 /// Body of `POST /api/v1/auth/mfa/verify`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct VerifyRequest {
     token: String,
     code: Value,
@@ -212,7 +212,7 @@ pub async fn mfa_verify(
 }
 
 /// Body of `POST /api/v1/auth/mfa/disable`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct DisableRequest {
     code: Value,
 }

@@ -7,30 +7,23 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::OptionalJsonBody;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The body of `POST /api/v1/admin/backup` (both fields optional; others refused).
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct BackupBody {
+pub struct BackupBody {
     encrypted: bool,
     compliance_mode: Option<String>,
-}
-
-fn body<T: Default + serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
 }
 
 /// `POST /api/v1/admin/backup` `{"encrypted": bool, "compliance_mode": "…"}`:
 /// exports every group at its own applied index into a new backup of this
 /// router's backup directory; 201 with its metadata once complete.
-pub async fn create(State(state): State<AppState>, _caller: Caller, bytes: axum::body::Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let req: BackupBody = body(&bytes)?;
+pub async fn create(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<BackupBody>) -> Result<(StatusCode, Json<Value>), ApiError> {
     let mode = req.compliance_mode.unwrap_or_else(|| "none".into());
     if mode.is_empty() || mode.len() > 64 || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         return Err(ApiError::BadRequest("compliance_mode is a short name such as none, gdpr, hipaa, soc2".into()));
@@ -57,9 +50,9 @@ pub async fn delete(State(state): State<AppState>, _caller: Caller, Path(id): Pa
 }
 
 /// The body of `POST /api/v1/admin/restore`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RestoreBody {
+pub struct RestoreBody {
     backup_id: Option<String>,
 }
 
@@ -68,8 +61,7 @@ struct RestoreBody {
 /// with the backup's (the cluster map and Raft state stay). 400 for a corrupt
 /// or truncated backup (nothing is written), 409 for a cluster of another
 /// shape, 404 for an unknown backup.
-pub async fn restore(State(state): State<AppState>, _caller: Caller, bytes: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
-    let req: RestoreBody = body(&bytes)?;
+pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
     let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
     Ok(Json(state.backups.restore(state.cluster.as_ref(), &id).await?))
 }

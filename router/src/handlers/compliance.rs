@@ -19,7 +19,7 @@ use tessera_api::compliance::{
 use tessera_api::command::now_ms;
 use tessera_api::http::iso8601_ms;
 
-use super::{JsonBody, QueryParams};
+use super::{JsonBody, OptionalJsonBody, QueryParams};
 use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::permissions::Access::Permission as P;
@@ -146,7 +146,7 @@ fn change_json(c: &ConsentChange) -> Value {
 
 /// Body of `POST /api/v1/compliance/consent`: one purpose, or several
 /// (`purposes`, the alternate shape) recorded together.
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct ConsentBody {
     #[serde(alias = "subject_identifier", alias = "consumer_id")]
     subject_id: String,
@@ -258,7 +258,7 @@ async fn consent_status(State(state): State<AppState>, _caller: Caller, Path(sub
     Ok(Json(status_of(&state, &subject_id).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct SubjectParams {
     #[serde(alias = "subject_identifier", alias = "consumer_id")]
     subject_id: Option<String>,
@@ -311,7 +311,7 @@ async fn consent_check(
     Ok(Json(json!({"subject_id": subject_id, "purpose": purpose, "granted": granted})))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 struct WithdrawBody {
     reason: Option<String>,
 }
@@ -322,12 +322,11 @@ async fn withdraw_consent(
     State(state): State<AppState>,
     caller: Caller,
     Path((subject_id, purpose)): Path<(String, String)>,
-    body: axum::body::Bytes,
+    OptionalJsonBody(b): OptionalJsonBody<WithdrawBody>,
 ) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     check_purpose(&purpose)?;
-    let b: WithdrawBody = optional_body(&body)?;
     if let Some(reason) = &b.reason {
         check_field("reason", reason)?;
     }
@@ -372,7 +371,7 @@ async fn consent_stats(State(state): State<AppState>, _caller: Caller) -> Result
     })))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct PageParams {
     page: Option<usize>,
     limit: Option<usize>,
@@ -398,7 +397,7 @@ async fn do_not_sell(State(state): State<AppState>, _caller: Caller, QueryParams
     Ok(Json(json!({"subjects": listed, "total": total, "page": page, "limit": limit})))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct OptOutBody {
     #[serde(alias = "consumer_id", alias = "subject_identifier")]
     subject_id: String,
@@ -470,7 +469,7 @@ async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<
 
 /// One column to classify: `classification` is a level's name (Public,
 /// Internal, Confidential, PHI, PII, Restricted; any case) or its number.
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct ClassifyItem {
     table: String,
     column: String,
@@ -482,7 +481,7 @@ struct ClassifyItem {
 
 /// `POST /api/v1/compliance/classify`: one column (`{table, column,
 /// classification, reason}`) or a batch (`{classifications: [...]}`).
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct ClassifyBody {
     #[serde(flatten)]
     single: Option<ClassifyItem>,
@@ -575,7 +574,7 @@ async fn restricted_needs_encryption(state: &AppState, c: &ColumnClassification)
     )))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct TableParams {
     table: Option<String>,
 }
@@ -619,7 +618,7 @@ fn incident_json(i: &Incident, now: i64) -> Value {
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct BreachFilter {
     status: Option<String>,
     severity: Option<String>,
@@ -658,7 +657,7 @@ async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<
     Ok(Json(serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct ReportParams {
     format: Option<String>,
 }
@@ -712,7 +711,7 @@ async fn breach_report(
     Ok((headers, crate::incident_report::pdf(&report)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 struct EventFilter {
     limit: Option<usize>,
     event_type: Option<String>,
@@ -769,14 +768,7 @@ async fn move_incident(state: &AppState, op: IncidentOp) -> Result<Incident, Api
     }
 }
 
-fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))
-}
-
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 struct AcknowledgeBody {
     acknowledged_by: Option<String>,
     notes: Option<String>,
@@ -789,10 +781,9 @@ async fn acknowledge_breach(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    OptionalJsonBody(b): OptionalJsonBody<AcknowledgeBody>,
 ) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
-    let b: AcknowledgeBody = optional_body(&body)?;
     let by = b.acknowledged_by.unwrap_or_else(|| actor(&caller));
     check_field("acknowledged_by", &by)?;
     let notes = match (b.notes, b.classification) {
@@ -806,7 +797,7 @@ async fn acknowledge_breach(
     })))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 struct ResolveBody {
     resolution_notes: Option<String>,
     #[serde(default)]
@@ -823,10 +814,9 @@ async fn resolve_breach(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    OptionalJsonBody(b): OptionalJsonBody<ResolveBody>,
 ) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
-    let b: ResolveBody = optional_body(&body)?;
     let by = b.resolved_by.unwrap_or_else(|| actor(&caller));
     check_field("resolved_by", &by)?;
     let op = IncidentOp::Resolve {

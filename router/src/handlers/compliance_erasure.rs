@@ -412,7 +412,7 @@ pub async fn public_key(State(state): State<AppState>, _caller: Caller) -> Resul
     Ok(Json(json!({"algorithm": "Ed25519", "public_key": B64.encode(key.to_bytes()), "public_key_pem": pem})))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 pub struct CertificateRange {
     from: Option<String>,
     to: Option<String>,

@@ -26,6 +26,16 @@ use crate::state::AppState;
 const DEFAULT_OLDER_THAN_MS: i64 = 3_600_000;
 
 /// `POST /api/v1/admin/compress`; the body may be empty or `{older_than}`.
+/// The body of `POST /api/v1/admin/compress` (documentation only): empty or
+/// `{"older_than": "7d"}`.
+#[derive(schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct CompressBody {
+    /// Compress values written before this long ago: a duration (`"90s"`, `"7d"`) or milliseconds.
+    older_than: Option<serde_json::Value>,
+}
+
 pub async fn compress(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs, body: Bytes) -> Result<Json<Value>, ApiError> {
     let started = Instant::now();
     let older_than_ms = if body.iter().all(u8::is_ascii_whitespace) {

@@ -241,7 +241,7 @@ fn elapsed_ms(started: Instant) -> u64 {
 // ---------------------------------------------------------------- collections
 
 /// Body of `POST /api/v1/documents/collections`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateCollection {
     name: String,
     #[serde(default)]
@@ -304,7 +304,7 @@ pub async fn list_collections(State(state): State<AppState>, _caller: Caller, pr
 }
 
 /// Query of `GET …/collections/{name}`: `limit` and `skip`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct ListParams {
     limit: Option<usize>,
     #[serde(alias = "offset")]
@@ -357,7 +357,7 @@ pub async fn drop_collection(
 // ---------------------------------------------------------------- documents
 
 /// Body of an insert: `{document, id?}` (an id is assigned when none is given).
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct InsertBody {
     document: Value,
     #[serde(default)]
@@ -419,7 +419,7 @@ pub async fn get_document(
 }
 
 /// Body of a replace: `{document}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct ReplaceBody {
     document: Value,
 }
@@ -489,6 +489,18 @@ pub async fn delete_document(
 /// order (as `[[path, direction], ...]`); the engines parse and check it.
 pub struct SortArg(Value);
 
+impl schemars::JsonSchema for SortArg {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SortArg".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "a sort: an object of field → 1 (ascending) or -1 (descending), in the client's order; or [[field, direction], …]; or a field name",
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for SortArg {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -523,7 +535,7 @@ impl<'de> Deserialize<'de> for SortArg {
 }
 
 /// Body of `POST /api/v1/documents/{collection}/query`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct FindRequest {
     #[serde(default)]
     filter: Option<Value>,
@@ -602,7 +614,7 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
 // ---------------------------------------------------------------- indexes
 
 /// Body of `POST …/collections/{name}/indexes`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateIndex {
     field: String,
 }

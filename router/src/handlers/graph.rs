@@ -59,7 +59,7 @@ pub fn routes() -> RouteTable {
 // ---------------------------------------------------------------- helpers
 
 /// `?graph=` of GET and DELETE routes.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct GraphParam {
     graph: Option<String>,
 }
@@ -134,7 +134,7 @@ fn elapsed_ms(started: Instant) -> u64 {
 // ---------------------------------------------------------------- nodes and edges
 
 /// A node in a request: `{id?, label, properties?}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct NodeBody {
     #[serde(default)]
     graph: Option<String>,
@@ -155,7 +155,7 @@ impl NodeBody {
 }
 
 /// An edge in a request: `{id?, from_node, to_node, label, properties?}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct EdgeBody {
     #[serde(default)]
     graph: Option<String>,
@@ -279,7 +279,7 @@ pub async fn delete_edge(
 }
 
 /// Body of `POST /api/v1/graph/batch`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct BatchBody {
     #[serde(default)]
     graph: Option<String>,
@@ -335,7 +335,7 @@ pub async fn batch(
 // ---------------------------------------------------------------- reads
 
 /// Query of `GET /api/v1/graph/data`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct DataParams {
     graph: Option<String>,
     label: Option<String>,
@@ -435,7 +435,7 @@ pub async fn data(
 }
 
 /// Body of `POST /api/v1/graph/query`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryBody {
     #[serde(default)]
     graph: Option<String>,

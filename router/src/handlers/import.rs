@@ -207,7 +207,7 @@ async fn put_many_on_current_ranges(state: &AppState, pairs: &[(String, Value)],
 // ---------------------------------------------------------------- SQL
 
 /// `options` of a SQL import.
-#[derive(Deserialize, Default)]
+#[derive(schemars::JsonSchema, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SqlImportOptions {
     on_conflict: Option<String>,
@@ -215,7 +215,7 @@ pub struct SqlImportOptions {
 }
 
 /// Body of `POST /api/v1/import/sql`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct SqlImportRequest {
     table: String,
     database: Option<String>,
@@ -299,7 +299,7 @@ pub async fn import_sql(
 // ---------------------------------------------------------------- documents
 
 /// Body of `POST /api/v1/import/documents`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct DocImportRequest {
     collection: String,
     documents: Vec<Value>,
@@ -367,7 +367,7 @@ pub async fn import_documents(
 // ---------------------------------------------------------------- key-value
 
 /// One pair of a key-value import.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvPair {
     key: String,
@@ -375,7 +375,7 @@ pub struct KvPair {
 }
 
 /// Body of `POST /api/v1/import/kv`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct KvImportRequest {
     pairs: Vec<KvPair>,
     #[serde(default)]

@@ -122,7 +122,7 @@ pub async fn delete(
 }
 
 /// Query string of list, count and prefix deletion.
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 pub struct PrefixParams {
     prefix: Option<String>,
     limit: Option<usize>,

@@ -64,6 +64,24 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// A JSON object body that may be left out: an empty body is `T::default()`.
+/// Failures become JSON [`ApiError`]s as for [`JsonBody`].
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("unreadable request body: {e}")))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        serde_json::from_slice(&bytes).map(OptionalJsonBody).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+    }
+}
+
 /// Query-string parameters whose every decoding failure becomes a JSON 400
 /// [`ApiError`] (`invalid query string: …`).
 pub struct QueryParams<T>(pub T);

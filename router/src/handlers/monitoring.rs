@@ -405,7 +405,7 @@ pub async fn storage(State(state): State<AppState>, _caller: Caller) -> Result<J
 }
 
 /// `?limit=&type=` of the activities route.
-#[derive(serde::Deserialize)]
+#[derive(schemars::JsonSchema, serde::Deserialize)]
 pub struct ActivitiesParams {
     limit: Option<usize>,
     #[serde(rename = "type")]

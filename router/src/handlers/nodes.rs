@@ -93,7 +93,7 @@ fn placed_groups(map: Option<&tessera_api::meta::ClusterMap>, node: &NodeInfo) -
 }
 
 /// `?lines=` of the logs route.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct LogsParams {
     lines: Option<u32>,
 }
@@ -130,7 +130,7 @@ fn find_node(state: &AppState, node_id: &str) -> Result<NodeInfo, ApiError> {
 const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `?consistency=` of lifecycle calls (the `X-Consistency` header works too).
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct LifecycleParams {
     consistency: Option<String>,
 }
@@ -376,10 +376,24 @@ async fn await_driver(state: &AppState, what: &str, pending: impl Fn(&ClusterMap
     }
 }
 
+/// The body of the node lifecycle calls (restart, drain, rebalance): none, or `{}`
+/// (documentation only: the handlers refuse any field with their own message).
+#[derive(schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NoBody {}
+
+/// The body of `POST /api/v1/admin/cluster/shutdown` (documentation only).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct ShutdownBody {
+    /// Must be `true`: the call stops every node and this router.
+    confirm: bool,
+}
+
 /// The body of `POST /api/v1/admin/nodes`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct AddNodeBody {
+pub struct AddNodeBody {
     node_id: NodeId,
     address: String,
 }
@@ -610,9 +624,10 @@ pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axu
 }
 
 /// The body of `PUT /api/v1/admin/groups/{group_id}/leader`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct PreferredLeaderBody {
+pub struct PreferredLeaderBody {
+    /// The node that should lead the group, or `null` to clear the preference.
     node_id: Option<NodeId>,
 }
 

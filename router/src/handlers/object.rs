@@ -191,7 +191,7 @@ async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: 
 }
 
 /// Body of `POST /api/v1/objects/buckets`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateBucket {
     name: String,
 }
@@ -270,7 +270,7 @@ pub async fn drop_bucket(
 }
 
 /// Query of object listing: `prefix`, `limit`, and `marker` (list after this key).
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct ListParams {
     prefix: Option<String>,
     limit: Option<usize>,
@@ -445,7 +445,7 @@ fn quoted(etag: &str) -> HeaderValue {
 }
 
 /// Query of object GET: `meta=1` answers the JSON metadata instead of the content.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct GetParams {
     meta: Option<String>,
 }

@@ -89,7 +89,7 @@ async fn read<T>(
 }
 
 /// `?acknowledged=true|false&limit=` of the alert list.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct AlertParams {
     acknowledged: Option<bool>,
     limit: Option<usize>,
@@ -127,7 +127,7 @@ pub async fn acknowledge(
 }
 
 /// Body of `POST /api/v1/admin/security/block-ip`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct BlockRequest {
     ip_address: String,
     #[serde(default)]

@@ -33,10 +33,11 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/tables/{name}", P("read:sql"), describe_table)
         .get("/api/v1/databases", P("read:sql"), list_databases)
         .post("/api/v1/admin/vacuum", P("manage:cluster"), vacuum)
+        .body::<VacuumBody>(false)
 }
 
 /// Body of `POST /api/v1/query`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryRequest {
     sql: String,
     #[serde(default)]
@@ -167,7 +168,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
 }
 
 /// `?database=` of the catalog routes.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct DatabaseParam {
     database: Option<String>,
 }
@@ -276,6 +277,18 @@ pub async fn vacuum(
 }
 
 /// `(table_name, database)` of a vacuum body (both optional; empty body = `{}`).
+/// The body of `POST /api/v1/admin/vacuum` (documentation only: read by
+/// [`vacuum_target`]); empty or `{}` vacuums every table of every database.
+#[derive(schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct VacuumBody {
+    /// One table (of `database`, `default` unless named).
+    table_name: Option<String>,
+    /// Every table of this database (or the database of `table_name`).
+    database: Option<String>,
+}
+
 fn vacuum_target(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok((None, None));

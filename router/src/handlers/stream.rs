@@ -178,7 +178,7 @@ pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs
 }
 
 /// Body of `POST /api/v1/streaming/channels`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateChannel {
     name: String,
     #[serde(default)]
@@ -266,7 +266,7 @@ pub async fn history(
 }
 
 /// Body of `POST /api/v1/streaming/publish`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct PublishRequest {
     channel: String,
     event_type: String,
@@ -339,7 +339,7 @@ pub async fn subscribe(
 }
 
 /// Body of a consumer poll.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct PollRequest {
     #[serde(default)]
     max: Option<u64>,
@@ -372,7 +372,7 @@ pub async fn poll(
 }
 
 /// Body of a consumer commit.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CommitRequest {
     offset: u64,
 }
@@ -414,7 +414,7 @@ pub async fn list_consumers(
 }
 
 /// Body of `POST /api/v1/streaming/cdc`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct EnableCdc {
     #[serde(default)]
     database: Option<String>,

@@ -94,7 +94,7 @@ fn metric_json(m: &MetricInfo) -> Value {
 }
 
 /// Body of `POST /api/v1/timeseries/metrics`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateMetric {
     name: String,
     #[serde(default = "gauge", alias = "type")]
@@ -174,7 +174,7 @@ pub async fn set_retention(
 }
 
 /// Body of `POST /api/v1/timeseries/write`; top-level `tags` apply to every point.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct WriteRequest {
     metric: String,
     points: Vec<TsPointIn>,
@@ -216,7 +216,7 @@ pub async fn write(
 }
 
 /// Body of `POST /api/v1/timeseries/query`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryRequest {
     metric: String,
     #[serde(default, alias = "start_time")]

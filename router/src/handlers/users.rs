@@ -81,7 +81,7 @@ fn parse_role(s: &str) -> Result<Role, ApiError> {
 }
 
 /// Body of `POST /api/v1/admin/users`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateUser {
     username: String,
     email: String,
@@ -141,7 +141,7 @@ pub async fn get_user(State(state): State<AppState>, Path(id): Path<String>) -> 
 }
 
 /// Body of `PUT /api/v1/admin/users/{id}`: any of the fields.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct UpdateUser {
     email: Option<String>,
     password: Option<String>,
@@ -192,7 +192,7 @@ pub async fn delete_user(State(state): State<AppState>, caller: Caller, Path(id)
 }
 
 /// Body of role creation and update.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct RoleBody {
     name: Option<String>,
     permissions: Vec<String>,

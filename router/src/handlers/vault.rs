@@ -72,7 +72,7 @@ pub async fn status(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 }
 
 /// Body of `POST /api/v1/admin/vault/unseal`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct UnsealBody {
     passphrase: String,
 }
@@ -107,7 +107,7 @@ async fn refused(state: &AppState, actor: &Actor, ip: Option<Extension<ClientIp>
 }
 
 /// Body of `POST /api/v1/admin/vault/rekey`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct RekeyBody {
     current_passphrase: String,
     new_passphrase: String,
@@ -141,7 +141,7 @@ pub async fn seal(State(state): State<AppState>, caller: Caller) -> Result<Json<
 }
 
 /// Query of `GET /api/v1/admin/vault/secrets`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct ListQuery {
     #[serde(default)]
     prefix: String,
@@ -159,7 +159,7 @@ pub async fn list_secrets(
 }
 
 /// Body of `PUT /api/v1/admin/vault/secrets/{*path}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct PutBody {
     value: Option<Value>,
 }
@@ -217,7 +217,7 @@ pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>)
 }
 
 /// Body of `PUT /api/v1/admin/vault/policies/{name}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct PolicyBody {
     username: Option<String>,
     role: Option<String>,
@@ -259,7 +259,7 @@ pub async fn delete_policy(State(state): State<AppState>, caller: Caller, Path(n
 }
 
 /// Query of `GET /api/v1/admin/vault/audit`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct AuditQuery {
     limit: Option<usize>,
 }

@@ -179,7 +179,7 @@ fn collection_json(c: &CollectionConfig, home: GroupId, per_shard: &[(GroupId, u
 }
 
 /// A stored record as returned by GET (f32 components serialize exactly).
-#[derive(Serialize)]
+#[derive(schemars::JsonSchema, Serialize)]
 struct RecordView {
     id: String,
     vector: Vec<f32>,
@@ -189,7 +189,7 @@ struct RecordView {
 }
 
 /// Body of `POST /api/v1/vector/collections`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 struct CreateCollection {
     name: String,
     dim: i64,
@@ -375,7 +375,7 @@ async fn drop_collection(
 }
 
 /// One record of an upsert: `{id, vector, metadata?}`.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 struct RecordBody {
     id: Value,
     vector: Vec<f32>,
@@ -448,7 +448,7 @@ async fn upsert(
 }
 
 /// Body of a batch upsert.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 struct BatchBody {
     #[serde(alias = "records", alias = "items")]
     vectors: Vec<RecordBody>,
@@ -514,7 +514,7 @@ async fn delete_record(
 }
 
 /// Body of a search.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 struct SearchBody {
     vector: Vec<f32>,
     k: Option<i64>,
@@ -523,7 +523,7 @@ struct SearchBody {
 }
 
 /// A search hit as returned (f32 fields serialize exactly).
-#[derive(Serialize)]
+#[derive(schemars::JsonSchema, Serialize)]
 struct HitView {
     id: String,
     score: f32,
@@ -532,7 +532,7 @@ struct HitView {
 }
 
 /// The search response.
-#[derive(Serialize)]
+#[derive(schemars::JsonSchema, Serialize)]
 struct SearchView {
     collection: String,
     hits: Vec<HitView>,

@@ -84,10 +84,15 @@ impl TestRouter {
         let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).expect("json")));
         let mut req = req.body(body).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let method = req.method().to_string();
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
         let status = resp.status();
+        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
-        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        // Every answer's shape is the one the OpenAPI document gives.
+        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
+        Answer { status, json }
     }
 
     /// A GET's status and body as text (for answers that are not JSON).
@@ -117,10 +122,15 @@ impl TestRouter {
         let req = Request::builder().method(Method::POST).uri(path).header("content-type", "application/json").header(header.0, header.1);
         let mut req = req.body(Body::from(serde_json::to_vec(body).expect("json"))).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let method = req.method().to_string();
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
         let status = resp.status();
+        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
-        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        // Every answer's shape is the one the OpenAPI document gives.
+        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
+        Answer { status, json }
     }
 
     /// A GET's status, headers and raw body.

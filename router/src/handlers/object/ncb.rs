@@ -308,7 +308,7 @@ fn parse(reader: BodyReader, max_object: u64, events: &mpsc::Sender<Result<Event
 }
 
 /// Query of an import: what to do with keys that already exist.
-#[derive(Deserialize)]
+#[derive(schemars::JsonSchema, Deserialize)]
 pub struct ImportParams {
     on_conflict: Option<String>,
 }

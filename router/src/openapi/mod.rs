@@ -1,0 +1,172 @@
+//! `GET /api/v1/openapi.json`: an OpenAPI 3.0 description generated from the
+//! route table, so every route the router serves is in it, with its method,
+//! path and query parameters, request body, success body, the permission it
+//! needs (`x-tessera-permission`) and the error body every route shares.
+//!
+//! Where each part comes from:
+//! - request bodies and query parameters: the handler's extractors
+//!   ([`describe`]; the types derive `schemars::JsonSchema`), or
+//!   [`crate::route_table::RouteTable::body`] for a body read by hand;
+//! - success bodies: the handler's answer type when it is typed, else the
+//!   shape its answers were observed to have ([`observed`], checked on every
+//!   answer of the in-process tests).
+
+pub mod describe;
+pub mod observed;
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use serde_json::{Map, Value, json};
+
+use crate::permissions::Access;
+use crate::route_table::Decision;
+use describe::RequestBody;
+
+/// The matched route template of an answer (set on responses by the request
+/// middleware; the in-process tests read it to check the answer's shape).
+#[derive(Debug, Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub struct RouteTemplate(pub String);
+
+/// The OpenAPI path of an axum template: `{*key}` becomes `{key}`.
+pub fn openapi_path(template: &str) -> String {
+    template.replace("{*", "{")
+}
+
+fn path_parameters(template: &str) -> Vec<Value> {
+    template
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            let (name, rest) = match name.strip_prefix('*') {
+                Some(n) => (n, " (the rest of the path, slashes included)"),
+                None => (name, ""),
+            };
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}, "description": format!("{name}{rest}")})
+        })
+        .collect()
+}
+
+/// The query parameters of an object schema: one per property.
+fn query_parameters(schema: &Value) -> Vec<Value> {
+    let required: Vec<&str> = schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    match schema["properties"].as_object() {
+        Some(properties) if !properties.is_empty() => properties
+            .iter()
+            .map(|(name, property)| {
+                let mut property = property.clone();
+                let description = property.as_object_mut().and_then(|p| p.remove("description"));
+                let mut p = json!({"name": name, "in": "query", "required": required.contains(&name.as_str()), "schema": property});
+                if let Some(d) = description {
+                    p["description"] = d;
+                }
+                p
+            })
+            .collect(),
+        // A free-form map of parameters (`?field=value` filters).
+        _ => vec![json!({"name": "params", "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": {"type": "object", "additionalProperties": {"type": "string"}}})],
+    }
+}
+
+/// The success answers of one route: its typed body, else its observed shapes.
+fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<String, Value> {
+    let json_answer = |schema: Value| json!({"description": "success", "content": {"application/json": {"schema": schema}}});
+    let mut out = Map::new();
+    if let Some(schema) = d.doc.response {
+        out.insert("200".into(), json_answer(schema(generator).to_value()));
+        return out;
+    }
+    if let Some(by_status) = observed::OBSERVED.get(&observed::route_key(d.method, &d.path)) {
+        for (status, schema) in by_status {
+            out.insert(status.clone(), json_answer(schema.clone()));
+        }
+    }
+    if out.is_empty() {
+        let answer = if d.doc.raw_response {
+            json!({"description": "success: the bytes or text of the resource", "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}})
+        } else {
+            json!({"description": "success (shape not recorded: see docs/)", "content": {"application/json": {"schema": {"type": "object"}}}})
+        };
+        out.insert("200".into(), answer);
+    }
+    out
+}
+
+/// The document for `decisions` (the router's route table).
+pub fn document(decisions: &[Decision]) -> Value {
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let mut paths: Map<String, Value> = Map::new();
+    for d in decisions {
+        let method = d.method.to_ascii_lowercase();
+        let (permission, security) = match &d.access {
+            Access::Public => ("public".to_string(), json!([])),
+            Access::Authenticated => ("authenticated".to_string(), json!([{"bearer": []}])),
+            Access::Permission(p) => (p.to_string(), json!([{"bearer": []}])),
+        };
+        let mut parameters = path_parameters(&d.path);
+        if let Some(query) = d.doc.query {
+            parameters.extend(query_parameters(&query(&mut generator).to_value()));
+        }
+        let mut responses = success_responses(d, &mut generator);
+        for status in ["400", "401", "403", "404", "5XX"] {
+            responses.insert(status.into(), json!({"$ref": "#/components/responses/Error"}));
+        }
+        let mut op = json!({
+            "operationId": format!("{method} {}", d.path),
+            "summary": format!("{} {}", d.method, d.path),
+            "x-tessera-permission": permission,
+            "security": security,
+            "parameters": parameters,
+            "responses": responses,
+        });
+        match d.doc.request {
+            Some(RequestBody::Json { schema, required }) => {
+                op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema(&mut generator).to_value()}}});
+            }
+            Some(RequestBody::Bytes) => {
+                op["requestBody"] = json!({"required": false, "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}});
+            }
+            None => {}
+        }
+        let entry = paths.entry(openapi_path(&d.path)).or_insert_with(|| json!({}));
+        entry[method] = op;
+    }
+    let mut schemas = generator.take_definitions(true);
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "description": "every error: a message, or for SQL statements (spec 01) an object naming the code, the position and the statement",
+            "properties": {
+                "error": {"oneOf": [
+                    {"type": "string"},
+                    {"type": "object", "properties": {
+                        "code": {"type": "string"},
+                        "message": {"type": "string"},
+                        "position": {"type": "object", "nullable": true, "properties": {"line": {"type": "integer"}, "column": {"type": "integer"}}},
+                        "sql": {"type": "string"},
+                    }, "required": ["code", "message"]},
+                ]},
+                "code": {"type": "string"},
+            },
+            "required": ["error"],
+        }),
+    );
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Tessera",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Tessera's HTTP + JSON interface (spec 01-03), generated from the router's route table.",
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "responses": {"Error": {
+                "description": "an error",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            }},
+            "schemas": schemas,
+        },
+    })
+}

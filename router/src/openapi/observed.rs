@@ -1,0 +1,261 @@
+//! Response bodies the handlers build as JSON values (rather than typed
+//! structs) are documented by their observed shape: every answer the router's
+//! in-process tests receive is checked against `observed.json`, and
+//! `TESSERA_BLESS=1` records the shapes instead (merged over every answer of a
+//! route and status: a field is `required` when every answer had it,
+//! `nullable` when one answered `null`).
+//!
+//! Refresh after changing an answer's shape:
+//! `echo {} > router/src/openapi/observed.json && TESSERA_BLESS=1 cargo nextest run -p tessera-router`.
+
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde_json::{Map, Value, json};
+
+/// Route (`"GET /api/v1/kv/keys"`) → status (`"200"`) → schema (OpenAPI 3.0).
+pub type Observed = BTreeMap<String, BTreeMap<String, Value>>;
+
+/// The recorded shapes, compiled in.
+pub static OBSERVED: LazyLock<Observed> =
+    LazyLock::new(|| serde_json::from_str(include_str!("observed.json")).expect("observed.json is a map of route → status → schema"));
+
+/// Objects with more keys than this are maps keyed by data (routes, node ids,
+/// user fields): documented as `additionalProperties` of one merged schema.
+const MAX_PROPERTIES: usize = 48;
+
+/// The key of a route in [`OBSERVED`].
+pub fn route_key(method: &str, template: &str) -> String {
+    format!("{method} {template}")
+}
+
+/// The schema of one JSON value.
+pub fn infer(value: &Value) -> Value {
+    match value {
+        Value::Null => json!({"nullable": true}),
+        Value::Bool(_) => json!({"type": "boolean"}),
+        Value::Number(n) if n.is_f64() => json!({"type": "number"}),
+        Value::Number(_) => json!({"type": "integer"}),
+        Value::String(_) => json!({"type": "string"}),
+        Value::Array(items) => {
+            let item = items.iter().map(infer).reduce(|a, b| merge(&a, &b)).unwrap_or_else(|| json!({}));
+            json!({"type": "array", "items": item})
+        }
+        Value::Object(fields) => {
+            let properties: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), infer(v))).collect();
+            let required: Vec<Value> = fields.keys().map(|k| Value::String(k.clone())).collect();
+            collapse_maps(json!({"type": "object", "properties": properties, "required": required}))
+        }
+    }
+}
+
+fn type_of(schema: &Value) -> Option<&str> {
+    schema.get("type").and_then(Value::as_str)
+}
+
+fn nullable(schema: &Value) -> bool {
+    schema.get("nullable") == Some(&Value::Bool(true))
+}
+
+/// One schema that both `a` and `b` satisfy.
+pub fn merge(a: &Value, b: &Value) -> Value {
+    let null = nullable(a) || nullable(b);
+    let mut merged = match (type_of(a), type_of(b)) {
+        _ if varies(a) || varies(b) => json!({"description": VARIES}),
+        (None, _) => strip_nullable(b),
+        (_, None) => strip_nullable(a),
+        (Some(x), Some(y)) if x == y => match x {
+            "object" => merge_objects(a, b),
+            "array" => json!({"type": "array", "items": merge(&a["items"], &b["items"])}),
+            _ => json!({"type": x}),
+        },
+        (Some("integer" | "number"), Some("integer" | "number")) => json!({"type": "number"}),
+        // Answers of different types: documented as any value.
+        _ => json!({"description": VARIES}),
+    };
+    if null {
+        merged["nullable"] = Value::Bool(true);
+    }
+    merged
+}
+
+/// What a place answered values of several types is documented as (any value).
+const VARIES: &str = "any value (answers differ in type)";
+
+fn varies(schema: &Value) -> bool {
+    schema.get("description").and_then(Value::as_str) == Some(VARIES)
+}
+
+fn strip_nullable(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    if let Some(m) = s.as_object_mut() {
+        m.remove("nullable");
+    }
+    s
+}
+
+fn merge_objects(a: &Value, b: &Value) -> Value {
+    if a.get("additionalProperties").is_some() || b.get("additionalProperties").is_some() {
+        return json!({"type": "object", "additionalProperties": merge(&values_schema(a), &values_schema(b))});
+    }
+    let empty = Map::new();
+    let pa = a["properties"].as_object().unwrap_or(&empty);
+    let pb = b["properties"].as_object().unwrap_or(&empty);
+    let mut properties = pa.clone();
+    for (k, v) in pb {
+        let m = match pa.get(k) {
+            Some(existing) => merge(existing, v),
+            None => v.clone(),
+        };
+        properties.insert(k.clone(), m);
+    }
+    let required_in = |s: &Value| -> Vec<String> {
+        s["required"].as_array().map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+    };
+    let rb = required_in(b);
+    let required: Vec<Value> = required_in(a).into_iter().filter(|k| rb.contains(k)).map(Value::String).collect();
+    collapse_maps(json!({"type": "object", "properties": properties, "required": required}))
+}
+
+/// One schema for every value of an object (its properties or its additional ones).
+fn values_schema(object: &Value) -> Value {
+    if let Some(extra) = object.get("additionalProperties") {
+        return extra.clone();
+    }
+    object["properties"].as_object().and_then(|p| p.values().cloned().reduce(|a, b| merge(&a, &b))).unwrap_or_else(|| json!({}))
+}
+
+fn collapse_maps(object: Value) -> Value {
+    let many = object["properties"].as_object().is_some_and(|p| p.len() > MAX_PROPERTIES);
+    if many { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
+}
+
+/// Where `value` breaks `schema` (`None` when it satisfies it); `at` names the place.
+pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
+    if value.is_null() {
+        return match type_of(schema) {
+            Some(t) if !nullable(schema) => Some(format!("{at}: null where the document says {t}")),
+            _ => None,
+        };
+    }
+    let Some(expected) = type_of(schema) else { return None };
+    let fits = match expected {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        _ => true,
+    };
+    if !fits {
+        return Some(format!("{at}: {value} where the document says {expected}"));
+    }
+    match value {
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| violation(&schema["items"], item, &format!("{at}[{i}]"))),
+        Value::Object(fields) => {
+            if let Some(missing) = schema["required"].as_array().and_then(|r| r.iter().filter_map(Value::as_str).find(|k| !fields.contains_key(*k))) {
+                return Some(format!("{at}: field {missing:?} missing, which the document requires"));
+            }
+            fields.iter().find_map(|(k, v)| {
+                let field_schema = schema["properties"].get(k).or_else(|| schema.get("additionalProperties"))?;
+                violation(field_schema, v, &format!("{at}.{k}"))
+            })
+        }
+        _ => None,
+    }
+}
+
+/// What the in-process tests do with every answer (see the module's doc):
+/// with `TESSERA_BLESS=1` record its shape in `observed.json`, else check it.
+#[cfg(test)]
+pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
+    // The document itself is not described by its own observations.
+    if template.is_empty() || status == 204 || template == "/api/v1/openapi.json" {
+        return;
+    }
+    if status >= 400 {
+        let error = &body["error"];
+        let sql_error = error["code"].is_string() && error["message"].is_string();
+        assert!(error.is_string() || sql_error, "{method} {template} answered {status} without the error body: {body}");
+        return;
+    }
+    if body.is_null() {
+        return; // not a JSON answer (objects, files, text)
+    }
+    let key = route_key(method, template);
+    if std::env::var("TESSERA_BLESS").is_ok_and(|v| v == "1") {
+        record(&key, status, body);
+        return;
+    }
+    if let Some(schema) = OBSERVED.get(&key).and_then(|by_status| by_status.get(&status.to_string())) {
+        if let Some(why) = violation(schema, body, "body") {
+            panic!(
+                "{key} answered {status} with a shape its OpenAPI document does not describe ({why}); if the change is meant, \
+                 refresh router/src/openapi/observed.json (see router/src/openapi/observed.rs)"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+fn record(key: &str, status: u16, body: &Value) {
+    use std::io::{Read, Seek, Write};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/openapi/observed.json");
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path).expect("observed.json");
+    file.lock().expect("lock observed.json");
+    let mut text = String::new();
+    file.read_to_string(&mut text).expect("read observed.json");
+    let mut observed: Observed = serde_json::from_str(&text).unwrap_or_default();
+    let slot = observed.entry(key.to_string()).or_default();
+    let shape = infer(body);
+    let merged = match slot.get(&status.to_string()) {
+        Some(existing) => merge(existing, &shape),
+        None => shape,
+    };
+    slot.insert(status.to_string(), merged);
+    let text = serde_json::to_string_pretty(&observed).expect("json") + "\n";
+    file.set_len(0).expect("truncate");
+    file.seek(std::io::SeekFrom::Start(0)).expect("seek");
+    file.write_all(text.as_bytes()).expect("write observed.json");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_shapes_keep_what_every_answer_had() {
+        let a = infer(&json!({"key": "a", "value": 1, "ttl": null, "tags": []}));
+        let b = infer(&json!({"key": "b", "value": 2.5, "tags": ["x"]}));
+        let m = merge(&a, &b);
+        assert_eq!(m["properties"]["value"]["type"], "number");
+        assert_eq!(m["properties"]["ttl"]["nullable"], true);
+        assert_eq!(m["properties"]["tags"]["items"]["type"], "string");
+        let mut required: Vec<&str> = m["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        required.sort();
+        assert_eq!(required, ["key", "tags", "value"], "ttl was missing from one answer");
+        assert_eq!(violation(&m, &json!({"key": "c", "value": 3, "tags": []}), "body"), None);
+        assert!(violation(&m, &json!({"value": 3, "tags": []}), "body").unwrap().contains("\"key\" missing"));
+        assert!(violation(&m, &json!({"key": 1, "value": 3, "tags": []}), "body").unwrap().contains("body.key"));
+        assert!(violation(&m, &json!({"key": "c", "value": 3, "tags": [1]}), "body").unwrap().contains("body.tags[0]"));
+        // Values of several types stay "any value", whatever comes after.
+        let mixed = [json!([1]), json!(["x"]), json!([2])].iter().map(infer).reduce(|a, b| merge(&a, &b)).unwrap();
+        assert_eq!(violation(&mixed, &json!([true]), "body"), None, "{mixed}");
+    }
+
+    #[test]
+    fn objects_keyed_by_data_become_maps() {
+        let many: Map<String, Value> = (0..100).map(|i| (format!("k{i}"), json!({"n": i}))).collect();
+        let s = infer(&Value::Object(many));
+        assert_eq!(s["additionalProperties"]["properties"]["n"]["type"], "integer", "{s}");
+        assert!(s.get("properties").is_none());
+    }
+
+    #[test]
+    fn the_recorded_shapes_are_readable() {
+        assert!(OBSERVED.keys().all(|k| k.split_once(' ').is_some_and(|(m, p)| !m.is_empty() && p.starts_with('/'))));
+    }
+}
