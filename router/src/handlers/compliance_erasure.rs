@@ -35,7 +35,7 @@ use crate::state::AppState;
 
 /// The body of an erasure (the path's id is the subject; `subject_identifier`
 /// and `consumer_id` are accepted for `subject_id`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 pub struct EraseRequest {
     subject_id: Option<String>,
     subject_identifier: Option<String>,

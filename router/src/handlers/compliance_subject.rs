@@ -24,14 +24,14 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// `date_range` of a request: Unix milliseconds or RFC 3339 strings.
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 pub struct DateRange {
     start: Option<Value>,
     end: Option<Value>,
 }
 
 /// `scope` of a request (spec 02 "Erasure scope").
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 pub struct Scope {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -40,7 +40,7 @@ pub struct Scope {
 }
 
 /// The body of an export (the alternate shape's names accepted).
-#[derive(Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 pub struct ExportRequest {
     subject_id: Option<String>,
     subject_identifier: Option<String>,

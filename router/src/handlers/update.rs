@@ -23,9 +23,9 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The body of both calls.
-#[derive(Debug, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UpdateBody {
+pub struct UpdateBody {
     /// Path of the new `tessera-node` on the nodes' machines.
     binary: Option<String>,
     /// The version the update is for (checked against what the nodes run).

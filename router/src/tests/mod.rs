@@ -15,3 +15,4 @@ mod nodes;
 mod monitoring;
 mod compliance;
 mod openapi;
+mod api_tour;
