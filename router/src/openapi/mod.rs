@@ -78,7 +78,7 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
     }
     if let Some(by_status) = observed::OBSERVED.get(&observed::route_key(d.method, &d.path)) {
         for (status, schema) in by_status {
-            out.insert(status.clone(), json_answer(schema.clone()));
+            out.insert(status.clone(), json_answer(observed::tidy(schema)));
         }
     }
     if out.is_empty() {
@@ -121,7 +121,12 @@ pub fn document(decisions: &[Decision]) -> Value {
         });
         match d.doc.request {
             Some(RequestBody::Json { schema, required }) => {
-                op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema(&mut generator).to_value()}}});
+                // Every JSON body is an object (`serde_json::Value` bodies say no more).
+                let schema = match schema(&mut generator).to_value() {
+                    Value::Bool(true) => json!({"type": "object"}),
+                    schema => schema,
+                };
+                op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema}}});
             }
             Some(RequestBody::Bytes) => {
                 op["requestBody"] = json!({"required": false, "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}});

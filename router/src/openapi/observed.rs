@@ -132,6 +132,20 @@ fn collapse_maps(object: Value) -> Value {
     if many { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
 }
 
+/// `schema` as OpenAPI 3.0 takes it: no empty `required` lists.
+pub fn tidy(schema: &Value) -> Value {
+    match schema {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(k, v)| !(k.as_str() == "required" && v.as_array().is_some_and(Vec::is_empty)))
+                .map(|(k, v)| (k.clone(), if k == "required" { v.clone() } else { tidy(v) }))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// Where `value` breaks `schema` (`None` when it satisfies it); `at` names the place.
 pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
     if value.is_null() {

@@ -8,6 +8,10 @@ use super::harness::TestRouter;
 async fn document() -> (TestRouter, Value) {
     let router = TestRouter::new(1).await;
     let doc = router.get("/api/v1/openapi.json").await.expect(200);
+    // For checking the document with outside tools (an OpenAPI validator).
+    if let Ok(path) = std::env::var("TESSERA_OPENAPI_OUT") {
+        std::fs::write(path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    }
     (router, doc)
 }
 
