@@ -17,6 +17,7 @@ mod keys;
 pub use keys::{NODE_CLUSTER_ID, NODE_DRAINED, NODE_DROPPED_GROUPS, NODE_GROUPS, NODE_INCARNATION, NODE_PEER_INCARNATIONS, NODE_REMOVED};
 pub mod log_store;
 pub mod range;
+pub mod reseal;
 pub mod snapshot;
 pub mod state_machine;
 pub mod store;

@@ -188,6 +188,31 @@ fn read_u32(r: &mut impl Read) -> Result<u32> {
     Ok(u32::from_be_bytes(b))
 }
 
+/// How many stored snapshot files (of every group) have frames that only a
+/// previous key opens (they are rewritten by the group's next snapshot).
+pub(crate) fn files_needing_previous_keys(db: &Db, crypt: &crate::crypt::Crypt) -> Result<u64> {
+    let Ok(groups) = fs::read_dir(db.path().join("snapshots")) else { return Ok(0) };
+    let mut count = 0;
+    for group_dir in groups {
+        let group_dir = group_dir?.path();
+        let Some(group) = group_dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u64>().ok()) else { continue };
+        let current = group_dir.join("current.snap");
+        let Ok(file) = File::open(&current) else { continue };
+        let mut input = BufReader::new(file);
+        read_header(&mut input)?;
+        let len = read_u32(&mut input)? as usize;
+        if len == 0 || len > MAX_FRAME {
+            continue;
+        }
+        let mut sealed = vec![0u8; len];
+        input.read_exact(&mut sealed).map_err(|e| StorageError::Corrupt(format!("truncated snapshot frame: {e}")))?;
+        if crypt.sealed_by_previous(Purpose::Snapshot, &aad(group, 0), &sealed) {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
 /// Reads the magic and the meta of a snapshot file.
 fn read_header(r: &mut impl Read) -> Result<Meta> {
     let mut magic = [0u8; MAGIC.len()];

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rocksdb::{ColumnFamilyDescriptor, DB, IteratorMode, Options, WriteOptions};
@@ -37,6 +38,9 @@ pub struct Db {
     /// Woken when an apply or snapshot install may have split off a group the
     /// node should start ([`Store::group_events`]).
     group_events: Arc<tokio::sync::Notify>,
+    /// Values the compactions re-sealed under the current key since the store
+    /// opened (see [`crate::reseal`]).
+    resealed: Arc<AtomicU64>,
     /// The database lives in memory (`Tuning::in_memory`): there is no file to sync.
     in_memory: bool,
 }
@@ -51,7 +55,7 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), in_memory: false }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false }
     }
 }
 
@@ -236,9 +240,20 @@ impl Store {
         opts.set_compression_type(compression);
         // One block cache shared by every column family, when sized.
         let cache = tuning.block_cache_bytes.map(rocksdb::Cache::new_lru_cache);
+        // After a key rotation, compactions re-seal old values under the current key.
+        let resealed = Arc::new(AtomicU64::new(0));
+        let reseal_with = crypt.as_ref().filter(|c| c.has_previous()).map(|c| Arc::new(c.clone()));
         let cfs = [CF_LOG, CF_RAFT, CF_DATA, CF_INDEX].map(|name| {
             let mut cf = Options::default();
             cf.set_compression_type(compression);
+            let purpose = match name {
+                CF_LOG => Some(Purpose::Log),
+                CF_DATA | CF_INDEX => Some(Purpose::Data),
+                _ => None,
+            };
+            if let (Some(crypt), Some(purpose)) = (&reseal_with, purpose) {
+                cf.set_compaction_filter_factory(crate::reseal::ResealFactory::new(crypt.clone(), purpose, resealed.clone()));
+            }
             if let Some(cache) = &cache {
                 let mut table = rocksdb::BlockBasedOptions::default();
                 table.set_block_cache(cache);
@@ -255,6 +270,7 @@ impl Store {
             vacuums: Default::default(),
             group_events: Default::default(),
             in_memory: tuning.in_memory,
+            resealed,
         });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
@@ -459,6 +475,30 @@ impl Store {
         self.flush()
     }
 
+    /// Values re-sealed under the current key by compactions since the store
+    /// opened (after a key rotation; see [`crate::reseal`]).
+    pub fn resealed(&self) -> u64 {
+        self.db.resealed.load(Ordering::Relaxed)
+    }
+
+    /// How many stored values and snapshot files still need a previous key
+    /// (0 once the old key can be retired; always 0 without previous keys).
+    pub fn needing_previous_keys(&self) -> Result<u64> {
+        let Some(crypt) = self.db.crypt.as_ref().filter(|c| c.has_previous()) else { return Ok(0) };
+        let mut count = 0;
+        for (name, purpose) in [(CF_LOG, Purpose::Log), (CF_DATA, Purpose::Data), (CF_INDEX, Purpose::Data)] {
+            let Some(cf) = self.db.cf_handle(name) else { continue };
+            for item in self.db.iterator_cf(cf, IteratorMode::Start) {
+                let (k, v) = item?;
+                if crypt.sealed_by_previous(purpose, &k, &v) {
+                    count += 1;
+                }
+            }
+        }
+        count += crate::snapshot::files_needing_previous_keys(&self.db, crypt)?;
+        Ok(count)
+    }
+
     /// Waits for background VACUUM compactions, then flushes memtables and
     /// syncs the WAL (used on graceful shutdown).
     pub fn flush(&self) -> Result<()> {
@@ -542,6 +582,42 @@ mod tests {
         let err = Store::open_with(&plain, Some(key(1))).err().unwrap().to_string();
         assert!(err.contains("unencrypted data"), "{err}");
         Store::open(&plain).unwrap();
+    }
+
+    #[test]
+    fn a_full_compaction_after_a_rotation_retires_the_old_key() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let put = |store: &Store, k: &[u8], v: &[u8]| {
+            let sealed = store.db.seal(Purpose::Data, k, v).into_owned();
+            store.db.put_cf(store.db.cf_handle(CF_DATA).unwrap(), k, sealed).unwrap();
+        };
+        let get = |store: &Store, k: &[u8]| -> Result<Vec<u8>> {
+            let raw = store.db.get_cf(store.db.cf_handle(CF_DATA).unwrap(), k)?.expect("stored");
+            Ok(store.db.open(Purpose::Data, k, &raw)?.into_owned())
+        };
+        let store = Store::open_with(&path, Some(key(1))).unwrap();
+        for i in 0..50u32 {
+            put(&store, format!("old-{i}").as_bytes(), b"sealed with key 1");
+        }
+        store.flush().unwrap();
+        drop(store);
+
+        let old_spec = base64::engine::general_purpose::STANDARD.encode([1u8; crate::crypt::KEY_LEN]);
+        let rotated = Store::open_with(&path, Some(key(2).with_previous(std::slice::from_ref(&old_spec)).unwrap())).unwrap();
+        put(&rotated, b"new", b"sealed with key 2");
+        assert_eq!(rotated.needing_previous_keys().unwrap(), 50, "every old value needs key 1");
+        rotated.compact_everything().unwrap();
+        assert_eq!(rotated.resealed(), 50, "the compaction re-sealed the old values");
+        assert_eq!(rotated.needing_previous_keys().unwrap(), 0);
+        drop(rotated);
+
+        // Key 1 retired: everything opens with key 2 alone.
+        let retired = Store::open_with(&path, Some(key(2))).unwrap();
+        assert_eq!(get(&retired, b"old-7").unwrap(), b"sealed with key 1");
+        assert_eq!(get(&retired, b"new").unwrap(), b"sealed with key 2");
+        assert_eq!(retired.needing_previous_keys().unwrap(), 0, "no previous key, nothing to count");
     }
 }
 

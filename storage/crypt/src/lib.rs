@@ -96,6 +96,7 @@ pub enum CryptError {
 /// The ciphers of one node, one per [`Purpose`]; values are sealed with the
 /// current master key and opened with it or, failing that, with each previous
 /// key (key rotation: [`Crypt::with_previous`]).
+#[derive(Clone)]
 pub struct Crypt {
     ciphers: Vec<Aes256Gcm>,
     previous: Vec<Vec<Aes256Gcm>>,
@@ -204,6 +205,33 @@ impl Crypt {
         }
     }
 
+    /// Whether previous keys were given (a rotation is under way).
+    pub fn has_previous(&self) -> bool {
+        !self.previous.is_empty()
+    }
+
+    /// The same value sealed under the current key when a previous key sealed
+    /// it (after a rotation); `None` when the current key opens it already, or
+    /// when no key does (not a sealed value: left as it is).
+    pub fn reseal(&self, purpose: Purpose, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        if !self.sealed_by_previous(purpose, aad, sealed) {
+            return None;
+        }
+        let plaintext = self.open(purpose, aad, sealed).ok()?;
+        Some(self.seal(purpose, aad, &plaintext))
+    }
+
+    /// Whether `sealed` opens with a previous key only (it still needs that key).
+    pub fn sealed_by_previous(&self, purpose: Purpose, aad: &[u8], sealed: &[u8]) -> bool {
+        if self.previous.is_empty() || sealed.len() < 1 + NONCE_LEN + TAG_LEN + 1 || sealed[0] != VERSION {
+            return false;
+        }
+        let nonce = Nonce::from_slice(&sealed[1..1 + NONCE_LEN]);
+        let payload = || Payload { msg: &sealed[1 + NONCE_LEN..], aad };
+        self.cipher(purpose).decrypt(nonce, payload()).is_err()
+            && self.previous.iter().any(|ciphers| ciphers[purpose.index()].decrypt(nonce, payload()).is_ok())
+    }
+
     /// A fresh key check value: a known plaintext sealed under the check key.
     pub fn check_value(&self) -> Vec<u8> {
         self.seal(Purpose::Check, CHECK_AAD, CHECK_PLAINTEXT)
@@ -294,6 +322,21 @@ mod tests {
         assert!(old.open(Purpose::Data, b"k", &sealed_after).is_err(), "new values are sealed with the new key");
         assert!(crypt(2).open(Purpose::Data, b"k", &sealed_before).is_err(), "without the previous key the old value stays closed");
         assert!(crypt(3).verify_check_value(&check_before).is_err());
+    }
+
+    #[test]
+    fn resealing_moves_old_values_to_the_current_key() {
+        let old = crypt(1);
+        let sealed_before = old.seal(Purpose::Data, b"k", b"before");
+        let spec = base64::engine::general_purpose::STANDARD.encode([1u8; KEY_LEN]);
+        let rotated = crypt(2).with_previous(&[spec]).unwrap();
+        assert!(rotated.sealed_by_previous(Purpose::Data, b"k", &sealed_before));
+        let resealed = rotated.reseal(Purpose::Data, b"k", &sealed_before).expect("an old value is resealed");
+        assert_eq!(crypt(2).open(Purpose::Data, b"k", &resealed).unwrap(), b"before", "the current key alone opens it");
+        assert!(!rotated.sealed_by_previous(Purpose::Data, b"k", &resealed));
+        assert_eq!(rotated.reseal(Purpose::Data, b"k", &resealed), None, "a current value is left alone");
+        assert_eq!(rotated.reseal(Purpose::Data, b"k", b"plain bytes, not sealed at all"), None);
+        assert_eq!(rotated.reseal(Purpose::Data, b"other key", &sealed_before), None, "bound to its key");
     }
 
     #[test]
