@@ -695,10 +695,6 @@ impl Host {
         led
     }
 
-    /// Gives up every leadership before the node is stopped (not recorded: the
-    /// next start campaigns again): as [`Host::drain`] in memory, then waits
-    /// until no group is led here, at most `timeout`. Answers the groups led
-    /// when asked and those still led at the end.
     /// Makes what a secure erasure deleted leave this node's files: for each
     /// hosted group of `groups`, a snapshot of the applied state and a purge of
     /// the log up to it (waiting for both until `timeout`); then every column
@@ -738,6 +734,25 @@ impl Host {
         Ok(purged)
     }
 
+    /// After an encryption key rotation, rewrites what this node stores under
+    /// its current key: every hosted group's snapshot and log purge, then a full
+    /// compaction, whose filter re-seals old values ([`tessera_storage::reseal`]).
+    /// Answers the groups purged, the values re-sealed since the node started,
+    /// and how many values or snapshot files still need a previous key.
+    pub async fn reseal(&self, timeout: Duration) -> Result<(Vec<GroupId>, u64, u64), HostError> {
+        let groups: Vec<GroupId> = self.hosted().into_iter().map(|(id, _)| id).collect();
+        let purged = self.purge_erased(&groups, timeout).await?;
+        let store = self.store.clone();
+        let needing = tokio::task::spawn_blocking(move || store.needing_previous_keys())
+            .await
+            .map_err(|e| HostError::Unavailable(format!("counting old values: {e}")))??;
+        Ok((purged, self.store.resealed(), needing))
+    }
+
+    /// Gives up every leadership before the node is stopped (not recorded: the
+    /// next start campaigns again): as [`Host::drain`] in memory, then waits
+    /// until no group is led here, at most `timeout`. Answers the groups led
+    /// when asked and those still led at the end.
     pub async fn release_leadership(&self, timeout: Duration) -> (Vec<GroupId>, Vec<GroupId>) {
         let led = self.stop_leading();
         info!(node = self.id, ?led, "releasing leadership before stopping");

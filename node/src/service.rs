@@ -12,7 +12,7 @@ use tessera_api::rpc::{
     AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
     AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
-    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply, PurgeErasedRequest, PurgeErasedReply,
+    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply, PurgeErasedRequest, PurgeErasedReply, ResealRequest, ResealReply,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -251,6 +251,19 @@ impl DataService for NodeService {
         let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(1_000, 300_000));
         let purged = self.host.purge_erased(&req.group_ids, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(PurgeErasedReply { purged, took_ms: started.elapsed().as_millis() as u64 }))
+    }
+
+    async fn reseal(&self, req: Request<ResealRequest>) -> Result<Response<ResealReply>, Status> {
+        let started = std::time::Instant::now();
+        let timeout = std::time::Duration::from_millis(req.into_inner().timeout_ms.clamp(1_000, 600_000));
+        let (groups, resealed, needing_previous_keys) = self.host.reseal(timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        Ok(Response::new(ResealReply {
+            resealed,
+            needing_previous_keys,
+            previous_keys: self.host.store.previous_keys(),
+            groups,
+            took_ms: started.elapsed().as_millis() as u64,
+        }))
     }
 
     async fn release_leadership(&self, req: Request<ReleaseLeadershipRequest>) -> Result<Response<ReleaseLeadershipReply>, Status> {

@@ -93,6 +93,8 @@ fn route_table() -> RouteTable {
         .put("/api/v1/admin/groups/{group_id}/leader", P("manage:cluster"), handlers::nodes::set_preferred_leader)
         .body::<handlers::nodes::PreferredLeaderBody>(true)
         .delete("/api/v1/admin/nodes/{node_id}", P("manage:cluster"), handlers::nodes::remove)
+        .post("/api/v1/admin/encryption/reencrypt", P("manage:cluster"), handlers::encryption::reencrypt)
+        .body::<handlers::nodes::NoBody>(false)
         .post("/api/v1/admin/compress", P("manage:cluster"), handlers::compress::compress)
         .body::<handlers::compress::CompressBody>(false)
         .get("/api/v1/admin/dashboard", P("read:cluster"), handlers::monitoring::dashboard)

@@ -481,6 +481,11 @@ impl Store {
         self.db.resealed.load(Ordering::Relaxed)
     }
 
+    /// Whether this store was opened with previous keys (a rotation under way).
+    pub fn previous_keys(&self) -> bool {
+        self.db.crypt.as_ref().is_some_and(|c| c.has_previous())
+    }
+
     /// How many stored values and snapshot files still need a previous key
     /// (0 once the old key can be retired; always 0 without previous keys).
     pub fn needing_previous_keys(&self) -> Result<u64> {

@@ -7,7 +7,8 @@
 //! after a full restart every value reads back. A node given a wrong key, no key,
 //! or no encryption refuses to start with a clear error. Then the key is
 //! rotated: every node restarts with a new key and the old one as a previous
-//! key, and old and new values read back.
+//! key, and old and new values read back; the nodes re-seal everything under
+//! the new key, restart without the old one, and every value still reads back.
 //!
 //! The control test runs the same workload without encryption and finds every
 //! marker on disk, which shows the scan can see plaintext where it exists.
@@ -163,6 +164,28 @@ async fn rotate_the_key(c: &mut Cluster, m: &Markers) -> Result<()> {
     for id in [1, 2, 3] {
         ensure!(c.node_log_text(id)?.contains("key was rotated"), "node {id} says its key was rotated");
     }
+    retire_the_old_key(c, m).await
+}
+
+/// Retiring the old key: every node re-seals what it stores under the new key
+/// (`POST /api/v1/admin/encryption/reencrypt`), then every node restarts
+/// without the previous key and every value still reads back.
+async fn retire_the_old_key(c: &mut Cluster, m: &Markers) -> Result<()> {
+    let r = c.http.post("/api/v1/admin/encryption/reencrypt", &json!({})).await?.ensure_status(200)?;
+    ensure!(r.json["complete"] == true && r.json["needing_previous_keys"] == 0, "re-encryption incomplete: {r}");
+    let nodes = r.json["nodes"].as_array().context("nodes")?;
+    ensure!(nodes.len() == 3 && nodes.iter().all(|n| n["previous_keys"] == true), "every node had the old key: {r}");
+    let resealed: u64 = nodes.iter().filter_map(|n| n["resealed"].as_u64()).sum();
+    ensure!(resealed > 0, "values sealed with the old key were re-sealed: {r}");
+    println!("re-encryption: {resealed} values re-sealed on 3 nodes");
+    c.stop_all().await?;
+    for id in [1, 2, 3] {
+        c.set_node_env(id, "SERVICE_ENCRYPTION_PREVIOUS_KEYS", "")?;
+    }
+    c.start_all().await?;
+    verify(c, m).await?;
+    let r = c.http.kv_get("enc/after-rotation").await?.ensure_status(200)?;
+    ensure!(r.json["value"]["note"] == "rotated", "{r}");
     Ok(())
 }
 

@@ -463,6 +463,14 @@ impl ClusterClient for GrpcCluster {
         Ok(reply.into_inner().purged)
     }
 
+    async fn reseal(&self, node: &NodeInfo, timeout: Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(tessera_api::rpc::ResealRequest { timeout_ms: timeout.as_millis() as u64 });
+        req.set_timeout(timeout + Duration::from_secs(60));
+        let reply = client.reseal(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner())
+    }
+
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {
         let mut client = self.client(&node.addr)?;
         let mut req = tonic::Request::new(DrainRequest {});

@@ -159,6 +159,11 @@ impl ClusterClient for MemoryCluster {
         Ok(groups.to_vec())
     }
 
+    /// In process nothing is encrypted at rest: nothing needs a previous key.
+    async fn reseal(&self, _node: &NodeInfo, _timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
+        Ok(tessera_api::rpc::ResealReply::default())
+    }
+
     async fn restart_node(&self, node: &NodeInfo, _binary: Option<&str>) -> Result<(), ClusterError> {
         Err(ClusterError::Unavailable(format!("node {} is in-process and has no process to restart", node.id)))
     }

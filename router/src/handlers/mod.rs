@@ -11,6 +11,7 @@ pub mod compliance_erasure;
 pub mod compliance_subject;
 pub mod compress;
 pub mod document;
+pub mod encryption;
 pub mod graph;
 pub mod health;
 pub mod import;

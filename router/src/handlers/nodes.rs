@@ -215,7 +215,7 @@ fn lifecycle_consistency(p: &LifecycleParams, prefs: &ReadPrefs) -> Result<Consi
 /// A lifecycle call's body: none or `{}` (any field is refused). The body is
 /// read whole before the answer, so a refused call does not cut the client's
 /// connection while it is still sending.
-fn lifecycle_body(body: &[u8]) -> Result<(), ApiError> {
+pub(crate) fn lifecycle_body(body: &[u8]) -> Result<(), ApiError> {
     match body_object(body)? {
         Some(fields) if !fields.is_empty() => {
             let name = fields.keys().next().map(String::as_str).unwrap_or_default();

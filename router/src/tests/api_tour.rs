@@ -36,6 +36,8 @@ async fn a_tour_of_users_roles_security_and_the_cluster_views() {
     ok("blocked", router.get("/api/v1/admin/security/blocked-ips").await);
     ok("unblock", router.delete("/api/v1/admin/security/blocked-ips/203.0.113.9").await);
     ok("security alerts", router.get("/api/v1/admin/security/alerts").await);
+    let resealed = ok("re-encrypt", router.post("/api/v1/admin/encryption/reencrypt", &json!({})).await);
+    assert_eq!(resealed["complete"], true, "nothing in process needs a previous key: {resealed}");
     ok("logout", router.post("/api/v1/auth/logout", &json!({})).await);
 }
 

@@ -1,0 +1,66 @@
+//! `POST /api/v1/admin/encryption/reencrypt`: the last step of an at-rest key
+//! rotation. Nodes restarted with a new `SERVICE_ENCRYPTION_KEY` and the old
+//! one in `SERVICE_ENCRYPTION_PREVIOUS_KEYS` read old values and seal new ones
+//! with the new key; this call has every node, one at a time, rewrite what it
+//! stores under its current key (each group snapshotted and its log purged,
+//! then a full compaction that re-seals old values) and count what still needs
+//! a previous key. When every node answers 0 (`complete`), the previous keys
+//! can be removed at the next restart (docs/tls-encryption.md).
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long one node may take (snapshots, purges and a full compaction).
+const PER_NODE: Duration = Duration::from_secs(300);
+
+/// Every node of the map re-seals, one after another; 503 (with every node's
+/// answer) when a node could not.
+pub async fn reencrypt(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    super::nodes::lifecycle_body(&body)?;
+    let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
+    let mut nodes = Vec::new();
+    let mut failed = Vec::new();
+    let mut needing = 0;
+    for node in &map.nodes {
+        match state.cluster.reseal(node, PER_NODE).await {
+            Ok(r) => {
+                needing += r.needing_previous_keys;
+                nodes.push(json!({
+                    "node_id": node.id,
+                    "previous_keys": r.previous_keys,
+                    "resealed": r.resealed,
+                    "needing_previous_keys": r.needing_previous_keys,
+                    "groups": r.groups,
+                    "took_ms": r.took_ms,
+                }));
+            }
+            Err(e) => {
+                failed.push(node.id);
+                nodes.push(json!({"node_id": node.id, "error": e.to_string()}));
+            }
+        }
+    }
+    let complete = failed.is_empty() && needing == 0;
+    let message = if !failed.is_empty() {
+        format!("nodes {failed:?} did not re-seal their data; run the call again once they answer")
+    } else if complete {
+        "every node holds its data under its current key: the previous keys can be removed from SERVICE_ENCRYPTION_PREVIOUS_KEYS at the next restart".to_string()
+    } else {
+        format!("{needing} values or snapshot files still need a previous key; run the call again")
+    };
+    let mut body = json!({"nodes": nodes, "needing_previous_keys": needing, "complete": complete, "message": message});
+    if failed.is_empty() {
+        Ok((StatusCode::OK, Json(body)))
+    } else {
+        body["error"] = json!(message);
+        Ok((StatusCode::SERVICE_UNAVAILABLE, Json(body)))
+    }
+}
