@@ -214,9 +214,9 @@ impl StorageSection {
                 )));
             }
         };
-        if !self.wal_enabled || !self.sync_on_commit {
+        if !self.wal_enabled {
             return Err(ConfigError::Invalid(
-                "storage.wal_enabled and storage.sync_on_commit cannot be turned off: a write is acknowledged only once it is synced to disk on a quorum of nodes, so nothing acknowledged is lost in a crash".into(),
+                "storage.wal_enabled cannot be turned off: the Raft log and votes live in RocksDB, and without its write-ahead log a process crash would lose acknowledged writes; storage.sync_on_commit = false trades durability on power loss for speed instead".into(),
             ));
         }
         let compression = tessera_storage::Compression::parse(&self.compression).map_err(ConfigError::Invalid)?;
@@ -226,7 +226,7 @@ impl StorageSection {
                 ConfigError::Invalid(format!("storage.buffer_pool_size must be bytes or a size such as 256MB, not {size:?}"))
             })?),
         };
-        Ok(tessera_storage::Tuning { compression, block_cache_bytes, in_memory })
+        Ok(tessera_storage::Tuning { compression, block_cache_bytes, in_memory, unsynced_commits: !self.sync_on_commit })
     }
 }
 
@@ -649,8 +649,10 @@ mod tests {
         assert_eq!(retention("30d", "90s").unwrap(), (Some(30 * 86_400_000), Some(90)));
         assert_eq!(retention("", "").unwrap(), (None, None));
         assert!(retention("soon", "").unwrap_err().to_string().contains("default_duration"));
-        assert!(refused(StorageSection { sync_on_commit: false, ..StorageSection::default() }).contains("cannot be turned off"));
         assert!(refused(StorageSection { wal_enabled: false, ..StorageSection::default() }).contains("cannot be turned off"));
+        let unsynced = StorageSection { sync_on_commit: false, ..StorageSection::default() }.tuning().unwrap();
+        assert!(unsynced.unsynced_commits, "sync_on_commit = false is honoured");
+        assert!(!StorageSection::default().tuning().unwrap().unsynced_commits);
         assert!(refused(StorageSection { compression: "snappy".into(), ..StorageSection::default() }).contains("snappy"));
         assert!(refused(StorageSection { buffer_pool_size: "lots".into(), ..StorageSection::default() }).contains("buffer_pool_size"));
         assert_eq!(parse_size("1048576"), Some(1 << 20));

@@ -283,6 +283,13 @@ impl Host {
         if tuning.in_memory {
             warn!("storage.backend = memory: the data is kept in memory only; nothing survives a restart of this node");
         }
+        if tuning.unsynced_commits && !tuning.in_memory {
+            warn!(
+                "storage.sync_on_commit = false: writes are acknowledged before they are synced to disk. A process crash \
+                 loses nothing (the write-ahead log is in the OS's cache), but a power loss or OS crash of this node can \
+                 lose its last writes, and of a majority of nodes at once, acknowledged writes"
+            );
+        }
         let store = Store::open_tuned(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?, &tuning)?;
         if store.node_record(tessera_storage::NODE_REMOVED)?.is_some() {
             anyhow::bail!(

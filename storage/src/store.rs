@@ -43,6 +43,8 @@ pub struct Db {
     resealed: Arc<AtomicU64>,
     /// The database lives in memory (`Tuning::in_memory`): there is no file to sync.
     in_memory: bool,
+    /// `Tuning::unsynced_commits`: the WAL is not fsynced.
+    pub(crate) unsynced_commits: bool,
 }
 
 impl Deref for Db {
@@ -55,7 +57,7 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false }
     }
 }
 
@@ -63,7 +65,21 @@ impl Db {
     /// Makes every write so far durable (syncs the WAL); nothing to do for a
     /// database in memory.
     pub(crate) fn sync_wal(&self) -> std::result::Result<(), rocksdb::Error> {
-        if self.in_memory { Ok(()) } else { self.db.flush_wal(true) }
+        if self.syncs_to_disk() { self.db.flush_wal(true) } else { Ok(()) }
+    }
+
+    /// Whether writes are made durable with an fsync (not for a database in
+    /// memory, nor with `storage.sync_on_commit = false`).
+    pub(crate) fn syncs_to_disk(&self) -> bool {
+        !self.in_memory && !self.unsynced_commits
+    }
+
+    /// Write options of the writes that must be durable before they are
+    /// acknowledged (synced unless [`Db::syncs_to_disk`] says otherwise).
+    pub(crate) fn durable_writes(&self) -> WriteOptions {
+        let mut w = WriteOptions::default();
+        w.set_sync(self.syncs_to_disk());
+        w
     }
 
     /// Wakes whoever waits on [`Store::group_events`].
@@ -200,6 +216,10 @@ pub struct Tuning {
     /// Keep the database in memory (`storage.backend = memory`): nothing
     /// survives the process; snapshot files still go under the path.
     pub in_memory: bool,
+    /// `storage.sync_on_commit = false`: writes (log entries, votes, applied
+    /// state) reach RocksDB's WAL in the OS's cache but are never fsynced: a
+    /// process crash loses nothing, a power loss or OS crash may lose the last writes.
+    pub unsynced_commits: bool,
 }
 
 impl Store {
@@ -270,6 +290,7 @@ impl Store {
             vacuums: Default::default(),
             group_events: Default::default(),
             in_memory: tuning.in_memory,
+            unsynced_commits: tuning.unsynced_commits,
             resealed,
         });
         let wal = WalSync::start(&db)?;
@@ -634,7 +655,7 @@ mod tuning_tests {
     fn the_configured_compression_is_what_rocksdb_writes() {
         for (compression, name) in [(Compression::Zstd, "kZSTD"), (Compression::None, "kNoCompression"), (Compression::Lz4, "kLZ4Compression")] {
             let dir = tempfile::tempdir().unwrap();
-            let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20), in_memory: false };
+            let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20), ..Tuning::default() };
             drop(Store::open_tuned(dir.path(), None, &tuning).unwrap());
             let options: String = std::fs::read_dir(dir.path())
                 .unwrap()
