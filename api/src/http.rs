@@ -57,6 +57,10 @@ pub struct LoginResponse {
     pub user: UserView,
     /// ISO 8601 UTC time when the token stops being accepted.
     pub expires_at: String,
+    /// With `auth.mfa_required`, for a user without a second factor: the
+    /// session can only turn it on (`POST /api/v1/auth/mfa/enable`) or log out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mfa_enrollment_required: bool,
 }
 
 /// `POST /api/v1/kv/keys` request.

@@ -87,9 +87,6 @@ impl RouterConfig {
         if tessera_api::meta::Role::parse(&self.rbac.default_role).is_none() {
             return Err(format!("rbac.default_role must be admin, operator or viewer, not {:?}", self.rbac.default_role));
         }
-        if self.auth.mfa_required {
-            return Err("auth.mfa_required = true is not supported yet: users turn on their second factor themselves (POST /api/v1/auth/mfa/setup)".into());
-        }
         Ok(())
     }
 }

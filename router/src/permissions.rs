@@ -28,6 +28,10 @@ pub enum Access {
 
 use Access::Public;
 
+/// What a user without a second factor may still do when `auth.mfa_required`
+/// is on: turn it on, or log out (public routes need no user at all).
+const MFA_ENROLLMENT_ROUTES: [&str; 2] = ["/api/v1/auth/mfa/enable", "/api/v1/auth/logout"];
+
 /// The middleware: authenticates, checks the route's decision, and hands the
 /// caller on to the handler.
 pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -43,6 +47,18 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
+    if state.config.auth.mfa_required
+        && let Caller::User { user, .. } = &caller
+        && !user.mfa_enabled
+        && !MFA_ENROLLMENT_ROUTES.contains(&template.as_str())
+    {
+        let mut refused = ApiError::Forbidden(
+            "this cluster requires a second factor (auth.mfa_required): turn it on with POST /api/v1/auth/mfa/enable, then log in again with a code".into(),
+        )
+        .into_response();
+        refused.extensions_mut().insert(crate::activity::ActivityUser(user.username.clone()));
+        return refused;
+    }
     if let Access::Permission(p) = access
         && !caller.has(p)
     {

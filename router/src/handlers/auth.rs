@@ -86,7 +86,8 @@ async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<Clien
     let client_ip = client_ip(&ip).map(|i| i.to_string());
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
-    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms) }).into_response())
+    let mfa_enrollment_required = state.config.auth.mfa_required;
+    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required }).into_response())
 }
 
 /// Removes the caller's session: the token stops working on every router (at
@@ -132,9 +133,17 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
         other => return Err(ApiError::unexpected(other)),
     }
     state.security.callers.evict(&token_hash);
+    // Where a second factor is required, the session opened by the password
+    // alone ends here: the next login proves the authenticator with a code.
+    let session_ended = state.config.auth.mfa_required;
+    if session_ended {
+        state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
+        state.security.callers.evict(&token_hash);
+    }
     let issuer = &state.config.security.mfa_issuer;
     Ok(Json(json!({
         "success": true,
+        "session_ended": session_ended,
         "mfa_enabled": true,
         "secret": secret,
         "otpauth_uri": totp::otpauth_uri(&secret, issuer, &user.username),
@@ -191,6 +200,7 @@ pub async fn mfa_verify(
             token: session_token,
             user: UserView::from(&user),
             expires_at: iso8601_ms(session.expires_at_ms),
+            mfa_enrollment_required: false,
         })),
         MfaOutcome::WrongCode { username, attempts_left } => {
             record_login_failure(&state, client_ip(&ip), &username).await;

@@ -190,8 +190,8 @@ async fn requests_beyond_max_connections_are_refused_at_once() {
 }
 
 /// `rbac.default_role` gives a user created without a role; settings the
-/// router cannot honour (`rbac.enabled = false`, `auth.mfa_required = true`,
-/// an unknown default role) are refused at start with the reason.
+/// router cannot honour (`rbac.enabled = false`, an unknown default role) are
+/// refused at start with the reason.
 #[tokio::test]
 async fn the_default_role_applies_and_unsupported_access_settings_are_refused() {
     let router = TestRouter::with_config(1, |c| c.rbac.default_role = "operator".into()).await;
@@ -206,5 +206,30 @@ async fn the_default_role_applies_and_unsupported_access_settings_are_refused() 
     assert!(config.check_access().unwrap_err().contains("default_role"));
     config.rbac.default_role = "viewer".into();
     config.auth.mfa_required = true;
-    assert!(config.check_access().unwrap_err().contains("mfa_required"));
+    assert_eq!(config.check_access(), Ok(()), "auth.mfa_required is honoured");
+}
+
+/// `auth.mfa_required = true`: a user without a second factor logs in to a
+/// session that can only turn it on (anything else is 403 naming the way);
+/// turning it on ends that session, and the next login asks for a code.
+#[tokio::test]
+async fn a_required_second_factor_is_enrolled_before_anything_else() {
+    use tessera_api::security::totp;
+    let router = TestRouter::with_config(1, |c| c.auth.mfa_required = true).await;
+    let refused = router.get("/api/v1/kv/keys").await.expect(403);
+    assert!(refused["error"].as_str().unwrap().contains("/api/v1/auth/mfa/enable"), "{refused}");
+    let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    assert_eq!(login["mfa_enrollment_required"], true, "{login}");
+    let enabled = router.post("/api/v1/auth/mfa/enable", &json!({})).await.expect(200);
+    assert_eq!(enabled["session_ended"], true, "{enabled}");
+    router.get("/api/v1/kv/keys").await.expect(401);
+    let challenge = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    assert_eq!(challenge["mfa_required"], true, "the next login asks for a code: {challenge}");
+    let secret = totp::decode_secret(enabled["secret"].as_str().unwrap()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let code = totp::code_at(&secret, totp::DIGITS, now);
+    let session = router.post("/api/v1/auth/mfa/verify", &json!({"token": challenge["temp_token"], "code": code})).await.expect(200);
+    assert!(session.get("mfa_enrollment_required").is_none(), "{session}");
+    let with_mfa = router.with_token(session["token"].as_str().unwrap());
+    with_mfa.get("/api/v1/kv/keys").await.expect(200);
 }
