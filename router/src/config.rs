@@ -40,11 +40,12 @@ pub struct RouterConfig {
     pub log_format: tessera_api::runtime::LogFormat,
 }
 
-/// Role-based access control (spec 01 `rbac`): always on.
+/// Role-based access control (spec 01 `rbac`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RbacSection {
-    /// `false` is refused at start: every route checks its permission.
+    /// `false`: every authenticated user acts as an admin (logging in is
+    /// still required); the router warns at start.
     pub enabled: bool,
     /// The role of a user created without one (`SERVICE_RBAC_DEFAULT_ROLE`):
     /// `admin`, `operator` or `viewer`.
@@ -80,9 +81,6 @@ impl RouterConfig {
             if set {
                 return Err(format!("{section} is not supported: users are Tessera's own (auth.method = local); remove the section"));
             }
-        }
-        if !self.rbac.enabled {
-            return Err("rbac.enabled = false is not supported: every route checks its permission (give users the admin role for full access)".into());
         }
         if tessera_api::meta::Role::parse(&self.rbac.default_role).is_none() {
             return Err(format!("rbac.default_role must be admin, operator or viewer, not {:?}", self.rbac.default_role));

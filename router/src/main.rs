@@ -200,6 +200,11 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     );
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
     let state = AppState::new(config, cluster.clone())?;
+    if !state.config.rbac.enabled {
+        tracing::warn!(
+            "rbac.enabled = false: every authenticated user has every permission (acts as an admin); logging in is still required"
+        );
+    }
     for moved in [
         "SERVICE_RETENTION_INTERVAL_SECS",
         "SERVICE_STREAM_RETENTION_INTERVAL_SECS",

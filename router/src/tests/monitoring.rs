@@ -189,9 +189,8 @@ async fn requests_beyond_max_connections_are_refused_at_once() {
     assert_eq!(slots.available_permits(), 1, "the slot is given back after each request");
 }
 
-/// `rbac.default_role` gives a user created without a role; settings the
-/// router cannot honour (`rbac.enabled = false`, an unknown default role) are
-/// refused at start with the reason.
+/// `rbac.default_role` gives a user created without a role; an unknown
+/// default role is refused at start with the reason.
 #[tokio::test]
 async fn the_default_role_applies_and_unsupported_access_settings_are_refused() {
     let router = TestRouter::with_config(1, |c| c.rbac.default_role = "operator".into()).await;
@@ -199,14 +198,34 @@ async fn the_default_role_applies_and_unsupported_access_settings_are_refused() 
     assert_eq!(created["role"], "operator", "{created}");
     let mut config = crate::config::RouterConfig::default();
     assert_eq!(config.check_access(), Ok(()));
-    config.rbac.enabled = false;
-    assert!(config.check_access().unwrap_err().contains("rbac.enabled"));
-    config.rbac.enabled = true;
     config.rbac.default_role = "root".into();
     assert!(config.check_access().unwrap_err().contains("default_role"));
     config.rbac.default_role = "viewer".into();
     config.auth.mfa_required = true;
     assert_eq!(config.check_access(), Ok(()), "auth.mfa_required is honoured");
+}
+
+/// `rbac.enabled = false`: a viewer acts as an admin (writes, manages users);
+/// a caller without a token is still refused.
+#[tokio::test]
+async fn without_rbac_every_authenticated_user_acts_as_an_admin() {
+    for rbac in [true, false] {
+        let router = TestRouter::with_config(1, |c| c.rbac.enabled = rbac).await;
+        router
+            .post("/api/v1/admin/users", &json!({"username": "vik", "email": "v@example.com", "password": "Vik-Pass-1234!", "role": "viewer"}))
+            .await
+            .expect(201);
+        let login = router.post("/api/v1/auth/login", &json!({"username": "vik", "password": "Vik-Pass-1234!"})).await.expect(200);
+        let viewer = router.with_token(login["token"].as_str().unwrap());
+        let write = viewer.post("/api/v1/kv/keys", &json!({"key": "rbac/k", "value": 1})).await;
+        let manage = viewer.get("/api/v1/admin/config").await;
+        if rbac {
+            assert_eq!((write.status.as_u16(), manage.status.as_u16()), (403, 403), "a viewer with rbac on");
+        } else {
+            assert_eq!((write.status.as_u16(), manage.status.as_u16()), (200, 200), "a viewer with rbac off: {} {}", write.json, manage.json);
+        }
+        router.with_token("").get("/api/v1/kv/keys").await.expect(401);
+    }
 }
 
 /// `auth.mfa_required = true`: a user without a second factor logs in to a
