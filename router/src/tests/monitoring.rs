@@ -205,6 +205,27 @@ async fn the_default_role_applies_and_unsupported_access_settings_are_refused() 
     assert_eq!(config.check_access(), Ok(()), "auth.mfa_required is honoured");
 }
 
+/// `auth.session_timeout` (seconds) is a session's lifetime: the login answer
+/// says when it ends, and the token is refused (401) from then on.
+#[tokio::test]
+async fn sessions_end_after_the_session_timeout() {
+    let router = TestRouter::with_config(1, |c| c.auth.session_timeout = 1).await;
+    let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    let expires = chrono::DateTime::parse_from_rfc3339(login["expires_at"].as_str().unwrap()).unwrap();
+    let left = expires.timestamp_millis() - tessera_api::command::now_ms();
+    assert!((0..=1_500).contains(&left), "the session ends about 1 s after login: {left} ms left");
+    let session = router.with_token(login["token"].as_str().unwrap());
+    session.get("/api/v1/kv/count?prefix=").await.expect(200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match session.get("/api/v1/kv/count?prefix=").await.status.as_u16() {
+            401 => break,
+            200 if std::time::Instant::now() < deadline => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            other => panic!("the expired session answered {other}"),
+        }
+    }
+}
+
 /// `rbac.enabled = false`: a viewer acts as an admin (writes, manages users);
 /// a caller without a token is still refused.
 #[tokio::test]
