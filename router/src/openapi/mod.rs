@@ -72,6 +72,10 @@ fn query_parameters(schema: &Value) -> Vec<Value> {
 fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<String, Value> {
     let json_answer = |schema: Value| json!({"description": "success", "content": {"application/json": {"schema": schema}}});
     let mut out = Map::new();
+    if d.path == "/api/v1/openapi.json" {
+        out.insert("200".into(), json!({"description": "this OpenAPI 3.0.3 document", "content": {"application/json": {"schema": {"type": "object"}}}}));
+        return out;
+    }
     if let Some(schema) = d.doc.response {
         out.insert("200".into(), json_answer(schema(generator).to_value()));
         return out;

@@ -38,6 +38,12 @@ async fn a_tour_of_users_roles_security_and_the_cluster_views() {
     ok("security alerts", router.get("/api/v1/admin/security/alerts").await);
     let resealed = ok("re-encrypt", router.post("/api/v1/admin/encryption/reencrypt", &json!({})).await);
     assert_eq!(resealed["complete"], true, "nothing in process needs a previous key: {resealed}");
+    ok("compress", router.post("/api/v1/admin/compress", &json!({"older_than": "1d"})).await);
+    let enabled = ok("mfa enable", router.post("/api/v1/auth/mfa/enable", &json!({})).await);
+    let secret = tessera_api::security::totp::decode_secret(enabled["secret"].as_str().unwrap()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let code = tessera_api::security::totp::code_at(&secret, tessera_api::security::totp::DIGITS, now);
+    ok("mfa disable", router.post("/api/v1/auth/mfa/disable", &json!({"code": code})).await);
     ok("logout", router.post("/api/v1/auth/logout", &json!({})).await);
 }
 

@@ -84,15 +84,8 @@ impl TestRouter {
         let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).expect("json")));
         let mut req = req.body(body).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
-        let method = req.method().to_string();
-        let resp = self.app.clone().oneshot(req).await.expect("infallible");
-        let status = resp.status();
-        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
-        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
-        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        // Every answer's shape is the one the OpenAPI document gives.
-        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
-        Answer { status, json }
+        let (status, _, bytes) = self.send(req).await;
+        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
     }
 
     /// A GET's status and body as text (for answers that are not JSON).
@@ -112,9 +105,21 @@ impl TestRouter {
         }
         let mut req = req.body(Body::from(body)).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let (status, _, bytes) = self.send(req).await;
+        (status, bytes)
+    }
+
+    /// Sends `req` and reads the whole answer; a JSON answer's shape is checked
+    /// against the OpenAPI document (see [`crate::openapi::observed`]).
+    async fn send(&self, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+        let method = req.method().to_string();
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
-        let status = resp.status();
-        (status, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
+        (status, headers, bytes)
     }
 
     /// A JSON POST with one extra header.
@@ -122,15 +127,8 @@ impl TestRouter {
         let req = Request::builder().method(Method::POST).uri(path).header("content-type", "application/json").header(header.0, header.1);
         let mut req = req.body(Body::from(serde_json::to_vec(body).expect("json"))).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
-        let method = req.method().to_string();
-        let resp = self.app.clone().oneshot(req).await.expect("infallible");
-        let status = resp.status();
-        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
-        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body");
-        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        // Every answer's shape is the one the OpenAPI document gives.
-        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
-        Answer { status, json }
+        let (status, _, bytes) = self.send(req).await;
+        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
     }
 
     /// A GET's status, headers and raw body.
@@ -138,9 +136,7 @@ impl TestRouter {
         let req = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.token));
         let mut req = req.body(Body::empty()).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
-        let resp = self.app.clone().oneshot(req).await.expect("infallible");
-        let (status, headers) = (resp.status(), resp.headers().clone());
-        (status, headers, axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec())
+        self.send(req).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
