@@ -59,7 +59,7 @@ pub enum BackupError {
 }
 
 /// One group's part of a backup.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct GroupPart {
     pub group: GroupId,
     /// The log index the group had applied in the backed-up state.
@@ -101,26 +101,53 @@ pub struct Manifest {
     pub error: Option<String>,
 }
 
+/// What the API answers for a backup (`POST /api/v1/admin/backup`, `GET
+/// /api/v1/admin/backups[/{id}]`); while it runs, `state` is `running` and
+/// `groups_done` counts the groups exported so far.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct BackupView {
+    pub backup_id: String,
+    /// `running`, `complete` or `failed`.
+    pub state: String,
+    pub encrypted: bool,
+    /// `AES-256-GCM` when encrypted, else `none`.
+    pub encryption_algorithm: String,
+    pub compression: String,
+    pub compliance_mode: String,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+    /// Bytes of the group files.
+    pub size_bytes: u64,
+    pub groups_done: usize,
+    pub groups_total: usize,
+    /// Each group's part: the log index it was exported at, its file and digest.
+    pub groups: Vec<GroupPart>,
+    pub strategy: String,
+    pub error: Option<String>,
+    /// What point in time the backup represents.
+    pub point_in_time: &'static str,
+}
+
 impl Manifest {
     /// What the API answers for a backup.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "backup_id": self.backup_id,
-            "state": self.state,
-            "encrypted": self.encrypted,
-            "encryption_algorithm": self.encryption_algorithm,
-            "compression": self.compression,
-            "compliance_mode": self.compliance_mode,
-            "created_at": self.created_at,
-            "completed_at": self.completed_at,
-            "size_bytes": self.size_bytes,
-            "groups_done": self.groups.len(),
-            "groups_total": self.groups_total,
-            "groups": self.groups,
-            "strategy": self.strategy,
-            "error": self.error,
-            "point_in_time": "per group: each group's records as of its applied_index (see docs/operations.md)",
-        })
+    pub fn view(&self) -> BackupView {
+        BackupView {
+            backup_id: self.backup_id.clone(),
+            state: self.state.clone(),
+            encrypted: self.encrypted,
+            encryption_algorithm: self.encryption_algorithm.clone(),
+            compression: self.compression.clone(),
+            compliance_mode: self.compliance_mode.clone(),
+            created_at: self.created_at.clone(),
+            completed_at: self.completed_at.clone(),
+            size_bytes: self.size_bytes,
+            groups_done: self.groups.len(),
+            groups_total: self.groups_total,
+            groups: self.groups.clone(),
+            strategy: self.strategy.clone(),
+            error: self.error.clone(),
+            point_in_time: "per group: each group's records as of its applied_index (see docs/operations.md)",
+        }
     }
 }
 

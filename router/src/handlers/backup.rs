@@ -4,11 +4,12 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::OptionalJsonBody;
 use crate::auth::Caller;
+use crate::backup::BackupView;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -23,30 +24,45 @@ pub struct BackupBody {
 /// `POST /api/v1/admin/backup` `{"encrypted": bool, "compliance_mode": "…"}`:
 /// exports every group at its own applied index into a new backup of this
 /// router's backup directory; 201 with its metadata once complete.
-pub async fn create(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<BackupBody>) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn create(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<BackupBody>) -> Result<(StatusCode, Json<BackupView>), ApiError> {
     let mode = req.compliance_mode.unwrap_or_else(|| "none".into());
     if mode.is_empty() || mode.len() > 64 || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         return Err(ApiError::BadRequest("compliance_mode is a short name such as none, gdpr, hipaa, soc2".into()));
     }
     let manifest = state.backups.create(state.cluster.as_ref(), req.encrypted, &mode.to_ascii_lowercase()).await?;
-    Ok((StatusCode::CREATED, Json(manifest.to_json())))
+    Ok((StatusCode::CREATED, Json(manifest.view())))
 }
 
 /// `GET /api/v1/admin/backups`: this router's backups, newest first.
-pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let backups: Vec<Value> = state.backups.list().iter().map(|m| m.to_json()).collect();
-    Ok(Json(json!({"backups": backups, "count": backups.len()})))
+pub async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<BackupList>, ApiError> {
+    let backups: Vec<BackupView> = state.backups.list().iter().map(|m| m.view()).collect();
+    Ok(Json(BackupList { count: backups.len(), backups }))
 }
 
-/// `GET /api/v1/admin/backups/{backup_id}`: one backup (also while it runs: `state`, `groups_done`).
-pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(state.backups.manifest(&id)?.to_json()))
+/// `GET /api/v1/admin/backups`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct BackupList {
+    /// Newest first.
+    pub backups: Vec<BackupView>,
+    pub count: usize,
 }
 
 /// `DELETE /api/v1/admin/backups/{backup_id}`.
-pub async fn delete(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct BackupDeleted {
+    pub backup_id: String,
+    pub deleted: bool,
+}
+
+/// `GET /api/v1/admin/backups/{backup_id}`: one backup (also while it runs: `state`, `groups_done`).
+pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<BackupView>, ApiError> {
+    Ok(Json(state.backups.manifest(&id)?.view()))
+}
+
+/// `DELETE /api/v1/admin/backups/{backup_id}`.
+pub async fn delete(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<BackupDeleted>, ApiError> {
     state.backups.delete(&id)?;
-    Ok(Json(json!({"backup_id": id, "deleted": true})))
+    Ok(Json(BackupDeleted { backup_id: id, deleted: true }))
 }
 
 /// The body of `POST /api/v1/admin/restore`.
