@@ -423,6 +423,10 @@ pub struct SessionRecord {
     /// The address the login came from (the admin-from-unknown-IP detector).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_ip: Option<String>,
+    /// Opened with a second factor (`mfa/verify`), not the password alone
+    /// (what `auth.mfa_required` asks of every session).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mfa_verified: bool,
 }
 
 /// The vault's data key, wrapped (AES-256-GCM) under a key derived from the

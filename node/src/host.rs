@@ -81,6 +81,10 @@ const NO_VOTE_FLOOR: u64 = u64::MAX;
 /// How long dropping a replica waits for the calls that still use it.
 const DROP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Whole-store compactions (secure-erasure purges, re-sealing after a key
+/// rotation) run one at a time on a node.
+static ONE_COMPACTION_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 impl Group {
     /// Whether this replica may grant votes: not while it has a vote floor it has
     /// not applied (a fresh replica's empty log, or a log that lost acknowledged
@@ -285,9 +289,10 @@ impl Host {
         }
         if tuning.unsynced_commits && !tuning.in_memory {
             warn!(
-                "storage.sync_on_commit = false: writes are acknowledged before they are synced to disk. A process crash \
-                 loses nothing (the write-ahead log is in the OS's cache), but a power loss or OS crash of this node can \
-                 lose its last writes, and of a majority of nodes at once, acknowledged writes"
+                "storage.sync_on_commit = false: log entries and applied state are acknowledged before they are synced to \
+                 disk (votes still are). A process crash loses nothing (the write-ahead log is in the OS's cache), but a \
+                 power loss or OS crash of this node loses what it had not yet written back, and when its acknowledgement \
+                 completed a write's quorum, the cluster can lose that acknowledged write"
             );
         }
         let store = Store::open_tuned(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?, &tuning)?;
@@ -709,8 +714,7 @@ impl Host {
     /// the WAL files that held the records. Answers the groups purged.
     pub async fn purge_erased(&self, groups: &[GroupId], timeout: Duration) -> Result<Vec<GroupId>, HostError> {
         // One purge at a time per node: each compacts the whole store.
-        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-        let _turn = ONE_AT_A_TIME.lock().await;
+        let _turn = ONE_COMPACTION_AT_A_TIME.lock().await;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut purged = Vec::new();
         for &id in groups {
@@ -742,18 +746,23 @@ impl Host {
     }
 
     /// After an encryption key rotation, rewrites what this node stores under
-    /// its current key: every hosted group's snapshot and log purge, then a full
-    /// compaction, whose filter re-seals old values ([`tessera_storage::reseal`]).
-    /// Answers the groups purged, the values re-sealed since the node started,
-    /// and how many values or snapshot files still need a previous key.
-    pub async fn reseal(&self, timeout: Duration) -> Result<(Vec<GroupId>, u64, u64), HostError> {
-        let groups: Vec<GroupId> = self.hosted().into_iter().map(|(id, _)| id).collect();
-        let purged = self.purge_erased(&groups, timeout).await?;
+    /// its current key (unless `count_only`): every stored snapshot file, then
+    /// a full compaction whose filter re-seals old values
+    /// ([`tessera_storage::reseal`]). Answers the values re-sealed since the
+    /// node started and how many values or snapshot files still need a previous key.
+    pub async fn reseal(&self, count_only: bool) -> Result<(u64, u64), HostError> {
+        // One at a time per node (each compacts the whole store), shared with secure-erasure purges.
+        let _turn = ONE_COMPACTION_AT_A_TIME.lock().await;
         let store = self.store.clone();
-        let needing = tokio::task::spawn_blocking(move || store.needing_previous_keys())
-            .await
-            .map_err(|e| HostError::Unavailable(format!("counting old values: {e}")))??;
-        Ok((purged, self.store.resealed(), needing))
+        let needing = tokio::task::spawn_blocking(move || {
+            if !count_only {
+                store.reseal_everything()?;
+            }
+            store.needing_previous_keys()
+        })
+        .await
+        .map_err(|e| HostError::Unavailable(format!("re-sealing: {e}")))??;
+        Ok((self.store.resealed(), needing))
     }
 
     /// Gives up every leadership before the node is stopped (not recorded: the

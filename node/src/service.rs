@@ -255,13 +255,13 @@ impl DataService for NodeService {
 
     async fn reseal(&self, req: Request<ResealRequest>) -> Result<Response<ResealReply>, Status> {
         let started = std::time::Instant::now();
-        let timeout = std::time::Duration::from_millis(req.into_inner().timeout_ms.clamp(1_000, 600_000));
-        let (groups, resealed, needing_previous_keys) = self.host.reseal(timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let (resealed, needing_previous_keys) =
+            self.host.reseal(req.into_inner().count_only).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(ResealReply {
             resealed,
             needing_previous_keys,
             previous_keys: self.host.store.previous_keys(),
-            groups,
+            encrypted: self.host.store.encrypted(),
             took_ms: started.elapsed().as_millis() as u64,
         }))
     }

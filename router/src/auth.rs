@@ -84,6 +84,8 @@ pub enum Caller {
         permissions: Vec<String>,
         /// The client address of this request (see `ratelimit::RateLimits::client_ip`).
         client_ip: Option<IpAddr>,
+        /// The session was opened with a second factor (see `auth.mfa_required`).
+        mfa_verified: bool,
     },
     /// An anonymous reader while no user exists and open bootstrap is on.
     Bootstrap,
@@ -191,7 +193,8 @@ impl FromRequestParts<AppState> for Caller {
                     user.role = Role::Admin;
                 }
                 let permissions = permissions_of(state, &user).await?;
-                let caller = Caller::User { user: Box::new(user), token_hash: hash.clone(), permissions, client_ip: ip };
+                let caller =
+                    Caller::User { user: Box::new(user), token_hash: hash.clone(), permissions, client_ip: ip, mfa_verified: session.mfa_verified };
                 callers.insert(hash, caller.clone(), session.expires_at_ms);
                 Ok(caller)
             }

@@ -28,8 +28,9 @@ pub enum Access {
 
 use Access::Public;
 
-/// What a user without a second factor may still do when `auth.mfa_required`
-/// is on: turn it on, or log out (public routes need no user at all).
+/// What a session opened without a second factor may still do when
+/// `auth.mfa_required` is on: turn MFA on, or log out (public routes need no
+/// user at all). Every other route needs a session opened with a code.
 const MFA_ENROLLMENT_ROUTES: [&str; 2] = ["/api/v1/auth/mfa/enable", "/api/v1/auth/logout"];
 
 /// The middleware: authenticates, checks the route's decision, and hands the
@@ -48,12 +49,11 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
         Err(e) => return e.into_response(),
     };
     if state.config.auth.mfa_required
-        && let Caller::User { user, .. } = &caller
-        && !user.mfa_enabled
+        && let Caller::User { user, mfa_verified: false, .. } = &caller
         && !MFA_ENROLLMENT_ROUTES.contains(&template.as_str())
     {
         let mut refused = ApiError::Forbidden(
-            "this cluster requires a second factor (auth.mfa_required): turn it on with POST /api/v1/auth/mfa/enable, then log in again with a code".into(),
+            "this cluster requires a second factor (auth.mfa_required): turn it on with POST /api/v1/auth/mfa/enable if you have not, then log in again with a code".into(),
         )
         .into_response();
         refused.extensions_mut().insert(crate::activity::ActivityUser(user.username.clone()));

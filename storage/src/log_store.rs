@@ -37,6 +37,15 @@ fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
     db.cf_handle(name).expect("column family is created at open")
 }
 
+/// Votes, truncations and purges are synced whatever `storage.sync_on_commit`
+/// says: they are rare, and a vote forgotten in a power loss could let this
+/// node vote twice in one term (two leaders).
+fn synced() -> WriteOptions {
+    let mut w = WriteOptions::default();
+    w.set_sync(true);
+    w
+}
+
 impl LogStore {
     pub(crate) fn new(db: Arc<Db>, wal: Arc<WalSync>, group: u64) -> Self {
         LogStore { db, wal, group, apply_guard: true }
@@ -59,7 +68,7 @@ impl LogStore {
 
     fn put_raft<T: Serialize>(&self, tag: u8, value: &T, sync: bool) -> Result<(), RaftStorageError> {
         let bytes = serde_json::to_vec(value).map_err(|e| StorageIOError::write(&e))?;
-        let opts = if sync { self.db.durable_writes() } else { WriteOptions::default() };
+        let opts = if sync { synced() } else { WriteOptions::default() };
         self.db
             .put_cf_opt(cf(&self.db, CF_RAFT), keys::raft_key(self.group, tag), bytes, &opts)
             .map_err(|e| StorageIOError::write(&e).into())
@@ -240,7 +249,7 @@ impl LogStore {
             keys::log_key(self.group, log_id.index).as_slice(),
             keys::group_end(self.group).as_slice(),
         );
-        self.db.write_opt(batch, &self.db.durable_writes()).map_err(|e| StorageIOError::write_logs(&e).into())
+        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
     fn purge_through(&self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
@@ -273,7 +282,7 @@ impl LogStore {
             keys::log_key(self.group, 0),
             keys::log_key(self.group, log_id.index + 1),
         );
-        self.db.write_opt(batch, &self.db.durable_writes()).map_err(|e| StorageIOError::write_logs(&e))?;
+        self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e))?;
         crate::crash_point::reached("log-purged");
         Ok(())
     }

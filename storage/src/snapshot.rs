@@ -188,29 +188,117 @@ fn read_u32(r: &mut impl Read) -> Result<u32> {
     Ok(u32::from_be_bytes(b))
 }
 
-/// How many stored snapshot files (of every group) have frames that only a
-/// previous key opens (they are rewritten by the group's next snapshot).
-pub(crate) fn files_needing_previous_keys(db: &Db, crypt: &crate::crypt::Crypt) -> Result<u64> {
-    let Ok(groups) = fs::read_dir(db.path().join("snapshots")) else { return Ok(0) };
-    let mut count = 0;
+/// The stored snapshot files of every group on this node: `(group, path)`.
+fn stored_snapshots(db: &Db) -> Result<Vec<(u64, PathBuf)>> {
+    let Ok(groups) = fs::read_dir(db.path().join("snapshots")) else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
     for group_dir in groups {
         let group_dir = group_dir?.path();
         let Some(group) = group_dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<u64>().ok()) else { continue };
         let current = group_dir.join("current.snap");
-        let Ok(file) = File::open(&current) else { continue };
-        let mut input = BufReader::new(file);
-        read_header(&mut input)?;
+        if current.exists() {
+            out.push((group, current));
+        }
+    }
+    Ok(out)
+}
+
+/// A snapshot file split into its header (magic and meta, as stored) and its
+/// sealed frames.
+fn read_frames(path: &Path) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
+    let mut input = BufReader::new(File::open(path)?);
+    let mut magic = [0u8; MAGIC.len()];
+    input.read_exact(&mut magic).map_err(|e| StorageError::Corrupt(format!("snapshot file header: {e}")))?;
+    if magic != MAGIC {
+        return Err(StorageError::Corrupt("not a Tessera snapshot file".into()));
+    }
+    let meta_len = read_u32(&mut input)? as usize;
+    let mut header = magic.to_vec();
+    header.extend_from_slice(&(meta_len as u32).to_be_bytes());
+    let mut meta = vec![0u8; meta_len];
+    input.read_exact(&mut meta).map_err(|e| StorageError::Corrupt(format!("snapshot meta: {e}")))?;
+    header.extend_from_slice(&meta);
+    let mut frames = Vec::new();
+    loop {
         let len = read_u32(&mut input)? as usize;
-        if len == 0 || len > MAX_FRAME {
-            continue;
+        if len == 0 {
+            return Ok((header, frames));
+        }
+        if len > MAX_FRAME {
+            return Err(StorageError::Corrupt(format!("snapshot frame of {len} bytes")));
         }
         let mut sealed = vec![0u8; len];
         input.read_exact(&mut sealed).map_err(|e| StorageError::Corrupt(format!("truncated snapshot frame: {e}")))?;
-        if crypt.sealed_by_previous(Purpose::Snapshot, &aad(group, 0), &sealed) {
-            count += 1;
+        frames.push(sealed);
+    }
+}
+
+/// How many stored snapshot files (of every group) have frames that only a
+/// previous key opens; an unreadable file counts too (it cannot be shown
+/// free of the old key).
+pub(crate) fn files_needing_previous_keys(db: &Db, crypt: &crate::crypt::Crypt) -> Result<u64> {
+    let mut count = 0;
+    for (group, path) in stored_snapshots(db)? {
+        match read_frames(&path) {
+            Ok((_, frames)) => {
+                if frames.iter().enumerate().any(|(i, f)| crypt.sealed_by_previous(Purpose::Snapshot, &aad(group, i as u64), f)) {
+                    count += 1;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(group, path = %path.display(), "unreadable snapshot file while counting old-key values: {e}");
+                count += 1;
+            }
         }
     }
     Ok(count)
+}
+
+/// Rewrites every stored snapshot file that has frames sealed by a previous
+/// key with those frames re-sealed under the current key (published like a
+/// new snapshot, unless a newer one was stored meanwhile). Answers the files rewritten.
+pub(crate) fn reseal_snapshot_files(db: &Db, crypt: &crate::crypt::Crypt) -> Result<u64> {
+    let mut rewritten = 0;
+    for (group, path) in stored_snapshots(db)? {
+        let (header, frames) = read_frames(&path)?;
+        let mut changed = false;
+        let frames: Vec<Vec<u8>> = frames
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| match crypt.reseal(Purpose::Snapshot, &aad(group, i as u64), &f) {
+                Some(resealed) => {
+                    changed = true;
+                    resealed
+                }
+                None => f,
+            })
+            .collect();
+        if !changed {
+            continue;
+        }
+        let dir = SnapshotDir { dir: path.parent().expect("a group directory").to_path_buf() };
+        let part = dir.temp("reseal", "part")?;
+        {
+            let mut out = BufWriter::new(File::create(&part)?);
+            out.write_all(&header)?;
+            for f in &frames {
+                out.write_all(&(f.len() as u32).to_be_bytes())?;
+                out.write_all(f)?;
+            }
+            out.write_all(&0u32.to_be_bytes())?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        let _serialized = SNAPSHOT_WRITES.lock().unwrap_or_else(|e| e.into_inner());
+        // Published only over the very file read (a newer snapshot is sealed with the current key).
+        if read_frames(&path).map(|(h, _)| h == header).unwrap_or(false) {
+            fs::rename(&part, &path)?;
+            File::open(&dir.dir)?.sync_all()?;
+            rewritten += 1;
+        } else {
+            fs::remove_file(&part)?;
+        }
+    }
+    Ok(rewritten)
 }
 
 /// Reads the magic and the meta of a snapshot file.

@@ -74,13 +74,6 @@ impl Db {
         !self.in_memory && !self.unsynced_commits
     }
 
-    /// Write options of the writes that must be durable before they are
-    /// acknowledged (synced unless [`Db::syncs_to_disk`] says otherwise).
-    pub(crate) fn durable_writes(&self) -> WriteOptions {
-        let mut w = WriteOptions::default();
-        w.set_sync(self.syncs_to_disk());
-        w
-    }
 
     /// Wakes whoever waits on [`Store::group_events`].
     pub(crate) fn note_group_event(&self) {
@@ -216,9 +209,10 @@ pub struct Tuning {
     /// Keep the database in memory (`storage.backend = memory`): nothing
     /// survives the process; snapshot files still go under the path.
     pub in_memory: bool,
-    /// `storage.sync_on_commit = false`: writes (log entries, votes, applied
-    /// state) reach RocksDB's WAL in the OS's cache but are never fsynced: a
-    /// process crash loses nothing, a power loss or OS crash may lose the last writes.
+    /// `storage.sync_on_commit = false`: log entries and applied state reach
+    /// RocksDB's WAL in the OS's cache and are acknowledged without an fsync
+    /// (votes, truncations and purges are still synced): a process crash loses
+    /// nothing, a power loss or OS crash may lose the last writes.
     pub unsynced_commits: bool,
 }
 
@@ -505,6 +499,18 @@ impl Store {
     /// Whether this store was opened with previous keys (a rotation under way).
     pub fn previous_keys(&self) -> bool {
         self.db.crypt.as_ref().is_some_and(|c| c.has_previous())
+    }
+
+    /// After a key rotation, re-seals under the current key everything a
+    /// previous key sealed: every column family is flushed and compacted (the
+    /// compaction filter re-seals values, [`crate::reseal`]) and every stored
+    /// snapshot file is rewritten. Heavy: run it on a blocking thread.
+    pub fn reseal_everything(&self) -> Result<()> {
+        if let Some(crypt) = self.db.crypt.as_ref().filter(|c| c.has_previous()) {
+            crate::snapshot::reseal_snapshot_files(&self.db, crypt)?;
+            self.compact_everything()?;
+        }
+        Ok(())
     }
 
     /// How many stored values and snapshot files still need a previous key

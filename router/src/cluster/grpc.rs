@@ -463,9 +463,9 @@ impl ClusterClient for GrpcCluster {
         Ok(reply.into_inner().purged)
     }
 
-    async fn reseal(&self, node: &NodeInfo, timeout: Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
+    async fn reseal(&self, node: &NodeInfo, count_only: bool, timeout: Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
         let mut client = self.client(&node.addr)?;
-        let mut req = tonic::Request::new(tessera_api::rpc::ResealRequest { timeout_ms: timeout.as_millis() as u64 });
+        let mut req = tonic::Request::new(tessera_api::rpc::ResealRequest { timeout_ms: timeout.as_millis() as u64, count_only });
         req.set_timeout(timeout + Duration::from_secs(60));
         let reply = client.reseal(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(reply.into_inner())

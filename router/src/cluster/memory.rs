@@ -160,7 +160,7 @@ impl ClusterClient for MemoryCluster {
     }
 
     /// In process nothing is encrypted at rest: nothing needs a previous key.
-    async fn reseal(&self, _node: &NodeInfo, _timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
+    async fn reseal(&self, _node: &NodeInfo, _count_only: bool, _timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
         Ok(tessera_api::rpc::ResealReply::default())
     }
 

@@ -98,9 +98,9 @@ pub trait ClusterClient: Send + Sync {
     async fn purge_erased(&self, node: &NodeInfo, groups: &[GroupId], timeout: std::time::Duration) -> Result<Vec<GroupId>, ClusterError>;
 
     /// After an encryption key rotation: asks `node` to rewrite what it stores
-    /// under its current key and count what still needs a previous key (the
-    /// node's `Reseal`).
-    async fn reseal(&self, node: &NodeInfo, timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError>;
+    /// under its current key (unless `count_only`) and count what still needs
+    /// a previous key (the node's `Reseal`).
+    async fn reseal(&self, node: &NodeInfo, count_only: bool, timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError>;
 
     /// Asks `node` to stop leading (it stops campaigning until its next start);
     /// answers the groups it still leads after `timeout_ms`.

@@ -84,7 +84,7 @@ async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<Clien
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
     let client_ip = client_ip(&ip).map(|i| i.to_string());
-    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip };
+    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, mfa_verified: false };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     let mfa_enrollment_required = state.config.auth.mfa_required;
     Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required }).into_response())
@@ -133,17 +133,12 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
         other => return Err(ApiError::unexpected(other)),
     }
     state.security.callers.evict(&token_hash);
-    // Where a second factor is required, the session opened by the password
-    // alone ends here: the next login proves the authenticator with a code.
-    let session_ended = state.config.auth.mfa_required;
-    if session_ended {
-        state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
-        state.security.callers.evict(&token_hash);
-    }
     let issuer = &state.config.security.mfa_issuer;
     Ok(Json(json!({
         "success": true,
-        "session_ended": session_ended,
+        // Where a second factor is required, a session opened by the password
+        // alone stays limited: the next login proves the authenticator with a code.
+        "log_in_again": state.config.auth.mfa_required,
         "mfa_enabled": true,
         "secret": secret,
         "otpauth_uri": totp::otpauth_uri(&secret, issuer, &user.username),
@@ -237,6 +232,9 @@ pub async fn mfa_disable(
     let Caller::User { user, token_hash, .. } = caller else {
         return Err(ApiError::Unauthorized("MFA needs a logged-in user".into()));
     };
+    if state.config.auth.mfa_required {
+        return Err(ApiError::Forbidden("this cluster requires a second factor (auth.mfa_required): it cannot be turned off".into()));
+    }
     let code = code_of(&req.code)?;
     let op = SecurityOp::DisableMfa { user_id: user.id.clone(), code, dev_code: dev_code(&state) };
     let outcome = mfa_write(&state, op).await?;

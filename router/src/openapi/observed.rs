@@ -127,9 +127,13 @@ fn values_schema(object: &Value) -> Value {
     object["properties"].as_object().and_then(|p| p.values().cloned().reduce(|a, b| merge(&a, &b))).unwrap_or_else(|| json!({}))
 }
 
+/// Objects keyed by data become maps: more than [`MAX_PROPERTIES`] keys, or
+/// keys that are all numbers (node and group ids).
 fn collapse_maps(object: Value) -> Value {
-    let many = object["properties"].as_object().is_some_and(|p| p.len() > MAX_PROPERTIES);
-    if many { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
+    let keyed_by_data = object["properties"].as_object().is_some_and(|p| {
+        p.len() > MAX_PROPERTIES || (!p.is_empty() && p.keys().all(|k| k.parse::<u64>().is_ok()))
+    });
+    if keyed_by_data { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
 }
 
 /// `schema` as OpenAPI 3.0 takes it: no empty `required` lists.
@@ -187,8 +191,9 @@ pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
 #[cfg(test)]
 pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
     // The document itself is not described by its own observations.
-    if template.is_empty() || status == 204 || template == "/api/v1/openapi.json" || body.is_null() {
-        return; // no route, no body, or not a JSON answer (objects, files, text)
+    const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
+    if template.is_empty() || status == 204 || template == "/api/v1/openapi.json" || body.is_null() || PROBES.contains(&template) {
+        return; // no route, no body, not a JSON answer (objects, files, text), or a probe (its own body)
     }
     if status >= 400 {
         let error = &body["error"];
@@ -255,6 +260,13 @@ mod tests {
         // Values of several types stay "any value", whatever comes after.
         let mixed = [json!([1]), json!(["x"]), json!([2])].iter().map(infer).reduce(|a, b| merge(&a, &b)).unwrap();
         assert_eq!(violation(&mixed, &json!([true]), "body"), None, "{mixed}");
+    }
+
+    #[test]
+    fn objects_keyed_by_ids_become_maps() {
+        let s = infer(&json!({"1": {"error": "down"}, "2": {"config": {}}}));
+        assert!(s.get("properties").is_none(), "{s}");
+        assert_eq!(violation(&s, &json!({"3": {"config": {}}}), "body"), None, "another node id is no violation");
     }
 
     #[test]

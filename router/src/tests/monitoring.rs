@@ -249,9 +249,9 @@ async fn without_rbac_every_authenticated_user_acts_as_an_admin() {
     }
 }
 
-/// `auth.mfa_required = true`: a user without a second factor logs in to a
-/// session that can only turn it on (anything else is 403 naming the way);
-/// turning it on ends that session, and the next login asks for a code.
+/// `auth.mfa_required = true`: a session opened with the password alone can
+/// only turn MFA on (anything else is 403 naming the way), before and after the
+/// enrolment; the next login asks for a code and opens a full session.
 #[tokio::test]
 async fn a_required_second_factor_is_enrolled_before_anything_else() {
     use tessera_api::security::totp;
@@ -261,8 +261,8 @@ async fn a_required_second_factor_is_enrolled_before_anything_else() {
     let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
     assert_eq!(login["mfa_enrollment_required"], true, "{login}");
     let enabled = router.post("/api/v1/auth/mfa/enable", &json!({})).await.expect(200);
-    assert_eq!(enabled["session_ended"], true, "{enabled}");
-    router.get("/api/v1/kv/keys").await.expect(401);
+    assert_eq!(enabled["log_in_again"], true, "{enabled}");
+    router.get("/api/v1/kv/keys").await.expect(403);
     let challenge = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
     assert_eq!(challenge["mfa_required"], true, "the next login asks for a code: {challenge}");
     let secret = totp::decode_secret(enabled["secret"].as_str().unwrap()).unwrap();
@@ -272,4 +272,11 @@ async fn a_required_second_factor_is_enrolled_before_anything_else() {
     assert!(session.get("mfa_enrollment_required").is_none(), "{session}");
     let with_mfa = router.with_token(session["token"].as_str().unwrap());
     with_mfa.get("/api/v1/kv/keys").await.expect(200);
+    // The password-only sessions stay limited after the enrolment (this one and
+    // any other), and the second factor cannot be turned off.
+    router.get("/api/v1/kv/keys").await.expect(403);
+    let other = router.with_token(login["token"].as_str().unwrap());
+    other.get("/api/v1/kv/keys").await.expect(403);
+    let code = totp::code_at(&secret, totp::DIGITS, now + 30);
+    with_mfa.post("/api/v1/auth/mfa/disable", &json!({"code": code})).await.expect(403);
 }

@@ -327,7 +327,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
                     challenge.failures = 0;
                     tx.delete(&ck);
                     record_step(tx, &user_id, rec, step)?;
-                    let session = SessionRecord { user_id, created_at_ms: now, expires_at_ms: now + session_ttl_ms, client_ip: None };
+                    let session = SessionRecord { user_id, created_at_ms: now, expires_at_ms: now + session_ttl_ms, client_ip: None, mfa_verified: true };
                     put(tx, &session_key(session_token_hash), &session)?;
                     mfa(MfaOutcome::Verified { user, session: Some(session) })
                 }
