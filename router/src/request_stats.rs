@@ -314,6 +314,26 @@ pub async fn publish(state: &AppState) -> Result<(), crate::error::ApiError> {
 /// Probes, not requests: a starting router answers `/readyz` 503 by design.
 const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
 
+/// With `TESSERA_RECORD_API_SHAPES`: the shape of a successful JSON answer is
+/// merged into that file (see [`crate::openapi::observed::RECORDING`]).
+async fn record_shape(path: &std::path::Path, method: &str, route: &str, response: Response) -> Response {
+    let json = response.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json || !response.status().is_success() || response.status().as_u16() == 204 {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 << 20).await else {
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        let key = crate::openapi::observed::route_key(method, route);
+        if let Err(e) = crate::openapi::observed::record_into(path, &key, parts.status.as_u16(), &value) {
+            tracing::warn!("recording the shape of {key}: {e}");
+        }
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
 /// Middleware (on matched routes): records the method, route template, status
 /// and latency of every request but the health probes.
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -333,6 +353,9 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
     let mut response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     response.extensions_mut().insert(crate::openapi::RouteTemplate(route.clone()));
+    if let Some(path) = crate::openapi::observed::RECORDING.as_deref() {
+        response = record_shape(path, &method, &route, response).await;
+    }
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     span.record("http.status_code", status);

@@ -5,8 +5,16 @@
 //! route and status: a field is `required` when every answer had it,
 //! `nullable` when one answered `null`).
 //!
-//! Refresh after changing an answer's shape:
-//! `echo {} > router/src/openapi/observed.json && TESSERA_BLESS=1 cargo nextest run -p tessera-router`.
+//! Routes only real nodes can serve (backups, node lifecycle, rolling update,
+//! shutdown) are recorded by the router binary itself while the cluster tests
+//! run with `TESSERA_RECORD_API_SHAPES` set ([`RECORDING`]).
+//!
+//! Refresh after changing an answer's shape (docs/operations.md "API description"):
+//! `echo {} > router/src/openapi/observed.json`, `TESSERA_BLESS=1 cargo nextest run -p tessera-router`
+//! twice, then `cargo build -p tessera-node -p tessera-router`, `cp router/src/openapi/observed.json /tmp/shapes.json`,
+//! `TESSERA_RECORD_API_SHAPES=/tmp/shapes.json cargo nextest run -p tessera-tests --test backup_restore --test admin_nodes
+//! --test cluster_shutdown --test leader_balance --test node_lifecycle --test rolling_update --test node_add --test security`
+//! and `cp /tmp/shapes.json router/src/openapi/observed.json`.
 
 #![cfg_attr(not(test), allow(dead_code))]
 
@@ -216,14 +224,21 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
     }
 }
 
-#[cfg(test)]
-fn record(key: &str, status: u16, body: &Value) {
+/// Where the router itself records the shapes of its JSON answers
+/// (`TESSERA_RECORD_API_SHAPES=<observed.json>`): how the routes only real
+/// nodes can serve (backups, node lifecycle, rolling update) get their shapes,
+/// by running the cluster tests with it set. Off unless set.
+pub static RECORDING: LazyLock<Option<std::path::PathBuf>> =
+    LazyLock::new(|| std::env::var_os("TESSERA_RECORD_API_SHAPES").filter(|v| !v.is_empty()).map(Into::into));
+
+/// Merges the shape of one answer into the file at `path` (a map of route →
+/// status → schema), under a file lock (tests and routers record at once).
+pub fn record_into(path: &std::path::Path, key: &str, status: u16, body: &Value) -> std::io::Result<()> {
     use std::io::{Read, Seek, Write};
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/openapi/observed.json");
-    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path).expect("observed.json");
-    file.lock().expect("lock observed.json");
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+    file.lock()?;
     let mut text = String::new();
-    file.read_to_string(&mut text).expect("read observed.json");
+    file.read_to_string(&mut text)?;
     let mut observed: Observed = serde_json::from_str(&text).unwrap_or_default();
     let slot = observed.entry(key.to_string()).or_default();
     let shape = infer(body);
@@ -232,10 +247,16 @@ fn record(key: &str, status: u16, body: &Value) {
         None => shape,
     };
     slot.insert(status.to_string(), merged);
-    let text = serde_json::to_string_pretty(&observed).expect("json") + "\n";
-    file.set_len(0).expect("truncate");
-    file.seek(std::io::SeekFrom::Start(0)).expect("seek");
-    file.write_all(text.as_bytes()).expect("write observed.json");
+    let text = serde_json::to_string_pretty(&observed).map_err(std::io::Error::other)? + "\n";
+    file.set_len(0)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    file.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+fn record(key: &str, status: u16, body: &Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/openapi/observed.json");
+    record_into(std::path::Path::new(path), key, status, body).expect("record into observed.json");
 }
 
 #[cfg(test)]
