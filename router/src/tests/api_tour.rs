@@ -86,6 +86,13 @@ async fn a_tour_of_streams_graph_edges_documents_and_imports() {
     ok("patch", router.call(Method::PATCH, &format!("/api/v1/documents/collections/tour/documents/{id}"), Some(&patch)).await);
     ok("update", router.post(&format!("/api/v1/documents/collections/tour/documents/{id}/update"), &patch).await);
     ok("documents", router.get("/api/v1/documents/collections/tour/documents").await);
+    ok("bucket", router.post("/api/v1/objects/buckets", &json!({"name": "tourb"})).await);
+    let (status, _) = router.call_bytes(Method::PUT, "/api/v1/objects/buckets/tourb/object/a.txt", b"tour object".to_vec()).await;
+    assert!(status.is_success(), "object put: {status}");
+    let (status, file) = router.call_bytes(Method::GET, "/api/v1/admin/objects/tourb/export", Vec::new()).await;
+    assert!(status.is_success() && !file.is_empty(), "export: {status}");
+    let (status, answer) = router.call_bytes(Method::POST, "/api/v1/admin/objects/tourc/import", file).await;
+    assert!(status.is_success(), "import: {status} {}", String::from_utf8_lossy(&answer));
 }
 
 #[tokio::test]
