@@ -312,7 +312,7 @@ pub async fn publish(state: &AppState) -> Result<(), crate::error::ApiError> {
 }
 
 /// Probes, not requests: a starting router answers `/readyz` 503 by design.
-const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
+pub(crate) const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
 
 /// With `TESSERA_RECORD_API_SHAPES`: the shape of a successful JSON answer is
 /// merged into that file (see [`crate::openapi::observed::RECORDING`]).

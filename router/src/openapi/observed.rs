@@ -204,8 +204,7 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
         return; // no route, no body, or not a JSON answer (objects, files, text)
     }
     // A probe that fails answers its own body (`{status, reason}`), not an error.
-    const PROBES: [&str; 4] = ["/health", "/livez", "/readyz", "/metrics"];
-    if status >= 400 && PROBES.contains(&template) {
+    if status >= 400 && crate::request_stats::PROBES.contains(&template) {
         return;
     }
     if status >= 400 {
