@@ -22,6 +22,8 @@ if ((${#test_packages[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${test_packages[@]}" >/dev/null
 fi
 export TESSERA_REQUIRE_POSTGRES=1
+# The power-loss and disk-fault scenarios need FUSE (fuse3 above): fail, never skip, without it.
+export TESSERA_REQUIRE_FUSE=1
 # The deployment checks: the Helm chart linted, rendered with its defaults and
 # every helm/tessera/ci/*.yaml and validated against the Kubernetes schemas (no
 # cluster), and the compose file checked; the chart's boot test

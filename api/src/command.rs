@@ -119,9 +119,20 @@ pub enum MetaOp {
     /// Record that `parent` split at `at` into the new group `child` on
     /// `members` (range sharding; `Applied(false)` when recorded already).
     RecordSplit { parent: crate::GroupId, child: crate::GroupId, at: String, members: Vec<crate::NodeId> },
+    /// Reserve the child id of `parent`'s next split in the map's
+    /// `pending_splits` (`Applied(false)` when one is reserved already: it is
+    /// kept); see [`crate::meta::ClusterMap::reserve_split`].
+    ReserveSplit { parent: crate::GroupId },
     /// Record a group's members after a replica moved (refused for a member
-    /// the map does not list).
-    SetGroupMembers { group: crate::GroupId, members: Vec<crate::NodeId> },
+    /// the map does not list). With `expected_move`, a compare-and-set: refused
+    /// unless that move is the one recorded in flight (or the members are
+    /// recorded already), so a deposed driver's late record changes nothing.
+    SetGroupMembers {
+        group: crate::GroupId,
+        members: Vec<crate::NodeId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_move: Option<crate::meta::ReplicaMove>,
+    },
     /// Record a replica move before its first step (see [`crate::meta::ClusterMap::begin_move`]);
     /// `Applied(false)` when it is recorded already.
     BeginMove(crate::meta::ReplicaMove),

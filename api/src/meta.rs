@@ -1,5 +1,7 @@
 //! Records kept by the meta group (group 0): the cluster map, users and sessions.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{GroupId, NodeId};
@@ -184,6 +186,20 @@ pub struct ClusterMap {
     /// after a crash finishes it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moving: Option<ReplicaMove>,
+    /// Range sharding: the child id reserved for each parent's next split
+    /// (parent → child), from its reservation until the split is recorded. A
+    /// parent's split is proposed only with the id reserved here, so two splits
+    /// never share a child id, whoever leads the meta group.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending_splits: BTreeMap<GroupId, GroupId>,
+    /// The highest group id ever handed out (reservations included): ids are
+    /// never used twice, even when a reserved split never happens.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_group_id: GroupId,
+}
+
+fn is_zero(n: &GroupId) -> bool {
+    *n == 0
 }
 
 /// Group `group`'s replica on node `from` moving to node `to`.
@@ -223,9 +239,27 @@ impl ClusterMap {
         Some(self.ranges.iter().filter(|r| r.range.with_prefix(prefix).is_some()).collect())
     }
 
-    /// The id a new group gets: one more than any group's.
+    /// The id a new group gets: one more than any group's or any id handed out.
     pub fn next_group_id(&self) -> GroupId {
-        self.groups.iter().map(|g| g.id).max().unwrap_or(0) + 1
+        self.groups.iter().map(|g| g.id).max().unwrap_or(0).max(self.last_group_id) + 1
+    }
+
+    /// Reserves the child id of `parent`'s next split (`Ok(true)`), or keeps the
+    /// one reserved already (`Ok(false)`: a split proposed with it may still
+    /// apply, so the next attempt uses the same id and the parent refuses a
+    /// second split into it). Refused for a group that holds no range.
+    pub fn reserve_split(&mut self, parent: GroupId) -> Result<bool, String> {
+        if self.pending_splits.contains_key(&parent) {
+            return Ok(false);
+        }
+        if !self.ranges.iter().any(|r| r.group == parent) {
+            return Err(format!("group {parent} holds no key-value range"));
+        }
+        let child = self.next_group_id();
+        self.last_group_id = child;
+        self.pending_splits.insert(parent, child);
+        self.epoch += 1;
+        Ok(true)
     }
 
     /// Records that `parent` split at `at` into `child` with `members`
@@ -245,6 +279,10 @@ impl ClusterMap {
         let child_range = RangeDescriptor { range: KeyRange { start: at.to_string(), end }, group: child };
         self.ranges.insert(i + 1, child_range);
         self.groups.push(GroupInfo { id: child, members: members.to_vec(), split_from: Some(parent), preferred_leader: None });
+        if self.pending_splits.get(&parent) == Some(&child) {
+            self.pending_splits.remove(&parent);
+        }
+        self.last_group_id = self.last_group_id.max(child);
         self.epoch += 1;
         Ok(true)
     }
@@ -604,6 +642,8 @@ mod range_tests {
             epoch: 0,
             ranges: vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
             moving: None,
+            pending_splits: Default::default(),
+            last_group_id: 0,
         };
         assert_eq!(map.next_group_id(), 3);
         assert_eq!(map.record_split(1, 3, "m", &[1]), Ok(true));
@@ -618,5 +658,41 @@ mod range_tests {
         assert_eq!(covering, vec![1, 3]);
         map.strategy = ShardingStrategy::Hash;
         assert!(map.kv_range_of("a").is_none());
+    }
+
+    /// Issue 35, defect 1: split child ids come from reservations in the map,
+    /// never from "one more than the groups I see": a reserved id is kept until
+    /// its split is recorded (the next attempt reuses it), and no id is handed
+    /// out twice, even when a reserved split never happens.
+    #[test]
+    fn split_child_ids_are_reserved_once() {
+        let mut map = ClusterMap {
+            nodes: vec![NodeInfo::new(1, "a")],
+            strategy: ShardingStrategy::Range,
+            replication_factor: 1,
+            groups: vec![GroupInfo::new(0, vec![1]), GroupInfo::new(1, vec![1]), GroupInfo::new(2, vec![1])],
+            epoch: 0,
+            ranges: vec![
+                RangeDescriptor { range: KeyRange { start: String::new(), end: Some("k".into()) }, group: 1 },
+                RangeDescriptor { range: KeyRange { start: "k".into(), end: None }, group: 2 },
+            ],
+            moving: None,
+            pending_splits: Default::default(),
+            last_group_id: 0,
+        };
+        assert_eq!(map.reserve_split(1), Ok(true));
+        assert_eq!(map.pending_splits.get(&1), Some(&3));
+        assert_eq!(map.reserve_split(1), Ok(false), "the reservation is kept");
+        assert_eq!(map.pending_splits.get(&1), Some(&3));
+        assert_eq!(map.reserve_split(2), Ok(true));
+        assert_eq!(map.pending_splits.get(&2), Some(&4), "another parent gets another id");
+        assert!(map.reserve_split(9).is_err(), "group 9 holds no range");
+        // Group 2's split never happens; group 1's is recorded: its id is free again? Never.
+        assert_eq!(map.record_split(1, 3, "d", &[1]), Ok(true));
+        assert!(!map.pending_splits.contains_key(&1));
+        assert_eq!(map.reserve_split(1), Ok(true));
+        assert_eq!(map.pending_splits.get(&1), Some(&5), "ids 3 and 4 are never handed out again");
+        let json = serde_json::to_string(&map).unwrap();
+        assert_eq!(serde_json::from_str::<ClusterMap>(&json).unwrap(), map);
     }
 }

@@ -264,6 +264,8 @@ mod tests {
             epoch: 0,
             ranges: Vec::new(),
             moving: None,
+            pending_splits: Default::default(),
+            last_group_id: 0,
         }
     }
 

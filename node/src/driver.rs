@@ -64,7 +64,9 @@ async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
         if host.is_stopping() {
             return;
         }
-        if !host.leads(META_GROUP) || host.is_drained() {
+        // A metric says "leader" to a leader cut off from its followers too (openraft
+        // 0.9 does not step down by itself): confirm with a quorum first.
+        if !host.leads(META_GROUP) || host.confirm_meta_leadership().await.is_none() {
             continue;
         }
         match run_lifecycle(&host).await {
@@ -80,8 +82,9 @@ async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
             continue;
         }
         last_rebalance = Instant::now();
+        let Some(term) = host.confirm_meta_leadership().await else { continue };
         let Some(map) = host.recorded_map() else { continue };
-        if let Err(e) = move_one_replica(&host, &map).await {
+        if let Err(e) = move_one_replica(&host, &map, term).await {
             warn!("placement driver: replica move not finished this period: {e}");
             continue;
         }
@@ -94,13 +97,16 @@ async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
 /// whether a joining node was activated (its leaderships are evened next).
 async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
     loop {
-        if !host.leads(META_GROUP) || host.is_stopping() {
+        if host.is_stopping() {
             return Ok(false);
         }
+        // Each step is planned from a map read after a read-index round, and its
+        // calls carry that leadership's term (nodes refuse a deposed leader's).
+        let Some(term) = host.confirm_meta_leadership().await else { return Ok(false) };
         let Some(map) = host.recorded_map() else { return Ok(false) };
         if let Some(mv) = map.moving {
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
-            finish_move(host, &map, mv, true).await?;
+            finish_move(host, &map, mv, true, term).await?;
             continue;
         }
         let draining = map.nodes.iter().find(|n| n.state == NodeState::Draining).map(|n| n.id);
@@ -122,7 +128,7 @@ async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
             Some(LifecycleStep::Move(mv)) => {
                 begin_move(host, mv).await?;
                 info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: moving a replica of a node joining or draining");
-                finish_move(host, &map, mv, false).await?;
+                finish_move(host, &map, mv, false, term).await?;
             }
         }
     }
@@ -199,11 +205,11 @@ async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> 
 /// With `sharding.auto_rebalance`: finishes the replica move recorded in
 /// `map`, or plans, records and makes the next one that evens the spread;
 /// nothing when the spread is even.
-async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap) -> Result<(), String> {
+async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap, term: u64) -> Result<(), String> {
     let mv = match map.moving {
         Some(mv) => {
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
-            return finish_move(host, map, mv, true).await;
+            return finish_move(host, map, mv, true, term).await;
         }
         None => {
             let Some(mv) = next_replica_move(map) else { return Ok(()) };
@@ -212,7 +218,7 @@ async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap) -> Result<(), Stri
             mv
         }
     };
-    finish_move(host, map, mv, false).await
+    finish_move(host, map, mv, false, term).await
 }
 
 /// Records `mv` in the meta group as the move in flight.
@@ -227,9 +233,9 @@ async fn begin_move(host: &Arc<Host>, mv: ReplicaMove) -> Result<(), String> {
 
 /// Makes the steps of the recorded move `mv`; a move the map no longer allows
 /// (its group or node gone) is dropped from the record.
-async fn finish_move(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool) -> Result<(), String> {
+async fn finish_move(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<(), String> {
     let started = Instant::now();
-    match move_replica(host, map, mv, resumed).await {
+    match move_replica(host, map, mv, resumed, term).await {
         Ok(index) => {
             info!(group = mv.group, from = mv.from, to = mv.to, index, took_ms = started.elapsed().as_millis() as u64, "placement driver moved a replica");
             Ok(())
@@ -252,11 +258,13 @@ enum MoveError {
 
 /// The steps of `mv`, each idempotent: the receiving node hosts an empty
 /// replica, the group's leader adds it as a learner and waits until it caught
-/// up, the group commits voters with `to` in place of `from`, the meta group
-/// records the members (which ends the move), and `from` drops its replica.
-/// Answers the new membership's log index. (`resumed`: the move was recorded
-/// by an earlier driver.)
-async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool) -> Result<u64, MoveError> {
+/// up (also when it was added before), the group commits voters with `to` in
+/// place of `from` (if its voters are still the map's), the meta group records
+/// the members if the move is still the recorded one (which ends it), and once
+/// `to` has applied the new membership `from` drops its replica. Answers the
+/// new membership's log index. (`resumed`: the move was recorded by an earlier
+/// driver; `term`: this driver's meta leadership, the fence of its calls.)
+async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<u64, MoveError> {
     let group = map.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| MoveError::Obsolete(format!("group {} is gone", mv.group)))?;
     let to = map
         .node(mv.to)
@@ -268,32 +276,44 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
     let members: Vec<u64> = group.members.iter().map(|&m| if m == mv.from { mv.to } else { m }).collect();
     let failed = |step: &str, e: String| MoveError::Failed(format!("{step} of group {}: {e}", mv.group));
     if to.id == host.id {
+        host.admit_control(term, "hosting a replica").map_err(|e| failed("hosting a replica", e.to_string()))?;
         host.host_group(mv.group).await.map_err(|e| failed("hosting a replica", e.to_string()))?;
     } else {
         let mut client = host.pool.data_client(to.id, &to.addr).map_err(|e| failed("reaching the new node", e.to_string()))?;
-        let mut req = tonic::Request::new(HostGroupRequest { group_id: mv.group });
+        let mut req = tonic::Request::new(HostGroupRequest { group_id: mv.group, meta_term: term });
         req.set_timeout(Duration::from_secs(10));
         client.host_group(req).await.map_err(|s| failed("hosting a replica", format!("node {}: {}", to.id, s.message())))?;
     }
-    let call = Call::AddLearner { node: to.id, addr: to.addr.clone() };
+    let call = Call::AddLearner { node: to.id, addr: to.addr.clone(), meta_term: term };
     on_leader(host, map, mv.group, call).await.map_err(|e| failed("adding the learner", e))?;
     if !resumed {
         // Tests stop the driver here: the next meta leader must finish this move.
         tessera_storage::crash_point::reached("replica-move-learner-added");
     }
-    let index = match on_leader(host, map, mv.group, Call::ReplaceVoters(members.clone())).await {
+    let replace = Call::ReplaceVoters { voters: members.clone(), expected: group.members.clone(), meta_term: term };
+    let index = match on_leader(host, map, mv.group, replace).await {
         Ok(Answer::Index(index)) => index,
         Ok(other) => return Err(failed("replacing the voters", format!("unexpected answer {other:?}"))),
         Err(e) => return Err(failed("replacing the voters", e)),
     };
-    meta_write(host, MetaOp::SetGroupMembers { group: mv.group, members: members.clone() }).await.map_err(MoveError::Failed)?;
+    let record = MetaOp::SetGroupMembers { group: mv.group, members: members.clone(), expected_move: Some(mv) };
+    meta_write(host, record).await.map_err(MoveError::Failed)?;
     if let Some(old) = map.node(mv.from).filter(|_| !members.contains(&mv.from)) {
+        // The source's full replica goes only once the new one holds the new
+        // membership: until then it may be the copy the group needs.
+        if let Err(e) = wait_applied(host, to, mv.group, index).await {
+            warn!(group = mv.group, node = old.id, "the moved-away replica is kept for now: {e}");
+            return Ok(index);
+        }
         let dropped = if old.id == host.id {
-            host.drop_group(mv.group).await.map(|_| ()).map_err(|e| e.to_string())
+            match host.admit_control(term, "dropping a replica") {
+                Ok(()) => host.drop_group(mv.group).await.map(|_| ()).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
         } else {
             match host.pool.data_client(old.id, &old.addr) {
                 Ok(mut client) => {
-                    let mut req = tonic::Request::new(DropGroupRequest { group_id: mv.group });
+                    let mut req = tonic::Request::new(DropGroupRequest { group_id: mv.group, meta_term: term });
                     req.set_timeout(Duration::from_secs(15));
                     client.drop_group(req).await.map(|_| ()).map_err(|s| s.message().to_string())
                 }
@@ -306,6 +326,35 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
         }
     }
     Ok(index)
+}
+
+/// How long a moved replica's new node may take to apply the new membership.
+const NEW_REPLICA_APPLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Waits until `node`'s replica of `group` has applied log index `index`.
+async fn wait_applied(host: &Arc<Host>, node: &tessera_api::meta::NodeInfo, group: u64, index: u64) -> Result<(), String> {
+    let deadline = Instant::now() + NEW_REPLICA_APPLY_TIMEOUT;
+    loop {
+        let applied = if node.id == host.id {
+            host.applied_index(group).ok()
+        } else {
+            match host.pool.data_client(node.id, &node.addr) {
+                Ok(mut client) => {
+                    let mut req = tonic::Request::new(tessera_api::rpc::AppliedRequest { group_id: group });
+                    req.set_timeout(Duration::from_secs(2));
+                    client.applied(req).await.ok().map(|r| r.into_inner()).filter(|r| r.hosted).map(|r| r.last_applied)
+                }
+                Err(_) => None,
+            }
+        };
+        if applied.is_some_and(|a| a >= index) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("node {} has not applied index {index} of group {group} (at {applied:?})", node.id));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Proposes `op` to the meta group (this node leads it).

@@ -24,6 +24,9 @@ use crate::query_pool::{PoolError, QueryPool};
 /// How long a leader handing a group off waits for the successor's log to catch up.
 const HAND_OFF_CATCH_UP: Duration = Duration::from_secs(2);
 
+/// How long a learner added before may take to catch up when it is added again.
+const LEARNER_CATCH_UP: Duration = Duration::from_secs(110);
+
 /// How long a write or read with consistency `all` waits for every voter.
 const ALL_APPLIED_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -37,43 +40,7 @@ pub struct Group {
     /// 0 ("anything") for a fresh replica joining an existing cluster, the purge
     /// mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
     vote_floor: std::sync::atomic::AtomicU64,
-    /// Set when this replica restarted as the group's leader (see [`RestoredLead`]).
-    restored_lead: Option<RestoredLead>,
 }
-
-/// The leadership a replica held when it stopped, which openraft 0.9 resumes at
-/// start without an election or a new blank entry. Such a leader knows its log
-/// but not how much of it was committed: the commit index and the applied state
-/// it restarts with are only what reached the disk, while every entry a client
-/// was told about is in its log (the leader syncs its log before counting
-/// itself). Until it has applied its whole restored log, a read in that same
-/// leadership would miss acknowledged writes, so reads wait for it.
-#[derive(Clone, Copy, Debug)]
-struct RestoredLead {
-    /// The restored vote: the leadership is the same while the vote's leader id is.
-    vote: openraft::Vote<NodeId>,
-    /// The last log index the replica had when it started.
-    last_log_index: u64,
-}
-
-impl RestoredLead {
-    /// Reads the vote and the log the replica of `group` starts with.
-    async fn of(store: &Store, group: GroupId, me: NodeId) -> Result<Option<RestoredLead>, openraft::StorageError<NodeId>> {
-        use openraft::storage::RaftLogStorage;
-        let mut log = store.log_store(group);
-        let Some(vote) = log.read_vote().await? else { return Ok(None) };
-        let last = log.get_log_state().await?.last_log_id;
-        Ok(match last {
-            Some(last) if vote.is_committed() && vote.leader_id().voted_for() == Some(me) => {
-                Some(RestoredLead { vote, last_log_index: last.index })
-            }
-            _ => None,
-        })
-    }
-}
-
-/// How long a read waits for a restored leader to apply its restored log.
-const RESTORED_LOG_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// [`Group::vote_floor`] when the replica may vote.
 const NO_VOTE_FLOOR: u64 = u64::MAX;
@@ -262,12 +229,13 @@ pub struct Host {
     next_binary: std::sync::Mutex<Option<std::path::PathBuf>>,
     /// The node was drained ([`Host::drain`]): it neither campaigns nor leads.
     drained: AtomicBool,
-    /// Groups whose leadership this node is handing off ([`Host::hand_off`]).
-    handing_off: std::sync::Mutex<std::collections::HashSet<GroupId>>,
     /// The node was removed from the cluster ([`Host::retire`]): it stops for good.
     retired: AtomicBool,
     /// A cluster shutdown asked this node to stop ([`Host::request_shutdown`]).
     shut_down: AtomicBool,
+    /// The highest meta-group term a fenced control-plane call carried here
+    /// ([`Host::admit_control`]).
+    control_fence: std::sync::atomic::AtomicU64,
 }
 
 
@@ -386,10 +354,6 @@ impl Host {
             if fresh && existing {
                 info!(group = info.id, "fresh replica in an existing cluster: it will not vote until it has caught up");
             }
-            let restored_lead = RestoredLead::of(&store, info.id, id).await?;
-            if let Some(r) = restored_lead {
-                info!(group = info.id, last_log_index = r.last_log_index, "resuming leadership: reads wait until the restored log is applied");
-            }
             let network = GroupNetwork { group: info.id, pool: pool.clone() };
             let started = Raft::new(
                 id,
@@ -438,7 +402,7 @@ impl Host {
                 raft.runtime_config().heartbeat(false);
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, restored_lead };
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor };
             groups.insert(info.id, Arc::new(group));
         }
         info!(node = id, groups = groups.len(), "node started its groups");
@@ -468,9 +432,9 @@ impl Host {
             restart: tokio::sync::watch::Sender::new(false),
             next_binary: Default::default(),
             drained: AtomicBool::new(drained),
-            handing_off: Default::default(),
             retired: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
+            control_fence: Default::default(),
         });
         // Replicas below their vote floor campaign again once they have caught up.
         if host.replaced.is_none() {
@@ -603,15 +567,7 @@ impl Host {
                 RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => HostError::forward(group, f),
                 other => HostError::Unavailable(other.to_string()),
             })?;
-            let mut read_index = read_log_id.map(|l| l.index);
-            if let Some(restored) = self.restored_log_to_apply(&g, read_index) {
-                g.raft
-                    .wait(Some(RESTORED_LOG_TIMEOUT))
-                    .applied_index_at_least(Some(restored), "a restored leader applies its restored log")
-                    .await
-                    .map_err(|e| HostError::Unavailable(format!("the restarted leader has not applied its log yet: {e}")))?;
-                read_index = Some(restored);
-            }
+            let read_index = read_log_id.map(|l| l.index);
             if consistency == Consistency::All
                 && let Some(index) = read_index
             {
@@ -658,19 +614,6 @@ impl Host {
             .map_err(|e| HostError::Unavailable(e.to_string()))??)
     }
 
-    /// The restored log index a linearizable read must wait for beyond openraft's
-    /// read index `read_index`: `Some` only while this node still holds the
-    /// leadership it restarted with ([`RestoredLead`]) and has not applied it all.
-    fn restored_log_to_apply(&self, g: &Group, read_index: Option<u64>) -> Option<u64> {
-        let restored = g.restored_lead?;
-        let last = restored.last_log_index;
-        if read_index.is_some_and(|i| i >= last) || g.raft.metrics().borrow().vote.leader_id() != restored.vote.leader_id() {
-            return None;
-        }
-        let applied = g.reader.applied().ok().flatten().map_or(0, |l| l.index);
-        (applied < last).then_some(last)
-    }
-
     /// A drained node that still leads `group` serves nothing a leader serves
     /// (so no message of it renews its followers' leases): they elect another
     /// leader, and the caller retries there.
@@ -696,6 +639,7 @@ impl Host {
     /// heartbeats; leader work is refused from now on. Answers the groups led.
     fn stop_leading(&self) -> Vec<GroupId> {
         self.drained.store(true, Ordering::SeqCst);
+        self.pool.leaving.leave_all();
         let mut led = Vec::new();
         for (id, g) in self.hosted() {
             g.raft.runtime_config().elect(false);
@@ -737,6 +681,12 @@ impl Host {
                 HostError::Unavailable(format!("group {id}: its log was not purged up to {snapshot} within {timeout:?} (a replica behind?)"))
             })?;
             purged.push(id);
+        }
+        // An unread backup export taken before the erasure still holds the erased
+        // records: remove it (that backup fails and is taken again).
+        let exports = self.store.remove_exports_of(groups)?;
+        if exports > 0 {
+            info!(exports, "removed unread backup exports of erased groups");
         }
         let store = self.store.clone();
         tokio::task::spawn_blocking(move || store.compact_everything())
@@ -789,7 +739,7 @@ impl Host {
 
     /// Whether this node is handing `group`'s leadership off.
     fn is_handing_off(&self, group: GroupId) -> bool {
-        self.handing_off.lock().unwrap_or_else(|e| e.into_inner()).contains(&group)
+        self.pool.leaving.handing_off(group)
     }
 
     /// Hands the leadership of `group` off (openraft 0.9 has no leader
@@ -806,7 +756,7 @@ impl Host {
         if !self.leads(group) {
             return Ok(false);
         }
-        self.handing_off.lock().unwrap_or_else(|e| e.into_inner()).insert(group);
+        self.pool.leaving.insert(group);
         let caught_up_by = Instant::now() + HAND_OFF_CATCH_UP;
         loop {
             let m = g.raft.metrics().borrow().clone();
@@ -825,7 +775,7 @@ impl Host {
             while host.leads(group) && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            host.handing_off.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+            host.pool.leaving.remove(group);
             if !host.is_drained() {
                 g.raft.runtime_config().elect(true);
                 g.raft.runtime_config().heartbeat(true);
@@ -894,6 +844,27 @@ impl Host {
         let g = self.leader_group(group)?;
         let m = g.raft.metrics().borrow().clone();
         if m.membership_config.membership().get_node(&node).is_some_and(|n| n.addr == addr) {
+            // Added before (a resumed move, or a call that outlived its timeout):
+            // answer once it holds what the group had now, as a first call would,
+            // never while it is still empty.
+            let target = m.last_log_index.unwrap_or(0);
+            let caught_up = g
+                .raft
+                .wait(Some(LEARNER_CATCH_UP))
+                .metrics(
+                    |m| {
+                        m.replication
+                            .as_ref()
+                            .and_then(|r| r.get(&node).cloned().flatten())
+                            .is_some_and(|matched| matched.index >= target)
+                    },
+                    "the learner catches up",
+                )
+                .await;
+            if let Err(e) = caught_up {
+                return Err(HostError::Unavailable(format!("node {node} has not caught up with group {group} yet: {e}")));
+            }
+            info!(group, node, target, "the learner added before has caught up");
             return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
         }
         let resp = g.raft.add_learner(node, BasicNode { addr }, true).await.map_err(|e| match e {
@@ -907,13 +878,27 @@ impl Host {
     /// On the leader of `group`: makes exactly `voters` its voters (nodes left
     /// out leave the group) and returns the log index of the new membership once
     /// committed.
-    pub async fn replace_voters(&self, group: GroupId, voters: std::collections::BTreeSet<NodeId>) -> Result<u64, HostError> {
+    ///
+    /// With `expected` (a compare-and-set), refused unless the voters are
+    /// `expected` now or `voters` already: a caller planning from a stale map
+    /// cannot bring back a voter set the group has left.
+    pub async fn replace_voters(
+        &self,
+        group: GroupId,
+        voters: std::collections::BTreeSet<NodeId>,
+        expected: Option<std::collections::BTreeSet<NodeId>>,
+    ) -> Result<u64, HostError> {
         let g = self.leader_group(group)?;
         let m = g.raft.metrics().borrow().clone();
         let current: std::collections::BTreeSet<NodeId> = m.membership_config.voter_ids().collect();
         let learners = m.membership_config.membership().learner_ids().count();
         if current == voters && learners == 0 {
             return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
+        }
+        if let Some(expected) = expected.filter(|e| *e != current && current != voters) {
+            return Err(HostError::Unavailable(format!(
+                "group {group}'s voters are {current:?}, not the {expected:?} the caller planned from: it planned on stale data"
+            )));
         }
         let change = openraft::ChangeMembers::ReplaceAllVoters(voters.clone());
         let resp = g.raft.change_membership(change, false).await.map_err(|e| match e {
@@ -948,10 +933,14 @@ impl Host {
         let raft = Raft::new(self.id, self.raft_config.clone(), network, self.store.log_store(group), self.store.state_machine(group))
             .await
             .map_err(|e| HostError::Unavailable(format!("starting a replica of group {group}: {e}")))?;
-        // It must not campaign or vote before it holds the group's state.
+        // It campaigns only once it holds the group's state. It may vote at once:
+        // a brand-new replica acknowledged nothing, so its empty log keeps no
+        // promise (a wiped one is caught by its incarnation, see `incarnation`),
+        // and a floor here would keep a group promoted onto it without a quorum
+        // of voters while its leader is down.
         raft.runtime_config().elect(false);
-        let vote_floor = std::sync::atomic::AtomicU64::new(0);
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, restored_lead: None });
+        let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         tokio::spawn(campaign_once_caught_up(self.clone(), group, g));
@@ -1037,7 +1026,7 @@ impl Host {
             raft.runtime_config().elect(false);
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, restored_lead: None });
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         if campaign && !self.is_drained() {
@@ -1197,6 +1186,43 @@ impl Host {
         Ok(())
     }
 
+    /// Fencing of the control plane: admits a call a placement driver made as
+    /// the meta leader of term `meta_term` (0: an unfenced call, from a router),
+    /// unless this node has seen a newer meta term — a fenced call's, or its own
+    /// meta replica's (it heard of a newer election). A deposed meta leader that
+    /// has not noticed yet is refused here.
+    pub fn admit_control(&self, meta_term: u64, what: &str) -> Result<(), HostError> {
+        if meta_term == 0 {
+            return Ok(());
+        }
+        let own = self.group(META_GROUP).map_or(0, |g| g.raft.metrics().borrow().current_term);
+        let seen = self.control_fence.fetch_max(meta_term, Ordering::SeqCst).max(own);
+        if meta_term < seen {
+            warn!(meta_term, newer = seen, what, "refused a control-plane call of a deposed meta leader");
+            return Err(HostError::Unavailable(format!(
+                "{what}: refused, the call comes from the meta leader of term {meta_term} but term {seen} is newer (a deposed leader)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Confirms that this node leads the meta group with a read-index round (a
+    /// quorum of the group acknowledges its leadership now; a leader cut off
+    /// from its followers fails it) and answers the term of that leadership: the
+    /// fence its control-plane calls carry. `None` when it does not lead.
+    pub async fn confirm_meta_leadership(&self) -> Option<u64> {
+        let g = self.group(META_GROUP).ok()?;
+        if self.is_drained() || g.raft.metrics().borrow().current_leader != Some(self.id) {
+            return None;
+        }
+        let confirmed = tokio::time::timeout(Duration::from_secs(5), g.raft.ensure_linearizable()).await;
+        if !matches!(confirmed, Ok(Ok(_))) {
+            return None;
+        }
+        let m = g.raft.metrics().borrow().clone();
+        (m.current_leader == Some(self.id)).then_some(m.current_term)
+    }
+
     /// Whether this node currently leads `group`.
     pub fn leads(&self, group: GroupId) -> bool {
         self.group(group).is_ok_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))
@@ -1248,7 +1274,9 @@ async fn follow_splits(host: Arc<Host>) {
 }
 
 async fn campaign_once_caught_up(host: Arc<Host>, group: GroupId, g: Arc<Group>) {
-    while !g.may_vote() {
+    // An empty replica may vote (see `host_group`) but campaigns only once it
+    // holds something: its campaigns could not win and would only raise the term.
+    while !g.may_vote() || g.reader.applied().ok().flatten().is_none() {
         if host.is_stopping() || !host.hosts(group) {
             return;
         }

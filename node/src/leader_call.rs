@@ -17,15 +17,21 @@ use crate::host::Host;
 const LEARNER_CATCH_UP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a membership change may take to commit.
 const MEMBERSHIP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a read or write may take (a leader without a quorum must not stall
+/// the splitter or the driver).
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A call to a group's leader.
 pub enum Call {
     Read(Query),
     Write(Operation),
-    /// Add a learner and wait until it caught up (answers the membership's log index).
-    AddLearner { node: NodeId, addr: String },
-    /// Commit these voters, dropping every learner (answers the membership's log index).
-    ReplaceVoters(Vec<NodeId>),
+    /// Add a learner and wait until it caught up (answers the membership's log
+    /// index); fenced by the caller's meta term.
+    AddLearner { node: NodeId, addr: String, meta_term: u64 },
+    /// Commit `voters`, dropping every learner (answers the membership's log
+    /// index), if the group's voters are `expected` (or `voters` already);
+    /// fenced by the caller's meta term.
+    ReplaceVoters { voters: Vec<NodeId>, expected: Vec<NodeId>, meta_term: u64 },
 }
 
 /// Its answer.
@@ -40,12 +46,33 @@ pub enum Answer {
 /// Runs `call` on the leader of `group`: here when this node leads it, else on
 /// the member that answers as its leader.
 pub async fn on_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: Call) -> Result<Answer, String> {
+    let deadline = match &call {
+        Call::Read(_) | Call::Write(_) => CALL_TIMEOUT,
+        Call::AddLearner { .. } => LEARNER_CATCH_UP_TIMEOUT,
+        Call::ReplaceVoters { .. } => MEMBERSHIP_TIMEOUT,
+    };
+    match tokio::time::timeout(deadline + Duration::from_secs(1), call_leader(host, map, group, call)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(format!("group {group}'s leader did not answer within {deadline:?}")),
+    }
+}
+
+async fn call_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: Call) -> Result<Answer, String> {
     if host.leads(group) {
         return match call {
             Call::Read(q) => host.read(group, q, Consistency::Quorum).await.map(Answer::Read),
             Call::Write(op) => host.write(group, op, None, Consistency::Quorum).await.map(Answer::Written),
-            Call::AddLearner { node, addr } => host.add_learner(group, node, addr).await.map(Answer::Index),
-            Call::ReplaceVoters(voters) => host.replace_voters(group, voters.into_iter().collect()).await.map(Answer::Index),
+            Call::AddLearner { node, addr, meta_term } => match host.admit_control(meta_term, "adding a learner") {
+                Ok(()) => host.add_learner(group, node, addr).await.map(Answer::Index),
+                Err(e) => Err(e),
+            },
+            Call::ReplaceVoters { voters, expected, meta_term } => match host.admit_control(meta_term, "replacing voters") {
+                Ok(()) => host
+                    .replace_voters(group, voters.into_iter().collect(), Some(expected.into_iter().collect()))
+                    .await
+                    .map(Answer::Index),
+                Err(e) => Err(e),
+            },
         }
         .map_err(|e| e.to_string());
     }
@@ -57,22 +84,39 @@ pub async fn on_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call:
         let reply = match &call {
             Call::Read(q) => {
                 let query = tessera_api::codec::encode(q).map_err(|e| e.to_string())?;
-                let req = ReadRequest { group_id: group, query, consistency: Consistency::Quorum as i32 };
+                let mut req = tonic::Request::new(ReadRequest { group_id: group, query, consistency: Consistency::Quorum as i32 });
+                req.set_timeout(CALL_TIMEOUT);
                 client.read(req).await
             }
             Call::Write(op) => {
                 let operation = tessera_api::codec::encode(op).map_err(|e| e.to_string())?;
-                let req = WriteRequest { group_id: group, operation, consistency: Consistency::Quorum as i32, request_id: String::new() };
+                let mut req = tonic::Request::new(WriteRequest {
+                    group_id: group,
+                    operation,
+                    consistency: Consistency::Quorum as i32,
+                    request_id: String::new(),
+                });
+                req.set_timeout(CALL_TIMEOUT);
                 client.write(req).await
             }
-            Call::AddLearner { node: learner, addr } => {
-                let mut req = tonic::Request::new(AddLearnerRequest { group_id: group, node_id: *learner, node_addr: addr.clone() });
+            Call::AddLearner { node: learner, addr, meta_term } => {
+                let mut req = tonic::Request::new(AddLearnerRequest {
+                    group_id: group,
+                    node_id: *learner,
+                    node_addr: addr.clone(),
+                    meta_term: *meta_term,
+                });
                 // The answer comes once the learner caught up (a snapshot may ship first).
                 req.set_timeout(LEARNER_CATCH_UP_TIMEOUT);
                 client.add_learner(req).await
             }
-            Call::ReplaceVoters(voters) => {
-                let mut req = tonic::Request::new(ReplaceVotersRequest { group_id: group, voters: voters.clone() });
+            Call::ReplaceVoters { voters, expected, meta_term } => {
+                let mut req = tonic::Request::new(ReplaceVotersRequest {
+                    group_id: group,
+                    voters: voters.clone(),
+                    meta_term: *meta_term,
+                    expected_voters: expected.clone(),
+                });
                 req.set_timeout(MEMBERSHIP_TIMEOUT);
                 client.replace_voters(req).await
             }
@@ -82,7 +126,7 @@ pub async fn on_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call:
                 return match call {
                     Call::Read(_) => tessera_api::codec::decode(&bytes).map(Answer::Read),
                     Call::Write(_) => tessera_api::codec::decode(&bytes).map(Answer::Written),
-                    Call::AddLearner { .. } | Call::ReplaceVoters(_) => tessera_api::codec::decode(&bytes).map(Answer::Index),
+                    Call::AddLearner { .. } | Call::ReplaceVoters { .. } => tessera_api::codec::decode(&bytes).map(Answer::Index),
                 }
                 .map_err(|e| e.to_string());
             }

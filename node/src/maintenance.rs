@@ -145,7 +145,9 @@ async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresh
             return;
         }
         for _ in 0..SPLITS_PER_PERIOD {
-            if !host.leads(META_GROUP) || host.is_drained() {
+            // Confirmed with a quorum, not read from a metric: a meta leader cut off
+            // from its followers does not step down by itself in openraft 0.9.
+            if !host.leads(META_GROUP) || host.confirm_meta_leadership().await.is_none() {
                 break;
             }
             let Some(map) = host.recorded_map() else { break };
@@ -163,15 +165,24 @@ async fn split_ranges(host: Arc<Host>, period: Duration, thresholds: SplitThresh
 
 /// Records one split a parent applied and the map lacks, or splits one range
 /// over a threshold; false when there was nothing to do.
+///
+/// The child's id is reserved in the meta group first (a compare-and-set there,
+/// never "one more than the groups this replica sees", which a new or deposed
+/// meta leader may not see all of), and a parent's reserved split is recorded
+/// before any new split of any parent is planned.
 async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThresholds, last_seen: &mut LastSeen) -> Result<bool, String> {
     let mut parents: Vec<GroupId> = map.ranges.iter().map(|r| r.group).collect();
     parents.dedup();
-    for parent in parents {
+    let mut infos = Vec::with_capacity(parents.len());
+    for &parent in &parents {
         let info = range_info(host, map, parent).await?;
         if let Some(split) = info.splits.iter().find(|s| map.groups.iter().all(|g| g.id != s.child)) {
             record_split(host, parent, split).await?;
             return Ok(true);
         }
+        infos.push((parent, info));
+    }
+    for (parent, info) in infos {
         let now = std::time::Instant::now();
         let rate = match last_seen.insert(parent, (info.applied_index, now)) {
             Some((index, at)) if info.applied_index >= index && now > at => {
@@ -184,7 +195,7 @@ async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThreshol
             continue;
         }
         let Some(at) = info.middle_key else { continue };
-        let child = map.next_group_id();
+        let child = reserve_child(host, parent).await?;
         let op = Operation::Split(SplitOp { child, at: at.clone() });
         match on_leader(host, map, parent, Call::Write(op)).await? {
             Answer::Written(Response::Applied(_)) => {}
@@ -201,6 +212,19 @@ async fn split_one(host: &Arc<Host>, map: &ClusterMap, thresholds: SplitThreshol
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Reserves (or finds reserved) the child id of `parent`'s next split in the
+/// meta group, which this node leads: the write is applied here before it answers.
+async fn reserve_child(host: &Arc<Host>, parent: GroupId) -> Result<GroupId, String> {
+    let op = Operation::Meta(MetaOp::ReserveSplit { parent });
+    match host.write(META_GROUP, op, None, Consistency::Quorum).await.map_err(|e| e.to_string())? {
+        Response::Applied(_) => {}
+        Response::Rejected(r) => return Err(format!("the meta group refused a split reservation: {}", r.message)),
+        other => return Err(format!("unexpected answer to a split reservation: {other:?}")),
+    }
+    let map = host.recorded_map().ok_or("the cluster map is not readable")?;
+    map.pending_splits.get(&parent).copied().ok_or_else(|| format!("no split of group {parent} is reserved"))
 }
 
 async fn range_info(host: &Arc<Host>, map: &ClusterMap, group: GroupId) -> Result<RangeInfo, String> {

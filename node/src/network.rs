@@ -48,6 +48,44 @@ pub struct PeerPool {
     pub incarnations: Arc<crate::incarnation::Incarnations>,
     /// The cluster this node belongs to (sent; replies of another are refused).
     pub cluster_id: u64,
+    /// The leaderships this node is giving up: their snapshot transfers pause.
+    pub leaving: LeavingGroups,
+}
+
+/// The groups whose leadership this node is handing off, or all of them once
+/// it is drained. A leader giving up its leadership sends no heartbeats; it
+/// must send no snapshot chunks either: each chunk renews the follower's lease
+/// on it, so its successor could not win a vote until the transfer ended, while
+/// it refuses every call (writes would stall for the whole transfer).
+#[derive(Default)]
+pub struct LeavingGroups {
+    groups: Mutex<std::collections::HashSet<GroupId>>,
+    all: std::sync::atomic::AtomicBool,
+}
+
+impl LeavingGroups {
+    pub fn insert(&self, group: GroupId) {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner()).insert(group);
+    }
+
+    pub fn remove(&self, group: GroupId) {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+    }
+
+    /// Every leadership goes (a drain): for good.
+    pub fn leave_all(&self) {
+        self.all.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether `group`'s leadership is being given up (a hand-off of it).
+    pub fn handing_off(&self, group: GroupId) -> bool {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner()).contains(&group)
+    }
+
+    /// Whether `group`'s leadership is being given up, by a hand-off or a drain.
+    pub fn contains(&self, group: GroupId) -> bool {
+        self.all.load(std::sync::atomic::Ordering::SeqCst) || self.handing_off(group)
+    }
 }
 
 impl PeerPool {
@@ -144,6 +182,7 @@ pub struct GroupNetwork {
 /// The Raft clients of one group to one peer, one per lane.
 pub struct PeerLink {
     group: GroupId,
+    pool: Arc<PeerPool>,
     target: NodeId,
     control: Option<RaftServiceClient<Channel>>,
     bulk: Option<RaftServiceClient<Channel>>,
@@ -161,6 +200,7 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
         let bulk = self.pool.raft_client(target, &node.addr, Lane::Bulk).ok();
         PeerLink {
             group: self.group,
+            pool: self.pool.clone(),
             target,
             control,
             bulk,
@@ -244,6 +284,10 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        if self.pool.leaving.contains(self.group) {
+            let why = std::io::Error::other("this node is giving up its leadership: snapshot transfers pause");
+            return Err(RPCError::Unreachable(Unreachable::new(&why)));
+        }
         self.call(Kind::Snapshot, Lane::Bulk, rpc, &option).await
     }
 

@@ -31,7 +31,7 @@ pub fn initial_map(
         ShardingStrategy::Range if shard_count > 0 => vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
         _ => Vec::new(),
     };
-    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges, moving: None }
+    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges, moving: None, pending_splits: Default::default(), last_group_id: 0 }
 }
 
 /// Why a node refuses to start.

@@ -13,6 +13,7 @@ use tessera_api::rpc::{
     AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
     RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
     ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply, PurgeErasedRequest, PurgeErasedReply, ResealRequest, ResealReply,
+    DigestReply, DigestRequest, GroupDigest,
 };
 use tessera_api::codec;
 use tonic::{Request, Response, Status};
@@ -227,21 +228,32 @@ impl DataService for NodeService {
 
     async fn add_learner(&self, req: Request<AddLearnerRequest>) -> Result<Response<DataReply>, Status> {
         let r = req.into_inner();
+        if let Err(e) = self.host.admit_control(r.meta_term, "adding a learner") {
+            return self.reply::<u64>(Err(e));
+        }
         self.reply(self.host.add_learner(r.group_id, r.node_id, r.node_addr).await)
     }
 
     async fn replace_voters(&self, req: Request<ReplaceVotersRequest>) -> Result<Response<DataReply>, Status> {
         let r = req.into_inner();
-        self.reply(self.host.replace_voters(r.group_id, r.voters.into_iter().collect()).await)
+        if let Err(e) = self.host.admit_control(r.meta_term, "replacing voters") {
+            return self.reply::<u64>(Err(e));
+        }
+        let expected = (!r.expected_voters.is_empty()).then(|| r.expected_voters.into_iter().collect());
+        self.reply(self.host.replace_voters(r.group_id, r.voters.into_iter().collect(), expected).await)
     }
 
     async fn host_group(&self, req: Request<HostGroupRequest>) -> Result<Response<HostGroupReply>, Status> {
-        let created = self.host.host_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let r = req.into_inner();
+        self.host.admit_control(r.meta_term, "hosting a replica").map_err(|e| Status::unavailable(e.to_string()))?;
+        let created = self.host.host_group(r.group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(HostGroupReply { created }))
     }
 
     async fn drop_group(&self, req: Request<DropGroupRequest>) -> Result<Response<DropGroupReply>, Status> {
-        let dropped = self.host.drop_group(req.into_inner().group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let r = req.into_inner();
+        self.host.admit_control(r.meta_term, "dropping a replica").map_err(|e| Status::unavailable(e.to_string()))?;
+        let dropped = self.host.drop_group(r.group_id).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(DropGroupReply { dropped }))
     }
 
@@ -315,6 +327,25 @@ impl DataService for NodeService {
             })
             .collect();
         Ok(Response::new(StorageReply { groups, disk_bytes: self.host.disk_bytes() }))
+    }
+
+    async fn digest(&self, req: Request<DigestRequest>) -> Result<Response<DigestReply>, Status> {
+        let wanted = req.into_inner().group_ids;
+        let host = self.host.clone();
+        let groups = tokio::task::spawn_blocking(move || {
+            host.hosted()
+                .into_iter()
+                .map(|(g, _)| g)
+                .filter(|g| wanted.is_empty() || wanted.contains(g))
+                .map(|g| match host.store.digest(g) {
+                    Ok(d) => GroupDigest { group_id: g, applied_index: d.applied_index, records: d.records, digest: d.digest, error: String::new() },
+                    Err(e) => GroupDigest { group_id: g, error: format!("digesting group {g}: {e}"), ..Default::default() },
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(DigestReply { groups }))
     }
 
     async fn config(&self, _req: Request<ConfigRequest>) -> Result<Response<ConfigReply>, Status> {

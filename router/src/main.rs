@@ -102,6 +102,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/alerts", P("read:cluster"), handlers::monitoring::alerts)
         .get("/api/v1/admin/config", P("manage:cluster"), handlers::monitoring::config)
         .get("/api/v1/admin/storage", P("read:cluster"), handlers::monitoring::storage)
+        .get("/api/v1/admin/consistency", P("read:cluster"), handlers::consistency::consistency)
         .get("/api/v1/admin/activities", P("read:cluster"), handlers::monitoring::activities)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)

@@ -57,6 +57,42 @@ pub fn remove_leftover_exports(db: &Db) -> Result<()> {
     Ok(())
 }
 
+/// How long an export may wait to be read before the next export removes it
+/// (a backup abandoned midway, e.g. its router crashed).
+pub const EXPORT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the exports of `groups` (after a secure erasure: an unread export
+/// taken before it holds the erased records; the backup reading it fails and
+/// is taken again). Answers how many were removed.
+pub fn remove_exports_of(db: &Db, groups: &[u64]) -> Result<usize> {
+    remove_exports_where(db, |name, _| {
+        name.split_once('-').and_then(|(g, _)| g.parse::<u64>().ok()).is_some_and(|g| groups.contains(&g))
+    })
+}
+
+/// Removes exports older than [`EXPORT_MAX_AGE`].
+fn remove_stale_exports(db: &Db) -> Result<usize> {
+    remove_exports_where(db, |_, age| age > EXPORT_MAX_AGE)
+}
+
+fn remove_exports_where(db: &Db, doomed: impl Fn(&str, std::time::Duration) -> bool) -> Result<usize> {
+    let Ok(entries) = fs::read_dir(exports_dir(db)) else { return Ok(0) };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let age = entry.metadata()?.modified()?.elapsed().unwrap_or_default();
+        if name.ends_with(".exp") && doomed(&name, age) {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(removed)
+}
+
 fn aad(group: u64, frame: u64) -> [u8; 24] {
     let mut a = [0u8; 24];
     a[..8].copy_from_slice(b"tessexp1");
@@ -71,6 +107,10 @@ pub fn export(data: &GroupData, id: &str) -> Result<ExportInfo> {
     let group = data.group;
     let dir = exports_dir(db);
     fs::create_dir_all(&dir)?;
+    let stale = remove_stale_exports(db)?;
+    if stale > 0 {
+        tracing::info!(stale, "removed exports nobody read within {:?}", EXPORT_MAX_AGE);
+    }
     let path = dir.join(format!("{id}.exp"));
     let cf = db.cf_handle(CF_DATA).expect("data column family");
     let snap = db.snapshot();
@@ -205,4 +245,25 @@ pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &Resto
 /// Whether a command is a restore step (the applier rebuilds in-memory state after it).
 pub fn is_restore(op: &tessera_api::command::Operation) -> bool {
     matches!(op, tessera_api::command::Operation::Restore(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Store;
+
+    /// Issue 35, defect 6: after a secure erasure the unread exports of the
+    /// erased groups are removed (they hold the erased records); others stay.
+    #[test]
+    fn the_unread_exports_of_erased_groups_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.reader(7).export("7-00000000000000aa").unwrap();
+        store.reader(8).export("8-00000000000000bb").unwrap();
+        let exports = dir.path().join("exports");
+        assert_eq!(std::fs::read_dir(&exports).unwrap().count(), 2);
+        assert_eq!(store.remove_exports_of(&[7]).unwrap(), 1);
+        let left: Vec<String> =
+            std::fs::read_dir(&exports).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(left, vec!["8-00000000000000bb.exp".to_string()]);
+    }
 }

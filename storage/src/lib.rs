@@ -11,6 +11,7 @@ pub mod backup;
 pub mod crash_point;
 pub mod subject;
 pub mod dedup;
+pub mod digest;
 pub mod engine;
 pub mod error;
 mod keys;

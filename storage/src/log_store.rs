@@ -189,8 +189,19 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.off_runtime(move |log| log.put_raft(keys::RAFT_VOTE, &vote, true)).await
     }
 
+    /// The stored vote, always as *uncommitted*: a restarted node never resumes a
+    /// leadership it held (openraft 0.9 would, at once, in the same term and without
+    /// a blank entry). Its log may have lost entries its followers acknowledged and
+    /// committed without it (they are readable and shipped before the local WAL
+    /// sync), and leading again in the old term would hand new entries the same
+    /// (term, index) as those — two contents under one log id. Read as uncommitted,
+    /// the vote still binds this node to its term (it grants no other candidate of
+    /// that term) and a leader of that term is still followed, but the node
+    /// campaigns for a new term, which only a replica holding every committed entry
+    /// can win.
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, RaftStorageError> {
-        self.get_raft(keys::RAFT_VOTE)
+        let stored: Option<Vote<u64>> = self.get_raft(keys::RAFT_VOTE)?;
+        Ok(stored.map(|v| Vote::new(v.leader_id().term, v.leader_id().voted_for().unwrap_or_default())))
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), RaftStorageError> {

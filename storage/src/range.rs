@@ -117,14 +117,27 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     if !own.contains(&op.at) || op.at == own.start {
         return Ok(Response::rejected(ErrorCode::Invalid, format!("{:?} does not split this group's range {own:?}", op.at)));
     }
-    let child_data = GroupData { db: data.db.clone(), group: op.child, memory: data.memory.clone(), cancel: None };
-    if op.child == parent || read_sm_record::<LogId<u64>>(&child_data, keys::SM_APPLIED)?.is_some() {
+    // Decided on the parent's own replicated records alone, the same on every
+    // replica: whether this node holds anything under the child's id is its own
+    // state (the meta group reserves child ids, so none is used twice).
+    if op.child == parent || done.iter().any(|s| s.child == op.child) {
         return Ok(Response::rejected(ErrorCode::Conflict, format!("group {} exists already", op.child)));
     }
     let Some(membership) = read_sm_record::<StoredMembership<u64, openraft::BasicNode>>(data, keys::SM_MEMBERSHIP)? else {
         return Ok(Response::rejected(ErrorCode::Invalid, "the group has no membership yet"));
     };
     let members: Vec<u64> = membership.membership().voter_ids().collect();
+
+    // The child's replica on this node starts here, unless this node holds one
+    // already (it was moved here and filled by the child's own leader before this
+    // replica of the parent applied the split): that one is the child group's
+    // state, not the parent's to overwrite. Only the child's part depends on it;
+    // the parent's outcome is the same on every replica.
+    let child_data = GroupData { db: data.db.clone(), group: op.child, memory: data.memory.clone(), cancel: None };
+    let child_here = read_sm_record::<LogId<u64>>(&child_data, keys::SM_APPLIED)?.is_some();
+    if child_here {
+        tracing::info!(parent, child = op.child, "the split's child already has a replica here: its records are not rewritten");
+    }
 
     // The records move: copied into the child's space, then one range delete.
     let cf = db.cf_handle(CF_DATA).expect("data column family");
@@ -138,7 +151,9 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     };
     // Keys are UTF-8 and never hold the byte 0xff: `[at, 0xff)` is every key from `at` up.
     let scan_end = end_bytes.clone().unwrap_or_else(|| vec![0xff]);
-    view.scan_range(op.at.as_bytes(), &scan_end, &mut copy)?;
+    if !child_here {
+        view.scan_range(op.at.as_bytes(), &scan_end, &mut copy)?;
+    }
     let from = keys::data_key(parent, space::KV, op.at.as_bytes());
     let to = match &end_bytes {
         Some(end) => keys::data_key(parent, space::KV, end),
@@ -147,15 +162,17 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     batch.delete_range_cf(cf, from, to);
 
     // The child's starting state.
-    let base = child_base_log_id();
-    put_sm(db, batch, op.child, keys::SM_APPLIED, &base)?;
-    put_sm(db, batch, op.child, keys::SM_MEMBERSHIP, &StoredMembership::new(Some(base), membership.membership().clone()))?;
-    put_sm(db, batch, op.child, keys::SM_RANGE, &KeyRange { start: op.at.clone(), end: moved_end })?;
-    let clock_key = keys::data_key(op.child, keys::SPACE_SM, &[keys::SM_CLOCK]);
-    batch.put_cf(cf, &clock_key, db.seal(Purpose::Data, &clock_key, &now.to_be_bytes()));
-    let raft_cf = db.cf_handle(CF_RAFT).expect("raft column family");
-    batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_PURGED), serde_json::to_vec(&base)?);
-    batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_COMMITTED), serde_json::to_vec(&Some(base))?);
+    if !child_here {
+        let base = child_base_log_id();
+        put_sm(db, batch, op.child, keys::SM_APPLIED, &base)?;
+        put_sm(db, batch, op.child, keys::SM_MEMBERSHIP, &StoredMembership::new(Some(base), membership.membership().clone()))?;
+        put_sm(db, batch, op.child, keys::SM_RANGE, &KeyRange { start: op.at.clone(), end: moved_end })?;
+        let clock_key = keys::data_key(op.child, keys::SPACE_SM, &[keys::SM_CLOCK]);
+        batch.put_cf(cf, &clock_key, db.seal(Purpose::Data, &clock_key, &now.to_be_bytes()));
+        let raft_cf = db.cf_handle(CF_RAFT).expect("raft column family");
+        batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_PURGED), serde_json::to_vec(&base)?);
+        batch.put_cf(raft_cf, keys::raft_key(op.child, keys::RAFT_COMMITTED), serde_json::to_vec(&Some(base))?);
+    }
 
     // The parent keeps the lower part and remembers the split.
     put_sm(db, batch, parent, keys::SM_RANGE, &KeyRange { start: own.start, end: Some(op.at.clone()) })?;
@@ -239,6 +256,41 @@ mod tests {
             request_id: None,
         };
         assert!(matches!(store.state_machine(9).apply_at(1, stray).unwrap(), Response::Rejected(r) if r.code == ErrorCode::RangeMoved));
+    }
+
+    /// Issue 35, defect 1: a split's outcome for the parent depends on the
+    /// parent's replicated records alone. A replica whose node already holds
+    /// records under the child's id (the child moved there first, or leftovers)
+    /// applies the split like every other replica: same answer, same parent range,
+    /// the moved keys gone from the parent; its child records are left alone.
+    #[test]
+    fn a_split_applies_the_same_whatever_this_node_holds_under_the_child_id() {
+        let stores: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+        let opened: Vec<_> = stores.iter().map(|d| crate::Store::open(d.path()).unwrap()).collect();
+        // The second node already holds a replica of group 9 (applied at index 1).
+        let held = KvOp::Put { key: "x".into(), value: serde_json::json!("held"), ttl_secs: None };
+        opened[1].state_machine(9).apply_entries(vec![entry(1, op(Operation::Kv(held)))]).unwrap();
+        let voters: BTreeSet<u64> = [1, 2, 3].into();
+        let nodes: BTreeMap<u64, BasicNode> = voters.iter().map(|n| (*n, BasicNode { addr: format!("n{n}") })).collect();
+        let mut answers = Vec::new();
+        for store in &opened {
+            let mut entries = vec![entry(1, EntryPayload::Membership(Membership::new(vec![voters.clone()], nodes.clone())))];
+            for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
+                let put = KvOp::Put { key: k.to_string(), value: serde_json::json!(i), ttl_secs: None };
+                entries.push(entry(2 + i as u64, op(Operation::Kv(put))));
+            }
+            entries.push(entry(6, op(Operation::Split(SplitOp { child: 9, at: "c".into() }))));
+            answers.push(store.state_machine(1).apply_entries(entries).unwrap());
+            assert!(matches!(get(store, 1, "d"), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved), "the parent gave up d");
+            let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+            assert_eq!(info.range, KeyRange { start: String::new(), end: Some("c".into()) });
+            assert_eq!(info.keys, 2);
+        }
+        assert_eq!(answers[0], answers[1], "both replicas of the parent answer the split alike");
+        assert_eq!(answers[1][5], Response::Applied(true));
+        // The replica held under the child's id is not rewritten.
+        assert_eq!(opened[1].reader(9).applied().unwrap().map(|l| l.index), Some(1));
+        assert!(matches!(get(&opened[0], 9, "d"), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
     }
 
     /// A split key outside the range, or at its start, is refused.

@@ -55,18 +55,23 @@ pub(crate) static SNAPSHOT_WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(
 pub struct SnapshotFile {
     file: tokio::fs::File,
     path: PathBuf,
+    /// A file being received is removed when it is dropped unfinished: openraft
+    /// drops it when a transfer restarts, an install is skipped or its last chunk
+    /// is refused, and a leftover would hold records (erased ones too) until the
+    /// next start.
+    remove_on_drop: bool,
 }
 
 impl SnapshotFile {
     /// Opens `path` for reading (a stored snapshot).
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(SnapshotFile { file: tokio::fs::File::from_std(File::open(path)?), path: path.to_owned() })
+        Ok(SnapshotFile { file: tokio::fs::File::from_std(File::open(path)?), path: path.to_owned(), remove_on_drop: false })
     }
 
     /// Creates `path` for writing (a snapshot being received).
     pub fn create(path: &Path) -> Result<Self> {
         let file = fs::OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
-        Ok(SnapshotFile { file: tokio::fs::File::from_std(file), path: path.to_owned() })
+        Ok(SnapshotFile { file: tokio::fs::File::from_std(file), path: path.to_owned(), remove_on_drop: true })
     }
 
     /// Where the file is.
@@ -74,12 +79,26 @@ impl SnapshotFile {
         &self.path
     }
 
-    /// Flushes what was written and closes the handle.
+    /// Flushes what was written and closes the handle; the caller owns the file
+    /// from then on (it installs or removes it).
     pub async fn finish_writing(mut self) -> Result<PathBuf> {
         use tokio::io::AsyncWriteExt;
         self.file.flush().await?;
         self.file.sync_all().await?;
-        Ok(self.path)
+        self.remove_on_drop = false;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for SnapshotFile {
+    fn drop(&mut self) {
+        if self.remove_on_drop {
+            match fs::remove_file(&self.path) {
+                Ok(()) => tracing::info!(file = %self.path.display(), "removed an unfinished received snapshot"),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(file = %self.path.display(), "could not remove an unfinished received snapshot: {e}"),
+            }
+        }
     }
 }
 
@@ -724,6 +743,40 @@ mod tests {
             QueryResult::Kv(KvQueryResult::Entry(e)) => e.map(|e| e.value),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn parts(dir: &Path, group: u64) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(dir.join("snapshots").join(group.to_string())) else { return Vec::new() };
+        entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "part")).collect()
+    }
+
+    /// Issue 35, defect 6: a transfer openraft abandons (it restarts the
+    /// transfer, skips the install or refuses the last chunk: it drops the file)
+    /// leaves no receive file behind, and neither does an install that fails.
+    #[test]
+    fn an_abandoned_or_failed_receive_leaves_no_file() {
+        let (leader_dir, follower_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (leader, follower) = (Store::open(leader_dir.path()).unwrap(), Store::open(follower_dir.path()).unwrap());
+        runtime().block_on(async {
+            let mut lsm = leader.state_machine(GROUP);
+            lsm.apply(vec![put(1, "a", "1"), put(2, "b", "2")]).await.unwrap();
+            let snapshot = lsm.get_snapshot_builder().await.build_snapshot().await.unwrap();
+            let mut fsm = follower.state_machine(GROUP);
+            let abandoned = receive(&mut fsm, lsm.get_current_snapshot().await.unwrap().unwrap()).await;
+            assert_eq!(parts(follower_dir.path(), GROUP).len(), 1, "the file being received");
+            drop(abandoned);
+            assert!(parts(follower_dir.path(), GROUP).is_empty(), "an abandoned receive left {:?}", parts(follower_dir.path(), GROUP));
+            // A received file that does not install (a truncated one) is removed too.
+            let mut truncated = fsm.begin_receiving_snapshot().await.unwrap();
+            tokio::io::AsyncWriteExt::write_all(&mut truncated, b"TSNAP1\n").await.unwrap();
+            assert!(fsm.install_snapshot(&snapshot.meta, truncated).await.is_err());
+            assert!(parts(follower_dir.path(), GROUP).is_empty(), "a failed install left {:?}", parts(follower_dir.path(), GROUP));
+            // A good one installs and leaves only the current file.
+            let good = receive(&mut fsm, lsm.get_current_snapshot().await.unwrap().unwrap()).await;
+            fsm.install_snapshot(&snapshot.meta, good).await.unwrap();
+            assert!(parts(follower_dir.path(), GROUP).is_empty());
+            assert_eq!(kv(&follower, "b"), Some(serde_json::json!("2")));
+        });
     }
 
     /// A follower that holds keys the leader deleted, and other groups, installs

@@ -279,21 +279,38 @@ impl StateMachine {
     /// error) leaves a recorded rejection and no writes, so the entry counts as
     /// applied instead of stopping the group on every replica at every start (a
     /// poison pill). Errors of this replica's storage stay fatal.
+    ///
+    /// A panic is taken as the command's own only when it comes back with every
+    /// in-memory index dropped (they are this replica's state, not the group's): the
+    /// retry reads nothing but the group's replicated records, as every replica
+    /// would. A panic that does not come back was this replica's, and the retry's
+    /// outcome is applied, as elsewhere.
     fn apply_guarded(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_command(batch, log_index, cmd)));
+        let attempt =
+            |batch: &mut WriteBatch| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply_command(batch, log_index, cmd)));
+        let outcome = match attempt(batch) {
+            Err(panic) => {
+                tracing::warn!(
+                    group = self.data.group,
+                    log_index,
+                    "an engine panicked applying a command ({}): retrying with the in-memory indexes rebuilt from storage",
+                    panic_message(&*panic)
+                );
+                self.data.memory.invalidate();
+                batch.clear();
+                attempt(batch)
+            }
+            first => first,
+        };
         let message = match outcome {
             Ok(Ok(response)) => return Ok(response),
             Ok(Err(StorageError::Encoding(e))) => format!("the command could not be applied: {e}"),
             Ok(Err(fatal)) => return Err(fatal),
             Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
+                let what = panic_message(&*panic);
                 // In-memory indexes may be half-updated: rebuild them from storage.
                 self.data.memory.invalidate();
-                tracing::error!(group = self.data.group, log_index, "an engine panicked applying a command: {what}");
+                tracing::error!(group = self.data.group, log_index, "an engine panicked applying a command, twice: {what}");
                 format!("the command could not be applied: internal error ({what})")
             }
         };
@@ -331,6 +348,13 @@ impl StateMachine {
             && key == test_hooks::PANIC_KEY
         {
             panic!("test hook: an engine bug");
+        }
+        #[cfg(test)]
+        if let Operation::Kv(tessera_api::command::KvOp::Put { key, .. }) = &cmd.op
+            && key == test_hooks::PANIC_ONCE_KEY
+            && !test_hooks::PANICKED_ONCE.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            panic!("test hook: this replica's in-memory state was wrong");
         }
         /// Applies `op` with engine `engine` in its own space of this group.
         fn with<E: Engine>(engine: E, db: &Db, group: u64, batch: &mut WriteBatch, now: i64, op: &E::Op) -> Result<Response> {
@@ -554,6 +578,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 mod test_hooks {
     /// A KV put of this key panics inside apply (test builds only).
     pub const PANIC_KEY: &str = "test-hook/panic";
+    /// A KV put of this key panics the first time only, as a panic caused by a
+    /// replica's own in-memory state would (test builds only).
+    pub const PANIC_ONCE_KEY: &str = "test-hook/panic-once";
+    pub static PANICKED_ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]
@@ -590,6 +627,22 @@ mod tests {
         assert_eq!(got, QueryResult::Kv(KvQueryResult::Entry(None)), "the failed command wrote nothing");
         assert!(matches!(reader.query(&Query::Kv(KvQuery::Get { key: "fine".into() }), 10).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
         assert_eq!(reader.applied().unwrap().map(|l| l.index), Some(3));
+    }
+
+    /// A panic that does not come back once the in-memory indexes are rebuilt
+    /// from storage was this replica's own, not the command's: the command is
+    /// applied as every other replica applies it, never recorded as a rejection
+    /// here alone (which would diverge the replicas).
+    #[test]
+    fn a_panic_that_does_not_come_back_applies_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(4);
+        let responses =
+            sm.apply_entries(vec![entry(1, kv_put(test_hooks::PANIC_ONCE_KEY, serde_json::json!(7), 9, "p1"))]).expect("applies");
+        assert!(!matches!(&responses[0], Response::Rejected(_)), "{responses:?}");
+        let got = store.reader(4).query(&Query::Kv(KvQuery::Get { key: test_hooks::PANIC_ONCE_KEY.into() }), 10).unwrap();
+        assert!(matches!(got, QueryResult::Kv(KvQueryResult::Entry(Some(_)))), "the command was applied: {got:?}");
     }
 
     fn kv_put(key: &str, value: serde_json::Value, issued_at_ms: i64, request_id: &str) -> Command {

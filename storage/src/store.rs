@@ -361,6 +361,11 @@ impl Store {
         crate::state_machine::vote_floor(&sm.data)
     }
 
+    /// A digest of `group`'s replicated state on this node (see [`crate::digest`]).
+    pub fn digest(&self, group: u64) -> Result<crate::digest::GroupDigest> {
+        crate::digest::group_digest(&self.db, group)
+    }
+
     /// A read-only view of one group's state machine, for serving queries.
     pub fn reader(&self, group: u64) -> GroupReader {
         GroupReader::new(self.db.clone(), group, self.engine_memory(group))
@@ -412,6 +417,11 @@ impl Store {
     /// Removes backup exports an earlier run left (see [`crate::backup`]).
     pub fn remove_leftover_exports(&self) -> Result<()> {
         crate::backup::remove_leftover_exports(&self.db)
+    }
+
+    /// Removes the unread backup exports of `groups` (see [`crate::backup::remove_exports_of`]).
+    pub fn remove_exports_of(&self, groups: &[u64]) -> Result<usize> {
+        crate::backup::remove_exports_of(&self.db, groups)
     }
 
     pub fn db_int_property(&self, name: &str) -> u64 {

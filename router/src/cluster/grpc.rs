@@ -541,6 +541,15 @@ impl ClusterClient for GrpcCluster {
         Ok(reply.into_inner())
     }
 
+    async fn node_digests(&self, node: &NodeInfo) -> Result<tessera_api::rpc::DigestReply, ClusterError> {
+        let mut client = self.client(&node.addr)?;
+        let mut req = tonic::Request::new(tessera_api::rpc::DigestRequest { group_ids: Vec::new() });
+        // Each group's whole range is read: as long as a storage measurement.
+        req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+        let reply = client.digest(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        Ok(reply.into_inner())
+    }
+
     async fn export_group(&self, group: GroupId) -> Result<(NodeInfo, tessera_api::rpc::ExportGroupReply), ClusterError> {
         let deadline = Instant::now() + self.deadline;
         let mut last_error = String::from("no member answered");

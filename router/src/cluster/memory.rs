@@ -67,6 +67,8 @@ impl MemoryCluster {
             epoch: 0,
             ranges: Vec::new(),
             moving: None,
+            pending_splits: Default::default(),
+            last_group_id: 0,
         };
         let groups: BTreeMap<GroupId, Group> = ids
             .iter()
@@ -193,6 +195,16 @@ impl ClusterClient for MemoryCluster {
             })
             .collect();
         Ok(tessera_api::rpc::StorageReply { groups, disk_bytes: 0 })
+    }
+
+    /// The one copy of each group (the in-process cluster has one replica per group).
+    async fn node_digests(&self, _node: &NodeInfo) -> Result<tessera_api::rpc::DigestReply, ClusterError> {
+        let mut groups = Vec::with_capacity(self.groups.len());
+        for &id in self.groups.keys() {
+            let d = self.store.digest(id).map_err(|e| ClusterError::Storage(e.to_string()))?;
+            groups.push(tessera_api::rpc::GroupDigest { group_id: id, applied_index: d.applied_index, records: d.records, digest: d.digest, error: String::new() });
+        }
+        Ok(tessera_api::rpc::DigestReply { groups })
     }
 
     async fn drain_node(&self, node: &NodeInfo) -> Result<Vec<GroupId>, ClusterError> {

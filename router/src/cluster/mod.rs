@@ -140,6 +140,10 @@ pub trait ClusterClient: Send + Sync {
     /// What each group uses on node `node` (bytes per model, log, snapshot).
     async fn node_storage(&self, node: &NodeInfo) -> Result<tessera_api::rpc::StorageReply, ClusterError>;
 
+    /// A digest of each group node `node` hosts, with the applied index it
+    /// reflects (the replica consistency check).
+    async fn node_digests(&self, node: &NodeInfo) -> Result<tessera_api::rpc::DigestReply, ClusterError>;
+
     /// The newest `lines` lines of node `node`'s own log.
     async fn node_logs(&self, node: &NodeInfo, lines: u32) -> Result<Vec<String>, ClusterError>;
 

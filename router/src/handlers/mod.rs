@@ -10,6 +10,7 @@ pub mod compliance_reports;
 pub mod compliance_erasure;
 pub mod compliance_subject;
 pub mod compress;
+pub mod consistency;
 pub mod document;
 pub mod encryption;
 pub mod graph;

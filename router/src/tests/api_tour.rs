@@ -20,6 +20,8 @@ async fn a_tour_of_users_roles_security_and_the_cluster_views() {
     ok("permissions", router.get("/api/v1/admin/permissions").await);
     ok("cluster", router.get("/api/v1/admin/cluster").await);
     ok("config", router.get("/api/v1/admin/config").await);
+    let check = ok("consistency", router.get("/api/v1/admin/consistency").await);
+    assert!(check["consistent"] == true && check["converged"] == true, "one in-process copy per group: {check}");
     ok("create role", router.post("/api/v1/admin/roles", &json!({"name": "auditor", "permissions": ["read:kv", "read:sql"]})).await);
     ok("roles", router.get("/api/v1/admin/roles").await);
     ok("update role", router.put("/api/v1/admin/roles/auditor", &json!({"permissions": ["read:kv"]})).await);

@@ -279,7 +279,7 @@ impl Engine for MetaEngine {
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
-            MetaOp::SetGroupMembers { group, members } => {
+            MetaOp::SetGroupMembers { group, members, expected_move } => {
                 let Some(mut map) = cluster_map(tx.view())? else {
                     return reject(ErrorCode::NotFound, "no cluster map is recorded");
                 };
@@ -295,6 +295,17 @@ impl Engine for MetaEngine {
                 if g.members == *members {
                     return Ok(Response::Applied(false));
                 }
+                if let Some(expected) = expected_move
+                    && map.moving != Some(*expected)
+                {
+                    return reject(
+                        ErrorCode::Conflict,
+                        format!("the replica move {expected:?} is not the one in flight ({:?}): its record is stale", map.moving),
+                    );
+                }
+                let Some(g) = map.groups.iter_mut().find(|g| g.id == *group) else {
+                    return reject(ErrorCode::NotFound, format!("group {group} does not exist"));
+                };
                 g.members = members.clone();
                 if g.preferred_leader.is_some_and(|p| !members.contains(&p)) {
                     g.preferred_leader = None;
@@ -344,6 +355,19 @@ impl Engine for MetaEngine {
                 }
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
+            }
+            MetaOp::ReserveSplit { parent } => {
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                match map.reserve_split(*parent) {
+                    Ok(false) => Ok(Response::Applied(false)),
+                    Ok(true) => {
+                        tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                        Ok(Response::Applied(true))
+                    }
+                    Err(why) => reject(ErrorCode::Conflict, why),
+                }
             }
             MetaOp::RecordSplit { parent, child, at, members } => {
                 let Some(mut map) = cluster_map(tx.view())? else {

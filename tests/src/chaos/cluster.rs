@@ -115,6 +115,9 @@ impl ChaosCluster {
                 }
                 None
             }
+            Err(e) if super::lazyfs::fuse_required() => {
+                bail!("{}=1 but the power-loss filesystem cannot be mounted here: {e:#}", super::lazyfs::REQUIRE_FUSE_ENV)
+            }
             Err(e) => {
                 let why = format!("{e:#}");
                 eprintln!("[chaos] SKIPPING the power-loss and disk faults: FUSE is not available here ({why})");

@@ -667,6 +667,15 @@ impl Drop for LazyFs {
     }
 }
 
+/// Set to `1` (as CI does) to make a missing FUSE fail the power-loss and
+/// disk-fault scenarios instead of skipping them.
+pub const REQUIRE_FUSE_ENV: &str = "TESSERA_REQUIRE_FUSE";
+
+/// Whether [`REQUIRE_FUSE_ENV`] asks for FUSE.
+pub fn fuse_required() -> bool {
+    std::env::var(REQUIRE_FUSE_ENV).is_ok_and(|v| v == "1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -674,6 +683,7 @@ mod tests {
     fn mounted() -> Option<(tempfile::TempDir, LazyFs)> {
         let dir = tempfile::tempdir().unwrap();
         if let Err(e) = LazyFs::probe(dir.path()) {
+            assert!(!fuse_required(), "{REQUIRE_FUSE_ENV}=1 but FUSE is not available here: {e:#}");
             eprintln!("SKIPPED: FUSE is not available here: {e:#}");
             return None;
         }

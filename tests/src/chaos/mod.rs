@@ -3,9 +3,10 @@
 //! pauses, partitions, cuts, slows and cuts power or fails disks ([`lazyfs`]),
 //! [`workloads`] that record a [`history`],
 //! and checkers (a [`linearizability`] search for registers, lost-write and
-//! bank-invariant checks). [`run`] drives one profile; see `docs/chaos.md`.
+//! bank-invariant checks, and the replicas' [`convergence`]). [`run`] drives one profile; see `docs/chaos.md`.
 
 pub mod cluster;
+pub mod convergence;
 pub mod history;
 pub mod lazyfs;
 pub mod linearizability;
@@ -241,6 +242,10 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     workloads::check_registers(&rec, &mut checks);
     workloads::check_set(&c.http, &rec, &run_id, &mut checks).await?;
     workloads::check_bank(&c.http, &rec, &mut checks).await?;
+    // Every replica of every group must end at one applied index with the same data.
+    if let Err(e) = convergence::assert_converged(&c.http, Duration::from_secs(60)).await {
+        checks.anomalies.push(format!("replicas: {e:#}"));
+    }
 
     let mut operations: BTreeMap<String, BTreeMap<&'static str, u64>> = BTreeMap::new();
     for o in rec.ops() {
