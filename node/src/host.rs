@@ -933,13 +933,22 @@ impl Host {
         let raft = Raft::new(self.id, self.raft_config.clone(), network, self.store.log_store(group), self.store.state_machine(group))
             .await
             .map_err(|e| HostError::Unavailable(format!("starting a replica of group {group}: {e}")))?;
-        // It campaigns only once it holds the group's state. It may vote at once:
-        // a brand-new replica acknowledged nothing, so its empty log keeps no
-        // promise (a wiped one is caught by its incarnation, see `incarnation`),
-        // and a floor here would keep a group promoted onto it without a quorum
-        // of voters while its leader is down.
+        // It campaigns only once it holds the group's state. A replica the group
+        // never had here may vote at once: it acknowledged nothing, so its empty
+        // log keeps no promise (a wiped node is caught by its incarnation), and a
+        // floor would keep a group promoted onto it without a quorum of voters
+        // while its leader is down. A replica of a group this node held before
+        // (moved away, then back) votes only once it applied what the earlier one
+        // held ([`Store::delete_group`] keeps that as its floor): a candidate of an
+        // older membership still listing this node could otherwise win with its
+        // vote without entries the earlier replica helped commit (the
+        // `control-plane` chaos fault found that).
         raft.runtime_config().elect(false);
-        let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
+        let floor = self.store.vote_floor(group)?;
+        if let Some(floor) = floor {
+            info!(group, floor, "this node held the group before: the new replica votes once it applied that far");
+        }
+        let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
         let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
@@ -976,8 +985,12 @@ impl Host {
         if Arc::strong_count(&g) > 1 {
             warn!(group, "calls to the dropped replica still run after {DROP_DRAIN_TIMEOUT:?}; deleting its data anyway");
         }
+        let held = {
+            let m = g.raft.metrics().borrow().clone();
+            m.last_log_index.unwrap_or(0).max(m.last_applied.map_or(0, |l| l.index))
+        };
         drop(g);
-        self.store.delete_group(group)?;
+        self.store.delete_group(group, held)?;
         info!(group, "dropped this node's replica (it moved to another node); its data is deleted");
         Ok(true)
     }

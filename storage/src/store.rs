@@ -431,12 +431,23 @@ impl Store {
     /// Deletes every record of `group` on this node (its data and derived
     /// indexes, Raft log, vote and state, stored snapshots): the replica moved
     /// to another node. The group's Raft must be shut down first.
-    pub fn delete_group(&self, group: u64) -> Result<()> {
+    ///
+    /// `acknowledged_up_to`, the last log index the dropped replica held, is kept
+    /// as the group's vote floor: a replica of the same group hosted here again
+    /// later grants no vote until it has applied that far. Its empty log would
+    /// otherwise let a lagging candidate of an older membership that still lists
+    /// this node win without entries this node's earlier replica helped commit.
+    pub fn delete_group(&self, group: u64, acknowledged_up_to: u64) -> Result<()> {
         let (from, to) = (keys::group_prefix(group).to_vec(), keys::group_end(group));
         let mut batch = rocksdb::WriteBatch::default();
         for cf in [CF_DATA, CF_INDEX, CF_LOG, CF_RAFT] {
             batch.delete_range_cf(self.db.cf_handle(cf).expect("column family is created at open"), &from, &to);
         }
+        batch.put_cf(
+            self.db.cf_handle(CF_RAFT).expect("column family is created at open"),
+            keys::raft_key(group, keys::RAFT_VOTE_FLOOR),
+            serde_json::to_vec(&acknowledged_up_to)?,
+        );
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
         self.db.write_opt(batch, &sync)?;

@@ -59,6 +59,13 @@ pub enum Fault {
     /// Membership: a new node is added (replicas move to it), drained
     /// (they move back) and removed, while the workloads run.
     Membership,
+    /// The control plane under partitions: a new node is added and drained
+    /// without waiting (the placement driver moves replicas on its own) while
+    /// the meta group's leader is cut off both ways, then one way, then (during
+    /// the drain) both ways again; a deposed meta leader's late steps must be
+    /// refused (issue 35, defect 4). Then it waits for both to finish and
+    /// removes the node.
+    ControlPlane,
 }
 
 /// The storage layer's crash points (`storage/src/crash_point.rs`, kept equal
@@ -101,11 +108,12 @@ impl Fault {
             Fault::ClockSkew => "clock-skew",
             Fault::CrashPoint(i) => CRASH_POINT_FAULTS[i % CRASH_POINT_FAULTS.len()],
             Fault::Membership => "membership",
+            Fault::ControlPlane => "control-plane",
         }
     }
 
     /// Every fault kind, in the quick profile's order.
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 22] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -118,6 +126,7 @@ impl Fault {
         Fault::CrashSnapshotInstall,
         Fault::ClockSkew,
         Fault::Membership,
+        Fault::ControlPlane,
         Fault::CrashPoint(0),
         Fault::CrashPoint(1),
         Fault::CrashPoint(2),
@@ -273,6 +282,7 @@ impl Nemesis {
             Fault::CrashSnapshotInstall => self.crash_snapshot_install(c, w).await?,
             Fault::CrashPoint(i) => self.crash_point(c, w, i % CRASH_POINTS.len()).await?,
             Fault::Membership => self.membership(c).await?,
+            Fault::ControlPlane => self.control_plane(c).await?,
             Fault::ClockSkew => {
                 let minutes = 1 + self.rng.below(10) as i64;
                 let skew_ms = if self.rng.below(2) == 0 { minutes } else { -minutes } * 60_000;
@@ -437,6 +447,49 @@ impl Nemesis {
             "node {id} added ({} replicas moved to it), drained ({} moved away) and removed",
             added.json["replicas_moved"], drained.json["replicas_moved"]
         ))
+    }
+
+    async fn control_plane(&mut self, c: &mut ChaosCluster) -> Result<String> {
+        let (id, addr) = c.start_extra_node().await?;
+        let body = serde_json::json!({"node_id": id, "address": addr});
+        let asked = c.http.consistency("one").timeout(Duration::from_secs(60));
+        asked.post("/api/v1/admin/nodes", &body).await?.ensure_status(202)?;
+        let mut steps = vec![self.cut_meta_leader(c, true).await, self.cut_meta_leader(c, false).await];
+        // Back in one piece: the addition finishes (asking again waits for it).
+        c.wait_ready(self.ready_timeout).await?;
+        let admin = c.http.consistency("all").timeout(Duration::from_secs(240));
+        let added = admin.post("/api/v1/admin/nodes", &body).await?.ensure_status(200)?;
+        let drain = format!("/api/v1/admin/nodes/{id}/drain");
+        asked.post(&drain, &serde_json::json!({})).await?.ensure_status(202)?;
+        steps.push(self.cut_meta_leader(c, true).await);
+        c.wait_ready(self.ready_timeout).await?;
+        let drained = admin.post(&drain, &serde_json::json!({})).await?.ensure_status(200)?;
+        admin.delete(&format!("/api/v1/admin/nodes/{id}")).await?.ensure_status(200)?;
+        c.forget_removed_node(id, Duration::from_secs(30)).await?;
+        let note = format!(
+            "node {id} added ({} replicas moved) and drained ({} moved) by the placement driver while {}; removed",
+            added.json["replicas_moved"],
+            drained.json["replicas_moved"],
+            steps.join(", then ")
+        );
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+
+    /// Cuts the meta group's leader off from the other bootstrap nodes (both
+    /// ways, or only what it sends) for a hold, then heals.
+    async fn cut_meta_leader(&mut self, c: &ChaosCluster, both_ways: bool) -> String {
+        let leader = self.leader_of(c, 0).await;
+        for o in Self::other_nodes(leader) {
+            c.cut(Peer::Node(leader), Peer::Node(o), true);
+            if both_ways {
+                c.cut(Peer::Node(o), Peer::Node(leader), true);
+            }
+        }
+        tokio::time::sleep(self.hold).await;
+        c.heal_network();
+        let how = if both_ways { "both ways" } else { "one way (its messages lost)" };
+        format!("meta leader {leader} cut off {how} for {:?}", self.hold)
     }
 
     async fn crash_point(&mut self, c: &mut ChaosCluster, w: &Workloads, i: usize) -> Result<String> {
