@@ -12,6 +12,11 @@
 //! split through a snapshot of the parent) can only be filled by a snapshot of
 //! the child. The node then starts the child's Raft instance
 //! ([`crate::Store::split_children`], [`crate::Store::group_events`]).
+//!
+//! The parent's outcome depends on its own records only: a node that already
+//! holds a replica of the child (moved there first) keeps it and gets no
+//! starting state. Child ids come from the meta group's reservations
+//! (`ClusterMap::reserve_split`), so none is used twice.
 
 use openraft::{LogId, StoredMembership};
 use rocksdb::WriteBatch;
