@@ -169,7 +169,7 @@ async fn leadership_view(host: &Host, map: &ClusterMap) -> LeadershipView {
             return Some((n.id, may_lead, own));
         }
         let mut client = host.pool.data_client(n.id, &n.addr).ok()?;
-        let mut req = tonic::Request::new(StatusRequest { from_node: host.id });
+        let mut req = tonic::Request::new(StatusRequest { from_node: host.id, ..Default::default() });
         req.set_timeout(Duration::from_secs(1));
         let reply = client.status(req).await.ok()?.into_inner();
         Some((n.id, may_lead, reply))

@@ -72,26 +72,150 @@ impl Group {
     }
 }
 
-/// At the first start of a data directory: whether a peer knew this node under
-/// another incarnation (the directory was wiped), as the reason to log. Asks
-/// every peer once (500 ms each, together); a peer that does not answer counts
-/// as not knowing (at a cluster's first start none is listening yet).
-async fn replaced_incarnation(pool: &PeerPool, map: &ClusterMap, id: NodeId) -> Option<String> {
-    let own = pool.incarnations.own();
-    let asks = map.nodes.iter().filter(|n| n.id != id).map(|n| async move {
-        let mut client = pool.data_client(n.id, &n.addr).ok()?;
-        let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: id });
-        req.set_timeout(Duration::from_millis(500));
-        let r = client.status(req).await.ok()?.into_inner();
-        let same_cluster = r.cluster_id == pool.cluster_id || r.cluster_id == 0;
-        (same_cluster && r.your_incarnation != 0 && r.your_incarnation != own).then_some((n.id, r.your_incarnation))
-    });
-    let (peer, recorded) = futures::future::join_all(asks).await.into_iter().flatten().next()?;
-    Some(format!(
-        "this node's data directory was replaced: node {peer} knew it as incarnation {recorded:016x}, it is now \
-         {own:016x}. It has lost the votes and entries it acknowledged, so it initializes no group, does not vote \
-         and does not campaign until it is removed and re-added; it still replicates"
-    ))
+/// Whether this node takes part in elections, as its peers' answers at its
+/// start decided (see `incarnation`).
+#[derive(Clone, Debug)]
+pub enum Standing {
+    /// Waiting for a majority of the cluster (this node included) to answer.
+    Checking,
+    /// A majority answered, and none knew a later state of this data directory.
+    Confirmed,
+    /// A peer knew this node under another incarnation (the directory was
+    /// wiped) or heard a later generation from it (the directory was rolled
+    /// back): the reason. It replicates, but never votes or campaigns, until it
+    /// is removed and re-added.
+    Lost(String),
+}
+
+/// Asks the peers of `map` what they recorded for this node until a majority
+/// of the cluster (this node included) has answered, retrying unreachable
+/// peers every 500 ms: lost when one knew it under another incarnation or a
+/// later generation, else confirmed. Peers of another cluster do not count.
+async fn check_standing(pool: &PeerPool, map: &ClusterMap, id: NodeId) -> Standing {
+    let inc = &pool.incarnations;
+    let (own, at_open) = (inc.own(), inc.generation_at_open());
+    let needed = map.nodes.len() / 2; // peers, besides this node, that make a majority
+    let mut answered = std::collections::BTreeSet::new();
+    let mut waited_long = false;
+    let started = Instant::now();
+    loop {
+        let asks = map.nodes.iter().filter(|n| n.id != id && !answered.contains(&n.id)).map(|n| async move {
+            let mut client = pool.data_client(n.id, &n.addr).ok()?;
+            let ask = tessera_api::rpc::StatusRequest { from_node: id, from_incarnation: own, from_generation: 0 };
+            let mut req = tonic::Request::new(ask);
+            req.set_timeout(Duration::from_secs(2));
+            let r = client.status(req).await.ok()?.into_inner();
+            (r.cluster_id == pool.cluster_id || r.cluster_id == 0).then_some((n.id, r))
+        });
+        for (peer, r) in futures::future::join_all(asks).await.into_iter().flatten() {
+            if r.your_incarnation != 0 && r.your_incarnation != own {
+                return Standing::Lost(format!(
+                    "this node's data directory was replaced: node {peer} knew it as incarnation {:016x}, it is now \
+                     {own:016x}. It has lost the votes and entries it acknowledged, so it initializes no group, does \
+                     not vote and does not campaign until it is removed and re-added; it still replicates",
+                    r.your_incarnation
+                ));
+            }
+            if r.your_generation > at_open {
+                return Standing::Lost(format!(
+                    "this node's data directory was rolled back to an older copy: node {peer} heard generation {} \
+                     from it, the directory holds {at_open}. It may have lost votes and entries it acknowledged, so it \
+                     does not vote and does not campaign until it is removed and re-added; it still replicates",
+                    r.your_generation
+                ));
+            }
+            answered.insert(peer);
+        }
+        if answered.len() >= needed {
+            info!(answered = answered.len(), "peers confirmed this data directory is current: it takes part in elections");
+            return Standing::Confirmed;
+        }
+        if !waited_long && started.elapsed() > Duration::from_secs(10) {
+            waited_long = true;
+            warn!(
+                answered = answered.len(),
+                needed, "waiting for a majority of the cluster to confirm this data directory before taking part in elections"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Settles the node's [`Standing`] with its peers; once confirmed, initializes
+/// the fresh groups this start bootstraps (`bootstrap`: group and members) and
+/// lets every hosted group campaign (or campaign once caught up).
+async fn settle_standing(host: Arc<Host>, bootstrap: Vec<(GroupId, BTreeMap<NodeId, BasicNode>)>) {
+    let standing = check_standing(&host.pool, &host.map, host.id).await;
+    let _serial = host.placement_changes.lock().await;
+    *host.standing.write().unwrap_or_else(|e| e.into_inner()) = standing.clone();
+    if let Standing::Lost(reason) = standing {
+        tracing::error!("{reason}");
+        return;
+    }
+    // Told only now: a peer told before it answered would report the new
+    // generation back as a later state of this directory.
+    tokio::spawn(advance_generation_periodically(host.clone()));
+    let initialized: Vec<GroupId> = bootstrap.iter().map(|(group, _)| *group).collect();
+    for (group, members) in bootstrap {
+        let Ok(g) = host.group(group) else { continue };
+        match g.raft.initialize(members).await {
+            Ok(()) => info!(group, "initialized group"),
+            Err(RaftError::APIError(InitializeError::NotAllowed(e))) => info!(group, "group already initialized: {e}"),
+            Err(e) => tracing::error!(group, "initializing the group failed: {e}"),
+        }
+    }
+    if host.is_drained() {
+        return;
+    }
+    // Replicas that hold something (or bootstrap their group) campaign now;
+    // the others once they have caught up.
+    for (group, g) in host.hosted() {
+        let holds = g.reader.applied().ok().flatten().is_some() || initialized.contains(&group);
+        if g.may_vote() && holds {
+            g.raft.runtime_config().elect(true);
+        } else {
+            tokio::spawn(campaign_once_caught_up(host.clone(), group, g));
+        }
+    }
+}
+
+/// Every [`GENERATION_PERIOD`](crate::incarnation::GENERATION_PERIOD), raises
+/// this data directory's generation (synced) and tells every peer, so that a
+/// copy of the directory older than that is found out at its next start.
+async fn advance_generation_periodically(host: Arc<Host>) {
+    let inc = host.pool.incarnations.clone();
+    let mut generation = inc.generation();
+    let mut told_all_once = false;
+    loop {
+        if host.is_stopping() {
+            return;
+        }
+        let map = host.recorded_map().unwrap_or_else(|| host.map.clone());
+        let tells = map.nodes.iter().filter(|n| n.id != host.id).map(|n| {
+            let pool = host.pool.clone();
+            let (addr, peer, from_node, from_incarnation) = (n.addr.clone(), n.id, host.id, inc.own());
+            async move {
+                let mut client = pool.data_client(peer, &addr).ok()?;
+                let tell = tessera_api::rpc::StatusRequest { from_node, from_incarnation, from_generation: generation };
+                let mut req = tonic::Request::new(tell);
+                req.set_timeout(Duration::from_secs(2));
+                client.status(req).await.ok().map(|_| ())
+            }
+        });
+        let told = futures::future::join_all(tells).await;
+        if !told_all_once && told.iter().all(Option::is_some) {
+            told_all_once = true;
+            info!(generation, "told every peer this data directory's generation");
+        }
+        tokio::time::sleep(crate::incarnation::GENERATION_PERIOD).await;
+        generation = match inc.advance_generation() {
+            Ok(g) => g,
+            Err(e) => {
+                warn!("raising the data directory's generation failed: {e}");
+                continue;
+            }
+        };
+    }
 }
 
 /// The cluster map and id a peer holds (its meta replica's map), asking the
@@ -101,7 +225,7 @@ async fn live_map_from_peers(pool: &PeerPool, peers: &[tessera_api::meta::NodeIn
     while Instant::now() < deadline {
         for peer in peers.iter().filter(|p| p.id != id) {
             let Ok(mut client) = pool.data_client(peer.id, &peer.addr) else { continue };
-            let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: id });
+            let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: id, ..Default::default() });
             req.set_timeout(Duration::from_secs(2));
             let Ok(reply) = client.status(req).await.map(|r| r.into_inner()) else { continue };
             if reply.cluster_map.is_empty() || reply.cluster_id == 0 {
@@ -127,7 +251,7 @@ async fn learn_peer_incarnations(host: Arc<Host>) {
         for (peer, addr) in pending {
             let reply = match host.pool.data_client(peer, &addr) {
                 Ok(mut client) => {
-                    let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: host.id });
+                    let mut req = tonic::Request::new(tessera_api::rpc::StatusRequest { from_node: host.id, ..Default::default() });
                     req.set_timeout(std::time::Duration::from_secs(2));
                     client.status(req).await.ok().map(|r| r.into_inner())
                 }
@@ -208,9 +332,9 @@ pub struct Host {
     pub queries: QueryPool,
     /// The node's hybrid clock (wall clock, never behind what peers said).
     pub clock: Arc<tessera_api::clock::HybridClock>,
-    /// Why this node takes no part in elections: at its start a peer knew it
-    /// under another incarnation (its data directory was wiped).
-    pub replaced: Option<String>,
+    /// Whether this node takes part in elections (peers confirmed at its start
+    /// that its data directory is current; see [`Standing`]).
+    standing: std::sync::RwLock<Standing>,
     /// Set when [`Host::shutdown`] begins: background tasks stop starting work.
     stopping: AtomicBool,
     /// When the node started.
@@ -333,10 +457,9 @@ impl Host {
             .validate()?,
         );
 
-        let replaced = if pool.incarnations.drawn_now() { replaced_incarnation(&pool, &map, id).await } else { None };
-        if let Some(reason) = &replaced {
-            tracing::error!("{reason}");
-        }
+        // Fresh groups this start bootstraps: initialized once peers confirmed
+        // this data directory (see `settle_standing`).
+        let mut bootstrap = Vec::new();
         let mut groups = HashMap::new();
         let mut failed_groups = Vec::new();
         // The groups this node hosts: those it recorded once replicas moved to or
@@ -375,29 +498,22 @@ impl Host {
             };
             // The group's first member initializes it, once, on a fresh store, and
             // only when this start may bootstrap the cluster.
-            if fresh && !existing && replaced.is_none() && info.members.first() == Some(&id) {
+            if fresh && !existing && info.members.first() == Some(&id) {
                 let members: BTreeMap<NodeId, BasicNode> = info
                     .members
                     .iter()
                     .map(|m| (*m, BasicNode { addr: map.addr_of(*m).unwrap_or_default().to_string() }))
                     .collect();
-                match raft.initialize(members).await {
-                    Ok(()) => info!(group = info.id, "initialized group"),
-                    Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
-                        info!(group = info.id, "group already initialized: {e}")
-                    }
-                    Err(e) => return Err(e.into()),
-                }
+                bootstrap.push((info.id, members));
             }
             let floor = if fresh && existing { Some(0) } else { store.vote_floor(info.id)? };
             if let Some(floor) = floor {
                 info!(group = info.id, floor, "this replica does not vote until it has applied the floor");
             }
-            // A replica that may not vote does not campaign either (its campaigns
-            // would only raise terms and unseat the leader).
-            if floor.is_some() || replaced.is_some() || drained {
-                raft.runtime_config().elect(false);
-            }
+            // No replica campaigns before peers confirmed this data directory
+            // (`settle_standing`); one that may not vote does not campaign either
+            // (its campaigns would only raise terms and unseat the leader).
+            raft.runtime_config().elect(false);
             if drained {
                 raft.runtime_config().heartbeat(false);
             }
@@ -423,7 +539,7 @@ impl Host {
             },
             queries,
             clock,
-            replaced,
+            standing: std::sync::RwLock::new(Standing::Checking),
             stopping: AtomicBool::new(false),
             started: Instant::now(),
             addr: cfg.server.grpc_addr.clone(),
@@ -436,14 +552,9 @@ impl Host {
             shut_down: AtomicBool::new(false),
             control_fence: Default::default(),
         });
-        // Replicas below their vote floor campaign again once they have caught up.
-        if host.replaced.is_none() {
-            for (group, g) in host.hosted() {
-                if !g.may_vote() {
-                    tokio::spawn(campaign_once_caught_up(host.clone(), group, g));
-                }
-            }
-        }
+        // Groups campaign (and fresh ones are initialized) once a majority of
+        // the cluster confirmed this data directory is current.
+        tokio::spawn(settle_standing(host.clone(), bootstrap));
         // Learn every peer's incarnation now, before a disk is lost: a peer first
         // heard from after its data directory was wiped would pass as itself.
         tokio::spawn(learn_peer_incarnations(host.clone()));
@@ -1035,14 +1146,14 @@ impl Host {
         let raft = Raft::new(self.id, self.raft_config.clone(), network, self.store.log_store(group), self.store.state_machine(group))
             .await
             .map_err(|e| HostError::Unavailable(format!("starting split-off group {group}: {e}")))?;
-        if self.is_drained() || self.replaced.is_some() {
+        if self.is_drained() || self.election_bar().is_some() {
             raft.runtime_config().elect(false);
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
         let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
-        if campaign && !self.is_drained() {
+        if campaign && !self.is_drained() && self.election_bar().is_none() {
             if let Err(e) = g.raft.trigger().elect().await {
                 warn!(group, "campaigning for the split-off group: {e}");
             }
@@ -1176,14 +1287,27 @@ impl Host {
         self.stopping.load(Ordering::Relaxed)
     }
 
+    /// Why this node takes no part in elections now (`None`: it does): peers
+    /// have not yet confirmed its data directory, or it was wiped or rolled back.
+    pub fn election_bar(&self) -> Option<String> {
+        match &*self.standing.read().unwrap_or_else(|e| e.into_inner()) {
+            Standing::Confirmed => None,
+            Standing::Checking => Some(format!(
+                "node {} is waiting for a majority of the cluster to confirm that its data directory is current",
+                self.id
+            )),
+            Standing::Lost(reason) => Some(reason.clone()),
+        }
+    }
+
     /// Whether the node can take its share of the work: not stopping, and every
     /// group placed on it started, knows a leader and may vote (has caught up).
     pub fn readiness(&self) -> Result<(), String> {
         if self.is_stopping() {
             return Err("the node is shutting down".into());
         }
-        if let Some(reason) = &self.replaced {
-            return Err(reason.clone());
+        if let Some(reason) = self.election_bar() {
+            return Err(reason);
         }
         if let Some(failed) = self.failed_groups.first() {
             return Err(format!("group {failed} failed to start on this node (see its log)"));
@@ -1288,8 +1412,12 @@ async fn follow_splits(host: Arc<Host>) {
 
 async fn campaign_once_caught_up(host: Arc<Host>, group: GroupId, g: Arc<Group>) {
     // An empty replica may vote (see `host_group`) but campaigns only once it
-    // holds something: its campaigns could not win and would only raise the term.
-    while !g.may_vote() || g.reader.applied().ok().flatten().is_none() {
+    // holds something: its campaigns could not win and would only raise the
+    // term. No replica campaigns before peers confirmed this data directory.
+    while !g.may_vote() || g.reader.applied().ok().flatten().is_none() || host.election_bar().is_some() {
+        if matches!(*host.standing.read().unwrap_or_else(|e| e.into_inner()), Standing::Lost(_)) {
+            return;
+        }
         if host.is_stopping() || !host.hosts(group) {
             return;
         }

@@ -8,11 +8,25 @@
 //! entries. Such a node may still replicate (it catches up like any follower),
 //! but its vote requests are refused and its vote grants are not counted until
 //! it is removed and re-added (the recorded incarnation is then forgotten).
+//!
+//! A data directory rolled back to an older copy (a restored volume, a VM
+//! snapshot) keeps its incarnation but has lost the same things. Each
+//! directory therefore also counts *generations*: raised and synced at every
+//! start and every [`GENERATION_PERIOD`] while the node runs, and only then
+//! told to the peers, which record the highest one per node and incarnation.
+//! At its start a node asks its peers what they recorded: a generation above
+//! the one its directory holds means the directory went back in time. A
+//! rollback to a copy younger than one period can pass unseen.
+//!
+//! Until a majority of the cluster (this node included) has answered, a node
+//! takes no part in elections (see `Host::standing`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use tessera_storage::{NODE_INCARNATION, NODE_PEER_INCARNATIONS, Store};
+use tessera_storage::{NODE_GENERATION, NODE_INCARNATION, NODE_PEER_GENERATIONS, NODE_PEER_INCARNATIONS, Store};
 use tracing::warn;
 
 use tessera_api::NodeId;
@@ -20,18 +34,33 @@ use tessera_api::NodeId;
 /// This node's incarnation and the ones it recorded for its peers.
 pub struct Incarnations {
     own: u64,
-    /// Whether `own` was drawn at this start (the data directory was new).
-    drawn_now: bool,
     store: Option<Store>,
     known: Mutex<BTreeMap<NodeId, u64>>,
     /// Replaced incarnations already reported in the log.
     reported: Mutex<BTreeSet<(NodeId, u64)>>,
+    /// The generation the data directory held when the node opened it.
+    generation_at_open: u64,
+    /// This directory's current generation (synced before it is told).
+    generation: AtomicU64,
+    /// The highest generation each peer told, with its incarnation then.
+    peer_generations: Mutex<BTreeMap<NodeId, (u64, u64)>>,
 }
+
+/// How often a running node raises its generation and tells its peers.
+pub const GENERATION_PERIOD: Duration = Duration::from_secs(5);
 
 /// Incarnations that are never checked (a pool without a store).
 impl Default for Incarnations {
     fn default() -> Incarnations {
-        Incarnations { own: 0, drawn_now: false, store: None, known: Mutex::default(), reported: Mutex::default() }
+        Incarnations {
+            own: 0,
+            store: None,
+            known: Mutex::default(),
+            reported: Mutex::default(),
+            generation_at_open: 0,
+            generation: AtomicU64::new(0),
+            peer_generations: Mutex::default(),
+        }
     }
 }
 
@@ -39,7 +68,6 @@ impl Incarnations {
     /// Reads this node's incarnation (drawing and recording one on a new data
     /// directory) and the peers' recorded ones.
     pub fn open(store: &Store) -> anyhow::Result<Incarnations> {
-        let mut drawn_now = false;
         let own = match store.node_record(NODE_INCARNATION)? {
             Some(bytes) if bytes.len() == 8 => u64::from_be_bytes(bytes.try_into().expect("8 bytes")),
             _ => {
@@ -50,7 +78,6 @@ impl Incarnations {
                     }
                 };
                 store.record_node_record(NODE_INCARNATION, &drawn.to_be_bytes())?;
-                drawn_now = true;
                 drawn
             }
         };
@@ -58,19 +85,75 @@ impl Incarnations {
             Some(bytes) => serde_json::from_slice(&bytes)?,
             None => BTreeMap::new(),
         };
-        Ok(Incarnations { own, drawn_now, store: Some(store.clone()), known: Mutex::new(known), reported: Mutex::default() })
+        let generation_at_open = match store.node_record(NODE_GENERATION)? {
+            Some(bytes) if bytes.len() == 8 => u64::from_be_bytes(bytes.try_into().expect("8 bytes")),
+            _ => 0,
+        };
+        let generation = generation_at_open + 1;
+        store.record_node_record(NODE_GENERATION, &generation.to_be_bytes())?;
+        let peer_generations = match store.node_record(NODE_PEER_GENERATIONS)? {
+            Some(bytes) => serde_json::from_slice(&bytes)?,
+            None => BTreeMap::new(),
+        };
+        Ok(Incarnations {
+            own,
+            store: Some(store.clone()),
+            known: Mutex::new(known),
+            reported: Mutex::default(),
+            generation_at_open,
+            generation: AtomicU64::new(generation),
+            peer_generations: Mutex::new(peer_generations),
+        })
+    }
+
+    /// The generation the data directory held when this node opened it: a peer
+    /// that recorded a higher one heard from a later state of this directory.
+    pub fn generation_at_open(&self) -> u64 {
+        self.generation_at_open
+    }
+
+    /// This directory's current generation (what the peers may be told).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Raises the generation and syncs it; answers the new one, to tell peers.
+    pub fn advance_generation(&self) -> anyhow::Result<u64> {
+        let Some(store) = &self.store else { return Ok(0) };
+        let next = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        store.record_node_record(NODE_GENERATION, &next.to_be_bytes())?;
+        Ok(next)
+    }
+
+    /// Takes in the generation `node` (of `incarnation`) told; answers the
+    /// highest one recorded for it under that incarnation (0: none). Told
+    /// nothing (0s), it only answers.
+    pub fn note_generation(&self, node: NodeId, incarnation: u64, generation: u64) -> u64 {
+        let Some(store) = &self.store else { return 0 };
+        if node == 0 || incarnation == 0 {
+            return 0;
+        }
+        let mut known = self.peer_generations.lock().unwrap_or_else(|e| e.into_inner());
+        let recorded = match known.get(&node) {
+            Some(&(inc, g)) if inc == incarnation => g,
+            _ => 0,
+        };
+        if generation > recorded {
+            known.insert(node, (incarnation, generation));
+            // Not synced: losing it only lets one rollback of this peer pass unseen.
+            if let Ok(bytes) = serde_json::to_vec(&*known)
+                && let Err(e) = store.put_node_record_unsynced(NODE_PEER_GENERATIONS, &bytes)
+            {
+                warn!(node, "recording a peer's generation failed: {e}");
+            }
+        }
+        recorded.max(generation)
     }
 
 
     /// This node's incarnation (0: unchecked).
     pub fn own(&self) -> u64 {
         self.own
-    }
-
-    /// Whether this node's incarnation was drawn at this start (a new or wiped
-    /// data directory).
-    pub fn drawn_now(&self) -> bool {
-        self.drawn_now
     }
 
     /// The incarnation recorded for `node` (0: none).
@@ -143,5 +226,24 @@ mod tests {
         drop(store);
         let wiped = tempfile::tempdir().unwrap();
         assert_ne!(Incarnations::open(&Store::open(wiped.path()).unwrap()).unwrap().own(), own);
+    }
+
+    #[test]
+    fn generations_rise_at_every_start_and_peers_keep_the_highest_per_incarnation() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let inc = Incarnations::open(&Store::open(dir.path()).unwrap()).unwrap();
+            assert_eq!((inc.generation_at_open(), inc.generation()), (0, 1));
+            assert_eq!(inc.advance_generation().unwrap(), 2);
+            // A peer's record: the highest told, per incarnation; asking alone tells nothing.
+            assert_eq!(inc.note_generation(2, 7, 5), 5);
+            assert_eq!(inc.note_generation(2, 7, 3), 5);
+            assert_eq!(inc.note_generation(2, 7, 0), 5);
+            assert_eq!(inc.note_generation(2, 8, 0), 0, "another incarnation starts afresh");
+            assert_eq!(inc.note_generation(0, 7, 9), 0, "a router is no peer");
+        }
+        let inc = Incarnations::open(&Store::open(dir.path()).unwrap()).unwrap();
+        assert_eq!((inc.generation_at_open(), inc.generation()), (2, 3));
+        assert_eq!(inc.note_generation(2, 7, 0), 5, "the peers' records survive a restart");
     }
 }

@@ -91,8 +91,8 @@ impl RaftService for NodeService {
         if let Err(reason) = same {
             return Err(Status::failed_precondition(reason));
         }
-        if let Some(reason) = &self.host.replaced {
-            return Err(Status::failed_precondition(reason.clone()));
+        if let Some(reason) = self.host.election_bar() {
+            return Err(Status::failed_precondition(reason));
         }
         // A node removed from the cluster (it was down when it was told) must not
         // unseat anyone with its campaigns.
@@ -169,6 +169,7 @@ impl DataService for NodeService {
     }
 
     async fn status(&self, req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+        let ask = req.into_inner();
         let cluster_map = match self.host.recorded_map() {
             Some(map) => encode(&map)?,
             None => Vec::new(),
@@ -183,7 +184,8 @@ impl DataService for NodeService {
             log_entries_synced: wal.entries,
             incarnation: self.host.pool.incarnations.own(),
             cluster_id: self.host.pool.cluster_id,
-            your_incarnation: self.host.pool.incarnations.recorded(req.into_inner().from_node),
+            your_incarnation: self.host.pool.incarnations.recorded(ask.from_node),
+            your_generation: self.host.pool.incarnations.note_generation(ask.from_node, ask.from_incarnation, ask.from_generation),
             version: env!("CARGO_PKG_VERSION").to_string(),
             wire_version: tessera_api::rpc::WIRE_VERSION,
             min_wire_version: tessera_api::rpc::MIN_WIRE_VERSION,

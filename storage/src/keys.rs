@@ -85,6 +85,13 @@ pub const NODE_GROUPS: u8 = 7;
 /// The groups whose replica this node dropped (moved away): a split record of
 /// a parent never brings them back (JSON list of group ids).
 pub const NODE_DROPPED_GROUPS: u8 = 8;
+/// This data directory's generation: raised (synced) at every start and every
+/// few seconds while it runs, and told to the peers, so a directory rolled
+/// back to an older copy finds a peer that heard a later one (8 bytes, big-endian).
+pub const NODE_GENERATION: u8 = 9;
+/// The highest generation each peer told this node, with the incarnation it
+/// had then (JSON map).
+pub const NODE_PEER_GENERATIONS: u8 = 10;
 
 pub fn raft_key(group: u64, tag: u8) -> [u8; 9] {
     let mut k = [0u8; 9];

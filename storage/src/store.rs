@@ -395,6 +395,13 @@ impl Store {
         Ok(self.db.get_cf(self.db.cf_handle(CF_RAFT).expect("raft column family"), key)?)
     }
 
+    /// Writes a node-level record without waiting for its sync (for records
+    /// whose loss in a power cut only weakens a check).
+    pub fn put_node_record_unsynced(&self, tag: u8, bytes: &[u8]) -> Result<()> {
+        let key = keys::raft_key(keys::NODE_RECORDS, tag);
+        Ok(self.db.put_cf(self.db.cf_handle(CF_RAFT).expect("raft column family"), key, bytes)?)
+    }
+
     /// Writes a node-level record (synced).
     pub fn record_node_record(&self, tag: u8, bytes: &[u8]) -> Result<()> {
         let key = keys::raft_key(keys::NODE_RECORDS, tag);

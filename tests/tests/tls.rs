@@ -226,7 +226,7 @@ async fn grpc_checks(node: &str, m: &Material) -> Result<()> {
     async fn status(endpoint: Result<Endpoint, tonic::transport::Error>) -> Result<u64> {
         let endpoint = endpoint?.connect_timeout(Duration::from_secs(3)).timeout(Duration::from_secs(5));
         let channel = endpoint.connect().await?;
-        let reply = DataServiceClient::new(channel).status(StatusRequest { from_node: 0 }).await?;
+        let reply = DataServiceClient::new(channel).status(StatusRequest { from_node: 0, ..Default::default() }).await?;
         Ok(reply.into_inner().node_id)
     }
     let https = || Endpoint::from_shared(format!("https://{node}"));

@@ -341,7 +341,7 @@ impl ClusterClient for GrpcCluster {
         let calls = targets.into_iter().map(|addr| async move {
             let result = async {
                 let mut client = self.client(&addr)?;
-                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
+                let mut req = tonic::Request::new(StatusRequest { from_node: 0, ..Default::default() });
                 req.set_timeout(Duration::from_secs(1));
                 client.status(req).await.map_err(|s| {
                     if wire_refusal(&s) {
@@ -425,7 +425,7 @@ impl ClusterClient for GrpcCluster {
         let calls = map.nodes.into_iter().map(|node| async move {
             let status = async {
                 let mut client = self.client(&node.addr)?;
-                let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
+                let mut req = tonic::Request::new(StatusRequest { from_node: 0, ..Default::default() });
                 req.set_timeout(Duration::from_secs(2));
                 Ok(client.status(req).await.map_err(|s| ClusterError::Unavailable(s.message().to_string()))?.into_inner())
             }
@@ -492,7 +492,7 @@ impl ClusterClient for GrpcCluster {
 
     async fn status_at(&self, node: &NodeInfo) -> Result<StatusReply, ClusterError> {
         let mut client = self.client(&node.addr)?;
-        let mut req = tonic::Request::new(StatusRequest { from_node: 0 });
+        let mut req = tonic::Request::new(StatusRequest { from_node: 0, ..Default::default() });
         req.set_timeout(ATTEMPT_TIMEOUT);
         let reply = client.status(req).await.map_err(|s| ClusterError::Unavailable(format!("node {} at {}: {}", node.id, node.addr, s.message())))?;
         Ok(reply.into_inner())
