@@ -134,11 +134,15 @@ pub fn export(data: &GroupData, id: &str) -> Result<ExportInfo> {
         body.clear();
         Ok(())
     };
-    // Every space but the state machine's own records (space 0).
+    // Every space but the state machine's own records (space 0) and a restore's
+    // staged records.
     let start = keys::data_key(group, keys::SPACE_SM + 1, &[]);
     let prefix = keys::group_prefix(group);
     for item in snap.iterator_cf_opt(cf, keys::bounded(&start, &keys::group_end(group)), IteratorMode::Start) {
         let (k, v) = item?;
+        if k.get(prefix.len()) == Some(&keys::SPACE_RESTORE) {
+            continue;
+        }
         let v = db.open(Purpose::Data, &k, &v)?;
         tessera_api::backup::push_pair(&mut body, &k[prefix.len()..], &v);
         info.pairs += 1;
@@ -193,50 +197,88 @@ pub fn read_export(db: &Db, group: u64, id: &str, offset: u64, frame: u64, max_b
     Ok(page)
 }
 
-/// Applies a step of a restore into `batch` (see [`RestoreOp`]).
+/// The backup a restore in progress on this group restores (its `Begin` applied,
+/// its `End` not yet): every other write is refused meanwhile.
+pub(crate) fn restore_in_progress(data: &GroupData) -> Result<Option<String>> {
+    crate::state_machine::read_sm_record::<String>(data, keys::SM_RESTORE)
+}
+
+/// Applies a step of a restore into `batch` (see [`RestoreOp`]). The restore
+/// is atomic for the group: `Begin` only marks it in progress (other writes
+/// are refused until `End`), `Pairs` are staged in their own space, and `End`
+/// replaces the group's records with the staged ones in one batch. Reads see
+/// the old records until then; a restore cut off midway (a router crash)
+/// leaves them unchanged, and the next `Begin` starts the staging anew.
 pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &RestoreOp) -> Result<Response> {
     let (db, group) = (&*data.db, data.group);
     let cf = db.cf_handle(CF_DATA).expect("data column family");
     let map_key = keys::data_key(group, space::META, META_MAP_KEY);
     let is_meta = group == tessera_api::META_GROUP;
+    let restore_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_RESTORE]);
+    let staged_start = keys::data_key(group, keys::SPACE_RESTORE, &[]);
+    let staged_end = keys::data_key(group, keys::SPACE_RESTORE + 1, &[]);
+    let conflict = |why: String| Ok(Response::rejected(tessera_api::error::ErrorCode::Conflict, why));
     match op {
         RestoreOp::Begin { backup_id } => {
-            let start = keys::data_key(group, keys::SPACE_SM + 1, &[]);
-            let end = keys::group_end(group);
-            if is_meta {
-                let mut after_map = map_key.clone();
-                after_map.push(0);
-                batch.delete_range_cf(cf, &start, &map_key);
-                batch.delete_range_cf(cf, &after_map, &end);
-            } else {
-                batch.delete_range_cf(cf, &start, &end);
-            }
-            tracing::info!(group, backup_id, "restore: the group's records are replaced by the backup's");
+            batch.delete_range_cf(cf, &staged_start, &staged_end);
+            let id = serde_json::to_vec(backup_id)?;
+            batch.put_cf(cf, &restore_key, db.seal(Purpose::Data, &restore_key, &id));
+            tracing::info!(group, backup_id, "restore: staging the backup's records; other writes wait for its end");
             Ok(Response::Applied(true))
         }
         RestoreOp::Pairs { pairs } => {
             let invalid = |why: String| Ok(Response::rejected(tessera_api::error::ErrorCode::Invalid, why));
+            if restore_in_progress(data)?.is_none() {
+                return conflict("no restore is in progress on this group (its Begin was not applied)".into());
+            }
             let pairs = match tessera_api::backup::decode_pairs(pairs) {
                 Ok(pairs) => pairs,
                 Err(why) => return invalid(format!("restored records: {why}")),
             };
-            if pairs.iter().any(|(rel, _)| rel[0] == keys::SPACE_SM) {
+            if pairs.iter().any(|(rel, _)| rel.is_empty() || rel[0] == keys::SPACE_SM || rel[0] == keys::SPACE_RESTORE) {
                 return invalid("a restored record in the state machine's space".into());
             }
-            let prefix = keys::group_prefix(group);
             for (rel, value) in pairs {
-                let mut key = Vec::with_capacity(prefix.len() + rel.len());
-                key.extend_from_slice(&prefix);
-                key.extend_from_slice(rel);
-                if is_meta && key == map_key {
+                if is_meta && keys::data_key(group, rel[0], &rel[1..]) == map_key {
                     continue;
                 }
+                let key = keys::data_key(group, keys::SPACE_RESTORE, rel);
                 batch.put_cf(cf, &key, db.seal(Purpose::Data, &key, value));
             }
             Ok(Response::Applied(true))
         }
         RestoreOp::End { backup_id } => {
-            tracing::info!(group, backup_id, "restore: done");
+            match restore_in_progress(data)? {
+                Some(id) if id == *backup_id => {}
+                Some(id) => return conflict(format!("the restore in progress on this group is of backup {id}, not {backup_id}")),
+                None => return conflict("no restore is in progress on this group".into()),
+            }
+            // The live records go (the meta group keeps its cluster map), then the
+            // staged ones take their place, in this one batch.
+            let live_start = keys::data_key(group, keys::SPACE_SM + 1, &[]);
+            if is_meta {
+                let mut after_map = map_key.clone();
+                after_map.push(0);
+                batch.delete_range_cf(cf, &live_start, &map_key);
+                batch.delete_range_cf(cf, &after_map, &staged_start);
+            } else {
+                batch.delete_range_cf(cf, &live_start, &staged_start);
+            }
+            batch.delete_range_cf(cf, &staged_end, &keys::group_end(group));
+            let prefix = keys::group_prefix(group);
+            let mut records = 0u64;
+            for item in db.iterator_cf_opt(cf, keys::bounded(&staged_start, &staged_end), rocksdb::IteratorMode::Start) {
+                let (k, v) = item?;
+                let value = db.open(Purpose::Data, &k, &v)?;
+                let mut key = Vec::with_capacity(k.len() - 1);
+                key.extend_from_slice(&prefix);
+                key.extend_from_slice(&k[prefix.len() + 1..]);
+                batch.put_cf(cf, &key, db.seal(Purpose::Data, &key, &value));
+                records += 1;
+            }
+            batch.delete_range_cf(cf, &staged_start, &staged_end);
+            batch.delete_cf(cf, &restore_key);
+            tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's");
             Ok(Response::Applied(true))
         }
     }
@@ -265,5 +307,51 @@ mod tests {
         let left: Vec<String> =
             std::fs::read_dir(&exports).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(left, vec!["8-00000000000000bb.exp".to_string()]);
+    }
+
+    /// Issue 35, defect 8: a restore is atomic for its group. Until its `End`,
+    /// reads see the old records and other writes are refused (not remembered
+    /// for retries); a restore cut off midway changes nothing, and the next
+    /// `Begin` starts over; `End` swaps every staged record in at once.
+    #[test]
+    fn a_restore_replaces_a_group_at_once_and_nothing_interleaves() {
+        use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, RestoreOp};
+        use tessera_api::command::Response;
+        let put = |key: &str, value: i64| Operation::Kv(KvOp::Put { key: key.into(), value: serde_json::json!(value), ttl_secs: None });
+        let cmd = |op: Operation| Command { issued_at_ms: 1_000, op, request_id: Some("req-0000000001".into()) };
+        let value = |store: &Store, key: &str| match store.reader(1).query(&Query::Kv(KvQuery::Get { key: key.into() }), 2_000).unwrap() {
+            QueryResult::Kv(KvQueryResult::Entry(e)) => e.map(|e| e.value),
+            other => panic!("{other:?}"),
+        };
+        // The backup: group 1 of another store holding b = 2.
+        let source_dir = tempfile::tempdir().unwrap();
+        let source = Store::open(source_dir.path()).unwrap();
+        source.state_machine(1).apply_at(1, Command { request_id: None, ..cmd(put("b", 2)) }).unwrap();
+        source.reader(1).export("1-0000000000000001").unwrap();
+        let pairs = source.reader(1).read_export("1-0000000000000001", 0, 0, usize::MAX).unwrap().pairs;
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(1);
+        sm.apply_at(1, Command { request_id: None, ..cmd(put("a", 1)) }).unwrap();
+        let step = |i, op: RestoreOp| sm.apply_at(i, Command { request_id: None, ..cmd(Operation::Restore(op)) }).unwrap();
+        let begin = || RestoreOp::Begin { backup_id: "bk".into() };
+        // Cut off midway: the old records stand, writes wait.
+        assert_eq!(step(2, begin()), Response::Applied(true));
+        assert_eq!(step(3, RestoreOp::Pairs { pairs: pairs.clone() }), Response::Applied(true));
+        assert_eq!(value(&store, "a"), Some(serde_json::json!(1)));
+        assert_eq!(value(&store, "b"), None);
+        let refused = sm.apply_at(4, cmd(put("c", 3))).unwrap();
+        assert!(matches!(&refused, Response::Rejected(r) if r.message.contains("restore of backup bk is in progress")), "{refused:?}");
+        // Started over, then ended: the backup's records, and only them.
+        assert_eq!(step(5, begin()), Response::Applied(true));
+        assert_eq!(step(6, RestoreOp::Pairs { pairs }), Response::Applied(true));
+        assert!(matches!(step(7, RestoreOp::End { backup_id: "other".into() }), Response::Rejected(_)));
+        assert_eq!(step(8, RestoreOp::End { backup_id: "bk".into() }), Response::Applied(true));
+        assert_eq!(value(&store, "a"), None);
+        assert_eq!(value(&store, "b"), Some(serde_json::json!(2)));
+        // The refused request passes now (its refusal was not remembered).
+        assert!(matches!(sm.apply_at(9, cmd(put("c", 3))).unwrap(), Response::KvEntry(_)));
+        assert_eq!(value(&store, "c"), Some(serde_json::json!(3)));
     }
 }

@@ -38,6 +38,11 @@ pub const SM_CLOCK: u8 = 2;
 pub const SM_RANGE: u8 = 3;
 /// Range sharding: the splits the group applied (JSON list of `SplitRecord`).
 pub const SM_SPLITS: u8 = 4;
+/// A restore in progress: the backup id its `Begin` named (JSON string).
+pub const SM_RESTORE: u8 = 5;
+/// Records of a restore in progress, staged until its `End` swaps them in
+/// (key: `group | SPACE_RESTORE | relative key`).
+pub const SPACE_RESTORE: u8 = 0xF8;
 
 pub fn group_prefix(group: u64) -> [u8; 8] {
     group.to_be_bytes()

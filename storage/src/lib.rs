@@ -13,6 +13,7 @@ pub mod subject;
 pub mod dedup;
 pub mod digest;
 pub mod engine;
+pub mod gate;
 pub mod error;
 mod keys;
 pub use keys::{NODE_CLUSTER_ID, NODE_DRAINED, NODE_DROPPED_GROUPS, NODE_GENERATION, NODE_GROUPS, NODE_INCARNATION, NODE_PEER_GENERATIONS, NODE_PEER_INCARNATIONS, NODE_REMOVED};

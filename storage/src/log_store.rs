@@ -31,6 +31,8 @@ pub struct LogStore {
     group: u64,
     /// Purge only entries the group's state machine has applied on this replica.
     apply_guard: bool,
+    /// The epoch of the group's gate this store writes under (0: ungated).
+    epoch: u64,
 }
 
 fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
@@ -48,7 +50,12 @@ fn synced() -> WriteOptions {
 
 impl LogStore {
     pub(crate) fn new(db: Arc<Db>, wal: Arc<WalSync>, group: u64) -> Self {
-        LogStore { db, wal, group, apply_guard: true }
+        LogStore { db, wal, group, apply_guard: true, epoch: 0 }
+    }
+
+    /// The same store writing under epoch `epoch` of its group's gate (see [`crate::gate`]).
+    pub(crate) fn with_epoch(self, epoch: u64) -> Self {
+        LogStore { epoch, ..self }
     }
 
     /// The same log store purging whatever it is asked to, applied or not. Only for
@@ -250,7 +257,17 @@ impl LogStore {
         work: impl FnOnce(&LogStore) -> Result<(), RaftStorageError> + Send + 'static,
     ) -> Result<(), RaftStorageError> {
         let log = self.clone();
-        tokio::task::spawn_blocking(move || work(&log)).await.map_err(|e| StorageIOError::write_logs(&e))?
+        tokio::task::spawn_blocking(move || {
+            let _pass = match log.epoch {
+                0 => None,
+                epoch => Some(log.db.gates.enter(log.group, epoch).ok_or_else(|| {
+                    StorageIOError::write_logs(&crate::gate::dropped(log.group))
+                })?),
+            };
+            work(&log)
+        })
+        .await
+        .map_err(|e| StorageIOError::write_logs(&e))?
     }
 
     fn truncate_from(&self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {

@@ -131,7 +131,17 @@ pub fn apply_split(data: &GroupData, batch: &mut WriteBatch, now: i64, op: &Spli
     let Some(membership) = read_sm_record::<StoredMembership<u64, openraft::BasicNode>>(data, keys::SM_MEMBERSHIP)? else {
         return Ok(Response::rejected(ErrorCode::Invalid, "the group has no membership yet"));
     };
-    let members: Vec<u64> = membership.membership().voter_ids().collect();
+    // A child started mid-change would inherit a joint configuration or
+    // learners that no one ever finishes for it: the split waits for the
+    // parent's change to end (the splitter retries).
+    let m = membership.membership();
+    if m.get_joint_config().len() > 1 || m.learner_ids().next().is_some() {
+        return Ok(Response::rejected(
+            ErrorCode::Conflict,
+            format!("group {parent} is changing its membership; a split waits until the change is over"),
+        ));
+    }
+    let members: Vec<u64> = m.voter_ids().collect();
 
     // The child's replica on this node starts here, unless this node holds one
     // already (it was moved here and filled by the child's own leader before this
@@ -296,6 +306,36 @@ mod tests {
         // The replica held under the child's id is not rewritten.
         assert_eq!(opened[1].reader(9).applied().unwrap().map(|l| l.index), Some(1));
         assert!(matches!(get(&opened[0], 9, "d"), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
+    }
+
+    /// Issue 35, defect 8: a split while the parent's membership changes (a
+    /// joint configuration, or a learner being filled) is refused, so no child
+    /// starts with a change nobody finishes; once the change is over it splits.
+    #[test]
+    fn a_split_waits_for_a_membership_change_to_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let nodes: BTreeMap<u64, BasicNode> = (1..=4).map(|n| (n, BasicNode { addr: format!("n{n}") })).collect();
+        let old: BTreeSet<u64> = [1, 2, 3].into();
+        let new: BTreeSet<u64> = [1, 2, 4].into();
+        let split = |i| entry(i, op(Operation::Split(SplitOp { child: 9, at: "c".into() })));
+        let mut entries = vec![entry(1, EntryPayload::Membership(Membership::new(vec![old.clone()], nodes.clone())))];
+        entries.push(entry(2, op(Operation::Kv(KvOp::Put { key: "d".into(), value: serde_json::json!(1), ttl_secs: None }))));
+        // Node 4 joins as a learner, then the voters change jointly, then alone.
+        let with_learner = Membership::new(vec![old.clone()], nodes.clone());
+        entries.push(entry(3, EntryPayload::Membership(with_learner)));
+        entries.push(split(4));
+        entries.push(entry(5, EntryPayload::Membership(Membership::new(vec![old, new.clone()], nodes.clone()))));
+        entries.push(split(6));
+        let only_new: BTreeMap<u64, BasicNode> = nodes.into_iter().filter(|(n, _)| new.contains(n)).collect();
+        entries.push(entry(7, EntryPayload::Membership(Membership::new(vec![new], only_new))));
+        entries.push(split(8));
+        let answers = store.state_machine(1).apply_entries(entries).unwrap();
+        assert!(matches!(&answers[3], Response::Rejected(r) if r.code == ErrorCode::Conflict), "{:?}", answers[3]);
+        assert!(matches!(&answers[5], Response::Rejected(r) if r.code == ErrorCode::Conflict), "{:?}", answers[5]);
+        assert_eq!(answers[7], Response::Applied(true));
+        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+        assert_eq!(info.splits, vec![SplitRecord { child: 9, at: "c".into(), members: vec![1, 2, 4] }]);
     }
 
     /// A split key outside the range, or at its start, is refused.

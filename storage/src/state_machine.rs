@@ -36,6 +36,8 @@ fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
 /// The state machine of one group on this node.
 pub struct StateMachine {
     pub(crate) data: GroupData,
+    /// The epoch of the group's gate its work runs under (0: ungated; see [`crate::gate`]).
+    epoch: u64,
 }
 
 /// A model's answer as the group's reply: its result, or the rejection.
@@ -188,7 +190,12 @@ fn put_data(db: &Db, batch: &mut WriteBatch, key: &[u8], value: &[u8]) {
 
 impl StateMachine {
     pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
-        StateMachine { data: GroupData { db, group, memory, cancel: None } }
+        StateMachine { data: GroupData { db, group, memory, cancel: None }, epoch: 0 }
+    }
+
+    /// The same machine working under epoch `epoch` of its group's gate.
+    pub(crate) fn with_epoch(self, epoch: u64) -> Self {
+        StateMachine { epoch, ..self }
     }
 
     /// Applies `cmd` as the committed log entry `log_index` (term 1), through
@@ -262,6 +269,17 @@ impl StateMachine {
     /// Applies a command unless its request id was applied already (then the
     /// first response is returned and nothing changes); see [`crate::dedup`].
     fn apply_once(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
+        // A restore replaces the group's records at its end: nothing else is
+        // written meanwhile (it would be lost, or mixed into the restored
+        // state). Not remembered for retries: the same request may pass later.
+        if !matches!(cmd.op, Operation::Restore(_))
+            && let Some(backup) = crate::backup::restore_in_progress(&self.data)?
+        {
+            return Ok(Response::rejected(
+                tessera_api::error::ErrorCode::Conflict,
+                format!("a restore of backup {backup} is in progress on this group; write again once it is over"),
+            ));
+        }
         let Some(id) = cmd.request_id.as_deref().filter(|id| crate::dedup::valid_id(id)) else {
             return self.apply_guarded(batch, log_index, cmd);
         };
@@ -394,6 +412,7 @@ impl StateMachine {
 /// Builds snapshots of one group.
 pub struct SnapshotBuilder {
     data: GroupData,
+    epoch: u64,
 }
 
 impl SnapshotBuilder {
@@ -484,8 +503,11 @@ pub(crate) fn vote_floor(data: &GroupData) -> Result<Option<u64>> {
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, RaftStorageError> {
-        let data = self.data.clone();
-        tokio::task::spawn_blocking(move || SnapshotBuilder { data }.build())
+        let (data, epoch) = (self.data.clone(), self.epoch);
+        tokio::task::spawn_blocking(move || {
+            let _pass = pass(&data, epoch)?;
+            SnapshotBuilder { data, epoch }.build()
+        })
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?
             .map_err(|e| StorageIOError::write_snapshot(None, &e).into())
@@ -516,14 +538,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         if let Some(delay) = crate::crash_point::apply_delay() {
             tokio::time::sleep(delay).await;
         }
-        let machine = StateMachine { data: self.data.clone() };
-        tokio::task::spawn_blocking(move || machine.apply_entries(entries))
-            .await
-            .map_err(|e| StorageIOError::write_state_machine(&e))?
+        let machine = StateMachine { data: self.data.clone(), epoch: self.epoch };
+        tokio::task::spawn_blocking(move || {
+            let _pass = pass(&machine.data, machine.epoch).map_err(|e| StorageIOError::write_state_machine(&e))?;
+            machine.apply_entries(entries)
+        })
+        .await
+        .map_err(|e| StorageIOError::write_state_machine(&e))?
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        SnapshotBuilder { data: self.data.clone() }
+        SnapshotBuilder { data: self.data.clone(), epoch: self.epoch }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, RaftStorageError> {
@@ -545,7 +570,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let meta_owned = meta.clone();
         let install_path = path.clone();
         // Reading, sealing and ingesting a whole group is heavy: off the runtime threads.
+        let epoch = self.epoch;
         let installed = tokio::task::spawn_blocking(move || {
+            let _pass = pass(&data, epoch)?;
             snapshot::install(&data, &SnapshotDir::of(&data), &meta_owned, &install_path)
         })
         .await
@@ -582,6 +609,15 @@ mod test_hooks {
     /// replica's own in-memory state would (test builds only).
     pub const PANIC_ONCE_KEY: &str = "test-hook/panic-once";
     pub static PANICKED_ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+}
+
+/// A pass of the group's gate for work under `epoch` (none needed at 0); an
+/// error once the group was dropped on this node.
+fn pass(data: &GroupData, epoch: u64) -> std::io::Result<Option<crate::gate::GroupPass>> {
+    match epoch {
+        0 => Ok(None),
+        epoch => data.db.gates.enter(data.group, epoch).map(Some).ok_or_else(|| crate::gate::dropped(data.group)),
+    }
 }
 
 /// The message of a caught panic.
@@ -775,7 +811,7 @@ mod tests {
         use tessera_api::import::{ImportRow, OnConflict, SqlImportOp};
         use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult};
         let (_dir, data) = crate::engine::test_support::open_group(1);
-        let sm = StateMachine { data: data.clone() };
+        let sm = StateMachine { data: data.clone(), epoch: 0 };
         let mut log_index = 0;
         let mut apply = |op: Operation| {
             log_index += 1;

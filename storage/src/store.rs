@@ -45,6 +45,8 @@ pub struct Db {
     in_memory: bool,
     /// `Tuning::unsynced_commits`: the WAL is not fsynced.
     pub(crate) unsynced_commits: bool,
+    /// Keeps writes to a group's records from outliving its deletion.
+    pub(crate) gates: Arc<crate::gate::GroupGates>,
 }
 
 impl Deref for Db {
@@ -57,7 +59,7 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false, gates: Default::default() }
     }
 }
 
@@ -286,6 +288,7 @@ impl Store {
             in_memory: tuning.in_memory,
             unsynced_commits: tuning.unsynced_commits,
             resealed,
+            gates: Default::default(),
         });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
@@ -332,7 +335,7 @@ impl Store {
     }
 
     pub fn log_store(&self, group: u64) -> LogStore {
-        LogStore::new(self.db.clone(), self.wal.clone(), group)
+        LogStore::new(self.db.clone(), self.wal.clone(), group).with_epoch(self.db.gates.open(group))
     }
 
     /// The state machine of one group. First finishes or forgets a snapshot
@@ -340,7 +343,7 @@ impl Store {
     /// behind its purge mark (see [`crate::state_machine::guard_applied_behind_purge`]),
     /// and drops a stored snapshot the purge mark has passed.
     pub fn state_machine(&self, group: u64) -> StateMachine {
-        let sm = StateMachine::new(self.db.clone(), group, self.engine_memory(group));
+        let sm = StateMachine::new(self.db.clone(), group, self.engine_memory(group)).with_epoch(self.db.gates.open(group));
         let dir = crate::snapshot::SnapshotDir::of(&sm.data);
         if let Err(e) = crate::snapshot::resolve_pending_install(&sm.data, &dir) {
             tracing::error!(group, "resolving an interrupted snapshot install failed: {e}");
@@ -445,6 +448,12 @@ impl Store {
     /// otherwise let a lagging candidate of an older membership that still lists
     /// this node win without entries this node's earlier replica helped commit.
     pub fn delete_group(&self, group: u64, acknowledged_up_to: u64) -> Result<()> {
+        // Applies, installs and log writes still running for the replica (they
+        // can outlive its Raft) finish first; later ones are refused.
+        let running = self.db.gates.close(group, std::time::Duration::from_secs(30));
+        if running > 0 {
+            tracing::warn!(group, running, "work on the dropped replica still runs after 30 s; deleting its data anyway");
+        }
         let (from, to) = (keys::group_prefix(group).to_vec(), keys::group_end(group));
         let mut batch = rocksdb::WriteBatch::default();
         for cf in [CF_DATA, CF_INDEX, CF_LOG, CF_RAFT] {
