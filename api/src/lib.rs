@@ -34,6 +34,8 @@ pub mod telemetry;
 pub mod timeseries;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "tls")]
+pub mod certs;
 pub mod vector;
 
 /// The release version reported by `/health`.

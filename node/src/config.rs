@@ -277,6 +277,11 @@ pub struct ClusterSection {
     /// by more corrects it (`SERVICE_MAX_CLOCK_OFFSET_MS`; CockroachDB's
     /// `--max-offset`).
     pub max_clock_offset_ms: i64,
+    /// Serve and dial peers in plaintext, with no authentication of callers
+    /// (`SERVICE_CLUSTER_INSECURE`). Off by default: without it the node needs
+    /// the cluster's mutual TLS (`tls.cluster_ca`, `tls.cert`, `tls.key`) and
+    /// refuses to start without. For a network that is trusted as a whole.
+    pub insecure: bool,
 }
 
 /// See [`ClusterSection::initial_state`].
@@ -299,6 +304,7 @@ impl Default for ClusterSection {
             initial_state: InitialState::New,
             initial_nodes: 0,
             max_clock_offset_ms: tessera_api::clock::DEFAULT_MAX_OFFSET_MS,
+            insecure: false,
         }
     }
 }
@@ -428,6 +434,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("trace_sample_ratio", "telemetry.sample_ratio"),
     ("test_clock_offset_ms", "test_clock_offset_ms"),
     ("max_clock_offset_ms", "cluster.max_clock_offset_ms"),
+    ("cluster_insecure", "cluster.insecure"),
 ];
 
 /// The node id of a host named `<anything>-<ordinal>`: the ordinal plus one (a
@@ -549,6 +556,23 @@ impl NodeConfig {
                     .into(),
             ));
         }
+        match (set[0], self.cluster.insecure) {
+            (false, false) => {
+                return Err(ConfigError::Invalid(
+                    "the node's gRPC port serves mutual TLS only: set SERVICE_CLUSTER_CA, SERVICE_NODE_CERT and \
+                     SERVICE_NODE_KEY (tls.cluster_ca, tls.cert, tls.key; `tessera-node certs --dir DIR --node N` \
+                     makes a CA and certificates), or SERVICE_CLUSTER_INSECURE=true (cluster.insecure) to serve \
+                     plaintext with no authentication of callers"
+                        .into(),
+                ));
+            }
+            (true, true) => {
+                return Err(ConfigError::Invalid(
+                    "SERVICE_CLUSTER_INSECURE=true (cluster.insecure) and cluster TLS are both set: unset one".into(),
+                ));
+            }
+            _ => {}
+        }
         self.storage.retention.parsed()?;
         let algorithm: String = self.encryption.algorithm.chars().filter(char::is_ascii_alphanumeric).collect();
         if !algorithm.eq_ignore_ascii_case("aes256gcm") {
@@ -613,7 +637,22 @@ impl NodeConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::{EncryptionSection, NodeConfig, StorageSection, node_id_of_host, parse_size};
+    use super::{ClusterSection, EncryptionSection, NodeConfig, StorageSection, TlsSection, node_id_of_host, parse_size};
+
+    fn insecure() -> ClusterSection {
+        ClusterSection { insecure: true, ..ClusterSection::default() }
+    }
+
+    #[test]
+    fn plaintext_grpc_must_be_asked_for_by_name() {
+        let refused = NodeConfig::default().validate_security().unwrap_err().to_string();
+        assert!(refused.contains("mutual TLS only") && refused.contains("SERVICE_CLUSTER_INSECURE"), "{refused}");
+        assert!(NodeConfig { cluster: insecure(), ..NodeConfig::default() }.validate_security().is_ok());
+        let tls = TlsSection { cluster_ca: Some("ca.pem".into()), cert: Some("n.pem".into()), key: Some("n.key".into()), ..TlsSection::default() };
+        assert!(NodeConfig { tls: tls.clone(), ..NodeConfig::default() }.validate_security().is_ok());
+        let both = NodeConfig { tls, cluster: insecure(), ..NodeConfig::default() }.validate_security().unwrap_err();
+        assert!(both.to_string().contains("both set"));
+    }
 
     #[test]
     fn the_encryption_key_alone_turns_encryption_at_rest_on() {
@@ -621,6 +660,7 @@ mod tests {
         let with = |at_rest: Option<bool>, encryption: EncryptionSection| NodeConfig {
             storage: StorageSection { encryption_key: key.clone(), encryption_at_rest: at_rest, ..StorageSection::default() },
             encryption,
+            cluster: insecure(),
             ..NodeConfig::default()
         };
         let alone = with(None, EncryptionSection::default());

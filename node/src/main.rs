@@ -1,6 +1,7 @@
 //! `tessera-node`: a Tessera data node. Hosts one Raft group per shard replica
 //! placed on it and serves peers and routers over one gRPC port.
 
+mod access;
 mod config;
 mod driver;
 mod health;
@@ -50,10 +51,36 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         timeout_secs: u64,
     },
+    /// Makes a cluster CA and a certificate per process in a directory (what
+    /// exists is kept): `ca.pem`/`ca.key`, `node-N.pem`/`.key`, `router-N.pem`/`.key`.
+    /// Needs no configuration.
+    Certs {
+        /// Where the files go.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Node ids to issue node certificates for (`--node 1 --node 2 ...`).
+        #[arg(long = "node")]
+        nodes: Vec<u64>,
+        /// How many router certificates to issue (router-1, router-2, ...).
+        #[arg(long, default_value_t = 1)]
+        routers: u32,
+        /// Host names and IP addresses every certificate is valid for.
+        #[arg(long = "host", default_values_t = ["127.0.0.1".to_string(), "localhost".to_string()])]
+        hosts: Vec<String>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Some(Command::Certs { dir, nodes, routers, hosts }) = &cli.command {
+        use tessera_api::certs::Role;
+        let mut processes: Vec<(Role, String)> = nodes.iter().map(|n| (Role::Node, format!("node-{n}"))).collect();
+        processes.extend((1..=*routers).map(|r| (Role::Router, format!("router-{r}"))));
+        for path in tessera_api::certs::init_dir(dir, &processes, hosts)? {
+            println!("{}", path.display());
+        }
+        return Ok(());
+    }
     let cfg = NodeConfig::load(cli.config.as_deref())?;
     tessera_api::runtime::build_runtime(cfg.server.worker_threads)?.block_on(run(cli, cfg))
 }
@@ -88,8 +115,16 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     let addr = cfg.server.grpc_addr.parse()?;
     let config_json = serde_json::to_value(&cfg).map(tessera_api::runtime::redacted).unwrap_or_default().to_string();
     let service = NodeService { host: host.clone(), config_json: std::sync::Arc::new(config_json) };
+    if cfg.cluster.insecure {
+        tracing::warn!(
+            "INSECURE: cluster.insecure is set: this node serves gRPC in plaintext and authenticates no caller; \
+             anyone who reaches {addr} can read, change and delete every group it hosts"
+        );
+    }
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        // Who may call which RPC, by the role the caller's certificate names.
+        .layer(access::AccessLayer { enforce: server_tls.is_some() })
         .trace_fn(tessera_api::telemetry::grpc_server_span)
         .add_service(
             RaftServiceServer::new(service.clone())

@@ -445,11 +445,16 @@ pub struct ClusterSection {
     /// Node gRPC addresses to learn the cluster from: `host:port` or `id=host:port`,
     /// as a list or one comma-separated string.
     pub nodes: NodeList,
+    /// Dial the nodes in plaintext with no certificate (`SERVICE_CLUSTER_INSECURE`).
+    /// Off by default: the router needs the cluster's mutual TLS
+    /// (`tls.cluster_ca`, `tls.client_cert`, `tls.client_key`) and refuses to
+    /// start without.
+    pub insecure: bool,
 }
 
 impl Default for ClusterSection {
     fn default() -> Self {
-        ClusterSection { nodes: NodeList::Csv("127.0.0.1:9190".into()) }
+        ClusterSection { nodes: NodeList::Csv("127.0.0.1:9190".into()), insecure: false }
     }
 }
 
@@ -561,6 +566,7 @@ impl Default for RouterConfig {
 }
 
 const FLAT_ALIASES: &[(&str, &str)] = &[
+    ("cluster_insecure", "cluster.insecure"),
     ("secrets_manager_url", "secrets_manager.url"),
     ("secrets_manager_token", "secrets_manager.token"),
     ("secrets_manager_service", "secrets_manager.service"),

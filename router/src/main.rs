@@ -194,6 +194,19 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     }
     let https = tls::https_config(&tls_settings)?;
     let cluster_tls = tls::cluster_tls(&tls_settings)?;
+    match (&cluster_tls, config.cluster.insecure) {
+        (None, false) => anyhow::bail!(
+            "the nodes serve mutual TLS only: set SERVICE_CLUSTER_CA, SERVICE_CLUSTER_CLIENT_CERT and \
+             SERVICE_CLUSTER_CLIENT_KEY (a router certificate of the cluster CA; `tessera-node certs` makes them), \
+             or SERVICE_CLUSTER_INSECURE=true (cluster.insecure) for nodes serving plaintext"
+        ),
+        (Some(_), true) => anyhow::bail!("SERVICE_CLUSTER_INSECURE=true (cluster.insecure) and cluster TLS are both set: unset one"),
+        (None, true) => tracing::warn!(
+            "INSECURE: cluster.insecure is set: the router talks to the nodes in plaintext, and the nodes \
+             authenticate no caller (anyone who reaches their port can read and change every group)"
+        ),
+        (Some(_), false) => {}
+    }
     let cluster = GrpcCluster::new(
         config.seeds()?,
         Duration::from_secs(config.server.request_timeout.clamp(1, 300)),

@@ -17,6 +17,7 @@
 //! a deadline via [`wait_until`] / [`wait_for`]); on drop every child is killed;
 //! if the test panicked the temp dir is kept and the log tails are printed.
 
+pub mod certs;
 pub mod chaos;
 pub mod fuzz;
 pub mod pods;
@@ -708,6 +709,9 @@ pub struct ClusterOptions {
     /// URLs are `https://` and the harness's clients trust this CA (the routers'
     /// `SERVICE_TLS_CERT`/`SERVICE_TLS_KEY` go in `router_env`).
     pub https_ca: Option<Vec<u8>>,
+    /// Nodes and routers run without the cluster's mutual TLS
+    /// (`SERVICE_CLUSTER_INSECURE=true`); by default they get certificates.
+    pub insecure: bool,
 }
 
 impl Default for ClusterOptions {
@@ -723,6 +727,7 @@ impl Default for ClusterOptions {
             router_env: Vec::new(),
             ready_timeout: Duration::from_secs(ready_secs),
             https_ca: None,
+            insecure: false,
         }
     }
 }
@@ -732,6 +737,18 @@ impl ClusterOptions {
     pub fn without_admin(mut self) -> Self {
         self.admin = false;
         self
+    }
+}
+
+/// How a process of the cluster at `root` reaches the others: its certificate
+/// (`node`: that node's; `None`: a router's), or plaintext when `insecure`.
+fn cluster_transport_env(root: &Path, insecure: bool, node: Option<u64>) -> Result<Vec<(String, String)>> {
+    if insecure {
+        return Ok(vec![(certs::INSECURE.0.into(), certs::INSECURE.1.into())]);
+    }
+    match node {
+        Some(id) => certs::node_env(root, id),
+        None => certs::router_env(root),
     }
 }
 
@@ -932,6 +949,7 @@ impl Cluster {
         let level = std::env::var("TESSERA_TEST_LOG_LEVEL").unwrap_or_else(|_| "info".into());
         let shards = self.opts.shard_count.to_string();
         let extra = self.opts.node_env.clone();
+        let insecure = self.opts.insecure;
         let (root, bin) = (self.root.clone(), self.node_bin.clone());
         let n = self.nodes.get_mut(&id).with_context(|| format!("no node {id}"))?;
         ensure!(n.child.is_none(), "node {id} is already running");
@@ -946,6 +964,7 @@ impl Cluster {
             ("SERVICE_RAFT_ELECTION_MAX_MS".into(), "2000".into()),
             ("SERVICE_LOG_LEVEL".into(), level),
         ];
+        env.extend(cluster_transport_env(&root, insecure, Some(id))?);
         env.extend(extra);
         env.extend(n.env.clone());
         n.starts += 1;
@@ -1085,6 +1104,7 @@ impl Cluster {
         let level = std::env::var("TESSERA_TEST_LOG_LEVEL").unwrap_or_else(|_| "info".into());
         let peers = self.peers();
         let (root, bin) = (self.root.clone(), self.router_bin.clone());
+        let transport = cluster_transport_env(&root, self.opts.insecure, None)?;
         let r = &mut self.routers[idx];
         let mut env: Vec<(String, String)> = vec![
             ("SERVICE_HOST".into(), "127.0.0.1".into()),
@@ -1096,6 +1116,7 @@ impl Cluster {
             ("SERVICE_REQUESTS_PER_MINUTE".into(), "1000000".into()),
             ("SERVICE_LOGIN_REQUESTS_PER_MINUTE".into(), "100000".into()),
         ];
+        env.extend(transport);
         env.extend(r.env.iter().cloned());
         r.starts += 1;
         let label = format!("router {idx} (start #{})", r.starts);

@@ -290,6 +290,7 @@ async fn run_node_once(c: &Cluster, id: u64, env: &[(&str, String)]) -> Result<(
         .env("SERVICE_GRPC_ADDR", c.node_addr(id)?)
         .env("SERVICE_DATA_DIR", c.node_data_dir(id)?)
         .env("SERVICE_SHARD_COUNT", "2")
+        .env("SERVICE_CLUSTER_INSECURE", "true")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);

@@ -232,6 +232,8 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
             ("SERVICE_HEALTH_ADDR", format!("127.0.0.1:{health}")),
             ("SERVICE_DATA_DIR", dir.path().join(&name).display().to_string()),
             ("SERVICE_SHARD_COUNT", "3".into()),
+            // Plaintext asked for by name (the chart's own configuration is secure).
+            ("SERVICE_CLUSTER_INSECURE", "true".into()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -246,6 +248,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         ("SERVICE_ADMIN_USERNAME", "admin".into()),
         ("SERVICE_ADMIN_PASSWORD", "Env-Only-Passw0rd!".into()),
         ("SERVICE_LOG_FORMAT", "json".into()),
+        ("SERVICE_CLUSTER_INSECURE", "true".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

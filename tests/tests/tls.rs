@@ -52,6 +52,15 @@ impl Ca {
     /// [`Ca::issue`], valid until `days` days from today when given.
     fn issue_until(&self, cn: &str, names: &[&str], usages: Vec<ExtendedKeyUsagePurpose>, days: Option<i64>) -> Result<(String, String)> {
         let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+        // The role the holder plays, as the cluster CA states it (see tessera_api::certs).
+        let role = match cn {
+            "tessera-node" => Some(tessera_api::certs::ROLE_NODE),
+            "tessera-router" | "intruder" => Some(tessera_api::certs::ROLE_ROUTER),
+            _ => None,
+        };
+        if let Some(role) = role {
+            params.subject_alt_names.push(rcgen::SanType::URI(role.try_into()?));
+        }
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, cn);
         params.distinguished_name = dn;

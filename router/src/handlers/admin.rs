@@ -47,6 +47,8 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
     Ok(Json(json!({
         "nodes": nodes,
         "groups": groups,
+        // How the router reaches the nodes: mutual TLS, or plaintext asked for by name.
+        "transport": {"insecure": state.config.cluster.insecure, "mutual_tls": !state.config.cluster.insecure},
         "sharding": {
             "strategy": map.strategy,
             "shard_count": map.data_groups().len(),

@@ -144,6 +144,7 @@ impl ChaosCluster {
                 ("SERVICE_RAFT_ELECTION_MAX_MS".into(), "2000".into()),
                 ("SERVICE_LOG_LEVEL".into(), level.clone()),
             ];
+            env.extend(crate::certs::node_env(&root, i)?);
             env.extend(node_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             nodes.insert(
                 i,
@@ -178,7 +179,8 @@ impl ChaosCluster {
         for id in NODE_IDS {
             c.start_node(id)?;
         }
-        let env: Vec<(String, String)> = vec![
+        let mut env: Vec<(String, String)> = crate::certs::router_env(&root)?;
+        env.extend::<Vec<(String, String)>>(vec![
             ("SERVICE_HOST".into(), "127.0.0.1".into()),
             ("SERVICE_PORT".into(), router_port.to_string()),
             ("SERVICE_NODES".into(), peers),
@@ -187,7 +189,7 @@ impl ChaosCluster {
             ("SERVICE_LOGIN_REQUESTS_PER_MINUTE".into(), "1000000".into()),
             ("SERVICE_ADMIN_USERNAME".into(), ADMIN_USER.into()),
             ("SERVICE_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into()),
-        ];
+        ]);
         c.router = Some(spawn(&router_bin, &env, &c.router_log, &root, "router")?);
         if let Err(e) = c.boot(ready_timeout).await {
             c.keep = true;
@@ -326,8 +328,15 @@ impl ChaosCluster {
         let data_dir = self.root.join(format!("node-{id}"));
         let mut env: Vec<(String, String)> = template
             .into_iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "SERVICE_NODE_ID" | "SERVICE_PEERS" | "SERVICE_DIAL_OVERRIDES" | "SERVICE_GRPC_ADDR" | "SERVICE_DATA_DIR"))
+            .filter(|(k, _)| {
+                !matches!(
+                    k.as_str(),
+                    "SERVICE_NODE_ID" | "SERVICE_PEERS" | "SERVICE_DIAL_OVERRIDES" | "SERVICE_GRPC_ADDR" | "SERVICE_DATA_DIR"
+                        | "SERVICE_NODE_CERT" | "SERVICE_NODE_KEY"
+                )
+            })
             .collect();
+        env.extend(crate::certs::node_env(&self.root, id)?);
         env.extend([
             ("SERVICE_NODE_ID".to_string(), id.to_string()),
             ("SERVICE_PEERS".to_string(), format!("{peers},{id}=127.0.0.1:{port}")),
