@@ -175,7 +175,7 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     }
 
     // The admin of the rendered Secret logs in; a write and a read go through.
-    let secret = rendered.object("Secret", None)?["metadata"]["name"].as_str().context("Secret name")?.to_string();
+    let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
     let user = rendered.secret_value(&secret, "admin-username")?;
     let password = rendered.secret_value(&secret, "admin-password")?;
     let api = Http::new(format!("http://127.0.0.1:{http}")).login_as(&user, &password).await?;
@@ -323,7 +323,7 @@ async fn scale(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http
     }
     let ready = format!("http://127.0.0.1:{http}/readyz");
     wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&ready).await.then_some(())) }).await?;
-    let secret = rendered.object("Secret", None)?["metadata"]["name"].as_str().context("Secret name")?.to_string();
+    let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
     let api = Http::new(format!("http://127.0.0.1:{http}"))
         .login_as(&rendered.secret_value(&secret, "admin-username")?, &rendered.secret_value(&secret, "admin-password")?)
         .await?;

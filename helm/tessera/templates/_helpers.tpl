@@ -117,3 +117,11 @@ podAntiAffinity:
 {{- define "tessera.encryptionSecret" -}}
 {{- default (include "tessera.secretName" .) .Values.encryption.existingSecret -}}
 {{- end -}}
+
+{{/* The Secrets holding the nodes' and the routers' cluster certificates. */}}
+{{- define "tessera.nodeTlsSecret" -}}
+{{- default (printf "%s-cluster-tls-node" (include "tessera.fullname" .)) .Values.tls.cluster.existingSecret -}}
+{{- end -}}
+{{- define "tessera.routerTlsSecret" -}}
+{{- default (printf "%s-cluster-tls-router" (include "tessera.fullname" .)) .Values.tls.cluster.existingRouterSecret -}}
+{{- end -}}
