@@ -16,17 +16,24 @@ import sys, yaml
 c = yaml.safe_load(sys.stdin)
 services = c["services"]
 nodes = sorted(n for n in services if n.startswith("node"))
+# Secure by default: certificates made before anything starts, every process given its own.
+assert services["certs"]["command"][:2] == ["tessera-node", "certs"], services["certs"]
+assert "SERVICE_CLUSTER_INSECURE" not in str(c), "the compose file runs plaintext"
+assert services["router"]["environment"]["SERVICE_CLUSTER_CLIENT_CERT"].endswith("router-1.pem")
 assert nodes == ["node1", "node2", "node3"], nodes
 peers = services["router"]["environment"]["SERVICE_NODES"]
 for i, n in enumerate(nodes, 1):
     s = services[n]
     env = s["environment"]
     assert env["SERVICE_NODE_ID"] == str(i), (n, env)
+    assert env["SERVICE_NODE_CERT"].endswith(f"node-{i}.pem") and env["SERVICE_CLUSTER_CA"], (n, env)
+    assert s["depends_on"]["certs"]["condition"] == "service_completed_successfully", n
     assert env["SERVICE_PEERS"] == peers, (n, env["SERVICE_PEERS"], peers)
     assert f"{i}={n}:9191" in peers, (n, peers)
     assert "readyz" in " ".join(s["healthcheck"]["test"]), n
     mounts = [(v["source"], v["target"]) if isinstance(v, dict) else tuple(v.split(":")[:2]) for v in s["volumes"]]
     assert (f"{n}-data", "/var/lib/tessera") in mounts, s["volumes"]
+    assert ("certs", "/etc/tessera/certs") in mounts, s["volumes"]
     assert f"{n}-data" in c["volumes"], n
 router = services["router"]
 assert all(router["depends_on"][n]["condition"] == "service_healthy" for n in nodes), router["depends_on"]

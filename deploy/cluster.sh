@@ -16,6 +16,12 @@
 # $TESSERA_DATA (default ./data/cluster). Admin credentials come from
 # SERVICE_ADMIN_USERNAME / SERVICE_ADMIN_PASSWORD, or are generated once and kept
 # in $TESSERA_DATA/admin-credentials. TESSERA_PROFILE=release builds optimized.
+#
+# Secure by default: the nodes' gRPC port speaks mutual TLS only. A cluster CA
+# and a certificate per process are made once in $TESSERA_CERTS (default
+# $TESSERA_DATA/certs, with `tessera-node certs`); bring your own by putting
+# ca.pem/ca.key or node-N.pem/.key and router-1.pem/.key there first.
+# TESSERA_INSECURE=1 runs plaintext gRPC with no authentication of callers.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +34,7 @@ NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
 PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
 BACKUPS="${TESSERA_BACKUPS:-$ROOT/data/backups}"
+CERTS="${TESSERA_CERTS:-$DATA/certs}"
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -38,6 +45,22 @@ build() {
 }
 
 pidfile() { echo "$DATA/pids/$1.pid"; }
+
+# The env giving process $1 (node-N or router-1) its cluster certificate, made
+# when missing; plaintext when TESSERA_INSECURE=1.
+transport_env() {
+  if [[ "${TESSERA_INSECURE:-0}" == 1 ]]; then echo "SERVICE_CLUSTER_INSECURE=true"; return; fi
+  local who="$1"
+  case "$who" in
+    node-*) "$BIN/tessera-node" certs --dir "$CERTS" --node "${who#node-}" --routers 0 >/dev/null ;;
+    *) "$BIN/tessera-node" certs --dir "$CERTS" --routers 1 >/dev/null ;;
+  esac
+  if [[ "$who" == node-* ]]; then
+    echo "SERVICE_CLUSTER_CA=$CERTS/ca.pem SERVICE_NODE_CERT=$CERTS/$who.pem SERVICE_NODE_KEY=$CERTS/$who.key"
+  else
+    echo "SERVICE_CLUSTER_CA=$CERTS/ca.pem SERVICE_CLUSTER_CLIENT_CERT=$CERTS/$who.pem SERVICE_CLUSTER_CLIENT_KEY=$CERTS/$who.key"
+  fi
+}
 
 # Ids of every node this cluster has had a data directory for (1-3 at least).
 node_ids() {
@@ -61,7 +84,9 @@ start_node() {
   local state=new
   [[ -f "$DATA/bootstrapped" && ! -d "$DATA/node-$n/rocksdb" ]] && state=existing
   [[ -f "$DATA/node-$n/added" ]] && state=existing
-  SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
+  local transport; transport="$(transport_env "node-$n")"
+  # shellcheck disable=SC2086 # the transport env is words of VAR=value
+  env $transport SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
   SERVICE_DATA_DIR="$DATA/node-$n" SERVICE_INITIAL_CLUSTER_STATE="$state" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
@@ -88,7 +113,9 @@ start_router() {
   if running router; then log "router already running (pid $(cat "$(pidfile router)"))"; return; fi
   credentials
   mkdir -p "$DATA/pids" "$DATA/logs"
-  SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
+  local transport; transport="$(transport_env router-1)"
+  # shellcheck disable=SC2086
+  env $transport SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
   SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" SERVICE_BACKUP_DIR="$BACKUPS" \
     nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
   echo $! >"$(pidfile router)"
@@ -189,6 +216,7 @@ Tessera is ready at $URL
   admin password: $ADMIN_PASS
   try: curl -s $URL/health
   logs: $DATA/logs
+  node gRPC: $( [[ "${TESSERA_INSECURE:-0}" == 1 ]] && echo "PLAINTEXT, no authentication (TESSERA_INSECURE=1)" || echo "mutual TLS, certificates in $CERTS")
 TXT
     ;;
   down)
