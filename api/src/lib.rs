@@ -26,6 +26,7 @@ pub mod routing;
 pub mod rpc;
 #[cfg(feature = "runtime")]
 pub mod runtime;
+pub mod secret;
 pub mod security;
 pub mod sql;
 pub mod stream;

@@ -461,6 +461,9 @@ pub struct SessionRecord {
     /// The address the login came from (the admin-from-unknown-IP detector).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_ip: Option<String>,
+    /// The login's User-Agent (what `security.session_binding` compares).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
     /// Opened with a second factor (`mfa/verify`), not the password alone
     /// (what `auth.mfa_required` asks of every session).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

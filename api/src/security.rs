@@ -135,6 +135,11 @@ pub enum SecurityOp {
         session_ttl_ms: i64,
         /// Wrong codes after which the challenge is dropped.
         max_failures: u32,
+        /// The client the session is opened for (see `SessionRecord`).
+        #[serde(default)]
+        client_ip: Option<String>,
+        #[serde(default)]
+        user_agent: Option<String>,
     },
     /// Count a failed login of `ip` / `username`; may raise alerts and ban the IP.
     RecordLoginFailure { ip: Option<String>, username: String, policy: BruteForcePolicy },

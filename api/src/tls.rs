@@ -9,6 +9,10 @@
 //!   blocks the others; it yields established streams to axum or tonic.
 //! - [`ClusterTls`]: the client side of the cluster's mutual TLS (a CA to trust,
 //!   a client certificate to present), turned into tonic endpoints.
+//! - [`LiveServerConfig`] and [`watch_files`]: certificates that rotate without
+//!   a restart. Every handshake takes the configuration current at that moment;
+//!   the files are re-read when their contents change (checked every 2 s, as
+//!   Kubernetes swaps mounted Secrets in place) or on SIGHUP, like etcd.
 
 use std::io;
 use std::net::SocketAddr;
@@ -124,6 +128,74 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+/// A server configuration that can be replaced while the server runs: each
+/// new handshake uses the one current then; established connections keep theirs.
+pub struct LiveServerConfig(std::sync::RwLock<Arc<ServerConfig>>);
+
+impl LiveServerConfig {
+    pub fn new(config: Arc<ServerConfig>) -> Arc<Self> {
+        Arc::new(LiveServerConfig(std::sync::RwLock::new(config)))
+    }
+
+    pub fn current(&self) -> Arc<ServerConfig> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn replace(&self, config: Arc<ServerConfig>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = config;
+    }
+}
+
+/// How often [`watch_files`] compares the files with what it last loaded.
+pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Calls `reload` whenever the contents of `files` change (compared every
+/// [`WATCH_INTERVAL`], and at once on SIGHUP), until the process ends. A
+/// reload that fails (a certificate and key that do not match yet, mid-swap)
+/// keeps the previous configuration and is tried again at the next check.
+/// `what` names the files in the log.
+pub fn watch_files(
+    what: &'static str,
+    files: Vec<PathBuf>,
+    reload: impl Fn() -> Result<(), String> + Send + Sync + 'static,
+) {
+    fn fingerprint(files: &[PathBuf]) -> Option<Vec<u8>> {
+        let mut all = Vec::new();
+        for f in files {
+            all.extend_from_slice(&std::fs::read(f).ok()?);
+            all.push(0);
+        }
+        Some(all)
+    }
+    let mut loaded = fingerprint(&files);
+    tokio::spawn(async move {
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        loop {
+            let signalled = match hangup.as_mut() {
+                Some(h) => tokio::select! {
+                    _ = tokio::time::sleep(WATCH_INTERVAL) => false,
+                    _ = h.recv() => true,
+                },
+                None => {
+                    tokio::time::sleep(WATCH_INTERVAL).await;
+                    false
+                }
+            };
+            let now = fingerprint(&files);
+            if now.is_none() || (now == loaded && !signalled) {
+                continue;
+            }
+            match reload() {
+                Ok(()) => {
+                    tracing::info!(signalled, "reloaded the {what}: new connections use them");
+                    loaded = now;
+                }
+                Err(e) => tracing::warn!("the {what} changed but do not load (kept the previous ones; trying again): {e}"),
+            }
+        }
+    });
+}
+
 /// TLS connections accepted on a listener, handshakes done concurrently.
 pub struct TlsIncoming {
     rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
@@ -134,10 +206,9 @@ impl TlsIncoming {
     /// Starts accepting on `listener` with `config`. Connections whose
     /// handshake fails (plaintext clients, untrusted or missing client
     /// certificates) are closed and logged at debug level.
-    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<Self> {
+    pub fn new(listener: TcpListener, config: Arc<LiveServerConfig>) -> io::Result<Self> {
         let local = listener.local_addr()?;
         let (tx, rx) = mpsc::channel(64);
-        let acceptor = TlsAcceptor::from(config);
         tokio::spawn(async move {
             loop {
                 let (tcp, peer) = match listener.accept().await {
@@ -152,7 +223,9 @@ impl TlsIncoming {
                     return;
                 }
                 let _ = tcp.set_nodelay(true);
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                // The configuration current now: rotated certificates apply to
+                // every handshake after their reload.
+                let (acceptor, tx) = (TlsAcceptor::from(config.current()), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                         Ok(Ok(stream)) => {

@@ -86,6 +86,32 @@ def check_values(label, values):
     print(f"ok  {label}: {len(manifests)} manifests ({', '.join(kinds)}) valid for Kubernetes {KUBE_VERSION}")
 
 
+def check_secure_defaults():
+    """The default rendering is secure: mutual TLS with the chart's own
+    certificates (a node and a router Secret of one CA), no plaintext switch,
+    and a NetworkPolicy letting only nodes and routers reach the gRPC port."""
+    docs = [m["manifest"] for m in render({})]
+    by_kind = lambda kind: [d for d in docs if d["kind"] == kind]
+    secrets = {d["metadata"]["name"]: d for d in by_kind("Secret")}
+    for name in ("tessera-cluster-tls-node", "tessera-cluster-tls-router"):
+        assert name in secrets and set(secrets[name]["data"]) == {"ca.crt", "tls.crt", "tls.key"}, sorted(secrets)
+    assert secrets["tessera-cluster-tls-node"]["data"]["ca.crt"] == secrets["tessera-cluster-tls-router"]["data"]["ca.crt"]
+    for workload in by_kind("StatefulSet") + by_kind("Deployment"):
+        env = {e["name"] for c in workload["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+        assert "SERVICE_CLUSTER_CA" in env and "SERVICE_CLUSTER_INSECURE" not in env, (workload["metadata"]["name"], env)
+    (policy,) = by_kind("NetworkPolicy")
+    grpc = [r for r in policy["spec"]["ingress"] if r.get("from")]
+    components = sorted(p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for r in grpc for p in r["from"])
+    assert components == ["node", "router"], components
+    assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "node"
+    plain = [m["manifest"] for m in render({"tls": {"cluster": {"enabled": False}}, "networkPolicy": {"enabled": False}})]
+    assert not [d for d in plain if d["kind"] == "NetworkPolicy"]
+    sts = next(d for d in plain if d["kind"] == "StatefulSet")
+    env = {e["name"]: e.get("value") for c in sts["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert env.get("SERVICE_CLUSTER_INSECURE") == "true", env
+    print("ok  secure by default: mutual TLS with generated node and router certificates, NetworkPolicy on the gRPC port")
+
+
 def check():
     report = helm.lint(CHART, strict=True, kube_version=f"v{KUBE_VERSION}")
     problems = [m for m in report.get("messages", []) if m.get("severity", 0) >= 2] + report.get("errors", [])
@@ -93,6 +119,7 @@ def check():
         raise SystemExit(f"helm lint --strict: {json.dumps(problems, indent=2)}")
     print(f"ok  helm lint --strict ({report.get('total_charts_linted')} chart)")
     check_values("default values", {})
+    check_secure_defaults()
     for path in sorted((CHART / "ci").glob("*.yaml")):
         values = yaml.safe_load(path.read_text()) or {}
         lint = helm.lint(CHART, values, strict=True, kube_version=f"v{KUBE_VERSION}")

@@ -134,10 +134,10 @@ pub struct StorageSection {
     pub encryption_at_rest: Option<bool>,
     /// Master key: base64 of 32 bytes, or the path of a key file holding 32 raw
     /// bytes or their base64 (`SERVICE_ENCRYPTION_KEY`).
-    pub encryption_key: Option<String>,
+    pub encryption_key: Option<tessera_api::secret::SecretString>,
     /// Keys values may still be sealed with (a rotation): comma-separated key
     /// specs (`SERVICE_ENCRYPTION_PREVIOUS_KEYS`); they open values, never seal.
-    pub encryption_previous_keys: String,
+    pub encryption_previous_keys: tessera_api::secret::SecretString,
     /// `local` (data on disk under `data_dir`) or `memory` (RocksDB in memory:
     /// nothing survives a restart of the node; for tests and ephemeral use).
     pub backend: String,
@@ -191,7 +191,7 @@ impl Default for StorageSection {
             data_dir: PathBuf::from("./data"),
             encryption_at_rest: None,
             encryption_key: None,
-            encryption_previous_keys: String::new(),
+            encryption_previous_keys: Default::default(),
             backend: "local".into(),
             compression: "lz4".into(),
             buffer_pool_size: String::new(),
@@ -586,7 +586,7 @@ impl NodeConfig {
                 "encryption.key_rotation_days is not supported yet: the at-rest key is not rotated (set 0)".into(),
             ));
         }
-        let has_key = self.storage.encryption_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+        let has_key = self.storage.encryption_key.as_ref().is_some_and(|k| !k.is_blank());
         match (self.storage.encryption_at_rest.or(self.encryption.enabled), has_key) {
             (Some(true), false) => Err(ConfigError::Invalid(
                 "SERVICE_ENCRYPTION_AT_REST=true needs SERVICE_ENCRYPTION_KEY (base64 of 32 bytes, or a key file)".into(),
@@ -600,7 +600,7 @@ impl NodeConfig {
 
     /// Whether values are encrypted at rest: as configured, else when a key is set.
     pub fn encryption_on(&self) -> bool {
-        let has_key = self.storage.encryption_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+        let has_key = self.storage.encryption_key.as_ref().is_some_and(|k| !k.is_blank());
         self.storage.encryption_at_rest.or(self.encryption.enabled).unwrap_or(has_key)
     }
 
@@ -627,8 +627,8 @@ impl NodeConfig {
     pub fn crypt(&self) -> anyhow::Result<Option<tessera_storage::Crypt>> {
         match (&self.storage.encryption_key, self.encryption_on()) {
             (Some(spec), true) => {
-                let previous: Vec<String> = self.storage.encryption_previous_keys.split(',').map(str::to_string).collect();
-                Ok(Some(tessera_storage::Crypt::from_key_spec(spec)?.with_previous(&previous)?))
+                let previous: Vec<String> = self.storage.encryption_previous_keys.expose().split(',').map(str::to_string).collect();
+                Ok(Some(tessera_storage::Crypt::from_key_spec(spec.expose())?.with_previous(&previous)?))
             }
             _ => Ok(None),
         }
@@ -641,6 +641,25 @@ mod tests {
 
     fn insecure() -> ClusterSection {
         ClusterSection { insecure: true, ..ClusterSection::default() }
+    }
+
+    /// Issue 36, item 6: at-rest key specs (current and previous, during a
+    /// rotation) never appear in the configuration a node serializes (its
+    /// `Config` reply, shown by `GET /api/v1/admin/config`).
+    #[test]
+    fn no_key_spec_leaves_in_the_serialized_configuration() {
+        let (current, previous) = ("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=,MjM0NTY3ODk6Ozw9Pj9AQUJDREVGR0hJSktMTU5PUFE=");
+        let cfg = NodeConfig {
+            storage: StorageSection { encryption_key: Some(current.into()), encryption_previous_keys: previous.into(), ..StorageSection::default() },
+            cluster: insecure(),
+            ..NodeConfig::default()
+        };
+        assert!(cfg.crypt().unwrap().is_some(), "the keys are usable");
+        let shown = serde_json::to_string(&cfg).unwrap();
+        for secret in [current, "ZGVmZ2hpamtsbW5v", "MjM0NTY3ODk6Ozw9"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains(r#""encryption_previous_keys":"<redacted>""#), "{shown}");
     }
 
     #[test]
@@ -656,7 +675,7 @@ mod tests {
 
     #[test]
     fn the_encryption_key_alone_turns_encryption_at_rest_on() {
-        let key = Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".to_string());
+        let key = Some(tessera_api::secret::SecretString::from("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="));
         let with = |at_rest: Option<bool>, encryption: EncryptionSection| NodeConfig {
             storage: StorageSection { encryption_key: key.clone(), encryption_at_rest: at_rest, ..StorageSection::default() },
             encryption,

@@ -325,7 +325,8 @@ pub struct Host {
     /// Groups placed on this node that could not start (damaged replicas).
     failed_groups: Vec<GroupId>,
     /// When the node's cluster TLS certificate expires (Unix ms; 0: no TLS).
-    pub cert_not_after_ms: i64,
+    /// (Updated when the certificate is reloaded.)
+    pub cert_not_after_ms: std::sync::atomic::AtomicI64,
     /// Serializes [`Host::host_group`] and [`Host::drop_group`].
     placement_changes: tokio::sync::Mutex<()>,
     /// Where reads run: off the runtime threads that drive Raft.
@@ -533,10 +534,10 @@ impl Host {
             raft_config,
             failed_groups,
             placement_changes: Default::default(),
-            cert_not_after_ms: match &cfg.tls.cert {
+            cert_not_after_ms: std::sync::atomic::AtomicI64::new(match &cfg.tls.cert {
                 Some(path) => tessera_api::tls::not_after_ms("node certificate", path)?,
                 None => 0,
-            },
+            }),
             queries,
             clock,
             standing: std::sync::RwLock::new(Standing::Checking),

@@ -142,11 +142,29 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
         );
     match server_tls {
         Some(tls) => {
+            // Certificates rotate without a restart: the files are watched (and
+            // re-read on SIGHUP); new handshakes and new peer connections use them.
+            let live = tessera_api::tls::LiveServerConfig::new(tls);
+            let t = &cfg.tls;
+            let files: Vec<PathBuf> = [&t.cluster_ca, &t.cert, &t.key].into_iter().flatten().cloned().collect();
+            let (reload_cfg, reload_live, reload_host) = (cfg.clone(), live.clone(), host.clone());
+            tessera_api::tls::watch_files("cluster certificates", files, move || {
+                let server = reload_cfg.server_tls().map_err(|e| e.to_string())?.ok_or("cluster TLS is no longer configured")?;
+                let client = reload_cfg.cluster_tls().map_err(|e| e.to_string())?;
+                reload_live.replace(server);
+                reload_host.pool.replace_tls(client);
+                if let Some(cert) = &reload_cfg.tls.cert
+                    && let Ok(ms) = tessera_api::tls::not_after_ms("node certificate", cert)
+                {
+                    reload_host.cert_not_after_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(())
+            });
             // Mutual TLS only: no plaintext listener; clients without a certificate
             // issued by the cluster CA fail the handshake.
             let listener = tokio::net::TcpListener::bind(addr).await?;
             info!(node = host.id, %addr, "serving gRPC over mutual TLS");
-            let incoming = tessera_api::tls::TlsIncoming::new(listener, tls)?.into_stream();
+            let incoming = tessera_api::tls::TlsIncoming::new(listener, live)?.into_stream();
             server.serve_with_incoming_shutdown(incoming, stop(&host)).await?;
         }
         None => {

@@ -38,8 +38,9 @@ pub struct PeerPool {
     channels: Mutex<HashMap<(NodeId, Lane), (String, Channel)>>,
     /// Peer id → address dialed instead of the one passed in (`cluster.dial_overrides`).
     dial_overrides: HashMap<NodeId, String>,
-    /// Mutual TLS towards peers (`tls` section), or plaintext.
-    tls: Option<tessera_api::tls::ClusterTls>,
+    /// Mutual TLS towards peers (`tls` section), or plaintext; replaced when
+    /// the certificates rotate ([`PeerPool::replace_tls`]).
+    tls: std::sync::RwLock<Option<tessera_api::tls::ClusterTls>>,
     /// Sent with every Raft message and advanced by every reply.
     clock: Arc<HybridClock>,
     /// This node's id, sent with every Raft message.
@@ -111,7 +112,15 @@ impl PeerPool {
 
     /// The same pool dialing its peers over mutual TLS when `tls` is given.
     pub fn with_tls(self, tls: Option<tessera_api::tls::ClusterTls>) -> Self {
-        PeerPool { tls, ..self }
+        PeerPool { tls: std::sync::RwLock::new(tls), ..self }
+    }
+
+    /// Dials with `tls` from now on: every cached channel is dropped, so the
+    /// next call to a peer connects with the new certificates (calls under way
+    /// finish on the channels they hold).
+    pub fn replace_tls(&self, tls: Option<tessera_api::tls::ClusterTls>) {
+        *self.tls.write().unwrap_or_else(|e| e.into_inner()) = tls;
+        self.channels.lock().expect("peer pool lock").clear();
     }
 
     /// The shared channel of `lane` to `node` at `addr` (or at its dial override).
@@ -123,7 +132,8 @@ impl PeerPool {
         {
             return Ok(ch.clone());
         }
-        let ch = tessera_api::tls::node_endpoint(addr, self.tls.as_ref())?
+        let tls = self.tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let ch = tessera_api::tls::node_endpoint(addr, tls.as_ref())?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))

@@ -195,7 +195,7 @@ impl DataService for NodeService {
             disk_free_bytes: disk.0,
             disk_total_bytes: disk.1,
             memory_total_bytes: crate::host::machine_memory_bytes(),
-            cert_not_after_ms: self.host.cert_not_after_ms,
+            cert_not_after_ms: self.host.cert_not_after_ms.load(std::sync::atomic::Ordering::Relaxed),
             encrypted_at_rest: self.host.store.encrypted(),
             addr: self.host.addr.clone(),
         }))

@@ -56,7 +56,7 @@ impl Webhook {
             .filter_map(|(k, v)| k.strip_prefix(HEADER_ENV_PREFIX).map(|name| (name.to_string(), v)))
             .filter(|(name, _)| !name.is_empty())
             .collect();
-        let secret = state.config.compliance.breach_webhook_secret.clone().filter(|s| !s.is_empty());
+        let secret = state.config.compliance.breach_webhook_secret.as_ref().filter(|s| !s.is_blank()).map(|s| s.expose().to_string());
         Webhook::new(url, secret, headers)
     }
 }

@@ -163,7 +163,7 @@ pub struct ComplianceSection {
     pub breach_webhook_url: Option<String>,
     /// Key of the `X-Tessera-Signature: sha256=<hex HMAC-SHA256 of the body>`
     /// header (`SERVICE_BREACH_WEBHOOK_SECRET`).
-    pub breach_webhook_secret: Option<String>,
+    pub breach_webhook_secret: Option<crate::secrets::SecretString>,
     /// Comma-separated fields, document fields, node properties and SQL
     /// columns that name a data subject (erasure, export); empty: `subject_id`,
     /// `user_id`, `customer_id`, `patient_id`, `student_id`, `email`, `owner_id`.
@@ -311,6 +311,10 @@ pub struct SecuritySection {
     pub block_refresh_ms: u64,
     /// How long a router reuses a resolved token (0 disables the cache).
     pub session_cache_ttl_ms: u64,
+    /// A token used from another address or client than its login
+    /// (`SERVICE_SESSION_BINDING`): `alert` raises `session_hijacking`, `end`
+    /// also ends the session, `off` checks nothing.
+    pub session_binding: String,
 }
 
 impl Default for SecuritySection {
@@ -330,6 +334,7 @@ impl Default for SecuritySection {
             data_exfiltration_threshold_mb: 100,
             block_refresh_ms: 1000,
             session_cache_ttl_ms: 2000,
+            session_binding: "alert".into(),
         }
     }
 }
@@ -467,7 +472,7 @@ pub struct AuthSection {
     /// refused at start (users turn MFA on themselves; see docs/security.md).
     pub mfa_required: bool,
     pub admin_username: Option<String>,
-    pub admin_password: Option<String>,
+    pub admin_password: Option<crate::secrets::SecretString>,
     pub admin_email: Option<String>,
     /// Serve anonymous reads while no user exists (logged as a warning each time).
     pub open_bootstrap: bool,
@@ -567,6 +572,7 @@ impl Default for RouterConfig {
 
 const FLAT_ALIASES: &[(&str, &str)] = &[
     ("cluster_insecure", "cluster.insecure"),
+    ("session_binding", "security.session_binding"),
     ("secrets_manager_url", "secrets_manager.url"),
     ("secrets_manager_token", "secrets_manager.token"),
     ("secrets_manager_service", "secrets_manager.service"),

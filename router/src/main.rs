@@ -165,6 +165,12 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(config: RouterConfig) -> anyhow::Result<()> {
     config.alerts.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+    if !matches!(config.security.session_binding.as_str(), "off" | "alert" | "end") {
+        anyhow::bail!(
+            "configuration: security.session_binding (SERVICE_SESSION_BINDING) is {:?}; it is off, alert or end",
+            config.security.session_binding
+        );
+    }
     config.query_limits.check().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     config.check_access().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     let telemetry = tessera_api::telemetry::init(
@@ -210,8 +216,30 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     let cluster = GrpcCluster::new(
         config.seeds()?,
         Duration::from_secs(config.server.request_timeout.clamp(1, 300)),
-        cluster_tls,
+        cluster_tls.clone(),
     );
+    // Certificates rotate without a restart (files watched, SIGHUP re-reads).
+    if cluster_tls.is_some() {
+        let t = tls_settings.clone();
+        let files: Vec<PathBuf> = [&t.cluster_ca, &t.client_cert, &t.client_key].into_iter().flatten().cloned().collect();
+        let reloading = cluster.clone();
+        tessera_api::tls::watch_files("cluster client certificates", files, move || {
+            let tls = tls::cluster_tls(&t).map_err(|e| e.to_string())?;
+            reloading.replace_tls(tls);
+            Ok(())
+        });
+    }
+    let https = https.map(tessera_api::tls::LiveServerConfig::new);
+    if let Some(live) = &https {
+        let t = tls_settings.clone();
+        let files: Vec<PathBuf> = [&t.cert, &t.key].into_iter().flatten().cloned().collect();
+        let live = live.clone();
+        tessera_api::tls::watch_files("HTTPS certificate", files, move || {
+            let config = tls::https_config(&t).map_err(|e| e.to_string())?.ok_or("HTTPS is no longer configured")?;
+            live.replace(config);
+            Ok(())
+        });
+    }
     let addr: SocketAddr = format!("{}:{}", config.server.host, config.server.port).parse()?;
     let state = AppState::new(config, cluster.clone())?;
     if !state.config.rbac.enabled {

@@ -4,90 +4,11 @@
 //! which name is ever logged; values are wrapped in [`SecretString`], whose
 //! `Debug` and `Display` print `<redacted>`.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::RouterConfig;
 
-/// A secret string: serialized as is, printed as `<redacted>`. Deserializes from
-/// any scalar, because the configuration's environment layer turns values such
-/// as `12345` or `true` into numbers and booleans; [`SecretString::from_env`]
-/// gives the exact text of a variable.
-#[derive(Clone, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct SecretString(String);
-
-impl<'de> Deserialize<'de> for SecretString {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = SecretString;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SecretString, E> {
-                Ok(SecretString::new(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SecretString, E> {
-                Ok(SecretString::new(v.to_string()))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SecretString, E> {
-                Ok(SecretString::new(v.to_string()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SecretString, E> {
-                Ok(SecretString::new(v.to_string()))
-            }
-            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<SecretString, E> {
-                Ok(SecretString::new(v.to_string()))
-            }
-            fn visit_char<E: serde::de::Error>(self, v: char) -> Result<SecretString, E> {
-                Ok(SecretString::new(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl SecretString {
-    pub fn new(s: impl Into<String>) -> Self {
-        SecretString(s.into())
-    }
-
-    /// The exact text of an environment variable, if set and not empty.
-    pub fn from_env(var: &str) -> Option<SecretString> {
-        std::env::var(var).ok().filter(|v| !v.is_empty()).map(SecretString)
-    }
-
-    /// The exact variable `var` if set, else the configured value.
-    pub fn env_or(var: &str, configured: Option<&SecretString>) -> Option<SecretString> {
-        SecretString::from_env(var).or_else(|| configured.cloned())
-    }
-
-    /// The secret itself (do not log it).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl fmt::Display for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl Drop for SecretString {
-    fn drop(&mut self) {
-        zeroize::Zeroize::zeroize(&mut self.0);
-    }
-}
+pub use tessera_api::secret::SecretString;
 
 /// The names resolved, with their environment variables.
 pub const NAMES: [(&str, &str); 4] = [

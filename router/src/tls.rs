@@ -48,7 +48,7 @@ pub struct HttpsListener(TlsIncoming);
 
 impl HttpsListener {
     /// Serves TLS with `config` on `listener`.
-    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> std::io::Result<Self> {
+    pub fn new(listener: TcpListener, config: Arc<tessera_api::tls::LiveServerConfig>) -> std::io::Result<Self> {
         Ok(HttpsListener(TlsIncoming::new(listener, config)?))
     }
 }

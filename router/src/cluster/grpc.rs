@@ -86,8 +86,9 @@ pub struct GrpcCluster {
     view: RwLock<View>,
     channels: RwLock<HashMap<String, Channel>>,
     deadline: Duration,
-    /// Mutual TLS towards the nodes, or plaintext.
-    tls: Option<tessera_api::tls::ClusterTls>,
+    /// Mutual TLS towards the nodes, or plaintext; replaced when the
+    /// certificates rotate ([`GrpcCluster::replace_tls`]).
+    tls: RwLock<Option<tessera_api::tls::ClusterTls>>,
     /// The wire contract version this router sends.
     wire_version: u32,
 }
@@ -107,14 +108,22 @@ impl GrpcCluster {
             }
         }
         let wire_version = own_wire_version();
-        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls, wire_version })
+        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls: RwLock::new(tls), wire_version })
+    }
+
+    /// Dials the nodes with `tls` from now on: the cached channels are dropped,
+    /// so the next call connects with the new certificates.
+    pub fn replace_tls(&self, tls: Option<tessera_api::tls::ClusterTls>) {
+        *self.tls.write().unwrap_or_else(|e| e.into_inner()) = tls;
+        self.channels.write().expect("channels lock").clear();
     }
 
     fn client(&self, addr: &str) -> Result<NodeClient, ClusterError> {
         if let Some(ch) = self.channels.read().expect("channels lock").get(addr) {
             return Ok(self.wrap(ch.clone()));
         }
-        let ch = tessera_api::tls::node_endpoint(addr, self.tls.as_ref())
+        let tls = self.tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let ch = tessera_api::tls::node_endpoint(addr, tls.as_ref())
             .map_err(|e| ClusterError::Unavailable(format!("bad node address {addr}: {e}")))?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)

@@ -31,16 +31,26 @@ fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
 
 /// Checks the password (Argon2id) and opens a session stored in the meta group,
 /// or, for a user with MFA, an MFA challenge answered by `mfa/verify`.
-pub async fn login(state: State<AppState>, ip: Option<Extension<ClientIp>>, JsonBody(req): JsonBody<LoginRequest>) -> Response {
+pub async fn login(
+    state: State<AppState>,
+    ip: Option<Extension<ClientIp>>,
+    headers: axum::http::HeaderMap,
+    JsonBody(req): JsonBody<LoginRequest>,
+) -> Response {
     // The activity record names who tried, whether or not it worked.
     let name: String = req.username.chars().take(128).collect();
-    let mut response = attempt_login(state, ip, req).await.into_response();
+    let mut response = attempt_login(state, ip, crate::auth::user_agent(&headers), req).await.into_response();
     response.extensions_mut().insert(crate::activity::ActivityUser(name.clone()));
     response.extensions_mut().insert(crate::activity::ActivityDetail(name));
     response
 }
 
-async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<ClientIp>>, req: LoginRequest) -> Result<Response, ApiError> {
+async fn attempt_login(
+    State(state): State<AppState>,
+    ip: Option<Extension<ClientIp>>,
+    user_agent: Option<String>,
+    req: LoginRequest,
+) -> Result<Response, ApiError> {
     if !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
@@ -84,7 +94,7 @@ async fn attempt_login(State(state): State<AppState>, ip: Option<Extension<Clien
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
     let client_ip = client_ip(&ip).map(|i| i.to_string());
-    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, mfa_verified: false };
+    let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, user_agent, mfa_verified: false };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     let mfa_enrollment_required = state.config.auth.mfa_required;
     Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required }).into_response())
@@ -173,6 +183,7 @@ fn code_of(v: &Value) -> Result<String, ApiError> {
 pub async fn mfa_verify(
     State(state): State<AppState>,
     ip: Option<Extension<ClientIp>>,
+    headers: axum::http::HeaderMap,
     JsonBody(req): JsonBody<VerifyRequest>,
 ) -> Result<Json<LoginResponse>, ApiError> {
     if req.token.trim().is_empty() {
@@ -188,6 +199,8 @@ pub async fn mfa_verify(
         session_token_hash: token_hash(&session_token),
         session_ttl_ms: (state.config.auth.session_timeout as i64) * 1000,
         max_failures: security.mfa_max_attempts.max(1),
+        client_ip: client_ip(&ip).map(|i| i.to_string()),
+        user_agent: crate::auth::user_agent(&headers),
     };
     let outcome = mfa_write(&state, op).await?;
     match outcome {

@@ -231,6 +231,23 @@ pub fn watch_role_change(state: &AppState, caller: &Caller, user: &str, before: 
     raise_in_background(state, alert);
 }
 
+/// Raises `session_hijacking` (spec 02: high) for the caller, at most once per
+/// `dedupe` key a minute. Never blocks.
+pub fn raise_session_hijacking(state: &AppState, caller: &Caller, message: &str, dedupe: String) {
+    if !first_in_interval(state, dedupe) {
+        return;
+    }
+    let (username, ip) = identity(caller);
+    let alert = NewAlert {
+        kind: "session_hijacking".into(),
+        severity: "high".into(),
+        source_ip: ip.map(|i| i.to_string()),
+        username,
+        message: message.to_string(),
+    };
+    raise_in_background(state, alert);
+}
+
 /// Raises `unusual_access_pattern` (spec 02: medium) for the caller, with `message`. Never blocks.
 pub fn raise_unusual_access(state: &AppState, caller: &Caller, message: &str) {
     let (username, ip) = identity(caller);

@@ -131,6 +131,15 @@ impl TestRouter {
         Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
     }
 
+    /// A GET with this router's token and one extra header.
+    pub async fn get_with_header(&self, path: &str, header: (&str, &str)) -> Answer {
+        let req = Request::builder().method(Method::GET).uri(path).header("authorization", format!("Bearer {}", self.token)).header(header.0, header.1);
+        let mut req = req.body(Body::empty()).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let (status, _, bytes) = self.send(req).await;
+        Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) }
+    }
+
     /// A GET's status, headers and raw body.
     pub async fn raw(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
         let req = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.token));

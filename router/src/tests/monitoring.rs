@@ -280,3 +280,69 @@ async fn a_required_second_factor_is_enrolled_before_anything_else() {
     let code = totp::code_at(&secret, totp::DIGITS, now + 30);
     with_mfa.post("/api/v1/auth/mfa/disable", &json!({"code": code})).await.expect(403);
 }
+
+/// Issue 36, item 6: `GET /api/v1/admin/config` shows no secret-bearing
+/// setting's value, whatever its key is called: every one of them set at once
+/// (the admin password, the breach webhook's signing secret, the secrets
+/// manager's token, the vault passphrase, the backup keys), during an at-rest
+/// key rotation on the nodes (their configuration comes through the same route).
+#[tokio::test]
+async fn the_config_route_shows_no_secret_value() {
+    let secrets = ["hook-secret-0001", "sm-token-0002", "vault-pass-0003", "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=", "lpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLU="];
+    let router = TestRouter::with_config(1, |c| {
+        c.compliance.breach_webhook_secret = Some(secrets[0].into());
+        c.secrets_manager.token = Some(secrets[1].into());
+        c.vault.passphrase = Some(secrets[2].into());
+        c.backup.key = Some(secrets[3].into());
+        c.backup.encryption_key = Some(secrets[4].into());
+    })
+    .await;
+    let shown = router.get("/api/v1/admin/config").await.expect(200);
+    let text = shown.to_string();
+    for secret in secrets.iter().chain([&super::harness::ADMIN_PASSWORD]) {
+        assert!(!text.contains(secret), "{secret} is shown: {text}");
+    }
+    let router_config = &shown["router"]["config"];
+    assert_eq!(router_config["vault"]["passphrase"], "<redacted>", "{router_config}");
+    assert_eq!(router_config["compliance"]["breach_webhook_secret"], "<redacted>", "{router_config}");
+}
+
+/// Issue 36, item 5: a token used by another client (User-Agent) than the one
+/// that logged in raises spec 02's `session_hijacking`; the same client goes
+/// on unnoticed. With `security.session_binding = "end"` the session also ends.
+#[tokio::test]
+async fn a_token_used_by_another_client_raises_session_hijacking() {
+    for policy in ["alert", "end"] {
+        let router = TestRouter::with_config(1, |c| c.security.session_binding = policy.into()).await;
+        let creds = json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD});
+        let login = router.post_with_header("/api/v1/auth/login", &creds, ("user-agent", "client-a/1.0")).await.expect(200);
+        let own = router.with_token(login["token"].as_str().unwrap());
+        own.get_with_header("/api/v1/kv/keys", ("user-agent", "client-a/1.0")).await.expect(200);
+        let hijacked = own.get_with_header("/api/v1/kv/keys", ("user-agent", "curl/8.0")).await;
+        let alerts = || async {
+            let all = router.get("/api/v1/admin/security/alerts").await.expect(200);
+            all["alerts"].as_array().cloned().unwrap_or_default().into_iter().filter(|a| a["kind"] == "session_hijacking").collect::<Vec<_>>()
+        };
+        let mut raised = alerts().await;
+        for _ in 0..50 {
+            if !raised.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            raised = alerts().await;
+        }
+        assert_eq!(raised.len(), 1, "{policy}: {raised:?}");
+        assert_eq!(raised[0]["severity"], "high", "{}", raised[0]);
+        assert!(raised[0]["message"].as_str().unwrap().contains("curl/8.0"), "{}", raised[0]);
+        match policy {
+            "alert" => {
+                hijacked.expect(200);
+                own.get_with_header("/api/v1/kv/keys", ("user-agent", "client-a/1.0")).await.expect(200);
+            }
+            _ => {
+                hijacked.expect(401);
+                own.get_with_header("/api/v1/kv/keys", ("user-agent", "client-a/1.0")).await.expect(401);
+            }
+        }
+    }
+}

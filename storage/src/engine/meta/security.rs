@@ -289,7 +289,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             put(tx, &key(CHALLENGE, challenge_hash), &challenge)?;
             Ok(Response::Applied(true))
         }
-        SecurityOp::CompleteMfaLogin { challenge_hash, code, dev_code, session_token_hash, session_ttl_ms, max_failures } => {
+        SecurityOp::CompleteMfaLogin { challenge_hash, code, dev_code, session_token_hash, session_ttl_ms, max_failures, client_ip, user_agent } => {
             let ck = key(CHALLENGE, challenge_hash);
             let Some(mut challenge) = get::<MfaChallenge>(tx.view(), &ck)? else {
                 return mfa(MfaOutcome::NoChallenge);
@@ -327,7 +327,14 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
                     challenge.failures = 0;
                     tx.delete(&ck);
                     record_step(tx, &user_id, rec, step)?;
-                    let session = SessionRecord { user_id, created_at_ms: now, expires_at_ms: now + session_ttl_ms, client_ip: None, mfa_verified: true };
+                    let session = SessionRecord {
+                        user_id,
+                        created_at_ms: now,
+                        expires_at_ms: now + session_ttl_ms,
+                        client_ip: client_ip.clone(),
+                        user_agent: user_agent.clone(),
+                        mfa_verified: true,
+                    };
                     put(tx, &session_key(session_token_hash), &session)?;
                     mfa(MfaOutcome::Verified { user, session: Some(session) })
                 }
