@@ -22,6 +22,8 @@
 # $TESSERA_DATA/certs, with `tessera-node certs`); bring your own by putting
 # ca.pem/ca.key or node-N.pem/.key and router-1.pem/.key there first.
 # TESSERA_INSECURE=1 runs plaintext gRPC with no authentication of callers.
+# The router's /metrics answers a user holding read:cluster or the bearer token
+# made once in $TESSERA_DATA/metrics-token.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -109,15 +111,28 @@ credentials() {
   chmod 600 "$f"
 }
 
+# The bearer token that reads the router's /metrics without a user (made once,
+# kept in $TESSERA_DATA/metrics-token; SERVICE_METRICS_TOKEN overrides it).
+metrics_token() {
+  local f="$DATA/metrics-token"
+  if [[ -n "${SERVICE_METRICS_TOKEN:-}" ]]; then METRICS_TOKEN="$SERVICE_METRICS_TOKEN"
+  elif [[ -f "$f" ]]; then METRICS_TOKEN="$(cat "$f")"
+  else METRICS_TOKEN="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
+  fi
+  mkdir -p "$DATA"
+  (umask 077; printf '%s' "$METRICS_TOKEN" >"$f")
+}
+
 start_router() {
   if running router; then log "router already running (pid $(cat "$(pidfile router)"))"; return; fi
   credentials
+  metrics_token
   mkdir -p "$DATA/pids" "$DATA/logs"
   local transport; transport="$(transport_env router-1)"
   # shellcheck disable=SC2086
   env $transport SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
   SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" SERVICE_BACKUP_DIR="$BACKUPS" \
-    nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
+  SERVICE_METRICS_TOKEN="$METRICS_TOKEN" nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
   echo $! >"$(pidfile router)"
   log "router started (pid $!, $URL)"
 }
@@ -215,6 +230,7 @@ Tessera is ready at $URL
   admin username: $ADMIN_USER
   admin password: $ADMIN_PASS
   try: curl -s $URL/health
+  metrics: curl -s -H "authorization: Bearer \$(cat $DATA/metrics-token)" $URL/metrics
   logs: $DATA/logs
   node gRPC: $( [[ "${TESSERA_INSECURE:-0}" == 1 ]] && echo "PLAINTEXT, no authentication (TESSERA_INSECURE=1)" || echo "mutual TLS, certificates in $CERTS")
 TXT

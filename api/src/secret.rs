@@ -78,6 +78,13 @@ impl SecretString {
         &self.0
     }
 
+    /// Whether `offered` is this secret, compared in constant time (a bearer
+    /// token checked against it leaks nothing through timing).
+    pub fn matches(&self, offered: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        !self.0.is_empty() && bool::from(self.0.as_bytes().ct_eq(offered.as_bytes()))
+    }
+
     /// Whether it holds nothing (or only white space).
     pub fn is_blank(&self) -> bool {
         self.0.trim().is_empty()

@@ -34,7 +34,10 @@ def deep_merge(base, extra):
 
 # Custom resources the Kubernetes schemas do not describe, with the fields
 # their operators require.
-CUSTOM_RESOURCES = {"monitoring.coreos.com/v1": {"ServiceMonitor": ["selector", "endpoints"]}}
+CUSTOM_RESOURCES = {
+    "monitoring.coreos.com/v1": {"ServiceMonitor": ["selector", "endpoints"]},
+    "cert-manager.io/v1": {"Certificate": ["secretName", "issuerRef", "commonName"]},
+}
 
 
 def check_custom_resource(label, template, doc):
@@ -44,9 +47,13 @@ def check_custom_resource(label, template, doc):
     missing = [f for f in required if f not in doc.get("spec", {})]
     if missing or not doc["metadata"].get("name"):
         raise SystemExit(f"{label}: {template}: {doc['kind']} lacks {missing or 'a name'}")
-    for endpoint in doc["spec"]["endpoints"]:
+    for endpoint in doc["spec"].get("endpoints", []):
         if not endpoint.get("port") or not endpoint.get("path", "").startswith("/"):
             raise SystemExit(f"{label}: {template}: endpoint without a port name or path: {endpoint}")
+        if endpoint.get("authorization", {}).get("credentials", {}).get("key") != "metrics-token":
+            raise SystemExit(f"{label}: {template}: endpoint without the metrics token: {endpoint}")
+    if doc["kind"] == "Certificate" and not doc["spec"]["issuerRef"].get("name"):
+        raise SystemExit(f"{label}: {template}: Certificate without an issuer")
 
 
 def render(values, name="tessera", namespace="default"):
@@ -109,7 +116,26 @@ def check_secure_defaults():
     sts = next(d for d in plain if d["kind"] == "StatefulSet")
     env = {e["name"]: e.get("value") for c in sts["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
     assert env.get("SERVICE_CLUSTER_INSECURE") == "true", env
-    print("ok  secure by default: mutual TLS with generated node and router certificates, NetworkPolicy on the gRPC port")
+    # HTTPS on the routers with a certificate of the same CA; /metrics behind a kept token.
+    http = secrets["tessera-http-tls"]["data"]
+    assert http["ca.crt"] == secrets["tessera-cluster-tls-node"]["data"]["ca.crt"], "one CA"
+    assert set(secrets["tessera-cluster-ca"]["data"]) == {"tls.crt", "tls.key"}
+    (router,) = by_kind("Deployment")
+    env = {e["name"]: e for c in router["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    assert "SERVICE_TLS_CERT" in env and env["SERVICE_METRICS_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "metrics-token", env
+    probe = router["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]
+    assert probe["scheme"] == "HTTPS", probe
+    assert len(secrets["tessera-secrets"]["data"]["metrics-token"]) > 20
+    assert not router["spec"]["template"]["metadata"]["annotations"].get("prometheus.io/scrape")
+    # cert-manager instead of the chart's own certificates.
+    cm = [m["manifest"] for m in render({"tls": {"certManager": {"enabled": True, "issuerRef": {"name": "tessera-ca", "kind": "ClusterIssuer"}}}})]
+    certs = {d["spec"]["secretName"]: d for d in cm if d["kind"] == "Certificate"}
+    assert sorted(certs) == ["tessera-cluster-tls-node", "tessera-cluster-tls-router", "tessera-http-tls"], sorted(certs)
+    assert certs["tessera-cluster-tls-node"]["spec"]["uris"] == ["urn:tessera:role:node"]
+    assert certs["tessera-cluster-tls-router"]["spec"]["uris"] == ["urn:tessera:role:router"]
+    assert not [d for d in cm if d["kind"] == "Secret" and d["metadata"]["name"] != "tessera-secrets"], "no chart-made certificates"
+    print("ok  secure by default: mutual TLS with generated node and router certificates, NetworkPolicy on the gRPC port,"
+          " HTTPS routers with a certificate of the same CA, /metrics behind a kept token; cert-manager Certificates on request")
 
 
 def check():
@@ -135,6 +161,7 @@ def check():
         ("fewer nodes than bootstrapped them", {"node": {"replicas": 2}}),
         ("peer hosts that do not match the replicas", {"node": {"peerHosts": ["a", "b"]}}),
         ("encryption without a key", {"encryption": {"enabled": True}}),
+        ("cert-manager without an issuer", {"tls": {"certManager": {"enabled": True}}}),
     ]:
         try:
             render(bad)

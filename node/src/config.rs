@@ -96,6 +96,9 @@ pub struct ServerSection {
     /// Plain-HTTP address of the health probes `GET /livez` and `GET /readyz`
     /// (`SERVICE_HEALTH_ADDR`, e.g. `0.0.0.0:9290`); unset: no health listener.
     pub health_addr: Option<String>,
+    /// Bearer token `GET /metrics` of the health listener asks for
+    /// (`SERVICE_METRICS_TOKEN`); unset: `/metrics` is refused (the probes stay open).
+    pub metrics_token: Option<tessera_api::secret::SecretString>,
     /// Threads of the Tokio runtime that drives Raft and RPCs
     /// (`SERVICE_WORKER_THREADS`; 0: one per core).
     pub worker_threads: usize,
@@ -109,6 +112,7 @@ impl Default for ServerSection {
             query_queue: 256,
             sql_memory_pool_mb: 4096,
             health_addr: None,
+            metrics_token: None,
             worker_threads: 0,
         }
     }
@@ -383,6 +387,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("node_id", "cluster.node_id"),
     ("node_id_from_hostname", "cluster.node_id_from_hostname"),
     ("health_addr", "server.health_addr"),
+    ("metrics_token", "server.metrics_token"),
     ("peers", "cluster.peers"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("initial_cluster_state", "cluster.initial_state"),

@@ -1,7 +1,9 @@
 //! The node's health probes over plain HTTP (`server.health_addr`), for
 //! orchestrators: `GET /livez` (the process serves) and `GET /readyz` (every
 //! group placed here runs, knows its leader and has caught up far enough to
-//! vote), and `GET /metrics` for Prometheus.
+//! vote), and `GET /metrics` for Prometheus, which answers only a caller
+//! presenting the metrics token (`Authorization: Bearer <server.metrics_token>`):
+//! its group and storage figures are not for anyone who can reach the port.
 
 use std::sync::Arc;
 
@@ -11,17 +13,26 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use serde_json::{Value, json};
 
+use tessera_api::secret::SecretString;
+
 use crate::host::Host;
 
+/// What the health listener's handlers share.
+#[derive(Clone)]
+struct Probes {
+    host: Arc<Host>,
+    metrics_token: Option<SecretString>,
+}
+
 /// Serves the probes on `addr` until the process ends.
-pub async fn serve(host: Arc<Host>, addr: &str) -> anyhow::Result<()> {
+pub async fn serve(host: Arc<Host>, addr: &str, metrics_token: Option<SecretString>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving health probes (/livez, /readyz)");
     let app = axum::Router::new()
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(host);
+        .route("/metrics", get(metrics_if_allowed))
+        .with_state(Probes { host, metrics_token });
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("health listener stopped: {e}");
@@ -31,15 +42,32 @@ pub async fn serve(host: Arc<Host>, addr: &str) -> anyhow::Result<()> {
 }
 
 /// `GET /livez`: 200 while the process runs (its node id and version).
-async fn livez(State(host): State<Arc<Host>>) -> Json<Value> {
+async fn livez(State(Probes { host, .. }): State<Probes>) -> Json<Value> {
     Json(json!({"status": "ok", "node_id": host.id, "version": env!("CARGO_PKG_VERSION")}))
+}
+
+/// `GET /metrics` for a caller with the metrics token: 401 without a token or
+/// with another one, 403 when the node has none configured.
+async fn metrics_if_allowed(State(probes): State<Probes>, headers: axum::http::HeaderMap) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(token) = &probes.metrics_token else {
+        let message = "metrics are served only with a token: set server.metrics_token (SERVICE_METRICS_TOKEN)";
+        return (StatusCode::FORBIDDEN, Json(json!({"error": "FORBIDDEN", "message": message}))).into_response();
+    };
+    let offered = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    if !offered.is_some_and(|o| token.matches(o)) {
+        let message = "GET /metrics needs Authorization: Bearer <metrics token>";
+        return (StatusCode::UNAUTHORIZED, [(axum::http::header::WWW_AUTHENTICATE, "Bearer")], Json(json!({"error": "UNAUTHORIZED", "message": message})))
+            .into_response();
+    }
+    metrics(probes.host).await.into_response()
 }
 
 /// `GET /metrics` (Prometheus text format): per hosted group its term, leader,
 /// last log, committed and applied indexes and snapshot index; WAL group
 /// commits; RocksDB sizes, running compactions and write stalls; the data
 /// directory's bytes and its filesystem's free bytes; resident memory.
-async fn metrics(State(host): State<Arc<Host>>) -> (StatusCode, [(axum::http::HeaderName, &'static str); 1], String) {
+async fn metrics(host: Arc<Host>) -> (StatusCode, [(axum::http::HeaderName, &'static str); 1], String) {
     use metrics::{counter, gauge};
     for (group, g) in host.hosted() {
         let m = g.raft.metrics().borrow().clone();
@@ -82,7 +110,7 @@ async fn metrics(State(host): State<Arc<Host>>) -> (StatusCode, [(axum::http::He
 
 /// `GET /readyz`: 200 once the node can take its share of the work, 503 with
 /// the reason otherwise.
-async fn readyz(State(host): State<Arc<Host>>) -> (StatusCode, Json<Value>) {
+async fn readyz(State(Probes { host, .. }): State<Probes>) -> (StatusCode, Json<Value>) {
     match host.readiness() {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready", "node_id": host.id}))),
         Err(reason) => {

@@ -109,7 +109,7 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     tokio::spawn(host.clone().record_cluster_map());
     tessera_api::runtime::prometheus();
     if let Some(addr) = &cfg.server.health_addr {
-        health::serve(host.clone(), addr).await?;
+        health::serve(host.clone(), addr, cfg.server.metrics_token.clone()).await?;
     }
 
     let addr = cfg.server.grpc_addr.parse()?;

@@ -434,6 +434,9 @@ pub struct ServerSection {
     pub max_connections: usize,
     /// Threads of the Tokio runtime serving requests (`SERVICE_WORKER_THREADS`; 0: one per core).
     pub worker_threads: usize,
+    /// Bearer token that lets a scraper read `GET /metrics` without a user
+    /// (`SERVICE_METRICS_TOKEN`); a user holding `read:cluster` may always.
+    pub metrics_token: Option<crate::secrets::SecretString>,
     /// The spec's place for the query limits (`[server.query_safety]`): merged
     /// into `query_limits` at load, whose own settings (and `SERVICE_*`) win.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -507,6 +510,7 @@ impl Default for ServerSection {
             request_timeout: 30,
             max_connections: 1000,
             worker_threads: 0,
+            metrics_token: None,
             query_safety: None,
             tls: None,
         }
@@ -628,6 +632,7 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("auto_ban_duration_secs", "security.auto_ban_duration_secs"),
     ("session_cache_ttl_ms", "security.session_cache_ttl_ms"),
     ("log_level", "log_level"),
+    ("metrics_token", "server.metrics_token"),
     ("otlp_endpoint", "telemetry.otlp_endpoint"),
     ("trace_sample_ratio", "telemetry.sample_ratio"),
     ("alert_replication_lag_entries", "alerts.replication_lag_entries"),

@@ -64,7 +64,7 @@ fn route_table() -> RouteTable {
         .get("/health", Public, health::health)
         .get("/livez", Public, health::livez)
         .get("/readyz", Public, health::readyz)
-        .get("/metrics", Public, health::metrics)
+        .get("/metrics", crate::permissions::Access::Metrics, health::metrics)
         .get("/api/v1/openapi.json", Public, health::openapi)
         .post("/api/v1/auth/login", Public, auth::login)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)

@@ -24,7 +24,13 @@ pub enum Access {
     Authenticated,
     /// A caller holding this permission.
     Permission(&'static str),
+    /// Prometheus scrapes: a caller holding `read:cluster`, or one presenting
+    /// the metrics token (`Authorization: Bearer <server.metrics_token>`).
+    Metrics,
 }
+
+/// The permission `Access::Metrics` asks of a logged-in caller.
+pub const METRICS_PERMISSION: &str = "read:cluster";
 
 use Access::Public;
 
@@ -32,6 +38,13 @@ use Access::Public;
 /// `auth.mfa_required` is on: turn MFA on, or log out (public routes need no
 /// user at all). Every other route needs a session opened with a code.
 const MFA_ENROLLMENT_ROUTES: [&str; 2] = ["/api/v1/auth/mfa/enable", "/api/v1/auth/logout"];
+
+/// Whether the request's bearer is the configured metrics token.
+fn presents_metrics_token(state: &AppState, req: &Request) -> bool {
+    let Some(token) = &state.config.server.metrics_token else { return false };
+    let offered = req.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    offered.is_some_and(|o| token.matches(o))
+}
 
 /// The middleware: authenticates, checks the route's decision, and hands the
 /// caller on to the handler.
@@ -43,6 +56,10 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
     if access == Public {
         return next.run(req).await;
     }
+    if access == Access::Metrics && presents_metrics_token(&state, &req) {
+        return next.run(req).await;
+    }
+    let access = if access == Access::Metrics { Access::Permission(METRICS_PERMISSION) } else { access };
     let (mut parts, body) = req.into_parts();
     let caller = match Caller::from_request_parts(&mut parts, &state).await {
         Ok(c) => c,

@@ -87,6 +87,7 @@ async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
         "router": {"port": http},
         // Not the binaries' default (8): the groups below show the ConfigMap was read.
         "cluster": {"shardCount": 4},
+        "metrics": {"serviceMonitor": {"enabled": true}},
     }))?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-boot-").tempdir()?;
     let mut procs = Processes(Vec::new());
@@ -157,28 +158,40 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
         let url = format!("http://{ip}:{port}{path}");
         wait_for(Duration::from_secs(90), &format!("{url} ready"), || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
     }
+    // The router serves HTTPS by default, with a certificate of the chart's CA.
+    let ca = rendered.secret_value("tessera-http-tls", "ca.crt")?;
+    let https = reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes())?).build()?;
     let (path, port) = router.probe("readinessProbe")?;
     ensure!(port == http, "the router's probe port {port} is its HTTP port {http}");
-    let url = format!("http://127.0.0.1:{port}{path}");
-    wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
+    ensure!(router.container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS", "the router's probes speak HTTPS");
+    let url = format!("https://127.0.0.1:{port}{path}");
+    wait_for(Duration::from_secs(90), "router ready", || async {
+        Ok(https.get(&url).send().await.is_ok_and(|r| r.status().is_success()).then_some(()))
+    })
+    .await?;
     let (live, _) = router.probe("livenessProbe")?;
-    ensure!(probe_ok(&format!("http://127.0.0.1:{port}{live}")).await, "router liveness probe");
-    // Prometheus finds both kinds of pods by their scrape annotations.
-    let sts = rendered.object("StatefulSet", None)?;
-    let deploy = rendered.object("Deployment", None)?;
-    for (what, template, ip) in [("node", &sts["spec"]["template"], "127.0.0.1"), ("router", &deploy["spec"]["template"], "127.0.0.1")] {
-        let a = &template["metadata"]["annotations"];
-        ensure!(a["prometheus.io/scrape"] == "true", "{what} pods are scraped: {a}");
-        let url = format!("http://{ip}:{}{}", a["prometheus.io/port"].as_str().unwrap_or_default(), a["prometheus.io/path"].as_str().unwrap_or_default());
-        let text = reqwest::get(&url).await?.text().await?;
-        ensure!(text.contains("# TYPE tessera_"), "{what} metrics at {url}: {text}");
+    ensure!(https.get(format!("https://127.0.0.1:{port}{live}")).send().await?.status().is_success(), "router liveness probe");
+
+    // The ServiceMonitor's endpoints answer the token of the rendered Secret, and nobody without it.
+    let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
+    let monitor = rendered.object("ServiceMonitor", None)?;
+    let token = rendered.secret_value(&secret, "metrics-token")?;
+    for endpoint in monitor["spec"]["endpoints"].as_array().context("endpoints")? {
+        ensure!(endpoint["authorization"]["credentials"]["key"] == "metrics-token", "{endpoint}");
+        let url = match endpoint["port"].as_str() {
+            Some("http") => format!("https://127.0.0.1:{http}{}", endpoint["path"].as_str().unwrap_or_default()),
+            _ => format!("http://127.0.0.1:{}{}", nodes[0].1.probe("readinessProbe")?.1, endpoint["path"].as_str().unwrap_or_default()),
+        };
+        let anonymous = https.get(&url).send().await?.status();
+        ensure!(anonymous == reqwest::StatusCode::UNAUTHORIZED, "{url} without the token: {anonymous}");
+        let text = https.get(&url).bearer_auth(&token).send().await?.text().await?;
+        ensure!(text.contains("# TYPE tessera_"), "metrics at {url}: {text}");
     }
 
     // The admin of the rendered Secret logs in; a write and a read go through.
-    let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
     let user = rendered.secret_value(&secret, "admin-username")?;
     let password = rendered.secret_value(&secret, "admin-password")?;
-    let api = Http::new(format!("http://127.0.0.1:{http}")).login_as(&user, &password).await?;
+    let api = Http::with_root_ca(format!("https://127.0.0.1:{http}"), ca.as_bytes())?.login_as(&user, &password).await?;
     for i in 0..20 {
         api.kv_put(&format!("helm/{i}"), json!({"n": i}), None).await?.ensure_status(200)?;
     }
@@ -230,6 +243,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
             ("SERVICE_PEERS", peers.clone()),
             ("SERVICE_GRPC_ADDR", format!("127.0.0.1:{grpc}")),
             ("SERVICE_HEALTH_ADDR", format!("127.0.0.1:{health}")),
+            ("SERVICE_METRICS_TOKEN", "env-only-scrape".into()),
             ("SERVICE_DATA_DIR", dir.path().join(&name).display().to_string()),
             ("SERVICE_SHARD_COUNT", "3".into()),
             // Plaintext asked for by name (the chart's own configuration is secure).
@@ -279,7 +293,10 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
             ensure!(event["level"].is_string() && event["timestamp"].is_string(), "{line}");
         }
         // Each node's Prometheus figures on its health port.
-        let metrics = reqwest::get(format!("http://127.0.0.1:{}/metrics", ports[0].1)).await?.text().await?;
+        let url = format!("http://127.0.0.1:{}/metrics", ports[0].1);
+        let refused = reqwest::get(&url).await?.status();
+        ensure!(refused == reqwest::StatusCode::UNAUTHORIZED, "node metrics without the token: {refused}");
+        let metrics = reqwest::Client::new().get(&url).bearer_auth("env-only-scrape").send().await?.text().await?;
         for name in ["tessera_raft_applied_index{group=\"0\"}", "tessera_wal_syncs_total", "tessera_rocksdb_sst_bytes", "tessera_process_resident_memory_bytes"] {
             ensure!(metrics.contains(name), "node metrics lack {name}: {metrics}");
         }
@@ -304,6 +321,8 @@ async fn scaling_the_statefulset_adds_nodes_through_the_registration_job() -> Re
         "router": {"port": http},
         "cluster": {"shardCount": 4},
         "registration": {"url": format!("http://127.0.0.1:{http}"), "timeoutSeconds": 120},
+        // Plain HTTP on the router: this scenario is about the registration Job.
+        "tls": {"http": {"enabled": false}},
     }))?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-scale-").tempdir()?;
     let mut procs = Processes(Vec::new());

@@ -125,3 +125,22 @@ podAntiAffinity:
 {{- define "tessera.routerTlsSecret" -}}
 {{- default (printf "%s-cluster-tls-router" (include "tessera.fullname" .)) .Values.tls.cluster.existingRouterSecret -}}
 {{- end -}}
+
+{{/* The Secret holding the routers' HTTPS certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "tessera.httpTlsSecret" -}}
+{{- default (printf "%s-http-tls" (include "tessera.fullname" .)) .Values.tls.http.existingSecret -}}
+{{- end -}}
+
+{{/* The Secret holding the cluster CA's certificate and key (chart-made certificates only). */}}
+{{- define "tessera.caSecret" -}}{{ include "tessera.fullname" . }}-cluster-ca{{- end -}}
+
+{{/* The host names of the router Service (the HTTPS certificate's DNS names). */}}
+{{- define "tessera.routerHosts" -}}
+{{- $svc := include "tessera.routerName" . -}}
+{{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.%s" $svc .Release.Namespace .Values.clusterDomain) "localhost" | toJson -}}
+{{- end -}}
+
+{{/* Name of the Secret holding the metrics token (key metrics-token). */}}
+{{- define "tessera.metricsSecret" -}}
+{{- default (include "tessera.secretName" .) .Values.metrics.existingSecret -}}
+{{- end -}}

@@ -275,6 +275,7 @@ pub async fn route_table(State(state): State<AppState>) -> Json<Value> {
                 Access::Public => "public".to_string(),
                 Access::Authenticated => "authenticated".to_string(),
                 Access::Permission(p) => p.to_string(),
+                Access::Metrics => format!("{} or the metrics token", crate::permissions::METRICS_PERMISSION),
             };
             json!({"method": m, "path": p, "access": access})
         })

@@ -112,6 +112,7 @@ pub fn document(decisions: &[Decision]) -> Value {
             Access::Public => ("public".to_string(), json!([])),
             Access::Authenticated => ("authenticated".to_string(), json!([{"bearer": []}])),
             Access::Permission(p) => (p.to_string(), json!([{"bearer": []}])),
+            Access::Metrics => (format!("{} or the metrics token", crate::permissions::METRICS_PERMISSION), json!([{"bearer": []}])),
         };
         let mut parameters = path_parameters(&d.path);
         if let Some(query) = d.doc.query {

@@ -90,7 +90,11 @@ impl TestRouter {
 
     /// A GET's status and body as text (for answers that are not JSON).
     pub async fn get_text(&self, path: &str) -> String {
-        let mut req = Request::builder().method(Method::GET).uri(path).body(Body::empty()).expect("request");
+        let mut req = Request::builder().method(Method::GET).uri(path);
+        if !self.token.is_empty() {
+            req = req.header("authorization", format!("Bearer {}", self.token));
+        }
+        let mut req = req.body(Body::empty()).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
         assert_eq!(resp.status(), StatusCode::OK, "GET {path}");

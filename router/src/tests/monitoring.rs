@@ -155,6 +155,29 @@ async fn activities_record_queries_logins_and_changes() {
 }
 
 #[tokio::test]
+async fn metrics_answer_a_cluster_reader_or_the_metrics_token_and_nobody_else() {
+    let router = TestRouter::with_config(2, |c| c.server.metrics_token = Some("scrape-4f9c2e".into())).await;
+    let status = |r: TestRouter| async move { r.raw(axum::http::Method::GET, "/metrics").await.0.as_u16() };
+    assert_eq!(status(router.with_token("")).await, 401, "anonymous");
+    assert_eq!(status(router.with_token("scrape-4f9c2")).await, 401, "a wrong token");
+    assert_eq!(status(router.with_token("scrape-4f9c2e")).await, 200, "the metrics token");
+    router
+        .post("/api/v1/admin/users", &json!({"username": "vivi", "email": "v@example.com", "password": "Vivi-Pass-1234!", "role": "viewer"}))
+        .await
+        .expect(201);
+    let viewer = router.post("/api/v1/auth/login", &json!({"username": "vivi", "password": "Vivi-Pass-1234!"})).await.expect(200);
+    assert_eq!(status(router.with_token(viewer["token"].as_str().unwrap())).await, 200, "a user holding read:cluster");
+    // Without a configured token, only users get in.
+    let untokened = TestRouter::new(2).await;
+    assert_eq!(status(untokened.with_token("")).await, 401);
+    assert_eq!(status(untokened.with_token("scrape-4f9c2e")).await, 401);
+    // The probes and the interface description stay public.
+    for public in ["/health", "/livez", "/api/v1/openapi.json"] {
+        assert_eq!(untokened.with_token("").raw(axum::http::Method::GET, public).await.0.as_u16(), 200, "{public}");
+    }
+}
+
+#[tokio::test]
 async fn metrics_count_requests_by_route_and_status_in_prometheus_format() {
     let router = TestRouter::new(2).await;
     router.get("/metrics").await; // the recorder is installed by then
