@@ -76,7 +76,32 @@ pub fn admit(path: &str, role: Option<Role>) -> Result<(), String> {
 fn caller_role<B>(req: &http::Request<B>) -> Option<Role> {
     let info = req.extensions().get::<TlsConnectInfo<TcpConnectInfo>>()?;
     let certs = info.peer_certs()?;
-    tessera_api::certs::role_of(certs.first()?.as_ref())
+    ROLES.role_of(certs.first()?.as_ref())
+}
+
+/// Roles of the certificates seen, by their DER bytes: a certificate is parsed
+/// once, not on every call (Raft sends thousands of calls a second over a
+/// handful of connections). Bounded: past `ROLE_CACHE_ENTRIES` certificates
+/// (rotations) it starts over.
+static ROLES: RoleCache = RoleCache(std::sync::LazyLock::new(Default::default));
+
+const ROLE_CACHE_ENTRIES: usize = 1024;
+
+struct RoleCache(std::sync::LazyLock<std::sync::RwLock<std::collections::HashMap<Vec<u8>, Option<Role>>>>);
+
+impl RoleCache {
+    fn role_of(&self, der: &[u8]) -> Option<Role> {
+        if let Some(role) = self.0.read().unwrap_or_else(|e| e.into_inner()).get(der) {
+            return *role;
+        }
+        let role = tessera_api::certs::role_of(der);
+        let mut known = self.0.write().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= ROLE_CACHE_ENTRIES {
+            known.clear();
+        }
+        known.insert(der.to_vec(), role);
+        role
+    }
 }
 
 /// The layer enforcing [`POLICY`] (when `enforce`: the port serves mutual TLS).

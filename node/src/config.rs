@@ -44,8 +44,10 @@ pub struct NodeConfig {
 
 /// Spec 01's `[encryption]`: `enabled` as `storage.encryption_at_rest` (which
 /// wins when both are set), `algorithm` AES-256-GCM (the only one: others are
-/// refused), `key_rotation_days` 0 (rotation of the at-rest key is not built:
-/// other values are refused).
+/// refused), `key_rotation_days` 0 (the at-rest key is rotated by hand, with
+/// `storage.encryption_previous_keys` and `POST /api/v1/admin/encryption/reencrypt`,
+/// see docs/tls-encryption.md; scheduled rotation is not built, so other values
+/// are refused).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EncryptionSection {
@@ -588,7 +590,7 @@ impl NodeConfig {
         }
         if self.encryption.key_rotation_days != 0 {
             return Err(ConfigError::Invalid(
-                "encryption.key_rotation_days is not supported yet: the at-rest key is not rotated (set 0)".into(),
+                "encryption.key_rotation_days is not supported: scheduled rotation is not built; rotate the at-rest key by hand (storage.encryption_previous_keys, then POST /api/v1/admin/encryption/reencrypt; docs/tls-encryption.md) and set 0".into(),
             ));
         }
         let has_key = self.storage.encryption_key.as_ref().is_some_and(|k| !k.is_blank());

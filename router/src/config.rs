@@ -471,8 +471,10 @@ impl Default for ClusterSection {
 pub struct AuthSection {
     /// Seconds a login token stays valid.
     pub session_timeout: u64,
-    /// Every user must use a second factor: not supported yet, so `true` is
-    /// refused at start (users turn MFA on themselves; see docs/security.md).
+    /// Every user must use a second factor. When `true`, a user session opened
+    /// without a code is refused (403) on every non-public route but MFA enable
+    /// and logout, and MFA cannot be turned off (`permissions.rs`,
+    /// `handlers/auth.rs`; see docs/security.md).
     pub mfa_required: bool,
     pub admin_username: Option<String>,
     pub admin_password: Option<crate::secrets::SecretString>,

@@ -5,7 +5,8 @@
 //! Built-in roles: admin holds every permission; operator every `read:*` and
 //! `write:*`; viewer every `read:*`. `manage:*` permissions (users, roles, node
 //! lifecycle, security, vault, backup, compliance) belong to admins only.
-//! Custom roles add `read:*`/`write:*` permissions to a user.
+//! Custom roles add any other permission to a user (`read:*`, `write:*`,
+//! `access:classified`; `manage:*` ones are refused and ignored).
 
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::middleware::Next;

@@ -21,10 +21,34 @@ use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::state::AppState;
 
+/// The consent purposes CCPA counts as selling or sharing personal data: a
+/// subject on the do-not-sell list must hold no active consent to any of them.
+const SALE_PURPOSES: [&str; 3] = ["third_party_sharing", "advertising", "cross_device_tracking"];
+
+/// Days of activity records a SOC 2 auditor expects to see (a year's period).
+const CHANGE_LOG_MIN_DAYS: u64 = 365;
+
+/// Do-not-sell subjects checked for contradicting consents per report.
+const DO_NOT_SELL_CHECKED: usize = 1000;
+
 /// What the controls are judged from, gathered once per call.
 struct Facts {
     https: bool,
     cluster_tls: bool,
+    cluster_insecure: bool,
+    rbac_enabled: bool,
+    open_bootstrap: bool,
+    /// Which breach detectors run (`security.*` after `[breach_detection]`).
+    detectors: Vec<String>,
+    /// Do-not-sell subjects that still hold an active consent to sell or share.
+    do_not_sell_conflicts: Vec<String>,
+    /// Erasure jobs not finished: (job id, subject, hours since it started, what is pending).
+    erasures_unfinished: Vec<(String, String, i64, String)>,
+    data_groups: usize,
+    /// Data groups whose leader did not answer a linearizable read just now.
+    groups_unreachable: Vec<u64>,
+    audit_retention_days: u64,
+    oldest_activity_ms: Option<i64>,
     nodes: usize,
     nodes_answering: usize,
     nodes_encrypted: usize,
@@ -49,6 +73,7 @@ struct Facts {
 
 impl Facts {
     async fn gather(state: &AppState) -> Result<Facts, ApiError> {
+        let now = tessera_api::command::now_ms();
         let statuses = state.cluster.node_statuses().await?;
         let answering: Vec<_> = statuses.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
         let AuditAnswer::Verified { valid, entries_verified, message } = audit(state, AuditQuery::Verify).await? else {
@@ -60,7 +85,6 @@ impl Facts {
         let IncidentAnswer::List(list) = incidents(state, IncidentQuery::List { status: None, severity: None }).await? else {
             return Err(ApiError::Internal("unexpected incident answer".into()));
         };
-        let now = tessera_api::command::now_ms();
         let overdue = list.iter().filter(|i| i.status == "open" && now > i.notification_deadline_ms).map(|i| i.incident_id.clone()).collect();
         let classified = match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
             MetaQueryResult::Classifications(c) => c.len(),
@@ -68,6 +92,8 @@ impl Facts {
         };
         let users = typed::pick(state.cluster.meta_read(MetaQuery::ListUsers).await?, shape!(MetaQueryResult::Users))?;
         let roles = typed::pick(state.cluster.meta_read(MetaQuery::ListRoles).await?, shape!(MetaQueryResult::Roles))?;
+        // What this router noted but has not written yet counts too.
+        crate::activity::flush(state).await?;
         let activities = typed::pick(
             state.cluster.meta_read(MetaQuery::Activities { limit: 10_000, kind: None }).await?,
             shape!(MetaQueryResult::Activities),
@@ -81,6 +107,29 @@ impl Facts {
             other => return Err(ApiError::unexpected(other)),
         };
         let admins: Vec<_> = users.iter().filter(|u| u.role == Role::Admin).collect();
+        let do_not_sell_conflicts = do_not_sell_conflicts(state, now).await?;
+        let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, shape!(MetaQueryResult::ErasureJobs))?;
+        let erasures_unfinished = jobs
+            .iter()
+            .filter(|j| j["state"] != "complete")
+            .map(|j| {
+                let started = j["created_at_ms"].as_i64().unwrap_or(now);
+                let pending = j["pending"].as_array().map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")).unwrap_or_default();
+                (j["id"].as_str().unwrap_or_default().to_string(), j["subject_id"].as_str().unwrap_or_default().to_string(), (now - started) / 3_600_000, pending)
+            })
+            .collect();
+        let (data_groups, groups_unreachable) = group_reachability(state).await?;
+        let s = &state.config.security;
+        let mut detectors = Vec::new();
+        if s.failed_login_threshold != u32::MAX {
+            detectors.push(format!("brute force ({} failed logins in {} s)", s.failed_login_threshold, s.failed_login_window_secs));
+        }
+        if s.injection_detection {
+            detectors.push("SQL injection".to_string());
+        }
+        if s.mass_data_rows > 0 || s.data_exfiltration_threshold_mb > 0 {
+            detectors.push(format!("mass data access ({} rows, {} MB)", s.mass_data_rows, s.data_exfiltration_threshold_mb));
+        }
         let certificates = typed::pick(
             state.cluster.meta_read(MetaQuery::Certificates { from_ms: None, to_ms: None }).await?,
             shape!(MetaQueryResult::Certificates),
@@ -88,7 +137,17 @@ impl Facts {
         .len();
         Ok(Facts {
             https: state.config.tls.cert.is_some() && state.config.tls.key.is_some(),
-            cluster_tls: state.config.tls.cluster_ca.is_some(),
+            cluster_tls: state.config.tls.cluster_ca.is_some() && state.config.tls.client_cert.is_some() && !state.config.cluster.insecure,
+            cluster_insecure: state.config.cluster.insecure,
+            rbac_enabled: state.config.rbac.enabled,
+            open_bootstrap: state.config.auth.open_bootstrap,
+            detectors,
+            do_not_sell_conflicts,
+            erasures_unfinished,
+            data_groups,
+            groups_unreachable,
+            audit_retention_days: state.config.compliance.audit_retention_days,
+            oldest_activity_ms: activities.iter().map(|a| a.at_ms).min(),
             nodes: statuses.len(),
             nodes_answering: answering.len(),
             nodes_encrypted: answering.iter().filter(|s| s.encrypted_at_rest).count(),
@@ -112,35 +171,97 @@ impl Facts {
         })
     }
 
-    /// Every control: (id, met, evidence).
+    /// Every control: (id, met, evidence). Each is judged from the settings and
+    /// records gathered above, and its evidence names what it used.
     fn controls(&self) -> BTreeMap<&'static str, (bool, String)> {
         let encrypted = self.nodes_answering > 0 && self.nodes_encrypted == self.nodes && self.nodes_answering == self.nodes;
+        let reachable = self.data_groups - self.groups_unreachable.len();
+        let groups = format!("{reachable} of {} data groups answer a linearizable read now{}", self.data_groups, unreachable(&self.groups_unreachable));
+        let retention = match self.audit_retention_days {
+            0 => "kept forever (compliance.audit_retention_days = 0)".to_string(),
+            d => format!("kept {d} days (compliance.audit_retention_days)"),
+        };
+        let unfinished: Vec<String> =
+            self.erasures_unfinished.iter().map(|(id, subject, hours, pending)| format!("{id} (subject {subject}, {hours} h, pending: {pending})")).collect();
         BTreeMap::from([
             ("encryption_in_transit", (self.https && self.cluster_tls, format!(
-                "client HTTPS {}, router-to-node TLS {}", on(self.https), on(self.cluster_tls)))),
+                "client HTTPS {} (tls.cert, tls.key); router-to-node mutual TLS {}{}",
+                on(self.https), on(self.cluster_tls), if self.cluster_insecure { " (cluster.insecure = true)" } else { "" }))),
             ("encryption_at_rest", (encrypted, format!(
                 "{} of {} nodes encrypt at rest ({} answered)", self.nodes_encrypted, self.nodes, self.nodes_answering))),
-            ("audit_trail", (self.audit_valid, format!("hash chain of {} entries: {}", self.audit_entries, self.audit_message))),
-            ("consent_management", (true, format!(
-                "{} consent records of {} subjects, every change kept in history", self.consent_records, self.consent_subjects))),
-            ("do_not_sell", (true, format!("{} subjects on the do-not-sell list", self.do_not_sell))),
-            ("breach_detection", (true, "failed-login and SQL-injection detectors open incidents".to_string())),
+            ("audit_trail", (self.audit_valid && self.audit_entries > 0, format!(
+                "hash chain of {} entries: {}; entries {retention}", self.audit_entries, self.audit_message))),
+            ("consent_management", (self.consent_records > 0, if self.consent_records > 0 {
+                format!("{} consent records of {} subjects, every change kept in history", self.consent_records, self.consent_subjects)
+            } else {
+                "no consent recorded: nothing shows that consent is collected".to_string()
+            })),
+            ("do_not_sell", (self.do_not_sell_conflicts.is_empty(), format!(
+                "{} subjects on the do-not-sell list; {} of them hold an active consent to {}{}",
+                self.do_not_sell, self.do_not_sell_conflicts.len(), SALE_PURPOSES.join("/"),
+                if self.do_not_sell_conflicts.is_empty() { String::new() } else { format!(": {:?}", self.do_not_sell_conflicts) }))),
+            ("breach_detection", (!self.detectors.is_empty(), if self.detectors.is_empty() {
+                "no detector runs ([breach_detection] enabled = false, or every threshold off)".to_string()
+            } else {
+                format!("detectors running: {}", self.detectors.join(", "))
+            })),
             ("breach_notification", (self.webhook && self.incidents_overdue.is_empty(), format!(
-                "breach webhook {}; {} incidents, overdue: {:?}", if self.webhook { "configured" } else { "not configured" },
-                self.incidents_total, self.incidents_overdue))),
+                "breach webhook {} (compliance.breach_webhook_url); {} incidents, open past their notification deadline: {:?}",
+                if self.webhook { "configured" } else { "not configured" }, self.incidents_total, self.incidents_overdue))),
             ("data_classification", (self.classified_columns > 0, format!("{} columns classified", self.classified_columns))),
-            ("access_control", (true, format!(
-                "role-based permissions on every route; {} users, {} custom roles", self.users, self.custom_roles))),
+            ("access_control", (self.rbac_enabled && !self.open_bootstrap, format!(
+                "rbac.enabled = {}{}; {} users, {} custom roles",
+                self.rbac_enabled, if self.open_bootstrap { ", auth.open_bootstrap = true (anonymous reads while no user exists)" } else { "" },
+                self.users, self.custom_roles))),
             ("admin_mfa", (self.admins > 0 && self.admins_with_mfa == self.admins, format!(
                 "{} of {} admins use MFA", self.admins_with_mfa, self.admins))),
-            ("change_log", (true, format!("{} activity records (queries, logins, configuration and admin actions)", self.activities))),
-            ("monitoring", (true, format!("alerts raised from live state; {} unacknowledged security alerts", self.alerts_unacknowledged))),
-            ("right_to_erasure", (true, format!(
-                "erasure across every store (key-value, documents, SQL, graph, objects, vectors, time-series, streams) with Ed25519-signed certificates; {} issued",
-                self.certificates))),
-            ("data_portability", (true, "subject export as JSON, CSV or XML across every store".to_string())),
+            ("change_log", (self.activities > 0 && (self.audit_retention_days == 0 || self.audit_retention_days >= CHANGE_LOG_MIN_DAYS), format!(
+                "{} activity records (queries, logins, configuration and admin actions), the oldest from {}; audit entries {retention}, {CHANGE_LOG_MIN_DAYS} days needed",
+                self.activities, self.oldest_activity_ms.map_or("none".to_string(), iso8601_ms)))),
+            ("monitoring", (self.alerts_unacknowledged == 0, format!(
+                "alerts raised from live state; {} security alerts not acknowledged", self.alerts_unacknowledged))),
+            ("right_to_erasure", (unfinished.is_empty() && self.groups_unreachable.is_empty(), format!(
+                "{} deletion certificates issued; unfinished erasures: {}; {groups}",
+                self.certificates, if unfinished.is_empty() { "none".to_string() } else { unfinished.join(", ") }))),
+            ("data_portability", (self.groups_unreachable.is_empty(), format!(
+                "subject export as JSON, CSV or XML across every store; {groups}"))),
         ])
     }
+}
+
+fn unreachable(groups: &[u64]) -> String {
+    if groups.is_empty() { String::new() } else { format!(" (not: {groups:?}; an export or erasure now would be incomplete)") }
+}
+
+/// Subjects on the do-not-sell list (the first [`DO_NOT_SELL_CHECKED`]) that
+/// still hold an active consent to a [`SALE_PURPOSES`] purpose.
+async fn do_not_sell_conflicts(state: &AppState, now: i64) -> Result<Vec<String>, ApiError> {
+    let ConsentAnswer::DoNotSell { subjects, .. } = read(state, ConsentQuery::DoNotSell { offset: 0, limit: DO_NOT_SELL_CHECKED }).await? else {
+        return Err(ApiError::Internal("unexpected consent answer".into()));
+    };
+    let mut conflicts = Vec::new();
+    for entry in subjects {
+        let ConsentAnswer::Records(records) = read(state, ConsentQuery::Subject { subject_id: entry.subject_id.clone() }).await? else {
+            return Err(ApiError::Internal("unexpected consent answer".into()));
+        };
+        if records.iter().any(|r| SALE_PURPOSES.contains(&r.purpose.as_str()) && r.active(now)) {
+            conflicts.push(entry.subject_id);
+        }
+    }
+    Ok(conflicts)
+}
+
+/// How many data groups there are, and those whose leader does not answer a
+/// linearizable read now.
+async fn group_reachability(state: &AppState) -> Result<(usize, Vec<u64>), ApiError> {
+    let groups = state.cluster.data_groups()?;
+    let probe = tessera_api::command::Query::Kv(tessera_api::command::KvQuery::Get { key: "\u{0}compliance-probe".into() });
+    let reads = groups.iter().map(|g| {
+        let probe = &probe;
+        async move { (*g, state.cluster.read(*g, probe, tessera_api::rpc::Consistency::Quorum, None).await.is_ok()) }
+    });
+    let answered = futures::future::join_all(reads).await;
+    Ok((groups.len(), answered.into_iter().filter(|(_, ok)| !ok).map(|(g, _)| g).collect()))
 }
 
 fn on(b: bool) -> &'static str {

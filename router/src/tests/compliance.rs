@@ -313,6 +313,7 @@ async fn framework_status_and_soc2_evidence_come_from_the_clusters_state() {
     let refused = router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "ssn", "level": 5})).await.expect(409);
     assert!(refused["error"].as_str().is_some_and(|e| e.contains("encrypt at rest")), "{refused}");
     router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "ssn", "level": 4})).await.expect(200);
+    router.post(&format!("{C}/consent"), &json!({"subject_id": "pat", "purpose": "research"})).await.expect(200);
     let status = router.get("/api/v1/admin/compliance/status").await.expect(200);
     let frameworks = status["frameworks"].as_array().unwrap();
     let names: Vec<&str> = frameworks.iter().filter_map(|f| f["framework"].as_str()).collect();

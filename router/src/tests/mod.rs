@@ -14,5 +14,6 @@ mod catalog_more;
 mod nodes;
 mod monitoring;
 mod compliance;
+mod compliance_controls;
 mod openapi;
 mod api_tour;
