@@ -794,6 +794,21 @@ impl Host {
             })?;
             purged.push(id);
         }
+        // A snapshot being received was built before the erasure and may hold
+        // the erased records: the purge (and so the certificate) waits until
+        // every transfer in progress has ended, installed or removed.
+        loop {
+            let receiving = self.store.snapshots_receiving(groups);
+            if receiving.is_empty() {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::Unavailable(format!(
+                    "snapshots of groups {receiving:?} are still being received after {timeout:?}; the erasure is not certified until they end"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         // An unread backup export taken before the erasure still holds the erased
         // records: remove it (that backup fails and is taken again).
         let exports = self.store.remove_exports_of(groups)?;

@@ -169,22 +169,26 @@ pub fn withdraw_answers(tx: &mut Tx<'_>, rule: &tessera_api::compliance::Subject
             _ => false,
         }
     }
+    // An answer that does not decode cannot be shown not to name the subject:
+    // it is withdrawn wholesale, never skipped (a retry of its request then
+    // gets the conflict below instead of a replay).
     let mut hits = Vec::new();
     tx.view().scan_prefix(b"r/", |k, v| {
-        if let Ok(response) = codec::decode::<Response>(v)
-            && let Ok(json) = serde_json::to_value(&response)
-            && mentions(rule, &json)
-        {
+        let names_subject = match codec::decode::<Response>(v).ok().and_then(|r| serde_json::to_value(&r).ok()) {
+            Some(json) => mentions(rule, &json),
+            None => true,
+        };
+        if names_subject {
             hits.push((k.to_vec(), String::from_utf8_lossy(&k[2..]).into_owned()));
         }
         Ok(true)
     })?;
-    // Compact KV put records keep the entry's key (not its value).
+    // Compact KV put records keep the entry's key (not its value); one that does
+    // not decode goes too.
     let mut compact = Vec::new();
     tx.view().scan_prefix(b"c/", |k, v| {
-        if let Ok(CompactPut { entry, .. }) = codec::decode::<CompactPut>(v)
-            && rule.matches_key(&entry.key)
-        {
+        let names_subject = codec::decode::<CompactPut>(v).map_or(true, |CompactPut { entry, .. }| rule.matches_key(&entry.key));
+        if names_subject {
             let id = String::from_utf8_lossy(&k[2..]).into_owned();
             compact.push((k.to_vec(), id));
         }

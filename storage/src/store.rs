@@ -430,6 +430,25 @@ impl Store {
     }
 
     /// Removes the unread backup exports of `groups` (see [`crate::backup::remove_exports_of`]).
+    /// Groups of `groups` with a snapshot being received now (a `recv-*.part`
+    /// file in their snapshot directory).
+    pub fn snapshots_receiving(&self, groups: &[u64]) -> Vec<u64> {
+        let root = self.db.path().join("snapshots");
+        groups
+            .iter()
+            .copied()
+            .filter(|g| {
+                std::fs::read_dir(root.join(g.to_string())).is_ok_and(|entries| {
+                    entries.flatten().any(|e| {
+                        let name = e.file_name();
+                        let name = name.to_string_lossy();
+                        name.starts_with("recv-") && name.ends_with(".part")
+                    })
+                })
+            })
+            .collect()
+    }
+
     pub fn remove_exports_of(&self, groups: &[u64]) -> Result<usize> {
         crate::backup::remove_exports_of(&self.db, groups)
     }
@@ -710,6 +729,23 @@ mod tuning_tests {
         }
         assert_eq!(Compression::parse("ZSTD"), Ok(Compression::Zstd));
         assert!(Compression::parse("snappy").is_err());
+    }
+
+    /// A secure erasure's purge waits while a group receives a snapshot: the
+    /// receive file names it until the transfer ends.
+    #[test]
+    fn a_snapshot_being_received_is_seen_until_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_tuned(dir.path(), None, &Tuning::default()).unwrap();
+        assert!(store.snapshots_receiving(&[2, 3]).is_empty());
+        let group_dir = store.db.path().join("snapshots").join("3");
+        std::fs::create_dir_all(&group_dir).unwrap();
+        std::fs::write(group_dir.join("build-1-0.part"), b"built, not received").unwrap();
+        assert!(store.snapshots_receiving(&[2, 3]).is_empty(), "a build is not a receive");
+        std::fs::write(group_dir.join("recv-1-1.part"), b"half a snapshot").unwrap();
+        assert_eq!(store.snapshots_receiving(&[2, 3]), [3]);
+        std::fs::remove_file(group_dir.join("recv-1-1.part")).unwrap();
+        assert!(store.snapshots_receiving(&[2, 3]).is_empty());
     }
 
     #[test]

@@ -211,3 +211,48 @@ async fn encryption_at_rest_names_the_nodes_that_do_not_encrypt() {
     let judged = control(&router_with(|_| {}).await, "encryption_at_rest").await;
     assert!(!met(&judged) && judged.1.starts_with("0 of "), "{judged:?}");
 }
+
+/// A vector node-log record that does not decode fails the erasure (503, the
+/// job pending and resumable, no certificate) instead of being skipped while
+/// the certificate says nothing is left.
+#[tokio::test]
+async fn an_undecodable_record_fails_the_erasure_instead_of_being_certified_over() {
+    let router = router_with(|_| {}).await;
+    router.post("/api/v1/vector/collections", &json!({"name": "faces", "dim": 4, "metric": "cosine"})).await.expect(201);
+    let upsert = json!({"id": "face-ana", "vector": [0.1, 0.2, 0.3, 0.4], "metadata": {"user_id": "ana"}});
+    router.post("/api/v1/vector/collections/faces/upsert", &upsert).await.expect(200);
+    // One stored node-log record is cut short on every data group's store.
+    let node_key = [b"n/faces\0".as_slice(), &0u64.to_be_bytes()].concat();
+    for group in router.state.cluster.data_groups().unwrap() {
+        router.cluster.store().overwrite_record(group, tessera_storage::engine::space::VECTOR, &node_key, b"cut").unwrap();
+    }
+    let failed = router.delete(&format!("{C}/data-subject/ana")).await.expect(503);
+    assert!(failed["error"].as_str().is_some_and(|e| e.contains("do not decode")), "{failed}");
+    let certificates = router.get(&format!("{C}/certificates")).await.expect(200);
+    assert_eq!(certificates["total_count"], json!(0), "nothing is certified: {certificates}");
+    let judged = control(&router, "right_to_erasure").await;
+    assert!(!met(&judged) && judged.1.contains("subject ana"), "{judged:?}");
+}
+
+/// A remembered answer that does not decode is withdrawn by a secure erasure
+/// like one naming the subject (it cannot be shown not to), never skipped.
+#[tokio::test]
+async fn a_secure_erasure_withdraws_remembered_answers_it_cannot_read() {
+    let router = router_with(|_| {}).await;
+    let groups = router.state.cluster.data_groups().unwrap();
+    for i in 0..8 {
+        router.post("/api/v1/kv/keys", &json!({"key": format!("user:ana/{i}"), "value": {"n": i}})).await.expect(200);
+    }
+    for &group in &groups {
+        router.cluster.store().overwrite_record(group, tessera_storage::engine::space::DEDUP, b"r/unreadable42", b"\xff\x00cut").unwrap();
+    }
+    let body = json!({"secure_erase": true, "reason": "asked", "requestor": "dpo"});
+    router.call(axum::http::Method::DELETE, &format!("{C}/data-subject/ana"), Some(&body)).await.expect(200);
+    // A retry of that request now gets the erasure's withdrawal, on every group.
+    let op = tessera_api::command::Operation::Kv(tessera_api::command::KvOp::Delete { key: "user:ana/0".into() });
+    for group in groups {
+        let answer = router.state.cluster.write_as(group, &op, tessera_api::rpc::Consistency::Quorum, "unreadable42".into()).await.unwrap().value;
+        let tessera_api::command::Response::Rejected(r) = answer else { panic!("group {group}: {answer:?}") };
+        assert!(r.message.contains("withdrawn by a secure erasure"), "group {group}: {}", r.message);
+    }
+}

@@ -859,6 +859,25 @@ impl crate::subject::SubjectRecords for VectorEngine<'_> {
         for item in items {
             by_collection.entry(item.location.as_str()).or_default().push(item.item_id.as_str());
         }
+        // A node-log record that does not decode may hold an erased vector no
+        // one can find: the erasure is refused (nothing of it applies; the job
+        // stays pending and uncertified) rather than certified over it.
+        for collection in by_collection.keys() {
+            let Some(c) = config(tx.view(), collection)? else { continue };
+            let mut undecodable = 0usize;
+            tx.view().scan_prefix(&nodes_prefix(collection), |_, v| {
+                undecodable += usize::from(decode_node(v, c.dim as usize).is_err());
+                Ok(true)
+            })?;
+            if undecodable > 0 {
+                return Ok(Some(tessera_api::error::Rejection::new(
+                    tessera_api::error::ErrorCode::Storage,
+                    format!(
+                        "vector collection {collection}: {undecodable} node-log records do not decode; the erasure cannot show that none holds the subject's vectors (rebuild the collection, then erase again)"
+                    ),
+                )));
+            }
+        }
         for (collection, ids) in by_collection {
             let Some(c) = config(tx.view(), collection)? else { continue };
             let mut n = counters(tx.view(), collection)?;
@@ -882,9 +901,9 @@ impl crate::subject::SubjectRecords for VectorEngine<'_> {
             let neutral = vec![1.0f32; c.dim as usize];
             let mut rewritten = Vec::new();
             tx.view().scan_prefix(&nodes_prefix(collection), |k, v| {
-                if let Ok((seq, _)) = decode_node(v, c.dim as usize)
-                    && erased.contains(&seq)
-                {
+                // Every record decodes (checked above).
+                let (seq, _) = decode_node(v, c.dim as usize)?;
+                if erased.contains(&seq) {
                     rewritten.push((k.to_vec(), node_value(seq, &neutral)));
                 }
                 Ok(true)
