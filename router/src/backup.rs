@@ -18,6 +18,13 @@
 //! then opens and decodes every chunk — before anything is written. Then each
 //! group's records are replaced through its log (`Operation::Restore`: begin,
 //! batches of records, end), data groups first and the meta group last.
+//!
+//! Erasures outlive restores: every deletion certificate is also appended to
+//! `<backup.dir>/erasure-ledger.jsonl` (kept beside the backups, so a new
+//! cluster restoring them finds it), and a manifest lists the certificates the
+//! cluster held when the backup began (`erasures`). A restore re-applies every
+//! certificate of the ledger and of the live cluster that the backup does not
+//! hold (see `handlers::backup::restore`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -99,7 +106,15 @@ pub struct Manifest {
     /// Bytes of the group files.
     pub size_bytes: u64,
     pub error: Option<String>,
+    /// Ids of the deletion certificates the cluster held when the backup began
+    /// (`None`: a backup made before they were recorded; a restore then
+    /// re-applies every erasure it knows of).
+    #[serde(default)]
+    pub erasures: Option<Vec<String>>,
 }
+
+/// The file beside the backups that records every deletion certificate issued.
+const ERASURE_LEDGER: &str = "erasure-ledger.jsonl";
 
 /// What the API answers for a backup (`POST /api/v1/admin/backup`, `GET
 /// /api/v1/admin/backups[/{id}]`); while it runs, `state` is `running` and
@@ -206,6 +221,34 @@ impl Backups {
         Ok(())
     }
 
+    /// Appends a deletion certificate to the erasure ledger beside the backups
+    /// (synced before answering).
+    pub fn record_erasure(&self, certificate: &serde_json::Value) -> Result<(), BackupError> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join(ERASURE_LEDGER))?;
+        let mut line = serde_json::to_vec(certificate).map_err(|e| BackupError::Corrupt(e.to_string()))?;
+        line.push(b'\n');
+        file.write_all(&line)?;
+        file.sync_all()?;
+        Ok(())
+    }
+
+    /// Every certificate of the erasure ledger (a line that does not parse, as a
+    /// torn last write, is skipped with a warning).
+    pub fn erasure_ledger(&self) -> Vec<serde_json::Value> {
+        let Ok(text) = std::fs::read_to_string(self.dir.join(ERASURE_LEDGER)) else { return Vec::new() };
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .filter_map(|l| match serde_json::from_str(l) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::warn!("erasure ledger: a line does not parse: {e}");
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// The manifest of backup `id`, its digest checked.
     pub fn manifest(&self, id: &str) -> Result<Manifest, BackupError> {
         let dir = self.path(id)?;
@@ -238,7 +281,7 @@ impl Backups {
     }
 
     /// Backs up every group of the cluster (see the module documentation).
-    pub async fn create(&self, cluster: &dyn ClusterClient, encrypted: bool, compliance_mode: &str) -> Result<Manifest, BackupError> {
+    pub async fn create(&self, cluster: &dyn ClusterClient, encrypted: bool, compliance_mode: &str, erasures: Vec<String>) -> Result<Manifest, BackupError> {
         if encrypted && self.crypt.is_none() {
             return Err(BackupError::BadRequest(
                 "an encrypted backup needs the router's backup key: set SERVICE_BACKUP_KEY (or SERVICE_ENCRYPTION_KEY)".into(),
@@ -268,6 +311,7 @@ impl Backups {
             groups_total: groups.len(),
             size_bytes: 0,
             error: None,
+            erasures: Some(erasures),
         };
         self.write_manifest(&manifest)?;
         let started = Instant::now();

@@ -29,7 +29,10 @@ pub async fn create(State(state): State<AppState>, _caller: Caller, OptionalJson
     if mode.is_empty() || mode.len() > 64 || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         return Err(ApiError::BadRequest("compliance_mode is a short name such as none, gdpr, hipaa, soc2".into()));
     }
-    let manifest = state.backups.create(state.cluster.as_ref(), req.encrypted, &mode.to_ascii_lowercase()).await?;
+    // The certificates held before anything is exported: a restore re-applies
+    // every later one (one issued during the backup is re-applied too, harmlessly).
+    let erasures = certificates(&state).await?.iter().filter_map(|c| c["certificate_id"].as_str().map(str::to_string)).collect();
+    let manifest = state.backups.create(state.cluster.as_ref(), req.encrypted, &mode.to_ascii_lowercase(), erasures).await?;
     Ok((StatusCode::CREATED, Json(manifest.view())))
 }
 
@@ -77,7 +80,40 @@ pub struct RestoreBody {
 /// with the backup's (the cluster map and Raft state stay). 400 for a corrupt
 /// or truncated backup (nothing is written), 409 for a cluster of another
 /// shape, 404 for an unknown backup.
+///
+/// Erasures are not undone by a restore: every deletion certificate the live
+/// cluster or the erasure ledger beside the backups holds, and the backup does
+/// not, is re-applied before the restore answers (`erasures_reapplied`); one
+/// that cannot be is a 503 naming it (send the restore again).
 pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
     let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
-    Ok(Json(state.backups.restore(state.cluster.as_ref(), &id).await?))
+    let held: std::collections::HashSet<String> = state.backups.manifest(&id)?.erasures.unwrap_or_default().into_iter().collect();
+    // Read before the meta group is replaced: the live certificates, then the ledger.
+    let mut ledger: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
+    for c in certificates(&state).await?.into_iter().chain(state.backups.erasure_ledger()) {
+        if let Some(cid) = c["certificate_id"].as_str() {
+            ledger.entry(cid.to_string()).or_insert(c);
+        }
+    }
+    let mut answer = state.backups.restore(state.cluster.as_ref(), &id).await?;
+    let mut later: Vec<Value> = ledger.into_iter().filter(|(cid, _)| !held.contains(cid)).map(|(_, c)| c).collect();
+    later.sort_by_key(|c| c["issued_at_ms"].as_i64());
+    let (done, pending) = super::compliance_erasure::reapply_after_restore(&state, later, &id).await;
+    if !pending.is_empty() {
+        return Err(ApiError::Unavailable(format!(
+            "backup {id} was restored, but erasures issued after it are not all re-applied: {}; send the restore again",
+            pending.join("; ")
+        )));
+    }
+    answer["erasures_reapplied"] = Value::Array(done);
+    Ok(Json(answer))
+}
+
+/// Every deletion certificate the cluster holds now.
+async fn certificates(state: &AppState) -> Result<Vec<Value>, ApiError> {
+    use tessera_api::command::{MetaQuery, MetaQueryResult};
+    Ok(crate::cluster::typed::pick(
+        state.cluster.meta_read(MetaQuery::Certificates { from_ms: None, to_ms: None }).await?,
+        crate::cluster::typed::shape!(MetaQueryResult::Certificates),
+    )?)
 }

@@ -200,6 +200,14 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         "verified_by": state.router_name, "deleted_by": req.requestor.clone().unwrap_or_else(|| actor(caller)),
         "requestor": req.requestor, "reason": req.reason, "scope": scope_kind,
         "secure_erase_performed": req.secure_erase,
+        // What a restore re-applies when it brings back data older than this.
+        "erasure_scope": req.scope,
+        // Where the subject's data is gone, and how backups are covered.
+        "covers": {
+            "live_stores": true,
+            "logs_snapshots_and_files": req.secure_erase,
+            "backups": "older backups still hold the data; restoring one re-applies this erasure before the restore answers (erasure ledger beside the backups)",
+        },
         "signature_algorithm": "Ed25519",
         "public_key": B64.encode(key.verifying_key().to_bytes()),
     });
@@ -208,6 +216,10 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     match state.cluster.meta_write(MetaOp::RecordCertificate { id: cert_id.clone(), certificate: certificate.clone() }).await? {
         Response::Rejected(r) => return Err(r.into()),
         _ => {}
+    }
+    // The ledger beside the backups outlives a restore of the meta group (and the cluster).
+    if let Err(e) = state.backups.record_erasure(&certificate) {
+        tracing::error!(certificate = %cert_id, "the certificate was not appended to the erasure ledger beside the backups: {e}");
     }
     job["state"] = json!("complete");
     job["pending"] = json!([]);
@@ -229,6 +241,46 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         "success": true, "certificate": certificate,
         "message": format!("erased {} items ({} bytes) of subject {subject}", erased.len(), total_bytes),
     })))
+}
+
+/// Re-applies the erasures of `certificates` after a restore of `backup_id`
+/// brought back data older than them: each subject is erased again with the
+/// certificate's scope (a new certificate records that), and the original
+/// certificate is recorded again. Answers what was re-applied and what is
+/// still pending.
+pub(crate) async fn reapply_after_restore(state: &AppState, certificates: Vec<Value>, backup_id: &str) -> (Vec<Value>, Vec<String>) {
+    let (mut done, mut pending) = (Vec::new(), Vec::new());
+    for original in certificates {
+        let (Some(id), Some(subject)) = (original["certificate_id"].as_str(), original["subject_id"].as_str()) else { continue };
+        let scope = match &original["erasure_scope"] {
+            Value::Null => serde_json::from_value(json!({"type": original["scope"]})).ok(),
+            given => serde_json::from_value(given.clone()).ok(),
+        };
+        let req = EraseRequest {
+            subject_id: Some(subject.to_string()),
+            scope,
+            secure_erase: original["secure_erase_performed"].as_bool().unwrap_or(false),
+            requestor: Some(format!("restore of backup {backup_id}")),
+            reason: Some(format!("re-applying certificate {id}: the restored backup predates it")),
+            ..EraseRequest::default()
+        };
+        match run(state, &Caller::Bootstrap, subject.to_string(), req).await {
+            Ok(Json(answer)) => {
+                let again = MetaOp::RecordCertificate { id: id.to_string(), certificate: original.clone() };
+                match state.cluster.meta_write(again).await {
+                    Ok(Response::Rejected(r)) if !r.message.contains("exists") => pending.push(format!("certificate {id}: recording it again: {}", r.message)),
+                    Err(e) => pending.push(format!("certificate {id}: recording it again: {e}")),
+                    _ => {}
+                }
+                done.push(json!({
+                    "certificate_id": id, "subject_id": subject,
+                    "reapplied_by": answer["certificate"]["certificate_id"], "items_erased": answer["certificate"]["total_items"],
+                }));
+            }
+            Err(e) => pending.push(format!("certificate {id} (subject {subject}): {e}")),
+        }
+    }
+    (done, pending)
 }
 
 /// The subject's running erasure job, or a new one recording what the subject

@@ -31,7 +31,7 @@ pub struct DateRange {
 }
 
 /// `scope` of a request (spec 02 "Erasure scope").
-#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default, Clone, Deserialize, serde::Serialize)]
 pub struct Scope {
     #[serde(rename = "type")]
     kind: Option<String>,

@@ -256,3 +256,4 @@ async fn a_secure_erasure_withdraws_remembered_answers_it_cannot_read() {
         assert!(r.message.contains("withdrawn by a secure erasure"), "group {group}: {}", r.message);
     }
 }
+

@@ -1,0 +1,104 @@
+//! Scenario: a subject erased after a backup was taken does not come back when
+//! that backup is restored — neither into the same cluster (its live
+//! certificates name the erasure) nor into a new, empty cluster restoring the
+//! same backups (the erasure ledger beside them does). The restore re-applies
+//! each later erasure before it answers and records the original certificate
+//! again; other subjects' data is restored as it was.
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use tessera_tests::{Cluster, ClusterOptions, Http};
+
+fn options(dir: &std::path::Path) -> ClusterOptions {
+    let router_env = vec![
+        ("SERVICE_BACKUP_DIR".to_string(), dir.display().to_string()),
+        ("SERVICE_COMPLIANCE_ENABLED".to_string(), "true".to_string()),
+    ];
+    ClusterOptions { shard_count: 3, router_env, ..ClusterOptions::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erasure_after_a_backup_survives_its_restore() {
+    let dir = tempfile::tempdir().expect("backup dir");
+    if let Err(e) = scenario(dir.path()).await {
+        panic!("erasure_survives_restore failed: {e:?}");
+    }
+}
+
+async fn write_subjects(api: &Http) -> Result<()> {
+    for who in ["ana", "ben"] {
+        api.kv_put(&format!("user:{who}"), json!({"plan": "pro"}), None).await?.ensure_status(200)?;
+    }
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE orders (id INT PRIMARY KEY, customer_id TEXT, total INT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "INSERT INTO orders VALUES (1, 'ana', 10), (2, 'ben', 20), (3, 'ana', 30)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/documents/collections", &json!({"name": "profiles"})).await?.ensure_status(201)?;
+    api.post("/api/v1/documents/collections/profiles/documents", &json!({"id": "p1", "document": {"user_id": "ana", "city": "Oslo"}})).await?.ensure_status(201)?;
+    Ok(())
+}
+
+/// What of ana and of ben the cluster serves: (ana's key, ana's rows, ana's document, ben's key, ben's rows).
+async fn visible(api: &Http) -> Result<(u16, usize, u16, u16, usize)> {
+    let rows = |who: &str| {
+        let api = api.clone();
+        let sql = format!("SELECT id FROM orders WHERE customer_id = '{who}'");
+        async move { Ok::<_, anyhow::Error>(api.post("/api/v1/query", &json!({"sql": sql})).await?.ensure_status(200)?.json["data"]["rows"].as_array().map_or(0, Vec::len)) }
+    };
+    Ok((
+        api.kv_get("user:ana").await?.status,
+        rows("ana").await?,
+        api.get("/api/v1/documents/collections/profiles/documents/p1").await?.status,
+        api.kv_get("user:ben").await?.status,
+        rows("ben").await?,
+    ))
+}
+
+fn reapplied(restored: &Value, certificate: &str) -> bool {
+    restored["erasures_reapplied"].as_array().is_some_and(|r| r.iter().any(|e| e["certificate_id"] == certificate))
+}
+
+async fn scenario(dir: &std::path::Path) -> Result<()> {
+    let (backup_id, certificate) = {
+        let mut source = Cluster::start(options(dir)).await?;
+        let result = async {
+            let api = source.http.timeout(std::time::Duration::from_secs(120));
+            write_subjects(&api).await?;
+            let made = api.post("/api/v1/admin/backup", &json!({"compliance_mode": "gdpr"})).await?.ensure_status(201)?;
+            let backup_id = made.json["backup_id"].as_str().context("backup id")?.to_string();
+            let erased = api.delete("/api/v1/compliance/data-subject/ana").await?.ensure_status(200)?;
+            let certificate = erased.json["certificate"]["certificate_id"].as_str().context("certificate id")?.to_string();
+            ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "ana erased, ben kept");
+
+            // Restored into the same cluster: the live certificate is re-applied.
+            let restored = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await?.ensure_status(200)?;
+            eprintln!("[erasure_survives_restore] same cluster: {}", restored.json);
+            ensure!(reapplied(&restored.json, &certificate), "{}", restored.json);
+            ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
+            let listed = api.get("/api/v1/compliance/certificates").await?.ensure_status(200)?;
+            ensure!(listed.text.contains(&certificate), "the original certificate stands again: {}", listed.json);
+            Ok::<_, anyhow::Error>((backup_id, certificate))
+        }
+        .await;
+        if result.is_err() {
+            eprintln!("{}", source.log_tails(40));
+        }
+        source.stop_all().await?;
+        result?
+    };
+
+    // A new, empty cluster restoring the same backup: the ledger beside it names the erasure.
+    let mut target = Cluster::start(options(dir)).await?;
+    let result = async {
+        let api = target.http.timeout(std::time::Duration::from_secs(120));
+        let restored = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await?.ensure_status(200)?;
+        eprintln!("[erasure_survives_restore] new cluster: {}", restored.json);
+        ensure!(reapplied(&restored.json, &certificate), "{}", restored.json);
+        ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    if result.is_err() {
+        eprintln!("{}", target.log_tails(40));
+    }
+    target.stop_all().await?;
+    result
+}
