@@ -232,6 +232,39 @@ pub fn breach_severity(event_type: &str) -> Option<&'static str> {
 /// How long after detection a breach must be notified (GDPR: 72 hours).
 pub const NOTIFICATION_DEADLINE_MS: i64 = 72 * 3600 * 1000;
 
+/// HIPAA: a breach affecting at least this many people is notified to the
+/// Secretary and the media within [`HIPAA_NOTICE_DEADLINE_MS`].
+pub const HIPAA_MEDIA_NOTICE_SUBJECTS: usize = 500;
+/// HIPAA's notice deadline (60 days after discovery).
+pub const HIPAA_NOTICE_DEADLINE_MS: i64 = 60 * 24 * 3600 * 1000;
+
+/// What an operator should do first about a breach of `event_type` (the
+/// alternate webhook payload's `recommended_action`).
+pub fn recommended_action(event_type: &str) -> &'static str {
+    match event_type {
+        "failed_login" | "brute_force_attack" => "block the source addresses, force a password reset of the targeted accounts, require MFA",
+        "sql_injection" => "block the source address, review the queries it sent and the application that built them",
+        "session_hijacking" => "end the user's sessions, make the user log in again, check the account's recent activity",
+        "mass_data_export" | "unusual_access_pattern" => "review what the user read, suspend the account if the access is not explained",
+        "mass_data_deletion" => "suspend the account, restore the deleted data from a backup, review the account's activity",
+        "admin_from_unknown_ip" | "privilege_escalation" => "suspend the account, review role changes and admin actions, rotate its credentials",
+        _ => "review the incident and the security events it names",
+    }
+}
+
+impl Incident {
+    /// HIPAA's notice deadline when the breach affects 500 people or more.
+    pub fn hipaa_deadline_ms(&self) -> Option<i64> {
+        (self.affected_subjects.len() >= HIPAA_MEDIA_NOTICE_SUBJECTS).then_some(self.detected_at_ms + HIPAA_NOTICE_DEADLINE_MS)
+    }
+
+    /// A lower bound of the records involved: one per affected subject (the
+    /// detectors do not count records yet; at least one when the breach names nobody).
+    pub fn affected_records_estimate(&self) -> usize {
+        self.affected_subjects.len().max(1)
+    }
+}
+
 /// A breach incident, opened by a detector from a security event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Incident {

@@ -61,13 +61,23 @@ impl Webhook {
     }
 }
 
-/// The body posted for `i` (spec 02's payload).
-pub fn payload(i: &Incident) -> Value {
+/// The body posted for `i`: spec 02's payload and, in the same object, its
+/// alternate shape (`event_type: security_breach`, `timestamp`, `breach_type`,
+/// `details`, `recommended_action`, `instance_id`: the router that reports it).
+pub fn payload(i: &Incident, instance_id: &str) -> Value {
     json!({
         "incident_id": i.incident_id, "detected_at": iso8601_ms(i.detected_at_ms), "type": i.event_type,
         "severity": i.severity, "description": i.description, "affected_subjects": i.affected_subjects,
         "involved_ips": i.involved_ips, "status": "open", "source": i.source,
         "notification_deadline": iso8601_ms(i.notification_deadline_ms),
+        "hipaa_notification_deadline": i.hipaa_deadline_ms().map(iso8601_ms),
+        "event_type": "security_breach", "timestamp": iso8601_ms(i.detected_at_ms), "breach_type": i.event_type,
+        "details": {
+            "incident_id": i.incident_id, "description": i.description, "affected_subjects": i.affected_subjects,
+            "affected_records_estimate": i.affected_records_estimate(), "involved_ips": i.involved_ips, "source": i.source,
+        },
+        "recommended_action": tessera_api::compliance::recommended_action(&i.event_type),
+        "instance_id": instance_id,
     })
 }
 
@@ -113,7 +123,7 @@ pub async fn deliver_due(state: &AppState, webhook: &Webhook) -> Result<usize, S
             // Another router claimed it first.
             _ => continue,
         };
-        let (ok, attempts, error) = post_with_retries(webhook, &claimed).await;
+        let (ok, attempts, error) = post_with_retries(webhook, &claimed, &state.router_instance).await;
         let record = IncidentOp::RecordWebhook {
             id: claimed.incident_id.clone(),
             router: state.router_instance.clone(),
@@ -134,8 +144,8 @@ pub async fn deliver_due(state: &AppState, webhook: &Webhook) -> Result<usize, S
 
 /// Posts `i` until a 2xx answer, at most [`MAX_ATTEMPTS`] times with
 /// exponential backoff; answers (delivered, attempts, last error).
-async fn post_with_retries(webhook: &Webhook, i: &Incident) -> (bool, u32, Option<String>) {
-    let body = serde_json::to_vec(&payload(i)).unwrap_or_default();
+async fn post_with_retries(webhook: &Webhook, i: &Incident, instance_id: &str) -> (bool, u32, Option<String>) {
+    let body = serde_json::to_vec(&payload(i, instance_id)).unwrap_or_default();
     let mut pause = FIRST_BACKOFF;
     let mut last_error = None;
     for attempt in 1..=MAX_ATTEMPTS {

@@ -40,7 +40,9 @@ pub fn report(i: &Incident, related: &[SecurityEvent], now: i64) -> Value {
             "overdue": !ended && now > i.notification_deadline_ms,
             "affected_subject_count": i.affected_subjects.len(),
             // HIPAA: notice to the media and the Secretary within 60 days when 500 or more are affected.
-            "hipaa_media_notice_required": i.affected_subjects.len() >= 500,
+            "hipaa_media_notice_required": i.hipaa_deadline_ms().is_some(),
+            "hipaa_deadline": i.hipaa_deadline_ms().map(iso8601_ms),
+            "hipaa_overdue": !ended && i.hipaa_deadline_ms().is_some_and(|d| now > d),
             "webhook": {"status": i.webhook.status, "attempts": i.webhook.attempts, "last_error": i.webhook.last_error},
         },
         "related_security_events": related.iter().map(|e| json!({
@@ -69,7 +71,7 @@ fn lines(report: &Value) -> Vec<String> {
     out.push(String::new());
     out.push("Notification".into());
     let n = &report["notification"];
-    for field in ["gdpr_deadline", "overdue", "affected_subject_count", "hipaa_media_notice_required"] {
+    for field in ["gdpr_deadline", "overdue", "affected_subject_count", "hipaa_media_notice_required", "hipaa_deadline"] {
         out.push(format!("  {field}: {}", s(&n[field])));
     }
     out.push(format!("  webhook: {} ({} attempts)", s(&n["webhook"]["status"]), s(&n["webhook"]["attempts"])));

@@ -615,6 +615,8 @@ fn incident_json(i: &Incident, now: i64) -> Value {
         "resolution_notes": i.resolution_notes, "remediation_steps_taken": i.remediation_steps,
         "notification_deadline": iso8601_ms(i.notification_deadline_ms),
         "notification_overdue": i.status == "open" && now > i.notification_deadline_ms,
+        "affected_records_estimate": i.affected_records_estimate(),
+        "hipaa_notification_deadline": i.hipaa_deadline_ms().map(iso8601_ms),
         "webhook": {
             "status": i.webhook.status, "attempts": i.webhook.attempts, "last_error": i.webhook.last_error,
             "delivered_at": i.webhook.delivered_at_ms.map(iso8601_ms),

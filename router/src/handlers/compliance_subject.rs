@@ -24,10 +24,26 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// `date_range` of a request: Unix milliseconds or RFC 3339 strings.
-#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
+#[derive(schemars::JsonSchema, Debug, Default)]
+#[schemars(deny_unknown_fields)]
 pub struct DateRange {
     start: Option<Value>,
     end: Option<Value>,
+}
+
+/// Only an object with `start` and/or `end` is a date range: another type, or
+/// another field, is refused (400) rather than read as "no range".
+impl<'de> Deserialize<'de> for DateRange {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let Value::Object(fields) = Value::deserialize(d)? else {
+            return Err(D::Error::custom("date_range is an object {start, end}"));
+        };
+        if let Some(other) = fields.keys().find(|k| !["start", "end"].contains(&k.as_str())) {
+            return Err(D::Error::custom(format!("date_range has no field {other:?} (start, end)")));
+        }
+        Ok(DateRange { start: fields.get("start").cloned(), end: fields.get("end").cloned() })
+    }
 }
 
 /// `scope` of a request (spec 02 "Erasure scope").

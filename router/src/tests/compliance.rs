@@ -240,8 +240,16 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     let payload: serde_json::Value = serde_json::from_slice(body).unwrap();
     assert_eq!((payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()), (json!("brute_force_attack"), json!("critical"), json!("open")));
     assert_eq!(payload["involved_ips"], json!(["127.0.0.1"]));
+    // The alternate payload's fields ride in the same body.
+    assert_eq!((payload["event_type"].clone(), payload["breach_type"].clone()), (json!("security_breach"), json!("brute_force_attack")));
+    assert_eq!(payload["timestamp"], payload["detected_at"]);
+    assert!(payload["recommended_action"].as_str().is_some_and(|a| a.contains("block the source")), "{payload}");
+    assert_eq!(payload["instance_id"], json!(router.state.router_instance));
+    assert_eq!(payload["details"]["incident_id"], payload["incident_id"]);
     let id = payload["incident_id"].as_str().unwrap().to_string();
     let incident = router.get(&format!("{C}/breaches/{id}")).await.expect(200);
+    assert_eq!(incident["affected_records_estimate"], json!(1), "{incident}");
+    assert_eq!(incident["hipaa_notification_deadline"], json!(null), "fewer than 500 affected: no HIPAA media notice");
     assert_eq!((incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()), (json!("delivered"), json!(2)), "{incident}");
     assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
 }

@@ -257,3 +257,113 @@ async fn a_secure_erasure_withdraws_remembered_answers_it_cannot_read() {
     }
 }
 
+
+/// Spec 02's rows that were built but untested: export formats and its
+/// date_range (a wrong-typed one is refused), classification metadata in
+/// exports, exclude_audit_logs, certificate and breach filters, false positives.
+#[tokio::test]
+async fn exports_take_xml_and_a_date_range_and_refuse_a_malformed_one() {
+    let router = router_with(|_| {}).await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE accounts (id INT PRIMARY KEY, customer_id TEXT, email TEXT)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "INSERT INTO accounts VALUES (1, 'ana', 'ana@example.com')"})).await.expect(200);
+    router.post(&format!("{C}/classify"), &json!({"table": "accounts", "column": "email", "level": 4})).await.expect(200);
+    router.post("/api/v1/kv/keys", &json!({"key": "user:ana", "value": {"plan": "pro"}})).await.expect(200);
+    let export = |body: serde_json::Value| {
+        let router = &router;
+        async move { router.post(&format!("{C}/export"), &body).await }
+    };
+    let json_export = export(json!({"subject_id": "ana"})).await.expect(200);
+    let row = &json_export["data"]["sql"][0];
+    assert_eq!(row["classification"][0]["column"], json!("email"), "classification metadata rides with the row: {json_export}");
+    let without = export(json!({"subject_id": "ana", "include_metadata": false})).await.expect(200);
+    assert!(without["data"]["sql"][0].get("classification").is_none(), "{without}");
+    // exclude_audit_logs: exports and erasures never include the audit trail (it is kept
+    // for legal holds in every case), so it covers what `all` covers.
+    let excluded = export(json!({"subject_id": "ana", "scope": {"type": "exclude_audit_logs"}})).await.expect(200);
+    assert_eq!(excluded["total_items"], json_export["total_items"]);
+    // A date range in either form; one that ends before the data was written finds none of
+    // the timed records (a SQL row has no time of its own: it is always included).
+    assert_eq!(json_export["data"]["kv"].as_array().map(Vec::len), Some(1), "{json_export}");
+    let ranged = export(json!({"subject_id": "ana", "date_range": {"start": "2000-01-01", "end": "2000-12-31T00:00:00Z"}})).await.expect(200);
+    assert_eq!(ranged["data"]["kv"], json!([]), "{ranged}");
+    assert_eq!(ranged["data"]["sql"].as_array().map(Vec::len), Some(1), "{ranged}");
+    let open = export(json!({"subject_id": "ana", "date_range": {"start": 0}})).await.expect(200);
+    assert_eq!(open["total_items"], json_export["total_items"]);
+    for bad in [json!("last week"), json!(5), json!([]), json!({"start": true}), json!({"from": 1}), json!({"start": "yesterday"})] {
+        export(json!({"subject_id": "ana", "date_range": bad})).await.expect(400);
+    }
+    let (status, headers, body) = {
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("{C}/export"))
+            .header("authorization", format!("Bearer {}", router.token()))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(json!({"subject_id": "ana", "format": "xml"}).to_string()))
+            .unwrap();
+        router.send_raw(req).await
+    };
+    assert_eq!(status, 200);
+    assert!(headers["content-type"].to_str().unwrap().starts_with("application/xml"));
+    let xml = String::from_utf8(body).unwrap();
+    assert!(xml.starts_with("<?xml") && xml.contains("subject_id=\"ana\"") && xml.contains("ana@example.com"), "{xml}");
+}
+
+#[tokio::test]
+async fn certificates_and_breaches_filter_and_false_positives_are_counted_apart() {
+    let router = router_with(|_| {}).await;
+    for who in ["ana", "ben"] {
+        router.post("/api/v1/kv/keys", &json!({"key": format!("user:{who}"), "value": 1})).await.expect(200);
+        router.delete(&format!("{C}/data-subject/{who}")).await.expect(200);
+    }
+    let all = router.get(&format!("{C}/certificates")).await.expect(200);
+    assert_eq!(all["total_count"], json!(2));
+    let first_at = all["certificates"][0]["timestamp"].as_str().unwrap().to_string();
+    let after = router.get(&format!("{C}/certificates?from=2999-01-01")).await.expect(200);
+    assert_eq!(after["total_count"], json!(0));
+    let before = router.get(&format!("{C}/certificates?to=2000-01-01")).await.expect(200);
+    assert_eq!(before["total_count"], json!(0));
+    let since = router.get(&format!("{C}/certificates?from={first_at}")).await.expect(200);
+    assert_eq!(since["total_count"], json!(2), "{since}");
+    router.get(&format!("{C}/certificates?from=someday")).await.expect(400);
+
+    for _ in 0..5 {
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
+    }
+    let critical = router.get(&format!("{C}/breaches?severity=critical")).await.expect(200);
+    assert_eq!(critical["total_count"], json!(1), "{critical}");
+    assert_eq!(router.get(&format!("{C}/breaches?severity=low")).await.expect(200)["total_count"], json!(0));
+    let id = critical["incidents"][0]["incident_id"].as_str().unwrap().to_string();
+    let resolved = router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "our own load test", "false_positive": true})).await.expect(200);
+    assert_eq!(resolved["status"], json!("false_positive"), "{resolved}");
+    let stats = router.get(&format!("{C}/breaches/stats")).await.expect(200);
+    assert_eq!((stats["false_positives"].clone(), stats["resolved_incidents"].clone()), (json!(1), json!(0)), "{stats}");
+}
+
+/// Passwords are Argon2id with spec 01's parameters (19 MiB, two passes, one lane, 32-byte output, 16-byte salt).
+#[test]
+fn passwords_are_hashed_with_the_specified_argon2id_parameters() {
+    let hash = crate::auth::hash_password("Correct-Horse-42").unwrap();
+    let parsed = argon2::PasswordHash::new(&hash).unwrap();
+    assert_eq!(parsed.algorithm.as_str(), "argon2id");
+    let params = argon2::Params::try_from(&parsed).unwrap();
+    assert_eq!((params.m_cost(), params.t_cost(), params.p_cost(), params.output_len()), (19456, 2, 1, Some(32)), "{hash}");
+    assert_eq!(parsed.salt.unwrap().decode_b64(&mut [0u8; 64]).unwrap().len(), 16);
+}
+
+#[tokio::test]
+async fn a_column_classified_without_a_level_takes_the_configured_default() {
+    let router = router_with(|c| c.data_classification.default_level = "pii".into()).await;
+    let answer = router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "notes"})).await.expect(200);
+    assert_eq!((answer["classification"].clone(), answer["level"].clone()), (json!("PII"), json!(4)), "{answer}");
+}
+
+#[tokio::test]
+async fn time_series_points_past_the_default_retention_are_dropped_by_the_expiry() {
+    let router = router_with(|c| c.retention.default_retention_days = Some(1)).await;
+    let now = tessera_api::command::now_ms();
+    let points = json!([{"timestamp": now - 3 * 86_400_000, "value": 1.0}, {"timestamp": now - 60_000, "value": 2.0}]);
+    router.post("/api/v1/timeseries/write", &json!({"metric": "temp", "points": points})).await.expect(200);
+    crate::compliance_tasks::expire_once(&router.state, now).await.unwrap();
+    let left = router.post("/api/v1/timeseries/query", &json!({"metric": "temp", "start": 0})).await.expect(200);
+    assert_eq!(left["total_points"], json!(1), "the three-day-old point is gone, the recent one stays: {left}");
+}

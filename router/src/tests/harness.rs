@@ -126,6 +126,17 @@ impl TestRouter {
         (status, headers, bytes)
     }
 
+    /// This router's bearer token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Sends a request built by the caller (from 127.0.0.1); status, headers and body.
+    pub async fn send_raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        self.send(req).await
+    }
+
     /// A JSON POST with one extra header.
     pub async fn post_with_header(&self, path: &str, body: &Value, header: (&str, &str)) -> Answer {
         let req = Request::builder().method(Method::POST).uri(path).header("content-type", "application/json").header(header.0, header.1);
