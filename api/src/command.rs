@@ -206,6 +206,11 @@ pub enum MetaOp {
     /// Records (or updates) an erasure job (spec 02 erasure across shards):
     /// what was found to erase, without the data, and how far it got.
     PutErasureJob { id: String, job: serde_json::Value },
+    /// Keeps a data subject's export for download until it expires (spec 02's
+    /// `download_url`/`expires_at`); expired ones are removed in the same apply.
+    PutExport { id: String, file: crate::compliance::ExportFile },
+    /// Removes every kept export of a subject (an erasure of the subject).
+    DropExports { subject_id: String },
     /// Replaces the detail (SQL text) of every activity record that contains
     /// `needle` (a secure erasure's subject id) with a note that it was redacted.
     RedactActivities { needle: String },
@@ -346,6 +351,8 @@ pub enum MetaQuery {
     Incident(crate::compliance::IncidentQuery),
     /// Every erasure job, oldest first.
     ErasureJobs,
+    /// A kept export, unless it expired.
+    Export { id: String },
 }
 
 /// Answers to [`MetaQuery`].
@@ -374,6 +381,7 @@ pub enum MetaQueryResult {
     Classifications(Vec<crate::compliance::ColumnClassification>),
     Incident(crate::compliance::IncidentAnswer),
     ErasureJobs(Vec<serde_json::Value>),
+    Export(Option<crate::compliance::ExportFile>),
 }
 
 /// A stored key-value entry. Times are Unix milliseconds.

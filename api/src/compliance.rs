@@ -229,6 +229,22 @@ pub fn breach_severity(event_type: &str) -> Option<&'static str> {
     BREACH_TYPES.iter().find(|(t, _)| *t == event_type).map(|(_, s)| *s)
 }
 
+/// A data subject's export kept for download (`GET /api/v1/compliance/exports/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportFile {
+    pub subject_id: String,
+    pub content_type: String,
+    pub file_name: String,
+    #[serde(with = "crate::b64")]
+    pub bytes: Vec<u8>,
+    pub expires_at_ms: i64,
+}
+
+/// How long an export stays downloadable.
+pub const EXPORT_TTL_MS: i64 = 24 * 3600 * 1000;
+/// The largest export kept for download (larger ones are answered inline only).
+pub const EXPORT_KEEP_MAX_BYTES: usize = 8 * 1024 * 1024;
+
 /// How long after detection a breach must be notified (GDPR: 72 hours).
 pub const NOTIFICATION_DEADLINE_MS: i64 = 72 * 3600 * 1000;
 

@@ -58,6 +58,7 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
         .post(format!("{C}/export"), P("manage:compliance"), super::compliance_subject::export)
+        .get(format!("{C}/exports/{{export_id}}"), P("manage:compliance"), super::compliance_subject::download)
         .body::<super::compliance_subject::ExportRequest>(false)
         .delete(format!("{C}/data-subject/{{id}}"), P("manage:compliance"), super::compliance_erasure::erase)
         .body::<super::compliance_erasure::EraseRequest>(false)

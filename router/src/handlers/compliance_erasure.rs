@@ -177,6 +177,16 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         )));
     }
     let erased = all;
+    // Exports of the subject kept for download hold its data too.
+    match state.cluster.meta_write(MetaOp::DropExports { subject_id: subject.clone() }).await {
+        Ok(Response::Deleted(n)) if n > 0 => tracing::info!(subject = %subject, exports = n, "kept exports of the erased subject removed"),
+        Ok(_) => {}
+        Err(e) => {
+            return Err(ApiError::Unavailable(format!(
+                "erasure job {job_id} of subject {subject}: removing its kept exports failed ({e}); send the same request again to finish it"
+            )));
+        }
+    }
 
     let key = signing_key(state).await?;
     let now = tessera_api::command::now_ms();

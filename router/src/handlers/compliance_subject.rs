@@ -298,7 +298,8 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
                 w.write_record([i.store.as_str(), &i.location, &i.item_id, &i.data.to_string()]).map_err(|e| ApiError::Internal(e.to_string()))?;
             }
             let bytes = w.into_inner().map_err(|e| ApiError::Internal(e.to_string()))?;
-            Ok(file(&export_id, "csv", "text/csv", bytes))
+            let kept = keep(state, &export_id, &subject, "csv", "text/csv", &bytes, now).await;
+            Ok(with_location(file(&export_id, "csv", "text/csv", bytes), kept))
         }
         "xml" => {
             let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
@@ -310,19 +311,79 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
                 ));
             }
             x.push_str("</export>\n");
-            Ok(file(&export_id, "xml", "application/xml", x.into_bytes()))
+            let kept = keep(state, &export_id, &subject, "xml", "application/xml", x.as_bytes(), now).await;
+            Ok(with_location(file(&export_id, "xml", "application/xml", x.into_bytes()), kept))
         }
-        _ => Ok(Json(json!({
-            "success": true, "export_id": export_id, "subject_id": subject, "format": "json",
-            "generated_at": iso8601_ms(now), "total_items": items.len(),
-            "size_bytes": items.iter().map(|i| i.bytes).sum::<u64>(), "record_count": items.len(),
-            "data": {
-                "subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph"),
-                "object": by_store("object"), "vector": by_store("vector"), "timeseries": by_store("timeseries"), "stream": by_store("stream"),
-            },
-        }))
-        .into_response()),
+        _ => {
+            let mut answer = json!({
+                "success": true, "export_id": export_id, "subject_id": subject, "format": "json",
+                "generated_at": iso8601_ms(now), "total_items": items.len(),
+                "size_bytes": items.iter().map(|i| i.bytes).sum::<u64>(), "record_count": items.len(),
+                "data": {
+                    "subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph"),
+                    "object": by_store("object"), "vector": by_store("vector"), "timeseries": by_store("timeseries"), "stream": by_store("stream"),
+                },
+            });
+            let bytes = serde_json::to_vec(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
+            let kept = keep(state, &export_id, &subject, "json", "application/json", &bytes, now).await;
+            answer["download_url"] = json!(kept.as_ref().map(|(url, _)| url));
+            answer["expires_at"] = json!(kept.as_ref().map(|(_, at)| iso8601_ms(*at)));
+            Ok(Json(answer).into_response())
+        }
     }
+}
+
+/// Keeps an export for download ([`tessera_api::compliance::EXPORT_TTL_MS`]);
+/// answers its URL and expiry, or `None` when it is too large to keep or the
+/// meta group did not take it (the export itself is still answered).
+async fn keep(state: &AppState, id: &str, subject: &str, ext: &str, content_type: &str, bytes: &[u8], now: i64) -> Option<(String, i64)> {
+    use tessera_api::compliance::{EXPORT_KEEP_MAX_BYTES, EXPORT_TTL_MS, ExportFile};
+    if bytes.len() > EXPORT_KEEP_MAX_BYTES {
+        return None;
+    }
+    let expires_at_ms = now + EXPORT_TTL_MS;
+    let file = ExportFile {
+        subject_id: subject.to_string(),
+        content_type: content_type.to_string(),
+        file_name: format!("{id}.{ext}"),
+        bytes: bytes.to_vec(),
+        expires_at_ms,
+    };
+    match state.cluster.meta_write(tessera_api::command::MetaOp::PutExport { id: id.to_string(), file }).await {
+        Ok(tessera_api::command::Response::Applied(_)) => Some((format!("/api/v1/compliance/exports/{id}"), expires_at_ms)),
+        other => {
+            tracing::warn!(export = id, "the export was not kept for download: {other:?}");
+            None
+        }
+    }
+}
+
+/// A file answer naming where it can be downloaded again, and until when.
+fn with_location(mut response: Response, kept: Option<(String, i64)>) -> Response {
+    if let Some((url, expires)) = kept
+        && let (Ok(url), Ok(expires)) = (url.parse(), iso8601_ms(expires).parse())
+    {
+        response.headers_mut().insert(axum::http::header::CONTENT_LOCATION, url);
+        response.headers_mut().insert(axum::http::header::EXPIRES, expires);
+    }
+    response
+}
+
+/// `GET /api/v1/compliance/exports/{export_id}`: a kept export, as it was
+/// answered, until it expires (24 h; 404 after, or once the subject is erased).
+pub async fn download(State(state): State<AppState>, _caller: Caller, axum::extract::Path(id): axum::extract::Path<String>) -> Result<Response, ApiError> {
+    enabled(&state)?;
+    use tessera_api::command::{MetaQuery, MetaQueryResult};
+    let kept = match state.cluster.meta_read(MetaQuery::Export { id: id.clone() }).await? {
+        MetaQueryResult::Export(kept) => kept,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let kept = kept.ok_or_else(|| ApiError::NotFound(format!("export {id} does not exist or has expired (exports are kept 24 hours)")))?;
+    let headers = [
+        (axum::http::header::CONTENT_TYPE, kept.content_type),
+        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}\"", kept.file_name)),
+    ];
+    Ok((headers, kept.bytes).into_response())
 }
 
 /// Every column classification, as `GET /api/v1/compliance/classifications` lists them.

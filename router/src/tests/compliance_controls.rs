@@ -367,3 +367,22 @@ async fn time_series_points_past_the_default_retention_are_dropped_by_the_expiry
     let left = router.post("/api/v1/timeseries/query", &json!({"metric": "temp", "start": 0})).await.expect(200);
     assert_eq!(left["total_points"], json!(1), "the three-day-old point is gone, the recent one stays: {left}");
 }
+
+/// An export is kept for download for a day (spec 02's alternate shape:
+/// `download_url`, `expires_at`), answers the same bytes from any router, and
+/// goes when the subject is erased.
+#[tokio::test]
+async fn an_export_can_be_downloaded_until_the_subject_is_erased() {
+    let router = router_with(|_| {}).await;
+    router.post("/api/v1/kv/keys", &json!({"key": "user:ana", "value": {"plan": "pro"}})).await.expect(200);
+    let export = router.post(&format!("{C}/export"), &json!({"subject_id": "ana"})).await.expect(200);
+    let url = export["download_url"].as_str().unwrap_or_else(|| panic!("no download_url: {export}")).to_string();
+    assert!(url.starts_with("/api/v1/compliance/exports/EXP-"), "{url}");
+    let expires = chrono::DateTime::parse_from_rfc3339(export["expires_at"].as_str().unwrap()).unwrap().timestamp_millis();
+    assert!(expires > tessera_api::command::now_ms() + 23 * 3600 * 1000, "kept about a day");
+    let downloaded = router.get(&url).await.expect(200);
+    assert_eq!(downloaded["data"]["kv"], export["data"]["kv"], "{downloaded}");
+    router.get("/api/v1/compliance/exports/EXP-20000101000000-NOTTHERE").await.expect(404);
+    router.delete(&format!("{C}/data-subject/ana")).await.expect(200);
+    router.get(&url).await.expect(404);
+}

@@ -113,6 +113,12 @@ impl Engine for MetaEngine {
                 all.sort_by_key(|j| j["created_at_ms"].as_i64().unwrap_or(0));
                 MetaQueryResult::ErasureJobs(all)
             }
+            MetaQuery::Export { id } => MetaQueryResult::Export(
+                meta.get(&[EXPORT_PREFIX, id.as_bytes()].concat())?
+                    .map(|v| serde_json::from_slice::<tessera_api::compliance::ExportFile>(&v))
+                    .transpose()?
+                    .filter(|f| f.expires_at_ms > ctx.now_ms),
+            ),
             MetaQuery::Session { token_hash } => MetaQueryResult::Session(session(&meta, token_hash, ctx.now_ms)?),
         }))
     }
@@ -176,6 +182,33 @@ impl Engine for MetaEngine {
                 })?;
                 for (k, record) in &hits {
                     tx.put(k, &serde_json::to_vec(record)?);
+                }
+                Ok(Response::Deleted(hits.len() as u64))
+            }
+            MetaOp::PutExport { id, file } => {
+                let mut expired = Vec::new();
+                tx.view().scan_prefix(EXPORT_PREFIX, |k, v| {
+                    if serde_json::from_slice::<tessera_api::compliance::ExportFile>(v).map_or(true, |f| f.expires_at_ms <= now) {
+                        expired.push(k.to_vec());
+                    }
+                    Ok(true)
+                })?;
+                for k in expired {
+                    tx.delete(&k);
+                }
+                tx.put(&[EXPORT_PREFIX, id.as_bytes()].concat(), &serde_json::to_vec(file)?);
+                Ok(Response::Applied(true))
+            }
+            MetaOp::DropExports { subject_id } => {
+                let mut hits = Vec::new();
+                tx.view().scan_prefix(EXPORT_PREFIX, |k, v| {
+                    if serde_json::from_slice::<tessera_api::compliance::ExportFile>(v).map_or(true, |f| f.subject_id == *subject_id) {
+                        hits.push(k.to_vec());
+                    }
+                    Ok(true)
+                })?;
+                for k in &hits {
+                    tx.delete(k);
                 }
                 Ok(Response::Deleted(hits.len() as u64))
             }
@@ -559,6 +592,8 @@ const SIGNING_KEY: &[u8] = b"cert/key";
 const CERT_PREFIX: &[u8] = b"cert/r/";
 /// Erasure jobs by id (JSON, without the erased data).
 const ERASURE_JOB_PREFIX: &[u8] = b"erasure-job/";
+/// Kept subject exports (`export/<id>` → `ExportFile`).
+const EXPORT_PREFIX: &[u8] = b"export/";
 /// `routerstats/<router>` → that router's published request figures.
 const ROUTER_STATS_PREFIX: &[u8] = b"routerstats/";
 /// Figures not published again within an hour (a router gone) are dropped.
