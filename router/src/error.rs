@@ -24,6 +24,10 @@ pub enum ApiError {
     /// The caller went over its request rate (429 `RATE_LIMITED`).
     #[error("{0}")]
     RateLimited(String),
+    /// The path exists, not with this method (405 `METHOD_NOT_ALLOWED`, with
+    /// the methods it takes in `Allow`).
+    #[error("{method} is not a method of {path}: it takes {allow}")]
+    MethodNotAllowed { method: String, path: String, allow: String },
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -69,6 +73,7 @@ impl ApiError {
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             ApiError::IpBlocked(_) => (StatusCode::FORBIDDEN, "IP_BLOCKED"),
             ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+            ApiError::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             ApiError::RangeNotSatisfiable(_) => (StatusCode::RANGE_NOT_SATISFIABLE, "RANGE_NOT_SATISFIABLE"),
@@ -150,6 +155,11 @@ impl IntoResponse for ApiError {
             tracing::warn!(%status, "request failed: {self}");
         }
         let body = Json(self.body(code));
+        if let ApiError::MethodNotAllowed { allow, .. } = &self
+            && let Ok(allow) = axum::http::HeaderValue::from_str(allow)
+        {
+            return (status, [(axum::http::header::ALLOW, allow)], body).into_response();
+        }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // Busy or electing: worth retrying shortly (HTTP's Retry-After, in seconds).
             return (status, [(axum::http::header::RETRY_AFTER, "1")], body).into_response();

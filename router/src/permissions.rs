@@ -52,6 +52,12 @@ fn presents_metrics_token(state: &AppState, req: &Request) -> bool {
 pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let template = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
     let Some(access) = crate::route_table::decision(state.decisions(), req.method().as_str(), &template).map(|d| d.access) else {
+        // A path of the table asked with a method it does not take: 405 naming
+        // the ones it does. Anything else without a decision is refused.
+        let allow = crate::route_table::methods_of(state.decisions(), &template);
+        if !allow.is_empty() {
+            return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template, allow: allow.join(", ") }.into_response();
+        }
         return ApiError::Forbidden(format!("no access decision for {} {template}", req.method())).into_response();
     };
     if access == Public {

@@ -141,6 +141,17 @@ pub fn decision<'a>(decisions: &'a [Decision], method: &str, template: &str) -> 
     find(method).or_else(|| if method == "HEAD" { find("GET") } else { None })
 }
 
+/// The methods `template` takes (HEAD with GET), for a 405's `Allow`.
+pub fn methods_of(decisions: &[Decision], template: &str) -> Vec<&'static str> {
+    let mut methods: Vec<&'static str> = decisions.iter().filter(|d| d.path == template).map(|d| d.method).collect();
+    if methods.contains(&"GET") && !methods.contains(&"HEAD") {
+        methods.push("HEAD");
+    }
+    methods.sort_unstable();
+    methods.dedup();
+    methods
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -369,3 +369,19 @@ async fn a_token_used_by_another_client_raises_session_hijacking() {
         }
     }
 }
+
+/// A path of the table asked with a method it does not take answers 405 with
+/// `Allow` (not 403), before any authentication.
+#[tokio::test]
+async fn an_undeclared_method_answers_405_with_the_methods_the_path_takes() {
+    let router = TestRouter::new(2).await;
+    for (method, path, allow) in [("TRACE", "/api/v1/kv/keys", "DELETE, GET, HEAD, POST"), ("PATCH", "/health", "GET, HEAD"), ("PUT", "/api/v1/kv/count", "GET, HEAD")] {
+        for who in [router.with_token(""), router.with_token(router.token())] {
+            let (status, headers, body) = who.raw(axum::http::Method::from_bytes(method.as_bytes()).unwrap(), path).await;
+            assert_eq!(status.as_u16(), 405, "{method} {path}");
+            assert_eq!(headers["allow"].to_str().unwrap(), allow, "{method} {path}");
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["code"], "METHOD_NOT_ALLOWED", "{body}");
+        }
+    }
+}
