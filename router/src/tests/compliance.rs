@@ -106,20 +106,7 @@ async fn the_audit_chain_records_consent_changes_and_detects_tampering() {
     assert_eq!((ok["valid"].clone(), ok["entries_verified"].clone()), (json!(true), json!(3)), "{ok}");
 
     // Entry 2 (erik's) is rewritten in storage: its details no longer match its hash.
-    let reader = router.cluster.store().reader(tessera_api::META_GROUP);
-    let q = tessera_api::command::Query::Meta(tessera_api::command::MetaQuery::Audit(tessera_api::compliance::AuditQuery::Subject {
-        subject_id: "erik".into(),
-    }));
-    let tessera_api::command::QueryResult::Meta(tessera_api::command::MetaQueryResult::Audit(
-        tessera_api::compliance::AuditAnswer::Entries(entries),
-    )) = reader.query(&q, 0).unwrap()
-    else {
-        panic!("no audit entries")
-    };
-    let mut forged = entries[0].clone();
-    forged.details["granted"] = json!(true);
-    let key = format!("aud/e/{:016x}", forged.seq);
-    router.cluster.store().overwrite_record(tessera_api::META_GROUP, 2, key.as_bytes(), &serde_json::to_vec(&forged).unwrap()).unwrap();
+    router.rewrite_audit_entry("erik", |e| e.details["granted"] = json!(true));
     let broken = router.get(&format!("{C}/audit/verify")).await.expect(200);
     assert_eq!((broken["valid"].clone(), broken["entries_verified"].clone()), (json!(false), json!(1)), "{broken}");
     assert!(broken["message"].as_str().is_some_and(|m| m.contains("aud-000000000002")), "{broken}");

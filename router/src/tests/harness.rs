@@ -126,6 +126,24 @@ impl TestRouter {
         (status, headers, bytes)
     }
 
+    /// Rewrites, outside Raft, the first audit entry of `subject` with
+    /// `change` applied (a tampering the chain must notice); answers its sequence.
+    pub fn rewrite_audit_entry(&self, subject: &str, change: impl FnOnce(&mut tessera_api::compliance::AuditEntry)) -> u64 {
+        use tessera_api::command::{MetaQuery, MetaQueryResult, Query, QueryResult};
+        use tessera_api::compliance::{AuditAnswer, AuditQuery};
+        let reader = self.cluster.store().reader(tessera_api::META_GROUP);
+        let q = Query::Meta(MetaQuery::Audit(AuditQuery::Subject { subject_id: subject.into() }));
+        let QueryResult::Meta(MetaQueryResult::Audit(AuditAnswer::Entries(entries))) = reader.query(&q, 0).expect("audit query") else {
+            panic!("no audit entries of {subject}")
+        };
+        let mut forged = entries[0].clone();
+        change(&mut forged);
+        let key = format!("aud/e/{:016x}", forged.seq);
+        let space = tessera_storage::engine::space::META;
+        self.cluster.store().overwrite_record(tessera_api::META_GROUP, space, key.as_bytes(), &serde_json::to_vec(&forged).expect("json")).expect("overwrite");
+        forged.seq
+    }
+
     /// This router's bearer token.
     pub fn token(&self) -> &str {
         &self.token
