@@ -159,7 +159,13 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
     for i in 0..20 {
         api.kv_put(&format!("secure/{i}"), json!(i), None).await?.ensure_status(200)?;
     }
-    let before = data_digests(&api).await?;
+    // Every replica has applied the writes (a follower one entry behind would
+    // look like a change made by the refused calls).
+    let before = tessera_tests::wait_for(Duration::from_secs(30), "every replica converged", async || {
+        let digests = data_digests(&api).await?;
+        Ok(digests.iter().all(|(_, _, converged)| *converged == json!(true)).then_some(digests))
+    })
+    .await?;
 
     // The callers: the router's own certificate, one of the cluster CA naming
     // no role, one of another CA naming the node role, and plaintext.
