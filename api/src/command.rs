@@ -29,6 +29,19 @@ pub enum Operation {
     EraseSubject(crate::compliance::EraseSubjectOp),
     /// Restore of a backup into this group (see [`RestoreOp`]).
     Restore(RestoreOp),
+    /// `op`, sent by the restore of `backup_id` while it holds the group (see
+    /// [`RestoreOp::End`]): the only writes a held group takes.
+    DuringRestore { backup_id: String, op: Box<Operation> },
+}
+
+impl Operation {
+    /// The operation itself, without a [`Operation::DuringRestore`] wrapper.
+    pub fn unwrapped(&self) -> &Operation {
+        match self {
+            Operation::DuringRestore { op, .. } => op.unwrapped(),
+            op => op,
+        }
+    }
 }
 
 /// A backup restored into a group through its log, so every replica applies
@@ -41,7 +54,17 @@ pub enum RestoreOp {
     Begin { backup_id: String },
     /// Records as [`crate::backup::encode_pairs`] writes them (keys relative to the group).
     Pairs { pairs: Vec<u8> },
-    End { backup_id: String },
+    /// With `hold`, the group stays held after the swap: it answers no read and
+    /// takes no write but the restore's own ([`Operation::DuringRestore`],
+    /// [`Query::DuringRestore`]) until [`RestoreOp::Release`], so the erasures
+    /// issued after the backup are re-applied before anyone reads its records.
+    End {
+        backup_id: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        hold: bool,
+    },
+    /// Lifts the hold of `End { hold: true }` (nothing when the group is not held).
+    Release { backup_id: String },
 }
 
 /// Splits a group's key-value range at `at`: the keys from `at` to the end of
@@ -263,6 +286,9 @@ pub enum Query {
     /// A data subject's records in this group's key-value, document and graph
     /// spaces (spec 02 export and erasure; SQL rows are found with SQL).
     Subject(crate::compliance::SubjectRule),
+    /// `query`, asked by the restore of `backup_id` while it holds the group
+    /// (see [`RestoreOp::End`]): the only reads a held group answers.
+    DuringRestore { backup_id: String, query: Box<Query> },
 }
 
 /// Answers to [`Query`], one variant per data model.

@@ -41,6 +41,8 @@ pub enum ErrorCode {
     /// Range sharding: the key or range is no longer (or not yet) the group's;
     /// the router learns the map anew and retries.
     RangeMoved,
+    /// The group cannot answer for now (a restore holds it); ask again later.
+    Unavailable,
 }
 
 /// The broad class of a code, which decides the HTTP status.
@@ -51,6 +53,7 @@ pub enum ErrorClass {
     Invalid,
     Timeout,
     Internal,
+    Unavailable,
 }
 
 impl ErrorCode {
@@ -80,6 +83,7 @@ impl ErrorCode {
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::RangeMoved => "RANGE_MOVED",
+            ErrorCode::Unavailable => "UNAVAILABLE",
         }
     }
 
@@ -95,6 +99,7 @@ impl ErrorCode {
             | ErrorCode::IndexExists
             | ErrorCode::ColumnExists => ErrorClass::Conflict,
             ErrorCode::QueryTimeout => ErrorClass::Timeout,
+            ErrorCode::Unavailable => ErrorClass::Unavailable,
             ErrorCode::Storage | ErrorCode::Internal | ErrorCode::RangeMoved => ErrorClass::Internal,
             ErrorCode::Invalid
             | ErrorCode::ParseError

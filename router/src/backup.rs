@@ -456,7 +456,11 @@ impl Backups {
 
     /// Restores backup `id` into this cluster (see the module documentation);
     /// answers what was restored. Nothing is written unless every file checks out.
-    pub async fn restore(&self, cluster: &dyn ClusterClient, id: &str) -> Result<serde_json::Value, BackupError> {
+    ///
+    /// With `hold`, each data group stays held after its swap (it answers only
+    /// this restore's own reads and writes, see [`crate::cluster::as_restore`])
+    /// until [`Backups::release`]: the caller re-applies later erasures first.
+    pub async fn restore(&self, cluster: &dyn ClusterClient, id: &str, hold: bool) -> Result<serde_json::Value, BackupError> {
         let started = Instant::now();
         let m = self.manifest(id)?;
         if m.state != "complete" {
@@ -513,14 +517,28 @@ impl Backups {
                     write(RestoreOp::Pairs { pairs: batch }).await?;
                 }
             }
-            write(RestoreOp::End { backup_id: id.to_string() }).await?;
+            write(RestoreOp::End { backup_id: id.to_string(), hold: hold && part.group != META_GROUP }).await?;
             restored.push(serde_json::json!({"group": part.group, "records": part.records, "applied_index_in_backup": part.applied_index}));
         }
         tracing::info!(backup = id, groups = restored.len(), took_ms = started.elapsed().as_millis() as u64, "backup restored");
         Ok(serde_json::json!({
-            "backup_id": id, "restored": true, "groups": restored,
+            "backup_id": id, "restored": true, "groups": restored, "held": hold,
             "took_ms": started.elapsed().as_millis() as u64,
         }))
+    }
+
+    /// Lifts the hold a `restore(…, hold: true)` of backup `id` left on every
+    /// data group (a group not held is left as it is).
+    pub async fn release(&self, cluster: &dyn ClusterClient, id: &str) -> Result<(), BackupError> {
+        let groups = cluster.data_groups()?;
+        let releases = groups.iter().map(|&group| async move {
+            let op = Operation::Restore(RestoreOp::Release { backup_id: id.to_string() });
+            match cluster.write(group, &op, Consistency::Quorum).await?.value {
+                Response::Rejected(r) => Err(BackupError::Conflict(format!("group {group} was not released: {}", r.message))),
+                _ => Ok(()),
+            }
+        });
+        futures::future::try_join_all(releases).await.map(|_| ())
     }
 }
 

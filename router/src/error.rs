@@ -90,6 +90,7 @@ impl ApiError {
                 ErrorClass::Invalid => (StatusCode::BAD_REQUEST, "BAD_REQUEST"),
                 ErrorClass::Timeout => (StatusCode::REQUEST_TIMEOUT, "QUERY_TIMEOUT"),
                 ErrorClass::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+                ErrorClass::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             },
         }
     }
@@ -143,6 +144,7 @@ impl From<Rejection> for ApiError {
             ErrorClass::Conflict => ApiError::Conflict(r.message),
             ErrorClass::Invalid => ApiError::BadRequest(r.message),
             ErrorClass::Internal => ApiError::Internal(r.message),
+            ErrorClass::Unavailable => ApiError::Unavailable(r.message),
             ErrorClass::Timeout => ApiError::Rejected(r),
         }
     }

@@ -203,6 +203,30 @@ pub(crate) fn restore_in_progress(data: &GroupData) -> Result<Option<String>> {
     crate::state_machine::read_sm_record::<String>(data, keys::SM_RESTORE)
 }
 
+/// The backup whose restore holds this group (its `End { hold: true }`
+/// applied, its `Release` not yet): see [`check_hold`].
+pub(crate) fn restore_hold(data: &GroupData) -> Result<Option<String>> {
+    crate::state_machine::read_sm_record::<String>(data, keys::SM_RESTORE_HOLD)
+}
+
+/// Whether a read or write passes this group's restore hold: `Ok(None)` when
+/// the group is not held or `pass` names the restore that holds it; otherwise
+/// the refusal. (`pass`: the backup id an [`Operation::DuringRestore`] or
+/// [`tessera_api::command::Query::DuringRestore`] names.)
+pub(crate) fn check_hold(data: &GroupData, pass: Option<&str>) -> Result<Option<tessera_api::error::Rejection>> {
+    Ok(match restore_hold(data)? {
+        Some(held) if pass != Some(held.as_str()) => Some(tessera_api::error::Rejection::new(
+            tessera_api::error::ErrorCode::Unavailable,
+            format!(
+                "group {} was just restored from backup {held} and is held while the erasures issued after that backup \
+                 are re-applied; ask again shortly",
+                data.group
+            ),
+        )),
+        _ => None,
+    })
+}
+
 /// Applies a step of a restore into `batch` (see [`RestoreOp`]). The restore
 /// is atomic for the group: `Begin` only marks it in progress (other writes
 /// are refused until `End`), `Pairs` are staged in their own space, and `End`
@@ -215,6 +239,7 @@ pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &Resto
     let map_key = keys::data_key(group, space::META, META_MAP_KEY);
     let is_meta = group == tessera_api::META_GROUP;
     let restore_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_RESTORE]);
+    let hold_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_RESTORE_HOLD]);
     let staged_start = keys::data_key(group, keys::SPACE_RESTORE, &[]);
     let staged_end = keys::data_key(group, keys::SPACE_RESTORE + 1, &[]);
     let conflict = |why: String| Ok(Response::rejected(tessera_api::error::ErrorCode::Conflict, why));
@@ -247,7 +272,7 @@ pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &Resto
             }
             Ok(Response::Applied(true))
         }
-        RestoreOp::End { backup_id } => {
+        RestoreOp::End { backup_id, hold } => {
             match restore_in_progress(data)? {
                 Some(id) if id == *backup_id => {}
                 Some(id) => return conflict(format!("the restore in progress on this group is of backup {id}, not {backup_id}")),
@@ -278,7 +303,25 @@ pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &Resto
             }
             batch.delete_range_cf(cf, &staged_start, &staged_end);
             batch.delete_cf(cf, &restore_key);
-            tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's");
+            if *hold {
+                let id = serde_json::to_vec(backup_id)?;
+                batch.put_cf(cf, &hold_key, db.seal(Purpose::Data, &hold_key, &id));
+                tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's, held until later erasures are re-applied");
+            } else {
+                batch.delete_cf(cf, &hold_key);
+                tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's");
+            }
+            Ok(Response::Applied(true))
+        }
+        RestoreOp::Release { backup_id } => {
+            match restore_hold(data)? {
+                Some(id) if id == *backup_id => {
+                    batch.delete_cf(cf, &hold_key);
+                    tracing::info!(group, backup_id, "restore: the erasures are re-applied; the group answers again");
+                }
+                Some(id) => return conflict(format!("the group is held by the restore of backup {id}, not {backup_id}")),
+                None => {}
+            }
             Ok(Response::Applied(true))
         }
     }
@@ -346,12 +389,53 @@ mod tests {
         // Started over, then ended: the backup's records, and only them.
         assert_eq!(step(5, begin()), Response::Applied(true));
         assert_eq!(step(6, RestoreOp::Pairs { pairs }), Response::Applied(true));
-        assert!(matches!(step(7, RestoreOp::End { backup_id: "other".into() }), Response::Rejected(_)));
-        assert_eq!(step(8, RestoreOp::End { backup_id: "bk".into() }), Response::Applied(true));
+        assert!(matches!(step(7, RestoreOp::End { backup_id: "other".into(), hold: false }), Response::Rejected(_)));
+        assert_eq!(step(8, RestoreOp::End { backup_id: "bk".into(), hold: false }), Response::Applied(true));
         assert_eq!(value(&store, "a"), None);
         assert_eq!(value(&store, "b"), Some(serde_json::json!(2)));
         // The refused request passes now (its refusal was not remembered).
         assert!(matches!(sm.apply_at(9, cmd(put("c", 3))).unwrap(), Response::KvEntry(_)));
         assert_eq!(value(&store, "c"), Some(serde_json::json!(3)));
+    }
+
+    /// Issue 37: a restore that ends with `hold` keeps the group from everyone
+    /// but itself: reads and writes are refused (503 class, not remembered),
+    /// the restore's own (`DuringRestore`) pass and apply as themselves, and
+    /// `Release` opens the group again.
+    #[test]
+    fn a_held_group_answers_only_its_restore_until_released() {
+        use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response, RestoreOp};
+        use tessera_api::error::{ErrorClass, ErrorCode};
+        let put = |key: &str, value: i64| Operation::Kv(KvOp::Put { key: key.into(), value: serde_json::json!(value), ttl_secs: None });
+        let cmd = |op: Operation| Command { issued_at_ms: 1_000, op, request_id: Some("req-0000000002".into()) };
+        let get = |key: &str| Query::Kv(KvQuery::Get { key: key.into() });
+        let during = |op: Operation| Operation::DuringRestore { backup_id: "bk".into(), op: Box::new(op) };
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(1);
+        let reader = store.reader(1);
+        let step = |i, op: RestoreOp| sm.apply_at(i, Command { request_id: None, ..cmd(Operation::Restore(op)) }).unwrap();
+        assert_eq!(step(1, RestoreOp::Begin { backup_id: "bk".into() }), Response::Applied(true));
+        assert_eq!(step(2, RestoreOp::End { backup_id: "bk".into(), hold: true }), Response::Applied(true));
+
+        let held = |r: &QueryResult| matches!(r, QueryResult::Rejected(r) if r.code == ErrorCode::Unavailable && r.message.contains("held"));
+        assert!(held(&reader.query(&get("a"), 2_000).unwrap()));
+        let refused = sm.apply_at(3, cmd(put("a", 1))).unwrap();
+        assert!(matches!(&refused, Response::Rejected(r) if r.code.class() == ErrorClass::Unavailable), "{refused:?}");
+        // Another restore's pass does not open it either.
+        let other = Query::DuringRestore { backup_id: "other".into(), query: Box::new(get("a")) };
+        assert!(held(&reader.query(&other, 2_000).unwrap()));
+        // The restore's own write and read pass, as the plain operation.
+        assert!(matches!(sm.apply_at(4, Command { request_id: None, ..cmd(during(put("a", 2))) }).unwrap(), Response::KvEntry(_)));
+        let own = Query::DuringRestore { backup_id: "bk".into(), query: Box::new(get("a")) };
+        assert!(matches!(reader.query(&own, 2_000).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2)));
+
+        assert!(matches!(step(5, RestoreOp::Release { backup_id: "other".into() }), Response::Rejected(_)));
+        assert_eq!(step(6, RestoreOp::Release { backup_id: "bk".into() }), Response::Applied(true));
+        assert!(matches!(reader.query(&get("a"), 2_000).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
+        // The write refused while held passes now (its refusal was not remembered).
+        assert!(matches!(sm.apply_at(7, cmd(put("a", 1))).unwrap(), Response::KvEntry(_)));
+        // Released twice: nothing to release.
+        assert_eq!(step(8, RestoreOp::Release { backup_id: "bk".into() }), Response::Applied(true));
     }
 }

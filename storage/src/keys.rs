@@ -40,6 +40,9 @@ pub const SM_RANGE: u8 = 3;
 pub const SM_SPLITS: u8 = 4;
 /// A restore in progress: the backup id its `Begin` named (JSON string).
 pub const SM_RESTORE: u8 = 5;
+/// A restore's hold after its `End { hold: true }`: the backup id (JSON string);
+/// only that restore's reads and writes pass until its `Release`.
+pub const SM_RESTORE_HOLD: u8 = 6;
 /// Records of a restore in progress, staged until its `End` swaps them in
 /// (key: `group | SPACE_RESTORE | relative key`).
 pub const SPACE_RESTORE: u8 = 0xF8;

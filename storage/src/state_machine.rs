@@ -85,6 +85,14 @@ impl GroupReader {
         let data = GroupData { cancel: if scans_stop { cancel.clone() } else { None }, ..self.data.clone() };
         let ctx = QueryCtx { data: &data, now_ms, cancel };
         let vectors = VectorEngine { state: &self.data.memory.vectors };
+        // A group a restore holds answers only that restore's own reads.
+        let pass = match query {
+            Query::DuringRestore { backup_id, .. } => Some(backup_id.as_str()),
+            _ => None,
+        };
+        if let Some(refusal) = crate::backup::check_hold(&self.data, pass)? {
+            return Ok(QueryResult::Rejected(refusal));
+        }
         let answered = self.answer(&ctx, &vectors, query);
         match answered {
             Err(StorageError::Cancelled) => Ok(QueryResult::rejected(
@@ -115,12 +123,13 @@ impl GroupReader {
             Query::Stream(q) => answer(StreamEngine.query(ctx, q)?, QueryResult::Stream),
             Query::Graph(q) => answer(GraphEngine.query(ctx, q)?, QueryResult::Graph),
             Query::Subject(rule) => QueryResult::Subject(crate::subject::find(&self.data, rule, ctx.now_ms)?),
+            Query::DuringRestore { query, .. } => self.answer(ctx, vectors, query)?,
         })
     }
 
     /// Whether `op`'s engine checks it before it is proposed ([`Engine::checks_before_propose`]).
     pub fn checks_before_propose(&self, op: &Operation) -> bool {
-        match op {
+        match op.unwrapped() {
             Operation::Sql(op) => SqlEngine.checks_before_propose(op),
             // The other engines have no check (the trait's default).
             _ => false,
@@ -131,7 +140,7 @@ impl GroupReader {
     /// ([`Engine::check_before_propose`]): `Some` refusal answers the client.
     pub fn check_before_propose(&self, op: &Operation, now_ms: i64) -> Option<tessera_api::error::Rejection> {
         let ctx = QueryCtx { data: &self.data, now_ms, cancel: None };
-        match op {
+        match op.unwrapped() {
             Operation::Sql(op) => SqlEngine.check_before_propose(&ctx, op),
             _ => None,
         }
@@ -280,6 +289,25 @@ impl StateMachine {
                 format!("a restore of backup {backup} is in progress on this group; write again once it is over"),
             ));
         }
+        // A group a restore holds takes only that restore's own writes; they
+        // apply as themselves (the wrapper only names the restore).
+        if !matches!(cmd.op, Operation::Restore(_)) {
+            let pass = match &cmd.op {
+                Operation::DuringRestore { backup_id, .. } => Some(backup_id.as_str()),
+                _ => None,
+            };
+            if let Some(refusal) = crate::backup::check_hold(&self.data, pass)? {
+                return Ok(Response::Rejected(refusal));
+            }
+        }
+        let unwrapped;
+        let cmd = match &cmd.op {
+            Operation::DuringRestore { .. } => {
+                unwrapped = Command { op: cmd.op.unwrapped().clone(), ..cmd.clone() };
+                &unwrapped
+            }
+            _ => cmd,
+        };
         let Some(id) = cmd.request_id.as_deref().filter(|id| crate::dedup::valid_id(id)) else {
             return self.apply_guarded(batch, log_index, cmd);
         };
@@ -401,6 +429,11 @@ impl StateMachine {
             Operation::SqlImport(op) => {
                 self.apply_sql(batch, log_index, now, &op.database, |tx, capture| SqlEngine.import_capturing(tx, now, op, capture))
             }
+            // Unwrapped in `apply_once`; a nested one is refused.
+            Operation::DuringRestore { .. } => Ok(Response::rejected(
+                tessera_api::error::ErrorCode::Invalid,
+                "an operation during a restore wraps another operation, not a wrapped one",
+            )),
         }
     }
 

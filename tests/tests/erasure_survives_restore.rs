@@ -3,7 +3,9 @@
 //! certificates name the erasure) nor into a new, empty cluster restoring the
 //! same backups (the erasure ledger beside them does). The restore re-applies
 //! each later erasure before it answers and records the original certificate
-//! again; other subjects' data is restored as it was.
+//! again; other subjects' data is restored as it was. While it re-applies them
+//! (a test pause makes that take seconds) every data group is held: a read
+//! answers 503, never the erased subject's restored records.
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
@@ -13,6 +15,9 @@ fn options(dir: &std::path::Path) -> ClusterOptions {
     let router_env = vec![
         ("SERVICE_BACKUP_DIR".to_string(), dir.display().to_string()),
         ("SERVICE_COMPLIANCE_ENABLED".to_string(), "true".to_string()),
+        // Each erasure pauses between recording its job and erasing: the window
+        // in which a restore has brought the subject back and not yet erased it.
+        ("TESSERA_TEST_ERASURE_PAUSE_MS".to_string(), "3000".to_string()),
     ];
     ClusterOptions { shard_count: 3, router_env, ..ClusterOptions::default() }
 }
@@ -52,6 +57,48 @@ async fn visible(api: &Http) -> Result<(u16, usize, u16, u16, usize)> {
     ))
 }
 
+/// Restores `backup_id` while reading ana's key and rows again and again until
+/// it answers: every read must be held (503) or find nothing (404, no rows),
+/// and some must have been held. Answers the restore's body.
+async fn restore_while_reading(api: &Http, backup_id: &str) -> Result<Value> {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let restore = async {
+        let r = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await;
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    };
+    let probe = async {
+        let (mut held, mut reads) = (0, 0);
+        let sql = json!({"sql": "SELECT id FROM orders WHERE customer_id = 'ana'"});
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let key = api.kv_get("user:ana").await?;
+            let rows = api.post("/api/v1/query", &sql).await?;
+            for r in [&key, &rows] {
+                reads += 1;
+                match r.status {
+                    503 => held += 1,
+                    404 => {}
+                    // The restore replaces the users and sessions too: in a new
+                    // cluster the session of this caller may be gone for a moment.
+                    401 => {}
+                    200 if r.json["data"]["rows"].as_array().is_some_and(Vec::is_empty) => {}
+                    // Before the restore's swap the table may not exist yet (new cluster).
+                    400 if r.text.contains("TABLE_NOT_FOUND") || r.text.contains("does not exist") => {}
+                    _ => anyhow::bail!("a read during the restore saw the erased subject: HTTP {} {}", r.status, r.text),
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Ok::<_, anyhow::Error>((held, reads))
+    };
+    let (restored, probed) = tokio::join!(restore, probe);
+    let (held, reads) = probed?;
+    let restored = restored?.ensure_status(200)?;
+    eprintln!("[erasure_survives_restore] {reads} reads during the restore, {held} held");
+    ensure!(held > 0, "no read during the restore was held ({reads} reads): {}", restored.json);
+    Ok(restored.json)
+}
+
 fn reapplied(restored: &Value, certificate: &str) -> bool {
     restored["erasures_reapplied"].as_array().is_some_and(|r| r.iter().any(|e| e["certificate_id"] == certificate))
 }
@@ -69,9 +116,9 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
             ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "ana erased, ben kept");
 
             // Restored into the same cluster: the live certificate is re-applied.
-            let restored = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await?.ensure_status(200)?;
-            eprintln!("[erasure_survives_restore] same cluster: {}", restored.json);
-            ensure!(reapplied(&restored.json, &certificate), "{}", restored.json);
+            let restored = restore_while_reading(&api, &backup_id).await?;
+            eprintln!("[erasure_survives_restore] same cluster: {restored}");
+            ensure!(reapplied(&restored, &certificate), "{restored}");
             ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
             let listed = api.get("/api/v1/compliance/certificates").await?.ensure_status(200)?;
             ensure!(listed.text.contains(&certificate), "the original certificate stands again: {}", listed.json);
@@ -89,9 +136,12 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
     let mut target = Cluster::start(options(dir)).await?;
     let result = async {
         let api = target.http.timeout(std::time::Duration::from_secs(120));
-        let restored = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await?.ensure_status(200)?;
-        eprintln!("[erasure_survives_restore] new cluster: {}", restored.json);
-        ensure!(reapplied(&restored.json, &certificate), "{}", restored.json);
+        let restored = restore_while_reading(&api, &backup_id).await?;
+        eprintln!("[erasure_survives_restore] new cluster: {restored}");
+        ensure!(reapplied(&restored, &certificate), "{restored}");
+        // The users and sessions are the backup's now: sign in again.
+        let token = target.login().await?;
+        let api = target.http.with_token(&token).timeout(std::time::Duration::from_secs(120));
         ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
         Ok::<_, anyhow::Error>(())
     }

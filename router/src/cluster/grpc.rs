@@ -661,7 +661,7 @@ impl ClusterClient for GrpcCluster {
         self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
     }
     async fn write_as(&self, group: GroupId, op: &Operation, consistency: Consistency, request_id: String) -> Result<Served<Response>, ClusterError> {
-        let bytes = codec::encode(op).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let bytes = codec::encode(&*super::outgoing_op(group, op)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         self.call(group, None, false, |mut client| {
             let req = WriteRequest {
                 group_id: group,
@@ -684,7 +684,7 @@ impl ClusterClient for GrpcCluster {
         consistency: Consistency,
         replica: Option<NodeId>,
     ) -> Result<Served<QueryResult>, ClusterError> {
-        let bytes = codec::encode(query).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
+        let bytes = codec::encode(&*super::outgoing_query(group, query)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         let any_replica = consistency == Consistency::One;
         self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
             let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };

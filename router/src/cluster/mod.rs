@@ -19,6 +19,38 @@ use tessera_api::{GroupId, META_GROUP, NodeId};
 
 pub use grpc::GrpcCluster;
 
+tokio::task_local! {
+    /// The backup whose restore the current task works for (see [`as_restore`]).
+    static RESTORE_PASS: String;
+}
+
+/// Runs `work` as part of the restore of `backup_id`: its data-group reads and
+/// writes go as that restore's own ([`Operation::DuringRestore`],
+/// [`Query::DuringRestore`]), the only ones a group the restore holds takes.
+pub async fn as_restore<F: std::future::Future>(backup_id: &str, work: F) -> F::Output {
+    RESTORE_PASS.scope(backup_id.to_string(), work).await
+}
+
+/// `op` as the current task sends it to `group` (see [`as_restore`]).
+fn outgoing_op(group: GroupId, op: &Operation) -> std::borrow::Cow<'_, Operation> {
+    match RESTORE_PASS.try_with(String::clone) {
+        Ok(backup_id) if group != META_GROUP => {
+            std::borrow::Cow::Owned(Operation::DuringRestore { backup_id, op: Box::new(op.unwrapped().clone()) })
+        }
+        _ => std::borrow::Cow::Borrowed(op),
+    }
+}
+
+/// `query` as the current task sends it to `group` (see [`as_restore`]).
+fn outgoing_query(group: GroupId, query: &Query) -> std::borrow::Cow<'_, Query> {
+    match RESTORE_PASS.try_with(String::clone) {
+        Ok(backup_id) if group != META_GROUP => {
+            std::borrow::Cow::Owned(Query::DuringRestore { backup_id, query: Box::new(query.clone()) })
+        }
+        _ => std::borrow::Cow::Borrowed(query),
+    }
+}
+
 
 /// Why a routed call failed.
 #[derive(Debug, thiserror::Error)]

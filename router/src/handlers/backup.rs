@@ -84,7 +84,11 @@ pub struct RestoreBody {
 /// Erasures are not undone by a restore: every deletion certificate the live
 /// cluster or the erasure ledger beside the backups holds, and the backup does
 /// not, is re-applied before the restore answers (`erasures_reapplied`); one
-/// that cannot be is a 503 naming it (send the restore again).
+/// that cannot be is a 503 naming it (send the restore again). Meanwhile every
+/// data group is held from the moment its records are swapped in (`held`):
+/// reads and writes of anyone but the restore answer 503 `UNAVAILABLE`, so no
+/// one reads an erased subject's restored records; the hold is lifted once the
+/// erasures are re-applied, or by sending the restore again after a failure.
 pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
     let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
     let held: std::collections::HashSet<String> = state.backups.manifest(&id)?.erasures.unwrap_or_default().into_iter().collect();
@@ -95,15 +99,22 @@ pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJso
             ledger.entry(cid.to_string()).or_insert(c);
         }
     }
-    let mut answer = state.backups.restore(state.cluster.as_ref(), &id).await?;
     let mut later: Vec<Value> = ledger.into_iter().filter(|(cid, _)| !held.contains(cid)).map(|(_, c)| c).collect();
     later.sort_by_key(|c| c["issued_at_ms"].as_i64());
-    let (done, pending) = super::compliance_erasure::reapply_after_restore(&state, later, &id).await;
+    // With erasures to re-apply, every data group stays held from its swap
+    // until they are: no read sees the restored records of an erased subject.
+    let hold = !later.is_empty();
+    let mut answer = state.backups.restore(state.cluster.as_ref(), &id, hold).await?;
+    let (done, pending) = crate::cluster::as_restore(&id, super::compliance_erasure::reapply_after_restore(&state, later, &id)).await;
     if !pending.is_empty() {
         return Err(ApiError::Unavailable(format!(
-            "backup {id} was restored, but erasures issued after it are not all re-applied: {}; send the restore again",
+            "backup {id} was restored, but erasures issued after it are not all re-applied: {}; the data groups stay held \
+             (reads answer 503) until they are: send the restore again",
             pending.join("; ")
         )));
+    }
+    if hold {
+        state.backups.release(state.cluster.as_ref(), &id).await?;
     }
     answer["erasures_reapplied"] = Value::Array(done);
     Ok(Json(answer))

@@ -540,13 +540,22 @@ pub async fn check_bank(http: &Http, rec: &Recorder, report: &mut CheckReport) -
 /// never sent or was definitely refused, and every balance is the initial one
 /// plus the ledger's credits minus its debits.
 async fn check_ledger(http: &Http, rec: &Recorder, balances: &BTreeMap<i64, i64>, report: &mut CheckReport) -> Result<()> {
-    let r = http.consistency("quorum").post("/api/v1/query", &json!({"sql": LEDGER, "params": [], "database": BANK_DB})).await?;
-    ensure!(r.status == 200, "reading the ledger: {r}");
-    let rows = r.json["data"]["rows"].as_array().with_context(|| format!("no ledger rows in {r}"))?;
-    let ledger: Vec<[i64; 4]> = rows
-        .iter()
-        .map(|row| std::array::from_fn(|i| row.get(i).and_then(Value::as_i64).unwrap_or(i64::MIN)))
-        .collect();
+    // In pages: one answer holds at most `max_result_rows` (100 000) rows, and a
+    // long run writes more (the workloads have stopped: the pages are stable).
+    const PAGE: usize = 20_000;
+    let mut ledger: Vec<[i64; 4]> = Vec::new();
+    loop {
+        let sql = format!("{LEDGER} ORDER BY transfer_id, from_id, to_id, amount LIMIT {PAGE} OFFSET {}", ledger.len());
+        let r = http.consistency("quorum").post("/api/v1/query", &json!({"sql": sql, "params": [], "database": BANK_DB})).await?;
+        ensure!(r.status == 200, "reading the ledger: {r}");
+        ensure!(r.json["metadata"]["truncated"] != json!(true), "a ledger page was truncated: {r}");
+        let rows = r.json["data"]["rows"].as_array().with_context(|| format!("no ledger rows in {r}"))?;
+        let n = rows.len();
+        ledger.extend(rows.iter().map(|row| std::array::from_fn(|i| row.get(i).and_then(Value::as_i64).unwrap_or(i64::MIN))));
+        if n < PAGE {
+            break;
+        }
+    }
     let transfers: BTreeMap<i64, (Outcome, Value)> = rec
         .ops()
         .into_iter()
