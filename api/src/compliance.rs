@@ -169,6 +169,9 @@ pub enum AuditQuery {
     Subject { subject_id: String },
     /// Walks the whole chain.
     Verify,
+    /// The entries recorded at or after `from_ms`, oldest first (a restore
+    /// records again those the restored backup does not hold).
+    Since { from_ms: i64 },
 }
 
 /// Answers to [`AuditQuery`].

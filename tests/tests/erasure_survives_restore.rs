@@ -5,7 +5,8 @@
 //! each later erasure before it answers and records the original certificate
 //! again; other subjects' data is restored as it was. While it re-applies them
 //! (a test pause makes that take seconds) every data group is held: a read
-//! answers 503, never the erased subject's restored records.
+//! answers 503, never the erased subject's restored records, and the audit
+//! entries recorded since the backup are recorded again, not rolled back.
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
@@ -57,10 +58,10 @@ async fn visible(api: &Http) -> Result<(u16, usize, u16, u16, usize)> {
     ))
 }
 
-/// Restores `backup_id` while reading ana's key and rows again and again until
+/// Restores `backup_id` while reading ana's key, rows and kept export again and again until
 /// it answers: every read must be held (503) or find nothing (404, no rows),
 /// and some must have been held. Answers the restore's body.
-async fn restore_while_reading(api: &Http, backup_id: &str) -> Result<Value> {
+async fn restore_while_reading(api: &Http, backup_id: &str, export_url: &str) -> Result<Value> {
     let done = std::sync::atomic::AtomicBool::new(false);
     let restore = async {
         let r = api.post("/api/v1/admin/restore", &json!({"backup_id": backup_id})).await;
@@ -73,6 +74,11 @@ async fn restore_while_reading(api: &Http, backup_id: &str) -> Result<Value> {
         while !done.load(std::sync::atomic::Ordering::SeqCst) {
             let key = api.kv_get("user:ana").await?;
             let rows = api.post("/api/v1/query", &sql).await?;
+            // The export of ana kept before the backup is restored with the meta group.
+            let export = api.get(export_url).await?;
+            if export.status == 200 {
+                anyhow::bail!("a download during the restore served the erased subject's kept export: {}", export.text);
+            }
             for r in [&key, &rows] {
                 reads += 1;
                 match r.status {
@@ -104,11 +110,13 @@ fn reapplied(restored: &Value, certificate: &str) -> bool {
 }
 
 async fn scenario(dir: &std::path::Path) -> Result<()> {
-    let (backup_id, certificate) = {
+    let (backup_id, certificate, export_url) = {
         let mut source = Cluster::start(options(dir)).await?;
         let result = async {
             let api = source.http.timeout(std::time::Duration::from_secs(120));
             write_subjects(&api).await?;
+            let exported = api.post("/api/v1/compliance/export", &json!({"subject_id": "ana"})).await?.ensure_status(200)?;
+            let export_url = exported.json["download_url"].as_str().context("download_url")?.to_string();
             let made = api.post("/api/v1/admin/backup", &json!({"compliance_mode": "gdpr"})).await?.ensure_status(201)?;
             let backup_id = made.json["backup_id"].as_str().context("backup id")?.to_string();
             let erased = api.delete("/api/v1/compliance/data-subject/ana").await?.ensure_status(200)?;
@@ -116,13 +124,25 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
             ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "ana erased, ben kept");
 
             // Restored into the same cluster: the live certificate is re-applied.
-            let restored = restore_while_reading(&api, &backup_id).await?;
+            let restored = restore_while_reading(&api, &backup_id, &export_url).await?;
             eprintln!("[erasure_survives_restore] same cluster: {restored}");
             ensure!(reapplied(&restored, &certificate), "{restored}");
             ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
             let listed = api.get("/api/v1/compliance/certificates").await?.ensure_status(200)?;
             ensure!(listed.text.contains(&certificate), "the original certificate stands again: {}", listed.json);
-            Ok::<_, anyhow::Error>((backup_id, certificate))
+            api.get(&export_url).await?.ensure_status(404)?;
+            // The audit entry of the erasure, recorded after the backup, is not
+            // rolled back by it: it is recorded again, naming the original, and
+            // the chain still verifies.
+            ensure!(restored["audit_entries_re_recorded"].as_u64().is_some_and(|n| n > 0), "{restored}");
+            let trail = api.get("/api/v1/compliance/audit/ana").await?.ensure_status(200)?;
+            let again = trail.json["entries"].as_array().into_iter().flatten().any(|e| {
+                e["event_type"] == "data_erased" && e["details"]["recorded_again_after_restore_of"] == json!(backup_id)
+            });
+            ensure!(again, "the erasure's audit entry was rolled back by the restore: {}", trail.json);
+            let verified = api.get("/api/v1/compliance/audit/verify").await?.ensure_status(200)?;
+            ensure!(verified.json["valid"] == json!(true), "the audit chain after the restore: {}", verified.json);
+            Ok::<_, anyhow::Error>((backup_id, certificate, export_url))
         }
         .await;
         if result.is_err() {
@@ -136,13 +156,14 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
     let mut target = Cluster::start(options(dir)).await?;
     let result = async {
         let api = target.http.timeout(std::time::Duration::from_secs(120));
-        let restored = restore_while_reading(&api, &backup_id).await?;
+        let restored = restore_while_reading(&api, &backup_id, &export_url).await?;
         eprintln!("[erasure_survives_restore] new cluster: {restored}");
         ensure!(reapplied(&restored, &certificate), "{restored}");
         // The users and sessions are the backup's now: sign in again.
         let token = target.login().await?;
         let api = target.http.with_token(&token).timeout(std::time::Duration::from_secs(120));
         ensure!(visible(&api).await? == (404, 0, 404, 200, 1), "after the restore: {:?}", visible(&api).await?);
+        api.get(&export_url).await?.ensure_status(404)?;
         Ok::<_, anyhow::Error>(())
     }
     .await;

@@ -89,9 +89,16 @@ pub struct RestoreBody {
 /// reads and writes of anyone but the restore answer 503 `UNAVAILABLE`, so no
 /// one reads an erased subject's restored records; the hold is lifted once the
 /// erasures are re-applied, or by sending the restore again after a failure.
-pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
+/// The audit entries recorded since the backup began are recorded again after
+/// the restored chain (`audit_entries_re_recorded`), then `backup_restored`.
+pub async fn restore(State(state): State<AppState>, caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
     let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
-    let held: std::collections::HashSet<String> = state.backups.manifest(&id)?.erasures.unwrap_or_default().into_iter().collect();
+    let manifest = state.backups.manifest(&id)?;
+    let held: std::collections::HashSet<String> = manifest.erasures.clone().unwrap_or_default().into_iter().collect();
+    // The audit entries recorded since the backup began: the restore of the meta
+    // group would roll them back, so those it does not bring back are recorded again.
+    let began_ms = chrono::DateTime::parse_from_rfc3339(&manifest.created_at).map_or(0, |t| t.timestamp_millis());
+    let live_audit = audit_since(&state, began_ms).await?;
     // Read before the meta group is replaced: the live certificates, then the ledger.
     let mut ledger: std::collections::BTreeMap<String, Value> = std::collections::BTreeMap::new();
     for c in certificates(&state).await?.into_iter().chain(state.backups.erasure_ledger()) {
@@ -116,8 +123,69 @@ pub async fn restore(State(state): State<AppState>, _caller: Caller, OptionalJso
     if hold {
         state.backups.release(state.cluster.as_ref(), &id).await?;
     }
+    let re_recorded = record_audit_again(&state, &caller, &id, began_ms, live_audit, done.len()).await?;
     answer["erasures_reapplied"] = Value::Array(done);
+    answer["audit_entries_re_recorded"] = re_recorded.into();
     Ok(Json(answer))
+}
+
+/// The audit entries recorded at or after `from_ms`, oldest first.
+async fn audit_since(state: &AppState, from_ms: i64) -> Result<Vec<tessera_api::compliance::AuditEntry>, ApiError> {
+    use tessera_api::command::{MetaQuery, MetaQueryResult};
+    use tessera_api::compliance::{AuditAnswer, AuditQuery};
+    match state.cluster.meta_read(MetaQuery::Audit(AuditQuery::Since { from_ms })).await? {
+        MetaQueryResult::Audit(AuditAnswer::Entries(entries)) => Ok(entries),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// After a restore of backup `id`: appends to the (restored) audit chain every
+/// entry of `live` (the chain before the restore, since the backup began) that
+/// the restored chain does not hold, as a new entry naming the original (its
+/// id, time and hash), then a `backup_restored` entry. The chain stays whole;
+/// nothing recorded after a backup is lost by restoring it. Answers how many
+/// entries were recorded again.
+async fn record_audit_again(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    began_ms: i64,
+    live: Vec<tessera_api::compliance::AuditEntry>,
+    erasures_reapplied: usize,
+) -> Result<usize, ApiError> {
+    use tessera_api::command::{MetaOp, Response};
+    use tessera_api::compliance::AuditEvent;
+    let restored: std::collections::HashSet<String> = audit_since(state, began_ms).await?.into_iter().map(|e| e.hash).collect();
+    let mut events: Vec<AuditEvent> = live
+        .into_iter()
+        .filter(|e| !restored.contains(&e.hash))
+        .map(|e| AuditEvent {
+            event_type: e.event_type,
+            actor: e.actor,
+            subject_id: e.subject_id,
+            details: serde_json::json!({
+                "details": e.details,
+                "recorded_again_after_restore_of": id,
+                "original_id": e.id,
+                "original_timestamp": tessera_api::http::iso8601_ms(e.timestamp_ms),
+                "original_hash": e.hash,
+            }),
+        })
+        .collect();
+    let again = events.len();
+    events.push(AuditEvent {
+        event_type: "backup_restored".into(),
+        actor: super::compliance::actor(caller),
+        subject_id: None,
+        details: serde_json::json!({"backup_id": id, "audit_entries_re_recorded": again, "erasures_reapplied": erasures_reapplied}),
+    });
+    match state.cluster.meta_write(MetaOp::Audit(events)).await? {
+        Response::Rejected(r) => Err(ApiError::Unavailable(format!(
+            "backup {id} was restored, but the audit entries recorded since it were not recorded again ({}); send the restore again",
+            r.message
+        ))),
+        _ => Ok(again),
+    }
 }
 
 /// Every deletion certificate the cluster holds now.

@@ -378,7 +378,22 @@ pub async fn download(State(state): State<AppState>, _caller: Caller, axum::extr
         MetaQueryResult::Export(kept) => kept,
         other => return Err(ApiError::unexpected(other)),
     };
-    let kept = kept.ok_or_else(|| ApiError::NotFound(format!("export {id} does not exist or has expired (exports are kept 24 hours)")))?;
+    let gone = || ApiError::NotFound(format!("export {id} does not exist or has expired (exports are kept 24 hours)"));
+    let kept = kept.ok_or_else(gone)?;
+    // An erasure of its subject since it was made removes it; a restore may have
+    // brought it back before re-applying that erasure, so the certificates (and
+    // the erasure ledger beside the backups) are asked too.
+    let made_at_ms = kept.expires_at_ms - tessera_api::compliance::EXPORT_TTL_MS;
+    let certificates = match state.cluster.meta_read(MetaQuery::Certificates { from_ms: Some(made_at_ms), to_ms: None }).await? {
+        MetaQueryResult::Certificates(list) => list,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let erased_since = certificates.iter().chain(state.backups.erasure_ledger().iter()).any(|c| {
+        c["subject_id"].as_str() == Some(kept.subject_id.as_str()) && c["issued_at_ms"].as_i64().is_some_and(|at| at >= made_at_ms)
+    });
+    if erased_since {
+        return Err(gone());
+    }
     let headers = [
         (axum::http::header::CONTENT_TYPE, kept.content_type),
         (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}\"", kept.file_name)),

@@ -116,6 +116,17 @@ pub fn query(view: &ReadView<'_>, q: &AuditQuery) -> Result<AuditAnswer> {
             AuditAnswer::Entries(entries)
         }
         AuditQuery::Verify => verify(view)?,
+        AuditQuery::Since { from_ms } => {
+            let mut entries: Vec<AuditEntry> = Vec::new();
+            view.scan_prefix(ENTRY, |_, raw| {
+                let e: AuditEntry = serde_json::from_slice(raw)?;
+                if e.timestamp_ms >= *from_ms {
+                    entries.push(e);
+                }
+                Ok(true)
+            })?;
+            AuditAnswer::Entries(entries)
+        }
     })
 }
 
@@ -212,5 +223,17 @@ mod tests {
         let view = data.space(space::META);
         let AuditAnswer::Entries(entries) = super::query(&view, &AuditQuery::Subject { subject_id: "s".into() }).unwrap() else { panic!() };
         assert_eq!(entries.len(), 1);
+    }
+
+    #[test]
+    fn entries_since_a_time_oldest_first() {
+        let (_dir, data) = crate::engine::test_support::open_group(0);
+        for (n, at) in [(1, 1_000), (2, 2_000), (3, 3_000)] {
+            apply(&data, at, MetaOp::Audit(vec![event(n)]));
+        }
+        let view = data.space(space::META);
+        let AuditAnswer::Entries(entries) = super::query(&view, &AuditQuery::Since { from_ms: 2_000 }).unwrap() else { panic!() };
+        let times: Vec<i64> = entries.iter().map(|e| e.timestamp_ms).collect();
+        assert_eq!(times, vec![2_000, 3_000]);
     }
 }
