@@ -24,6 +24,11 @@ use crate::query_pool::{PoolError, QueryPool};
 /// How long a leader handing a group off waits for the successor's log to catch up.
 const HAND_OFF_CATCH_UP: Duration = Duration::from_secs(2);
 
+/// Campaigns of one last-resort attempt of a drained replica
+/// ([`Host::campaign_as_last_resort`]), and the pause after each.
+const LAST_RESORT_ATTEMPTS: usize = 3;
+const LAST_RESORT_PAUSE: Duration = Duration::from_millis(300);
+
 /// How long a learner added before may take to catch up when it is added again.
 const LEARNER_CATCH_UP: Duration = Duration::from_secs(110);
 
@@ -40,6 +45,12 @@ pub struct Group {
     /// 0 ("anything") for a fresh replica joining an existing cluster, the purge
     /// mark for a replica found applied behind it. [`NO_VOTE_FLOOR`]: none.
     vote_floor: std::sync::atomic::AtomicU64,
+    /// When a leader's append or snapshot chunk last reached this replica (ms
+    /// since the node started).
+    leader_heard_ms: std::sync::atomic::AtomicU64,
+    /// When this (drained) replica last campaigned as a last resort (ms since
+    /// the node started; 0: never).
+    last_resort_ms: std::sync::atomic::AtomicU64,
 }
 
 /// [`Group::vote_floor`] when the replica may vote.
@@ -519,7 +530,7 @@ impl Host {
                 raft.runtime_config().heartbeat(false);
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor };
+            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() };
             groups.insert(info.id, Arc::new(group));
         }
         info!(node = id, groups = groups.len(), "node started its groups");
@@ -940,6 +951,58 @@ impl Host {
         }
     }
 
+    /// Notes that a leader's append or snapshot chunk for `group` reached this replica.
+    pub fn leader_heard(&self, group: GroupId) {
+        if let Ok(g) = self.group(group) {
+            g.leader_heard_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// A drained node neither campaigns nor leads, but it stays a voter of its
+    /// groups, and when its log is longer than the live candidates' it may be
+    /// the only replica that can be elected: without its campaign the group
+    /// would stay leaderless with a majority of its voters up (the control-plane
+    /// chaos profile found a drain waiting forever for such a group). So when it
+    /// has just refused a candidate its vote because its own log is longer, and
+    /// no leader has reached it for an election timeout, it campaigns once (at
+    /// most once per two election timeouts). Once it leads, its heartbeats stay
+    /// off and leader work is refused, as for any drained node, so the
+    /// followers elect another leader as soon as they hold its log.
+    pub fn campaign_as_last_resort(&self, group: GroupId, refused_for_longer_log: bool) {
+        if !refused_for_longer_log || !self.is_drained() {
+            return;
+        }
+        let Ok(g) = self.group(group) else { return };
+        let now = self.started.elapsed().as_millis() as u64;
+        let timeout = self.raft_config.election_timeout_max;
+        let silent = now.saturating_sub(g.leader_heard_ms.load(Ordering::Relaxed)) > timeout;
+        let last = g.last_resort_ms.load(Ordering::Relaxed);
+        let rested = last == 0 || now.saturating_sub(last) > 2 * timeout;
+        if !silent || !rested || self.leads(group) || !g.may_vote() {
+            return;
+        }
+        g.last_resort_ms.store(now, Ordering::Relaxed);
+        info!(group, "drained, but this replica's log is longer than the candidates': it campaigns as a last resort");
+        let (raft, id) = (g.raft.clone(), self.id);
+        tokio::spawn(async move {
+            // The first campaign usually runs in a term the candidates passed
+            // (this replica refused them without taking their term); its
+            // answers carry their term, and the next campaign runs above it,
+            // before the candidates' next election timeout.
+            for _ in 0..LAST_RESORT_ATTEMPTS {
+                if let Err(e) = raft.trigger().elect().await {
+                    warn!(group, "last-resort campaign: {e}");
+                    return;
+                }
+                tokio::time::sleep(LAST_RESORT_PAUSE).await;
+                if raft.metrics().borrow().current_leader == Some(id) {
+                    info!(group, "leads as a last resort: its heartbeats stay off, so the followers elect another leader");
+                    return;
+                }
+            }
+        });
+    }
+
     /// Whether the node was drained.
     pub fn is_drained(&self) -> bool {
         self.drained.load(Ordering::SeqCst)
@@ -1076,7 +1139,7 @@ impl Host {
             info!(group, floor, "this node held the group before: the new replica votes once it applied that far");
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         tokio::spawn(campaign_once_caught_up(self.clone(), group, g));
@@ -1166,7 +1229,7 @@ impl Host {
             raft.runtime_config().elect(false);
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor });
+        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() });
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         if campaign && !self.is_drained() && self.election_bar().is_none() {

@@ -110,12 +110,19 @@ impl RaftService for NodeService {
                 self.host.id, m.group_id
             )));
         }
-        let res = self.raft(m.group_id)?.vote(decode(&m.payload)?).await;
+        let vote: openraft::raft::VoteRequest<tessera_api::NodeId> = decode(&m.payload)?;
+        let candidate_log = vote.last_log_id;
+        let res = self.raft(m.group_id)?.vote(vote).await;
+        if let Ok(resp) = &res {
+            let refused_for_longer_log = !resp.vote_granted && resp.last_log_id > candidate_log;
+            self.host.campaign_as_last_resort(m.group_id, refused_for_longer_log);
+        }
         self.raft_reply(m.group_id, &res)
     }
 
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
         let (m, _) = self.received(req)?;
+        self.host.leader_heard(m.group_id);
         let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
         self.raft_reply(m.group_id, &res)
     }
@@ -138,6 +145,7 @@ impl RaftService for NodeService {
             entries: Vec::new(),
         };
         if chunk.vote.is_committed() {
+            self.host.leader_heard(m.group_id);
             let _ = raft.append_entries(heartbeat).await;
         }
         let res = raft.install_snapshot(chunk).await;

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run -p tessera-tests --bin tessera-chaos              # quick profile
 //! cargo run -p tessera-tests --bin tessera-chaos -- --long --minutes 120
+//! cargo run -p tessera-tests --bin tessera-chaos -- --control-plane --minutes 30 [--unsynced]
 //! ```
 //! Options: `--long`, `--minutes N` (long profile, default 60), `--seed N`,
 //! `--hold-secs N` (how long each fault lasts), `--fault NAME` (quick profile: only
@@ -36,6 +37,18 @@ struct Args {
     /// e.g. `--fault crash-snapshot-install --fault crash-snapshot-install`).
     #[arg(long, value_name = "NAME", value_parser = parse_fault)]
     fault: Vec<Fault>,
+    /// Long profile: the control-plane nemesis — range sharding whose ranges
+    /// keep splitting, and faults drawn from replica moves, additions and
+    /// drains under meta-leader partitions, leader kills and power cuts.
+    #[arg(long)]
+    control_plane: bool,
+    /// Range sharding with a low split threshold (any profile).
+    #[arg(long)]
+    range_splits: bool,
+    /// Nodes run with storage.sync_on_commit = false (lost acknowledged
+    /// writes after a whole-cluster power cut are then tolerated, forks not).
+    #[arg(long)]
+    unsynced: bool,
 }
 
 fn parse_fault(name: &str) -> Result<Fault, String> {
@@ -49,9 +62,17 @@ fn parse_fault(name: &str) -> Result<Fault, String> {
 async fn main() {
     let args = Args::parse();
     let seed = args.seed.unwrap_or_else(chaos::clock_seed);
-    let mut profile =
-        if args.long { Profile::long(Duration::from_secs(args.minutes * 60), seed) } else { Profile::quick(seed) };
+    let duration = Duration::from_secs(args.minutes * 60);
+    let mut profile = if args.control_plane {
+        Profile::control_plane(duration, seed)
+    } else if args.long {
+        Profile::long(duration, seed)
+    } else {
+        Profile::quick(seed)
+    };
     profile.faults = args.fault;
+    profile.range_splits |= args.range_splits;
+    profile.unsynced |= args.unsynced;
     if let Some(h) = args.hold_secs {
         profile.hold = Duration::from_secs(h);
     }

@@ -61,19 +61,66 @@ pub struct Profile {
     /// Quick profile only: inject these faults in this order instead of the
     /// standard sequence (to reproduce one fault kind again and again).
     pub faults: Vec<Fault>,
+    /// Long profile only: draw faults from these kinds (empty: every kind,
+    /// with `crash-snapshot-install` every tenth fault).
+    pub kinds: Vec<Fault>,
+    /// Range sharding with a low split threshold, so key-value ranges split
+    /// again and again under the workloads while the nemesis runs.
+    pub range_splits: bool,
+    /// Nodes run with `storage.sync_on_commit = false`: after a whole-cluster
+    /// power cut, lost acknowledged writes are tolerated (the contract allows
+    /// them) but forks, phantom or doubled writes and broken invariants are not.
+    pub unsynced: bool,
 }
 
 impl Profile {
     /// The CI profile: every fault kind once, then the crash points.
     pub fn quick(seed: u64) -> Profile {
-        Profile { long: false, duration: Duration::ZERO, hold: Duration::from_secs(5), seed, faults: Vec::new() }
+        Profile {
+            long: false,
+            duration: Duration::ZERO,
+            hold: Duration::from_secs(5),
+            seed,
+            faults: Vec::new(),
+            kinds: Vec::new(),
+            range_splits: false,
+            unsynced: false,
+        }
     }
 
     /// Random faults for `duration`, crash points interleaved.
     pub fn long(duration: Duration, seed: u64) -> Profile {
-        Profile { long: true, duration, hold: Duration::from_secs(8), seed, faults: Vec::new() }
+        Profile { long: true, duration, hold: Duration::from_secs(8), ..Profile::quick(seed) }
+    }
+
+    /// The control-plane profile (issue 35): random faults from
+    /// [`Fault::CONTROL_PLANE`] for `duration` on a range-sharded cluster whose
+    /// ranges keep splitting, so splits, replica moves, additions and drains,
+    /// meta-leader partitions and whole-cluster power cuts overlap.
+    pub fn control_plane(duration: Duration, seed: u64) -> Profile {
+        Profile { kinds: Fault::CONTROL_PLANE.to_vec(), range_splits: true, ..Profile::long(duration, seed) }
+    }
+
+    /// Node settings on top of [`NODE_ENV`].
+    pub fn node_env(&self) -> Vec<(&'static str, &'static str)> {
+        let mut env = NODE_ENV.to_vec();
+        if self.range_splits {
+            env.extend(RANGE_SPLIT_ENV);
+        }
+        if self.unsynced {
+            env.push(("SERVICE_SYNC_ON_COMMIT", "false"));
+        }
+        env
     }
 }
+
+/// Range sharding whose ranges split every ~1 500 keys, checked every 2 s
+/// (the set workload adds ~50 keys a second: a split every half minute or so).
+pub const RANGE_SPLIT_ENV: [(&str, &str); 3] = [
+    ("SERVICE_SHARDING_STRATEGY", "range"),
+    ("SERVICE_SPLIT_THRESHOLD_KEYS", "1500"),
+    ("SERVICE_SPLIT_CHECK_INTERVAL_SECS", "2"),
+];
 
 /// A seed from the clock.
 pub fn clock_seed() -> u64 {
@@ -90,6 +137,10 @@ pub struct Report {
     pub faults: BTreeMap<&'static str, u64>,
     pub fault_notes: Vec<String>,
     pub checks: CheckReport,
+    /// How the cluster ran (sharding, sync_on_commit).
+    pub mode: String,
+    /// Key-value ranges at the end (range sharding only).
+    pub ranges: Option<usize>,
     /// The saved history, when there were anomalies.
     pub history_path: Option<PathBuf>,
     pub cluster_dir: PathBuf,
@@ -109,7 +160,10 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "chaos run: seed {}, {:.0?}", self.seed, self.elapsed)?;
+        writeln!(f, "chaos run: seed {}, {:.0?}, {}", self.seed, self.elapsed, self.mode)?;
+        if let Some(n) = self.ranges {
+            writeln!(f, "key-value ranges at the end: {n}")?;
+        }
         writeln!(f, "operations: {}", self.total_operations())?;
         for (w, m) in &self.operations {
             let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -127,6 +181,12 @@ impl fmt::Display for Report {
         writeln!(f, "set: {} adds acknowledged, {} present at the end", c.set_acked, c.set_present)?;
         writeln!(f, "bank: {} balance reads checked; {} transfers checked against {} ledger rows", c.bank_reads, c.bank_transfers_checked, c.bank_ledger_rows)?;
         writeln!(f, "lost writes: {}", c.lost_writes)?;
+        if c.loss_tolerated {
+            writeln!(f, "lost writes allowed by sync_on_commit = false: {}", c.lost_writes_tolerated)?;
+        }
+        for n in &c.notes {
+            writeln!(f, "  note: {n}")?;
+        }
         writeln!(f, "anomalies: {}", c.anomalies.len())?;
         for a in &c.anomalies {
             writeln!(f, "  ! {a}")?;
@@ -151,7 +211,8 @@ pub async fn run(profile: &Profile) -> Result<Report> {
         std::env::var("TESSERA_TEST_READY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(120),
     );
     eprintln!("[chaos] seed {} ({})", profile.seed, if profile.long { "long" } else { "quick" });
-    let mut c = ChaosCluster::start(&NODE_ENV, ready).await?;
+    let node_env = profile.node_env();
+    let mut c = ChaosCluster::start(&node_env, ready).await?;
     let result = drive(&mut c, profile, ready).await;
     let (rec, mut report) = match result {
         Ok(x) => x,
@@ -195,7 +256,9 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
             let mut n = 0u64;
             while Instant::now() < end {
                 n += 1;
-                let fault = if n % 10 == 0 {
+                let fault = if !profile.kinds.is_empty() {
+                    profile.kinds[nemesis.rng.below(profile.kinds.len() as u64) as usize]
+                } else if n % 10 == 0 {
                     Fault::CrashSnapshotInstall
                 } else {
                     let kinds = Fault::random_kinds();
@@ -234,7 +297,10 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     .await;
     w.stop().await?;
 
-    let mut checks = CheckReport::default();
+    let mut checks = CheckReport {
+        loss_tolerated: profile.unsynced && nemesis.counts.contains_key(Fault::PowerLossAll.name()),
+        ..CheckReport::default()
+    };
     if let Err(e) = progress {
         checks.anomalies.push(format!("no progress after healing: {e:#}"));
     }
@@ -256,7 +322,20 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
         };
         *operations.entry(format!("{}/{}", o.workload, o.kind)).or_default().entry(outcome).or_insert(0) += 1;
     }
+    let ranges = if profile.range_splits {
+        let cluster = c.http.get("/api/v1/admin/cluster").await?;
+        cluster.json["sharding"]["ranges"].as_array().map(Vec::len)
+    } else {
+        None
+    };
+    let mode = format!(
+        "{} sharding, sync_on_commit = {}",
+        if profile.range_splits { "range (splitting)" } else { "hash" },
+        !profile.unsynced
+    );
     let report = Report {
+        mode,
+        ranges,
         operations,
         faults: nemesis.counts.clone(),
         fault_notes: nemesis.notes.clone(),

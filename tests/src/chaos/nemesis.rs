@@ -138,6 +138,20 @@ impl Fault {
         Fault::PowerLossAll,
     ];
 
+    /// What the control-plane profile draws from: the control plane's own
+    /// work under partitions and kills (replica moves, additions, drains and,
+    /// with its range sharding, splits), leaders cut off or killed, and power
+    /// cuts of one node or all three.
+    pub const CONTROL_PLANE: [Fault; 7] = [
+        Fault::ControlPlane,
+        Fault::Membership,
+        Fault::PartitionLeader,
+        Fault::OneWayCut,
+        Fault::KillLeader,
+        Fault::PowerLoss,
+        Fault::PowerLossAll,
+    ];
+
     /// The quick profile: every kind once but `kill-follower`.
     pub fn quick_sequence() -> Vec<Fault> {
         Fault::ALL.into_iter().filter(|f| *f != Fault::KillFollower).collect()
