@@ -9,11 +9,18 @@
 //! then comes back behind 120 ms links (one 1 MiB chunk per round trip: the
 //! transfer takes well over 10 s).
 //!
-//! Note: with three voters this scenario passes on the code before the fix too
-//! (seen: the drained leader's own vote lets its successor win while F's lease
-//! is still renewed); it guards the liveness of a drain during a transfer, and
-//! the fix matters where the successor needs F's vote (F and one more voter). Mid-transfer its leader L is drained. The group must elect another
-//! leader and take a write before F has installed the snapshot.
+//! Mid-transfer its leader L is drained. The group must elect another leader
+//! and take a write before F has installed the snapshot.
+//!
+//! - `a_draining_leader_does_not_hold_its_group_through_a_snapshot_transfer`:
+//!   all links up otherwise. It passes on the code before the fix too (the
+//!   drained leader's own vote lets its successor win while F's lease is still
+//!   renewed); it guards the liveness of a drain during a transfer.
+//! - `a_successor_that_needs_the_receiving_followers_vote_is_elected_mid_transfer`:
+//!   the third node S cannot reach L (what S sends L is lost), so S can only
+//!   win with F's vote. Before the fix F refused it until the transfer ended
+//!   (its lease was renewed by every chunk); after it, L stops streaming when
+//!   it hands off and S is elected while F still holds a partial snapshot.
 
 use std::time::{Duration, Instant};
 
@@ -31,9 +38,18 @@ const SLOW_LINK: Duration = Duration::from_millis(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_draining_leader_does_not_hold_its_group_through_a_snapshot_transfer() {
+    run(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_that_needs_the_receiving_followers_vote_is_elected_mid_transfer() {
+    run(true).await;
+}
+
+async fn run(successor_needs_the_follower: bool) {
     let env = [("SERVICE_RAFT_SNAPSHOT_LOGS", "16"), ("SERVICE_RAFT_KEEP_LOGS", "0")];
     let mut cluster = ChaosCluster::start(&env, Duration::from_secs(120)).await.expect("cluster start");
-    if let Err(e) = scenario(&mut cluster).await {
+    if let Err(e) = scenario(&mut cluster, successor_needs_the_follower).await {
         cluster.keep();
         panic!("scenario failed: {e:?}\n{}", cluster.log_tails(40));
     }
@@ -66,7 +82,7 @@ fn installed(c: &ChaosCluster, node: u64, group: u64, offset: u64) -> Result<boo
     Ok(text.lines().any(|l| l.contains(&format!("installed snapshot group={group} "))))
 }
 
-async fn scenario(c: &mut ChaosCluster) -> Result<()> {
+async fn scenario(c: &mut ChaosCluster, successor_needs_the_follower: bool) -> Result<()> {
     let api = c.http.timeout(Duration::from_secs(60));
     api.post("/api/v1/objects/buckets", &json!({"name": "slow"})).await?.ensure_status(201)?;
     let put = async |name: &str, body: Vec<u8>| {
@@ -116,14 +132,43 @@ async fn scenario(c: &mut ChaosCluster) -> Result<()> {
 
     let started = Instant::now();
     let admin = c.http.timeout(Duration::from_secs(120));
-    admin.post(&format!("/api/v1/admin/nodes/{leader}/drain"), &json!({})).await?.ensure_status(200)?;
+    let drain = format!("/api/v1/admin/nodes/{leader}/drain");
+    if successor_needs_the_follower {
+        // S's messages to L are lost (L's still reach S, so S follows L until
+        // L stops its heartbeats): S can win only with F's vote.
+        let successor = NODE_IDS.iter().copied().find(|n| *n != leader && *n != follower).context("a third node")?;
+        c.cut(Peer::Node(successor), Peer::Node(leader), true);
+        let drained = tokio::spawn(async move { admin.post(&drain, &json!({})).await });
+        // Several election timeouts (1–2 s here), far less than the transfer.
+        let what = format!(
+            "node {successor} to lead group {group} with node {follower}'s vote (a drained leader still streaming \
+             its snapshot to node {follower} keeps that vote from any successor)"
+        );
+        wait_for(Duration::from_secs(30), &what, async || {
+            Ok((c.leaders().await?.get(&group) == Some(&successor)).then_some(()))
+        })
+        .await?;
+        let elected_after = started.elapsed();
+        ensure!(
+            !installed(c, follower, group, log_offset)?,
+            "node {successor} was elected only after node {follower} had installed the snapshot ({elected_after:?} after \
+             the drain began): the drained leader's transfer kept node {follower}'s vote"
+        );
+        eprintln!("node {successor} elected {elected_after:?} after the drain began, node {follower} still receiving");
+        c.heal_network();
+        drained.await??.ensure_status(200)?;
+    } else {
+        admin.post(&drain, &json!({})).await?.ensure_status(200)?;
+    }
     let drained_after = started.elapsed();
     put(&names[0], b"written under the new leader".to_vec()).await?;
     let written_after = started.elapsed();
     let new_leader = *c.leaders().await?.get(&group).context("no leader after the drain")?;
     ensure!(new_leader != leader, "node {leader} still leads group {group}");
+    // (With the cut, the election was checked above; the drain's own end may
+    // come after the new leader has sent F the whole snapshot.)
     ensure!(
-        !installed(c, follower, group, log_offset)?,
+        successor_needs_the_follower || !installed(c, follower, group, log_offset)?,
         "group {group} took its next write only after node {follower} had installed the snapshot \
          (drained after {drained_after:?}, written after {written_after:?}): the drained leader's \
          transfer held the group"
