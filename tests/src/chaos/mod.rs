@@ -219,6 +219,7 @@ pub async fn run(profile: &Profile) -> Result<Report> {
         Ok(x) => x,
         Err(e) => {
             c.keep();
+            save_cluster_state(&mut c).await;
             return Err(e.context(format!("chaos run failed; cluster dir {}", c.root().display())));
         }
     };
@@ -230,6 +231,25 @@ pub async fn run(profile: &Profile) -> Result<Report> {
         report.history_path = Some(path);
     }
     Ok(report)
+}
+
+/// When a run stops on a failed step (a stalled addition, say), what the
+/// cluster looked like then: the router's view of every group (leader, term,
+/// members) and every replica's applied index and digest, saved beside the logs
+/// as `cluster-at-failure.json` and `consistency-at-failure.json`.
+async fn save_cluster_state(c: &mut ChaosCluster) {
+    let http = c.http.timeout(Duration::from_secs(20));
+    for (path, name) in [("/api/v1/admin/cluster", "cluster-at-failure.json"), ("/api/v1/admin/consistency", "consistency-at-failure.json")] {
+        match http.get(path).await {
+            Ok(r) => {
+                let body = serde_json::json!({"status": r.status, "body": r.json});
+                if let Err(e) = c.save_json(name, &body) {
+                    eprintln!("[chaos] saving {name}: {e:#}");
+                }
+            }
+            Err(e) => eprintln!("[chaos] GET {path} after the failure: {e:#}"),
+        }
+    }
 }
 
 async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Result<(Arc<Recorder>, Report)> {

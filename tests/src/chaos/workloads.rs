@@ -443,11 +443,21 @@ pub fn check_registers(rec: &Recorder, report: &mut CheckReport) {
     }
 }
 
-/// All keys under `prefix`, read with `http`'s consistency.
+/// All keys under `prefix`, read with `http`'s consistency. One answer holds
+/// at most `max_result_rows` (100 000) keys and a long run adds more: a
+/// truncated listing is read again as one listing per next character of the
+/// set's keys (digits and `/`), and their union must hold `total` keys.
 async fn list_all(http: &Http, prefix: &str) -> Result<BTreeSet<String>> {
     let (keys, total) = http.kv_list_keys(prefix, Some(100_000)).await?;
-    ensure!(keys.len() as u64 == total, "listing {prefix}: {} of {total} keys returned", keys.len());
-    Ok(keys.into_iter().collect())
+    if keys.len() as u64 == total {
+        return Ok(keys.into_iter().collect());
+    }
+    let mut all = BTreeSet::new();
+    for c in "0123456789/".chars() {
+        all.extend(Box::pin(list_all(http, &format!("{prefix}{c}"))).await?);
+    }
+    ensure!(all.len() as u64 == total, "listing {prefix}: {} of {total} keys found in the sub-listings", all.len());
+    Ok(all)
 }
 
 /// After healing: every acknowledged add is present (quorum list), nothing
