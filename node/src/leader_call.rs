@@ -76,11 +76,25 @@ async fn call_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: C
         }
         .map_err(|e| e.to_string());
     }
+    // The map's members first; then any leader they name that is not one of
+    // them: mid-move the group may be led by the node a replica moves to (a
+    // voter of the joint membership, elected while the old leader was cut off)
+    // before the map lists it, and asking only the map's members would find no
+    // leader for as long as that lasts.
     let members = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
+    let mut to_ask: std::collections::VecDeque<(NodeId, String)> = members
+        .into_iter()
+        .filter(|m| *m != host.id)
+        .filter_map(|m| map.addr_of(m).map(|a| (m, a.to_string())))
+        .collect();
+    let mut asked: std::collections::BTreeSet<NodeId> = std::collections::BTreeSet::from([host.id]);
     let mut last = format!("no member of group {group} answered as its leader");
-    for node in members.into_iter().filter(|m| *m != host.id) {
-        let Some(addr) = map.addr_of(node) else { continue };
-        let Ok(mut client) = host.pool.data_client(node, addr) else { continue };
+    let mut answers: Vec<String> = Vec::new();
+    while let Some((node, addr)) = to_ask.pop_front() {
+        if !asked.insert(node) {
+            continue;
+        }
+        let Ok(mut client) = host.pool.data_client(node, &addr) else { continue };
         let reply = match &call {
             Call::Read(q) => {
                 let query = tessera_api::codec::encode(q).map_err(|e| e.to_string())?;
@@ -131,9 +145,21 @@ async fn call_leader(host: &Arc<Host>, map: &ClusterMap, group: GroupId, call: C
                 .map_err(|e| e.to_string());
             }
             Ok(Some(Outcome::Failure(f))) => last = f.message,
-            Ok(_) => {}
+            Ok(Some(Outcome::NotLeader(hint))) => {
+                answers.push(match hint.leader_id {
+                    0 => format!("node {node} knows no leader"),
+                    l => format!("node {node} names node {l}"),
+                });
+                if hint.leader_id != 0 && !hint.leader_addr.is_empty() && !asked.contains(&hint.leader_id) {
+                    to_ask.push_back((hint.leader_id, hint.leader_addr));
+                }
+            }
+            Ok(None) => {}
             Err(status) => last = format!("node {node}: {}", status.message()),
         }
+    }
+    if !answers.is_empty() {
+        last = format!("{last} ({})", answers.join("; "));
     }
     Err(last)
 }
