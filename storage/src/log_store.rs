@@ -216,8 +216,27 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.put_raft(keys::RAFT_COMMITTED, &committed, false)
     }
 
+    /// The stored commit mark, never past the last entry the log holds. With
+    /// `storage.sync_on_commit = false` a power cut can keep the mark (its column
+    /// family's memtable was flushed to a synced table file) and lose the entries
+    /// under it (only in the unsynced write-ahead log): openraft would then ask to
+    /// apply entries the log does not have and panic, on every start (the
+    /// control-plane chaos profile's `--unsynced` run found a replica doing so).
+    /// The mark is only what this replica learned; its leader tells it again.
     async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, RaftStorageError> {
-        Ok(self.get_raft::<Option<LogId<u64>>>(keys::RAFT_COMMITTED)?.flatten())
+        let committed = self.get_raft::<Option<LogId<u64>>>(keys::RAFT_COMMITTED)?.flatten();
+        let held = self.get_log_state().await?.last_log_id;
+        Ok(match (committed, held) {
+            (Some(c), Some(h)) if c.index > h.index => {
+                tracing::warn!(group = self.group, committed = c.index, last = h.index, "the stored commit mark is past the log (entries lost in a power cut): lowered to the log's end");
+                Some(h)
+            }
+            (Some(c), None) => {
+                tracing::warn!(group = self.group, committed = c.index, "the stored commit mark is past the (empty) log: dropped");
+                None
+            }
+            (c, _) => c,
+        })
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), RaftStorageError>
@@ -382,6 +401,29 @@ mod tests {
             sm.apply(entries[5..].to_vec()).await.unwrap();
             log.purge(log_id(9)).await.unwrap();
             assert_eq!(log.get_log_state().await.unwrap().last_purged_log_id, Some(log_id(9)));
+        });
+    }
+
+    /// A commit mark that survived a power cut while the entries under it did
+    /// not is lowered to the log's end (openraft would ask to apply missing
+    /// entries and panic).
+    #[test]
+    fn a_commit_mark_past_the_log_is_lowered_to_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = store.log_store(GROUP);
+        write_log(&log, &(1..=4).map(|i| put(i, 8)).collect::<Vec<_>>());
+        runtime().block_on(async {
+            log.save_committed(Some(log_id(3))).await.unwrap();
+            assert_eq!(log.read_committed().await.unwrap(), Some(log_id(3)));
+            log.save_committed(Some(log_id(9))).await.unwrap();
+            assert_eq!(log.read_committed().await.unwrap(), Some(log_id(4)));
+        });
+        let empty = store.log_store(GROUP + 1);
+        let mut empty = empty;
+        runtime().block_on(async {
+            empty.save_committed(Some(log_id(2))).await.unwrap();
+            assert_eq!(empty.read_committed().await.unwrap(), None);
         });
     }
 
