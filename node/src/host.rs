@@ -64,6 +64,17 @@ const DROP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 static ONE_COMPACTION_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl Group {
+    fn new(raft: Raft<TypeConfig>, reader: GroupReader, vote_floor: std::sync::atomic::AtomicU64) -> Group {
+        Group {
+            raft,
+            reader,
+            last_stamp: Default::default(),
+            vote_floor,
+            leader_heard_ms: Default::default(),
+            last_resort_ms: Default::default(),
+        }
+    }
+
     /// Whether this replica may grant votes: not while it has a vote floor it has
     /// not applied (a fresh replica's empty log, or a log that lost acknowledged
     /// entries, would grant any candidate its vote and could elect a leader that
@@ -530,7 +541,7 @@ impl Host {
                 raft.runtime_config().heartbeat(false);
             }
             let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-            let group = Group { raft, reader: store.reader(info.id), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() };
+            let group = Group::new(raft, store.reader(info.id), vote_floor);
             groups.insert(info.id, Arc::new(group));
         }
         info!(node = id, groups = groups.len(), "node started its groups");
@@ -964,8 +975,8 @@ impl Host {
     /// would stay leaderless with a majority of its voters up (the control-plane
     /// chaos profile found a drain waiting forever for such a group). So when it
     /// has just refused a candidate its vote because its own log is longer, and
-    /// no leader has reached it for an election timeout, it campaigns once (at
-    /// most once per two election timeouts). Once it leads, its heartbeats stay
+    /// no leader has reached it for an election timeout, it campaigns (a few
+    /// times in a row, at most once per two election timeouts). Once it leads, its heartbeats stay
     /// off and leader work is refused, as for any drained node, so the
     /// followers elect another leader as soon as they hold its log.
     pub fn campaign_as_last_resort(&self, group: GroupId, refused_for_longer_log: bool) {
@@ -1139,7 +1150,7 @@ impl Host {
             info!(group, floor, "this node held the group before: the new replica votes once it applied that far");
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(floor.unwrap_or(NO_VOTE_FLOOR));
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() });
+        let g = Arc::new(Group::new(raft, self.store.reader(group), vote_floor));
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         tokio::spawn(campaign_once_caught_up(self.clone(), group, g));
@@ -1229,7 +1240,7 @@ impl Host {
             raft.runtime_config().elect(false);
         }
         let vote_floor = std::sync::atomic::AtomicU64::new(NO_VOTE_FLOOR);
-        let g = Arc::new(Group { raft, reader: self.store.reader(group), last_stamp: Default::default(), vote_floor, leader_heard_ms: Default::default(), last_resort_ms: Default::default() });
+        let g = Arc::new(Group::new(raft, self.store.reader(group), vote_floor));
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
         if campaign && !self.is_drained() && self.election_bar().is_none() {

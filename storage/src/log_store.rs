@@ -419,8 +419,7 @@ mod tests {
             log.save_committed(Some(log_id(9))).await.unwrap();
             assert_eq!(log.read_committed().await.unwrap(), Some(log_id(4)));
         });
-        let empty = store.log_store(GROUP + 1);
-        let mut empty = empty;
+        let mut empty = store.log_store(GROUP + 1);
         runtime().block_on(async {
             empty.save_committed(Some(log_id(2))).await.unwrap();
             assert_eq!(empty.read_committed().await.unwrap(), None);
