@@ -29,7 +29,7 @@ pub struct NodeConfig {
     /// Mutual TLS of the gRPC port (peers and routers).
     pub tls: TlsSection,
     /// Retention and sweeps the groups' leaders run (see `maintenance.rs`).
-    pub maintenance: crate::maintenance::MaintenanceSection,
+    pub maintenance: MaintenanceSection,
     /// Spec 01's `[encryption]` section (encryption at rest).
     pub encryption: EncryptionSection,
     pub log_level: String,
@@ -641,6 +641,33 @@ impl NodeConfig {
         }
     }
 }
+
+/// How often each task runs (`maintenance.*`; flat `SERVICE_*` aliases in `config.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MaintenanceSection {
+    /// Time-series retention and downsampling, seconds (at least 1).
+    pub retention_interval_secs: u64,
+    /// Channel retention (age and event count), seconds (at least 1).
+    pub stream_retention_interval_secs: u64,
+    /// Sweep of abandoned object uploads, seconds (at least 1).
+    pub upload_sweep_interval_secs: u64,
+    /// An upload neither committed nor aborted this long after its first chunk
+    /// (its router died mid-upload) has its chunks freed by the sweep.
+    pub upload_max_age_secs: u64,
+}
+
+impl Default for MaintenanceSection {
+    fn default() -> Self {
+        MaintenanceSection {
+            retention_interval_secs: 60,
+            stream_retention_interval_secs: 30,
+            upload_sweep_interval_secs: 300,
+            upload_max_age_secs: 3600,
+        }
+    }
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -3,11 +3,10 @@
 
 mod access;
 mod config;
-mod driver;
+mod control;
 mod health;
 mod host;
 mod incarnation;
-mod leader_call;
 mod log_ring;
 mod maintenance;
 mod network;
@@ -26,6 +25,31 @@ use tracing::info;
 use crate::config::NodeConfig;
 use crate::host::Host;
 use crate::service::NodeService;
+
+/// Starts the node's periodic duties beside its replicas' own: maintenance of
+/// the groups it leads, and the control plane it runs while it leads the meta
+/// group (range splitter, placement driver).
+fn start_duties(cfg: &NodeConfig, host: &std::sync::Arc<Host>) -> anyhow::Result<()> {
+    use std::time::Duration;
+    let (default_retention_ms, enforce_every) = cfg.storage.retention.parsed()?;
+    let mut maintenance = cfg.maintenance.clone();
+    if let Some(secs) = enforce_every {
+        maintenance.retention_interval_secs = secs;
+    }
+    maintenance::spawn(host.clone(), &maintenance, default_retention_ms);
+    if cfg.sharding.strategy == tessera_api::meta::ShardingStrategy::Range {
+        let period = Duration::from_secs(cfg.sharding.split_check_interval_secs.max(1));
+        let thresholds = control::splitter::SplitThresholds {
+            bytes: cfg.sharding.split_threshold_bytes,
+            keys: cfg.sharding.split_threshold_keys,
+            writes_per_sec: cfg.sharding.split_threshold_writes_per_sec,
+        };
+        control::splitter::spawn_range_splitter(host.clone(), period, thresholds);
+    }
+    let rebalance_every = cfg.sharding.auto_rebalance.then(|| Duration::from_secs(cfg.sharding.rebalance_interval_secs.max(1)));
+    control::driver::spawn_placement_driver(host.clone(), rebalance_every);
+    Ok(())
+}
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -107,6 +131,7 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     let server_tls = cfg.server_tls()?;
     let host = Host::start(&cfg).await?;
     tokio::spawn(host.clone().record_cluster_map());
+    start_duties(&cfg, &host)?;
     tessera_api::runtime::prometheus();
     if let Some(addr) = &cfg.server.health_addr {
         health::serve(host.clone(), addr, cfg.server.metrics_token.clone()).await?;

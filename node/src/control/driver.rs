@@ -22,18 +22,16 @@
 //! so an addition or drain goes on under the next meta leader.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tessera_api::command::{MetaOp, Operation, Response};
-use tessera_api::meta::{ClusterMap, NodeState, ReplicaMove};
-use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move};
-use tessera_api::rpc::{CampaignRequest, Consistency, DropGroupRequest, HandOffRequest, HostGroupRequest, StatusReply, StatusRequest};
 use tessera_api::META_GROUP;
+use tessera_api::command::MetaOp;
+use tessera_api::meta::{ClusterMap, NodeInfo, NodeState, ReplicaMove};
+use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move};
 use tracing::{debug, info, warn};
 
-use crate::host::Host;
-use crate::leader_call::{Answer, Call, on_leader};
+use super::leader_call::on_leader;
+use super::{Answer, Call, ControlError, ControlHost, meta_write};
 
 /// How long one leadership move may take: the old leader stays silent at most
 /// this long, and the successor campaigns at most this long.
@@ -43,7 +41,7 @@ const LIFECYCLE_TICK: Duration = Duration::from_millis(500);
 
 /// Starts the placement driver (see the module documentation); `rebalance_every`
 /// is `Some` with `sharding.auto_rebalance`.
-pub fn spawn_placement_driver(host: Arc<Host>, rebalance_every: Option<Duration>) {
+pub fn spawn_placement_driver<H: ControlHost>(host: H, rebalance_every: Option<Duration>) {
     match rebalance_every {
         Some(period) => info!(
             period_secs = period.as_secs(),
@@ -54,7 +52,7 @@ pub fn spawn_placement_driver(host: Arc<Host>, rebalance_every: Option<Duration>
     tokio::spawn(drive_placement(host, rebalance_every));
 }
 
-async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
+async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Duration>) {
     let mut tick = tokio::time::interval(LIFECYCLE_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
@@ -95,7 +93,7 @@ async fn drive_placement(host: Arc<Host>, rebalance_every: Option<Duration>) {
 /// Finishes the recorded move, if any, then runs the steps of a node joining
 /// or draining back to back while this node leads the meta group. Answers
 /// whether a joining node was activated (its leaderships are evened next).
-async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
+pub(super) async fn run_lifecycle<H: ControlHost>(host: &H) -> Result<bool, ControlError> {
     loop {
         if host.is_stopping() {
             return Ok(false);
@@ -121,7 +119,7 @@ async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
         match next_lifecycle_step(&map, &led_by_draining) {
             None => return Ok(false),
             Some(LifecycleStep::Activate(node)) => {
-                meta_write(host, MetaOp::SetNodeState { node, state: NodeState::Active }).await?;
+                meta_write(host, MetaOp::SetNodeState { node, state: NodeState::Active }, "a node state").await?;
                 info!(node, "placement driver: the new node holds its share of replicas; it is active");
                 return Ok(true);
             }
@@ -138,7 +136,7 @@ async fn run_lifecycle(host: &Arc<Host>) -> Result<bool, String> {
 /// statuses) until every node that may lead leads within one as many groups
 /// as any other, preferred leaders first. Leadership is not recorded anywhere:
 /// after a crash or a change of meta leader the next pass plans it anew.
-async fn balance_leaderships(host: &Arc<Host>) {
+pub(super) async fn balance_leaderships<H: ControlHost>(host: &H) {
     let Some(map) = host.recorded_map() else { return };
     for _ in 0..map.groups.len() {
         let view = leadership_view(host, &map).await;
@@ -161,51 +159,29 @@ async fn balance_leaderships(host: &Arc<Host>) {
 }
 
 /// Who leads what, from every node of `map` that answers (this node answers itself).
-async fn leadership_view(host: &Host, map: &ClusterMap) -> LeadershipView {
+async fn leadership_view<H: ControlHost>(host: &H, map: &ClusterMap) -> LeadershipView {
     let calls = map.nodes.iter().map(|n| async move {
         let may_lead = matches!(n.state, NodeState::Active | NodeState::Joining);
-        if n.id == host.id {
-            let own = StatusReply { node_id: host.id, groups: host.group_statuses(), ..Default::default() };
-            return Some((n.id, may_lead, own));
-        }
-        let mut client = host.pool.data_client(n.id, &n.addr).ok()?;
-        let mut req = tonic::Request::new(StatusRequest { from_node: host.id, ..Default::default() });
-        req.set_timeout(Duration::from_secs(1));
-        let reply = client.status(req).await.ok()?.into_inner();
-        Some((n.id, may_lead, reply))
+        host.status(n).await.map(|status| (n.id, may_lead, status))
     });
     let statuses: Vec<_> = futures::future::join_all(calls).await.into_iter().flatten().collect();
     LeadershipView::from_statuses(statuses.iter().map(|(id, may_lead, s)| (*id, *may_lead, s))).with_preferences(map)
 }
 
-/// One leadership move: `from` hands the group off, `to` campaigns (locally
-/// when either is this node). Answers the group's leader afterwards.
-async fn move_leadership(host: &Arc<Host>, map: &ClusterMap, mv: LeaderMove) -> Result<Option<u64>, String> {
-    let addr = |id: u64| map.addr_of(id).map(str::to_string).ok_or_else(|| format!("node {id} is not in the map"));
-    let was_leader = if mv.from == host.id {
-        host.hand_off(mv.group, mv.to, LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string())?
-    } else {
-        let mut client = host.pool.data_client(mv.from, &addr(mv.from)?).map_err(|e| e.to_string())?;
-        let req = HandOffRequest { group_id: mv.group, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64, to: mv.to };
-        client.hand_off(req).await.map_err(|s| s.message().to_string())?.into_inner().was_leader
-    };
-    if !was_leader {
-        return Err(format!("node {} no longer leads group {}", mv.from, mv.group));
+/// One leadership move: `from` hands the group off, `to` campaigns. Answers
+/// the group's leader afterwards.
+async fn move_leadership<H: ControlHost>(host: &H, map: &ClusterMap, mv: LeaderMove) -> Result<Option<u64>, ControlError> {
+    let node = |id: u64| map.node(id).ok_or_else(|| ControlError::Map(format!("node {id} is not in the map")));
+    if !host.hand_off(node(mv.from)?, mv.group, mv.to, LEADER_MOVE_TIMEOUT).await? {
+        return Err(ControlError::Map(format!("node {} no longer leads group {}", mv.from, mv.group)));
     }
-    if mv.to == host.id {
-        return host.campaign(mv.group, Some(mv.from), LEADER_MOVE_TIMEOUT).await.map_err(|e| e.to_string());
-    }
-    let mut client = host.pool.data_client(mv.to, &addr(mv.to)?).map_err(|e| e.to_string())?;
-    let req = CampaignRequest { group_id: mv.group, previous_leader: mv.from, timeout_ms: LEADER_MOVE_TIMEOUT.as_millis() as u64 };
-    let leader = client.campaign(req).await.map_err(|s| s.message().to_string())?.into_inner().leader;
-    Ok((leader != 0).then_some(leader))
+    host.campaign(node(mv.to)?, mv.group, mv.from, LEADER_MOVE_TIMEOUT).await
 }
-
 
 /// With `sharding.auto_rebalance`: finishes the replica move recorded in
 /// `map`, or plans, records and makes the next one that evens the spread;
 /// nothing when the spread is even.
-async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap, term: u64) -> Result<(), String> {
+pub(super) async fn move_one_replica<H: ControlHost>(host: &H, map: &ClusterMap, term: u64) -> Result<(), ControlError> {
     let mv = match map.moving {
         Some(mv) => {
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
@@ -222,18 +198,13 @@ async fn move_one_replica(host: &Arc<Host>, map: &ClusterMap, term: u64) -> Resu
 }
 
 /// Records `mv` in the meta group as the move in flight.
-async fn begin_move(host: &Arc<Host>, mv: ReplicaMove) -> Result<(), String> {
-    match host.write(META_GROUP, Operation::Meta(MetaOp::BeginMove(mv)), None, Consistency::Quorum).await {
-        Ok(Response::Applied(_)) => Ok(()),
-        Ok(Response::Rejected(r)) => Err(format!("the meta group refused the move: {}", r.message)),
-        Ok(other) => Err(format!("unexpected answer to a move record: {other:?}")),
-        Err(e) => Err(e.to_string()),
-    }
+async fn begin_move<H: ControlHost>(host: &H, mv: ReplicaMove) -> Result<(), ControlError> {
+    meta_write(host, MetaOp::BeginMove(mv), "the move record").await.map(|_| ())
 }
 
 /// Makes the steps of the recorded move `mv`; a move the map no longer allows
 /// (its group or node gone) is dropped from the record.
-async fn finish_move(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<(), String> {
+async fn finish_move<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<(), ControlError> {
     let started = Instant::now();
     match move_replica(host, map, mv, resumed, term).await {
         Ok(index) => {
@@ -242,7 +213,7 @@ async fn finish_move(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resume
         }
         Err(MoveError::Obsolete(why)) => {
             warn!(group = mv.group, from = mv.from, to = mv.to, "placement driver: the recorded move cannot go on ({why}); it is dropped");
-            meta_write(host, MetaOp::EndMove { group: mv.group }).await
+            meta_write(host, MetaOp::EndMove { group: mv.group }, "the end of a move").await.map(|_| ())
         }
         Err(MoveError::Failed(why)) => Err(why),
     }
@@ -253,7 +224,7 @@ enum MoveError {
     /// The map changed under it (group or node gone): the record is dropped.
     Obsolete(String),
     /// A step failed (a node did not answer); the next period tries again.
-    Failed(String),
+    Failed(ControlError),
 }
 
 /// The steps of `mv`, each idempotent: the receiving node hosts an empty
@@ -264,7 +235,7 @@ enum MoveError {
 /// `to` has applied the new membership `from` drops its replica. Answers the
 /// new membership's log index. (`resumed`: the move was recorded by an earlier
 /// driver; `term`: this driver's meta leadership, the fence of its calls.)
-async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<u64, MoveError> {
+async fn move_replica<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMove, resumed: bool, term: u64) -> Result<u64, MoveError> {
     let group = map.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| MoveError::Obsolete(format!("group {} is gone", mv.group)))?;
     let to = map
         .node(mv.to)
@@ -274,16 +245,8 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
         return Err(MoveError::Obsolete(format!("node {} no longer holds group {}", mv.from, mv.group)));
     }
     let members: Vec<u64> = group.members.iter().map(|&m| if m == mv.from { mv.to } else { m }).collect();
-    let failed = |step: &str, e: String| MoveError::Failed(format!("{step} of group {}: {e}", mv.group));
-    if to.id == host.id {
-        host.admit_control(term, "hosting a replica").map_err(|e| failed("hosting a replica", e.to_string()))?;
-        host.host_group(mv.group).await.map_err(|e| failed("hosting a replica", e.to_string()))?;
-    } else {
-        let mut client = host.pool.data_client(to.id, &to.addr).map_err(|e| failed("reaching the new node", e.to_string()))?;
-        let mut req = tonic::Request::new(HostGroupRequest { group_id: mv.group, meta_term: term });
-        req.set_timeout(Duration::from_secs(10));
-        client.host_group(req).await.map_err(|s| failed("hosting a replica", format!("node {}: {}", to.id, s.message())))?;
-    }
+    let failed = |step: &str, e: ControlError| MoveError::Failed(ControlError::Map(format!("{step} of group {}: {e}", mv.group)));
+    host.host_group(to, mv.group, term).await.map_err(|e| failed("hosting a replica", e))?;
     let call = Call::AddLearner { node: to.id, addr: to.addr.clone(), meta_term: term };
     on_leader(host, map, mv.group, call).await.map_err(|e| failed("adding the learner", e))?;
     if !resumed {
@@ -293,11 +256,11 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
     let replace = Call::ReplaceVoters { voters: members.clone(), expected: group.members.clone(), meta_term: term };
     let index = match on_leader(host, map, mv.group, replace).await {
         Ok(Answer::Index(index)) => index,
-        Ok(other) => return Err(failed("replacing the voters", format!("unexpected answer {other:?}"))),
+        Ok(other) => return Err(failed("replacing the voters", ControlError::unexpected("a voter change", other))),
         Err(e) => return Err(failed("replacing the voters", e)),
     };
     let record = MetaOp::SetGroupMembers { group: mv.group, members: members.clone(), expected_move: Some(mv) };
-    meta_write(host, record).await.map_err(MoveError::Failed)?;
+    meta_write(host, record, "the group's new members").await.map_err(MoveError::Failed)?;
     if let Some(old) = map.node(mv.from).filter(|_| !members.contains(&mv.from)) {
         // The source's full replica goes only once the new one holds the new
         // membership: until then it may be the copy the group needs.
@@ -305,23 +268,8 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
             warn!(group = mv.group, node = old.id, "the moved-away replica is kept for now: {e}");
             return Ok(index);
         }
-        let dropped = if old.id == host.id {
-            match host.admit_control(term, "dropping a replica") {
-                Ok(()) => host.drop_group(mv.group).await.map(|_| ()).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            }
-        } else {
-            match host.pool.data_client(old.id, &old.addr) {
-                Ok(mut client) => {
-                    let mut req = tonic::Request::new(DropGroupRequest { group_id: mv.group, meta_term: term });
-                    req.set_timeout(Duration::from_secs(15));
-                    client.drop_group(req).await.map(|_| ()).map_err(|s| s.message().to_string())
-                }
-                Err(e) => Err(e.to_string()),
-            }
-        };
         // A node that does not answer keeps a stale replica the group no longer counts.
-        if let Err(e) = dropped {
+        if let Err(e) = host.drop_group(old, mv.group, term).await {
             warn!(group = mv.group, node = old.id, "the moved-away replica was not dropped: {e}");
         }
     }
@@ -332,36 +280,17 @@ async fn move_replica(host: &Arc<Host>, map: &ClusterMap, mv: ReplicaMove, resum
 const NEW_REPLICA_APPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Waits until `node`'s replica of `group` has applied log index `index`.
-async fn wait_applied(host: &Arc<Host>, node: &tessera_api::meta::NodeInfo, group: u64, index: u64) -> Result<(), String> {
-    let deadline = Instant::now() + NEW_REPLICA_APPLY_TIMEOUT;
+async fn wait_applied<H: ControlHost>(host: &H, node: &NodeInfo, group: u64, index: u64) -> Result<(), ControlError> {
+    // Tokio's clock (paused in the unit tests), not the system's.
+    let deadline = tokio::time::Instant::now() + NEW_REPLICA_APPLY_TIMEOUT;
     loop {
-        let applied = if node.id == host.id {
-            host.applied_index(group).ok()
-        } else {
-            match host.pool.data_client(node.id, &node.addr) {
-                Ok(mut client) => {
-                    let mut req = tonic::Request::new(tessera_api::rpc::AppliedRequest { group_id: group });
-                    req.set_timeout(Duration::from_secs(2));
-                    client.applied(req).await.ok().map(|r| r.into_inner()).filter(|r| r.hosted).map(|r| r.last_applied)
-                }
-                Err(_) => None,
-            }
-        };
+        let applied = host.applied_index(node, group).await;
         if applied.is_some_and(|a| a >= index) {
             return Ok(());
         }
-        if Instant::now() >= deadline {
-            return Err(format!("node {} has not applied index {index} of group {group} (at {applied:?})", node.id));
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ControlError::Map(format!("node {} has not applied index {index} of group {group} (at {applied:?})", node.id)));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Proposes `op` to the meta group (this node leads it).
-async fn meta_write(host: &Arc<Host>, op: MetaOp) -> Result<(), String> {
-    match host.write(META_GROUP, Operation::Meta(op), None, Consistency::Quorum).await {
-        Ok(Response::Rejected(r)) => Err(format!("the meta group refused: {}", r.message)),
-        Ok(_) => Ok(()),
-        Err(e) => Err(e.to_string()),
     }
 }
