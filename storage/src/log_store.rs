@@ -290,6 +290,25 @@ impl LogStore {
     }
 
     fn truncate_from(&self, log_id: LogId<u64>) -> Result<(), RaftStorageError> {
+        // A leader asks to replace entries this replica has applied only when the
+        // group lost committed entries on a majority (a power cut of several nodes
+        // with `sync_on_commit = false`): its state machine holds writes the group
+        // no longer has. Truncating would let the next commit apply below the
+        // applied index (openraft panics) or, after a restart, leave the state
+        // machine silently diverged from the log. Refuse: this replica stops with
+        // the reason, the rest of the group goes on, and the node rebuilds it
+        // (`Store::take_diverged`).
+        if let Some(applied) = self.applied_log_id()?.filter(|a| a.index >= log_id.index) {
+            let why = format!(
+                "group {}: the leader replaces log entries from index {} but this replica applied up to {}: \
+                 the group lost committed entries (a power cut with storage.sync_on_commit = false); \
+                 this replica stops and is rebuilt from the others",
+                self.group, log_id.index, applied.index
+            );
+            tracing::error!("{why}");
+            self.db.note_diverged(self.group);
+            return Err(StorageIOError::write_logs(&std::io::Error::other(why)).into());
+        }
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(
             cf(&self.db, CF_LOG),
@@ -423,6 +442,29 @@ mod tests {
         runtime().block_on(async {
             empty.save_committed(Some(log_id(2))).await.unwrap();
             assert_eq!(empty.read_committed().await.unwrap(), None);
+        });
+    }
+
+    /// Entries the state machine applied are never replaced: a leader that
+    /// asks for it lost committed entries, and this replica stops instead of
+    /// diverging. Unapplied entries are truncated as usual.
+    #[test]
+    fn applied_entries_are_never_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = store.log_store(GROUP);
+        let mut sm = store.state_machine(GROUP);
+        let entries: Vec<_> = (1..=8).map(|i| put(i, 8)).collect();
+        write_log(&log, &entries);
+        runtime().block_on(async {
+            sm.apply(entries[..6].to_vec()).await.unwrap();
+            let refused = log.truncate(log_id(5)).await.unwrap_err();
+            assert!(refused.to_string().contains("applied up to 6"), "{refused}");
+            assert_eq!(store.take_diverged(), [GROUP], "the node is told to rebuild the replica");
+            assert!(store.take_diverged().is_empty(), "once");
+            assert_eq!(log.get_log_state().await.unwrap().last_log_id, Some(log_id(8)), "nothing was truncated");
+            log.truncate(log_id(7)).await.unwrap();
+            assert_eq!(log.get_log_state().await.unwrap().last_log_id, Some(log_id(6)));
         });
     }
 

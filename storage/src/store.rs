@@ -47,6 +47,9 @@ pub struct Db {
     pub(crate) unsynced_commits: bool,
     /// Keeps writes to a group's records from outliving its deletion.
     pub(crate) gates: Arc<crate::gate::GroupGates>,
+    /// Groups whose replica here refused to replace entries it had applied
+    /// (see `LogStore::truncate_from`): the node rebuilds them ([`Store::take_diverged`]).
+    diverged: std::sync::Mutex<std::collections::BTreeSet<u64>>,
 }
 
 impl Deref for Db {
@@ -59,7 +62,7 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false, gates: Default::default() }
+        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false, gates: Default::default(), diverged: Default::default() }
     }
 }
 
@@ -79,6 +82,13 @@ impl Db {
 
     /// Wakes whoever waits on [`Store::group_events`].
     pub(crate) fn note_group_event(&self) {
+        self.group_events.notify_one();
+    }
+
+    /// Records that `group`'s replica diverged from its group, and wakes whoever
+    /// waits on [`Store::group_events`].
+    pub(crate) fn note_diverged(&self, group: u64) {
+        self.diverged.lock().unwrap_or_else(|e| e.into_inner()).insert(group);
         self.group_events.notify_one();
     }
 
@@ -289,6 +299,7 @@ impl Store {
             unsynced_commits: tuning.unsynced_commits,
             resealed,
             gates: Default::default(),
+            diverged: Default::default(),
         });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
@@ -309,6 +320,13 @@ impl Store {
     /// group may be waiting to be started ([`Store::split_children`]).
     pub fn group_events(&self) -> Arc<tokio::sync::Notify> {
         self.db.group_events.clone()
+    }
+
+    /// The groups whose replica here stopped because it had applied entries its
+    /// group lost (a power cut of several nodes with `sync_on_commit = false`),
+    /// each once: the node drops and re-hosts them empty, for their leader to fill.
+    pub fn take_diverged(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.db.diverged.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect()
     }
 
     /// The groups split off from `parent` on this node, each with its

@@ -210,6 +210,7 @@ impl Host {
     }
 }
 
+/// Lets a replica below its vote floor campaign again once it has caught up.
 pub(super) async fn campaign_once_caught_up(host: Arc<Host>, group: GroupId, g: Arc<Group>) {
     // An empty replica may vote (see `host_group`) but campaigns only once it
     // holds something: its campaigns could not win and would only raise the

@@ -144,6 +144,16 @@ impl Host {
         Ok(true)
     }
 
+    /// Replaces this node's replica of `group`, which stopped because it had
+    /// applied entries its group lost (see `Store::take_diverged`), by an empty
+    /// one its leader fills: what this replica alone holds is not the group's.
+    pub(super) async fn rebuild_replica(self: &Arc<Self>, group: GroupId) -> Result<(), HostError> {
+        warn!(group, "this replica applied entries its group lost (sync_on_commit = false and a power cut of several nodes): it is dropped and hosted again empty, for the leader to fill");
+        self.drop_group(group).await?;
+        self.host_group(group).await?;
+        Ok(())
+    }
+
     /// Stops this node's replica of `group` and deletes its data (the replica
     /// moved away), recorded so a restart does not bring it back. Answers false
     /// when the group was not hosted.
@@ -284,10 +294,9 @@ impl Host {
     }
 }
 
-/// Lets a replica below its vote floor campaign again once it has caught up.
 /// Starts split-off groups whenever a hosted group applied a split or
 /// installed a snapshot (and once at start: a crash may have come between a
-/// split's apply and the child's start).
+/// split's apply and the child's start), and rebuilds replicas that diverged.
 pub(super) async fn follow_splits(host: Arc<Host>) {
     let events = host.store.group_events();
     loop {
@@ -298,6 +307,11 @@ pub(super) async fn follow_splits(host: Arc<Host>) {
             Ok(started) if !started.is_empty() => info!(?started, "started split-off groups"),
             Ok(_) => {}
             Err(e) => warn!("starting split-off groups: {e}"),
+        }
+        for group in host.store.take_diverged() {
+            if let Err(e) = host.rebuild_replica(group).await {
+                warn!(group, "rebuilding the diverged replica: {e}");
+            }
         }
         tokio::select! {
             _ = events.notified() => {}
