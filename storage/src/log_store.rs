@@ -167,6 +167,25 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Excluded(i) => Some(*i),
             Bound::Unbounded => None,
         };
+        // openraft 0.9 orders log ids by term before index: a leader of a later
+        // term whose log is shorter than what this replica applied (its group lost
+        // applied entries: a power cut of several nodes with sync_on_commit =
+        // false) makes its commit index "greater" though it is lower, and openraft
+        // then asks to apply from past the applied index down to it — an inverted
+        // range, on which it would panic. The replica stops and is rebuilt instead
+        // (see `truncate_from`).
+        if let Some(end) = end.filter(|&end| start > end) {
+            let why = format!(
+                "group {}: asked to apply entries {start}..{end} though this replica applied up to {}: \
+                 the group lost applied entries (a power cut with storage.sync_on_commit = false); \
+                 this replica stops and is rebuilt from the others",
+                self.group,
+                start - 1
+            );
+            tracing::error!("{why}");
+            self.db.note_diverged(self.group);
+            return Err(StorageIOError::read_logs(&std::io::Error::other(why)).into());
+        }
         self.read_entries(start, end, usize::MAX)
     }
 
@@ -465,6 +484,11 @@ mod tests {
             assert_eq!(log.get_log_state().await.unwrap().last_log_id, Some(log_id(8)), "nothing was truncated");
             log.truncate(log_id(7)).await.unwrap();
             assert_eq!(log.get_log_state().await.unwrap().last_log_id, Some(log_id(6)));
+            // A commit index below the applied one (a later term's shorter log)
+            // asks for an inverted range: refused, and the replica is rebuilt.
+            assert!(log.try_get_log_entries(7..4).await.is_err());
+            assert_eq!(store.take_diverged(), [GROUP]);
+            assert!(log.try_get_log_entries(4..4).await.unwrap().is_empty(), "an empty range is no divergence");
         });
     }
 
