@@ -22,6 +22,7 @@ mod request_stats;
 mod route_table;
 mod security;
 mod secrets;
+mod services;
 mod state;
 mod stream_hub;
 mod tls;

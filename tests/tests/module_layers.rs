@@ -33,7 +33,6 @@ const ROUTER_CYCLES_LEFT: &[&[&str]] = &[
         "state",
         "vault",
     ],
-    &["handlers::compliance", "handlers::compliance_erasure", "handlers::compliance_reports", "handlers::compliance_subject"],
 ];
 
 fn workspace() -> PathBuf {

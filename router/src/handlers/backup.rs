@@ -175,7 +175,7 @@ async fn record_audit_again(
     let again = events.len();
     events.push(AuditEvent {
         event_type: "backup_restored".into(),
-        actor: super::compliance::actor(caller),
+        actor: crate::services::compliance::actor(caller),
         subject_id: None,
         details: serde_json::json!({"backup_id": id, "audit_entries_re_recorded": again, "erasures_reapplied": erasures_reapplied}),
     });

@@ -21,6 +21,8 @@ use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, OptionalJsonBody, QueryParams};
 use crate::auth::{Caller, new_id};
+use crate::services::compliance::{actor, audit, enabled, incidents};
+use crate::services::compliance::consent as read;
 use crate::error::ApiError;
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
@@ -79,22 +81,6 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/admin/compliance/soc2-report", P("read:compliance"), super::compliance_reports::soc2_report)
 }
 
-pub(super) fn enabled(state: &AppState) -> Result<(), ApiError> {
-    if state.config.compliance.enabled {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound("the compliance interface is off: start the router with SERVICE_COMPLIANCE_ENABLED=true".into()))
-    }
-}
-
-/// Who acts, as the audit trail names them.
-pub(super) fn actor(caller: &Caller) -> String {
-    match caller {
-        Caller::User { user, .. } => user.username.clone(),
-        Caller::Bootstrap => "bootstrap".into(),
-    }
-}
-
 fn check_field(what: &str, value: &str) -> Result<(), ApiError> {
     if value.is_empty() || value.len() > MAX_FIELD_BYTES || value.contains('\0') {
         return Err(ApiError::BadRequest(format!("{what} must be 1 to {MAX_FIELD_BYTES} bytes without NUL")));
@@ -121,13 +107,6 @@ async fn write(state: &AppState, op: ConsentOp) -> Result<Response, ApiError> {
     match state.cluster.meta_write(MetaOp::Consent(op)).await? {
         Response::Rejected(r) => Err(r.into()),
         other => Ok(other),
-    }
-}
-
-pub(super) async fn read(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
-    match state.cluster.meta_read(MetaQuery::Consent(q)).await? {
-        MetaQueryResult::Consent(answer) => Ok(answer),
-        other => Err(ApiError::unexpected(other)),
     }
 }
 
@@ -436,13 +415,6 @@ async fn ccpa_opt_out(State(state): State<AppState>, caller: Caller, JsonBody(b)
     Ok(Json(json!({"success": true, "subject_id": b.subject_id, "opted_out": true, "opted_out_at": iso8601_ms(at)})))
 }
 
-pub(super) async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
-    match state.cluster.meta_read(MetaQuery::Audit(q)).await? {
-        MetaQueryResult::Audit(answer) => Ok(answer),
-        other => Err(ApiError::unexpected(other)),
-    }
-}
-
 fn audit_json(e: &AuditEntry) -> Value {
     json!({
         "id": e.id, "seq": e.seq, "event_type": e.event_type, "timestamp": iso8601_ms(e.timestamp_ms),
@@ -595,13 +567,6 @@ async fn classifications(State(state): State<AppState>, _caller: Caller, QueryPa
         other => return Err(ApiError::unexpected(other)),
     };
     Ok(Json(json!({"classifications": list.iter().map(classification_json).collect::<Vec<_>>(), "total_count": list.len()})))
-}
-
-pub(super) async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
-    match state.cluster.meta_read(MetaQuery::Incident(q)).await? {
-        MetaQueryResult::Incident(answer) => Ok(answer),
-        other => Err(ApiError::unexpected(other)),
-    }
 }
 
 fn incident_json(i: &Incident, now: i64) -> Value {

@@ -26,7 +26,7 @@ use tessera_api::rpc::Consistency;
 use tessera_api::sql::SqlOp;
 
 use super::QueryParams;
-use super::compliance::{actor, enabled};
+use crate::services::compliance::{actor, enabled};
 use super::compliance_subject::{Coverage, Scope, compact_timestamp, parse_date, rule, sql_rows};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql};

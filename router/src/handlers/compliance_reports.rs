@@ -15,7 +15,8 @@ use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQue
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 
-use super::compliance::{audit, enabled, incidents, read};
+use crate::services::compliance::consent as read;
+use crate::services::compliance::{audit, enabled, incidents};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;

@@ -17,7 +17,7 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
-use super::compliance::enabled;
+use crate::services::compliance::enabled;
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;

@@ -1,0 +1,51 @@
+//! Compliance (spec 02): the switch, the actor the audit trail names, and the
+//! reads of the meta group's consent, audit and incident records every
+//! compliance handler and report shares.
+
+use tessera_api::command::{MetaQuery, MetaQueryResult};
+use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, IncidentAnswer, IncidentQuery};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Refuses while the compliance interface is off (`compliance.enabled`).
+pub fn enabled(state: &AppState) -> Result<(), ApiError> {
+    if state.config.compliance.enabled {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound("the compliance interface is off: start the router with SERVICE_COMPLIANCE_ENABLED=true".into()))
+    }
+}
+
+/// Who acts, as the audit trail names them.
+pub fn actor(caller: &Caller) -> String {
+    match caller {
+        Caller::User { user, .. } => user.username.clone(),
+        Caller::Bootstrap => "bootstrap".into(),
+    }
+}
+
+/// Answers a consent query from the meta group.
+pub async fn consent(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Consent(q)).await? {
+        MetaQueryResult::Consent(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Answers an audit-trail query from the meta group.
+pub async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Audit(q)).await? {
+        MetaQueryResult::Audit(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}
+
+/// Answers an incident query from the meta group.
+pub async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
+    match state.cluster.meta_read(MetaQuery::Incident(q)).await? {
+        MetaQueryResult::Incident(answer) => Ok(answer),
+        other => Err(ApiError::unexpected(other)),
+    }
+}

@@ -1,0 +1,6 @@
+//! The router's services: what it does for a request, without HTTP (no axum,
+//! nothing of `handlers/`). Handlers parse, authorize, call one service and
+//! shape the answer. (Issue 38 moves the rest of the domain logic here; see
+//! `tests/tests/module_layers.rs`.)
+
+pub mod compliance;
