@@ -36,6 +36,10 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "cargo-nextest not found; installing it" >&2
   cargo install --locked cargo-nextest
 fi
+# Formatting is part of the contract (rustfmt.toml): a diff fails the suite before
+# anything builds.
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo fmt --all --check
 start=$SECONDS
 # The cluster tests start the binaries, so build them first: the same build as
 # `cluster.sh up` (deploy/build.sh), then the test targets.

@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType,
 };
 
 /// The URI SAN of a node certificate.
@@ -56,9 +56,7 @@ pub fn role_of(der: &[u8]) -> Option<Role> {
     use x509_parser::extensions::GeneralName;
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let uris: Vec<&str> = match cert.subject_alternative_name() {
-        Ok(Some(san)) => {
-            san.value.general_names.iter().filter_map(|n| if let GeneralName::URI(u) = n { Some(*u) } else { None }).collect()
-        }
+        Ok(Some(san)) => san.value.general_names.iter().filter_map(|n| if let GeneralName::URI(u) = n { Some(*u) } else { None }).collect(),
         _ => Vec::new(),
     };
     if uris.contains(&ROLE_ROUTER) {

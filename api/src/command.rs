@@ -31,7 +31,10 @@ pub enum Operation {
     Restore(RestoreOp),
     /// `op`, sent by the restore of `backup_id` while it holds the group (see
     /// [`RestoreOp::End`]): the only writes a held group takes.
-    DuringRestore { backup_id: String, op: Box<Operation> },
+    DuringRestore {
+        backup_id: String,
+        op: Box<Operation>,
+    },
 }
 
 impl Operation {
@@ -51,9 +54,13 @@ impl Operation {
 /// twice gives the same state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RestoreOp {
-    Begin { backup_id: String },
+    Begin {
+        backup_id: String,
+    },
     /// Records as [`crate::backup::encode_pairs`] writes them (keys relative to the group).
-    Pairs { pairs: Vec<u8> },
+    Pairs {
+        pairs: Vec<u8>,
+    },
     /// With `hold`, the group stays held after the swap: it answers no read and
     /// takes no write but the restore's own ([`Operation::DuringRestore`],
     /// [`Query::DuringRestore`]) until [`RestoreOp::Release`], so the erasures
@@ -64,7 +71,9 @@ pub enum RestoreOp {
         hold: bool,
     },
     /// Lifts the hold of `End { hold: true }` (nothing when the group is not held).
-    Release { backup_id: String },
+    Release {
+        backup_id: String,
+    },
 }
 
 /// Splits a group's key-value range at `at`: the keys from `at` to the end of
@@ -133,19 +142,33 @@ pub enum MetaOp {
     /// Record the cluster map, unless one is recorded already.
     InitClusterMap(ClusterMap),
     /// Set a node's lifecycle state in the map (refused for a node it does not have).
-    SetNodeState { node: crate::NodeId, state: crate::meta::NodeState },
+    SetNodeState {
+        node: crate::NodeId,
+        state: crate::meta::NodeState,
+    },
     /// Drop a node from the map and from every group's members.
-    RemoveNode { node: crate::NodeId },
+    RemoveNode {
+        node: crate::NodeId,
+    },
     /// Add a node to the map as `joining` (refused when its id is taken or
     /// another node is joining or leaving).
-    AddNode { node: crate::meta::NodeInfo },
+    AddNode {
+        node: crate::meta::NodeInfo,
+    },
     /// Record that `parent` split at `at` into the new group `child` on
     /// `members` (range sharding; `Applied(false)` when recorded already).
-    RecordSplit { parent: crate::GroupId, child: crate::GroupId, at: String, members: Vec<crate::NodeId> },
+    RecordSplit {
+        parent: crate::GroupId,
+        child: crate::GroupId,
+        at: String,
+        members: Vec<crate::NodeId>,
+    },
     /// Reserve the child id of `parent`'s next split in the map's
     /// `pending_splits` (`Applied(false)` when one is reserved already: it is
     /// kept); see [`crate::meta::ClusterMap::reserve_split`].
-    ReserveSplit { parent: crate::GroupId },
+    ReserveSplit {
+        parent: crate::GroupId,
+    },
     /// Record a group's members after a replica moved (refused for a member
     /// the map does not list). With `expected_move`, a compare-and-set: refused
     /// unless that move is the one recorded in flight (or the members are
@@ -161,10 +184,15 @@ pub enum MetaOp {
     BeginMove(crate::meta::ReplicaMove),
     /// Set (or clear, `node: None`) `group`'s preferred leader; refused for a
     /// node that is not one of its members.
-    SetPreferredLeader { group: crate::GroupId, node: Option<crate::NodeId> },
+    SetPreferredLeader {
+        group: crate::GroupId,
+        node: Option<crate::NodeId>,
+    },
     /// Clear `group`'s replica move without recording new members (it cannot
     /// go on); `Applied(false)` when there is none.
-    EndMove { group: crate::GroupId },
+    EndMove {
+        group: crate::GroupId,
+    },
     /// Append activity records (the oldest beyond `ACTIVITIES_KEEP` are dropped).
     RecordActivities(Vec<crate::meta::ActivityRecord>),
     /// Replace a router's published request figures (its time set to the
@@ -177,14 +205,26 @@ pub enum MetaOp {
     /// Replace a user's record (same id); refused if it would leave no admin.
     UpdateUser(UserRecord),
     /// Remove a user; refused for the last admin.
-    DeleteUser { id: String },
+    DeleteUser {
+        id: String,
+    },
     /// Create (`create: true`, refused if it exists) or replace a custom role.
-    PutRole { role: crate::meta::RoleRecord, create: bool },
-    DeleteRole { name: String },
+    PutRole {
+        role: crate::meta::RoleRecord,
+        create: bool,
+    },
+    DeleteRole {
+        name: String,
+    },
     /// Store a session under the hex SHA-256 of its token.
-    CreateSession { token_hash: String, session: SessionRecord },
+    CreateSession {
+        token_hash: String,
+        session: SessionRecord,
+    },
     /// Remove a session (logout).
-    DeleteSession { token_hash: String },
+    DeleteSession {
+        token_hash: String,
+    },
     /// MFA, alerts, failed-login counting and IP blocks.
     Security(crate::security::SecurityOp),
     /// Record the vault's wrapped data key, only if none exists (`Applied(false)` otherwise).
@@ -194,11 +234,15 @@ pub enum MetaOp {
     /// Store a vault secret (`Applied(true)` when it was created, `false` when replaced).
     VaultPutSecret(crate::meta::VaultSecretRecord),
     /// Remove a vault secret (`Deleted(0|1)`).
-    VaultDeleteSecret { path: String },
+    VaultDeleteSecret {
+        path: String,
+    },
     /// Create or replace a vault access policy (`Applied(true)` when created).
     VaultPutPolicy(crate::meta::VaultPolicyRecord),
     /// Remove a vault access policy; refused when absent.
-    VaultDeletePolicy { name: String },
+    VaultDeletePolicy {
+        name: String,
+    },
     /// Append an audit record (its time is set to the command's).
     VaultAudit(crate::meta::VaultAuditRecord),
     /// Consent records and their history (spec 02).
@@ -208,16 +252,23 @@ pub enum MetaOp {
     /// Remove the audit entries recorded before `before_ms` (retention), the
     /// oldest first; the chain then verifies from the last removed entry's
     /// hash, kept as its anchor (`Deleted(n)`).
-    PruneAudit { before_ms: i64 },
+    PruneAudit {
+        before_ms: i64,
+    },
     /// Set column classifications (answers `Applied(true)`).
     Classify(crate::compliance::ClassifyOp),
     /// Move a breach incident through its states, or clean old ones up.
     Incident(crate::compliance::IncidentOp),
     /// Record the cluster's certificate-signing key (an Ed25519 seed the
     /// proposer drew), unless one exists (`Applied(false)` then).
-    EnsureSigningKey { seed_b64: String },
+    EnsureSigningKey {
+        seed_b64: String,
+    },
     /// Store a signed deletion certificate under its id.
-    RecordCertificate { id: String, certificate: serde_json::Value },
+    RecordCertificate {
+        id: String,
+        certificate: serde_json::Value,
+    },
     /// Rewraps the vault's data key under a new passphrase (the key, its id and
     /// every secret stay): applied only while the stored wrapping is still
     /// `expected_wrapped_key`, so two concurrent changes cannot both win.
@@ -228,15 +279,25 @@ pub enum MetaOp {
     },
     /// Records (or updates) an erasure job (spec 02 erasure across shards):
     /// what was found to erase, without the data, and how far it got.
-    PutErasureJob { id: String, job: serde_json::Value },
+    PutErasureJob {
+        id: String,
+        job: serde_json::Value,
+    },
     /// Keeps a data subject's export for download until it expires (spec 02's
     /// `download_url`/`expires_at`); expired ones are removed in the same apply.
-    PutExport { id: String, file: crate::compliance::ExportFile },
+    PutExport {
+        id: String,
+        file: crate::compliance::ExportFile,
+    },
     /// Removes every kept export of a subject (an erasure of the subject).
-    DropExports { subject_id: String },
+    DropExports {
+        subject_id: String,
+    },
     /// Replaces the detail (SQL text) of every activity record that contains
     /// `needle` (a secure erasure's subject id) with a note that it was redacted.
-    RedactActivities { needle: String },
+    RedactActivities {
+        needle: String,
+    },
 }
 
 /// The result of applying a command.
@@ -268,7 +329,9 @@ pub enum Response {
     /// A breach incident after a state change.
     Incident(crate::compliance::Incident),
     /// What an erasure removed in one group: its items and their stored bytes.
-    SubjectErased { items: Vec<crate::compliance::SubjectItem> },
+    SubjectErased {
+        items: Vec<crate::compliance::SubjectItem>,
+    },
 }
 
 /// Reads a group answers, one variant per data model.
@@ -288,7 +351,10 @@ pub enum Query {
     Subject(crate::compliance::SubjectRule),
     /// `query`, asked by the restore of `backup_id` while it holds the group
     /// (see [`RestoreOp::End`]): the only reads a held group answers.
-    DuringRestore { backup_id: String, query: Box<Query> },
+    DuringRestore {
+        backup_id: String,
+        query: Box<Query>,
+    },
 }
 
 /// Answers to [`Query`], one variant per data model.
@@ -311,7 +377,9 @@ pub enum QueryResult {
 /// Key-value reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum KvQuery {
-    Get { key: String },
+    Get {
+        key: String,
+    },
     /// Live entries with the prefix in key order, at most `limit`, and how many
     /// match in all; within `range` as for [`KvOp::DeletePrefix`].
     List {
@@ -342,43 +410,69 @@ pub enum KvQueryResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum MetaQuery {
     ClusterMap,
-    UserByName { username: String },
-    UserById { id: String },
+    UserByName {
+        username: String,
+    },
+    UserById {
+        id: String,
+    },
     UserCount,
-    Session { token_hash: String },
+    Session {
+        token_hash: String,
+    },
     ListUsers,
     ListRoles,
-    Role { name: String },
+    Role {
+        name: String,
+    },
     Security(crate::security::SecurityQuery),
     /// The vault's key record and seal epoch.
     VaultState,
-    VaultSecret { path: String },
+    VaultSecret {
+        path: String,
+    },
     /// Vault secrets whose path starts with `prefix`, in path order.
-    VaultSecrets { prefix: String },
+    VaultSecrets {
+        prefix: String,
+    },
     VaultPolicies,
     /// The newest `limit` audit records, newest first.
-    VaultAudit { limit: usize },
+    VaultAudit {
+        limit: usize,
+    },
     /// The newest `limit` activity records of `kind` (every kind when `None`), newest first.
-    Activities { limit: usize, kind: Option<String> },
+    Activities {
+        limit: usize,
+        kind: Option<String>,
+    },
     /// Every router's published request figures.
     RouterStats,
     /// The certificate-signing key's seed (base64), if recorded.
     SigningKey,
     /// Deletion certificates, oldest first, issued in `[from_ms, to_ms]`.
-    Certificates { from_ms: Option<i64>, to_ms: Option<i64> },
-    Certificate { id: String },
+    Certificates {
+        from_ms: Option<i64>,
+        to_ms: Option<i64>,
+    },
+    Certificate {
+        id: String,
+    },
     /// Consent records, history, statistics and the do-not-sell list.
     Consent(crate::compliance::ConsentQuery),
     /// The audit trail.
     Audit(crate::compliance::AuditQuery),
     /// Column classifications, of one table or all, by table and column.
-    Classifications { table: Option<String> },
+    Classifications {
+        table: Option<String>,
+    },
     /// Breach incidents.
     Incident(crate::compliance::IncidentQuery),
     /// Every erasure job, oldest first.
     ErasureJobs,
     /// A kept export, unless it expired.
-    Export { id: String },
+    Export {
+        id: String,
+    },
 }
 
 /// Answers to [`MetaQuery`].
@@ -444,8 +538,5 @@ impl KvEntry {
 
 /// Wall-clock time in Unix milliseconds.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

@@ -93,12 +93,19 @@ pub enum ConsentOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ConsentQuery {
     /// The subject's current records, by purpose.
-    Subject { subject_id: String },
+    Subject {
+        subject_id: String,
+    },
     /// The subject's changes, oldest first.
-    History { subject_id: String },
+    History {
+        subject_id: String,
+    },
     Stats,
     /// Subjects whose `do_not_sell` is granted, by subject id, from `offset`.
-    DoNotSell { offset: usize, limit: usize },
+    DoNotSell {
+        offset: usize,
+        limit: usize,
+    },
 }
 
 /// Consent statistics (spec 02).
@@ -179,7 +186,11 @@ pub enum AuditQuery {
 pub enum AuditAnswer {
     Entries(Vec<AuditEntry>),
     /// `message` names the entry where a broken chain breaks.
-    Verified { valid: bool, entries_verified: u64, message: String },
+    Verified {
+        valid: bool,
+        entries_verified: u64,
+        message: String,
+    },
 }
 
 /// Classification levels (spec 02), by level.
@@ -266,7 +277,9 @@ pub fn recommended_action(event_type: &str) -> &'static str {
         "session_hijacking" => "end the user's sessions, make the user log in again, check the account's recent activity",
         "mass_data_export" | "unusual_access_pattern" => "review what the user read, suspend the account if the access is not explained",
         "mass_data_deletion" => "suspend the account, restore the deleted data from a backup, review the account's activity",
-        "admin_from_unknown_ip" | "privilege_escalation" => "suspend the account, review role changes and admin actions, rotate its credentials",
+        "admin_from_unknown_ip" | "privilege_escalation" => {
+            "suspend the account, review role changes and admin actions, rotate its credentials"
+        }
         _ => "review the incident and the security events it names",
     }
 }
@@ -353,24 +366,51 @@ impl WebhookDelivery {
 /// refused as conflicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum IncidentOp {
-    Acknowledge { id: String, by: String, notes: Option<String> },
-    Resolve { id: String, by: String, notes: Option<String>, false_positive: bool, remediation_steps: Vec<String> },
+    Acknowledge {
+        id: String,
+        by: String,
+        notes: Option<String>,
+    },
+    Resolve {
+        id: String,
+        by: String,
+        notes: Option<String>,
+        false_positive: bool,
+        remediation_steps: Vec<String>,
+    },
     /// Removes resolved and false-positive incidents detected before `before_ms` (`Deleted(n)`).
-    Cleanup { before_ms: i64 },
+    Cleanup {
+        before_ms: i64,
+    },
     /// Claims the incident's webhook delivery for `router` until the
     /// command's time + `lease_ms` (refused while another claim holds or once
     /// delivered or failed).
-    ClaimWebhook { id: String, router: String, lease_ms: i64 },
+    ClaimWebhook {
+        id: String,
+        router: String,
+        lease_ms: i64,
+    },
     /// Records the outcome of `router`'s claim: `attempts` requests sent, delivered or not.
-    RecordWebhook { id: String, router: String, delivered: bool, attempts: u32, error: Option<String> },
+    RecordWebhook {
+        id: String,
+        router: String,
+        delivered: bool,
+        attempts: u32,
+        error: Option<String>,
+    },
 }
 
 /// Incident reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum IncidentQuery {
     /// Newest first, filtered by status and severity.
-    List { status: Option<String>, severity: Option<String> },
-    Get { id: String },
+    List {
+        status: Option<String>,
+        severity: Option<String>,
+    },
+    Get {
+        id: String,
+    },
     Stats,
 }
 

@@ -67,8 +67,13 @@ pub enum DocQuery {
     /// Every collection of this group with its local document count.
     ListCollections,
     /// One collection definition.
-    Collection { name: String },
-    Get { collection: String, id: String },
+    Collection {
+        name: String,
+    },
+    Get {
+        collection: String,
+        id: String,
+    },
     Find(FindSpec),
 }
 

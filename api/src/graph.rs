@@ -75,8 +75,14 @@ pub enum TraverseDirection {
 /// Graph reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum GraphQuery {
-    Node { graph: String, id: String },
-    Edge { graph: String, id: String },
+    Node {
+        graph: String,
+        id: String,
+    },
+    Edge {
+        graph: String,
+        id: String,
+    },
     /// `GET /graph/data`: a traversal from `start` to `depth`, or the nodes (of
     /// `label`) and the edges among them.
     Data {
@@ -90,7 +96,12 @@ pub enum GraphQuery {
         edge_limit: usize,
     },
     /// A pattern query (`POST /graph/query`).
-    Pattern { graph: String, query: String, params: Map<String, Value>, max_rows: usize },
+    Pattern {
+        graph: String,
+        query: String,
+        params: Map<String, Value>,
+        max_rows: usize,
+    },
 }
 
 /// Results of graph writes (others answer `Deleted` or `Rejected`).
@@ -98,8 +109,13 @@ pub enum GraphQuery {
 pub enum GraphResponse {
     Node(NodeRecord),
     Edge(EdgeRecord),
-    NodeDeleted { edges_removed: u64 },
-    Batch { nodes: u64, edges: u64 },
+    NodeDeleted {
+        edges_removed: u64,
+    },
+    Batch {
+        nodes: u64,
+        edges: u64,
+    },
     /// How many edges a delete removed (0 or 1).
     EdgeDeleted(u64),
 }
@@ -128,10 +144,20 @@ pub struct DataEdge {
 pub enum GraphQueryResult {
     Node(Option<NodeRecord>),
     Edge(Option<EdgeRecord>),
-    Data { nodes: Vec<DataNode>, edges: Vec<DataEdge>, truncated: bool },
+    Data {
+        nodes: Vec<DataNode>,
+        edges: Vec<DataEdge>,
+        truncated: bool,
+    },
     /// The traversal's start node does not exist.
     NoStartNode,
-    Table { columns: Vec<String>, rows: Vec<Vec<Value>>, truncated: bool, work: u64, plan: Vec<String> },
+    Table {
+        columns: Vec<String>,
+        rows: Vec<Vec<Value>>,
+        truncated: bool,
+        work: u64,
+        plan: Vec<String>,
+    },
 }
 
 /// Graph names: 1 to 128 bytes of letters, digits, `_`, `-` and `.`.

@@ -40,13 +40,7 @@ pub struct UserView {
 
 impl From<&UserRecord> for UserView {
     fn from(u: &UserRecord) -> Self {
-        UserView {
-            id: u.id.clone(),
-            username: u.username.clone(),
-            email: u.email.clone(),
-            role: u.role,
-            mfa_enabled: u.mfa_enabled,
-        }
+        UserView { id: u.id.clone(), username: u.username.clone(), email: u.email.clone(), role: u.role, mfa_enabled: u.mfa_enabled }
     }
 }
 
@@ -119,12 +113,7 @@ pub fn iso8601_ms(ms: i64) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", sod / 3600, (sod % 3600) / 60, sod % 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day); H. Hinnant's algorithm.

@@ -9,6 +9,8 @@
 
 pub mod b64;
 pub mod backup;
+#[cfg(feature = "tls")]
+pub mod certs;
 pub mod clock;
 pub mod codec;
 pub mod command;
@@ -35,8 +37,6 @@ pub mod telemetry;
 pub mod timeseries;
 #[cfg(feature = "tls")]
 pub mod tls;
-#[cfg(feature = "tls")]
-pub mod certs;
 pub mod vector;
 
 /// The release version reported by `/health`.

@@ -48,12 +48,21 @@ pub enum ObjectOp {
     /// Makes a fully uploaded blob the content of `key`.
     CommitObject(ObjectMeta),
     /// Frees the chunks of an upload that will not be committed.
-    AbortUpload { bucket: String, blob_id: String, chunks: u32 },
-    DeleteObject { bucket: String, key: String },
+    AbortUpload {
+        bucket: String,
+        blob_id: String,
+        chunks: u32,
+    },
+    DeleteObject {
+        bucket: String,
+        key: String,
+    },
     /// Frees the chunks of every upload in this group that started more than
     /// `max_age_ms` before the command's time and was neither committed nor
     /// aborted (its router died mid-upload).
-    SweepUploads { max_age_ms: i64 },
+    SweepUploads {
+        max_age_ms: i64,
+    },
 }
 
 /// Object store reads.
@@ -61,13 +70,29 @@ pub enum ObjectOp {
 pub enum ObjectQuery {
     ListBuckets,
     /// The bucket's record in this group.
-    Bucket { name: String },
+    Bucket {
+        name: String,
+    },
     /// The bucket's record with the count and bytes of its objects in this group.
-    BucketStats { name: String },
-    Head { bucket: String, key: String },
-    Chunk { bucket: String, blob_id: String, index: u32 },
+    BucketStats {
+        name: String,
+    },
+    Head {
+        bucket: String,
+        key: String,
+    },
+    Chunk {
+        bucket: String,
+        blob_id: String,
+        index: u32,
+    },
     /// Objects with `prefix` in key order, strictly after `after` when given.
-    List { bucket: String, prefix: String, after: Option<String>, limit: usize },
+    List {
+        bucket: String,
+        prefix: String,
+        after: Option<String>,
+        limit: usize,
+    },
 }
 
 /// A stored object's metadata.

@@ -116,8 +116,7 @@ impl LeadershipView {
 
 /// How many data-group replicas each active node holds (active nodes only).
 pub fn replica_load(map: &ClusterMap) -> BTreeMap<NodeId, usize> {
-    let mut load: BTreeMap<NodeId, usize> =
-        map.nodes.iter().filter(|n| n.state == NodeState::Active).map(|n| (n.id, 0)).collect();
+    let mut load: BTreeMap<NodeId, usize> = map.nodes.iter().filter(|n| n.state == NodeState::Active).map(|n| (n.id, 0)).collect();
     for g in map.groups.iter().filter(|g| g.id != crate::META_GROUP) {
         for m in &g.members {
             if let Some(n) = load.get_mut(m) {
@@ -220,8 +219,7 @@ pub fn drain_done(map: &ClusterMap, node: NodeId) -> bool {
 /// group from the most loaded node among those the new node is not in yet.
 pub fn join_moves(map: &ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
     let data: Vec<&crate::meta::GroupInfo> = map.groups.iter().filter(|g| g.id != crate::META_GROUP).collect();
-    let hosts: Vec<NodeId> =
-        map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
+    let hosts: Vec<NodeId> = map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
     if hosts.is_empty() {
         return Vec::new();
     }
@@ -237,9 +235,7 @@ pub fn join_moves(map: &ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
         let mut donors: Vec<(NodeId, usize)> = load.iter().filter(|(n, _)| **n != new).map(|(n, l)| (*n, *l)).collect();
         donors.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
         let found = donors.iter().find_map(|(from, _)| {
-            data.iter()
-                .find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id))
-                .map(|g| (g.id, *from))
+            data.iter().find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id)).map(|g| (g.id, *from))
         });
         let Some((group, from)) = found else { break };
         taken.insert(group);

@@ -78,10 +78,8 @@ pub struct Ring {
 impl Ring {
     /// The ring of `groups` ([`POINTS_PER_GROUP`] points each).
     pub fn new(groups: impl IntoIterator<Item = GroupId>) -> Ring {
-        let mut points: Vec<(u64, GroupId)> = groups
-            .into_iter()
-            .flat_map(|g| (0..POINTS_PER_GROUP).map(move |p| (hash(format!("group/{g}/{p}").as_bytes()), g)))
-            .collect();
+        let mut points: Vec<(u64, GroupId)> =
+            groups.into_iter().flat_map(|g| (0..POINTS_PER_GROUP).map(move |p| (hash(format!("group/{g}/{p}").as_bytes()), g))).collect();
         points.sort_unstable();
         points.dedup();
         Ring { points }

@@ -31,9 +31,11 @@ pub const WIRE_REFUSAL: &str = "incompatible wire version";
 pub fn check_wire_version(request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
     let caller = match request.metadata().get(WIRE_VERSION_KEY) {
         None => 1,
-        Some(v) => v.to_str().ok().and_then(|v| v.trim().parse::<u32>().ok()).ok_or_else(|| {
-            tonic::Status::invalid_argument(format!("{WIRE_VERSION_KEY} must be a number"))
-        })?,
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .ok_or_else(|| tonic::Status::invalid_argument(format!("{WIRE_VERSION_KEY} must be a number")))?,
     };
     if caller < MIN_WIRE_VERSION {
         return Err(tonic::Status::failed_precondition(format!(

@@ -46,10 +46,7 @@ impl NodeList {
 
     /// Every entry as (id, address); `Err(entry)` for one without a numeric id.
     pub fn with_ids(&self) -> Result<Vec<(NodeId, String)>, String> {
-        self.entries()?
-            .into_iter()
-            .map(|(id, addr)| id.map(|id| (id, addr.clone())).ok_or(addr))
-            .collect()
+        self.entries()?.into_iter().map(|(id, addr)| id.map(|id| (id, addr.clone())).ok_or(addr)).collect()
     }
 }
 
@@ -186,7 +183,11 @@ pub fn undocumented_env_vars(aliases: &[(&str, &str)], docs_dir: &Path) -> std::
             docs.push_str(&std::fs::read_to_string(entry.path())?);
         }
     }
-    Ok(aliases.iter().map(|(flat, _)| format!("SERVICE_{}", flat.to_ascii_uppercase())).filter(|var| !docs.contains(var.as_str())).collect())
+    Ok(aliases
+        .iter()
+        .map(|(flat, _)| format!("SERVICE_{}", flat.to_ascii_uppercase()))
+        .filter(|var| !docs.contains(var.as_str()))
+        .collect())
 }
 
 /// `config` as an admin may see it: the value of every key that names a
@@ -232,8 +233,7 @@ pub fn build_runtime(worker_threads: usize) -> std::io::Result<tokio::runtime::R
 pub fn prometheus() -> &'static metrics_exporter_prometheus::PrometheusHandle {
     static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> = std::sync::OnceLock::new();
     HANDLE.get_or_init(|| {
-        const BUCKETS: &[f64] =
-            &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+        const BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
             .set_buckets_for_metric(metrics_exporter_prometheus::Matcher::Suffix("_seconds".into()), BUCKETS)
             .expect("non-empty buckets")

@@ -119,11 +119,22 @@ pub struct BruteForcePolicy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SecurityOp {
     /// Turn on MFA with a fresh secret: `Applied(true)`; refused (conflict) when on.
-    EnableMfa { user_id: String, secret_b32: String },
+    EnableMfa {
+        user_id: String,
+        secret_b32: String,
+    },
     /// Turn MFA off after checking a current code: `Mfa(Verified)` or `Mfa(WrongCode|Replayed)`.
-    DisableMfa { user_id: String, code: String, dev_code: Option<String> },
+    DisableMfa {
+        user_id: String,
+        code: String,
+        dev_code: Option<String>,
+    },
     /// Open an MFA login challenge for `ttl_ms`.
-    BeginMfaLogin { challenge_hash: String, user_id: String, ttl_ms: i64 },
+    BeginMfaLogin {
+        challenge_hash: String,
+        user_id: String,
+        ttl_ms: i64,
+    },
     /// Check the code of a challenge; on success drop the challenge, record the
     /// code's step and open the session.
     CompleteMfaLogin {
@@ -142,12 +153,26 @@ pub enum SecurityOp {
         user_agent: Option<String>,
     },
     /// Count a failed login of `ip` / `username`; may raise alerts and ban the IP.
-    RecordLoginFailure { ip: Option<String>, username: String, policy: BruteForcePolicy },
+    RecordLoginFailure {
+        ip: Option<String>,
+        username: String,
+        policy: BruteForcePolicy,
+    },
     RaiseAlert(NewAlert),
-    AcknowledgeAlert { id: String, by: String },
+    AcknowledgeAlert {
+        id: String,
+        by: String,
+    },
     /// Block (or re-block) an IP until `issued_at + duration_ms`.
-    BlockIp { ip: String, reason: String, duration_ms: i64, by: String },
-    UnblockIp { ip: String },
+    BlockIp {
+        ip: String,
+        reason: String,
+        duration_ms: i64,
+        by: String,
+    },
+    UnblockIp {
+        ip: String,
+    },
     /// Append security events a router noted (permissions refused).
     RecordEvents(Vec<NewSecurityEvent>),
 }
@@ -172,7 +197,10 @@ pub enum MfaOutcome {
 pub enum SecurityResponse {
     Mfa(MfaOutcome),
     /// Alerts raised by a failure and the block it caused, if any.
-    LoginFailure { alerts: Vec<AlertRecord>, banned: Option<BlockRecord> },
+    LoginFailure {
+        alerts: Vec<AlertRecord>,
+        banned: Option<BlockRecord>,
+    },
     Alert(AlertRecord),
     Block(BlockRecord),
     /// Whether an unblock removed an active block.
@@ -247,9 +275,7 @@ pub mod totp {
         let secret = decode_secret(secret_b32)?;
         let t = totp(secret, DIGITS);
         let now = (now_ms.max(0) / 1000) as u64 / STEP_SECS;
-        (now.saturating_sub(SKEW)..=now + SKEW)
-            .filter(|step| same(t.generate(step * STEP_SECS).as_bytes(), code.as_bytes()))
-            .max()
+        (now.saturating_sub(SKEW)..=now + SKEW).filter(|step| same(t.generate(step * STEP_SECS).as_bytes(), code.as_bytes())).max()
     }
 
     fn encode_component(s: &str) -> String {
@@ -313,10 +339,7 @@ pub mod totp {
         #[test]
         fn uri() {
             let uri = otpauth_uri("GEZDGNBV", "Tessera", "ann smith");
-            assert_eq!(
-                uri,
-                "otpauth://totp/Tessera:ann%20smith?secret=GEZDGNBV&issuer=Tessera&algorithm=SHA1&digits=6&period=30"
-            );
+            assert_eq!(uri, "otpauth://totp/Tessera:ann%20smith?secret=GEZDGNBV&issuer=Tessera&algorithm=SHA1&digits=6&period=30");
         }
     }
 }

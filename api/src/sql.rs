@@ -35,8 +35,13 @@ pub enum SqlQuery {
         #[serde(default)]
         max_memory_mb: u64,
     },
-    ListTables { database: String },
-    DescribeTable { database: String, name: String },
+    ListTables {
+        database: String,
+    },
+    DescribeTable {
+        database: String,
+        name: String,
+    },
     ListDatabases,
 }
 

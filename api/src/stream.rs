@@ -90,14 +90,26 @@ pub enum StreamOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StreamQuery {
     ListChannels,
-    Channel { name: String },
+    Channel {
+        name: String,
+    },
     /// Events with id > `after`, oldest first, at most `limit`; with `after`
     /// `None`, the newest `limit` events (oldest first).
-    Events { channel: String, after: Option<u64>, limit: usize },
+    Events {
+        channel: String,
+        after: Option<u64>,
+        limit: usize,
+    },
     /// Events after a consumer group's committed offset, at most `max`.
-    Poll { channel: String, group: String, max: usize },
+    Poll {
+        channel: String,
+        group: String,
+        max: usize,
+    },
     /// Committed offsets of every consumer group of a channel.
-    Offsets { channel: String },
+    Offsets {
+        channel: String,
+    },
 }
 
 /// Results of streaming writes.
@@ -105,9 +117,15 @@ pub enum StreamQuery {
 pub enum StreamResponse {
     Channel(ChannelInfo),
     Published(StreamEvent),
-    Retention { channels: u64, dropped_events: u64 },
+    Retention {
+        channels: u64,
+        dropped_events: u64,
+    },
     /// The group's offset after the commit.
-    Committed { offset: u64, advanced: bool },
+    Committed {
+        offset: u64,
+        advanced: bool,
+    },
 }
 
 /// Results of streaming reads.

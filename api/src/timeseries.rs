@@ -79,7 +79,9 @@ pub enum TsOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TsQuery {
     ListMetrics,
-    GetMetric { name: String },
+    GetMetric {
+        name: String,
+    },
     /// Points of `metric` in `[start, end]` (both inclusive, null = unbounded)
     /// of series whose tags include every `tags` pair, aggregated if asked.
     Query {
@@ -100,11 +102,25 @@ pub enum TsQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TsResponse {
     Metric(MetricInfo),
-    Written { points: u64, series: u64, created_metric: bool },
-    Retention { metrics: u64, dropped_chunks: u64, dropped_points: u64, downsampled_chunks: u64 },
+    Written {
+        points: u64,
+        series: u64,
+        created_metric: bool,
+    },
+    Retention {
+        metrics: u64,
+        dropped_chunks: u64,
+        dropped_points: u64,
+        downsampled_chunks: u64,
+    },
     /// What [`TsOp::Compact`] did: series touched, chunks merged away (sources
     /// count), stored bytes (keys and values) of those chunks before and after.
-    Compacted { series_compacted: u64, blocks_merged: u64, bytes_before: u64, bytes_after: u64 },
+    Compacted {
+        series_compacted: u64,
+        blocks_merged: u64,
+        bytes_before: u64,
+        bytes_after: u64,
+    },
 }
 
 /// Results of time-series reads.

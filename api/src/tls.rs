@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::RootCertStore;
+use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{NoServerSessionStorage, WebPkiClientVerifier};
-use rustls::ServerConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
@@ -99,12 +99,7 @@ pub fn root_store(ca: &Path) -> Result<RootCertStore, TlsError> {
 /// A server configuration presenting `cert`/`key`: TLS 1.2 and 1.3 only,
 /// session resumption off, `alpn` offered in order, and when `client_ca` is
 /// given a client certificate issued by it required on every connection.
-pub fn server_config(
-    cert: &Path,
-    key: &Path,
-    client_ca: Option<&Path>,
-    alpn: &[&[u8]],
-) -> Result<Arc<ServerConfig>, TlsError> {
+pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>, alpn: &[&[u8]]) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = provider();
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?;
@@ -117,8 +112,7 @@ pub fn server_config(
         }
         None => builder.with_no_client_auth(),
     };
-    let mut config =
-        builder.with_single_cert(load_certs("certificate", cert)?, load_key("private key", key)?)?;
+    let mut config = builder.with_single_cert(load_certs("certificate", cert)?, load_key("private key", key)?)?;
     // No resumption of any kind: no TLS 1.3 tickets (stateful or stateless) and
     // no TLS 1.2 session-id cache. `ticketer` keeps rustls' never-producing default.
     config.send_tls13_tickets = 0;
@@ -154,11 +148,7 @@ pub const WATCH_INTERVAL: Duration = Duration::from_secs(2);
 /// reload that fails (a certificate and key that do not match yet, mid-swap)
 /// keeps the previous configuration and is tried again at the next check.
 /// `what` names the files in the log.
-pub fn watch_files(
-    what: &'static str,
-    files: Vec<PathBuf>,
-    reload: impl Fn() -> Result<(), String> + Send + Sync + 'static,
-) {
+pub fn watch_files(what: &'static str, files: Vec<PathBuf>, reload: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
     fn fingerprint(files: &[PathBuf]) -> Option<Vec<u8>> {
         let mut all = Vec::new();
         for f in files {

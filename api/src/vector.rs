@@ -169,7 +169,9 @@ pub struct SearchRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum VectorQuery {
     ListCollections,
-    Stats { name: String },
+    Stats {
+        name: String,
+    },
     Get {
         collection: String,
         id: String,
@@ -193,9 +195,14 @@ pub enum VectorQuery {
 pub enum VectorResponse {
     Created(CollectionConfig),
     /// How many records the dropped collection held.
-    Dropped { count: u64 },
+    Dropped {
+        count: u64,
+    },
     /// Records new to the collection and records replaced.
-    Upserted { inserted: u64, updated: u64 },
+    Upserted {
+        inserted: u64,
+        updated: u64,
+    },
     Deleted,
 }
 
@@ -219,7 +226,10 @@ pub enum VectorQueryResult {
     /// Nearest first.
     Hits(Vec<VectorHit>),
     /// A page of [`VectorQuery::Scan`]; `next` continues after it (`None`: the last page).
-    Page { records: Vec<VectorRecord>, next: Option<u64> },
+    Page {
+        records: Vec<VectorRecord>,
+        next: Option<u64>,
+    },
 }
 
 /// Collection names: 1 to 64 ASCII letters, digits, `_`, `-` or `.`, starting
@@ -231,9 +241,7 @@ pub fn validate_collection_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "invalid collection name {name:?}: use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit"
-        ))
+        Err(format!("invalid collection name {name:?}: use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit"))
     }
 }
 
@@ -294,9 +302,7 @@ impl MetadataFilter {
 
     /// Whether `metadata` satisfies every clause.
     pub fn matches(&self, metadata: &Value) -> bool {
-        self.clauses.iter().all(|c| {
-            lookup(metadata, &c.field).is_some_and(|found| c.any_of.iter().any(|want| json_eq(found, want)))
-        })
+        self.clauses.iter().all(|c| lookup(metadata, &c.field).is_some_and(|found| c.any_of.iter().any(|want| json_eq(found, want))))
     }
 }
 
@@ -320,9 +326,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
             _ => x.as_f64() == y.as_f64(),
         },
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w))),
         _ => a == b,
     }
 }

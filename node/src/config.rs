@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tessera_api::NodeId;
-use tessera_api::runtime::NodeList;
 use tessera_api::meta::{NodeInfo, ShardingStrategy};
+use tessera_api::runtime::NodeList;
 
 /// Everything a node reads at start.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -123,11 +123,7 @@ impl Default for ServerSection {
 impl ServerSection {
     /// The number of query workers, `query_workers` or twice the cores.
     pub fn query_workers(&self) -> usize {
-        if self.query_workers > 0 {
-            self.query_workers
-        } else {
-            2 * std::thread::available_parallelism().map_or(2, |n| n.get())
-        }
+        if self.query_workers > 0 { self.query_workers } else { 2 * std::thread::available_parallelism().map_or(2, |n| n.get()) }
     }
 }
 
@@ -505,8 +501,7 @@ impl NodeConfig {
         if self.replication.replication_factor == 0 {
             return Err(ConfigError::Invalid("replication.replication_factor must be at least 1".into()));
         }
-        if self.raft.election_min_ms <= self.raft.heartbeat_ms || self.raft.election_max_ms <= self.raft.election_min_ms
-        {
+        if self.raft.election_min_ms <= self.raft.heartbeat_ms || self.raft.election_max_ms <= self.raft.election_min_ms {
             return Err(ConfigError::Invalid("raft timings need heartbeat < election_min < election_max".into()));
         }
         self.validate_security()?;
@@ -668,7 +663,6 @@ impl Default for MaintenanceSection {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::{ClusterSection, EncryptionSection, NodeConfig, StorageSection, TlsSection, node_id_of_host, parse_size};
@@ -682,9 +676,16 @@ mod tests {
     /// `Config` reply, shown by `GET /api/v1/admin/config`).
     #[test]
     fn no_key_spec_leaves_in_the_serialized_configuration() {
-        let (current, previous) = ("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=,MjM0NTY3ODk6Ozw9Pj9AQUJDREVGR0hJSktMTU5PUFE=");
+        let (current, previous) = (
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=,MjM0NTY3ODk6Ozw9Pj9AQUJDREVGR0hJSktMTU5PUFE=",
+        );
         let cfg = NodeConfig {
-            storage: StorageSection { encryption_key: Some(current.into()), encryption_previous_keys: previous.into(), ..StorageSection::default() },
+            storage: StorageSection {
+                encryption_key: Some(current.into()),
+                encryption_previous_keys: previous.into(),
+                ..StorageSection::default()
+            },
             cluster: insecure(),
             ..NodeConfig::default()
         };
@@ -701,7 +702,12 @@ mod tests {
         let refused = NodeConfig::default().validate_security().unwrap_err().to_string();
         assert!(refused.contains("mutual TLS only") && refused.contains("SERVICE_CLUSTER_INSECURE"), "{refused}");
         assert!(NodeConfig { cluster: insecure(), ..NodeConfig::default() }.validate_security().is_ok());
-        let tls = TlsSection { cluster_ca: Some("ca.pem".into()), cert: Some("n.pem".into()), key: Some("n.key".into()), ..TlsSection::default() };
+        let tls = TlsSection {
+            cluster_ca: Some("ca.pem".into()),
+            cert: Some("n.pem".into()),
+            key: Some("n.key".into()),
+            ..TlsSection::default()
+        };
         assert!(NodeConfig { tls: tls.clone(), ..NodeConfig::default() }.validate_security().is_ok());
         let both = NodeConfig { tls, cluster: insecure(), ..NodeConfig::default() }.validate_security().unwrap_err();
         assert!(both.to_string().contains("both set"));
@@ -731,7 +737,8 @@ mod tests {
 
     #[test]
     fn storage_settings_are_honoured_or_refused_with_a_reason() {
-        let tuned = StorageSection { compression: "zstd".into(), buffer_pool_size: "256MB".into(), ..StorageSection::default() }.tuning().unwrap();
+        let tuned =
+            StorageSection { compression: "zstd".into(), buffer_pool_size: "256MB".into(), ..StorageSection::default() }.tuning().unwrap();
         assert_eq!((tuned.compression, tuned.block_cache_bytes), (tessera_storage::Compression::Zstd, Some(256 << 20)));
         assert_eq!(StorageSection::default().tuning().unwrap().block_cache_bytes, None);
         let refused = |s: StorageSection| s.tuning().unwrap_err().to_string();

@@ -57,7 +57,11 @@ async fn metrics_if_allowed(State(probes): State<Probes>, headers: axum::http::H
     let offered = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     if !offered.is_some_and(|o| token.matches(o)) {
         let message = "GET /metrics needs Authorization: Bearer <metrics token>";
-        return (StatusCode::UNAUTHORIZED, [(axum::http::header::WWW_AUTHENTICATE, "Bearer")], Json(json!({"error": "UNAUTHORIZED", "message": message})))
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+            Json(json!({"error": "UNAUTHORIZED", "message": message})),
+        )
             .into_response();
     }
     metrics(probes.host).await.into_response()
@@ -113,8 +117,6 @@ async fn metrics(host: Arc<Host>) -> (StatusCode, [(axum::http::HeaderName, &'st
 async fn readyz(State(Probes { host, .. }): State<Probes>) -> (StatusCode, Json<Value>) {
     match host.readiness() {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready", "node_id": host.id}))),
-        Err(reason) => {
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "node_id": host.id, "reason": reason})))
-        }
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "node_id": host.id, "reason": reason}))),
     }
 }

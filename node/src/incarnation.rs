@@ -150,7 +150,6 @@ impl Incarnations {
         recorded.max(generation)
     }
 
-
     /// This node's incarnation (0: unchecked).
     pub fn own(&self) -> u64 {
         self.own

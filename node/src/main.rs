@@ -159,9 +159,7 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
         .add_service(
             // Routers of a wire version this node does not serve are refused by name.
             tonic::service::interceptor::InterceptedService::new(
-                DataServiceServer::new(service)
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                DataServiceServer::new(service).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES),
                 tessera_api::rpc::check_wire_version,
             ),
         );
@@ -258,4 +256,3 @@ fn run_again(binary: Option<std::path::PathBuf>) -> anyhow::Error {
     let err = std::process::Command::new(&exe).args(std::env::args_os().skip(1)).exec();
     anyhow::anyhow!("running {} again failed: {err}", exe.display())
 }
-

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tessera_api::META_GROUP;
 use tessera_api::command::{Operation, Response};
 use tessera_api::object::ObjectOp;
 use tessera_api::rpc::Consistency;
 use tessera_api::stream::StreamOp;
 use tessera_api::timeseries::TsOp;
-use tessera_api::META_GROUP;
 use tracing::{debug, info, warn};
 
 use crate::config::MaintenanceSection;
@@ -32,9 +32,7 @@ pub fn spawn(host: Arc<Host>, cfg: &MaintenanceSection, default_retention_ms: Op
     tokio::spawn(run_as_leader(host.clone(), "time-series retention", Duration::from_secs(cfg.retention_interval_secs.max(1)), retention));
     let tasks: [(&'static str, u64, fn(i64) -> Operation); 2] = [
         ("channel retention", cfg.stream_retention_interval_secs, |_| Operation::Stream(StreamOp::EnforceRetention)),
-        ("upload sweep", cfg.upload_sweep_interval_secs, |max_age_ms| {
-            Operation::Object(ObjectOp::SweepUploads { max_age_ms })
-        }),
+        ("upload sweep", cfg.upload_sweep_interval_secs, |max_age_ms| Operation::Object(ObjectOp::SweepUploads { max_age_ms })),
     ];
     for (task, secs, op) in tasks {
         tokio::spawn(run_as_leader(host.clone(), task, Duration::from_secs(secs.max(1)), move || op(max_age_ms)));

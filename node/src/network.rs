@@ -5,19 +5,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use openraft::BasicNode;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
-    VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tessera_api::clock::HybridClock;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
-use tessera_api::clock::HybridClock;
 use tessera_api::{GroupId, NodeId, codec};
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
@@ -177,8 +176,12 @@ pub fn observe_peer_clock(clock: &HybridClock, peer: NodeId, sent_at_ms: i64) {
                 .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
                 .is_ok()
         {
-            tracing::warn!(peer = ignored.peer, ahead_ms = ignored.ahead_ms, correction_ms = clock.correction_ms(),
-                "a peer's clock is ahead of the majority's by more than cluster.max_clock_offset_ms; its time is ignored");
+            tracing::warn!(
+                peer = ignored.peer,
+                ahead_ms = ignored.ahead_ms,
+                correction_ms = clock.correction_ms(),
+                "a peer's clock is ahead of the majority's by more than cluster.max_clock_offset_ms; its time is ignored"
+            );
         }
     }
 }
@@ -235,9 +238,7 @@ impl PeerLink {
             Lane::Control => self.control.as_mut(),
             Lane::Bulk => self.bulk.as_mut(),
         };
-        let client = client.ok_or_else(|| {
-            RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address")))
-        })?;
+        let client = client.ok_or_else(|| RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address"))))?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let sent_at_ms = self.clock.now_ms();
         let mut req = tonic::Request::new(RaftMessage {
@@ -267,8 +268,8 @@ impl PeerLink {
         {
             return Err(RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason))));
         }
-        let result: Result<Resp, RaftError<NodeId, E>> = codec::decode(&reply.payload)
-            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let result: Result<Resp, RaftError<NodeId, E>> =
+            codec::decode(&reply.payload).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }
@@ -301,11 +302,7 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         self.call(Kind::Snapshot, Lane::Bulk, rpc, &option).await
     }
 
-    async fn vote(
-        &mut self,
-        rpc: VoteRequest<NodeId>,
-        option: RPCOption,
-    ) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
+    async fn vote(&mut self, rpc: VoteRequest<NodeId>, option: RPCOption) -> RpcResult<VoteResponse<NodeId>, openraft::error::Infallible> {
         self.call(Kind::Vote, Lane::Control, rpc, &option).await
     }
 }

@@ -10,12 +10,7 @@ use tessera_api::META_GROUP;
 use tessera_api::meta::{ClusterMap, GroupInfo, KeyRange, NodeInfo, RangeDescriptor, ShardingStrategy};
 
 /// Computes the cluster map for `nodes` (sorted by id).
-pub fn initial_map(
-    nodes: &[NodeInfo],
-    shard_count: u64,
-    replication_factor: usize,
-    strategy: ShardingStrategy,
-) -> ClusterMap {
+pub fn initial_map(nodes: &[NodeInfo], shard_count: u64, replication_factor: usize, strategy: ShardingStrategy) -> ClusterMap {
     let n = nodes.len();
     let rf = replication_factor.min(n).max(1);
     let meta_size = rf.max(3).min(n);
@@ -31,7 +26,17 @@ pub fn initial_map(
         ShardingStrategy::Range if shard_count > 0 => vec![RangeDescriptor { range: KeyRange::full(), group: 1 }],
         _ => Vec::new(),
     };
-    ClusterMap { nodes: nodes.to_vec(), strategy, replication_factor: rf, groups, epoch: 0, ranges, moving: None, pending_splits: Default::default(), last_group_id: 0 }
+    ClusterMap {
+        nodes: nodes.to_vec(),
+        strategy,
+        replication_factor: rf,
+        groups,
+        epoch: 0,
+        ranges,
+        moving: None,
+        pending_splits: Default::default(),
+        last_group_id: 0,
+    }
 }
 
 /// Why a node refuses to start.

@@ -4,8 +4,8 @@
 //! that a job is refused as busy. A scan or search that takes every core
 //! leaves heartbeats, appends and applies the CPU they need first.
 
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use tracing::warn;
@@ -77,10 +77,7 @@ impl QueryPool {
     }
 
     /// Queues `work`; its result arrives on the receiver.
-    fn submit<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<tokio::sync::oneshot::Receiver<T>, PoolError> {
+    fn submit<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<tokio::sync::oneshot::Receiver<T>, PoolError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             let _ = tx.send(work());

@@ -5,17 +5,19 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tessera_api::codec;
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
-    AppliedReply, AppliedRequest, Consistency, DataReply, DrainReply, DrainRequest, Failure, FailureKind, LogsReply, LogsRequest, NotLeader,
-    AddLearnerRequest, CampaignReply, CampaignRequest, DropGroupReply, HandOffReply, HandOffRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, DropGroupRequest, GroupStorage, HostGroupReply, HostGroupRequest, ModelBytes, RemoveVoterRequest, ReplaceVotersRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StorageReply, StorageRequest,
-    RaftMessage, ReadRequest, StatusReply, StatusRequest, WriteRequest,
-    ExportGroupRequest, ExportGroupReply, FetchExportRequest, FetchExportReply, ConfigRequest, ConfigReply, PurgeErasedRequest, PurgeErasedReply, ResealRequest, ResealReply,
-    DigestReply, DigestRequest, GroupDigest,
+    AddLearnerRequest, AppliedReply, AppliedRequest, CampaignReply, CampaignRequest, ConfigReply, ConfigRequest, Consistency, DataReply,
+    DigestReply, DigestRequest, DrainReply, DrainRequest, DropGroupReply, DropGroupRequest, ExportGroupReply, ExportGroupRequest, Failure,
+    FailureKind, FetchExportReply, FetchExportRequest, GroupDigest, GroupStorage, HandOffReply, HandOffRequest, HostGroupReply,
+    HostGroupRequest, LogsReply, LogsRequest, ModelBytes, NotLeader, PurgeErasedReply, PurgeErasedRequest, RaftMessage, ReadRequest,
+    ReleaseLeadershipReply, ReleaseLeadershipRequest, RemoveVoterRequest, ReplaceVotersRequest, ResealReply, ResealRequest, RestartReply,
+    RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
+    WriteRequest,
 };
-use tessera_api::codec;
 use tonic::{Request, Response, Status};
 
 use crate::host::{Host, HostError};
@@ -105,10 +107,7 @@ impl RaftService for NodeService {
         if let Ok(g) = self.host.group(m.group_id)
             && !g.may_vote()
         {
-            return Err(Status::unavailable(format!(
-                "node {} is catching up on group {} and does not vote yet",
-                self.host.id, m.group_id
-            )));
+            return Err(Status::unavailable(format!("node {} is catching up on group {} and does not vote yet", self.host.id, m.group_id)));
         }
         let vote: openraft::raft::VoteRequest<tessera_api::NodeId> = decode(&m.payload)?;
         let candidate_log = vote.last_log_id;
@@ -298,8 +297,7 @@ impl DataService for NodeService {
     async fn hand_off(&self, req: Request<HandOffRequest>) -> Result<Response<HandOffReply>, Status> {
         let req = req.into_inner();
         let timeout = std::time::Duration::from_millis(req.timeout_ms.clamp(100, 60_000));
-        let was_leader =
-            self.host.hand_off(req.group_id, req.to, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
+        let was_leader = self.host.hand_off(req.group_id, req.to, timeout).await.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok(Response::new(HandOffReply { was_leader }))
     }
 
@@ -348,7 +346,13 @@ impl DataService for NodeService {
                 .map(|(g, _)| g)
                 .filter(|g| wanted.is_empty() || wanted.contains(g))
                 .map(|g| match host.store.digest(g) {
-                    Ok(d) => GroupDigest { group_id: g, applied_index: d.applied_index, records: d.records, digest: d.digest, error: String::new() },
+                    Ok(d) => GroupDigest {
+                        group_id: g,
+                        applied_index: d.applied_index,
+                        records: d.records,
+                        digest: d.digest,
+                        error: String::new(),
+                    },
                     Err(e) => GroupDigest { group_id: g, error: format!("digesting group {g}: {e}"), ..Default::default() },
                 })
                 .collect()
@@ -365,12 +369,9 @@ impl DataService for NodeService {
     async fn export_group(&self, req: Request<ExportGroupRequest>) -> Result<Response<ExportGroupReply>, Status> {
         let group = req.into_inner().group_id;
         match self.host.export_group(group).await {
-            Ok((export_id, info)) => Ok(Response::new(ExportGroupReply {
-                export_id,
-                applied_index: info.applied_index,
-                pairs: info.pairs,
-                bytes: info.bytes,
-            })),
+            Ok((export_id, info)) => {
+                Ok(Response::new(ExportGroupReply { export_id, applied_index: info.applied_index, pairs: info.pairs, bytes: info.bytes }))
+            }
             Err(HostError::NotLeader { leader, .. }) => Err(Status::failed_precondition(format!(
                 "not the leader of group {group}{}",
                 leader.map(|(id, _)| format!("; node {id} leads it")).unwrap_or_default()

@@ -16,7 +16,7 @@ use axum::http::Method;
 use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use tessera_api::command::{MetaOp, Response, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::meta::{Role, UserRecord};
 use tracing::{info, warn};
 
@@ -117,11 +117,7 @@ impl Caller {
 
     /// `Ok` when the caller holds `permission`, 403 otherwise.
     pub fn require(&self, permission: &str) -> Result<(), ApiError> {
-        if self.has(permission) {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(format!("this request needs the {permission} permission")))
-        }
+        if self.has(permission) { Ok(()) } else { Err(ApiError::Forbidden(format!("this request needs the {permission} permission"))) }
     }
 }
 
@@ -152,8 +148,7 @@ fn websocket_query_token(parts: &Parts) -> Option<String> {
     if !upgrade.eq_ignore_ascii_case("websocket") {
         return None;
     }
-    let axum::extract::Query(q) =
-        axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(&parts.uri).ok()?;
+    let axum::extract::Query(q) = axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(&parts.uri).ok()?;
     q.get("token").filter(|t| !t.is_empty()).cloned()
 }
 
@@ -246,15 +241,9 @@ pub async fn check_session_binding(state: &AppState, caller: &Caller, now: &Sess
     if !moved && !other_client {
         return Ok(());
     }
-    let shown = |c: &SessionClient| {
-        format!("{} ({})", c.ip.as_deref().unwrap_or("unknown address"), c.agent.as_deref().unwrap_or("no User-Agent"))
-    };
-    let message = format!(
-        "{}'s session opened from {} is used from {}",
-        user.username,
-        shown(opened_by),
-        shown(now)
-    );
+    let shown =
+        |c: &SessionClient| format!("{} ({})", c.ip.as_deref().unwrap_or("unknown address"), c.agent.as_deref().unwrap_or("no User-Agent"));
+    let message = format!("{}'s session opened from {} is used from {}", user.username, shown(opened_by), shown(now));
     let dedupe = format!("session_hijacking:{token_hash}:{}:{}", now.ip.as_deref().unwrap_or(""), now.agent.as_deref().unwrap_or(""));
     crate::security::raise_session_hijacking(state, caller, &message, dedupe);
     if policy == "end" {
@@ -338,9 +327,7 @@ impl CallerCache {
 /// applies the command only while no user exists, so routers racing at start
 /// create exactly one user.
 pub async fn provision_admin(state: AppState) {
-    let (Some(username), Some(password)) =
-        (state.config.auth.admin_username.clone(), state.config.auth.admin_password.clone())
-    else {
+    let (Some(username), Some(password)) = (state.config.auth.admin_username.clone(), state.config.auth.admin_password.clone()) else {
         state.provisioning_done.store(true, Ordering::Relaxed);
         return;
     };

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tessera_api::command::{Operation, RestoreOp, Response};
+use tessera_api::command::{Operation, Response, RestoreOp};
 use tessera_api::rpc::{Consistency, FetchExportRequest};
 use tessera_api::{GroupId, META_GROUP};
 use tessera_crypt::{Crypt, Purpose};
@@ -281,7 +281,13 @@ impl Backups {
     }
 
     /// Backs up every group of the cluster (see the module documentation).
-    pub async fn create(&self, cluster: &dyn ClusterClient, encrypted: bool, compliance_mode: &str, erasures: Vec<String>) -> Result<Manifest, BackupError> {
+    pub async fn create(
+        &self,
+        cluster: &dyn ClusterClient,
+        encrypted: bool,
+        compliance_mode: &str,
+        erasures: Vec<String>,
+    ) -> Result<Manifest, BackupError> {
         if encrypted && self.crypt.is_none() {
             return Err(BackupError::BadRequest(
                 "an encrypted backup needs the router's backup key: set SERVICE_BACKUP_KEY (or SERVICE_ENCRYPTION_KEY)".into(),
@@ -333,7 +339,13 @@ impl Backups {
         manifest.state = "complete".into();
         manifest.completed_at = Some(now_iso());
         self.write_manifest(&manifest)?;
-        tracing::info!(backup = backup_id, groups = manifest.groups.len(), bytes = manifest.size_bytes, took_ms = started.elapsed().as_millis() as u64, "backup complete");
+        tracing::info!(
+            backup = backup_id,
+            groups = manifest.groups.len(),
+            bytes = manifest.size_bytes,
+            took_ms = started.elapsed().as_millis() as u64,
+            "backup complete"
+        );
         Ok(manifest)
     }
 
@@ -358,13 +370,7 @@ impl Backups {
         put(&mut out, MAGIC)?;
         let (mut offset, mut frame, mut chunk) = (0u64, 0u64, 0u64);
         loop {
-            let req = FetchExportRequest {
-                group_id: group,
-                export_id: export.export_id.clone(),
-                offset,
-                frame,
-                max_bytes: PAGE_BYTES,
-            };
+            let req = FetchExportRequest { group_id: group, export_id: export.export_id.clone(), offset, frame, max_bytes: PAGE_BYTES };
             let page = cluster.fetch_export(&node, req).await?;
             if !page.pairs.is_empty() {
                 let body = if encrypted {

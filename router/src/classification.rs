@@ -102,7 +102,11 @@ fn identifiers(sql: &str) -> HashSet<String> {
 }
 
 /// For each result column: the classification of level 3 or above it shows, if any.
-pub fn classified_columns<'c>(sql: &str, columns: &[String], classified: &'c [ColumnClassification]) -> Vec<Option<&'c ColumnClassification>> {
+pub fn classified_columns<'c>(
+    sql: &str,
+    columns: &[String],
+    classified: &'c [ColumnClassification],
+) -> Vec<Option<&'c ColumnClassification>> {
     let words = identifiers(sql);
     columns
         .iter()
@@ -253,7 +257,11 @@ fn watch_unusual_access(state: &AppState, caller: &Caller, user: Option<&str>, l
         entry.1
     };
     if count == limit + 1 {
-        crate::security::raise_unusual_access(state, caller, &format!("{who} read classified columns {count} times within a minute (threshold {limit})"));
+        crate::security::raise_unusual_access(
+            state,
+            caller,
+            &format!("{who} read classified columns {count} times within a minute (threshold {limit})"),
+        );
     }
 }
 
@@ -294,7 +302,14 @@ mod tests {
     use super::*;
 
     fn col(table: &str, column: &str, level: u8) -> ColumnClassification {
-        ColumnClassification { table: table.into(), column: column.into(), level, reason: None, classified_by: "t".into(), classified_at_ms: 0 }
+        ColumnClassification {
+            table: table.into(),
+            column: column.into(),
+            level,
+            reason: None,
+            classified_by: "t".into(),
+            classified_at_ms: 0,
+        }
     }
 
     #[test]

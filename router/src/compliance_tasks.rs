@@ -9,7 +9,6 @@
 //! and records the outcome. A router that dies mid-delivery loses its claim
 //! when the lease runs out, and another router delivers: at least once.
 
-
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
@@ -117,7 +116,8 @@ pub async fn deliver_due(state: &AppState, webhook: &Webhook) -> Result<usize, S
     let now = tessera_api::command::now_ms();
     let mut delivered = 0;
     for due in incidents.iter().rev().filter(|i| i.webhook.due(now)) {
-        let claim = IncidentOp::ClaimWebhook { id: due.incident_id.clone(), router: state.router_instance.clone(), lease_ms: CLAIM_LEASE_MS };
+        let claim =
+            IncidentOp::ClaimWebhook { id: due.incident_id.clone(), router: state.router_instance.clone(), lease_ms: CLAIM_LEASE_MS };
         let claimed = match state.cluster.meta_write(MetaOp::Incident(claim)).await.map_err(|e| e.to_string())? {
             Response::Incident(i) => i,
             // Another router claimed it first.

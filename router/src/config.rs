@@ -678,7 +678,9 @@ impl RouterConfig {
         if let Some(m) = bd.failed_login_window_minutes.filter(|_| security.failed_login_window_secs == defaults.failed_login_window_secs) {
             security.failed_login_window_secs = m.saturating_mul(60);
         }
-        if let Some(mb) = bd.data_exfiltration_threshold_mb.filter(|_| security.data_exfiltration_threshold_mb == defaults.data_exfiltration_threshold_mb) {
+        if let Some(mb) =
+            bd.data_exfiltration_threshold_mb.filter(|_| security.data_exfiltration_threshold_mb == defaults.data_exfiltration_threshold_mb)
+        {
             security.data_exfiltration_threshold_mb = mb;
         }
         if bd.anomaly_detection == Some(false) || bd.enabled == Some(false) {
@@ -689,7 +691,11 @@ impl RouterConfig {
             security.failed_login_threshold = u32::MAX;
             security.injection_detection = false;
         }
-        if let Some(days) = self.retention.audit_log_retention_days.filter(|_| self.compliance.audit_retention_days == ComplianceSection::default().audit_retention_days) {
+        if let Some(days) = self
+            .retention
+            .audit_log_retention_days
+            .filter(|_| self.compliance.audit_retention_days == ComplianceSection::default().audit_retention_days)
+        {
             self.compliance.audit_retention_days = days;
         }
         if let Some(t) = self.server.tls.take() {
@@ -795,8 +801,14 @@ mod documented {
         let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/src/config_keys/router.txt");
         // `TlsSection`'s serde aliases, in both of its places.
         const ALIASES: [&str; 8] = [
-            "tls.cert_file", "tls.cert_path", "tls.key_file", "tls.key_path",
-            "server.tls.cert_file", "server.tls.cert_path", "server.tls.key_file", "server.tls.key_path",
+            "tls.cert_file",
+            "tls.cert_path",
+            "tls.key_file",
+            "tls.key_path",
+            "server.tls.cert_file",
+            "server.tls.cert_path",
+            "server.tls.key_file",
+            "server.tls.key_path",
         ];
         let json = serde_json::to_value(&config).unwrap();
         if let Err(e) = tessera_api::runtime::compare_key_list(&json, &ALIASES, tessera_api::runtime::ROUTER_KEYS, &list) {

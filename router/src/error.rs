@@ -1,8 +1,8 @@
 //! The router's error type, and its one mapping to HTTP.
 
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::json;
 use tessera_api::error::{ErrorClass, Rejection};
 use tessera_api::http::ErrorBody;
@@ -217,12 +217,7 @@ const UNREAD_BODY_KEEPALIVE_BYTES: u64 = 64 * 1024;
 /// `{error, code}` as every other error; their headers are kept.
 pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     use axum::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
-    let declared_body = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
+    let declared_body = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let http1 = req.version() < axum::http::Version::HTTP_2;
     let mut resp = next.run(req).await;
     let status = resp.status();
@@ -236,11 +231,7 @@ pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middlewa
     if http1 && (status == StatusCode::PAYLOAD_TOO_LARGE || (refused && declared_body > UNREAD_BODY_KEEPALIVE_BYTES)) {
         resp.headers_mut().insert(CONNECTION, axum::http::HeaderValue::from_static("close"));
     }
-    let is_json = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+    let is_json = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return resp;
     }

@@ -97,8 +97,7 @@ fn kind(v: &Value) -> &'static str {
 /// Rows of JSON data: an array of objects, or one object per line.
 pub fn parse_json(data: &str) -> Result<Vec<ImportRow>, ParseError> {
     if data.trim_start().starts_with('[') {
-        let items: Vec<Value> =
-            serde_json::from_str(data).map_err(|e| at(e.line() as u64, format!("invalid JSON array: {e}")))?;
+        let items: Vec<Value> = serde_json::from_str(data).map_err(|e| at(e.line() as u64, format!("invalid JSON array: {e}")))?;
         return json_rows(items);
     }
     let mut rows = Vec::new();

@@ -65,7 +65,18 @@ fn lines(report: &Value) -> Vec<String> {
         format!("Generated {}", s(&report["generated_at"])),
         String::new(),
     ];
-    for field in ["incident_id", "type", "severity", "status", "detected_at", "description", "source", "affected_subjects", "involved_ips", "remediation_steps_taken"] {
+    for field in [
+        "incident_id",
+        "type",
+        "severity",
+        "status",
+        "detected_at",
+        "description",
+        "source",
+        "affected_subjects",
+        "involved_ips",
+        "remediation_steps_taken",
+    ] {
         out.push(format!("{field}: {}", s(&i[field])));
     }
     out.push(String::new());
@@ -83,7 +94,14 @@ fn lines(report: &Value) -> Vec<String> {
     out.push(String::new());
     out.push("Related security events".into());
     for e in report["related_security_events"].as_array().into_iter().flatten() {
-        out.push(format!("  {}  {} ({}) {}: {}", s(&e["timestamp"]), s(&e["event_type"]), s(&e["severity"]), s(&e["source_ip"]), s(&e["description"])));
+        out.push(format!(
+            "  {}  {} ({}) {}: {}",
+            s(&e["timestamp"]),
+            s(&e["event_type"]),
+            s(&e["severity"]),
+            s(&e["source_ip"]),
+            s(&e["description"])
+        ));
     }
     out
 }

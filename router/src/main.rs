@@ -5,30 +5,30 @@
 mod activity;
 mod auth;
 mod backup;
-mod openapi;
-mod compliance_tasks;
 mod catalog;
 mod classification;
 mod cluster;
+mod compliance_tasks;
 mod config;
 mod error;
 mod handlers;
 mod idempotency;
-mod incident_report;
 mod import;
+mod incident_report;
+mod openapi;
 mod permissions;
 mod ratelimit;
 mod request_stats;
 mod route_table;
-mod security;
 mod secrets;
+mod security;
 mod services;
 mod state;
 mod stream_hub;
-mod tls;
-mod vault;
 #[cfg(test)]
 mod tests;
+mod tls;
+mod vault;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -214,11 +214,7 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
         ),
         (Some(_), false) => {}
     }
-    let cluster = GrpcCluster::new(
-        config.seeds()?,
-        Duration::from_secs(config.server.request_timeout.clamp(1, 300)),
-        cluster_tls.clone(),
-    );
+    let cluster = GrpcCluster::new(config.seeds()?, Duration::from_secs(config.server.request_timeout.clamp(1, 300)), cluster_tls.clone());
     // Certificates rotate without a restart (files watched, SIGHUP re-reads).
     if cluster_tls.is_some() {
         let t = tls_settings.clone();
@@ -308,4 +304,3 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     drop(telemetry);
     Ok(())
 }
-

@@ -43,7 +43,8 @@ const MFA_ENROLLMENT_ROUTES: [&str; 2] = ["/api/v1/auth/mfa/enable", "/api/v1/au
 /// Whether the request's bearer is the configured metrics token.
 fn presents_metrics_token(state: &AppState, req: &Request) -> bool {
     let Some(token) = &state.config.server.metrics_token else { return false };
-    let offered = req.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let offered =
+        req.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     offered.is_some_and(|o| token.matches(o))
 }
 
@@ -56,7 +57,8 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
         // the ones it does. Anything else without a decision is refused.
         let allow = crate::route_table::methods_of(state.decisions(), &template);
         if !allow.is_empty() {
-            return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template, allow: allow.join(", ") }.into_response();
+            return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template, allow: allow.join(", ") }
+                .into_response();
         }
         return ApiError::Forbidden(format!("no access decision for {} {template}", req.method())).into_response();
     };

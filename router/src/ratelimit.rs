@@ -21,12 +21,7 @@ use governor::{Quota, RateLimiter};
 use crate::config::RateLimitSection;
 use crate::state::AppState;
 
-type Limiter = RateLimiter<
-    IpAddr,
-    governor::state::keyed::DefaultKeyedStateStore<IpAddr>,
-    DefaultClock,
-    StateInformationMiddleware,
->;
+type Limiter = RateLimiter<IpAddr, governor::state::keyed::DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
 
 /// The router's two buckets per client IP.
 pub struct RateLimits {

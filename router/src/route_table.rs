@@ -186,7 +186,9 @@ mod tests {
         let (router, _) = table().build();
         let state = crate::tests::harness::bare_state();
         let app = router.with_state(state);
-        for (method, path, status) in [("GET", "/a", 200), ("DELETE", "/a", 200), ("HEAD", "/a", 200), ("POST", "/b", 200), ("PUT", "/a", 405)] {
+        for (method, path, status) in
+            [("GET", "/a", 200), ("DELETE", "/a", 200), ("HEAD", "/a", 200), ("POST", "/b", 200), ("PUT", "/a", 405)]
+        {
             let req = axum::http::Request::builder().method(method).uri(path).body(axum::body::Body::empty()).unwrap();
             let res = app.clone().oneshot(req).await.unwrap();
             assert_eq!(res.status().as_u16(), status, "{method} {path}");

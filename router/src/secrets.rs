@@ -179,22 +179,29 @@ mod tests {
     /// `secret/data/tessera/<name>`, recording each (name, token) asked.
     async fn fake_manager(secrets: HashMap<String, String>) -> (String, Seen) {
         let seen: Seen = Arc::default();
-        let app = axum::Router::new()
-            .route(
-                "/v1/secret/data/tessera/{name}",
-                get(|State((secrets, seen)): State<(Arc<HashMap<String, String>>, Seen)>, Path(name): Path<String>, headers: HeaderMap| async move {
-                    let token = headers.get("x-vault-token").and_then(|v| v.to_str().ok()).map(str::to_string);
-                    seen.lock().unwrap().push((name.clone(), token.clone()));
-                    if token.as_deref() != Some("root-token") {
-                        return (StatusCode::FORBIDDEN, axum::Json(json!({"errors": ["permission denied"]})));
-                    }
-                    match secrets.get(&name) {
-                        Some(v) => (StatusCode::OK, axum::Json(json!({"data": {"data": {"value": v}, "metadata": {"version": 1}}}))),
-                        None => (StatusCode::NOT_FOUND, axum::Json(json!({"errors": []}))),
-                    }
-                }),
-            )
-            .with_state((Arc::new(secrets), seen.clone()));
+        let app =
+            axum::Router::new()
+                .route(
+                    "/v1/secret/data/tessera/{name}",
+                    get(
+                        |State((secrets, seen)): State<(Arc<HashMap<String, String>>, Seen)>,
+                         Path(name): Path<String>,
+                         headers: HeaderMap| async move {
+                            let token = headers.get("x-vault-token").and_then(|v| v.to_str().ok()).map(str::to_string);
+                            seen.lock().unwrap().push((name.clone(), token.clone()));
+                            if token.as_deref() != Some("root-token") {
+                                return (StatusCode::FORBIDDEN, axum::Json(json!({"errors": ["permission denied"]})));
+                            }
+                            match secrets.get(&name) {
+                                Some(v) => {
+                                    (StatusCode::OK, axum::Json(json!({"data": {"data": {"value": v}, "metadata": {"version": 1}}})))
+                                }
+                                None => (StatusCode::NOT_FOUND, axum::Json(json!({"errors": []}))),
+                            }
+                        },
+                    ),
+                )
+                .with_state((Arc::new(secrets), seen.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

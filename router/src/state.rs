@@ -62,12 +62,12 @@ impl AppState {
     pub fn new(config: RouterConfig, cluster: Arc<dyn ClusterClient>) -> anyhow::Result<AppState> {
         let default_consistency = parse_consistency(&config.replication.consistency_level)
             .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
-        let vault =
-            crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
+        let vault = crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
         let router_name = format!("{}:{}", config.server.host, config.server.port);
         let backup_key = config.backup.key.as_ref().or(config.backup.encryption_key.as_ref()).map(|k| k.expose().to_string());
         let backups = crate::backup::Backups::new(config.backup.dir.clone(), backup_key.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
-        let request_slots = (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
+        let request_slots =
+            (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {
             inner: Arc::new(Inner {
                 rate_limits: crate::ratelimit::RateLimits::new(config.rate_limit.clone()),

@@ -116,14 +116,7 @@ async fn read_events(
 
 /// One channel's feed: reads new events from any replica (the leader first)
 /// and broadcasts them, until no socket listens.
-async fn run_feed(
-    hub: Arc<StreamHub>,
-    cluster: Arc<dyn ClusterClient>,
-    channel: String,
-    group: GroupId,
-    feed: Arc<Feed>,
-    mut cursor: u64,
-) {
+async fn run_feed(hub: Arc<StreamHub>, cluster: Arc<dyn ClusterClient>, channel: String, group: GroupId, feed: Arc<Feed>, mut cursor: u64) {
     loop {
         if feed.tx.receiver_count() == 0 {
             let mut feeds = hub.feeds.lock().expect("feeds lock");
@@ -192,7 +185,14 @@ async fn catch_up(
 
 /// Serves one socket: events after `last` (history first, then live), each
 /// once and in id order, until the client or the router closes it.
-pub async fn serve(hub: Arc<StreamHub>, cluster: Arc<dyn ClusterClient>, socket: WebSocket, channel: String, group: GroupId, mut last: u64) {
+pub async fn serve(
+    hub: Arc<StreamHub>,
+    cluster: Arc<dyn ClusterClient>,
+    socket: WebSocket,
+    channel: String,
+    group: GroupId,
+    mut last: u64,
+) {
     let mut rx = hub.subscribe(&cluster, &channel, group, last);
     let mut shutdown = hub.shutdown.subscribe();
     let (mut sink, mut incoming) = socket.split();

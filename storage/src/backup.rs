@@ -20,7 +20,7 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use rocksdb::{IteratorMode, WriteBatch};
-use tessera_api::command::{RestoreOp, Response};
+use tessera_api::command::{Response, RestoreOp};
 
 use crate::crypt::Purpose;
 use crate::engine::{GroupData, space};
@@ -65,9 +65,7 @@ pub const EXPORT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3
 /// taken before it holds the erased records; the backup reading it fails and
 /// is taken again). Answers how many were removed.
 pub fn remove_exports_of(db: &Db, groups: &[u64]) -> Result<usize> {
-    remove_exports_where(db, |name, _| {
-        name.split_once('-').and_then(|(g, _)| g.parse::<u64>().ok()).is_some_and(|g| groups.contains(&g))
-    })
+    remove_exports_where(db, |name, _| name.split_once('-').and_then(|(g, _)| g.parse::<u64>().ok()).is_some_and(|g| groups.contains(&g)))
 }
 
 /// Removes exports older than [`EXPORT_MAX_AGE`].
@@ -116,8 +114,9 @@ pub fn export(data: &GroupData, id: &str) -> Result<ExportInfo> {
     let snap = db.snapshot();
     let applied_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_APPLIED]);
     let applied_index = match snap.get_cf(cf, &applied_key)? {
-        Some(raw) => serde_json::from_slice::<Option<openraft::LogId<u64>>>(&db.open(Purpose::Data, &applied_key, &raw)?)?
-            .map_or(0, |l| l.index),
+        Some(raw) => {
+            serde_json::from_slice::<Option<openraft::LogId<u64>>>(&db.open(Purpose::Data, &applied_key, &raw)?)?.map_or(0, |l| l.index)
+        }
         None => 0,
     };
     let mut out = BufWriter::with_capacity(256 * 1024, File::create(&path)?);
@@ -306,7 +305,12 @@ pub(crate) fn apply_restore(data: &GroupData, batch: &mut WriteBatch, op: &Resto
             if *hold {
                 let id = serde_json::to_vec(backup_id)?;
                 batch.put_cf(cf, &hold_key, db.seal(Purpose::Data, &hold_key, &id));
-                tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's, held until later erasures are re-applied");
+                tracing::info!(
+                    group,
+                    backup_id,
+                    records,
+                    "restore: done; the group's records are the backup's, held until later erasures are re-applied"
+                );
             } else {
                 batch.delete_cf(cf, &hold_key);
                 tracing::info!(group, backup_id, records, "restore: done; the group's records are the backup's");
@@ -358,8 +362,8 @@ mod tests {
     /// `Begin` starts over; `End` swaps every staged record in at once.
     #[test]
     fn a_restore_replaces_a_group_at_once_and_nothing_interleaves() {
-        use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, RestoreOp};
         use tessera_api::command::Response;
+        use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult, RestoreOp};
         let put = |key: &str, value: i64| Operation::Kv(KvOp::Put { key: key.into(), value: serde_json::json!(value), ttl_secs: None });
         let cmd = |op: Operation| Command { issued_at_ms: 1_000, op, request_id: Some("req-0000000001".into()) };
         let value = |store: &Store, key: &str| match store.reader(1).query(&Query::Kv(KvQuery::Get { key: key.into() }), 2_000).unwrap() {
@@ -418,7 +422,8 @@ mod tests {
         assert_eq!(step(1, RestoreOp::Begin { backup_id: "bk".into() }), Response::Applied(true));
         assert_eq!(step(2, RestoreOp::End { backup_id: "bk".into(), hold: true }), Response::Applied(true));
 
-        let held = |r: &QueryResult| matches!(r, QueryResult::Rejected(r) if r.code == ErrorCode::Unavailable && r.message.contains("held"));
+        let held =
+            |r: &QueryResult| matches!(r, QueryResult::Rejected(r) if r.code == ErrorCode::Unavailable && r.message.contains("held"));
         assert!(held(&reader.query(&get("a"), 2_000).unwrap()));
         let refused = sm.apply_at(3, cmd(put("a", 1))).unwrap();
         assert!(matches!(&refused, Response::Rejected(r) if r.code.class() == ErrorClass::Unavailable), "{refused:?}");
@@ -428,7 +433,9 @@ mod tests {
         // The restore's own write and read pass, as the plain operation.
         assert!(matches!(sm.apply_at(4, Command { request_id: None, ..cmd(during(put("a", 2))) }).unwrap(), Response::KvEntry(_)));
         let own = Query::DuringRestore { backup_id: "bk".into(), query: Box::new(get("a")) };
-        assert!(matches!(reader.query(&own, 2_000).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2)));
+        assert!(
+            matches!(reader.query(&own, 2_000).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2))
+        );
 
         assert!(matches!(step(5, RestoreOp::Release { backup_id: "other".into() }), Response::Rejected(_)));
         assert_eq!(step(6, RestoreOp::Release { backup_id: "bk".into() }), Response::Applied(true));

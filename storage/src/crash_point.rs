@@ -31,8 +31,8 @@ pub const ENV: &str = "SERVICE_TEST_CRASH_POINTS";
 #[cfg(any(debug_assertions, feature = "crash-points"))]
 mod armed {
     use std::collections::HashMap;
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// name → (hit on which visit, visits so far).
     fn points() -> &'static HashMap<String, (u64, AtomicU64)> {

@@ -117,10 +117,7 @@ pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cm
     if stored.len() <= MAX_KEPT_RESPONSE {
         tx.put(&record_key(id), &stored);
     } else if let (Response::KvEntry(entry), Some(value)) = (response, put_value(cmd)) {
-        let compact = CompactPut {
-            entry: KvEntry { value: serde_json::Value::Null, ..entry.clone() },
-            value_hash: value_hash(value),
-        };
+        let compact = CompactPut { entry: KvEntry { value: serde_json::Value::Null, ..entry.clone() }, value_hash: value_hash(value) };
         tx.put(&compact_key(id), &codec::encode(&compact).map_err(codec_error)?);
     } else {
         let marker = Response::rejected(

@@ -9,14 +9,17 @@
 pub use tessera_crypt as crypt;
 pub mod backup;
 pub mod crash_point;
-pub mod subject;
 pub mod dedup;
 pub mod digest;
 pub mod engine;
-pub mod gate;
 pub mod error;
+pub mod gate;
 mod keys;
-pub use keys::{NODE_CLUSTER_ID, NODE_DRAINED, NODE_DROPPED_GROUPS, NODE_GENERATION, NODE_GROUPS, NODE_INCARNATION, NODE_PEER_GENERATIONS, NODE_PEER_INCARNATIONS, NODE_REMOVED};
+pub mod subject;
+pub use keys::{
+    NODE_CLUSTER_ID, NODE_DRAINED, NODE_DROPPED_GROUPS, NODE_GENERATION, NODE_GROUPS, NODE_INCARNATION, NODE_PEER_GENERATIONS,
+    NODE_PEER_INCARNATIONS, NODE_REMOVED,
+};
 pub mod log_store;
 pub mod range;
 pub mod reseal;
@@ -27,10 +30,10 @@ pub mod types;
 mod wal_sync;
 
 pub use crypt::{Crypt, CryptError};
+pub use engine::sql::set_memory_pool_mb as set_sql_memory_pool_mb;
 pub use error::StorageError;
 pub use log_store::LogStore;
 pub use state_machine::{GroupReader, StateMachine};
 pub use store::{Compression, Store, Tuning};
-pub use wal_sync::WalStats;
-pub use engine::sql::set_memory_pool_mb as set_sql_memory_pool_mb;
 pub use types::TypeConfig;
+pub use wal_sync::WalStats;

@@ -65,12 +65,8 @@ impl LogStore {
     }
 
     fn get_raft<T: DeserializeOwned>(&self, tag: u8) -> Result<Option<T>, RaftStorageError> {
-        let raw = self
-            .db
-            .get_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, tag))
-            .map_err(|e| StorageIOError::read(&e))?;
-        raw.map(|b| serde_json::from_slice(&b).map_err(|e| StorageIOError::read(&e).into()))
-            .transpose()
+        let raw = self.db.get_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, tag)).map_err(|e| StorageIOError::read(&e))?;
+        raw.map(|b| serde_json::from_slice(&b).map_err(|e| StorageIOError::read(&e).into())).transpose()
     }
 
     fn put_raft<T: Serialize>(&self, tag: u8, value: &T, sync: bool) -> Result<(), RaftStorageError> {
@@ -247,7 +243,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let held = self.get_log_state().await?.last_log_id;
         Ok(match (committed, held) {
             (Some(c), Some(h)) if c.index > h.index => {
-                tracing::warn!(group = self.group, committed = c.index, last = h.index, "the stored commit mark is past the log (entries lost in a power cut): lowered to the log's end");
+                tracing::warn!(
+                    group = self.group,
+                    committed = c.index,
+                    last = h.index,
+                    "the stored commit mark is past the log (entries lost in a power cut): lowered to the log's end"
+                );
                 Some(h)
             }
             (Some(c), None) => {
@@ -298,9 +299,9 @@ impl LogStore {
         tokio::task::spawn_blocking(move || {
             let _pass = match log.epoch {
                 0 => None,
-                epoch => Some(log.db.gates.enter(log.group, epoch).ok_or_else(|| {
-                    StorageIOError::write_logs(&crate::gate::dropped(log.group))
-                })?),
+                epoch => {
+                    Some(log.db.gates.enter(log.group, epoch).ok_or_else(|| StorageIOError::write_logs(&crate::gate::dropped(log.group)))?)
+                }
             };
             work(&log)
         })
@@ -362,11 +363,7 @@ impl LogStore {
         let mut batch = WriteBatch::default();
         let bytes = serde_json::to_vec(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
         batch.put_cf(cf(&self.db, CF_RAFT), keys::raft_key(self.group, keys::RAFT_PURGED), bytes);
-        batch.delete_range_cf(
-            cf(&self.db, CF_LOG),
-            keys::log_key(self.group, 0),
-            keys::log_key(self.group, log_id.index + 1),
-        );
+        batch.delete_range_cf(cf(&self.db, CF_LOG), keys::log_key(self.group, 0), keys::log_key(self.group, log_id.index + 1));
         self.db.write_opt(batch, &synced()).map_err(|e| StorageIOError::write_logs(&e))?;
         crate::crash_point::reached("log-purged");
         Ok(())

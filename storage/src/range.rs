@@ -250,7 +250,9 @@ mod tests {
         let QueryResult::Kv(KvQueryResult::Range(info)) = child.query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
         assert_eq!(info.range, KeyRange { start: "c".into(), end: None });
         assert_eq!(info.keys, 2);
-        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else {
+            panic!()
+        };
         assert_eq!(info.range, KeyRange { start: String::new(), end: Some("c".into()) });
         assert_eq!(info.splits, vec![SplitRecord { child: 9, at: "c".into(), members: vec![1, 2, 3] }]);
         let children = store.split_children(1).unwrap();
@@ -260,9 +262,13 @@ mod tests {
         // A list asked for a range the parent no longer covers is refused; one
         // within its range answers only that part.
         let wide = KvQuery::List { prefix: String::new(), limit: 10, range: Some(KeyRange::full()) };
-        assert!(matches!(store.reader(1).query(&Query::Kv(wide), 2_000).unwrap(), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved));
+        assert!(
+            matches!(store.reader(1).query(&Query::Kv(wide), 2_000).unwrap(), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved)
+        );
         let own = KvQuery::List { prefix: String::new(), limit: 10, range: Some(KeyRange { start: "b".into(), end: Some("c".into()) }) };
-        let QueryResult::Kv(KvQueryResult::List { entries, total }) = store.reader(1).query(&Query::Kv(own), 2_000).unwrap() else { panic!() };
+        let QueryResult::Kv(KvQueryResult::List { entries, total }) = store.reader(1).query(&Query::Kv(own), 2_000).unwrap() else {
+            panic!()
+        };
         assert_eq!((entries.len(), total), (1, 1));
         // A key outside the child's range is not written there.
         let stray = Command {
@@ -297,7 +303,9 @@ mod tests {
             entries.push(entry(6, op(Operation::Split(SplitOp { child: 9, at: "c".into() }))));
             answers.push(store.state_machine(1).apply_entries(entries).unwrap());
             assert!(matches!(get(store, 1, "d"), QueryResult::Rejected(r) if r.code == ErrorCode::RangeMoved), "the parent gave up d");
-            let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+            let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else {
+                panic!()
+            };
             assert_eq!(info.range, KeyRange { start: String::new(), end: Some("c".into()) });
             assert_eq!(info.keys, 2);
         }
@@ -334,7 +342,9 @@ mod tests {
         assert!(matches!(&answers[3], Response::Rejected(r) if r.code == ErrorCode::Conflict), "{:?}", answers[3]);
         assert!(matches!(&answers[5], Response::Rejected(r) if r.code == ErrorCode::Conflict), "{:?}", answers[5]);
         assert_eq!(answers[7], Response::Applied(true));
-        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else { panic!() };
+        let QueryResult::Kv(KvQueryResult::Range(info)) = store.reader(1).query(&Query::Kv(KvQuery::Range), 2_000).unwrap() else {
+            panic!()
+        };
         assert_eq!(info.splits, vec![SplitRecord { child: 9, at: "c".into(), members: vec![1, 2, 4] }]);
     }
 

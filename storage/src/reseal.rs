@@ -36,7 +36,13 @@ impl CompactionFilterFactory for ResealFactory {
     type Filter = Reseal;
 
     fn create(&mut self, _context: CompactionFilterContext) -> Reseal {
-        Reseal { crypt: self.crypt.clone(), purpose: self.purpose, resealed: self.resealed.clone(), value: Vec::new(), name: self.name.clone() }
+        Reseal {
+            crypt: self.crypt.clone(),
+            purpose: self.purpose,
+            resealed: self.resealed.clone(),
+            value: Vec::new(),
+            name: self.name.clone(),
+        }
     }
 
     fn name(&self) -> &CStr {

@@ -698,9 +698,9 @@ pub(crate) mod test_points {
 
 #[cfg(test)]
 mod tests {
-    use openraft::storage::{RaftLogStorage, RaftLogReader, RaftSnapshotBuilder, RaftStateMachine};
+    use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
     use openraft::{CommittedLeaderId, Entry, EntryPayload, Snapshot};
-    use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult, KvQuery, KvQueryResult};
+    use tessera_api::command::{Command, KvOp, KvQuery, KvQueryResult, Operation, Query, QueryResult};
 
     use super::*;
     use crate::types::TypeConfig;
@@ -947,8 +947,7 @@ mod tests {
         let dir = SnapshotDir { dir: _tmp.path().join("snaps") };
         let path = dir.temp("build", "part").unwrap();
         let meta = Meta::default();
-        let pairs: Vec<(Vec<u8>, Vec<u8>)> =
-            (0..40u32).map(|i| (i.to_be_bytes().to_vec(), vec![i as u8; (i as usize) * 50_000])).collect();
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..40u32).map(|i| (i.to_be_bytes().to_vec(), vec![i as u8; (i as usize) * 50_000])).collect();
         let mut w = FrameWriter::create(&path, &data.db, GROUP, &meta).unwrap();
         for (k, v) in &pairs {
             w.push(k, v).unwrap();

@@ -8,13 +8,11 @@
 use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
-use openraft::{
-    EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
-    StoredMembership,
-};
+use openraft::{EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError, StoredMembership};
 use rocksdb::{DB, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response};
 
+use crate::crypt::Purpose;
 use crate::engine::document::DocumentEngine;
 use crate::engine::graph::GraphEngine;
 use crate::engine::sql::SqlEngine;
@@ -22,11 +20,10 @@ use crate::engine::stream::StreamEngine;
 use crate::engine::timeseries::TimeSeriesEngine;
 use crate::engine::vector::VectorEngine;
 use crate::engine::{self, Engine, GroupData, QueryCtx, Tx, kv::KvEngine, meta::MetaEngine, object::ObjectEngine, space};
-use crate::crypt::Purpose;
 use crate::error::{Result, StorageError};
-use crate::store::Db;
 use crate::keys::{self, CF_DATA, CF_RAFT};
 use crate::snapshot::{self, SNAPSHOT_WRITES, SnapshotDir, SnapshotFile};
+use crate::store::Db;
 use crate::types::{RaftStorageError, TypeConfig};
 
 fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
@@ -212,10 +209,8 @@ impl StateMachine {
     /// (the router's in-process tests); a cluster applies only what Raft
     /// committed, in log order.
     pub fn apply_at(&self, log_index: u64, cmd: Command) -> Result<Response, RaftStorageError> {
-        let entry = openraft::Entry {
-            log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), log_index),
-            payload: EntryPayload::Normal(cmd),
-        };
+        let entry =
+            openraft::Entry { log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), log_index), payload: EntryPayload::Normal(cmd) };
         Ok(self.apply_entries(vec![entry])?.pop().unwrap_or(Response::Empty))
     }
 
@@ -238,9 +233,8 @@ impl StateMachine {
                         }
                         _ => cmd,
                     };
-                    let response = self
-                        .apply_once(&mut batch, entry.log_id.index, cmd)
-                        .map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    let response =
+                        self.apply_once(&mut batch, entry.log_id.index, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
                     put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_CLOCK), &cmd.issued_at_ms.to_be_bytes());
                     response
                 }
@@ -541,21 +535,18 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             let _pass = pass(&data, epoch)?;
             SnapshotBuilder { data, epoch }.build()
         })
-            .await
-            .map_err(|e| StorageIOError::write_snapshot(None, &e))?
-            .map_err(|e| StorageIOError::write_snapshot(None, &e).into())
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(None, &e))?
+        .map_err(|e| StorageIOError::write_snapshot(None, &e).into())
     }
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = SnapshotBuilder;
 
-    async fn applied_state(
-        &mut self,
-    ) -> Result<(Option<LogId<u64>>, StoredMembership<u64, openraft::BasicNode>), RaftStorageError> {
+    async fn applied_state(&mut self) -> Result<(Option<LogId<u64>>, StoredMembership<u64, openraft::BasicNode>), RaftStorageError> {
         let applied = read_sm_record(&self.data, keys::SM_APPLIED).map_err(StorageError::into_raft_read)?;
-        let membership =
-            read_sm_record(&self.data, keys::SM_MEMBERSHIP).map_err(StorageError::into_raft_read)?.unwrap_or_default();
+        let membership = read_sm_record(&self.data, keys::SM_MEMBERSHIP).map_err(StorageError::into_raft_read)?.unwrap_or_default();
         Ok((applied, membership))
     }
 
@@ -687,14 +678,24 @@ mod tests {
             payload: EntryPayload::Normal(cmd),
         };
         let responses = sm
-            .apply_entries(vec![entry(1, put(test_hooks::PANIC_KEY, "r1")), entry(2, put("fine", "r2")), entry(3, put(test_hooks::PANIC_KEY, "r1"))])
+            .apply_entries(vec![
+                entry(1, put(test_hooks::PANIC_KEY, "r1")),
+                entry(2, put("fine", "r2")),
+                entry(3, put(test_hooks::PANIC_KEY, "r1")),
+            ])
             .expect("the group keeps applying");
-        assert!(matches!(&responses[0], Response::Rejected(Rejection { message, .. }) if message.contains("internal error")), "{responses:?}");
+        assert!(
+            matches!(&responses[0], Response::Rejected(Rejection { message, .. }) if message.contains("internal error")),
+            "{responses:?}"
+        );
         assert_eq!(responses[2], responses[0], "a retry answers the recorded rejection");
         let reader = store.reader(2);
         let got = reader.query(&Query::Kv(KvQuery::Get { key: test_hooks::PANIC_KEY.into() }), 10).unwrap();
         assert_eq!(got, QueryResult::Kv(KvQueryResult::Entry(None)), "the failed command wrote nothing");
-        assert!(matches!(reader.query(&Query::Kv(KvQuery::Get { key: "fine".into() }), 10).unwrap(), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
+        assert!(matches!(
+            reader.query(&Query::Kv(KvQuery::Get { key: "fine".into() }), 10).unwrap(),
+            QueryResult::Kv(KvQueryResult::Entry(Some(_)))
+        ));
         assert_eq!(reader.applied().unwrap().map(|l| l.index), Some(3));
     }
 
@@ -742,7 +743,10 @@ mod tests {
         let retry = sm.apply_entries(vec![entry(3, kv_put("big", big.clone(), 300, "req1"))]).unwrap();
         assert_eq!(retry, first, "the retry answers like the first");
         let got = store.reader(3).query(&Query::Kv(KvQuery::Get { key: "big".into() }), 400).unwrap();
-        assert!(matches!(got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!("later")), "the retry applied again");
+        assert!(
+            matches!(got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!("later")),
+            "the retry applied again"
+        );
         let other = sm.apply_entries(vec![entry(4, kv_put("big", serde_json::json!("other"), 400, "req1"))]).unwrap();
         assert!(matches!(&other[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{other:?}");
     }
@@ -790,7 +794,10 @@ mod tests {
             assert!(matches!(&retry[0], Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })), "{retry:?}");
         }
         let got = store.reader(3).query(&Query::Kv(KvQuery::Get { key: "k".into() }), 1_300).unwrap();
-        assert!(matches!(&got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2)), "a repeat applied again: {got:?}");
+        assert!(
+            matches!(&got, QueryResult::Kv(KvQueryResult::Entry(Some(e))) if e.value == serde_json::json!(2)),
+            "a repeat applied again: {got:?}"
+        );
     }
 
     /// A replica that cannot read its own state (here: a row whose sealed bytes
@@ -804,7 +811,14 @@ mod tests {
         let sm = store.state_machine(4);
         let sql = |text: &str| Command {
             issued_at_ms: 5,
-            op: Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0, max_memory_mb: 0 }),
+            op: Operation::Sql(tessera_api::sql::SqlOp {
+                database: "db".into(),
+                sql: text.into(),
+                params: vec![],
+                max_result_rows: 10,
+                timeout_ms: 0,
+                max_memory_mb: 0,
+            }),
             request_id: None,
         };
         let apply = |cmd: Command| {
@@ -854,10 +868,18 @@ mod tests {
             r
         };
         let sql = |text: &str| {
-            Operation::Sql(tessera_api::sql::SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 10, timeout_ms: 0, max_memory_mb: 0 })
+            Operation::Sql(tessera_api::sql::SqlOp {
+                database: "db".into(),
+                sql: text.into(),
+                params: vec![],
+                max_result_rows: 10,
+                timeout_ms: 0,
+                max_memory_mb: 0,
+            })
         };
         let import = |on_conflict, rows: &[(u64, i64, &str)]| {
-            let rows = rows.iter().map(|(line, id, v)| ImportRow { line: *line, values: vec![("id".into(), json!(id)), ("v".into(), json!(v))] });
+            let rows =
+                rows.iter().map(|(line, id, v)| ImportRow { line: *line, values: vec![("id".into(), json!(id)), ("v".into(), json!(v))] });
             Operation::SqlImport(SqlImportOp { database: "db".into(), table: "t".into(), on_conflict, rows: rows.collect() })
         };
         apply(sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"));
@@ -874,14 +896,17 @@ mod tests {
         let got: Vec<serde_json::Value> =
             r.events.iter().map(|e| json!([e.event_type, e.data["key"]["id"], e.data["data"]["v"], e.data["position"]])).collect();
         let pos = |log_index: u64, index: u64| json!({"log_index": log_index, "index": index});
-        assert_eq!(got, vec![
-            json!(["Insert", 1, "a", pos(4, 0)]),
-            json!(["Insert", 2, "b", pos(4, 1)]),
-            json!(["Update", 2, "b2", pos(5, 0)]),
-            json!(["Insert", 3, "c", pos(5, 1)]),
-            json!(["Update", 0, "zero", pos(5, 2)]),
-            json!(["Insert", 4, "d", pos(6, 0)]),
-        ]);
+        assert_eq!(
+            got,
+            vec![
+                json!(["Insert", 1, "a", pos(4, 0)]),
+                json!(["Insert", 2, "b", pos(4, 1)]),
+                json!(["Update", 2, "b2", pos(5, 0)]),
+                json!(["Insert", 3, "c", pos(5, 1)]),
+                json!(["Update", 0, "zero", pos(5, 2)]),
+                json!(["Insert", 4, "d", pos(6, 0)]),
+            ]
+        );
     }
 }
 

@@ -62,7 +62,18 @@ impl Deref for Db {
 impl From<DB> for Db {
     /// A plaintext handle over `db`.
     fn from(db: DB) -> Self {
-        Db { db, crypt: None, pending_compactions: Default::default(), vacuums: Default::default(), group_events: Default::default(), resealed: Default::default(), in_memory: false, unsynced_commits: false, gates: Default::default(), diverged: Default::default() }
+        Db {
+            db,
+            crypt: None,
+            pending_compactions: Default::default(),
+            vacuums: Default::default(),
+            group_events: Default::default(),
+            resealed: Default::default(),
+            in_memory: false,
+            unsynced_commits: false,
+            gates: Default::default(),
+            diverged: Default::default(),
+        }
     }
 }
 
@@ -78,7 +89,6 @@ impl Db {
     pub(crate) fn syncs_to_disk(&self) -> bool {
         !self.in_memory && !self.unsynced_commits
     }
-
 
     /// Wakes whoever waits on [`Store::group_events`].
     pub(crate) fn note_group_event(&self) {
@@ -205,7 +215,9 @@ impl Compression {
             "none" => Ok(Compression::None),
             "lz4" => Ok(Compression::Lz4),
             "zstd" => Ok(Compression::Zstd),
-            "snappy" => Err("storage.compression = snappy is not supported: this build compresses with lz4 (the default) or zstd, or none".into()),
+            "snappy" => {
+                Err("storage.compression = snappy is not supported: this build compresses with lz4 (the default) or zstd, or none".into())
+            }
             other => Err(format!("storage.compression must be none, lz4 or zstd, not {other:?}")),
         }
     }
@@ -336,7 +348,8 @@ impl Store {
         let data = crate::engine::GroupData { db: self.db.clone(), group: parent, memory: self.engine_memory(parent), cancel: None };
         let mut out = Vec::new();
         for split in crate::range::splits(&data)? {
-            let child = crate::engine::GroupData { db: self.db.clone(), group: split.child, memory: self.engine_memory(split.child), cancel: None };
+            let child =
+                crate::engine::GroupData { db: self.db.clone(), group: split.child, memory: self.engine_memory(split.child), cancel: None };
             let seeded = crate::state_machine::read_sm_record::<openraft::LogId<u64>>(&child, keys::SM_APPLIED)?.is_some();
             out.push((split, seeded));
         }
@@ -630,7 +643,9 @@ fn check_encryption(db: &DB, crypt: Option<&Crypt>) -> Result<()> {
                 let mut w = WriteOptions::default();
                 w.set_sync(true);
                 db.put_opt(ENCRYPTION_CHECK_KEY, c.check_value(), &w)?;
-                tracing::info!("encryption at rest: the data directory's key was rotated (values sealed with a previous key stay readable)");
+                tracing::info!(
+                    "encryption at rest: the data directory's key was rotated (values sealed with a previous key stay readable)"
+                );
             }
         }
         (Some(c), None) => {
@@ -733,7 +748,9 @@ mod tuning_tests {
 
     #[test]
     fn the_configured_compression_is_what_rocksdb_writes() {
-        for (compression, name) in [(Compression::Zstd, "kZSTD"), (Compression::None, "kNoCompression"), (Compression::Lz4, "kLZ4Compression")] {
+        for (compression, name) in
+            [(Compression::Zstd, "kZSTD"), (Compression::None, "kNoCompression"), (Compression::Lz4, "kLZ4Compression")]
+        {
             let dir = tempfile::tempdir().unwrap();
             let tuning = Tuning { compression, block_cache_bytes: Some(8 << 20), ..Tuning::default() };
             drop(Store::open_tuned(dir.path(), None, &tuning).unwrap());

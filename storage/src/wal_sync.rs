@@ -63,10 +63,7 @@ impl WalSync {
 
     /// The counters since start.
     pub(crate) fn stats(&self) -> WalStats {
-        WalStats {
-            syncs: self.shared.syncs.load(Ordering::Relaxed),
-            entries: self.shared.entries.load(Ordering::Relaxed),
-        }
+        WalStats { syncs: self.shared.syncs.load(Ordering::Relaxed), entries: self.shared.entries.load(Ordering::Relaxed) }
     }
 }
 

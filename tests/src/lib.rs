@@ -191,14 +191,8 @@ impl Resp {
 
     /// Fails unless the body is JSON `{error: non-empty string, code: string}`.
     pub fn ensure_error_body(self) -> Result<Self> {
-        ensure!(
-            self.error().is_some_and(|e| !e.is_empty()),
-            "expected a JSON body with a non-empty `error` string, got {self}"
-        );
-        ensure!(
-            self.json.get("code").is_some_and(Value::is_string),
-            "expected a JSON error body with a `code` string, got {self}"
-        );
+        ensure!(self.error().is_some_and(|e| !e.is_empty()), "expected a JSON body with a non-empty `error` string, got {self}");
+        ensure!(self.json.get("code").is_some_and(Value::is_string), "expected a JSON error body with a `code` string, got {self}");
         Ok(self)
     }
 }
@@ -252,13 +246,7 @@ impl Http {
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .expect("build reqwest client");
-        Self {
-            client,
-            base: base.into(),
-            token: None,
-            headers: Vec::new(),
-            timeout: Duration::from_secs(15),
-        }
+        Self { client, base: base.into(), token: None, headers: Vec::new(), timeout: Duration::from_secs(15) }
     }
 
     /// A client for the router at an `https://` `base`, trusting the CA
@@ -319,13 +307,7 @@ impl Http {
 
     /// Sends a request; `body` is sent as-is with `content_type` if given.
     /// Transport errors (refused, timeout) are `Err`; any HTTP status is `Ok`.
-    pub async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Vec<u8>>,
-        content_type: Option<&str>,
-    ) -> Result<Resp> {
+    pub async fn send(&self, method: Method, path: &str, body: Option<Vec<u8>>, content_type: Option<&str>) -> Result<Resp> {
         let url = format!("{}{}", self.base, path);
         let mut req = self.client.request(method.clone(), &url).timeout(self.timeout);
         if let Some(t) = &self.token {
@@ -366,12 +348,7 @@ impl Http {
     }
 
     /// `POST path` with raw bytes and an optional content type.
-    pub async fn post_raw(
-        &self,
-        path: &str,
-        body: impl Into<Vec<u8>>,
-        content_type: Option<&str>,
-    ) -> Result<Resp> {
+    pub async fn post_raw(&self, path: &str, body: impl Into<Vec<u8>>, content_type: Option<&str>) -> Result<Resp> {
         self.send(Method::POST, path, Some(body.into()), content_type).await
     }
 
@@ -384,8 +361,7 @@ impl Http {
 
     /// `POST /api/v1/auth/login`.
     pub async fn login(&self, username: &str, password: &str) -> Result<Resp> {
-        self.post("/api/v1/auth/login", &json!({"username": username, "password": password}))
-            .await
+        self.post("/api/v1/auth/login", &json!({"username": username, "password": password})).await
     }
 
     /// Logs in and returns a client carrying the new token.
@@ -449,10 +425,7 @@ impl Http {
 
     /// `GET /api/v1/kv/count?prefix=` → `count`; requires 200.
     pub async fn kv_count(&self, prefix: &str) -> Result<u64> {
-        let r = self
-            .get(&format!("/api/v1/kv/count?prefix={}", url_encode(prefix)))
-            .await?
-            .ensure_status(200)?;
+        let r = self.get(&format!("/api/v1/kv/count?prefix={}", url_encode(prefix))).await?.ensure_status(200)?;
         r.json["count"].as_u64().with_context(|| format!("no numeric `count` in {r}"))
     }
 }
@@ -572,31 +545,30 @@ fn newest_source(name: &str) -> Option<(PathBuf, std::time::SystemTime)> {
     static NODE: std::sync::OnceLock<Newest> = std::sync::OnceLock::new();
     static ROUTER: std::sync::OnceLock<Newest> = std::sync::OnceLock::new();
     let (cell, own) = if name == "tessera-router" { (&ROUTER, "router/src") } else { (&NODE, "node/src") };
-    cell
-        .get_or_init(|| {
-            let root = manifest_dir().as_path().parent()?.to_path_buf();
-            let mut dirs: Vec<PathBuf> = ["api/src", own, "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
-            for model in std::fs::read_dir(root.join("storage")).ok()?.flatten() {
-                dirs.push(model.path().join("src"));
-            }
-            let mut newest: Option<(PathBuf, std::time::SystemTime)> = None;
-            while let Some(dir) = dirs.pop() {
-                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    if path.is_dir() {
-                        dirs.push(path);
-                    } else if path.extension().is_some_and(|e| e == "rs" || e == "proto")
-                        && let Ok(changed) = entry.metadata().and_then(|m| m.modified())
-                        && newest.as_ref().is_none_or(|(_, t)| changed > *t)
-                    {
-                        newest = Some((path, changed));
-                    }
+    cell.get_or_init(|| {
+        let root = manifest_dir().as_path().parent()?.to_path_buf();
+        let mut dirs: Vec<PathBuf> = ["api/src", own, "storage/src", "proto"].iter().map(|d| root.join(d)).collect();
+        for model in std::fs::read_dir(root.join("storage")).ok()?.flatten() {
+            dirs.push(model.path().join("src"));
+        }
+        let mut newest: Option<(PathBuf, std::time::SystemTime)> = None;
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs" || e == "proto")
+                    && let Ok(changed) = entry.metadata().and_then(|m| m.modified())
+                    && newest.as_ref().is_none_or(|(_, t)| changed > *t)
+                {
+                    newest = Some((path, changed));
                 }
             }
-            newest
-        })
-        .clone()
+        }
+        newest
+    })
+    .clone()
 }
 
 /// Spawns `bin` with `env` (and none of the runner's own `SERVICE_*`
@@ -716,10 +688,7 @@ pub struct ClusterOptions {
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        let ready_secs = std::env::var("TESSERA_TEST_READY_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(90);
+        let ready_secs = std::env::var("TESSERA_TEST_READY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(90);
         Self {
             admin: true,
             shard_count: 8,
@@ -860,11 +829,7 @@ impl Cluster {
 
     /// `1=127.0.0.1:P1,2=...` as given to nodes and routers.
     pub fn peers(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|(id, n)| format!("{id}=127.0.0.1:{}", n.port))
-            .collect::<Vec<_>>()
-            .join(",")
+        self.nodes.iter().map(|(id, n)| format!("{id}=127.0.0.1:{}", n.port)).collect::<Vec<_>>().join(",")
     }
 
     /// gRPC address of a node.
@@ -1262,11 +1227,7 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let failed = std::thread::panicking();
-        let children = self
-            .nodes
-            .values_mut()
-            .filter_map(|n| n.child.take())
-            .chain(self.routers.iter_mut().filter_map(|r| r.child.take()));
+        let children = self.nodes.values_mut().filter_map(|n| n.child.take()).chain(self.routers.iter_mut().filter_map(|r| r.child.take()));
         for mut c in children {
             signal(&c, libc::SIGKILL);
             let _ = c.wait();

@@ -89,7 +89,8 @@ impl Prepared {
     /// its exit status and output.
     pub fn run_hook(&self, hook: &str, bin_dir: &Path, cwd: &Path) -> Result<(std::process::ExitStatus, String)> {
         let command = self.container["lifecycle"][hook]["exec"]["command"].as_array().with_context(|| format!("no {hook} exec hook"))?;
-        let words: Vec<String> = command.iter().map(|w| w.as_str().map(str::to_string).context("a non-string word")).collect::<Result<_>>()?;
+        let words: Vec<String> =
+            command.iter().map(|w| w.as_str().map(str::to_string).context("a non-string word")).collect::<Result<_>>()?;
         let (program, args) = words.split_first().context("an empty hook command")?;
         let program = match program.strip_prefix("/usr/local/bin/") {
             Some(file) => bin_dir.join(file),
@@ -157,10 +158,9 @@ impl Pod<'_> {
                 Some(v) if v["secret"].is_object() => {
                     let secret = v["secret"]["secretName"].as_str().context("secretName")?;
                     let items: Vec<(String, String)> = match v["secret"]["items"].as_array() {
-                        Some(items) => items
-                            .iter()
-                            .filter_map(|i| Some((i["key"].as_str()?.to_string(), i["path"].as_str()?.to_string())))
-                            .collect(),
+                        Some(items) => {
+                            items.iter().filter_map(|i| Some((i["key"].as_str()?.to_string(), i["path"].as_str()?.to_string()))).collect()
+                        }
                         None => self.rendered.object("Secret", Some(secret))?["data"]
                             .as_object()
                             .map(|d| d.keys().map(|k| (k.clone(), k.clone())).collect())

@@ -143,9 +143,12 @@ async fn logs_come_from_the_node(c: &Cluster) -> Result<()> {
     }
 
     // A viewer may list the nodes but not read their logs.
-    api.post("/api/v1/admin/users", &serde_json::json!({
-        "username": "vera", "email": "vera@example.com", "password": "Viewer-Pass-123!", "role": "viewer"
-    }))
+    api.post(
+        "/api/v1/admin/users",
+        &serde_json::json!({
+            "username": "vera", "email": "vera@example.com", "password": "Viewer-Pass-123!", "role": "viewer"
+        }),
+    )
     .await?
     .ensure_status(201)?;
     let viewer = api.anonymous().login_as("vera", "Viewer-Pass-123!").await?;

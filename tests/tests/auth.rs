@@ -9,9 +9,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, ensure};
-use tessera_tests::{
-    ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, EXPECTED_VERSION, Http, Resp, json, wait_for,
-};
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, EXPECTED_VERSION, Http, Resp, json, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth() {
@@ -48,9 +46,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     no_users_503("open-bootstrap write", anon.kv_put("auth-open", json!(1), None).await?)?;
 
     // Another router provisions the admin.
-    let (_, r2) = c
-        .start_router(&[("SERVICE_ADMIN_USERNAME", ADMIN_USER), ("SERVICE_ADMIN_PASSWORD", ADMIN_PASSWORD)])
-        .await?;
+    let (_, r2) = c.start_router(&[("SERVICE_ADMIN_USERNAME", ADMIN_USER), ("SERVICE_ADMIN_PASSWORD", ADMIN_PASSWORD)]).await?;
     let t2 = wait_login(&r2, "router 2").await?;
     // The users live in the cluster, so the first router lets the admin in too.
     let t1 = wait_login(&r1, "router 1").await?;

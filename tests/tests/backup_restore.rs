@@ -37,7 +37,8 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
         let result = async {
             let api = source.http.clone();
             let expected = write_everything(&api).await?;
-            let made = api.post("/api/v1/admin/backup", &json!({"encrypted": true, "compliance_mode": "gdpr"})).await?.ensure_status(201)?;
+            let made =
+                api.post("/api/v1/admin/backup", &json!({"encrypted": true, "compliance_mode": "gdpr"})).await?.ensure_status(201)?;
             eprintln!("[backup_restore] backup: {}", made.json);
             ensure!(made.json["encrypted"] == true && made.json["encryption_algorithm"] == "AES-256-GCM", "{made}");
             ensure!(made.json["size_bytes"].as_u64().is_some_and(|n| n > 0), "{made}");
@@ -92,18 +93,27 @@ async fn write_everything(api: &Http) -> Result<Expected> {
         api.kv_put(&k, v.clone(), None).await?.ensure_status(200)?;
         kv.push((k, v));
     }
-    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT, balance INT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT, balance INT)"}))
+        .await?
+        .ensure_status(200)?;
     api.post("/api/v1/query", &json!({"sql": "CREATE INDEX by_owner ON accounts (owner)"})).await?.ensure_status(200)?;
     let values: Vec<String> = (1..=25).map(|i| format!("({i}, 'owner{}', {})", i % 5, i * 10)).collect();
     api.post("/api/v1/query", &json!({"sql": format!("INSERT INTO accounts VALUES {}", values.join(", "))})).await?.ensure_status(200)?;
-    let sql_rows = api.post("/api/v1/query", &json!({"sql": "SELECT * FROM accounts ORDER BY id"})).await?.ensure_status(200)?.json["data"]["rows"].clone();
+    let sql_rows = api.post("/api/v1/query", &json!({"sql": "SELECT * FROM accounts ORDER BY id"})).await?.ensure_status(200)?.json["data"]
+        ["rows"]
+        .clone();
     ensure!(sql_rows.as_array().is_some_and(|r| r.len() == 25), "{sql_rows}");
     api.post("/api/v1/documents/collections", &json!({"name": "people"})).await?.ensure_status(201)?;
-    api.post("/api/v1/documents/collections/people/documents", &json!({"id": "ada", "document": {"city": "London", "born": 1815}})).await?.ensure_status(201)?;
+    api.post("/api/v1/documents/collections/people/documents", &json!({"id": "ada", "document": {"city": "London", "born": 1815}}))
+        .await?
+        .ensure_status(201)?;
     let document = api.get("/api/v1/documents/collections/people/documents/ada").await?.ensure_status(200)?.json;
-    api.post("/api/v1/graph/nodes", &json!({"graph": "g", "id": "ada", "label": "Person", "properties": {"field": "maths"}})).await?.ensure_status(201)?;
+    api.post("/api/v1/graph/nodes", &json!({"graph": "g", "id": "ada", "label": "Person", "properties": {"field": "maths"}}))
+        .await?
+        .ensure_status(201)?;
     let graph_node = api.get("/api/v1/graph/nodes/ada?graph=g").await?.ensure_status(200)?.json;
-    let points: Vec<Value> = (0..120).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": i as f64, "tags": {"host": "a"}})).collect();
+    let points: Vec<Value> =
+        (0..120).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": i as f64, "tags": {"host": "a"}})).collect();
     api.post("/api/v1/timeseries/write", &json!({"metric": "temp", "points": points})).await?.ensure_status(200)?;
     api.post("/api/v1/objects/buckets", &json!({"name": "files"})).await?.ensure_status(201)?;
     let object: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
@@ -138,7 +148,11 @@ async fn restore_into(c: &Cluster, dir: &std::path::Path, id: &str, expected: &E
     api.post("/api/v1/admin/restore", &json!({})).await?.ensure_status(400)?;
     api.post("/api/v1/admin/restore", &json!({"backup_id": "bkp-nope"})).await?.ensure_status(404)?;
 
-    let restored = api.timeout(std::time::Duration::from_secs(120)).post("/api/v1/admin/restore", &json!({"backup_id": id})).await?.ensure_status(200)?;
+    let restored = api
+        .timeout(std::time::Duration::from_secs(120))
+        .post("/api/v1/admin/restore", &json!({"backup_id": id}))
+        .await?
+        .ensure_status(200)?;
     eprintln!("[backup_restore] restore: {}", restored.json);
     // The meta group came back too: log in again as the backed-up admin.
     let api = c.http.clone();
@@ -149,9 +163,12 @@ async fn restore_into(c: &Cluster, dir: &std::path::Path, id: &str, expected: &E
     }
     ensure!(admin.kv_get("after/backup").await?.status == 404, "a write made after the backup is not restored");
     ensure!(admin.kv_get("only/in/target").await?.status == 404, "the target's own records were replaced");
-    let rows = admin.post("/api/v1/query", &json!({"sql": "SELECT * FROM accounts ORDER BY id"})).await?.ensure_status(200)?.json["data"]["rows"].clone();
+    let rows =
+        admin.post("/api/v1/query", &json!({"sql": "SELECT * FROM accounts ORDER BY id"})).await?.ensure_status(200)?.json["data"]["rows"]
+            .clone();
     ensure!(rows == expected.sql_rows, "SQL rows: {rows} vs {}", expected.sql_rows);
-    let by_index = admin.post("/api/v1/query", &json!({"sql": "SELECT COUNT(*) FROM accounts WHERE owner = 'owner3'"})).await?.ensure_status(200)?;
+    let by_index =
+        admin.post("/api/v1/query", &json!({"sql": "SELECT COUNT(*) FROM accounts WHERE owner = 'owner3'"})).await?.ensure_status(200)?;
     ensure!(by_index.json["data"]["rows"][0][0] == json!(5), "{by_index}");
     let doc = admin.get("/api/v1/documents/collections/people/documents/ada").await?.ensure_status(200)?.json;
     ensure!(doc == expected.document, "document: {doc} vs {}", expected.document);

@@ -151,9 +151,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         if template == "/api/v1/auth/logout" {
             continue;
         }
-        let takes_body = matches!(m, Method::POST | Method::PUT | Method::PATCH)
-            && !bodyless_action(method, template)
-            && !raw_body(method, template);
+        let takes_body =
+            matches!(m, Method::POST | Method::PUT | Method::PATCH) && !bodyless_action(method, template) && !raw_body(method, template);
         let mut cases: Vec<(String, String, Option<Vec<u8>>)> = Vec::new();
         if takes_body {
             let path = concrete(template, "fuzz-target");

@@ -71,9 +71,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         list.json["tables"].as_array().is_some_and(|t| t.iter().any(|t| t["table"] == "orders" && t["channel"] == CHANNEL)),
         "cdc list: {list}"
     );
-    api.post("/api/v1/streaming/publish", &json!({"channel": CHANNEL, "event_type": "x", "data": {}}))
-        .await?
-        .ensure_status(400)?;
+    api.post("/api/v1/streaming/publish", &json!({"channel": CHANNEL, "event_type": "x", "data": {}})).await?.ensure_status(400)?;
     let sub = Subscriber::start(api.base(), &token, TokenIn::Header, CHANNEL, 0).await?;
 
     // Writes: single statements, a multi-statement transaction, a rollback and a failure.
@@ -165,49 +163,74 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
 /// `on_conflict: update`, nothing for skipped rows or a failed batch.
 async fn import_capture(api: &Http) -> Result<()> {
     const ITEMS: &str = "cdc.shop.items";
-    let import = |data: &str, options: Value| {
-        json!({"table": "items", "database": "shop", "format": "csv", "data": data, "options": options})
-    };
+    let import =
+        |data: &str, options: Value| json!({"table": "items", "database": "shop", "format": "csv", "data": data, "options": options});
     sql(api, "CREATE TABLE items (id INT PRIMARY KEY, name TEXT, qty INT)").await?.ensure_status(200)?;
     sql(api, "INSERT INTO items VALUES (100, 'before', 0)").await?.ensure_status(200)?; // before CDC: not captured
     api.post(CDC, &json!({"database": "shop", "table": "items"})).await?.ensure_status(201)?;
 
     // Three batches of at most two rows, one Raft command each.
     let r = api
-        .post("/api/v1/import/sql", &import("id,name,qty
+        .post(
+            "/api/v1/import/sql",
+            &import(
+                "id,name,qty
 1,a,1
 2,b,2
 3,c,3
 4,d,4
 5,e,5
-", json!({"batch_size": 2})))
+",
+                json!({"batch_size": 2}),
+            ),
+        )
         .await?
         .ensure_status(200)?;
     ensure!(r.json["rows_imported"] == 5, "first import: {r}");
     // update: 2 and 100 exist (Update), 6 is new (Insert).
     let r = api
-        .post("/api/v1/import/sql", &import("id,name,qty
+        .post(
+            "/api/v1/import/sql",
+            &import(
+                "id,name,qty
 2,b2,20
 6,f,6
 100,after,1
-", json!({"on_conflict": "update"})))
+",
+                json!({"on_conflict": "update"}),
+            ),
+        )
         .await?
         .ensure_status(200)?;
     ensure!(r.json["rows_imported"] == 3, "update import: {r}");
     // skip: 1 exists (nothing), 7 is new.
     let r = api
-        .post("/api/v1/import/sql", &import("id,name,qty
+        .post(
+            "/api/v1/import/sql",
+            &import(
+                "id,name,qty
 1,x,9
 7,g,7
-", json!({"on_conflict": "skip"})))
+",
+                json!({"on_conflict": "skip"}),
+            ),
+        )
         .await?
         .ensure_status(200)?;
     ensure!(r.json["rows_imported"] == 1 && r.json["rows_skipped"] == 1, "skip import: {r}");
     // error: the batch with a duplicate key is not applied and records nothing.
-    let r = api.post("/api/v1/import/sql", &import("id,name,qty
+    let r = api
+        .post(
+            "/api/v1/import/sql",
+            &import(
+                "id,name,qty
 8,h,8
 3,dup,3
-", json!({}))).await?;
+",
+                json!({}),
+            ),
+        )
+        .await?;
     ensure!(r.status == 409 && r.json["rows_imported"] == 0, "failed import: {r}");
 
     let h = api.get(&format!("/api/v1/streaming/channels/{ITEMS}/history?after=0&limit=1000")).await?.ensure_status(200)?;

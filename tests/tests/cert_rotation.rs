@@ -64,9 +64,13 @@ fn issue_all(dir: &Path, ca: &ClusterCa) -> Result<()> {
 /// Whether node 1 answers `Status` to a router certificate of `ca`, trusting `trust`.
 async fn status_with(c: &Cluster, trust: &str, ca: &ClusterCa) -> Result<(), String> {
     let (cert, key) = ca.issue(Role::Router, "probe", &["127.0.0.1".into()]).map_err(|e| e.to_string())?;
-    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(trust)).identity(Identity::from_pem(cert, key)).domain_name("127.0.0.1");
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(trust))
+        .identity(Identity::from_pem(cert, key))
+        .domain_name("127.0.0.1");
     let addr = c.node_addr(1).map_err(|e| e.to_string())?;
-    let endpoint = Endpoint::from_shared(format!("https://{addr}")).map_err(|e| e.to_string())?.tls_config(tls).map_err(|e| e.to_string())?;
+    let endpoint =
+        Endpoint::from_shared(format!("https://{addr}")).map_err(|e| e.to_string())?.tls_config(tls).map_err(|e| e.to_string())?;
     let channel = endpoint.connect_timeout(Duration::from_secs(5)).connect().await.map_err(|e| format!("{e:?}"))?;
     DataServiceClient::new(channel).status(StatusRequest::default()).await.map(|_| ()).map_err(|s| format!("{s:?}"))
 }
@@ -92,7 +96,11 @@ async fn write_steadily(api: Http, stop: Arc<AtomicBool>, retried: Arc<AtomicU64
                 break;
             }
         }
-        if ok { acked.push(key) } else { failed.push(key) }
+        if ok {
+            acked.push(key)
+        } else {
+            failed.push(key)
+        }
         i += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

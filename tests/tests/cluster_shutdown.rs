@@ -27,9 +27,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     api.post("/api/v1/query", &sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")).await?.ensure_status(200)?;
     api.post("/api/v1/query", &sql("INSERT INTO t VALUES (1, 'one'), (2, 'two')")).await?.ensure_status(200)?;
 
-    api.post("/api/v1/admin/users", &json!({
-        "username": "vic", "email": "vic@example.com", "password": "Viewer-Pass-123!", "role": "viewer"
-    }))
+    api.post(
+        "/api/v1/admin/users",
+        &json!({
+            "username": "vic", "email": "vic@example.com", "password": "Viewer-Pass-123!", "role": "viewer"
+        }),
+    )
     .await?
     .ensure_status(201)?;
     let viewer = api.anonymous().login_as("vic", "Viewer-Pass-123!").await?;

@@ -49,18 +49,25 @@ const WEBHOOK_SECRET: &str = "webhook-secret-1";
 async fn a_subject_is_erased_from_every_shard(c: &Cluster) -> Result<()> {
     let api = c.http.clone();
     for i in 0..12 {
-        api.kv_put(&format!("orders/{i}"), json!({"customer_id": if i % 3 == 0 { "dave" } else { "carol" }, "n": i}), None).await?.ensure_status(200)?;
+        api.kv_put(&format!("orders/{i}"), json!({"customer_id": if i % 3 == 0 { "dave" } else { "carol" }, "n": i}), None)
+            .await?
+            .ensure_status(200)?;
     }
     api.kv_put("user:carol", json!({"plan": "pro"}), None).await?.ensure_status(200)?;
     api.post("/api/v1/documents/collections", &json!({"name": "people"})).await?;
-    api.post("/api/v1/documents/collections/people/documents", &json!({"id": "carol", "document": {"city": "Lyon"}})).await?.ensure_status(201)?;
+    api.post("/api/v1/documents/collections/people/documents", &json!({"id": "carol", "document": {"city": "Lyon"}}))
+        .await?
+        .ensure_status(201)?;
     api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id INT PRIMARY KEY, user_id TEXT)"})).await?.ensure_status(200)?;
     api.post("/api/v1/query", &json!({"sql": "INSERT INTO payments VALUES (1, 'carol'), (2, 'dave')"})).await?.ensure_status(200)?;
     api.post("/api/v1/graph/nodes", &json!({"graph": "g", "id": "carol", "label": "User"})).await?.ensure_status(201)?;
     let before = api.post(&format!("{C}/export"), &json!({"subject_id": "carol"})).await?.ensure_status(200)?;
     ensure!(before.json["total_items"] == 12, "8 orders, user:carol, a document, a row, a node: {before}");
     let body = serde_json::to_vec(&json!({"requestor": "dpo", "reason": "erasure request", "secure_erase": true}))?;
-    let erased = api.send(reqwest::Method::DELETE, &format!("{C}/data-subject/carol"), Some(body), Some("application/json")).await?.ensure_status(200)?;
+    let erased = api
+        .send(reqwest::Method::DELETE, &format!("{C}/data-subject/carol"), Some(body), Some("application/json"))
+        .await?
+        .ensure_status(200)?;
     let cert = &erased.json["certificate"];
     ensure!(cert["total_items"] == 12 && cert["signature_algorithm"] == "Ed25519", "{erased}");
     let after = api.post(&format!("{C}/export"), &json!({"subject_id": "carol"})).await?.ensure_status(200)?;
@@ -150,7 +157,9 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let grant = json!({"subject_id": "user-1234", "purpose": "marketing", "granted": true, "source": "signup_form", "version": "3"});
     let r = api.post(&format!("{C}/consent"), &grant).await?.ensure_status(200)?;
     ensure!(r.json["consent_id"].as_str().is_some_and(|id| id.starts_with("con-")), "{r}");
-    api.post(&format!("{C}/consent"), &json!({"subject_id": "user-1234", "purpose": "do_not_sell", "granted": true})).await?.ensure_status(200)?;
+    api.post(&format!("{C}/consent"), &json!({"subject_id": "user-1234", "purpose": "do_not_sell", "granted": true}))
+        .await?
+        .ensure_status(200)?;
     let check = api.get(&format!("{C}/consent/user-1234/check/marketing")).await?.ensure_status(200)?;
     ensure!(check.json["granted"] == true, "{check}");
 
@@ -169,7 +178,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let path = format!("{C}/consent/user-1234/marketing");
     api.send(reqwest::Method::DELETE, &path, Some(body), Some("application/json")).await?.ensure_status(200)?;
     let history = api.get(&format!("{C}/consent/user-1234/history")).await?.ensure_status(200)?;
-    let actions: Vec<&str> = history.json["history"].as_array().map(|h| h.iter().filter_map(|e| e["action"].as_str()).collect()).unwrap_or_default();
+    let actions: Vec<&str> =
+        history.json["history"].as_array().map(|h| h.iter().filter_map(|e| e["action"].as_str()).collect()).unwrap_or_default();
     ensure!(actions == ["granted", "granted", "withdrawn"], "history: {history}");
     let check = api.get(&format!("{C}/consent/user-1234/check/marketing")).await?.ensure_status(200)?;
     ensure!(check.json["granted"] == false, "{check}");

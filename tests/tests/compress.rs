@@ -34,10 +34,7 @@ async fn points(api: &Http) -> Result<Value> {
 
 /// Every document of the collection, by id.
 async fn documents(api: &Http) -> Result<Value> {
-    let r = api
-        .post("/api/v1/documents/collections/cold/query", &json!({"filter": {}}))
-        .await?
-        .ensure_status(200)?;
+    let r = api.post("/api/v1/documents/collections/cold/query", &json!({"filter": {}})).await?.ensure_status(200)?;
     let mut docs = r.json["documents"].as_array().cloned().unwrap_or_default();
     docs.sort_by_key(|d| d["id"].as_str().unwrap_or("").to_string());
     Ok(json!(docs))
@@ -76,7 +73,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         })
         .collect();
     let r = api.post("/api/v1/import/documents", &json!({"collection": "cold", "documents": docs})).await?.ensure_status(200)?;
-    let ids: Vec<String> = r.json["ids"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let ids: Vec<String> =
+        r.json["ids"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
     ensure!(ids.len() == 300, "300 ids: {r}");
 
     let points_before = points(&api).await?;
@@ -144,11 +142,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         .post("/api/v1/timeseries/query", &json!({"metric": "temp", "tags": {"host": "a"}, "start": day0, "end": day0 + 120_000}))
         .await?
         .ensure_status(200)?;
-    let vals: Vec<f64> = r.json["series"][0]["points"].as_array().map(|p| p.iter().filter_map(|p| p["value"].as_f64()).collect()).unwrap_or_default();
+    let vals: Vec<f64> =
+        r.json["series"][0]["points"].as_array().map(|p| p.iter().filter_map(|p| p["value"].as_f64()).collect()).unwrap_or_default();
     ensure!(vals == vec![20.0, -2.0, -1.0, 20.5], "points of a sealed day after writes: {vals:?}");
     // A range starting inside a sealed day still finds its points.
     let r = api
-        .post("/api/v1/timeseries/query", &json!({"metric": "temp", "tags": {"host": "b"}, "start": day0 + 5 * 3_600_000, "end": day0 + 5 * 3_600_000 + 120_000}))
+        .post(
+            "/api/v1/timeseries/query",
+            &json!({"metric": "temp", "tags": {"host": "b"}, "start": day0 + 5 * 3_600_000, "end": day0 + 5 * 3_600_000 + 120_000}),
+        )
         .await?
         .ensure_status(200)?;
     ensure!(r.json["total_points"] == json!(3), "mid-day range: {r}");

@@ -57,7 +57,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         api.kv_put(&format!("cc-{i:03}"), json!({"i": i, "again": true}), None).await?.ensure_status(200)?;
     }
     let second = agreed(&assert_converged(&api, Duration::from_secs(60)).await?)?;
-    let moved: Vec<u64> = second.iter().filter(|(id, (index, digest))| first.get(id).is_some_and(|(i, d)| i < index && d != digest)).map(|(id, _)| *id).collect();
+    let moved: Vec<u64> = second
+        .iter()
+        .filter(|(id, (index, digest))| first.get(id).is_some_and(|(i, d)| i < index && d != digest))
+        .map(|(id, _)| *id)
+        .collect();
     ensure!(!moved.is_empty(), "no group's applied index and digest moved with the writes: {first:?} → {second:?}");
     Ok(())
 }

@@ -129,10 +129,7 @@ fn filter_cases() -> Vec<(Value, Pred)> {
             json!({"$and": [{"address.country": "NO"}, {"score": {"$gte": 10.0}}]}),
             Box::new(move |d| s(d, "address.country") == "NO" && num(d, "score") >= 10.0),
         ),
-        (
-            json!({"$or": [{"city": "Lima"}, {"age": {"$lt": 5}}]}),
-            Box::new(move |d| s(d, "city") == "Lima" || num(d, "age") < 5.0),
-        ),
+        (json!({"$or": [{"city": "Lima"}, {"age": {"$lt": 5}}]}), Box::new(move |d| s(d, "city") == "Lima" || num(d, "age") < 5.0)),
         (json!({"$not": {"city": "Oslo"}}), Box::new(move |d| s(d, "city") != "Oslo")),
         (json!({"age": {"$not": {"$gt": 30}}}), Box::new(move |d| num(d, "age") <= 30.0)),
         (json!({"vip": {"$exists": true}}), Box::new(|d| d.get("vip").is_some())),
@@ -140,9 +137,15 @@ fn filter_cases() -> Vec<(Value, Pred)> {
         (json!({"tags": {"$contains": "five"}}), Box::new(move |d| has_tag(d, "five"))),
         (json!({"tags": "even"}), Box::new(move |d| has_tag(d, "even"))),
         (json!({"name": {"$regex": "^p0[0-4]"}}), Box::new(move |d| s(d, "name").starts_with("p0") && s(d, "name").as_bytes()[2] <= b'4')),
-        (json!({"name": {"$regex": "^P1[0-2]", "$options": "i"}}), Box::new(move |d| ["p10", "p11", "p12"].iter().any(|p| s(d, "name").starts_with(p)))),
+        (
+            json!({"name": {"$regex": "^P1[0-2]", "$options": "i"}}),
+            Box::new(move |d| ["p10", "p11", "p12"].iter().any(|p| s(d, "name").starts_with(p))),
+        ),
         (json!({"address.zip": {"$gte": 1005}}), Box::new(move |d| num(d, "address.zip") >= 1005.0)),
-        (json!({"address.zip": {"$in": [1001, 1003]}, "city": {"$ne": "Lima"}}), Box::new(move |d| [1001.0, 1003.0].contains(&num(d, "address.zip")) && s(d, "city") != "Lima")),
+        (
+            json!({"address.zip": {"$in": [1001, 1003]}, "city": {"$ne": "Lima"}}),
+            Box::new(move |d| [1001.0, 1003.0].contains(&num(d, "address.zip")) && s(d, "city") != "Lima"),
+        ),
     ]
 }
 
@@ -181,7 +184,11 @@ async fn verify(api: &Http, docs: &Docs) -> Result<()> {
     let r = api.get(&format!("{C}/people")).await?.ensure_status(200)?;
     let listed: Vec<String> = ids_of(&r)?;
     ensure!(listed == docs.keys().cloned().collect::<Vec<_>>(), "listing has {} documents, expected {}", listed.len(), docs.len());
-    ensure!(r.json["total_scanned"] == json!(docs.len()) && r.json["execution_time_ms"].is_u64(), "listing shape: {}", r.json["total_scanned"]);
+    ensure!(
+        r.json["total_scanned"] == json!(docs.len()) && r.json["execution_time_ms"].is_u64(),
+        "listing shape: {}",
+        r.json["total_scanned"]
+    );
     Ok(())
 }
 
@@ -291,7 +298,9 @@ async fn documents_are_read_by_id(api: &Http, by_index: &[String]) -> Result<()>
 async fn updates_change_documents_within_the_schema(api: &Http, docs: &mut Docs, by_index: &[String]) -> Result<()> {
     for i in [1, 2, 3] {
         let id = &by_index[i];
-        let r = send_json(api, Method::PATCH, &doc_path("people", id), &json!({"$set": {"age": 59, "address.zip": 1999}})).await?.ensure_status(200)?;
+        let r = send_json(api, Method::PATCH, &doc_path("people", id), &json!({"$set": {"age": 59, "address.zip": 1999}}))
+            .await?
+            .ensure_status(200)?;
         let d = docs.get_mut(id).context("doc")?;
         d["age"] = json!(59);
         d["address"]["zip"] = json!(1999);
@@ -303,7 +312,8 @@ async fn updates_change_documents_within_the_schema(api: &Http, docs: &mut Docs,
     ensure!(r.json["data"] == *d, "$inc reply {r}");
     send_json(api, Method::PATCH, &doc_path("people", &by_index[7]), &json!({"$unset": {"vip": ""}})).await?.ensure_status(200)?;
     docs.get_mut(&by_index[7]).and_then(Value::as_object_mut).context("doc")?.remove("vip");
-    let replacement = json!({"name": "p005", "age": 33, "city": "Quito", "address": {"zip": 1005, "country": "EC"}, "tags": ["replaced"], "score": 1.5});
+    let replacement =
+        json!({"name": "p005", "age": 33, "city": "Quito", "address": {"zip": 1005, "country": "EC"}, "tags": ["replaced"], "score": 1.5});
     let r = send_json(api, Method::PUT, &doc_path("people", &by_index[5]), &json!({"document": replacement})).await?.ensure_status(200)?;
     ensure!(r.json["data"] == replacement && r.json["created_at"] != json!(null), "replace reply {r}");
     docs.insert(by_index[5].clone(), replacement);
@@ -330,11 +340,18 @@ async fn deleted_documents_are_gone(api: &Http, docs: &mut Docs, by_index: &[Str
 /// Multi-key sort and limit after the merge; key order of the sort object matters.
 async fn sort_and_limit_apply_after_the_merge(api: &Http, docs: &Docs) -> Result<()> {
     let all = |_: &Value| true;
-    let r = query_raw(api, "people", r#"{"filter": {}, "sort": {"city": 1, "age": -1, "name": 1}, "limit": 25}"#).await?.ensure_status(200)?;
+    let r =
+        query_raw(api, "people", r#"{"filter": {}, "sort": {"city": 1, "age": -1, "name": 1}, "limit": 25}"#).await?.ensure_status(200)?;
     ensure!(ids_of(&r)? == sorted_ids(docs, &[("city", 1), ("age", -1), ("name", 1)], &all)[..25], "sort city,-age,name");
     let r = query_raw(api, "people", r#"{"sort": {"age": -1, "city": 1, "name": -1}, "limit": 40}"#).await?.ensure_status(200)?;
     ensure!(ids_of(&r)? == sorted_ids(docs, &[("age", -1), ("city", 1), ("name", -1)], &all)[..40], "sort -age,city,-name");
-    let r = query(api, "people", &json!({"filter": {"age": {"$gte": 30}}, "sort": [["address.zip", -1], ["score", 1], ["name", 1]], "limit": 30})).await?.ensure_status(200)?;
+    let r = query(
+        api,
+        "people",
+        &json!({"filter": {"age": {"$gte": 30}}, "sort": [["address.zip", -1], ["score", 1], ["name", 1]], "limit": 30}),
+    )
+    .await?
+    .ensure_status(200)?;
     let ge30 = |d: &Value| at(d, "age").as_f64().is_some_and(|a| a >= 30.0);
     ensure!(ids_of(&r)? == sorted_ids(docs, &[("address.zip", -1), ("score", 1), ("name", 1)], &ge30)[..30], "sort nested zip");
     let r = query(api, "people", &json!({"sort": {"name": 1}, "limit": 10, "skip": 5})).await?.ensure_status(200)?;
@@ -373,7 +390,9 @@ async fn indexes_are_created_and_kept_in_step(api: &Http, ins: &str, docs: &mut 
     ensure!(r.json["count"] == json!(4), "index list {r}");
     // Writes after index creation keep the indexes in step.
     let moved = by_index[8].clone();
-    send_json(api, Method::PATCH, &doc_path("people", &moved), &json!({"$set": {"city": "Oslo", "tags": ["five"]}})).await?.ensure_status(200)?;
+    send_json(api, Method::PATCH, &doc_path("people", &moved), &json!({"$set": {"city": "Oslo", "tags": ["five"]}}))
+        .await?
+        .ensure_status(200)?;
     if let Some(d) = docs.get_mut(&moved) {
         d["city"] = json!("Oslo");
         d["tags"] = json!(["five"]);
@@ -415,7 +434,9 @@ async fn indexed_queries_match_scans(api: &Http, docs: &Docs) -> Result<()> {
         ensure!(!got.is_empty(), "filter {filter} matched nothing");
     }
     check_filters(api, docs, false).await.context("filters with indexes")?;
-    let r = query_raw(api, "people", r#"{"filter": {"city": "Oslo"}, "sort": {"age": -1, "name": 1}, "limit": 7}"#).await?.ensure_status(200)?;
+    let r = query_raw(api, "people", r#"{"filter": {"city": "Oslo"}, "sort": {"age": -1, "name": 1}, "limit": 7}"#)
+        .await?
+        .ensure_status(200)?;
     let oslo = |d: &Value| d["city"] == "Oslo";
     ensure!(ids_of(&r)? == sorted_ids(docs, &[("age", -1), ("name", 1)], &oslo)[..7], "indexed query with sort + limit");
     api.delete(&format!("{C}/people/indexes/address.zip")).await?.ensure_status(200)?;

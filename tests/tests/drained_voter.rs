@@ -56,10 +56,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     api.kv_put("drained/k", json!("after"), None).await?.ensure_status(200)?;
     // The drained node does not keep the leadership it took as a last resort.
     let what = format!("node {stopped} to lead group {group}");
-    wait_for(Duration::from_secs(60), &what, async || {
-        Ok((leader_of(c, group).await? == Some(stopped)).then_some(()))
-    })
-    .await?;
+    wait_for(Duration::from_secs(60), &what, async || Ok((leader_of(c, group).await? == Some(stopped)).then_some(()))).await?;
     let r = quorum.kv_get("drained/k").await?.ensure_status(200)?;
     ensure!(r.json["value"] == json!("after"), "read {r}");
     Ok(())

@@ -146,7 +146,8 @@ async fn encrypted_scenario(c: &mut Cluster) -> Result<()> {
 /// new writes are served, and the next restart opens the directories with the
 /// new key as their own.
 async fn rotate_the_key(c: &mut Cluster, m: &Markers) -> Result<()> {
-    let old_key = c.options().node_env.iter().find(|(k, _)| k == "SERVICE_ENCRYPTION_KEY").map(|(_, v)| v.clone()).context("the old key")?;
+    let old_key =
+        c.options().node_env.iter().find(|(k, _)| k == "SERVICE_ENCRYPTION_KEY").map(|(_, v)| v.clone()).context("the old key")?;
     let new_key = base64::engine::general_purpose::STANDARD.encode(random_bytes(32));
     c.stop_all().await?;
     for id in [1, 2, 3] {
@@ -225,14 +226,10 @@ async fn workload(c: &mut Cluster, m: &Markers) -> Result<()> {
     sql("CREATE TABLE secrets (id INT PRIMARY KEY, note TEXT NOT NULL)".into()).await?;
     sql(format!("INSERT INTO secrets VALUES (1, '{}')", m.sql)).await?;
     api.post("/api/v1/documents/collections", &json!({"name": "enc"})).await?.ensure_status(201)?;
-    api.post("/api/v1/documents/collections/enc/documents", &json!({"document": {"note": m.doc}}))
-        .await?
-        .ensure_status(201)?;
+    api.post("/api/v1/documents/collections/enc/documents", &json!({"document": {"note": m.doc}})).await?.ensure_status(201)?;
     api.post("/api/v1/objects/buckets", &json!({"name": "encbucket"})).await?.ensure_status(201)?;
     let body = format!("object body with {} inside", m.object).into_bytes();
-    let r = api
-        .send(Method::PUT, "/api/v1/objects/buckets/encbucket/object/note.txt", Some(body), Some("text/plain"))
-        .await?;
+    let r = api.send(Method::PUT, "/api/v1/objects/buckets/encbucket/object/note.txt", Some(body), Some("text/plain")).await?;
     ensure!(r.status == 200 || r.status == 201, "object put: {r}");
     for i in 0..FILLER {
         api.kv_put(&format!("enc/filler-{i:03}"), json!({"i": i}), None).await?.ensure_status(200)?;
@@ -265,10 +262,7 @@ async fn verify(c: &Cluster, m: &Markers) -> Result<()> {
         .await?
         .ensure_status(200)?;
     ensure!(r.json["data"]["rows"] == json!([[m.sql]]), "sql row {r}");
-    let r = api
-        .post("/api/v1/documents/enc/query", &json!({"filter": {"note": m.doc}}))
-        .await?
-        .ensure_status(200)?;
+    let r = api.post("/api/v1/documents/enc/query", &json!({"filter": {"note": m.doc}})).await?.ensure_status(200)?;
     let docs = r.json["documents"].as_array().with_context(|| format!("document query {r}"))?;
     ensure!(docs.len() == 1 && docs[0]["data"]["note"] == m.doc.as_str(), "document query {r}");
     let r = api.get("/api/v1/objects/buckets/encbucket/object/note.txt").await?.ensure_status(200)?;
@@ -301,4 +295,3 @@ async fn run_node_once(c: &Cluster, id: u64, env: &[(&str, String)]) -> Result<(
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     Ok((out.status.success(), text))
 }
-

@@ -46,30 +46,55 @@ async fn a_subject_is_erased_from_every_store_and_a_failed_erasure_finishes_on_r
 /// `mark` in a field of each record's data).
 async fn seed(api: &Http, who: &str, mark: &str) -> Result<()> {
     for i in 0..6 {
-        api.kv_put(&format!("orders/{who}-{i}"), json!({"customer_id": who, "n": i, "note": format!("{mark}-kv")}), None).await?.ensure_status(200)?;
+        api.kv_put(&format!("orders/{who}-{i}"), json!({"customer_id": who, "n": i, "note": format!("{mark}-kv")}), None)
+            .await?
+            .ensure_status(200)?;
     }
     api.kv_put(&format!("profile:{who}"), json!({"plan": "pro"}), None).await?.ensure_status(200)?;
-    api.post("/api/v1/documents/collections/patients/documents", &json!({"id": format!("doc-{who}"), "document": {"patient_id": who, "note": format!("{mark}-doc")}}))
+    api.post(
+        "/api/v1/documents/collections/patients/documents",
+        &json!({"id": format!("doc-{who}"), "document": {"patient_id": who, "note": format!("{mark}-doc")}}),
+    )
+    .await?
+    .ensure_status(201)?;
+    api.post("/api/v1/query", &json!({"sql": format!("INSERT INTO payments VALUES ('{who}-p', '{who}', 12.5, '{mark}-sql')")}))
+        .await?
+        .ensure_status(200)?;
+    api.post(
+        "/api/v1/graph/nodes",
+        &json!({"graph": "social", "id": who, "label": "User", "properties": {"note": format!("{mark}-node")}}),
+    )
+    .await?
+    .ensure_status(201)?;
+    api.post("/api/v1/graph/edges", &json!({"graph": "social", "from_node": who, "to_node": "shop", "label": "BUYS"}))
         .await?
         .ensure_status(201)?;
-    api.post("/api/v1/query", &json!({"sql": format!("INSERT INTO payments VALUES ('{who}-p', '{who}', 12.5, '{mark}-sql')")})).await?.ensure_status(200)?;
-    api.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": who, "label": "User", "properties": {"note": format!("{mark}-node")}})).await?.ensure_status(201)?;
-    api.post("/api/v1/graph/edges", &json!({"graph": "social", "from_node": who, "to_node": "shop", "label": "BUYS"})).await?.ensure_status(201)?;
     let meta = json!({"user_id": who}).to_string();
     api.clone()
         .header("X-Service-Meta", &meta)
-        .send(Method::PUT, &format!("/api/v1/objects/buckets/avatars/object/img/{who}.png"), Some(format!("png bytes {mark}-object").into_bytes()), Some("image/png"))
+        .send(
+            Method::PUT,
+            &format!("/api/v1/objects/buckets/avatars/object/img/{who}.png"),
+            Some(format!("png bytes {mark}-object").into_bytes()),
+            Some("image/png"),
+        )
         .await?
         .ensure_status(200)?;
-    api.post("/api/v1/vector/collections/faces/upsert", &json!({"id": format!("face-{who}"), "vector": vector_of(who), "metadata": {"user_id": who, "note": format!("{mark}-vector")}}))
-        .await?
-        .ensure_status(200)?;
+    api.post(
+        "/api/v1/vector/collections/faces/upsert",
+        &json!({"id": format!("face-{who}"), "vector": vector_of(who), "metadata": {"user_id": who, "note": format!("{mark}-vector")}}),
+    )
+    .await?
+    .ensure_status(200)?;
     let points: Vec<_> = (0..5).map(|i| json!({"timestamp": 1_700_000_000_000i64 + i * 1000, "value": 60 + i, "tags": {"patient_id": who, "ward": format!("{mark}-ts")}})).collect();
     api.post("/api/v1/timeseries/write", &json!({"metric": "heart.rate", "points": points})).await?.ensure_status(200)?;
     for step in ["signup", "checkout"] {
-        api.post("/api/v1/streaming/publish", &json!({"channel": "activity", "event_type": step, "data": {"user_id": who, "step": step, "note": format!("{mark}-stream")}}))
-            .await?
-            .ensure_status(200)?;
+        api.post(
+            "/api/v1/streaming/publish",
+            &json!({"channel": "activity", "event_type": step, "data": {"user_id": who, "step": step, "note": format!("{mark}-stream")}}),
+        )
+        .await?
+        .ensure_status(200)?;
     }
     Ok(())
 }
@@ -98,7 +123,9 @@ fn store_counts(export: &Resp) -> Vec<(String, usize)> {
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let api = c.http.clone();
     api.post("/api/v1/documents/collections", &json!({"name": "patients"})).await?.ensure_status(201)?;
-    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id TEXT PRIMARY KEY, user_id TEXT, amount FLOAT, note TEXT)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE payments (id TEXT PRIMARY KEY, user_id TEXT, amount FLOAT, note TEXT)"}))
+        .await?
+        .ensure_status(200)?;
     api.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": "shop", "label": "Shop"})).await?.ensure_status(201)?;
     api.post("/api/v1/objects/buckets", &json!({"name": "avatars"})).await?.ensure_status(201)?;
     api.post("/api/v1/vector/collections", &json!({"name": "faces", "dim": 4, "metric": "cosine"})).await?.ensure_status(201)?;
@@ -113,10 +140,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     // its edge, an object, a vector, a series, 2 events.
     let before = export(&api, SUBJECT).await?;
     let counts = store_counts(&before);
-    let expected: Vec<(String, usize)> = [("kv", 7), ("document", 1), ("sql", 1), ("graph", 2), ("object", 1), ("vector", 1), ("timeseries", 1), ("stream", 2)]
-        .iter()
-        .map(|(s, n)| (s.to_string(), *n))
-        .collect();
+    let expected: Vec<(String, usize)> =
+        [("kv", 7), ("document", 1), ("sql", 1), ("graph", 2), ("object", 1), ("vector", 1), ("timeseries", 1), ("stream", 2)]
+            .iter()
+            .map(|(s, n)| (s.to_string(), *n))
+            .collect();
     ensure!(counts == expected, "export before the erasure: {counts:?}\n{before}");
     let series = &before.json["data"]["timeseries"][0]["data"];
     ensure!(series["points"].as_array().map_or(0, Vec::len) == 5, "the export carries the series' points: {series}");
@@ -177,7 +205,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(ids == [1, 2, 3, 4], "ids stay dense: {history}");
     ensure!(events[..2].iter().all(|e| e["data"].is_null()) && events[2]["data"]["user_id"] == OTHER, "{history}");
     // The vector search and the time-series query no longer return the subject.
-    let hits = api.post("/api/v1/vector/collections/faces/search", &json!({"vector": [0.1, 0.2, 0.3, 0.4], "k": 10})).await?.ensure_status(200)?;
+    let hits =
+        api.post("/api/v1/vector/collections/faces/search", &json!({"vector": [0.1, 0.2, 0.3, 0.4], "k": 10})).await?.ensure_status(200)?;
     ensure!(!hits.text.contains(SUBJECT) && hits.text.contains(OTHER), "{hits}");
     let q = json!({"metric": "heart.rate", "start": 0, "end": 1_800_000_000_000i64, "tags": {"patient_id": SUBJECT}});
     let points = api.post("/api/v1/timeseries/query", &q).await?.ensure_status(200)?;

@@ -35,10 +35,16 @@ async fn write_subjects(api: &Http) -> Result<()> {
     for who in ["ana", "ben"] {
         api.kv_put(&format!("user:{who}"), json!({"plan": "pro"}), None).await?.ensure_status(200)?;
     }
-    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE orders (id INT PRIMARY KEY, customer_id TEXT, total INT)"})).await?.ensure_status(200)?;
-    api.post("/api/v1/query", &json!({"sql": "INSERT INTO orders VALUES (1, 'ana', 10), (2, 'ben', 20), (3, 'ana', 30)"})).await?.ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "CREATE TABLE orders (id INT PRIMARY KEY, customer_id TEXT, total INT)"}))
+        .await?
+        .ensure_status(200)?;
+    api.post("/api/v1/query", &json!({"sql": "INSERT INTO orders VALUES (1, 'ana', 10), (2, 'ben', 20), (3, 'ana', 30)"}))
+        .await?
+        .ensure_status(200)?;
     api.post("/api/v1/documents/collections", &json!({"name": "profiles"})).await?.ensure_status(201)?;
-    api.post("/api/v1/documents/collections/profiles/documents", &json!({"id": "p1", "document": {"user_id": "ana", "city": "Oslo"}})).await?.ensure_status(201)?;
+    api.post("/api/v1/documents/collections/profiles/documents", &json!({"id": "p1", "document": {"user_id": "ana", "city": "Oslo"}}))
+        .await?
+        .ensure_status(201)?;
     Ok(())
 }
 
@@ -47,7 +53,13 @@ async fn visible(api: &Http) -> Result<(u16, usize, u16, u16, usize)> {
     let rows = |who: &str| {
         let api = api.clone();
         let sql = format!("SELECT id FROM orders WHERE customer_id = '{who}'");
-        async move { Ok::<_, anyhow::Error>(api.post("/api/v1/query", &json!({"sql": sql})).await?.ensure_status(200)?.json["data"]["rows"].as_array().map_or(0, Vec::len)) }
+        async move {
+            Ok::<_, anyhow::Error>(
+                api.post("/api/v1/query", &json!({"sql": sql})).await?.ensure_status(200)?.json["data"]["rows"]
+                    .as_array()
+                    .map_or(0, Vec::len),
+            )
+        }
     };
     Ok((
         api.kv_get("user:ana").await?.status,
@@ -136,9 +148,11 @@ async fn scenario(dir: &std::path::Path) -> Result<()> {
             // the chain still verifies.
             ensure!(restored["audit_entries_re_recorded"].as_u64().is_some_and(|n| n > 0), "{restored}");
             let trail = api.get("/api/v1/compliance/audit/ana").await?.ensure_status(200)?;
-            let again = trail.json["entries"].as_array().into_iter().flatten().any(|e| {
-                e["event_type"] == "data_erased" && e["details"]["recorded_again_after_restore_of"] == json!(backup_id)
-            });
+            let again = trail.json["entries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|e| e["event_type"] == "data_erased" && e["details"]["recorded_again_after_restore_of"] == json!(backup_id));
             ensure!(again, "the erasure's audit entry was rolled back by the restore: {}", trail.json);
             let verified = api.get("/api/v1/compliance/audit/verify").await?.ensure_status(200)?;
             ensure!(verified.json["valid"] == json!(true), "the audit chain after the restore: {}", verified.json);

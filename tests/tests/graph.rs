@@ -94,7 +94,13 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 /// Nodes: ids given or assigned; properties default to {}. Returns the group
 /// that served the assigned-id node.
 async fn nodes_are_created_with_given_or_assigned_ids(api: &Http) -> Result<Option<String>> {
-    let people = [("alice", "Alice", 30, "Oslo"), ("bob", "Bob", 25, "Oslo"), ("carol", "Carol", 35, "Paris"), ("dave", "Dave", 40, "Rome"), ("erin", "Erin", 28, "Oslo")];
+    let people = [
+        ("alice", "Alice", 30, "Oslo"),
+        ("bob", "Bob", 25, "Oslo"),
+        ("carol", "Carol", 35, "Paris"),
+        ("dave", "Dave", 40, "Rome"),
+        ("erin", "Erin", 28, "Oslo"),
+    ];
     for (id, name, age, city) in people {
         let r = node(api, id, "Person", json!({"name": name, "age": age, "city": city})).await?;
         ensure!(r.json["id"] == id && r.json["label"] == "Person" && r.json["properties"]["age"] == age, "node reply {r}");
@@ -159,7 +165,14 @@ async fn bad_input_is_a_4xx_json_error(api: &Http, e: &BTreeMap<String, String>)
     api.get(&format!("{NODES}/ghost")).await?.ensure_status(404)?.ensure_error_body()?;
     api.delete(&format!("{NODES}/ghost")).await?.ensure_status(404)?.ensure_error_body()?;
     api.delete(&format!("{EDGES}/ghost")).await?.ensure_status(404)?.ensure_error_body()?;
-    for q in ["start_node=ghost&depth=2", "depth=2", "start_node=alice&depth=11", "start_node=alice&depth=x", "direction=up&start_node=alice", "limit=0"] {
+    for q in [
+        "start_node=ghost&depth=2",
+        "depth=2",
+        "start_node=alice&depth=11",
+        "start_node=alice&depth=x",
+        "direction=up&start_node=alice",
+        "limit=0",
+    ] {
         let r = api.get(&format!("/api/v1/graph/data?{q}")).await?.ensure_client_error()?;
         ensure!(r.status == if q.starts_with("start_node=ghost") { 404 } else { 400 }, "data {q}: {r}");
     }
@@ -175,10 +188,7 @@ async fn traversals_report_each_nodes_depth(api: &Http) -> Result<()> {
     ensure!(n == depths(&[("alice", 0), ("bob", 1), ("carol", 2), ("erin", 1), ("oslo", 1)]), "depth 2: {n:?}");
     ensure!(edges.len() == 5, "depth 2 edges (bob→oslo joins a known node) {edges:?}");
     let (n, edges) = data(api, "start_node=alice&depth=3").await?;
-    ensure!(
-        n == depths(&[("alice", 0), ("bob", 1), ("carol", 2), ("dave", 3), ("erin", 1), ("oslo", 1), ("paris", 3)]),
-        "depth 3: {n:?}"
-    );
+    ensure!(n == depths(&[("alice", 0), ("bob", 1), ("carol", 2), ("dave", 3), ("erin", 1), ("oslo", 1), ("paris", 3)]), "depth 3: {n:?}");
     ensure!(edges.len() == 7, "depth 3 edges {edges:?}");
     let (n, _) = data(api, "start_node=alice").await?;
     ensure!(n.len() == 4, "default depth is 1: {n:?}");
@@ -212,9 +222,22 @@ async fn pattern_queries_match_paths(api: &Http) -> Result<()> {
     ensure!(r == vec![json!(["Bob"]), json!(["Carol"]), json!(["Dave"]), json!(["Erin"])], "variable length: {r:?}");
     let r = rows(api, "MATCH (a:Person)-[:KNOWS*2]->(b:Person) RETURN a.name, b.name ORDER BY a.name", json!({})).await?;
     ensure!(r == vec![json!(["Alice", "Carol"]), json!(["Bob", "Dave"])], "exactly two hops: {r:?}");
-    let r = rows(api, "MATCH (a:Person)-[r:KNOWS]->(b:Person) WHERE r.since >= 2015 AND NOT b.city = 'Rome' RETURN a.name AS from, b.name AS to", json!({})).await?;
-    ensure!(r == vec![json!(["Alice", "Erin"]), json!(["Bob", "Carol"])] || r == vec![json!(["Bob", "Carol"]), json!(["Alice", "Erin"])], "WHERE on edges: {r:?}");
-    let r = rows(api, "MATCH (p:Person)-[:LIVES_IN]->(c:City) WHERE p.age > $min OR p.name = $who RETURN c.name, count(*) AS n ORDER BY n DESC, c.name", json!({"min": 26, "who": "Bob"})).await?;
+    let r = rows(
+        api,
+        "MATCH (a:Person)-[r:KNOWS]->(b:Person) WHERE r.since >= 2015 AND NOT b.city = 'Rome' RETURN a.name AS from, b.name AS to",
+        json!({}),
+    )
+    .await?;
+    ensure!(
+        r == vec![json!(["Alice", "Erin"]), json!(["Bob", "Carol"])] || r == vec![json!(["Bob", "Carol"]), json!(["Alice", "Erin"])],
+        "WHERE on edges: {r:?}"
+    );
+    let r = rows(
+        api,
+        "MATCH (p:Person)-[:LIVES_IN]->(c:City) WHERE p.age > $min OR p.name = $who RETURN c.name, count(*) AS n ORDER BY n DESC, c.name",
+        json!({"min": 26, "who": "Bob"}),
+    )
+    .await?;
     ensure!(r == vec![json!(["Oslo", 2]), json!(["Paris", 1])], "grouped count with params: {r:?}");
     let r = rows(api, "MATCH (p:Person)<-[:KNOWS]-(q) RETURN DISTINCT q.name ORDER BY q.name LIMIT 2", json!({})).await?;
     ensure!(r == vec![json!(["Alice"]), json!(["Bob"])], "distinct + limit: {r:?}");
@@ -248,18 +271,27 @@ async fn malformed_and_runaway_queries_are_refused(api: &Http) -> Result<()> {
 /// Batches: one command, all or nothing; a separate graph.
 async fn batches_are_all_or_nothing(api: &Http) -> Result<()> {
     let nodes: Vec<Value> = (0..50).map(|i| json!({"id": format!("s{i}"), "label": "User", "properties": {"n": i}})).collect();
-    let edges: Vec<Value> = (0..100).map(|i| json!({"from_node": format!("s{}", i % 50), "to_node": format!("s{}", (i * 7 + 1) % 50), "label": "FOLLOWS"})).collect();
+    let edges: Vec<Value> = (0..100)
+        .map(|i| json!({"from_node": format!("s{}", i % 50), "to_node": format!("s{}", (i * 7 + 1) % 50), "label": "FOLLOWS"}))
+        .collect();
     let mut bad_edges = edges.clone();
     bad_edges.push(json!({"from_node": "s1", "to_node": "ghost", "label": "FOLLOWS"}));
-    let r = api.post("/api/v1/graph/batch", &json!({"graph": "social", "nodes": nodes, "edges": bad_edges})).await?.ensure_client_error()?;
+    let r =
+        api.post("/api/v1/graph/batch", &json!({"graph": "social", "nodes": nodes, "edges": bad_edges})).await?.ensure_client_error()?;
     ensure!(r.status == 404 && r.error().is_some_and(|m| m.contains("edges[100]")), "bad batch {r}");
     let r = rows(api, "MATCH (n) RETURN count(*)", json!({})).await?;
     ensure!(r == vec![json!([8])], "the default graph is untouched: {r:?}");
     let r = api.get("/api/v1/graph/data?graph=social").await?.ensure_status(200)?;
     ensure!(r.json["node_count"] == 0, "a refused batch wrote something: {r}");
     let r = api.post("/api/v1/graph/batch", &json!({"graph": "social", "nodes": nodes, "edges": edges})).await?.ensure_status(201)?;
-    ensure!(r.json["nodes_created"] == 50 && r.json["edges_created"] == 100 && r.json["edge_ids"].as_array().map(Vec::len) == Some(100), "batch {r}");
-    let r = api.post("/api/v1/graph/query?graph=social", &json!({"query": "MATCH (a:User)-[:FOLLOWS]->(b:User) RETURN count(*)"})).await?.ensure_status(200)?;
+    ensure!(
+        r.json["nodes_created"] == 50 && r.json["edges_created"] == 100 && r.json["edge_ids"].as_array().map(Vec::len) == Some(100),
+        "batch {r}"
+    );
+    let r = api
+        .post("/api/v1/graph/query?graph=social", &json!({"query": "MATCH (a:User)-[:FOLLOWS]->(b:User) RETURN count(*)"}))
+        .await?
+        .ensure_status(200)?;
     ensure!(r.json["rows"] == json!([[100]]), "batch edges by query {r}");
     api.post("/api/v1/graph/batch", &json!({"nodes": []})).await?.ensure_status(400)?;
     Ok(())
@@ -284,7 +316,11 @@ async fn deletes_take_a_nodes_edges_along(api: &Http, e: &mut BTreeMap<String, S
 /// Consistency: a write acknowledged with `all` is visible on every replica
 /// with `one`. Returns the leader that served it and the graph's group.
 async fn writes_acknowledged_by_all_are_on_every_replica(api: &Http, group_hint: &Option<String>) -> Result<(u64, String)> {
-    let r = api.consistency("all").post(NODES, &json!({"id": "yan", "label": "Person", "properties": {"name": "Yan"}})).await?.ensure_status(201)?;
+    let r = api
+        .consistency("all")
+        .post(NODES, &json!({"id": "yan", "label": "Person", "properties": {"name": "Yan"}}))
+        .await?
+        .ensure_status(201)?;
     let group = r.group().context("group header")?;
     let leader = r.served_by().context("serving node")?;
     ensure!(group_hint.as_deref() == Some(group.as_str()), "the graph moved groups: {group_hint:?} vs {group}");
@@ -325,7 +361,13 @@ async fn the_graph_survives_a_full_restart(c: &mut Cluster, edges_ref: &BTreeMap
     c.login().await?;
     let api = c.http.clone();
     verify(&api, edges_ref).await.context("after restart")?;
-    let r = api.post("/api/v1/graph/query", &json!({"graph": "social", "query": "MATCH (a:User {n: 0})-[:FOLLOWS*1..3]->(b) RETURN count(DISTINCT b)"})).await?.ensure_status(200)?;
+    let r = api
+        .post(
+            "/api/v1/graph/query",
+            &json!({"graph": "social", "query": "MATCH (a:User {n: 0})-[:FOLLOWS*1..3]->(b) RETURN count(DISTINCT b)"}),
+        )
+        .await?
+        .ensure_status(200)?;
     ensure!(r.json["rows"][0][0].as_u64().is_some_and(|n| n > 0), "social graph after restart {r}");
     node(&api, "after", "Person", json!({})).await?;
     edge(&api, "after", "alice", "KNOWS", json!({})).await?;

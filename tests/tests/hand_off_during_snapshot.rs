@@ -122,10 +122,7 @@ async fn scenario(c: &mut ChaosCluster, successor_needs_the_follower: bool) -> R
     c.start_node(follower)?;
     // The transfer of the group's snapshot is under way: a few chunks received.
     let what = format!("node {follower} to receive a few chunks of group {group}'s snapshot");
-    wait_for(Duration::from_secs(120), &what, async || {
-        Ok((receiving(c, follower, group) > 3 * 1024 * 1024).then_some(()))
-    })
-    .await?;
+    wait_for(Duration::from_secs(120), &what, async || Ok((receiving(c, follower, group) > 3 * 1024 * 1024).then_some(()))).await?;
     if installed(c, follower, group, log_offset)? {
         bail!("node {follower} installed group {group}'s snapshot before the drain: the links are not slow enough");
     }
@@ -144,10 +141,7 @@ async fn scenario(c: &mut ChaosCluster, successor_needs_the_follower: bool) -> R
             "node {successor} to lead group {group} with node {follower}'s vote (a drained leader still streaming \
              its snapshot to node {follower} keeps that vote from any successor)"
         );
-        wait_for(Duration::from_secs(30), &what, async || {
-            Ok((c.leaders().await?.get(&group) == Some(&successor)).then_some(()))
-        })
-        .await?;
+        wait_for(Duration::from_secs(30), &what, async || Ok((c.leaders().await?.get(&group) == Some(&successor)).then_some(()))).await?;
         let elected_after = started.elapsed();
         ensure!(
             !installed(c, follower, group, log_offset)?,

@@ -146,12 +146,12 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     for (ordinal, (ip, node)) in nodes.iter().enumerate() {
         let (path, port) = node.probe("startupProbe")?;
         let url = format!("http://{ip}:{port}{path}");
-        wait_for(Duration::from_secs(60), &format!("node pod {ordinal} {url}"), || async { Ok(probe_json(&url).await) })
-        .await
-        .and_then(|body| {
-            ensure!(body["node_id"] == json!(ordinal + 1), "pod {ordinal} is node {}: {body}", body["node_id"]);
-            Ok(())
-        })?;
+        wait_for(Duration::from_secs(60), &format!("node pod {ordinal} {url}"), || async { Ok(probe_json(&url).await) }).await.and_then(
+            |body| {
+                ensure!(body["node_id"] == json!(ordinal + 1), "pod {ordinal} is node {}: {body}", body["node_id"]);
+                Ok(())
+            },
+        )?;
     }
     for (ip, node) in &nodes {
         let (path, port) = node.probe("readinessProbe")?;
@@ -272,8 +272,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
     let result = async {
         for (i, (_, health)) in ports.iter().enumerate() {
             let url = format!("http://127.0.0.1:{health}/readyz");
-            let body = wait_for(Duration::from_secs(90), &format!("node {} ready", i + 1), || async { Ok(probe_json(&url).await) })
-            .await?;
+            let body = wait_for(Duration::from_secs(90), &format!("node {} ready", i + 1), || async { Ok(probe_json(&url).await) }).await?;
             ensure!(body["node_id"] == json!(i + 1), "db-node-{i} is node {}", body["node_id"]);
         }
         let ready = format!("http://127.0.0.1:{http}/readyz");
@@ -297,7 +296,12 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         let refused = reqwest::get(&url).await?.status();
         ensure!(refused == reqwest::StatusCode::UNAUTHORIZED, "node metrics without the token: {refused}");
         let metrics = reqwest::Client::new().get(&url).bearer_auth("env-only-scrape").send().await?.text().await?;
-        for name in ["tessera_raft_applied_index{group=\"0\"}", "tessera_wal_syncs_total", "tessera_rocksdb_sst_bytes", "tessera_process_resident_memory_bytes"] {
+        for name in [
+            "tessera_raft_applied_index{group=\"0\"}",
+            "tessera_wal_syncs_total",
+            "tessera_rocksdb_sst_bytes",
+            "tessera_process_resident_memory_bytes",
+        ] {
             ensure!(metrics.contains(name), "node metrics lack {name}: {metrics}");
         }
         Ok(())
@@ -355,7 +359,13 @@ async fn scale(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http
     // The post-upgrade hook: the rendered Job's container, run to completion.
     let job = rendered.object("Job", None)?;
     ensure!(job["metadata"]["annotations"]["helm.sh/hook"].as_str().is_some_and(|h| h.contains("post-upgrade")), "{job}");
-    let pod = Pod { rendered, template: &job["spec"]["template"], name: "register-nodes-x7k2p".into(), ip: "127.0.0.1".into(), root: root.to_path_buf() };
+    let pod = Pod {
+        rendered,
+        template: &job["spec"]["template"],
+        name: "register-nodes-x7k2p".into(),
+        ip: "127.0.0.1".into(),
+        root: root.to_path_buf(),
+    };
     let register = pod.prepare("register", &bin_dir()?)?;
     let (mut child, log) = pod.start(&register)?;
     let status = wait_for(Duration::from_secs(150), "the registration Job to finish", async || Ok(child.try_wait()?)).await?;

@@ -70,16 +70,11 @@ async fn scenario(c: &Cluster) -> Result<()> {
 
     // JSON: an array of objects, then newline-delimited objects.
     let arr = r#"[{"id": 4, "name": "Barbara", "age": 81, "email": "b@x.org"}, {"id": 5, "name": "Ken", "age": "79"}]"#;
-    let r = api
-        .post(IMPORT_SQL, &json!({"table": "people", "database": "imp", "format": "json", "data": arr}))
-        .await?
-        .ensure_status(200)?;
+    let r =
+        api.post(IMPORT_SQL, &json!({"table": "people", "database": "imp", "format": "json", "data": arr})).await?.ensure_status(200)?;
     ensure!(r.json["rows_imported"] == json!(2), "json array import: {r}");
     let nd = "{\"id\": 6, \"name\": \"Dennis\"}\n\n{\"id\": 7, \"name\": \"Ken T\", \"active\": false}\n";
-    let r = api
-        .post(IMPORT_SQL, &json!({"table": "people", "database": "imp", "format": "json", "data": nd}))
-        .await?
-        .ensure_status(200)?;
+    let r = api.post(IMPORT_SQL, &json!({"table": "people", "database": "imp", "format": "json", "data": nd})).await?.ensure_status(200)?;
     ensure!(r.json["rows_imported"] == json!(2), "ndjson import: {r}");
     ensure!(count(&api, "people").await? == 7, "7 people");
     ensure!(rows(&api, "SELECT age FROM people WHERE id = 5").await? == vec![json!([79])], "'79' became an integer");
@@ -109,9 +104,7 @@ async fn scenario(c: &Cluster) -> Result<()> {
     let got = rows(&api, "SELECT name, age, email FROM people WHERE id IN (2, 12) ORDER BY id").await?;
     ensure!(got == vec![json!(["Grace Hopper", 85, null]), json!(["Twelve", 12, null])], "upserted rows: {got:?}");
     // update still refuses a unique conflict with another row.
-    let r = api
-        .post(IMPORT_SQL, &csv_body("people", "id,name,email\n3,L,ada@x.org\n", json!({"on_conflict": "update"})))
-        .await?;
+    let r = api.post(IMPORT_SQL, &csv_body("people", "id,name,email\n3,L,ada@x.org\n", json!({"on_conflict": "update"}))).await?;
     ensure!(r.status == 409 && r.json["errors"][0]["line"] == json!(2), "unique conflict on update: {r}");
 
     // A type error is reported by line, with the SQL code, and its batch is not applied.
@@ -125,7 +118,10 @@ async fn scenario(c: &Cluster) -> Result<()> {
     let r = api.post(IMPORT_SQL, &csv_body("people", "id,age\n30,1\n", json!({}))).await?;
     ensure!(r.status == 409 && r.json["errors"][0]["line"] == json!(2), "not null: {r}");
     let r = api
-        .post(IMPORT_SQL, &json!({"table": "people", "database": "imp", "format": "json", "data": "{\"id\":31,\"name\":\"x\"}\n{\"id\":32,\"nope\":1}"}))
+        .post(
+            IMPORT_SQL,
+            &json!({"table": "people", "database": "imp", "format": "json", "data": "{\"id\":31,\"name\":\"x\"}\n{\"id\":32,\"nope\":1}"}),
+        )
         .await?;
     ensure!(r.status == 400 && r.json["errors"][0]["line"] == json!(2), "unknown column line: {r}");
     ensure!(count(&api, "people").await? == before, "nothing applied");
@@ -164,10 +160,7 @@ async fn scenario(c: &Cluster) -> Result<()> {
     ensure!(r.json["rows_imported"] == json!(100_000), "100k import: {}", r.json);
     eprintln!("[import] 100k rows in {} ms", r.json["duration_ms"]);
     ensure!(count(&api, "big").await? == 100_000, "SELECT COUNT(*) after 100k");
-    ensure!(
-        rows(&api, "SELECT label, n FROM big WHERE id = 99999").await? == vec![json!(["row-99999", 24999.75])],
-        "last row"
-    );
+    ensure!(rows(&api, "SELECT label, n FROM big WHERE id = 99999").await? == vec![json!(["row-99999", 24999.75])], "last row");
 
     documents(&api).await?;
     kv(&api).await?;
@@ -180,7 +173,8 @@ async fn documents(api: &Http) -> Result<()> {
     let docs: Vec<Value> = (0..600).map(|i| json!({"name": format!("doc-{i}"), "n": i, "tags": ["t", i % 3]})).collect();
     let r = api.post(IMPORT_DOCS, &json!({"collection": "imported", "documents": docs, "batch_size": 250})).await?.ensure_status(200)?;
     ensure!(r.json["success"] == json!(true) && r.json["rows_imported"] == json!(600), "document import: {r}");
-    let ids: Vec<String> = r.json["ids"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let ids: Vec<String> =
+        r.json["ids"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
     ensure!(ids.len() == 600 && ids.iter().collect::<BTreeSet<_>>().len() == 600, "600 distinct ids");
     let mut groups = BTreeSet::new();
     for (i, id) in ids.iter().enumerate().step_by(37) {
@@ -204,7 +198,8 @@ async fn documents(api: &Http) -> Result<()> {
     // A missing collection is created, as an insert does.
     let r = api.post(IMPORT_DOCS, &json!({"collection": "fresh", "documents": [{"a": 1}, {"a": 2}]})).await?.ensure_status(200)?;
     ensure!(r.json["rows_imported"] == json!(2), "fresh collection: {r}");
-    for body in [json!({"documents": []}), json!({"collection": "bad/name", "documents": []}), json!({"collection": "x", "documents": {}})] {
+    for body in [json!({"documents": []}), json!({"collection": "bad/name", "documents": []}), json!({"collection": "x", "documents": {}})]
+    {
         let r = api.post(IMPORT_DOCS, &body).await?;
         ensure!(r.status == 400, "bad document import body {body}: {r}");
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, Result, ensure};
 use futures::{StreamExt, stream};
-use tessera_tests::{Cluster, as_id, ClusterOptions, EXPECTED_VERSION, Http, NODE_IDS, Value, json};
+use tessera_tests::{Cluster, ClusterOptions, EXPECTED_VERSION, Http, NODE_IDS, Value, as_id, json};
 
 const N: usize = 1000;
 const PREFIX: &str = "kvc-";
@@ -207,7 +207,5 @@ fn check_sorted(keys: &[String]) -> Result<()> {
 }
 
 fn first_diff(a: &[String], b: &[String]) -> Option<(usize, Option<String>, Option<String>)> {
-    (0..a.len().max(b.len()))
-        .find(|&i| a.get(i) != b.get(i))
-        .map(|i| (i, a.get(i).cloned(), b.get(i).cloned()))
+    (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)).map(|i| (i, a.get(i).cloned(), b.get(i).cloned()))
 }

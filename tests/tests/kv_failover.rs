@@ -59,9 +59,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 
     // Steady write load of distinct keys.
     let load = Arc::new(Load::default());
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|_| tokio::spawn(writer(api.timeout(Duration::from_secs(5)), load.clone())))
-        .collect();
+    let writers: Vec<_> = (0..WRITERS).map(|_| tokio::spawn(writer(api.timeout(Duration::from_secs(5)), load.clone()))).collect();
     wait_for(Duration::from_secs(30), "writers warm up", async || {
         let n = load.acks.lock().unwrap().len();
         Ok((n >= 100).then_some(()))
@@ -76,11 +74,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     // First write into the same group that was sent after the kill and acknowledged.
     let failover = wait_for(FAILOVER_BOUND, "a write to the crashed leader's shard succeeds", async || {
         let acks = load.acks.lock().unwrap();
-        Ok(acks
-            .iter()
-            .filter(|a| a.group.as_deref() == Some(group.as_str()) && a.sent >= killed)
-            .map(|a| a.acked - kill_at)
-            .min())
+        Ok(acks.iter().filter(|a| a.group.as_deref() == Some(group.as_str()) && a.sent >= killed).map(|a| a.acked - kill_at).min())
     })
     .await?;
     println!("failover_ms={}", failover.as_millis());
@@ -96,11 +90,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         w.await?;
     }
     let acks = load.acks.lock().unwrap().clone();
-    eprintln!(
-        "writers: {} acknowledged, {} failed or timed out",
-        acks.len(),
-        load.failures.load(Ordering::SeqCst)
-    );
+    eprintln!("writers: {} acknowledged, {} failed or timed out", acks.len(), load.failures.load(Ordering::SeqCst));
 
     // After the kill nobody may report the dead node as the leader that served a write.
     if let Some(a) = acks.iter().find(|a| a.sent >= killed && a.node == Some(leader)) {
@@ -134,13 +124,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         }
     })
     .await?;
-    ensure!(
-        verified,
-        "{} of {} acknowledged writes lost, e.g. {:?}",
-        lost.len(),
-        expected.len(),
-        lost.iter().take(5).collect::<Vec<_>>()
-    );
+    ensure!(verified, "{} of {} acknowledged writes lost, e.g. {:?}", lost.len(), expected.len(), lost.iter().take(5).collect::<Vec<_>>());
 
     // Restart the crashed node; it must catch up on every acknowledged key.
     c.start_node(leader)?;
@@ -196,11 +180,7 @@ const LOST: &str = "missing or wrong";
 /// Reads every key in `expected` (16 in flight) and returns the ones that are
 /// wrong, with the reason. With `served_by`, the response must also carry
 /// `X-Tessera-Node: served_by`.
-async fn check_keys(
-    http: &Http,
-    expected: &BTreeMap<String, Value>,
-    served_by: Option<u64>,
-) -> BTreeMap<String, String> {
+async fn check_keys(http: &Http, expected: &BTreeMap<String, Value>, served_by: Option<u64>) -> BTreeMap<String, String> {
     stream::iter(expected.iter())
         .map(|(k, v)| async move {
             let why = match http.kv_get(k).await {

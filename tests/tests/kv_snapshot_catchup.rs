@@ -15,10 +15,7 @@ async fn kv_snapshot_catchup() {
     let opts = ClusterOptions {
         // Snapshot every 20 entries and keep no log behind it, so a lagging
         // follower can only catch up through a snapshot.
-        node_env: vec![
-            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "20".into()),
-            ("SERVICE_RAFT_KEEP_LOGS".into(), "0".into()),
-        ],
+        node_env: vec![("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "20".into()), ("SERVICE_RAFT_KEEP_LOGS".into(), "0".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");

@@ -17,10 +17,7 @@ async fn leader_balance() {
     let options = ClusterOptions {
         // Five data groups and the meta group: two leaderships per node.
         shard_count: 5,
-        node_env: vec![
-            ("SERVICE_AUTO_REBALANCE".into(), "true".into()),
-            ("SERVICE_REBALANCE_INTERVAL_SECS".into(), "1".into()),
-        ],
+        node_env: vec![("SERVICE_AUTO_REBALANCE".into(), "true".into()), ("SERVICE_REBALANCE_INTERVAL_SECS".into(), "1".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(options).await.expect("cluster start");
@@ -93,14 +90,12 @@ async fn the_spread_evens_out(api: &Http, node: Option<u64>) -> Result<()> {
         let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
         let led: Vec<(u64, usize)> = nodes["nodes"]
             .as_array()
-            .map(|n| {
-                n.iter()
-                    .filter_map(|n| Some((n["id"].as_u64()?, n["groups_led"].as_array().map_or(0, Vec::len))))
-                    .collect()
-            })
+            .map(|n| n.iter().filter_map(|n| Some((n["id"].as_u64()?, n["groups_led"].as_array().map_or(0, Vec::len)))).collect())
             .unwrap_or_default();
         let even = led.len() == 3 && led.iter().all(|(_, n)| *n == 2);
-        let back = node.is_none_or(|id| nodes["nodes"].as_array().is_some_and(|n| n.iter().any(|n| n["id"] == id && n["reachable"] == Value::Bool(true))));
+        let back = node.is_none_or(|id| {
+            nodes["nodes"].as_array().is_some_and(|n| n.iter().any(|n| n["id"] == id && n["reachable"] == Value::Bool(true)))
+        });
         if even && back {
             eprintln!("[leader_balance] spread: {}", nodes["spread"]);
         }

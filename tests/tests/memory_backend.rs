@@ -11,11 +11,8 @@ use tessera_tests::{Cluster, ClusterOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_backed_cluster_serves_and_writes_no_data_files() {
-    let options = ClusterOptions {
-        shard_count: 2,
-        node_env: vec![("SERVICE_STORAGE_BACKEND".into(), "memory".into())],
-        ..ClusterOptions::default()
-    };
+    let options =
+        ClusterOptions { shard_count: 2, node_env: vec![("SERVICE_STORAGE_BACKEND".into(), "memory".into())], ..ClusterOptions::default() };
     let cluster = Cluster::start(options).await.expect("cluster start");
     if let Err(e) = scenario(&cluster).await {
         panic!("memory backend scenario failed: {e:?}\n{}", cluster.log_tails(40));
@@ -37,10 +34,12 @@ async fn scenario(c: &Cluster) -> Result<()> {
     ensure!(rows.json["data"]["rows"] == json!([["a"], ["b"]]), "{rows}");
     for id in 1..=3u64 {
         let db = c.node_data_dir(id)?.join("rocksdb");
-        let files: Vec<String> = std::fs::read_dir(&db)
-            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-            .unwrap_or_default();
-        ensure!(!files.iter().any(|f| f.ends_with(".sst") || f.ends_with(".log") || f == "CURRENT"), "node {id} wrote data files: {files:?}");
+        let files: Vec<String> =
+            std::fs::read_dir(&db).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+        ensure!(
+            !files.iter().any(|f| f.ends_with(".sst") || f.ends_with(".log") || f == "CURRENT"),
+            "node {id} wrote data files: {files:?}"
+        );
         ensure!(c.node_log_text(id)?.contains("in memory"), "node {id} says its data is in memory");
     }
     let config = api.get("/api/v1/admin/config").await?.ensure_status(200)?;

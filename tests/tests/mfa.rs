@@ -46,10 +46,7 @@ async fn verify(http: &Http, token: &str, code: &str) -> Result<tessera_tests::R
 async fn scenario(c: &mut Cluster) -> Result<()> {
     let admin = c.http.clone();
     admin
-        .post(
-            "/api/v1/admin/users",
-            &json!({"username": USER, "email": "mia@example.com", "password": PASSWORD, "role": "operator"}),
-        )
+        .post("/api/v1/admin/users", &json!({"username": USER, "email": "mia@example.com", "password": PASSWORD, "role": "operator"}))
         .await?
         .ensure_status(201)?;
     let mia = admin.anonymous().login_as(USER, PASSWORD).await?;

@@ -46,9 +46,9 @@ async fn secrets_manager() -> Result<(String, Arc<Mutex<Vec<String>>>)> {
                 }
                 let head = String::from_utf8_lossy(&buf).to_string();
                 let path = head.split_whitespace().nth(1).unwrap_or_default().to_string();
-                let token_ok = head.lines().any(|l| {
-                    l.split_once(':').is_some_and(|(k, v)| k.eq_ignore_ascii_case("x-vault-token") && v.trim() == MANAGER_TOKEN)
-                });
+                let token_ok = head
+                    .lines()
+                    .any(|l| l.split_once(':').is_some_and(|(k, v)| k.eq_ignore_ascii_case("x-vault-token") && v.trim() == MANAGER_TOKEN));
                 let name = path.strip_prefix("/v1/secret/data/tessera/").unwrap_or_default().to_string();
                 log.lock().unwrap().push(name.clone());
                 let value = match name.as_str() {
@@ -99,8 +99,17 @@ async fn scenario(c: &mut Cluster, asked: &Arc<Mutex<Vec<String>>>) -> Result<()
     let admin = c.http.clone();
     let anon = admin.anonymous();
     let mut secrets: Vec<String> = [
-        MANAGER_TOKEN, MANAGER_DB_PASSWORD, MANAGER_JWT_SECRET, ENV_DB_PASSWORD, VAULT_PASSPHRASE, WRONG_PASSPHRASE,
-        VAULT_VALUE, USER_PASSWORD, NEW_USER_PASSWORD, WRONG_PASSWORD, ADMIN_PASSWORD,
+        MANAGER_TOKEN,
+        MANAGER_DB_PASSWORD,
+        MANAGER_JWT_SECRET,
+        ENV_DB_PASSWORD,
+        VAULT_PASSPHRASE,
+        WRONG_PASSPHRASE,
+        VAULT_VALUE,
+        USER_PASSWORD,
+        NEW_USER_PASSWORD,
+        WRONG_PASSWORD,
+        ADMIN_PASSWORD,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -113,7 +122,10 @@ async fn scenario(c: &mut Cluster, asked: &Arc<Mutex<Vec<String>>>) -> Result<()
 
     // Users and passwords.
     let r = admin
-        .post("/api/v1/admin/users", &json!({"username": "lena", "email": "lena@example.com", "password": USER_PASSWORD, "role": "operator"}))
+        .post(
+            "/api/v1/admin/users",
+            &json!({"username": "lena", "email": "lena@example.com", "password": USER_PASSWORD, "role": "operator"}),
+        )
         .await?
         .ensure_status(201)?;
     let lena_id = r.json["id"].as_str().context("id")?.to_string();
@@ -133,7 +145,9 @@ async fn scenario(c: &mut Cluster, asked: &Arc<Mutex<Vec<String>>>) -> Result<()
     // A weak password is refused; the refusal must not echo it into a log either.
     let weak = "weakpw-k8j";
     secrets.push(weak.into());
-    let r = admin.post("/api/v1/admin/users", &json!({"username": "weak", "email": "w@example.com", "password": weak, "role": "viewer"})).await?;
+    let r = admin
+        .post("/api/v1/admin/users", &json!({"username": "weak", "email": "w@example.com", "password": weak, "role": "viewer"}))
+        .await?;
     ensure!(r.status == 400, "weak password accepted: {r}");
     let lena = anon.login_as("lena", NEW_USER_PASSWORD).await?;
     secrets.push(lena.token().context("token")?.to_string());

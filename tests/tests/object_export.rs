@@ -84,7 +84,11 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     // Export: a gzip stream that names the bucket in its file name.
     let r = api.get(&format!("{ADMIN}/source/export")).await?.ensure_status(200)?;
     ensure!(r.body.starts_with(&[0x1f, 0x8b]), "the export is not gzip: {:?}", &r.body[..r.body.len().min(8)]);
-    ensure!(r.header("content-disposition").is_some_and(|d| d.contains("objects.ncb")), "disposition {:?}", r.header("content-disposition"));
+    ensure!(
+        r.header("content-disposition").is_some_and(|d| d.contains("objects.ncb")),
+        "disposition {:?}",
+        r.header("content-disposition")
+    );
     let file = r.body;
     let total: usize = objects.iter().map(|o| o.1.len()).sum();
     eprintln!("exported {} objects, {total} bytes, into a {} byte file", objects.len(), file.len());
@@ -92,7 +96,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 
     // Import into a bucket that does not exist yet: identical objects.
     let r = import(&api, "copy", "", &file).await?.ensure_status(200)?;
-    ensure!(r.json["objects_imported"] == json!(objects.len()) && r.json["bytes"] == json!(total) && r.json["skipped"] == json!(0), "import {r}");
+    ensure!(
+        r.json["objects_imported"] == json!(objects.len()) && r.json["bytes"] == json!(total) && r.json["skipped"] == json!(0),
+        "import {r}"
+    );
     ensure!(r.json["bucket_created"] == json!(true), "import {r}");
     let copy = snapshot(&api, "copy").await?;
     ensure!(copy.len() == original.len(), "copy holds {} objects", copy.len());

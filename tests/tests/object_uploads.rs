@@ -17,10 +17,7 @@ const B: &str = "/api/v1/objects/buckets";
 async fn object_uploads() {
     // The leaders sweep every second and free uploads older than 3 s.
     let opts = ClusterOptions {
-        node_env: vec![
-            ("SERVICE_UPLOAD_MAX_AGE_SECS".into(), "3".into()),
-            ("SERVICE_UPLOAD_SWEEP_INTERVAL_SECS".into(), "1".into()),
-        ],
+        node_env: vec![("SERVICE_UPLOAD_MAX_AGE_SECS".into(), "3".into()), ("SERVICE_UPLOAD_SWEEP_INTERVAL_SECS".into(), "1".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");

@@ -18,10 +18,8 @@ const MAX_OBJECT: usize = 65 * 1024 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects() {
-    let opts = ClusterOptions {
-        router_env: vec![("SERVICE_MAX_OBJECT_BYTES".into(), MAX_OBJECT.to_string())],
-        ..ClusterOptions::default()
-    };
+    let opts =
+        ClusterOptions { router_env: vec![("SERVICE_MAX_OBJECT_BYTES".into(), MAX_OBJECT.to_string())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("objects scenario failed: {e:?}");
@@ -122,10 +120,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = api.post(B, &json!({"name": "media"})).await?;
     ensure!(r.status == 409, "creating an existing bucket: {r}");
     let r = api.get(B).await?.ensure_status(200)?;
-    let names: Vec<String> = r.json["buckets"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|b| b["name"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
+    let names: Vec<String> =
+        r.json["buckets"].as_array().map(|a| a.iter().filter_map(|b| b["name"].as_str().map(str::to_string)).collect()).unwrap_or_default();
     ensure!(names == ["media", "scratch"], "bucket list {names:?}");
 
     // Binary round trip with content type, metadata and ETag.

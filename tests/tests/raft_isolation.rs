@@ -103,9 +103,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         (seed % 10_000) as f64 / 10_000.0
     };
     for start in (0..VECTORS).step_by(250) {
-        let batch: Vec<Value> = (start..start + 250)
-            .map(|i| json!({"id": format!("v{i}"), "vector": (0..DIM).map(|_| next()).collect::<Vec<_>>()}))
-            .collect();
+        let batch: Vec<Value> =
+            (start..start + 250).map(|i| json!({"id": format!("v{i}"), "vector": (0..DIM).map(|_| next()).collect::<Vec<_>>()})).collect();
         api.post(&format!("{coll}/iso/batch"), &json!({"vectors": batch})).await?.ensure_status(200)?;
     }
 

@@ -14,9 +14,7 @@ async fn rate_limit() {
 }
 
 async fn scenario(c: &mut Cluster) -> Result<()> {
-    let (_, limited) = c
-        .start_router(&[("SERVICE_REQUESTS_PER_MINUTE", "40"), ("SERVICE_LOGIN_REQUESTS_PER_MINUTE", "5")])
-        .await?;
+    let (_, limited) = c.start_router(&[("SERVICE_REQUESTS_PER_MINUTE", "40"), ("SERVICE_LOGIN_REQUESTS_PER_MINUTE", "5")]).await?;
 
     // Login: 5 per minute, then 429 with Retry-After.
     let mut statuses = Vec::new();

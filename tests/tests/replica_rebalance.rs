@@ -107,9 +107,7 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         acked.len(),
         spread["spread"]
     );
-    let resumed = (1..=3u64).any(|id| {
-        c.node_log_text(id).is_ok_and(|log| log.contains("resuming the replica move recorded in the map"))
-    });
+    let resumed = (1..=3u64).any(|id| c.node_log_text(id).is_ok_and(|log| log.contains("resuming the replica move recorded in the map")));
     ensure!(resumed, "no meta leader resumed the move recorded before the crash");
     let moved = (1..=NEW).any(|id| c.node_log_text(id).is_ok_and(|log| log.contains("placement driver moved a replica")));
     ensure!(moved, "the driver moved no replica");

@@ -79,8 +79,7 @@ async fn a_leader_restored_after_a_power_cut_reads_every_acknowledged_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_lost_its_log_tail_in_a_power_cut_does_not_lead_its_old_term_again() {
     const KEY: &str = "lagging-leader/register";
-    let mut cluster =
-        ChaosCluster::start(&[("SERVICE_SYNC_ON_COMMIT", "false")], Duration::from_secs(90)).await.expect("cluster starts");
+    let mut cluster = ChaosCluster::start(&[("SERVICE_SYNC_ON_COMMIT", "false")], Duration::from_secs(90)).await.expect("cluster starts");
     if !power_loss_available(&cluster) {
         return;
     }

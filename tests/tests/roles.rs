@@ -51,11 +51,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 
     let operator_id = create_user(&admin, "olga", "operator").await?;
     let viewer_id = create_user(&admin, "victor", "Viewer").await?;
-    let r = admin.post("/api/v1/admin/users", &json!({"username": "olga", "email": "o@example.com", "password": PASSWORD, "role": "viewer"})).await?;
+    let r = admin
+        .post("/api/v1/admin/users", &json!({"username": "olga", "email": "o@example.com", "password": PASSWORD, "role": "viewer"}))
+        .await?;
     ensure!(r.status == 409, "duplicate username: {r}");
     let anon = admin.anonymous();
-    let operator = anon.with_token(&anon.login("olga", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
-    let viewer = anon.with_token(&anon.login("victor", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
+    let operator =
+        anon.with_token(&anon.login("olga", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
+    let viewer =
+        anon.with_token(&anon.login("victor", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
 
     // Walk the route table with every role.
     let table = admin.get("/api/v1/admin/routes").await?.ensure_status(200)?;
@@ -83,7 +87,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         // Self-service routes (`authenticated`, e.g. MFA) are open to every role.
         let expect_viewer = access.starts_with("read:") || access == "authenticated";
         let expect_operator = !access.starts_with("manage:");
-        for (who, allowed, label) in [(&viewer, expect_viewer, "viewer"), (&operator, expect_operator, "operator"), (&admin, true, "admin")] {
+        for (who, allowed, label) in [(&viewer, expect_viewer, "viewer"), (&operator, expect_operator, "operator"), (&admin, true, "admin")]
+        {
             let r = call(who).await?;
             if allowed {
                 ensure!(r.status != 401 && r.status != 403, "{label} refused on {method} {path} ({access}): {r}");
@@ -101,7 +106,15 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let r = admin.post("/api/v1/admin/roles", &json!({"name": "admins-too", "permissions": ["manage:users"]})).await?;
     ensure!(r.status == 400, "a custom role got a manage permission: {r}");
     admin.post("/api/v1/admin/roles", &json!({"name": "kv-writer", "permissions": ["write:kv"]})).await?.ensure_status(201)?;
-    admin.send(Method::PUT, &format!("/api/v1/admin/users/{viewer_id}"), Some(serde_json::to_vec(&json!({"roles": ["kv-writer"]}))?), Some("application/json")).await?.ensure_status(200)?;
+    admin
+        .send(
+            Method::PUT,
+            &format!("/api/v1/admin/users/{viewer_id}"),
+            Some(serde_json::to_vec(&json!({"roles": ["kv-writer"]}))?),
+            Some("application/json"),
+        )
+        .await?
+        .ensure_status(200)?;
     viewer.kv_put("matrix/v", json!(1), None).await?.ensure_status(200)?;
     let r = viewer.post("/api/v1/objects/buckets", &json!({"name": "viewer-bucket"})).await?;
     ensure!(r.status == 403, "the custom role granted more than write:kv: {r}");
@@ -111,8 +124,18 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
 
     // The last admin stays; a deleted user's token stops working.
     let me = admin.get("/api/v1/admin/users").await?.ensure_status(200)?;
-    let admin_id = me.json["users"].as_array().context("users")?.iter().find(|u| u["role"] == "admin").context("admin")?["id"].as_str().context("id")?.to_string();
-    let r = admin.send(Method::PUT, &format!("/api/v1/admin/users/{admin_id}"), Some(serde_json::to_vec(&json!({"role": "viewer"}))?), Some("application/json")).await?;
+    let admin_id = me.json["users"].as_array().context("users")?.iter().find(|u| u["role"] == "admin").context("admin")?["id"]
+        .as_str()
+        .context("id")?
+        .to_string();
+    let r = admin
+        .send(
+            Method::PUT,
+            &format!("/api/v1/admin/users/{admin_id}"),
+            Some(serde_json::to_vec(&json!({"role": "viewer"}))?),
+            Some("application/json"),
+        )
+        .await?;
     ensure!(r.status == 409, "the last admin was demoted: {r}");
     admin.delete(&format!("/api/v1/admin/users/{operator_id}")).await?.ensure_status(200)?;
     let r = operator.kv_count("matrix").await;

@@ -82,10 +82,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     c.stop_node(1).await?;
     c.start_node(2)?;
     let node2 = c.node_addr(2)?;
-    wait_for(Duration::from_secs(60), "node 2 to listen", async || {
-        Ok(tokio::net::TcpStream::connect(&node2).await.ok().map(|_| ()))
-    })
-    .await?;
+    wait_for(Duration::from_secs(60), "node 2 to listen", async || Ok(tokio::net::TcpStream::connect(&node2).await.ok().map(|_| ())))
+        .await?;
     c.start_node(3)?;
 
     // Node 2 campaigns again and again; the rolled-back node must not vote for it.

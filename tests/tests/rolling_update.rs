@@ -46,7 +46,8 @@ async fn scenario(c: &Cluster) -> Result<()> {
 
     let writer = Writer::start(&api);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let done = api.timeout(Duration::from_secs(300)).post("/api/v1/admin/update/execute", &json!({"binary": path})).await?.ensure_status(200)?;
+    let done =
+        api.timeout(Duration::from_secs(300)).post("/api/v1/admin/update/execute", &json!({"binary": path})).await?.ensure_status(200)?;
     eprintln!("[rolling_update] execute: {}", done.json);
     let acked = writer.stop().await?;
     ensure!(done.json["completed"] == true && done.json["updated"].as_array().is_some_and(|u| u.len() == 3), "{done}");

@@ -186,8 +186,14 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
     let rpcs = every_rpc();
     ensure!(rpcs.len() == 27, "{rpcs:?}");
     let node_only = [
-        "RaftService/Vote", "RaftService/AppendEntries", "RaftService/InstallSnapshot", "DataService/Applied",
-        "DataService/AddLearner", "DataService/ReplaceVoters", "DataService/HostGroup", "DataService/DropGroup",
+        "RaftService/Vote",
+        "RaftService/AppendEntries",
+        "RaftService/InstallSnapshot",
+        "DataService/Applied",
+        "DataService/AddLearner",
+        "DataService/ReplaceVoters",
+        "DataService/HostGroup",
+        "DataService/DropGroup",
     ];
     let mut refused = 0;
     for n in 1..=3u16 {
@@ -225,7 +231,10 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
 /// A certificate of the cluster's CA (read from `dir`) that names no role.
 fn no_role_certificate(dir: &Path) -> Result<(String, String)> {
     use rcgen::{CertificateParams, DnType, Issuer, KeyPair};
-    let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(dir.join("ca.pem"))?, KeyPair::from_pem(&std::fs::read_to_string(dir.join("ca.key"))?)?)?;
+    let issuer = Issuer::from_ca_cert_pem(
+        &std::fs::read_to_string(dir.join("ca.pem"))?,
+        KeyPair::from_pem(&std::fs::read_to_string(dir.join("ca.key"))?)?,
+    )?;
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()])?;
     params.distinguished_name.push(DnType::CommonName, "someone");
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth, rcgen::ExtendedKeyUsagePurpose::ClientAuth];

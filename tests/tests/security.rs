@@ -105,14 +105,12 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     let list = alerts(&admin, "").await?;
     ensure!(find(&list, "ip_auto_banned", attacker).is_some(), "no ban alert in {list:?}");
     let r = admin.get("/api/v1/admin/security/blocked-ips").await?;
-    let entry = r.json["blocked_ips"].as_array().context("list")?.iter().find(|b| b["ip_address"] == json!(attacker)).context("entry")?.clone();
+    let entry =
+        r.json["blocked_ips"].as_array().context("list")?.iter().find(|b| b["ip_address"] == json!(attacker)).context("entry")?.clone();
     ensure!(entry["automatic"] == json!(true) && entry["expires_at"].is_string() && entry["reason"].is_string(), "entry: {entry}");
 
     // The ban lifts by itself on both routers.
-    wait_until(Duration::from_secs(BAN_SECS + 20), "the ban expires on router 0", async || {
-        !is_blocked(&admin, attacker).await
-    })
-    .await?;
+    wait_until(Duration::from_secs(BAN_SECS + 20), "the ban expires on router 0", async || !is_blocked(&admin, attacker).await).await?;
     wait_until(Duration::from_secs(10), "the ban expires on router 1", async || !is_blocked(&r2_anon, attacker).await).await?;
     ensure!(!blocked_ips(&admin).await?.contains(&attacker.to_string()), "an expired ban is still listed");
     anon.login("admin", tessera_tests::ADMIN_PASSWORD).await?.ensure_status(200)?;
@@ -171,7 +169,10 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         .ensure_status(200)?;
     ensure!(r.json["data"]["row_count"] == json!(2), "the flagged query did not run as sent: {r}");
     ensure!(r.json["metadata"]["security_flags"] == json!(["tautology"]), "no security flag: {r}");
-    let r = admin.post("/api/v1/query", &json!({"sql": "SELECT * FROM sec_users WHERE name = 'O''Brien' OR id = 1"})).await?.ensure_status(200)?;
+    let r = admin
+        .post("/api/v1/query", &json!({"sql": "SELECT * FROM sec_users WHERE name = 'O''Brien' OR id = 1"}))
+        .await?
+        .ensure_status(200)?;
     ensure!(r.json.pointer("/metadata/security_flags").is_none(), "legitimate SQL flagged: {r}");
     let alert = wait_for(Duration::from_secs(10), "an sql_injection alert", async || {
         Ok(find(&alerts(&admin, "").await?, "sql_injection", "192.0.2.55").cloned())

@@ -13,10 +13,7 @@ use tessera_tests::{Cluster, ClusterOptions, Http, Resp, Value, json, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_cluster() {
-    let opts = ClusterOptions {
-        router_env: vec![("SERVICE_MAX_RESULT_ROWS".into(), "50".into())],
-        ..ClusterOptions::default()
-    };
+    let opts = ClusterOptions { router_env: vec![("SERVICE_MAX_RESULT_ROWS".into(), "50".into())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("sql_cluster scenario failed: {e:?}");
@@ -92,8 +89,7 @@ async fn run_slt(api: &Http, db: &str, path: &Path) -> Result<usize> {
             }
             ["query", types, rest @ ..] => {
                 ensure!(ok, "{loc}: query failed: {r}\n{text}");
-                let mut got: Vec<String> =
-                    rows(&r).iter().map(|row| row.iter().map(fmt).collect::<Vec<_>>().join(" ")).collect();
+                let mut got: Vec<String> = rows(&r).iter().map(|row| row.iter().map(fmt).collect::<Vec<_>>().join(" ")).collect();
                 let mut exp = expected.clone();
                 if rest.first() == Some(&"rowsort") {
                     got.sort();
@@ -177,7 +173,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(committed.load(Ordering::Relaxed) > 0, "no transfer committed");
 
     // A failing statement rolls back everything since BEGIN; so does a missing COMMIT.
-    let r = sql(&api, "bank", "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 0; SELECT * FROM nope; COMMIT", json!([])).await?;
+    let r =
+        sql(&api, "bank", "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 0; SELECT * FROM nope; COMMIT", json!([])).await?;
     ensure!(r.status == 404, "failing transaction: {r}");
     let r = sql(&api, "bank", "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 0", json!([])).await?;
     ensure!((400..500).contains(&r.status), "transaction without COMMIT: {r}");

@@ -17,10 +17,7 @@ use tessera_tests::{Cluster, ClusterOptions, Http, Resp, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_joins() {
-    let opts = ClusterOptions {
-        router_env: vec![("SERVICE_QUERY_MAX_MEMORY_MB".into(), "32".into())],
-        ..ClusterOptions::default()
-    };
+    let opts = ClusterOptions { router_env: vec![("SERVICE_QUERY_MAX_MEMORY_MB".into(), "32".into())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("sql_joins scenario failed: {e:?}\n{}", cluster.log_tails(30));

@@ -8,10 +8,7 @@ use tessera_tests::{Cluster, ClusterOptions, Http, Resp, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_timeout() {
-    let opts = ClusterOptions {
-        router_env: vec![("SERVICE_QUERY_TIMEOUT_SECS".into(), "1".into())],
-        ..ClusterOptions::default()
-    };
+    let opts = ClusterOptions { router_env: vec![("SERVICE_QUERY_TIMEOUT_SECS".into(), "1".into())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("sql_timeout scenario failed: {e:?}\n{}", cluster.log_tails(30));

@@ -17,10 +17,8 @@ const DELIVERY: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming() {
-    let opts = ClusterOptions {
-        node_env: vec![("SERVICE_STREAM_RETENTION_INTERVAL_SECS".into(), "1".into())],
-        ..ClusterOptions::default()
-    };
+    let opts =
+        ClusterOptions { node_env: vec![("SERVICE_STREAM_RETENTION_INTERVAL_SECS".into(), "1".into())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("streaming scenario failed: {e:?}\n{}", cluster.log_tails(40));
@@ -178,19 +176,14 @@ async fn subscribers_see_every_event_across_a_leader_kill(
     b: Subscriber,
     c: Subscriber,
 ) -> Result<()> {
-    let p = api
-        .post(PUB, &json!({"channel": "orders", "event_type": "probe", "data": {"n": 86}}))
-        .await?
-        .ensure_status(200)?;
+    let p = api.post(PUB, &json!({"channel": "orders", "event_type": "probe", "data": {"n": 86}})).await?.ensure_status(200)?;
     let leader = p.served_by().context("publish names its leader")?;
     eprintln!("[streaming] killing node {leader}, leader of the channel's group {:?}", p.group());
     cluster.kill_node(leader)?;
     for n in 87..=100u64 {
         let via = if n % 2 == 0 { api } else { r2 };
         let p = wait_for(Duration::from_secs(60), "publish after the leader kill", async || {
-            let r = via
-                .post(PUB, &json!({"channel": "orders", "event_type": "after.kill", "data": {"n": n}}))
-                .await?;
+            let r = via.post(PUB, &json!({"channel": "orders", "event_type": "after.kill", "data": {"n": n}})).await?;
             Ok((r.status == 200).then_some(r.json))
         })
         .await?;
@@ -248,7 +241,8 @@ async fn channels_and_events_survive_a_full_restart(cluster: &mut Cluster, a: Su
     ensure!(ids(&all) == (1..=100).collect::<Vec<_>>(), "history after the restart: {:?}", ids(&all));
     ensure!(all[99]["event_type"] == "after.kill" && all[99]["data"]["n"] == 100, "event 100: {}", all[99]);
     let list = api.get(CH).await?.ensure_status(200)?;
-    let names: Vec<&str> = list.json["channels"].as_array().map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect()).unwrap_or_default();
+    let names: Vec<&str> =
+        list.json["channels"].as_array().map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect()).unwrap_or_default();
     ensure!(["capped", "orders", "short-lived"].iter().all(|n| names.contains(n)), "channels after restart: {names:?}");
     let p = publish(&api, "orders", 101).await?;
     ensure!(p["id"] == 101, "ids continue after the restart: {p}");

@@ -11,11 +11,8 @@ use tessera_tests::{Cluster, ClusterOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsynced_commits_survive_a_crash_of_every_process() {
-    let options = ClusterOptions {
-        shard_count: 2,
-        node_env: vec![("SERVICE_SYNC_ON_COMMIT".into(), "false".into())],
-        ..ClusterOptions::default()
-    };
+    let options =
+        ClusterOptions { shard_count: 2, node_env: vec![("SERVICE_SYNC_ON_COMMIT".into(), "false".into())], ..ClusterOptions::default() };
     let mut cluster = Cluster::start(options).await.expect("cluster start");
     if let Err(e) = scenario(&mut cluster).await {
         panic!("sync_on_commit scenario failed: {e:?}\n{}", cluster.log_tails(40));

@@ -141,11 +141,8 @@ async fn batched_writes_store_two_series(api: &Http) -> Result<()> {
 
 /// Raw query with a time range (inclusive) and a tag filter.
 async fn raw_queries_filter_by_time_range_and_tags(api: &Http) -> Result<()> {
-    let s = query(
-        api,
-        json!({"metric": "cpu.usage", "start": "2023-11-14T22:10:00Z", "end": BASE + 20 * 60_000, "tags": {"host": "a"}}),
-    )
-    .await?;
+    let s = query(api, json!({"metric": "cpu.usage", "start": "2023-11-14T22:10:00Z", "end": BASE + 20 * 60_000, "tags": {"host": "a"}}))
+        .await?;
     ensure!(s.len() == 1 && s[0].0 == json!({"host": "a", "region": "eu"}), "filtered series: {s:?}");
     let pts = &s[0].1;
     ensure!(pts.len() == 21, "21 points in [10m, 20m], got {}", pts.len());
@@ -191,7 +188,11 @@ async fn every_aggregate_matches_values_computed_here(api: &Http) -> Result<()> 
 
 /// Downsampling, both forms: 10 minute averages and hourly max of host=b.
 async fn downsampling_averages_and_maxes_buckets(api: &Http) -> Result<()> {
-    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "downsample", "interval": "10m", "function": "avg"}})).await?;
+    let s = query(
+        api,
+        json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "downsample", "interval": "10m", "function": "avg"}}),
+    )
+    .await?;
     let d = &s[0].1;
     ensure!(d.len() == 12, "12 buckets of 10m, got {}", d.len());
     for (k, (_, v)) in d.iter().enumerate() {
@@ -207,7 +208,11 @@ async fn downsampling_averages_and_maxes_buckets(api: &Http) -> Result<()> {
 
 /// Rolling window: trailing 2 minutes (4 points) sum over host=b.
 async fn rolling_windows_sum_the_trailing_points(api: &Http) -> Result<()> {
-    let s = query(api, json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "rolling", "window": "2m", "function": "sum"}})).await?;
+    let s = query(
+        api,
+        json!({"metric": "cpu.usage", "tags": {"host": "b"}, "aggregation": {"type": "rolling", "window": "2m", "function": "sum"}}),
+    )
+    .await?;
     let r = &s[0].1;
     ensure!(r.len() == N as usize, "one rolling value per point");
     for (i, (_, v)) in r.iter().enumerate() {
@@ -309,7 +314,9 @@ async fn everything_survives_a_full_restart(c: &mut Cluster, m: &Value, acked: &
     c.start_all().await?;
     c.login().await?;
     let api = c.http.clone();
-    let m2 = tessera_tests::wait_for(std::time::Duration::from_secs(30), "metric after restart", async || Ok(metric(&api, "cpu.usage").await.ok()))
+    let m2 = tessera_tests::wait_for(std::time::Duration::from_secs(30), "metric after restart", async || {
+        Ok(metric(&api, "cpu.usage").await.ok())
+    })
     .await?;
     ensure!(m2["points"] == m["points"] && m2["bytes"] == m["bytes"], "stats after restart {m2}");
     let s = query(&api, json!({"metric": "cpu.usage", "tags": {"host": "a"}})).await?;
@@ -343,10 +350,8 @@ async fn max_result_rows(c: &mut Cluster, api: &Http) -> Result<()> {
         .ensure_status(200)?;
     ensure!(r.json["truncated"] == json!(false) && r.json["total_points"] == json!(24), "buckets under the cap: {r}");
     ensure!(series(&r.json).iter().all(|s| s.1.iter().all(|p| close(p.1, 20.0))), "every bucket counts 20: {r}");
-    let r = small
-        .post(Q, &json!({"metric": "cpu.usage", "aggregation": {"function": "avg", "interval": "1m"}}))
-        .await?
-        .ensure_status(200)?;
+    let r =
+        small.post(Q, &json!({"metric": "cpu.usage", "aggregation": {"function": "avg", "interval": "1m"}})).await?.ensure_status(200)?;
     ensure!(r.json["truncated"] == json!(true) && r.json["total_points"] == json!(50), "buckets over the cap: {}", r.json["total_points"]);
     // Exactly at the cap is not truncated.
     let r = small.post(Q, &json!({"metric": "cpu.usage", "tags": {"host": "a"}, "end": BASE + 49 * STEP})).await?.ensure_status(200)?;

@@ -24,7 +24,8 @@ async fn old_points_of_metrics_without_a_policy_are_dropped() {
 async fn points(api: &Http, metric: &str) -> Result<usize> {
     let r = api.post("/api/v1/timeseries/query", &json!({"metric": metric, "start": 0})).await?.ensure_status(200)?;
     let series = r.json["series"].as_array().cloned().unwrap_or_default();
-    Ok(r.json["points"].as_array().map_or(0, Vec::len) + series.iter().map(|s: &Value| s["points"].as_array().map_or(0, Vec::len)).sum::<usize>())
+    Ok(r.json["points"].as_array().map_or(0, Vec::len)
+        + series.iter().map(|s: &Value| s["points"].as_array().map_or(0, Vec::len)).sum::<usize>())
 }
 
 async fn scenario(api: &Http) -> Result<()> {

@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-    KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 use tessera_api::rpc::StatusRequest;
 use tessera_api::rpc::data_service_client::DataServiceClient;
@@ -141,13 +140,8 @@ fn tls_options(dir: &Path) -> Result<(ClusterOptions, Material)> {
         ("SERVICE_CLUSTER_CLIENT_CERT".to_string(), write(dir, "router.pem", &router_client.0)?),
         ("SERVICE_CLUSTER_CLIENT_KEY".to_string(), write(dir, "router.key", &router_client.1)?),
     ];
-    let opts = ClusterOptions {
-        node_env,
-        router_env,
-        https_ca: Some(ca.pem.clone().into_bytes()),
-        shard_count: 4,
-        ..ClusterOptions::default()
-    };
+    let opts =
+        ClusterOptions { node_env, router_env, https_ca: Some(ca.pem.clone().into_bytes()), shard_count: 4, ..ClusterOptions::default() };
     Ok((opts, Material { ca: ca.pem, router_client, rogue_client }))
 }
 
@@ -168,7 +162,9 @@ async fn scenario(c: &mut Cluster, m: &Material) -> Result<()> {
     let expiring: Vec<&serde_json::Value> =
         alerts["alerts"].as_array().into_iter().flatten().filter(|a| a["type"] == "certificate_expiry").collect();
     ensure!(
-        expiring.len() == 3 && expiring.iter().all(|a| a["severity"] == "warning" && a["message"].as_str().is_some_and(|m| m.contains("expires in 19 days") || m.contains("expires in 20 days"))),
+        expiring.len() == 3
+            && expiring.iter().all(|a| a["severity"] == "warning"
+                && a["message"].as_str().is_some_and(|m| m.contains("expires in 19 days") || m.contains("expires in 20 days"))),
         "one certificate_expiry warning per node: {alerts}"
     );
 
@@ -202,14 +198,9 @@ async fn https_protocol_checks(port: &str, ca_pem: &str) -> Result<()> {
         roots.add(cert?)?;
     }
     let roots = Arc::new(roots);
-    for (label, versions) in [
-        ("TLS 1.2", vec![&rustls::version::TLS12]),
-        ("TLS 1.3", vec![&rustls::version::TLS13]),
-    ] {
+    for (label, versions) in [("TLS 1.2", vec![&rustls::version::TLS12]), ("TLS 1.3", vec![&rustls::version::TLS13])] {
         let config = Arc::new(
-            rustls::ClientConfig::builder_with_protocol_versions(&versions)
-                .with_root_certificates(roots.clone())
-                .with_no_client_auth(),
+            rustls::ClientConfig::builder_with_protocol_versions(&versions).with_root_certificates(roots.clone()).with_no_client_auth(),
         );
         let connector = tokio_rustls::TlsConnector::from(config);
         for attempt in 0..2 {

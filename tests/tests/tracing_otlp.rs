@@ -131,8 +131,7 @@ async fn scenario(c: &Cluster, receiver: &Receiver) -> Result<()> {
             }
         }
         if Instant::now() > deadline {
-            let summary: Vec<String> =
-                spans.iter().map(|s| format!("{} {} {:?}", s.service, s.name, s.attributes)).take(40).collect();
+            let summary: Vec<String> = spans.iter().map(|s| format!("{} {} {:?}", s.service, s.name, s.attributes)).take(40).collect();
             bail!("no trace with the router's write span and a node span under it; received {}:\n{}", spans.len(), summary.join("\n"));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -89,7 +89,10 @@ async fn the_passphrase_changes_without_downtime(c: &mut Cluster, admin3: &Http)
     let r = rekey(WRONG, NEW_PASSPHRASE).await?;
     ensure!(r.status == 400 && r.text.contains("wrong passphrase"), "a wrong current passphrase: {r}");
     ensure!(rekey(PASSPHRASE, "short").await?.status == 400, "a short new passphrase");
-    ensure!(admin3.post("/api/v1/admin/vault/rekey", &json!({"new_passphrase": NEW_PASSPHRASE})).await?.status == 400, "no current passphrase");
+    ensure!(
+        admin3.post("/api/v1/admin/vault/rekey", &json!({"new_passphrase": NEW_PASSPHRASE})).await?.status == 400,
+        "no current passphrase"
+    );
     let r = rekey(PASSPHRASE, NEW_PASSPHRASE).await?.ensure_status(200)?;
     ensure!(r.json["rekeyed"] == true, "{r}");
     // No downtime: the unsealed router reads on.
@@ -204,7 +207,10 @@ async fn a_wrong_passphrase_keeps_it_sealed_and_the_right_one_unseals(admin: &Ht
 async fn non_admins_are_refused_on_every_vault_route(admin: &Http) -> Result<()> {
     for (name, role) in [("vera", "viewer"), ("otto", "operator")] {
         admin
-            .post("/api/v1/admin/users", &json!({"username": name, "email": format!("{name}@example.com"), "password": USER_PASSWORD, "role": role}))
+            .post(
+                "/api/v1/admin/users",
+                &json!({"username": name, "email": format!("{name}@example.com"), "password": USER_PASSWORD, "role": role}),
+            )
             .await?
             .ensure_status(201)?;
         let who = admin.anonymous().login_as(name, USER_PASSWORD).await?;
@@ -295,9 +301,13 @@ async fn default_deny_requires_policy_grants(c: &mut Cluster, admin3: &Http) -> 
     ] {
         ensure!(r.status == 403, "default-deny without a policy: {r}");
     }
-    let r = put(&deny, "/api/v1/admin/vault/policies/admin-app-read", &json!({"username": ADMIN_USER, "paths": ["app/**"], "capabilities": ["read", "list"]}))
-        .await?
-        .ensure_status(201)?;
+    let r = put(
+        &deny,
+        "/api/v1/admin/vault/policies/admin-app-read",
+        &json!({"username": ADMIN_USER, "paths": ["app/**"], "capabilities": ["read", "list"]}),
+    )
+    .await?
+    .ensure_status(201)?;
     ensure!(r.json["capabilities"] == json!(["read", "list"]), "policy: {r}");
     let r = get_secret(&deny, "app/db/password").await?.ensure_status(200)?;
     ensure!(r.json["value"] == DB_PASSWORD, "granted read: {r}");
@@ -307,9 +317,13 @@ async fn default_deny_requires_policy_grants(c: &mut Cluster, admin3: &Http) -> 
     let paths = r.json["paths"].as_array().context("paths")?;
     ensure!(paths.iter().all(|p| p.as_str().is_some_and(|p| p.starts_with("app/"))) && paths.len() == 3, "filtered list: {r}");
     // A role grant.
-    put(&deny, "/api/v1/admin/vault/policies/admins-write", &json!({"role": "Admin", "paths": ["app/*"], "capabilities": ["write", "delete"]}))
-        .await?
-        .ensure_status(201)?;
+    put(
+        &deny,
+        "/api/v1/admin/vault/policies/admins-write",
+        &json!({"role": "Admin", "paths": ["app/*"], "capabilities": ["write", "delete"]}),
+    )
+    .await?
+    .ensure_status(201)?;
     put_secret(&deny, "app/new", json!(1)).await?.ensure_status(201)?;
     deny.delete("/api/v1/admin/vault/secrets/app/new").await?.ensure_status(200)?;
     let r = deny.get("/api/v1/admin/vault/policies").await?.ensure_status(200)?;

@@ -40,10 +40,7 @@ async fn vectors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vectors_snapshot_catchup() {
     let opts = ClusterOptions {
-        node_env: vec![
-            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "20".into()),
-            ("SERVICE_RAFT_KEEP_LOGS".into(), "0".into()),
-        ],
+        node_env: vec![("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "20".into()), ("SERVICE_RAFT_KEEP_LOGS".into(), "0".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(opts).await.expect("cluster start");
@@ -177,8 +174,7 @@ async fn search(api: &Http, coll: &str, body: Value) -> Result<Vec<(String, f64,
 /// Upserts `records` in batches of [`BATCH`] (one Raft command each).
 async fn batch_upsert(api: &Http, coll: &str, records: &[(String, Vec<f32>, Value)]) -> Result<()> {
     for chunk in records.chunks(BATCH) {
-        let vectors: Vec<Value> =
-            chunk.iter().map(|(id, v, m)| json!({"id": id, "vector": vector_json(v), "metadata": m})).collect();
+        let vectors: Vec<Value> = chunk.iter().map(|(id, v, m)| json!({"id": id, "vector": vector_json(v), "metadata": m})).collect();
         let r = api.post(&format!("{C}/{coll}/batch"), &json!({"vectors": vectors})).await?.ensure_status(200)?;
         ensure!(r.json["upserted"] == json!(chunk.len()), "batch reply {r}");
     }
@@ -392,9 +388,8 @@ async fn small_collections_are_loaded_per_metric(api: &Http, rng: &mut Rng) -> R
     let mut small: BTreeMap<String, BTreeMap<String, (Vec<f32>, Value)>> = BTreeMap::new();
     for metric in METRICS {
         let coll = format!("small-{metric}");
-        let records: Vec<(String, Vec<f32>, Value)> = (0..SMALL_N)
-            .map(|i| (format!("doc-{i}"), rng.vec(SMALL_DIM), json!({"color": COLORS[i % 3], "n": i % 5})))
-            .collect();
+        let records: Vec<(String, Vec<f32>, Value)> =
+            (0..SMALL_N).map(|i| (format!("doc-{i}"), rng.vec(SMALL_DIM), json!({"color": COLORS[i % 3], "n": i % 5}))).collect();
         for (id, v, m) in &records[..10] {
             let r = api.post(&format!("{C}/{coll}/upsert"), &json!({"id": id, "vector": vector_json(v), "metadata": m})).await?;
             ensure!(r.clone().ensure_status(200)?.json["created"] == json!(true), "upsert {r}");

@@ -56,10 +56,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     c.stop_node(1).await?;
     c.start_node(2)?;
     let node2 = c.node_addr(2)?;
-    wait_for(Duration::from_secs(60), "node 2 to listen", async || {
-        Ok(tokio::net::TcpStream::connect(&node2).await.ok().map(|_| ()))
-    })
-    .await?;
+    wait_for(Duration::from_secs(60), "node 2 to listen", async || Ok(tokio::net::TcpStream::connect(&node2).await.ok().map(|_| ())))
+        .await?;
     c.start_node(3)?;
 
     // Node 2 campaigns again and again; the wiped node's vote must not elect it.
@@ -70,7 +68,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
             && r.status == 404
         {
             return Ok(Some(Err(format!(
-                "an acknowledged write was lost: the wiped node's vote elected a leader without it (served by {:?}): {r}", r.served_by()
+                "an acknowledged write was lost: the wiped node's vote elected a leader without it (served by {:?}): {r}",
+                r.served_by()
             ))));
         }
         if let Ok(leader) = data_group_leader(c).await

@@ -208,7 +208,14 @@ async fn finish_move<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMove
     let started = Instant::now();
     match move_replica(host, map, mv, resumed, term).await {
         Ok(index) => {
-            info!(group = mv.group, from = mv.from, to = mv.to, index, took_ms = started.elapsed().as_millis() as u64, "placement driver moved a replica");
+            info!(
+                group = mv.group,
+                from = mv.from,
+                to = mv.to,
+                index,
+                took_ms = started.elapsed().as_millis() as u64,
+                "placement driver moved a replica"
+            );
             Ok(())
         }
         Err(MoveError::Obsolete(why)) => {

@@ -26,11 +26,19 @@ pub enum Call {
     Write(Operation),
     /// Add a learner and wait until it caught up (answers the membership's log
     /// index); fenced by the caller's meta term.
-    AddLearner { node: NodeId, addr: String, meta_term: u64 },
+    AddLearner {
+        node: NodeId,
+        addr: String,
+        meta_term: u64,
+    },
     /// Commit `voters`, dropping every learner (answers the membership's log
     /// index), if the group's voters are `expected` (or `voters` already);
     /// fenced by the caller's meta term.
-    ReplaceVoters { voters: Vec<NodeId>, expected: Vec<NodeId>, meta_term: u64 },
+    ReplaceVoters {
+        voters: Vec<NodeId>,
+        expected: Vec<NodeId>,
+        meta_term: u64,
+    },
 }
 
 impl Call {
@@ -73,11 +81,8 @@ async fn call_leader<H: ControlHost>(host: &H, map: &ClusterMap, group: GroupId,
     // before the map lists it, and asking only the map's members would find no
     // leader for as long as that lasts.
     let members = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
-    let mut to_ask: VecDeque<(NodeId, String)> = members
-        .into_iter()
-        .filter(|m| *m != host.node_id())
-        .filter_map(|m| map.addr_of(m).map(|a| (m, a.to_string())))
-        .collect();
+    let mut to_ask: VecDeque<(NodeId, String)> =
+        members.into_iter().filter(|m| *m != host.node_id()).filter_map(|m| map.addr_of(m).map(|a| (m, a.to_string()))).collect();
     let mut asked = BTreeSet::from([host.node_id()]);
     let mut last = format!("no member of group {group} answered as its leader");
     let mut answers: Vec<String> = Vec::new();

@@ -65,7 +65,9 @@ impl ControlError {
 pub enum Reply {
     Done(Answer),
     /// It does not lead the group; `leader` is the one it names, if any.
-    NotLeader { leader: Option<(NodeId, String)> },
+    NotLeader {
+        leader: Option<(NodeId, String)>,
+    },
     Failed(String),
 }
 
@@ -98,12 +100,22 @@ pub trait ControlHost: Send + Sync + 'static {
     /// did not answer.
     fn status(&self, node: &NodeInfo) -> impl Future<Output = Option<StatusReply>> + Send;
     /// Has `node` hand its leadership of `group` off to `to`; whether it led.
-    fn hand_off(&self, node: &NodeInfo, group: GroupId, to: NodeId, timeout: Duration)
-    -> impl Future<Output = Result<bool, ControlError>> + Send;
+    fn hand_off(
+        &self,
+        node: &NodeInfo,
+        group: GroupId,
+        to: NodeId,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<bool, ControlError>> + Send;
     /// Has `node` campaign for `group` (after `previous` handed off); the leader
     /// afterwards, if known.
-    fn campaign(&self, node: &NodeInfo, group: GroupId, previous: NodeId, timeout: Duration)
-    -> impl Future<Output = Result<Option<NodeId>, ControlError>> + Send;
+    fn campaign(
+        &self,
+        node: &NodeInfo,
+        group: GroupId,
+        previous: NodeId,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Option<NodeId>, ControlError>> + Send;
 }
 
 /// Proposes `op` to the meta group, which this node leads; a refusal is an error.

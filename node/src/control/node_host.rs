@@ -7,8 +7,8 @@ use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
-    AddLearnerRequest, AppliedRequest, CampaignRequest, Consistency, DropGroupRequest, HandOffRequest, HostGroupRequest,
-    ReadRequest, ReplaceVotersRequest, StatusReply, StatusRequest, WriteRequest,
+    AddLearnerRequest, AppliedRequest, CampaignRequest, Consistency, DropGroupRequest, HandOffRequest, HostGroupRequest, ReadRequest,
+    ReplaceVotersRequest, StatusReply, StatusRequest, WriteRequest,
 };
 use tessera_api::{GroupId, NodeId};
 use tonic::transport::Channel;

@@ -123,7 +123,11 @@ pub(super) async fn split_one<H: ControlHost>(
         // Both halves measure their rate anew.
         last_seen.remove(&parent);
         let info = range_info(host, map, parent).await?;
-        let split = info.splits.iter().find(|s| s.child == child).ok_or_else(|| ControlError::Map(format!("group {parent} has no record of its split")))?;
+        let split = info
+            .splits
+            .iter()
+            .find(|s| s.child == child)
+            .ok_or_else(|| ControlError::Map(format!("group {parent} has no record of its split")))?;
         record_split(host, parent, split).await?;
         return Ok(true);
     }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use tessera_api::command::{KvQuery, KvQueryResult, MetaOp, Operation, Query, QueryResult, RangeInfo, Response, SplitOp};
 use tessera_api::error::{ErrorCode, Rejection};
-use tessera_api::meta::{ClusterMap, GroupInfo, KeyRange, NodeInfo, NodeState, RangeDescriptor, ReplicaMove, ShardingStrategy, SplitRecord};
+use tessera_api::meta::{
+    ClusterMap, GroupInfo, KeyRange, NodeInfo, NodeState, RangeDescriptor, ReplicaMove, ShardingStrategy, SplitRecord,
+};
 use tessera_api::rpc::{GroupStatus, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 
@@ -269,7 +271,13 @@ impl ControlHost for FakeCluster {
         })
     }
 
-    async fn campaign(&self, node: &NodeInfo, group: GroupId, _previous: NodeId, _timeout: Duration) -> Result<Option<NodeId>, ControlError> {
+    async fn campaign(
+        &self,
+        node: &NodeInfo,
+        group: GroupId,
+        _previous: NodeId,
+        _timeout: Duration,
+    ) -> Result<Option<NodeId>, ControlError> {
         self.with(|s| {
             s.step(format!("node {}: campaign for group {group}", node.id));
             s.leaders.insert(group, node.id);
@@ -428,11 +436,7 @@ async fn a_range_over_its_threshold_splits_at_its_middle_key_into_a_reserved_chi
     assert!(split_one(&c, &c.map(), thresholds(), &mut LastSeen::new()).await.expect("split"));
     assert_eq!(
         c.steps(),
-        [
-            "meta reserve a split of group 1",
-            "group 1: split at \"m\" into group 2",
-            "meta record split of group 1 at \"m\" into 2",
-        ]
+        ["meta reserve a split of group 1", "group 1: split at \"m\" into group 2", "meta record split of group 1 at \"m\" into 2",]
     );
     let map = c.map();
     assert_eq!(map.ranges.iter().map(|r| (r.group, r.range.start.as_str())).collect::<Vec<_>>(), [(1, ""), (2, "m")]);

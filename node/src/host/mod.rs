@@ -3,13 +3,13 @@
 //! services run on them (propose, read with a consistency mode, status).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
-use tessera_api::command::{Command, MetaOp, Operation, Query, QueryResult, Response, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{Command, MetaOp, MetaQuery, MetaQueryResult, Operation, Query, QueryResult, Response, now_ms};
 use tessera_api::meta::ClusterMap;
 use tessera_api::rpc::{AppliedRequest, Consistency, FailureKind, GroupStatus};
 use tessera_api::{GroupId, META_GROUP, NodeId};
@@ -21,17 +21,16 @@ use crate::network::{GroupNetwork, PeerPool};
 use crate::placement;
 use crate::query_pool::{PoolError, QueryPool};
 
-
 mod leadership;
 mod replicas;
 mod requests;
 mod standing;
 mod status;
 
-pub use status::{filesystem_space, machine_memory_bytes, resident_bytes};
 use leadership::campaign_once_caught_up;
 use replicas::{follow_lifecycle_state, follow_splits};
 use standing::{learn_peer_incarnations, live_map_from_peers, settle_standing};
+pub use status::{filesystem_space, machine_memory_bytes, resident_bytes};
 
 /// How long a leader handing a group off waits for the successor's log to catch up.
 const HAND_OFF_CATCH_UP: Duration = Duration::from_secs(2);
@@ -273,9 +272,8 @@ impl Host {
             (map, cluster_id)
         };
         info!(cluster_id = format!("{cluster_id:016x}"), "cluster id");
-        let clock = Arc::new(
-            tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms),
-        );
+        let clock =
+            Arc::new(tessera_api::clock::HybridClock::new(cfg.test_clock_offset_ms).with_max_offset(cfg.cluster.max_clock_offset_ms));
         let pool = Arc::new(
             PeerPool::with_dial_overrides(cfg.dial_overrides()?)
                 .with_tls(cfg.cluster_tls()?)
@@ -322,14 +320,7 @@ impl Host {
                 info!(group = info.id, "fresh replica in an existing cluster: it will not vote until it has caught up");
             }
             let network = GroupNetwork { group: info.id, pool: pool.clone() };
-            let started = Raft::new(
-                id,
-                raft_config.clone(),
-                network,
-                store.log_store(info.id),
-                store.state_machine(info.id),
-            )
-            .await;
+            let started = Raft::new(id, raft_config.clone(), network, store.log_store(info.id), store.state_machine(info.id)).await;
             // One group that cannot start (a damaged replica) must not keep the
             // node's other groups down; this one answers "not hosted" until repaired.
             let raft = match started {
@@ -343,11 +334,8 @@ impl Host {
             // The group's first member initializes it, once, on a fresh store, and
             // only when this start may bootstrap the cluster.
             if fresh && !existing && info.members.first() == Some(&id) {
-                let members: BTreeMap<NodeId, BasicNode> = info
-                    .members
-                    .iter()
-                    .map(|m| (*m, BasicNode { addr: map.addr_of(*m).unwrap_or_default().to_string() }))
-                    .collect();
+                let members: BTreeMap<NodeId, BasicNode> =
+                    info.members.iter().map(|m| (*m, BasicNode { addr: map.addr_of(*m).unwrap_or_default().to_string() })).collect();
                 bootstrap.push((info.id, members));
             }
             let floor = if fresh && existing { Some(0) } else { store.vote_floor(info.id)? };
@@ -532,7 +520,6 @@ impl Host {
         self.shut_down.store(true, Ordering::SeqCst);
         self.restart.send_replace(true);
     }
-
 }
 
 /// Polls `g`'s Raft metrics until `ready` answers, or `deadline` passes.

@@ -39,12 +39,7 @@ impl Host {
                 .raft
                 .wait(Some(LEARNER_CATCH_UP))
                 .metrics(
-                    |m| {
-                        m.replication
-                            .as_ref()
-                            .and_then(|r| r.get(&node).cloned().flatten())
-                            .is_some_and(|matched| matched.index >= target)
-                    },
+                    |m| m.replication.as_ref().and_then(|r| r.get(&node).cloned().flatten()).is_some_and(|matched| matched.index >= target),
                     "the learner catches up",
                 )
                 .await;
@@ -148,7 +143,10 @@ impl Host {
     /// applied entries its group lost (see `Store::take_diverged`), by an empty
     /// one its leader fills: what this replica alone holds is not the group's.
     pub(super) async fn rebuild_replica(self: &Arc<Self>, group: GroupId) -> Result<(), HostError> {
-        warn!(group, "this replica applied entries its group lost (sync_on_commit = false and a power cut of several nodes): it is dropped and hosted again empty, for the leader to fill");
+        warn!(
+            group,
+            "this replica applied entries its group lost (sync_on_commit = false and a power cut of several nodes): it is dropped and hosted again empty, for the leader to fill"
+        );
         self.drop_group(group).await?;
         self.host_group(group).await?;
         Ok(())

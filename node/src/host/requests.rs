@@ -92,9 +92,8 @@ impl Host {
         let id = format!("{group}-{:016x}", rand::random::<u64>());
         let reader = g.reader.clone();
         let export_id = id.clone();
-        let info = tokio::task::spawn_blocking(move || reader.export(&export_id))
-            .await
-            .map_err(|e| HostError::Unavailable(e.to_string()))??;
+        let info =
+            tokio::task::spawn_blocking(move || reader.export(&export_id)).await.map_err(|e| HostError::Unavailable(e.to_string()))??;
         info!(group, export = id, applied_index = info.applied_index, pairs = info.pairs, "exported the group for a backup");
         Ok((id, info))
     }
@@ -133,11 +132,7 @@ impl Host {
         loop {
             let mut still = Vec::new();
             for node in pending {
-                let applied = if node == self.id {
-                    self.applied_index(group).ok()
-                } else {
-                    self.peer_applied(node, group).await
-                };
+                let applied = if node == self.id { self.applied_index(group).ok() } else { self.peer_applied(node, group).await };
                 if applied.is_none_or(|a| a < index) {
                     still.push(node);
                 }
@@ -191,7 +186,9 @@ impl Host {
                 .ok_or_else(|| HostError::Unavailable(format!("group {id}: no snapshot at index {applied} within {timeout:?}")))?;
             g.raft.trigger().purge_log(snapshot).await.map_err(fatal)?;
             wait_metric(&g, deadline, |m| m.purged.map(|l| l.index).filter(|i| *i >= snapshot)).await.ok_or_else(|| {
-                HostError::Unavailable(format!("group {id}: its log was not purged up to {snapshot} within {timeout:?} (a replica behind?)"))
+                HostError::Unavailable(format!(
+                    "group {id}: its log was not purged up to {snapshot} within {timeout:?} (a replica behind?)"
+                ))
             })?;
             purged.push(id);
         }

@@ -10,10 +10,9 @@ impl Host {
     pub fn election_bar(&self) -> Option<String> {
         match &*self.standing.read().unwrap_or_else(|e| e.into_inner()) {
             Standing::Confirmed => None,
-            Standing::Checking => Some(format!(
-                "node {} is waiting for a majority of the cluster to confirm that its data directory is current",
-                self.id
-            )),
+            Standing::Checking => {
+                Some(format!("node {} is waiting for a majority of the cluster to confirm that its data directory is current", self.id))
+            }
             Standing::Lost(reason) => Some(reason.clone()),
         }
     }
@@ -199,8 +198,7 @@ pub(super) async fn live_map_from_peers(pool: &PeerPool, peers: &[tessera_api::m
 /// Asks every peer of the cluster map for its incarnation (`Status`), retrying
 /// unreachable ones, until this node has one for each (see `incarnation`).
 pub(super) async fn learn_peer_incarnations(host: Arc<Host>) {
-    let mut pending: Vec<(NodeId, String)> =
-        host.map.nodes.iter().filter(|n| n.id != host.id).map(|n| (n.id, n.addr.clone())).collect();
+    let mut pending: Vec<(NodeId, String)> = host.map.nodes.iter().filter(|n| n.id != host.id).map(|n| (n.id, n.addr.clone())).collect();
     while !pending.is_empty() {
         let mut left = Vec::new();
         for (peer, addr) in pending {
@@ -214,7 +212,10 @@ pub(super) async fn learn_peer_incarnations(host: Arc<Host>) {
             };
             match reply {
                 Some(r) if r.cluster_id != 0 && r.cluster_id != host.pool.cluster_id => {
-                    warn!(peer, "the node at {addr} belongs to cluster {:016x}, not this one ({:016x})", r.cluster_id, host.pool.cluster_id);
+                    warn!(
+                        peer,
+                        "the node at {addr} belongs to cluster {:016x}, not this one ({:016x})", r.cluster_id, host.pool.cluster_id
+                    );
                     left.push((peer, addr));
                 }
                 // A mismatch is reported (once) by the check itself.

@@ -12,9 +12,10 @@ use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
-use tessera_api::rpc::{CampaignRequest, HandOffRequest, 
-    Consistency, DataReply, DrainRequest, FailureKind, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest,
-    RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest, WriteRequest,
+use tessera_api::rpc::{
+    CampaignRequest, Consistency, DataReply, DrainRequest, FailureKind, HandOffRequest, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest,
+    RemoveVoterRequest, RestartRequest, RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
+    WriteRequest,
 };
 use tessera_api::{GroupId, NodeId, codec};
 use tonic::service::interceptor::InterceptedService;
@@ -96,11 +97,7 @@ pub struct GrpcCluster {
 impl GrpcCluster {
     /// A client over the seed nodes, dialing them over mutual TLS when `tls` is
     /// given; call [`ClusterClient::refresh`] to learn the map.
-    pub fn new(
-        seeds: Vec<(Option<NodeId>, String)>,
-        deadline: Duration,
-        tls: Option<tessera_api::tls::ClusterTls>,
-    ) -> Arc<Self> {
+    pub fn new(seeds: Vec<(Option<NodeId>, String)>, deadline: Duration, tls: Option<tessera_api::tls::ClusterTls>) -> Arc<Self> {
         let mut view = View::default();
         for (id, addr) in &seeds {
             if let Some(id) = id {
@@ -135,17 +132,10 @@ impl GrpcCluster {
     }
 
     fn wrap(&self, ch: Channel) -> NodeClient {
-        DataServiceClient::with_interceptor(ch, Outgoing { wire_version: self.wire_version }).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+        DataServiceClient::with_interceptor(ch, Outgoing { wire_version: self.wire_version })
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
-
-
-
-
-
-
-
-
-
 
     /// Candidate nodes for a group: only the preferred node when one is named,
     /// otherwise the cached leader first, then the members.
@@ -198,8 +188,6 @@ impl GrpcCluster {
         }
     }
 
-
-
     /// Runs `attempt` against candidates until one answers, following leader hints,
     /// until the router's deadline.
     async fn call<T, F, Fut>(
@@ -232,8 +220,7 @@ impl GrpcCluster {
                                 if !any_replica {
                                     self.note_leader(group, reply.served_by);
                                 }
-                                let value = codec::decode(&bytes)
-                                    .map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
+                                let value = codec::decode(&bytes).map_err(|e| ClusterError::UnexpectedReply(e.to_string()))?;
                                 return Ok(Served { value, group, node: reply.served_by });
                             }
                             Some(Outcome::NotLeader(nl)) => {
@@ -290,10 +277,7 @@ impl GrpcCluster {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(ClusterError::Unavailable(format!(
-                    "group {group} did not answer within {:?}: {last_error}",
-                    self.deadline
-                )));
+                return Err(ClusterError::Unavailable(format!("group {group} did not answer within {:?}: {last_error}", self.deadline)));
             }
             round += 1;
             tokio::time::sleep(Duration::from_millis((50 * round as u64).min(300))).await;
@@ -301,13 +285,7 @@ impl GrpcCluster {
     }
 
     /// One attempt at a hinted leader; `Ok(None)` when it did not serve.
-    async fn try_hint<T, F, Fut>(
-        &self,
-        group: GroupId,
-        leader: NodeId,
-        addr: &str,
-        attempt: &F,
-    ) -> Result<Option<Served<T>>, ClusterError>
+    async fn try_hint<T, F, Fut>(&self, group: GroupId, leader: NodeId, addr: &str, attempt: &F) -> Result<Option<Served<T>>, ClusterError>
     where
         T: DeserializeOwned,
         F: Fn(NodeClient) -> Fut,
@@ -327,14 +305,10 @@ impl GrpcCluster {
             Some(Outcome::Failure(f)) if f.failure_kind() == FailureKind::NotAppliedEverywhere => {
                 Err(ClusterError::NotAppliedEverywhere(f.message))
             }
-            Some(Outcome::Failure(f)) if f.failure_kind() == FailureKind::BadRequest => {
-                Err(ClusterError::BadRequest(f.message))
-            }
+            Some(Outcome::Failure(f)) if f.failure_kind() == FailureKind::BadRequest => Err(ClusterError::BadRequest(f.message)),
             _ => Ok(None),
         }
     }
-
-
 }
 
 #[async_trait::async_trait]
@@ -448,7 +422,8 @@ impl ClusterClient for GrpcCluster {
         let mut client = self.client(&node.addr)?;
         let mut req = tonic::Request::new(tessera_api::rpc::ReleaseLeadershipRequest { timeout_ms });
         req.set_timeout(Duration::from_millis(timeout_ms) + ATTEMPT_TIMEOUT);
-        let reply = client.release_leadership(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
+        let reply =
+            client.release_leadership(req).await.map_err(|s| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message())))?;
         Ok(reply.into_inner().still_leading)
     }
 
@@ -503,7 +478,10 @@ impl ClusterClient for GrpcCluster {
         let mut client = self.client(&node.addr)?;
         let mut req = tonic::Request::new(StatusRequest { from_node: 0, ..Default::default() });
         req.set_timeout(ATTEMPT_TIMEOUT);
-        let reply = client.status(req).await.map_err(|s| ClusterError::Unavailable(format!("node {} at {}: {}", node.id, node.addr, s.message())))?;
+        let reply = client
+            .status(req)
+            .await
+            .map_err(|s| ClusterError::Unavailable(format!("node {} at {}: {}", node.id, node.addr, s.message())))?;
         Ok(reply.into_inner())
     }
 
@@ -517,7 +495,8 @@ impl ClusterClient for GrpcCluster {
 
     async fn transfer_leader(&self, group: GroupId, from: &NodeInfo, to: &NodeInfo) -> Result<Option<NodeId>, ClusterError> {
         let unavailable = |node: &NodeInfo, s: tonic::Status| ClusterError::Unavailable(format!("node {}: {}", node.id, s.message()));
-        let mut req = tonic::Request::new(HandOffRequest { group_id: group, timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64, to: to.id });
+        let mut req =
+            tonic::Request::new(HandOffRequest { group_id: group, timeout_ms: LEADER_TRANSFER_TIMEOUT.as_millis() as u64, to: to.id });
         req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(2));
         let was_leader = self.client(&from.addr)?.hand_off(req).await.map_err(|s| unavailable(from, s))?.into_inner().was_leader;
         if !was_leader {
@@ -651,24 +630,24 @@ impl ClusterClient for GrpcCluster {
     }
 
     fn data_groups(&self) -> Result<Vec<GroupId>, ClusterError> {
-        self.map()
-            .map(|m| m.data_groups())
-            .ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
+        self.map().map(|m| m.data_groups()).ok_or_else(|| ClusterError::Unavailable("the cluster map is not known yet".into()))
     }
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
         // One id for every attempt: a retry after a lost answer cannot apply twice
         // (and with an Idempotency-Key, neither can the client's own retry).
         self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
     }
-    async fn write_as(&self, group: GroupId, op: &Operation, consistency: Consistency, request_id: String) -> Result<Served<Response>, ClusterError> {
+    async fn write_as(
+        &self,
+        group: GroupId,
+        op: &Operation,
+        consistency: Consistency,
+        request_id: String,
+    ) -> Result<Served<Response>, ClusterError> {
         let bytes = codec::encode(&*super::outgoing_op(group, op)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         self.call(group, None, false, |mut client| {
-            let req = WriteRequest {
-                group_id: group,
-                operation: bytes.clone(),
-                consistency: consistency as i32,
-                request_id: request_id.clone(),
-            };
+            let req =
+                WriteRequest { group_id: group, operation: bytes.clone(), consistency: consistency as i32, request_id: request_id.clone() };
             async move {
                 let mut req = tonic::Request::new(req);
                 req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));

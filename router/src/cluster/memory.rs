@@ -82,15 +82,7 @@ impl MemoryCluster {
         let init = Command { issued_at_ms: 1, op: Operation::Meta(MetaOp::InitClusterMap(map.clone())), request_id: None };
         meta.state_machine.apply_at(1, init).expect("record the cluster map");
         *meta.applied.lock().expect("meta lock") = 1;
-        MemoryCluster {
-            ring: build_ring(&map),
-            groups,
-            map,
-            clock: AtomicI64::new(0),
-            down: Mutex::default(),
-            store: store,
-            _dir: dir,
-        }
+        MemoryCluster { ring: build_ring(&map), groups, map, clock: AtomicI64::new(0), down: Mutex::default(), store: store, _dir: dir }
     }
 
     /// Makes `group` unreachable (`true`) or serves it again.
@@ -123,9 +115,7 @@ impl MemoryCluster {
 
     /// A time after every one handed out before: the leader's stamp.
     fn stamp(&self) -> i64 {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         let previous = self.clock.fetch_max(now, Ordering::SeqCst);
         if previous >= now { self.clock.fetch_add(1, Ordering::SeqCst) + 1 } else { now }
     }
@@ -157,12 +147,22 @@ impl ClusterClient for MemoryCluster {
 
     /// In process there are no files to purge: the state machines' stores are
     /// compacted by the secure erasure itself.
-    async fn purge_erased(&self, _node: &NodeInfo, groups: &[GroupId], _timeout: std::time::Duration) -> Result<Vec<GroupId>, ClusterError> {
+    async fn purge_erased(
+        &self,
+        _node: &NodeInfo,
+        groups: &[GroupId],
+        _timeout: std::time::Duration,
+    ) -> Result<Vec<GroupId>, ClusterError> {
         Ok(groups.to_vec())
     }
 
     /// In process nothing is encrypted at rest: nothing needs a previous key.
-    async fn reseal(&self, _node: &NodeInfo, _count_only: bool, _timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
+    async fn reseal(
+        &self,
+        _node: &NodeInfo,
+        _count_only: bool,
+        _timeout: std::time::Duration,
+    ) -> Result<tessera_api::rpc::ResealReply, ClusterError> {
         Ok(tessera_api::rpc::ResealReply::default())
     }
 
@@ -202,7 +202,13 @@ impl ClusterClient for MemoryCluster {
         let mut groups = Vec::with_capacity(self.groups.len());
         for &id in self.groups.keys() {
             let d = self.store.digest(id).map_err(|e| ClusterError::Storage(e.to_string()))?;
-            groups.push(tessera_api::rpc::GroupDigest { group_id: id, applied_index: d.applied_index, records: d.records, digest: d.digest, error: String::new() });
+            groups.push(tessera_api::rpc::GroupDigest {
+                group_id: id,
+                applied_index: d.applied_index,
+                records: d.records,
+                digest: d.digest,
+                error: String::new(),
+            });
         }
         Ok(tessera_api::rpc::DigestReply { groups })
     }
@@ -299,13 +305,7 @@ impl ClusterClient for MemoryCluster {
         Ok(Served { value, group, node: NODE })
     }
 
-    async fn read(
-        &self,
-        group: GroupId,
-        query: &Query,
-        _: Consistency,
-        _: Option<NodeId>,
-    ) -> Result<Served<QueryResult>, ClusterError> {
+    async fn read(&self, group: GroupId, query: &Query, _: Consistency, _: Option<NodeId>) -> Result<Served<QueryResult>, ClusterError> {
         let g = self.group(group)?;
         let value = g.reader.query(query, self.stamp()).map_err(|e| ClusterError::Storage(e.to_string()))?;
         Ok(Served { value, group, node: NODE })

@@ -5,9 +5,9 @@
 //! mapping are tested without processes or sockets.
 
 pub mod grpc;
-pub mod typed;
 #[cfg(test)]
 pub mod memory;
+pub mod typed;
 
 use std::collections::HashMap;
 
@@ -44,13 +44,10 @@ fn outgoing_op(group: GroupId, op: &Operation) -> std::borrow::Cow<'_, Operation
 /// `query` as the current task sends it to `group` (see [`as_restore`]).
 fn outgoing_query(group: GroupId, query: &Query) -> std::borrow::Cow<'_, Query> {
     match RESTORE_PASS.try_with(String::clone) {
-        Ok(backup_id) if group != META_GROUP => {
-            std::borrow::Cow::Owned(Query::DuringRestore { backup_id, query: Box::new(query.clone()) })
-        }
+        Ok(backup_id) if group != META_GROUP => std::borrow::Cow::Owned(Query::DuringRestore { backup_id, query: Box::new(query.clone()) }),
         _ => std::borrow::Cow::Borrowed(query),
     }
 }
-
 
 /// Why a routed call failed.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +104,13 @@ pub trait ClusterClient: Send + Sync {
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError>;
     /// As [`ClusterClient::write`] with the caller's request id: writes sent
     /// again with the same id apply once and answer what the first did.
-    async fn write_as(&self, group: GroupId, op: &Operation, consistency: Consistency, request_id: String) -> Result<Served<Response>, ClusterError>;
+    async fn write_as(
+        &self,
+        group: GroupId,
+        op: &Operation,
+        consistency: Consistency,
+        request_id: String,
+    ) -> Result<Served<Response>, ClusterError>;
     /// Reads from a group with a consistency mode; `replica` picks the node for `one`.
     async fn read(
         &self,
@@ -132,7 +135,12 @@ pub trait ClusterClient: Send + Sync {
     /// After an encryption key rotation: asks `node` to rewrite what it stores
     /// under its current key (unless `count_only`) and count what still needs
     /// a previous key (the node's `Reseal`).
-    async fn reseal(&self, node: &NodeInfo, count_only: bool, timeout: std::time::Duration) -> Result<tessera_api::rpc::ResealReply, ClusterError>;
+    async fn reseal(
+        &self,
+        node: &NodeInfo,
+        count_only: bool,
+        timeout: std::time::Duration,
+    ) -> Result<tessera_api::rpc::ResealReply, ClusterError>;
 
     /// Asks `node` to stop leading (it stops campaigning until its next start);
     /// answers the groups it still leads after `timeout_ms`.

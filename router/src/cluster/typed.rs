@@ -314,4 +314,3 @@ pub async fn read_as<M: Model, T>(
     let served = read::<M>(cluster, group, query, consistency, replica).await?;
     Ok(Served { value: misshapen(shape(served.value))?, group: served.group, node: served.node })
 }
-

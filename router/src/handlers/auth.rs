@@ -12,7 +12,7 @@ use axum::{Extension, Json};
 use rand::RngCore;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response as Reply, now_ms};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
@@ -97,7 +97,8 @@ async fn attempt_login(
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, user_agent, mfa_verified: false };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     let mfa_enrollment_required = state.config.auth.mfa_required;
-    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required }).into_response())
+    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required })
+        .into_response())
 }
 
 /// Removes the caller's session: the token stops working on every router (at

@@ -24,7 +24,11 @@ pub struct BackupBody {
 /// `POST /api/v1/admin/backup` `{"encrypted": bool, "compliance_mode": "…"}`:
 /// exports every group at its own applied index into a new backup of this
 /// router's backup directory; 201 with its metadata once complete.
-pub async fn create(State(state): State<AppState>, _caller: Caller, OptionalJsonBody(req): OptionalJsonBody<BackupBody>) -> Result<(StatusCode, Json<BackupView>), ApiError> {
+pub async fn create(
+    State(state): State<AppState>,
+    _caller: Caller,
+    OptionalJsonBody(req): OptionalJsonBody<BackupBody>,
+) -> Result<(StatusCode, Json<BackupView>), ApiError> {
     let mode = req.compliance_mode.unwrap_or_else(|| "none".into());
     if mode.is_empty() || mode.len() > 64 || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         return Err(ApiError::BadRequest("compliance_mode is a short name such as none, gdpr, hipaa, soc2".into()));
@@ -91,8 +95,15 @@ pub struct RestoreBody {
 /// erasures are re-applied, or by sending the restore again after a failure.
 /// The audit entries recorded since the backup began are recorded again after
 /// the restored chain (`audit_entries_re_recorded`), then `backup_restored`.
-pub async fn restore(State(state): State<AppState>, caller: Caller, OptionalJsonBody(req): OptionalJsonBody<RestoreBody>) -> Result<Json<Value>, ApiError> {
-    let id = req.backup_id.filter(|id| !id.is_empty()).ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
+pub async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    OptionalJsonBody(req): OptionalJsonBody<RestoreBody>,
+) -> Result<Json<Value>, ApiError> {
+    let id = req
+        .backup_id
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| ApiError::BadRequest(r#"the body names the backup: {"backup_id": "…"}"#.into()))?;
     let manifest = state.backups.manifest(&id)?;
     let held: std::collections::HashSet<String> = manifest.erasures.clone().unwrap_or_default().into_iter().collect();
     // The audit entries recorded since the backup began: the restore of the meta

@@ -10,22 +10,24 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_api::command::now_ms;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
-use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
-use tessera_api::compliance::{AuditAnswer, AuditEntry, AuditQuery, CLASSIFICATION_LEVELS, ClassifyOp, ColumnClassification, classification_level};
+use tessera_api::compliance::{
+    AuditAnswer, AuditEntry, AuditQuery, CLASSIFICATION_LEVELS, ClassifyOp, ColumnClassification, classification_level,
+};
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
 };
-use tessera_api::command::now_ms;
+use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
 use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, OptionalJsonBody, QueryParams};
 use crate::auth::{Caller, new_id};
-use crate::services::compliance::{actor, audit, enabled, incidents};
-use crate::services::compliance::consent as read;
 use crate::error::ApiError;
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
+use crate::services::compliance::consent as read;
+use crate::services::compliance::{actor, audit, enabled, incidents};
 use crate::state::AppState;
 
 /// Subjects a do-not-sell page lists without a `limit`, and at most.
@@ -91,9 +93,8 @@ fn check_field(what: &str, value: &str) -> Result<(), ApiError> {
 /// A purpose: one of spec 02's, or another lower-case identifier (the
 /// alternate shape names purposes such as `marketing_emails`).
 fn check_purpose(purpose: &str) -> Result<(), ApiError> {
-    let ok = !purpose.is_empty()
-        && purpose.len() <= 64
-        && purpose.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    let ok =
+        !purpose.is_empty() && purpose.len() <= 64 && purpose.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !ok {
         return Err(ApiError::BadRequest(format!(
             "purpose must be a lower-case identifier such as {}, not {purpose:?}",
@@ -150,14 +151,16 @@ struct ConsentBody {
 fn parse_expiry(v: &Value) -> Result<Option<i64>, ApiError> {
     match v {
         Value::Null => Ok(None),
-        other => tessera_timeseries::timestamp::parse_timestamp(other)
-            .map(Some)
-            .map_err(|e| ApiError::BadRequest(format!("expiry: {e}"))),
+        other => tessera_timeseries::timestamp::parse_timestamp(other).map(Some).map_err(|e| ApiError::BadRequest(format!("expiry: {e}"))),
     }
 }
 
 /// `POST /api/v1/compliance/consent` (and `POST /api/v1/gdpr/consent`).
-async fn record_consent(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<ConsentBody>) -> Result<Json<Value>, ApiError> {
+async fn record_consent(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(b): JsonBody<ConsentBody>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &b.subject_id)?;
     let purposes: Vec<String> = match (b.purpose, b.purposes) {
@@ -249,7 +252,11 @@ struct SubjectParams {
 }
 
 /// `GET /api/v1/gdpr/consent?subject_id=`.
-async fn gdpr_consent_status(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<SubjectParams>) -> Result<Json<Value>, ApiError> {
+async fn gdpr_consent_status(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(p): QueryParams<SubjectParams>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let subject = p.subject_id.ok_or_else(|| ApiError::BadRequest("the subject_id query parameter is required".into()))?;
     Ok(Json(status_of(&state, &subject).await?))
@@ -314,7 +321,8 @@ async fn withdraw_consent(
     if let Some(reason) = &b.reason {
         check_field("reason", reason)?;
     }
-    let op = ConsentOp::Withdraw { subject_id: subject_id.clone(), purpose: purpose.clone(), reason: b.reason.clone(), actor: actor(&caller) };
+    let op =
+        ConsentOp::Withdraw { subject_id: subject_id.clone(), purpose: purpose.clone(), reason: b.reason.clone(), actor: actor(&caller) };
     let Response::Consent(stored) = write(&state, op).await? else {
         return Err(ApiError::Internal("the meta group answered a withdrawal with another reply".into()));
     };
@@ -363,7 +371,11 @@ struct PageParams {
 
 /// `GET /api/v1/compliance/do-not-sell?page=&limit=`: subjects whose
 /// `do_not_sell` consent is granted, by subject id (pages from 1).
-async fn do_not_sell(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<PageParams>) -> Result<Json<Value>, ApiError> {
+async fn do_not_sell(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(p): QueryParams<PageParams>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let page = p.page.unwrap_or(1);
     let limit = p.limit.unwrap_or(DEFAULT_PAGE);
@@ -480,9 +492,20 @@ fn to_column(mut item: ClassifyItem, by: &str, default_level: &str) -> Result<Co
         _ => String::new(),
     };
     let level = classification_level(&name).ok_or_else(|| {
-        ApiError::BadRequest(format!("classification must be one of {} (or 0-5), not {}", CLASSIFICATION_LEVELS.join(", "), item.classification))
+        ApiError::BadRequest(format!(
+            "classification must be one of {} (or 0-5), not {}",
+            CLASSIFICATION_LEVELS.join(", "),
+            item.classification
+        ))
     })?;
-    Ok(ColumnClassification { table: item.table, column: item.column, level, reason: item.reason, classified_by: by.into(), classified_at_ms: 0 })
+    Ok(ColumnClassification {
+        table: item.table,
+        column: item.column,
+        level,
+        reason: item.reason,
+        classified_by: by.into(),
+        classified_at_ms: 0,
+    })
 }
 
 fn classification_json(c: &ColumnClassification) -> Value {
@@ -557,7 +580,11 @@ struct TableParams {
 }
 
 /// `GET /api/v1/compliance/classifications?table=`: `{classifications, total_count}`.
-async fn classifications(State(state): State<AppState>, _caller: Caller, QueryParams(p): QueryParams<TableParams>) -> Result<Json<Value>, ApiError> {
+async fn classifications(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(p): QueryParams<TableParams>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     if let Some(t) = &p.table {
         check_field("table", t)?;
@@ -597,7 +624,11 @@ struct BreachFilter {
 }
 
 /// `GET /api/v1/compliance/breaches?status=&severity=`: newest first.
-async fn list_breaches(State(state): State<AppState>, _caller: Caller, QueryParams(f): QueryParams<BreachFilter>) -> Result<Json<Value>, ApiError> {
+async fn list_breaches(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(f): QueryParams<BreachFilter>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     if let Some(s) = &f.status
         && !["open", "acknowledged", "resolved", "false_positive"].contains(&s.as_str())
@@ -692,7 +723,11 @@ struct EventFilter {
 /// `GET /api/v1/compliance/security-events?limit=&event_type=`: the recorded
 /// security events (each failed login, each permission refused, every alert
 /// raised), newest first; 100 by default, at most 1000.
-async fn security_events(State(state): State<AppState>, _caller: Caller, QueryParams(f): QueryParams<EventFilter>) -> Result<Json<Value>, ApiError> {
+async fn security_events(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(f): QueryParams<EventFilter>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let limit = f.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {

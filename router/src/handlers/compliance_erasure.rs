@@ -26,11 +26,11 @@ use tessera_api::rpc::Consistency;
 use tessera_api::sql::SqlOp;
 
 use super::QueryParams;
-use crate::services::compliance::{actor, enabled};
 use super::compliance_subject::{Coverage, Scope, compact_timestamp, parse_date, rule, sql_rows};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql};
 use crate::error::ApiError;
+use crate::services::compliance::{actor, enabled};
 use crate::state::AppState;
 
 /// The body of an erasure (the path's id is the subject; `subject_identifier`
@@ -48,7 +48,12 @@ pub struct EraseRequest {
 }
 
 /// `DELETE /api/v1/compliance/data-subject/{id}` (admin only).
-pub async fn erase(State(state): State<AppState>, caller: Caller, Path(id): Path<String>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn erase(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let req: EraseRequest = parse(&body)?;
     if let Some(named) = req.subject_id.as_ref().or(req.subject_identifier.as_ref()).or(req.consumer_id.as_ref())
@@ -149,7 +154,8 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         let mut purged_groups = groups.clone();
         purged_groups.push(tessera_api::META_GROUP);
         let groups = &purged_groups;
-        let purges = nodes.iter().map(|n| async move { (n.id, state.cluster.purge_erased(n, groups, std::time::Duration::from_secs(60)).await) });
+        let purges =
+            nodes.iter().map(|n| async move { (n.id, state.cluster.purge_erased(n, groups, std::time::Duration::from_secs(60)).await) });
         for (node, outcome) in futures::future::join_all(purges).await {
             if let Err(e) = outcome {
                 pending.push(format!("purging node {node}'s files: {e}"));
@@ -278,7 +284,9 @@ pub(crate) async fn reapply_after_restore(state: &AppState, certificates: Vec<Va
             Ok(Json(answer)) => {
                 let again = MetaOp::RecordCertificate { id: id.to_string(), certificate: original.clone() };
                 match state.cluster.meta_write(again).await {
-                    Ok(Response::Rejected(r)) if !r.message.contains("exists") => pending.push(format!("certificate {id}: recording it again: {}", r.message)),
+                    Ok(Response::Rejected(r)) if !r.message.contains("exists") => {
+                        pending.push(format!("certificate {id}: recording it again: {}", r.message))
+                    }
                     Err(e) => pending.push(format!("certificate {id}: recording it again: {e}")),
                     _ => {}
                 }
@@ -318,7 +326,9 @@ async fn open_job(
     }
     let found: Vec<SubjectItem> = super::compliance_subject::find(state, rule)
         .await
-        .map_err(|e| ApiError::Unavailable(format!("erasure of subject {subject} not started (nothing was erased): finding its records: {e}")))?
+        .map_err(|e| {
+            ApiError::Unavailable(format!("erasure of subject {subject} not started (nothing was erased): finding its records: {e}"))
+        })?
         .into_iter()
         .filter(|i| coverage.covers(i))
         .map(|i| without_data(&i))
@@ -367,7 +377,10 @@ pub async fn list_jobs(State(state): State<AppState>, _caller: Caller) -> Result
 pub async fn get_job(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
-    jobs.iter().find(|j| j["id"] == id).map(|j| Json(job_summary(j))).ok_or_else(|| ApiError::NotFound(format!("erasure job {id} does not exist")))
+    jobs.iter()
+        .find(|j| j["id"] == id)
+        .map(|j| Json(job_summary(j)))
+        .ok_or_else(|| ApiError::NotFound(format!("erasure job {id} does not exist")))
 }
 
 fn job_summary(job: &Value) -> Value {
@@ -383,10 +396,17 @@ fn job_summary(job: &Value) -> Value {
 async fn delete_rows(state: &AppState, database: &str, table: &str, rule: &tessera_api::compliance::SubjectRule) -> Result<(), ApiError> {
     let group = state.cluster.group_for(&tessera_api::routing::RoutingKey::SqlDatabase(database))?;
     let q = tessera_api::sql::SqlQuery::DescribeTable { database: database.into(), name: table.into() };
-    let schema = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, typed::shape!(tessera_api::sql::SqlResult::Catalog))?;
-    let columns: Vec<String> = schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
-    let condition: Vec<String> =
-        columns.iter().filter(|c| rule.fields.iter().any(|f| f.eq_ignore_ascii_case(c))).map(|c| format!("CAST(\"{c}\" AS TEXT) = $1")).collect();
+    let schema = typed::pick(
+        typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value,
+        typed::shape!(tessera_api::sql::SqlResult::Catalog),
+    )?;
+    let columns: Vec<String> =
+        schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
+    let condition: Vec<String> = columns
+        .iter()
+        .filter(|c| rule.fields.iter().any(|f| f.eq_ignore_ascii_case(c)))
+        .map(|c| format!("CAST(\"{c}\" AS TEXT) = $1"))
+        .collect();
     if condition.is_empty() {
         return Ok(());
     }
@@ -401,7 +421,6 @@ async fn delete_rows(state: &AppState, database: &str, table: &str, rule: &tesse
     let answer = typed::propose::<Sql>(&*state.cluster, group, op, Consistency::Quorum).await?.value;
     answer.map(|_| ()).map_err(|r| ApiError::sql(r, ""))
 }
-
 
 /// SHA-256 (hex) of the subject and every erased item's store, place, id and
 /// size, sorted: it names exactly what was erased without keeping the data.
@@ -490,7 +509,11 @@ fn time_param(v: &Option<String>, name: &str) -> Result<Option<i64>, ApiError> {
 }
 
 /// `GET /api/v1/compliance/certificates?from=&to=`: issued in the range, oldest first.
-pub async fn list(State(state): State<AppState>, _caller: Caller, QueryParams(r): QueryParams<CertificateRange>) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    QueryParams(r): QueryParams<CertificateRange>,
+) -> Result<Json<Value>, ApiError> {
     enabled(&state)?;
     let q = MetaQuery::Certificates { from_ms: time_param(&r.from, "from")?, to_ms: time_param(&r.to, "to")? };
     let certs = typed::pick(state.cluster.meta_read(q).await?, typed::shape!(MetaQueryResult::Certificates))?;

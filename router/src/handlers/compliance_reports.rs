@@ -15,11 +15,11 @@ use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQue
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 
-use crate::services::compliance::consent as read;
-use crate::services::compliance::{audit, enabled, incidents};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
+use crate::services::compliance::consent as read;
+use crate::services::compliance::{audit, enabled, incidents};
 use crate::state::AppState;
 
 /// The consent purposes CCPA counts as selling or sharing personal data: a
@@ -86,7 +86,8 @@ impl Facts {
         let IncidentAnswer::List(list) = incidents(state, IncidentQuery::List { status: None, severity: None }).await? else {
             return Err(ApiError::Internal("unexpected incident answer".into()));
         };
-        let overdue = list.iter().filter(|i| i.status == "open" && now > i.notification_deadline_ms).map(|i| i.incident_id.clone()).collect();
+        let overdue =
+            list.iter().filter(|i| i.status == "open" && now > i.notification_deadline_ms).map(|i| i.incident_id.clone()).collect();
         let classified = match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
             MetaQueryResult::Classifications(c) => c.len(),
             other => return Err(ApiError::unexpected(other)),
@@ -115,8 +116,14 @@ impl Facts {
             .filter(|j| j["state"] != "complete")
             .map(|j| {
                 let started = j["created_at_ms"].as_i64().unwrap_or(now);
-                let pending = j["pending"].as_array().map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")).unwrap_or_default();
-                (j["id"].as_str().unwrap_or_default().to_string(), j["subject_id"].as_str().unwrap_or_default().to_string(), (now - started) / 3_600_000, pending)
+                let pending =
+                    j["pending"].as_array().map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")).unwrap_or_default();
+                (
+                    j["id"].as_str().unwrap_or_default().to_string(),
+                    j["subject_id"].as_str().unwrap_or_default().to_string(),
+                    (now - started) / 3_600_000,
+                    pending,
+                )
             })
             .collect();
         let (data_groups, groups_unreachable) = group_reachability(state).await?;
@@ -177,55 +184,151 @@ impl Facts {
     fn controls(&self) -> BTreeMap<&'static str, (bool, String)> {
         let encrypted = self.nodes_answering > 0 && self.nodes_encrypted == self.nodes && self.nodes_answering == self.nodes;
         let reachable = self.data_groups - self.groups_unreachable.len();
-        let groups = format!("{reachable} of {} data groups answer a linearizable read now{}", self.data_groups, unreachable(&self.groups_unreachable));
+        let groups = format!(
+            "{reachable} of {} data groups answer a linearizable read now{}",
+            self.data_groups,
+            unreachable(&self.groups_unreachable)
+        );
         let retention = match self.audit_retention_days {
             0 => "kept forever (compliance.audit_retention_days = 0)".to_string(),
             d => format!("kept {d} days (compliance.audit_retention_days)"),
         };
-        let unfinished: Vec<String> =
-            self.erasures_unfinished.iter().map(|(id, subject, hours, pending)| format!("{id} (subject {subject}, {hours} h, pending: {pending})")).collect();
+        let unfinished: Vec<String> = self
+            .erasures_unfinished
+            .iter()
+            .map(|(id, subject, hours, pending)| format!("{id} (subject {subject}, {hours} h, pending: {pending})"))
+            .collect();
         BTreeMap::from([
-            ("encryption_in_transit", (self.https && self.cluster_tls, format!(
-                "client HTTPS {} (tls.cert, tls.key); router-to-node mutual TLS {}{}",
-                on(self.https), on(self.cluster_tls), if self.cluster_insecure { " (cluster.insecure = true)" } else { "" }))),
-            ("encryption_at_rest", (encrypted, format!(
-                "{} of {} nodes encrypt at rest ({} answered)", self.nodes_encrypted, self.nodes, self.nodes_answering))),
-            ("audit_trail", (self.audit_valid && self.audit_entries > 0, format!(
-                "hash chain of {} entries: {}; entries {retention}", self.audit_entries, self.audit_message))),
-            ("consent_management", (self.consent_records > 0, if self.consent_records > 0 {
-                format!("{} consent records of {} subjects, every change kept in history", self.consent_records, self.consent_subjects)
-            } else {
-                "no consent recorded: nothing shows that consent is collected".to_string()
-            })),
-            ("do_not_sell", (self.do_not_sell_conflicts.is_empty(), format!(
-                "{} subjects on the do-not-sell list; {} of them hold an active consent to {}{}",
-                self.do_not_sell, self.do_not_sell_conflicts.len(), SALE_PURPOSES.join("/"),
-                if self.do_not_sell_conflicts.is_empty() { String::new() } else { format!(": {:?}", self.do_not_sell_conflicts) }))),
-            ("breach_detection", (!self.detectors.is_empty(), if self.detectors.is_empty() {
-                "no detector runs ([breach_detection] enabled = false, or every threshold off)".to_string()
-            } else {
-                format!("detectors running: {}", self.detectors.join(", "))
-            })),
-            ("breach_notification", (self.webhook && self.incidents_overdue.is_empty(), format!(
-                "breach webhook {} (compliance.breach_webhook_url); {} incidents, open past their notification deadline: {:?}",
-                if self.webhook { "configured" } else { "not configured" }, self.incidents_total, self.incidents_overdue))),
+            (
+                "encryption_in_transit",
+                (
+                    self.https && self.cluster_tls,
+                    format!(
+                        "client HTTPS {} (tls.cert, tls.key); router-to-node mutual TLS {}{}",
+                        on(self.https),
+                        on(self.cluster_tls),
+                        if self.cluster_insecure { " (cluster.insecure = true)" } else { "" }
+                    ),
+                ),
+            ),
+            (
+                "encryption_at_rest",
+                (
+                    encrypted,
+                    format!("{} of {} nodes encrypt at rest ({} answered)", self.nodes_encrypted, self.nodes, self.nodes_answering),
+                ),
+            ),
+            (
+                "audit_trail",
+                (
+                    self.audit_valid && self.audit_entries > 0,
+                    format!("hash chain of {} entries: {}; entries {retention}", self.audit_entries, self.audit_message),
+                ),
+            ),
+            (
+                "consent_management",
+                (
+                    self.consent_records > 0,
+                    if self.consent_records > 0 {
+                        format!(
+                            "{} consent records of {} subjects, every change kept in history",
+                            self.consent_records, self.consent_subjects
+                        )
+                    } else {
+                        "no consent recorded: nothing shows that consent is collected".to_string()
+                    },
+                ),
+            ),
+            (
+                "do_not_sell",
+                (
+                    self.do_not_sell_conflicts.is_empty(),
+                    format!(
+                        "{} subjects on the do-not-sell list; {} of them hold an active consent to {}{}",
+                        self.do_not_sell,
+                        self.do_not_sell_conflicts.len(),
+                        SALE_PURPOSES.join("/"),
+                        if self.do_not_sell_conflicts.is_empty() { String::new() } else { format!(": {:?}", self.do_not_sell_conflicts) }
+                    ),
+                ),
+            ),
+            (
+                "breach_detection",
+                (
+                    !self.detectors.is_empty(),
+                    if self.detectors.is_empty() {
+                        "no detector runs ([breach_detection] enabled = false, or every threshold off)".to_string()
+                    } else {
+                        format!("detectors running: {}", self.detectors.join(", "))
+                    },
+                ),
+            ),
+            (
+                "breach_notification",
+                (
+                    self.webhook && self.incidents_overdue.is_empty(),
+                    format!(
+                        "breach webhook {} (compliance.breach_webhook_url); {} incidents, open past their notification deadline: {:?}",
+                        if self.webhook { "configured" } else { "not configured" },
+                        self.incidents_total,
+                        self.incidents_overdue
+                    ),
+                ),
+            ),
             ("data_classification", (self.classified_columns > 0, format!("{} columns classified", self.classified_columns))),
-            ("access_control", (self.rbac_enabled && !self.open_bootstrap, format!(
-                "rbac.enabled = {}{}; {} users, {} custom roles",
-                self.rbac_enabled, if self.open_bootstrap { ", auth.open_bootstrap = true (anonymous reads while no user exists)" } else { "" },
-                self.users, self.custom_roles))),
-            ("admin_mfa", (self.admins > 0 && self.admins_with_mfa == self.admins, format!(
-                "{} of {} admins use MFA", self.admins_with_mfa, self.admins))),
-            ("change_log", (self.activities > 0 && (self.audit_retention_days == 0 || self.audit_retention_days >= CHANGE_LOG_MIN_DAYS), format!(
-                "{} activity records (queries, logins, configuration and admin actions), the oldest from {}; audit entries {retention}, {CHANGE_LOG_MIN_DAYS} days needed",
-                self.activities, self.oldest_activity_ms.map_or("none".to_string(), iso8601_ms)))),
-            ("monitoring", (self.alerts_unacknowledged == 0, format!(
-                "alerts raised from live state; {} security alerts not acknowledged", self.alerts_unacknowledged))),
-            ("right_to_erasure", (unfinished.is_empty() && self.groups_unreachable.is_empty(), format!(
-                "{} deletion certificates issued; unfinished erasures: {}; {groups}",
-                self.certificates, if unfinished.is_empty() { "none".to_string() } else { unfinished.join(", ") }))),
-            ("data_portability", (self.groups_unreachable.is_empty(), format!(
-                "subject export as JSON, CSV or XML across every store; {groups}"))),
+            (
+                "access_control",
+                (
+                    self.rbac_enabled && !self.open_bootstrap,
+                    format!(
+                        "rbac.enabled = {}{}; {} users, {} custom roles",
+                        self.rbac_enabled,
+                        if self.open_bootstrap { ", auth.open_bootstrap = true (anonymous reads while no user exists)" } else { "" },
+                        self.users,
+                        self.custom_roles
+                    ),
+                ),
+            ),
+            (
+                "admin_mfa",
+                (
+                    self.admins > 0 && self.admins_with_mfa == self.admins,
+                    format!("{} of {} admins use MFA", self.admins_with_mfa, self.admins),
+                ),
+            ),
+            (
+                "change_log",
+                (
+                    self.activities > 0 && (self.audit_retention_days == 0 || self.audit_retention_days >= CHANGE_LOG_MIN_DAYS),
+                    format!(
+                        "{} activity records (queries, logins, configuration and admin actions), the oldest from {}; audit entries {retention}, {CHANGE_LOG_MIN_DAYS} days needed",
+                        self.activities,
+                        self.oldest_activity_ms.map_or("none".to_string(), iso8601_ms)
+                    ),
+                ),
+            ),
+            (
+                "monitoring",
+                (
+                    self.alerts_unacknowledged == 0,
+                    format!("alerts raised from live state; {} security alerts not acknowledged", self.alerts_unacknowledged),
+                ),
+            ),
+            (
+                "right_to_erasure",
+                (
+                    unfinished.is_empty() && self.groups_unreachable.is_empty(),
+                    format!(
+                        "{} deletion certificates issued; unfinished erasures: {}; {groups}",
+                        self.certificates,
+                        if unfinished.is_empty() { "none".to_string() } else { unfinished.join(", ") }
+                    ),
+                ),
+            ),
+            (
+                "data_portability",
+                (self.groups_unreachable.is_empty(), format!("subject export as JSON, CSV or XML across every store; {groups}")),
+            ),
         ])
     }
 }
@@ -237,7 +340,8 @@ fn unreachable(groups: &[u64]) -> String {
 /// Subjects on the do-not-sell list (the first [`DO_NOT_SELL_CHECKED`]) that
 /// still hold an active consent to a [`SALE_PURPOSES`] purpose.
 async fn do_not_sell_conflicts(state: &AppState, now: i64) -> Result<Vec<String>, ApiError> {
-    let ConsentAnswer::DoNotSell { subjects, .. } = read(state, ConsentQuery::DoNotSell { offset: 0, limit: DO_NOT_SELL_CHECKED }).await? else {
+    let ConsentAnswer::DoNotSell { subjects, .. } = read(state, ConsentQuery::DoNotSell { offset: 0, limit: DO_NOT_SELL_CHECKED }).await?
+    else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
     let mut conflicts = Vec::new();
@@ -273,9 +377,24 @@ fn on(b: bool) -> &'static str {
 const FRAMEWORKS: [(&str, &[&str]); 5] = [
     ("GDPR", &["consent_management", "right_to_erasure", "data_portability", "breach_notification", "encryption_at_rest", "audit_trail"]),
     ("CCPA", &["do_not_sell", "right_to_erasure", "data_portability", "consent_management"]),
-    ("HIPAA", &["encryption_at_rest", "encryption_in_transit", "audit_trail", "data_classification", "breach_notification", "access_control"]),
+    (
+        "HIPAA",
+        &["encryption_at_rest", "encryption_in_transit", "audit_trail", "data_classification", "breach_notification", "access_control"],
+    ),
     ("FERPA", &["access_control", "consent_management", "audit_trail"]),
-    ("SOC2", &["monitoring", "change_log", "breach_detection", "breach_notification", "access_control", "admin_mfa", "audit_trail", "encryption_at_rest"]),
+    (
+        "SOC2",
+        &[
+            "monitoring",
+            "change_log",
+            "breach_detection",
+            "breach_notification",
+            "access_control",
+            "admin_mfa",
+            "audit_trail",
+            "encryption_at_rest",
+        ],
+    ),
 ];
 
 /// `GET /api/v1/admin/compliance/status`: per framework (GDPR, CCPA, HIPAA,
@@ -296,7 +415,13 @@ pub async fn status(State(state): State<AppState>, _caller: Caller) -> Result<Js
                 })
                 .collect();
             let met = needed.iter().filter(|c| controls[*c].0).count();
-            let status = if met == needed.len() { "compliant" } else if met > 0 { "partial" } else { "non_compliant" };
+            let status = if met == needed.len() {
+                "compliant"
+            } else if met > 0 {
+                "partial"
+            } else {
+                "non_compliant"
+            };
             json!({"framework": name, "status": status, "controls_met": met, "controls_total": needed.len(), "controls": judged})
         })
         .collect();

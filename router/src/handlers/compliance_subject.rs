@@ -17,10 +17,10 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
-use crate::services::compliance::enabled;
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
+use crate::services::compliance::enabled;
 use crate::state::AppState;
 
 /// `date_range` of a request: Unix milliseconds or RFC 3339 strings.
@@ -183,11 +183,16 @@ pub async fn sql_rows(state: &AppState, rule: &SubjectRule, groups: &[u64]) -> R
     let mut items = Vec::new();
     for (group, database) in databases {
         let q = SqlQuery::ListTables { database: database.clone() };
-        let tables = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, shape!(SqlResult::Catalog))?;
+        let tables =
+            typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, shape!(SqlResult::Catalog))?;
         for table in tables.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()) {
             let q = SqlQuery::DescribeTable { database: database.clone(), name: table.to_string() };
-            let schema = typed::pick(typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value, shape!(SqlResult::Catalog))?;
-            let columns: Vec<String> = schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
+            let schema = typed::pick(
+                typed::read::<Sql>(&*state.cluster, group, q, Consistency::Quorum, None).await?.value,
+                shape!(SqlResult::Catalog),
+            )?;
+            let columns: Vec<String> =
+                schema["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str().map(str::to_string)).collect();
             let subject_columns: Vec<&String> = columns.iter().filter(|c| rule.fields.iter().any(|f| f.eq_ignore_ascii_case(c))).collect();
             if subject_columns.is_empty() {
                 continue;
@@ -295,7 +300,8 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(["store", "location", "item_id", "data"]).map_err(|e| ApiError::Internal(e.to_string()))?;
             for i in &items {
-                w.write_record([i.store.as_str(), &i.location, &i.item_id, &i.data.to_string()]).map_err(|e| ApiError::Internal(e.to_string()))?;
+                w.write_record([i.store.as_str(), &i.location, &i.item_id, &i.data.to_string()])
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
             }
             let bytes = w.into_inner().map_err(|e| ApiError::Internal(e.to_string()))?;
             let kept = keep(state, &export_id, &subject, "csv", "text/csv", &bytes, now).await;
@@ -303,11 +309,19 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
         }
         "xml" => {
             let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-            let mut x = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<export id=\"{}\" subject_id=\"{}\" generated_at=\"{}\">\n", esc(&export_id), esc(&subject), iso8601_ms(now));
+            let mut x = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<export id=\"{}\" subject_id=\"{}\" generated_at=\"{}\">\n",
+                esc(&export_id),
+                esc(&subject),
+                iso8601_ms(now)
+            );
             for i in &items {
                 x.push_str(&format!(
                     "  <item store=\"{}\" location=\"{}\" item_id=\"{}\">{}</item>\n",
-                    esc(&i.store), esc(&i.location), esc(&i.item_id), esc(&i.data.to_string())
+                    esc(&i.store),
+                    esc(&i.location),
+                    esc(&i.item_id),
+                    esc(&i.data.to_string())
                 ));
             }
             x.push_str("</export>\n");
@@ -371,7 +385,11 @@ fn with_location(mut response: Response, kept: Option<(String, i64)>) -> Respons
 
 /// `GET /api/v1/compliance/exports/{export_id}`: a kept export, as it was
 /// answered, until it expires (24 h; 404 after, or once the subject is erased).
-pub async fn download(State(state): State<AppState>, _caller: Caller, axum::extract::Path(id): axum::extract::Path<String>) -> Result<Response, ApiError> {
+pub async fn download(
+    State(state): State<AppState>,
+    _caller: Caller,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
     enabled(&state)?;
     use tessera_api::command::{MetaQuery, MetaQueryResult};
     let kept = match state.cluster.meta_read(MetaQuery::Export { id: id.clone() }).await? {

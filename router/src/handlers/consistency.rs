@@ -84,7 +84,11 @@ pub async fn consistency(State(state): State<AppState>, _caller: Caller) -> Resu
 }
 
 /// Compares the replicas of `group` the nodes reported.
-fn compare(group: GroupId, members: &[NodeId], replies: &HashMap<NodeId, Result<HashMap<GroupId, GroupDigest>, String>>) -> GroupConsistency {
+fn compare(
+    group: GroupId,
+    members: &[NodeId],
+    replies: &HashMap<NodeId, Result<HashMap<GroupId, GroupDigest>, String>>,
+) -> GroupConsistency {
     let mut replicas: Vec<ReplicaDigest> = members
         .iter()
         .map(|&node| match replies.get(&node) {
@@ -124,7 +128,14 @@ fn replica(node: NodeId, member: bool, d: &GroupDigest) -> ReplicaDigest {
     if !d.error.is_empty() {
         return ReplicaDigest::failed(node, member, format!("node {node}: {}", d.error));
     }
-    ReplicaDigest { node_id: node, member, applied_index: Some(d.applied_index), records: Some(d.records), digest: Some(d.digest.clone()), error: None }
+    ReplicaDigest {
+        node_id: node,
+        member,
+        applied_index: Some(d.applied_index),
+        records: Some(d.records),
+        digest: Some(d.digest.clone()),
+        error: None,
+    }
 }
 
 #[cfg(test)]

@@ -9,30 +9,30 @@
 
 use std::time::Instant;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::Json;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
-use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{
-    CollectionDef, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, FoundDoc,
-    validate_collection_name, validate_doc_id, validate_index_field,
+    CollectionDef, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, FoundDoc, validate_collection_name, validate_doc_id,
+    validate_index_field,
 };
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::http::iso8601_ms;
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
 use crate::auth::{Caller, new_id};
-use crate::cluster::Served;
 use crate::catalog::{Catalog, all_ok};
+use crate::cluster::Served;
 use crate::cluster::typed::{self, Document, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The document routes, merged into the router's table.
@@ -641,11 +641,7 @@ pub async fn create_index(
 }
 
 /// `GET …/collections/{name}/indexes`.
-pub async fn list_indexes(
-    State(state): State<AppState>,
-    _caller: Caller,
-    Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+pub async fn list_indexes(State(state): State<AppState>, _caller: Caller, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
     let def = home_definition(&state, &name).await?;
     let list: Vec<Value> = def.indexes.iter().map(|f| json!({"field": f})).collect();
     Ok(Json(json!({"collection": name, "indexes": list, "count": list.len()})))
@@ -663,8 +659,7 @@ pub async fn drop_index(
     let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
     // A group without its copy of the collection (an interrupted create) has no index to drop.
     let replies = write_all(&state, &groups, op, prefs.consistency).await?;
-    let replies: Vec<_> =
-        replies.into_iter().filter(|r| !matches!(r, Err(Rejection { code: ErrorCode::NotFound, .. }))).collect();
+    let replies: Vec<_> = replies.into_iter().filter(|r| !matches!(r, Err(Rejection { code: ErrorCode::NotFound, .. }))).collect();
     if replies.is_empty() {
         return Err(no_collection(&name));
     }

@@ -25,7 +25,11 @@ const PER_NODE: Duration = Duration::from_secs(300);
 
 /// Every node of the map re-seals, one after another, then every node counts;
 /// 503 (with every node's answer) when a node could not.
-pub async fn reencrypt(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn reencrypt(
+    State(state): State<AppState>,
+    _caller: Caller,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     super::nodes::lifecycle_body(&body)?;
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     let mut failed = Vec::new();

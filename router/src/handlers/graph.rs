@@ -7,28 +7,28 @@
 
 use std::time::Instant;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::Rejection;
 use tessera_api::graph::{
-    DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, MAX_BATCH_ITEMS, NewEdge, NewNode,
-    NodeRecord, TraverseDirection, validate_graph_name, validate_id, validate_label,
+    DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, MAX_BATCH_ITEMS, NewEdge, NewNode, NodeRecord,
+    TraverseDirection, validate_graph_name, validate_id, validate_label,
 };
 use tessera_api::http::iso8601_ms;
+use tessera_api::routing::RoutingKey;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
 use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Graph, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The graph used when a request names none.
@@ -465,7 +465,12 @@ pub async fn query(
         Some(Value::Object(m)) => m,
         Some(_) => return Err(ApiError::BadRequest("params must be a JSON object of name → value".into())),
     };
-    let q = GraphQuery::Pattern { graph: graph.clone(), query: body.query.clone(), params, max_rows: state.config.query_limits.max_result_rows };
+    let q = GraphQuery::Pattern {
+        graph: graph.clone(),
+        query: body.query.clone(),
+        params,
+        max_rows: state.config.query_limits.max_result_rows,
+    };
     let served = read_answer(&state, &graph, q, &prefs).await?;
     let headers = served_headers(&served);
     let table = shape!(GraphQueryResult::Table { columns, rows, truncated, work, plan });
@@ -488,4 +493,3 @@ pub async fn query(
         Err(r) => Ok((headers, ApiError::from(r)).into_response()),
     }
 }
-

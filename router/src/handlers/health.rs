@@ -12,11 +12,7 @@ use crate::state::AppState;
 
 /// `GET /health`: status, version and uptime in seconds.
 pub async fn health(State(state): State<AppState>) -> Json<Health> {
-    Json(Health {
-        status: "ok".into(),
-        version: tessera_api::VERSION.into(),
-        uptime: state.started.elapsed().as_secs(),
-    })
+    Json(Health { status: "ok".into(), version: tessera_api::VERSION.into(), uptime: state.started.elapsed().as_secs() })
 }
 
 /// `GET /metrics` (Prometheus text format, no authentication, as the probes):
@@ -61,9 +57,7 @@ pub async fn livez() -> Json<Value> {
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let reason = match state.cluster.readiness() {
         Err(reason) => Some(reason),
-        Ok(()) if !state.provisioning_done.load(Ordering::Relaxed) => {
-            Some("provisioning the admin user from the environment".to_string())
-        }
+        Ok(()) if !state.provisioning_done.load(Ordering::Relaxed) => Some("provisioning the admin user from the environment".to_string()),
         Ok(()) => None,
     };
     match reason {

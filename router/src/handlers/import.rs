@@ -9,28 +9,28 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::command::{KvOp, Operation, Response as Reply};
-use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::document::{DocOp, validate_collection_name};
+use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::import::{ImportDoc, ImportFailure, ImportResult, ImportRow, OnConflict, SqlImportOp};
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
 use super::{JsonBody, ReadPrefs};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, Kv, KvReply, Sql, shape};
 use crate::error::ApiError;
 use crate::import::{self, ParseError};
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// Largest request body the import routes accept (413 beyond).
@@ -163,11 +163,7 @@ async fn propose_all(state: &AppState, calls: Vec<(GroupId, Batch)>, c: Consiste
         .map(|(r, (_, (_, count)))| match r?.value {
             Reply::Import(r) => Ok(r),
             Reply::Deleted(_) => Ok(ImportResult { imported: count, skipped: 0, failure: None }),
-            Reply::Rejected(rejection) => Ok(ImportResult {
-                imported: 0,
-                skipped: 0,
-                failure: Some(ImportFailure { line: 0, rejection }),
-            }),
+            Reply::Rejected(rejection) => Ok(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line: 0, rejection }) }),
             other => Err(ApiError::unexpected(other)),
         })
         .collect()
@@ -176,8 +172,7 @@ async fn propose_all(state: &AppState, calls: Vec<(GroupId, Batch)>, c: Consiste
 /// Runs every group's batches: the first batch of each group together, then
 /// the second, and so on, stopping after the round in which a batch failed.
 async fn run_by_group(state: &AppState, report: &mut Report, by_group: BTreeMap<GroupId, Vec<Batch>>, c: Consistency) {
-    let mut queues: Vec<(GroupId, std::vec::IntoIter<Batch>)> =
-        by_group.into_iter().map(|(g, batches)| (g, batches.into_iter())).collect();
+    let mut queues: Vec<(GroupId, std::vec::IntoIter<Batch>)> = by_group.into_iter().map(|(g, batches)| (g, batches.into_iter())).collect();
     loop {
         let round: Vec<(GroupId, Batch)> = queues.iter_mut().filter_map(|(g, q)| q.next().map(|b| (*g, b))).collect();
         if round.is_empty() || !report.add_all(propose_all(state, round, c).await) {
@@ -195,9 +190,9 @@ async fn put_many_on_current_ranges(state: &AppState, pairs: &[(String, Value)],
         for (k, v) in pairs {
             by_group.entry(state.cluster.group_for(&RoutingKey::Kv(k))?).or_default().push((k.clone(), v.clone()));
         }
-        let writes = by_group.into_iter().map(|(group, pairs)| {
-            typed::write_as::<Kv, _>(&*state.cluster, group, KvOp::PutMany { pairs }, c, shape!(KvReply::Deleted))
-        });
+        let writes = by_group
+            .into_iter()
+            .map(|(group, pairs)| typed::write_as::<Kv, _>(&*state.cluster, group, KvOp::PutMany { pairs }, c, shape!(KvReply::Deleted)));
         futures::future::try_join_all(writes).await?;
         Ok(())
     })
@@ -344,7 +339,10 @@ pub async fn import_documents(
     let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
     let mut docs_by_group: BTreeMap<GroupId, Vec<ImportDoc>> = BTreeMap::new();
     for d in docs {
-        docs_by_group.entry(state.cluster.group_for(&RoutingKey::Document { collection: &req.collection, id: &d.id })?).or_default().push(d);
+        docs_by_group
+            .entry(state.cluster.group_for(&RoutingKey::Document { collection: &req.collection, id: &d.id })?)
+            .or_default()
+            .push(d);
     }
     let by_group = docs_by_group
         .into_iter()

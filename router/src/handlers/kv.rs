@@ -16,12 +16,12 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use tessera_api::GroupId;
-use tessera_api::meta::KeyRange;
-use tessera_api::routing::RoutingKey;
 use tessera_api::command::{KvEntry, KvOp, KvQuery, KvQueryResult, now_ms};
 use tessera_api::http::{KvEntryView, KvListResponse, KvPutRequest};
+use tessera_api::meta::KeyRange;
+use tessera_api::routing::RoutingKey;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Kv, KvReply, shape};
 use crate::error::ApiError;
@@ -29,7 +29,6 @@ use crate::state::AppState;
 
 /// Entries a list call returns without a `limit`.
 const DEFAULT_LIST_LIMIT: usize = 1_000;
-
 
 fn check_key(state: &AppState, key: &str) -> Result<(), ApiError> {
     check_key_bytes(state, key).map_err(ApiError::BadRequest)
@@ -175,9 +174,8 @@ pub async fn delete_prefix(
     QueryParams(p): QueryParams<PrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
-    let prefix = p
-        .prefix
-        .ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
+    let prefix =
+        p.prefix.ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
     let deleted: u64 = on_current_ranges(&state, || async {
         let targets = prefix_targets(&state, &prefix)?;
         let deletes = targets.into_iter().map(|(group, range)| {
@@ -188,7 +186,13 @@ pub async fn delete_prefix(
         Ok(served.into_iter().map(|s| s.value).sum())
     })
     .await?;
-    crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, deleted, &format!("DELETE /api/v1/kv/keys?prefix={prefix}"));
+    crate::security::watch_volume(
+        &state,
+        &caller,
+        crate::security::Volume::Deleted,
+        deleted,
+        &format!("DELETE /api/v1/kv/keys?prefix={prefix}"),
+    );
     Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
 }
 
@@ -239,9 +243,9 @@ async fn fan_out_read<T>(
 ) -> Result<Vec<T>, ApiError> {
     on_current_ranges(state, || async {
         let targets = prefix_targets(state, prefix)?;
-        let reads = targets.into_iter().map(|(group, range)| {
-            typed::read_as::<Kv, T>(&*state.cluster, group, query(range), prefs.consistency, prefs.replica, shape)
-        });
+        let reads = targets
+            .into_iter()
+            .map(|(group, range)| typed::read_as::<Kv, T>(&*state.cluster, group, query(range), prefs.consistency, prefs.replica, shape));
         Ok(futures::future::try_join_all(reads).await?.into_iter().map(|s| s.value).collect())
     })
     .await

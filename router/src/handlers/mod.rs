@@ -4,10 +4,9 @@
 pub mod admin;
 pub mod auth;
 pub mod backup;
-pub mod update;
 pub mod compliance;
-pub mod compliance_reports;
 pub mod compliance_erasure;
+pub mod compliance_reports;
 pub mod compliance_subject;
 pub mod compress;
 pub mod consistency;
@@ -24,6 +23,7 @@ pub mod security;
 pub mod sql;
 pub mod stream;
 pub mod timeseries;
+pub mod update;
 pub mod users;
 pub mod vault;
 pub mod vector;
@@ -74,9 +74,7 @@ impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(format!("unreadable request body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::BadRequest(format!("unreadable request body: {e}")))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(T::default()));
         }
@@ -117,9 +115,11 @@ impl FromRequestParts<AppState> for ReadPrefs {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let consistency = match parts.headers.get("x-consistency") {
-            Some(v) => v.to_str().ok().and_then(parse_consistency).ok_or_else(|| {
-                ApiError::BadRequest("X-Consistency must be one of: one, quorum, all".into())
-            })?,
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(parse_consistency)
+                .ok_or_else(|| ApiError::BadRequest("X-Consistency must be one of: one, quorum, all".into()))?,
             None => state.default_consistency,
         };
         let replica = match parts.headers.get("x-tessera-replica") {

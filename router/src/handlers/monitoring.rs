@@ -15,12 +15,11 @@ use tessera_api::rpc::StatusReply;
 use tessera_api::{GroupId, NodeId};
 
 use crate::auth::Caller;
-use crate::config::AlertsSection;
 use crate::cluster::ClusterError;
 use crate::cluster::typed::{self, shape};
+use crate::config::AlertsSection;
 use crate::error::ApiError;
 use crate::state::AppState;
-
 
 /// `GET /api/v1/admin/stats`: request counts and latency percentiles since
 /// each router started, in total, by model and by route, merged across the
@@ -47,7 +46,8 @@ pub async fn stats(State(state): State<AppState>, _caller: Caller) -> Result<Jso
                 .collect();
             let mut body = state.request_stats.merged_snapshot(&others);
             body["scope"] = json!("cluster");
-            let mut routers = vec![json!({"router": state.router_instance, "this_router": true, "requests": state.request_stats.requests()})];
+            let mut routers =
+                vec![json!({"router": state.router_instance, "this_router": true, "requests": state.request_stats.requests()})];
             routers.extend(others.iter().map(|r| {
                 json!({
                     "router": r.router, "this_router": false, "published_at": iso8601_ms(r.at_ms),
@@ -488,7 +488,8 @@ mod tests {
         const DAY: i64 = 86_400_000;
         let now = 1_800_000_000_000;
         let cert = |subject: &str, at: i64| (subject.to_string(), format!("{subject}'s certificate"), at);
-        let certs = [cert("node 1", now + 90 * DAY), cert("node 2", now + 20 * DAY), cert("router", now + 2 * DAY), cert("node 3", now - 3 * DAY)];
+        let certs =
+            [cert("node 1", now + 90 * DAY), cert("node 2", now + 20 * DAY), cert("router", now + 2 * DAY), cert("node 3", now - 3 * DAY)];
         let alerts = certificate_alerts(now, &certs, &AlertsSection::default());
         let seen: Vec<(&str, &str)> = alerts.iter().map(|a| (a.subject.as_str(), a.severity)).collect();
         assert_eq!(seen, [("node 2", "warning"), ("router", "critical"), ("node 3", "critical")]);

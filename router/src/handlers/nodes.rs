@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use axum::Json;
-use axum::http::StatusCode;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, Response as Reply};
@@ -174,7 +174,12 @@ pub async fn restart(
 /// (its uptime is shorter than the time since then) and has what
 /// `consistency` asks (see [`restart`]); answers its status then. 504
 /// `STILL_PENDING` after [`RESTART_TIMEOUT`].
-pub(crate) async fn wait_back(state: &AppState, node: &NodeInfo, asked: Instant, consistency: Consistency) -> Result<StatusReply, ApiError> {
+pub(crate) async fn wait_back(
+    state: &AppState,
+    node: &NodeInfo,
+    asked: Instant,
+    consistency: Consistency,
+) -> Result<StatusReply, ApiError> {
     let restarted = |s: &StatusReply| Duration::from_millis(s.uptime_ms) < asked.elapsed();
     // For `all`: what the leaders had applied when the node was first seen back.
     let mut targets: Option<HashMap<GroupId, u64>> = None;
@@ -206,8 +211,9 @@ pub(crate) async fn wait_back(state: &AppState, node: &NodeInfo, asked: Instant,
 /// The consistency of a lifecycle call: `?consistency=`, else `X-Consistency`, else quorum.
 fn lifecycle_consistency(p: &LifecycleParams, prefs: &ReadPrefs) -> Result<Consistency, ApiError> {
     match p.consistency.as_deref() {
-        Some(c) => crate::state::parse_consistency(c)
-            .ok_or_else(|| ApiError::BadRequest("consistency must be one of: one, quorum, all".into())),
+        Some(c) => {
+            crate::state::parse_consistency(c).ok_or_else(|| ApiError::BadRequest("consistency must be one of: one, quorum, all".into()))
+        }
         None => Ok(prefs.consistency),
     }
 }
@@ -286,10 +292,7 @@ pub async fn drain(
         "groups_led_when_asked": led_when_asked,
     });
     if consistency == Consistency::One {
-        return Ok((
-            StatusCode::ACCEPTED,
-            Json(with(base, json!({"consistency": "one", "drained": false, "replicas_moved": 0}))),
-        ));
+        return Ok((StatusCode::ACCEPTED, Json(with(base, json!({"consistency": "one", "drained": false, "replicas_moved": 0})))));
     }
     let what = format!("drain of node {}", node.id);
     settle(&state, &what, asked, |statuses| drain_pending(statuses, node.id, consistency)).await?;
@@ -312,11 +315,14 @@ pub async fn drain(
     let level = if consistency == Consistency::All { "all" } else { "quorum" };
     Ok((
         StatusCode::OK,
-        Json(with(base, json!({
-            "consistency": level, "drained": true, "replicas_moved": moves.len(),
-            "moves": moves.iter().map(|(g, from, to)| json!({"group": g, "from": from, "to": to})).collect::<Vec<_>>(),
-            "took_ms": asked.elapsed().as_millis() as u64,
-        }))),
+        Json(with(
+            base,
+            json!({
+                "consistency": level, "drained": true, "replicas_moved": moves.len(),
+                "moves": moves.iter().map(|(g, from, to)| json!({"group": g, "from": from, "to": to})).collect::<Vec<_>>(),
+                "took_ms": asked.elapsed().as_millis() as u64,
+            }),
+        )),
     ))
 }
 
@@ -331,11 +337,8 @@ fn moves_between(before: &ClusterMap, after: &ClusterMap, node: NodeId) -> Vec<(
         if was == is {
             continue;
         }
-        let other = if is {
-            old.members.iter().find(|m| !g.members.contains(m))
-        } else {
-            g.members.iter().find(|m| !old.members.contains(m))
-        };
+        let other =
+            if is { old.members.iter().find(|m| !g.members.contains(m)) } else { g.members.iter().find(|m| !old.members.contains(m)) };
         let Some(&other) = other else { continue };
         moves.push(if is { (g.id, other, node) } else { (g.id, node, other) });
     }
@@ -426,12 +429,12 @@ pub async fn add(
     let consistency = lifecycle_consistency(&p, &prefs)?;
     let usage = r#"the body names the node: {"node_id": 4, "address": "host:port"}"#;
     let fields = body_object(&body)?.ok_or_else(|| ApiError::BadRequest(usage.into()))?;
-    let req: AddNodeBody =
-        serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::BadRequest(format!("{e}; {usage}")))?;
+    let req: AddNodeBody = serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::BadRequest(format!("{e}; {usage}")))?;
     if req.node_id == 0 || req.node_id > (1 << 53) {
         return Err(ApiError::BadRequest("node_id must be a positive integer".into()));
     }
-    let valid_address = req.address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    let valid_address =
+        req.address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
     if !valid_address || req.address.chars().any(char::is_whitespace) {
         return Err(ApiError::BadRequest(format!("address {:?} is not of the form host:port", req.address)));
     }
@@ -485,7 +488,11 @@ pub async fn add(
         Some(NodeState::Active) => Vec::new(),
         Some(NodeState::Joining) => {
             let held = map.groups.iter().filter(|g| g.id != tessera_api::META_GROUP && g.members.contains(&node.id)).count();
-            vec![format!("node {} is still joining: it holds {held} data replicas, {} more to move", node.id, join_moves(map, node.id).len())]
+            vec![format!(
+                "node {} is still joining: it holds {held} data replicas, {} more to move",
+                node.id,
+                join_moves(map, node.id).len()
+            )]
         }
         other => vec![format!("node {} is {} now", node.id, other.map_or("gone", |s| s.as_str()))],
     })
@@ -669,9 +676,9 @@ pub async fn set_preferred_leader(
     let mut moves = Vec::new();
     loop {
         let statuses = state.cluster.node_statuses().await?;
-        let leads = statuses.iter().any(|(n, s)| {
-            n.id == node && s.as_ref().is_ok_and(|s| s.groups.iter().any(|g| g.group_id == group && g.leader_id == node))
-        });
+        let leads = statuses
+            .iter()
+            .any(|(n, s)| n.id == node && s.as_ref().is_ok_and(|s| s.groups.iter().any(|g| g.group_id == group && g.leader_id == node)));
         if leads {
             break;
         }
@@ -751,7 +758,11 @@ async fn settle(
 
 /// What a drain of `node` still lacks: groups a node reports it leads, groups
 /// without a leader; for `all`, replicas that do not know their new leader yet.
-fn drain_pending(statuses: &[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)], node: NodeId, consistency: Consistency) -> Vec<String> {
+fn drain_pending(
+    statuses: &[(NodeInfo, Result<StatusReply, crate::cluster::ClusterError>)],
+    node: NodeId,
+    consistency: Consistency,
+) -> Vec<String> {
     let mut pending = Vec::new();
     let mut led_elsewhere: BTreeMap<GroupId, bool> = BTreeMap::new();
     for s in statuses.iter().filter_map(|(_, s)| s.as_ref().ok()) {
@@ -796,10 +807,7 @@ pub async fn remove(
     let node = find_node(&state, &node_id)?;
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     if node.state == NodeState::Active {
-        return Err(ApiError::Conflict(format!(
-            "node {0} is active: drain it first (POST /api/v1/admin/nodes/{0}/drain)",
-            node.id
-        )));
+        return Err(ApiError::Conflict(format!("node {0} is active: drain it first (POST /api/v1/admin/nodes/{0}/drain)", node.id)));
     }
     let statuses = state.cluster.node_statuses().await?;
     let answering: Vec<NodeId> = statuses.iter().filter(|(_, s)| s.is_ok()).map(|(n, _)| n.id).collect();
@@ -838,10 +846,7 @@ pub async fn remove(
                 tracing::warn!(node = leaving.id, "removing the node: {e}; repeat DELETE /api/v1/admin/nodes/{} to resume", leaving.id);
             }
         });
-        return Ok((
-            StatusCode::ACCEPTED,
-            Json(json!({"node_id": node.id, "state": "removing", "consistency": "one", "removed": false})),
-        ));
+        return Ok((StatusCode::ACCEPTED, Json(json!({"node_id": node.id, "state": "removing", "consistency": "one", "removed": false}))));
     }
     let (indexes, retired) = remove_from_groups(&state, &node, &affected).await?;
     if consistency == Consistency::All {
@@ -945,9 +950,7 @@ fn missing_after_restart(node: &StatusReply, leader_applied: &HashMap<GroupId, u
     for g in &node.groups {
         if g.leader_id == 0 {
             missing.push(format!("group {} has no leader it knows", g.group_id));
-        } else if consistency == Consistency::All
-            && leader_applied.get(&g.group_id).is_some_and(|l| *l > g.last_applied)
-        {
+        } else if consistency == Consistency::All && leader_applied.get(&g.group_id).is_some_and(|l| *l > g.last_applied) {
             missing.push(format!("group {} applied {} of {}", g.group_id, g.last_applied, leader_applied[&g.group_id]));
         }
     }
@@ -961,11 +964,7 @@ fn missing_after_restart(node: &StatusReply, leader_applied: &HashMap<GroupId, u
 /// then this router stops serving once this answer is sent. Other routers keep
 /// running and answer 503 until nodes are back. 503 when no node took the
 /// request; the answer lists the nodes that did and the ones that did not answer.
-pub async fn shutdown_cluster(
-    State(state): State<AppState>,
-    _caller: Caller,
-    body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
+pub async fn shutdown_cluster(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let confirmed = body_object(&body)?.is_some_and(|f| f.len() == 1 && f.get("confirm") == Some(&Value::Bool(true)));
     if !confirmed {
         return Err(ApiError::BadRequest(

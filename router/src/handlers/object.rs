@@ -6,7 +6,6 @@
 //! object's group and then commits; GET streams the chunks back (with
 //! single-range support).
 
-
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -15,19 +14,17 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
-use tessera_api::object::{
-    BucketInfo, CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name,
-};
+use tessera_api::object::{BucketInfo, CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name};
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
+use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
+use crate::auth::{Caller, new_id};
 use crate::catalog::Catalog;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, ObjectReply, Objects, shape};
-use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -220,8 +217,7 @@ pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs:
     // Every group holds a copy of each bucket's record.
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
     buckets.dedup_by(|a, b| a.name == b.name);
-    let list: Vec<Value> =
-        buckets.iter().map(|b| json!({"name": b.name, "created_at": iso8601_ms(b.created_at_ms)})).collect();
+    let list: Vec<Value> = buckets.iter().map(|b| json!({"name": b.name, "created_at": iso8601_ms(b.created_at_ms)})).collect();
     Ok(Json(json!({"buckets": list, "count": list.len()})))
 }
 
@@ -320,11 +316,7 @@ pub async fn put_object(
     if declared.is_some_and(|n| n > max) {
         return Err(ApiError::PayloadTooLarge(format!("objects may be at most {max} bytes")));
     }
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/octet-stream")
-        .to_string();
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/octet-stream").to_string();
     let metadata = match headers.get("x-service-meta") {
         Some(v) => v
             .to_str()
@@ -341,15 +333,8 @@ pub async fn put_object(
         None => return Err(ApiError::NotFound(format!("bucket {bucket} does not exist"))),
     };
     let blob_id = new_id();
-    let mut upload = Upload {
-        state: &state,
-        group,
-        bucket: &bucket,
-        blob_id: &blob_id,
-        incarnation,
-        chunks: 0,
-        consistency: prefs.consistency,
-    };
+    let mut upload =
+        Upload { state: &state, group, bucket: &bucket, blob_id: &blob_id, incarnation, chunks: 0, consistency: prefs.consistency };
     let mut stream = body.into_data_stream();
     let (mut buf, mut size, mut etag) = (Vec::with_capacity(CHUNK_BYTES), 0u64, Fnv1a64::default());
     let result: Result<(), ApiError> = async {
@@ -547,24 +532,22 @@ pub async fn get_object(
     let (first, last) = (start / chunk, if end == 0 { 0 } else { (end - 1) / chunk });
     let consistency = prefs.consistency;
     let replica = prefs.replica;
-    let stream = futures::stream::iter(first..=last)
-        .take_while(move |_| std::future::ready(end > start))
-        .then(move |index| {
-            let (state, m) = (state.clone(), m.clone());
-            async move {
-                let q = ObjectQuery::Chunk { bucket: m.bucket.clone(), blob_id: m.blob_id.clone(), index: index as u32 };
-                let prefs = ReadPrefs { consistency, replica };
-                let data = match object_read(&state, group, q, &prefs).await {
-                    Ok(ObjectQueryResult::Chunk(Some(d))) => d,
-                    Ok(_) => return Err(std::io::Error::other("the object changed while it was being read")),
-                    Err(e) => return Err(std::io::Error::other(e.to_string())),
-                };
-                let base = index * chunk;
-                let from = start.saturating_sub(base) as usize;
-                let to = ((end - base) as usize).min(data.len());
-                Ok(axum::body::Bytes::from(data).slice(from.min(to)..to))
-            }
-        });
+    let stream = futures::stream::iter(first..=last).take_while(move |_| std::future::ready(end > start)).then(move |index| {
+        let (state, m) = (state.clone(), m.clone());
+        async move {
+            let q = ObjectQuery::Chunk { bucket: m.bucket.clone(), blob_id: m.blob_id.clone(), index: index as u32 };
+            let prefs = ReadPrefs { consistency, replica };
+            let data = match object_read(&state, group, q, &prefs).await {
+                Ok(ObjectQueryResult::Chunk(Some(d))) => d,
+                Ok(_) => return Err(std::io::Error::other("the object changed while it was being read")),
+                Err(e) => return Err(std::io::Error::other(e.to_string())),
+            };
+            let base = index * chunk;
+            let from = start.saturating_sub(base) as usize;
+            let to = ((end - base) as usize).min(data.len());
+            Ok(axum::body::Bytes::from(data).slice(from.min(to)..to))
+        }
+    });
     Ok((status, h, Body::from_stream(stream)).into_response())
 }
 

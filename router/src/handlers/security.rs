@@ -4,22 +4,22 @@
 
 use std::net::IpAddr;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Response, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse};
 use tracing::warn;
 
 use super::{JsonBody, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The security administration routes.
@@ -96,10 +96,7 @@ pub struct AlertParams {
 }
 
 /// `GET /api/v1/admin/security/alerts`: newest first (default 100, at most 1000).
-pub async fn list_alerts(
-    State(state): State<AppState>,
-    QueryParams(p): QueryParams<AlertParams>,
-) -> Result<Json<Value>, ApiError> {
+pub async fn list_alerts(State(state): State<AppState>, QueryParams(p): QueryParams<AlertParams>) -> Result<Json<Value>, ApiError> {
     let limit = p.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
@@ -116,11 +113,7 @@ pub async fn list_alerts(
 }
 
 /// `POST /api/v1/admin/security/alerts/{alert_id}/acknowledge` (no body needed).
-pub async fn acknowledge(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(alert_id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+pub async fn acknowledge(State(state): State<AppState>, caller: Caller, Path(alert_id): Path<String>) -> Result<Json<Value>, ApiError> {
     let op = SecurityOp::AcknowledgeAlert { id: alert_id, by: username(&caller) };
     let a = write(&state, op, shape!(SecurityResponse::Alert)).await?;
     Ok(Json(json!({"success": true, "alert": alert_view(&a)})))
@@ -156,9 +149,7 @@ pub async fn block_ip(
         (Some(_), Some(_)) => return Err(ApiError::BadRequest("give duration_hours or duration_secs, not both".into())),
         (None, None) => return Err(ApiError::BadRequest("duration_hours (an integer number of hours) is required".into())),
         _ => {
-            return Err(ApiError::BadRequest(
-                "duration_hours must be 1 to 87600 (or duration_secs 1 to 315360000)".into(),
-            ));
+            return Err(ApiError::BadRequest("duration_hours must be 1 to 87600 (or duration_secs 1 to 315360000)".into()));
         }
     };
     let own = match &caller {

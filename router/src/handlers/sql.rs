@@ -7,22 +7,22 @@
 
 use std::time::Instant;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::{ErrorCode, Rejection};
+use tessera_api::routing::RoutingKey;
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
-use super::{JsonBody, ReadPrefs, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use super::{JsonBody, QueryParams, ReadPrefs};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The SQL routes.
@@ -49,9 +49,7 @@ const DEFAULT_DATABASE: &str = "default";
 
 fn database_group(state: &AppState, database: &str) -> Result<GroupId, ApiError> {
     if !(1..=64).contains(&database.len()) || !database.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-        return Err(ApiError::BadRequest(format!(
-            "invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'"
-        )));
+        return Err(ApiError::BadRequest(format!("invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'")));
     }
     Ok(state.cluster.group_for(&RoutingKey::SqlDatabase(database))?)
 }
@@ -244,9 +242,8 @@ pub async fn vacuum(
     let databases = match (&table, database) {
         (Some(_), database) => vec![database.unwrap_or_else(|| DEFAULT_DATABASE.to_string())],
         (None, Some(database)) => vec![database],
-        (None, None) => list_databases(State(state.clone()), caller, ReadPrefs { consistency: prefs.consistency, replica: None })
-            .await?
-            .0["databases"]
+        (None, None) => list_databases(State(state.clone()), caller, ReadPrefs { consistency: prefs.consistency, replica: None }).await?.0
+            ["databases"]
             .as_array()
             .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default(),

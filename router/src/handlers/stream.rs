@@ -14,24 +14,23 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 use tessera_api::stream::{
-    CDC_PREFIX, ChannelEvents, ChannelInfo, StreamOp, StreamQuery, StreamQueryResult, StreamResponse, cdc_channel,
-    parse_cdc_channel,
+    CDC_PREFIX, ChannelEvents, ChannelInfo, StreamOp, StreamQuery, StreamQueryResult, StreamResponse, cdc_channel, parse_cdc_channel,
 };
 
-use super::{JsonBody, ReadPrefs, require_writer, served_headers, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, Stream, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 use crate::stream_hub::{self, event_json};
 
@@ -468,9 +467,9 @@ pub async fn list_cdc(State(state): State<AppState>, _caller: Caller, prefs: Rea
         .await?
         .iter()
         .filter_map(|c| {
-            c.cdc.as_ref().map(|s| {
-                json!({"database": s.database, "table": s.table, "enabled": s.enabled, "channel": c.name, "last_id": c.last_id})
-            })
+            c.cdc
+                .as_ref()
+                .map(|s| json!({"database": s.database, "table": s.table, "enabled": s.enabled, "channel": c.name, "last_id": c.last_id}))
         })
         .collect();
     Ok(Json(json!({"tables": list, "count": list.len()})))

@@ -16,20 +16,20 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
+use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 use tessera_api::timeseries::{MetricInfo, SeriesSet, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, TimeSeries, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 const MAX_NAME_BYTES: usize = 200;
@@ -51,11 +51,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_BYTES
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!("metric names are 1 to {MAX_NAME_BYTES} characters of A-Z a-z 0-9 _ . : -")))
-    }
+    if ok { Ok(()) } else { Err(ApiError::BadRequest(format!("metric names are 1 to {MAX_NAME_BYTES} characters of A-Z a-z 0-9 _ . : -"))) }
 }
 
 fn group_of(state: &AppState, metric: &str) -> Result<GroupId, ApiError> {
@@ -81,7 +77,8 @@ async fn ts_read<T>(
     prefs: &ReadPrefs,
     shape: impl FnOnce(TsQueryResult) -> Result<T, TsQueryResult>,
 ) -> Result<Served<T>, ApiError> {
-    super::within_query_timeout(state, typed::read_as::<TimeSeries, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape)).await
+    super::within_query_timeout(state, typed::read_as::<TimeSeries, T>(&*state.cluster, group, q, prefs.consistency, prefs.replica, shape))
+        .await
 }
 
 fn metric_json(m: &MetricInfo) -> Value {
@@ -127,9 +124,7 @@ pub async fn create_metric(
 /// `GET /api/v1/timeseries/metrics`: every group's metrics, by name, with storage statistics.
 pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups
-        .iter()
-        .map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs, shape!(TsQueryResult::Metrics)));
+    let calls = groups.iter().map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs, shape!(TsQueryResult::Metrics)));
     let mut metrics = Vec::new();
     for r in futures::future::join_all(calls).await {
         metrics.extend(r?.value);
@@ -241,10 +236,7 @@ pub async fn query(
     let began = Instant::now();
     check_name(&req.metric)?;
     let group = group_of(&state, &req.metric)?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
     let q = TsQuery::Query {
         metric: req.metric.clone(),
         start: req.start,
@@ -262,8 +254,7 @@ pub async fn query(
     let list: Vec<Value> = series
         .iter()
         .map(|s| {
-            let pts: Vec<Value> =
-                s.points.iter().map(|(t, v)| json!({"timestamp": iso8601_ms(*t), "value": v})).collect();
+            let pts: Vec<Value> = s.points.iter().map(|(t, v)| json!({"timestamp": iso8601_ms(*t), "value": v})).collect();
             json!({"metric": req.metric, "tags": s.tags, "points": pts})
         })
         .collect();

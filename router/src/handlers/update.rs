@@ -63,7 +63,8 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
     let mut check = |name: &str, ok: bool, detail: String| checks.push(json!({"check": name, "ok": ok, "detail": detail}));
     let silent: Vec<u64> = statuses.iter().filter(|(_, s)| s.is_err()).map(|(n, _)| n.id).collect();
     check("every node answers", silent.is_empty(), format!("not answering: {silent:?}"));
-    let changing: Vec<String> = map.nodes.iter().filter(|n| n.state != NodeState::Active).map(|n| format!("{} {}", n.id, n.state.as_str())).collect();
+    let changing: Vec<String> =
+        map.nodes.iter().filter(|n| n.state != NodeState::Active).map(|n| format!("{} {}", n.id, n.state.as_str())).collect();
     check("no node joins or leaves", changing.is_empty(), format!("{changing:?}"));
     check("no replica move in flight", map.moving.is_none(), format!("{:?}", map.moving));
     let led: std::collections::BTreeSet<u64> = statuses
@@ -78,8 +79,7 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
         .filter_map(|(_, s)| s.as_ref().ok())
         .find(|s| s.groups.iter().any(|g| g.group_id == META_GROUP && g.leader_id == s.node_id))
         .map(|s| s.node_id);
-    let mut order: Vec<(NodeInfo, StatusReply)> =
-        statuses.into_iter().filter_map(|(n, s)| s.ok().map(|s| (n, s))).collect();
+    let mut order: Vec<(NodeInfo, StatusReply)> = statuses.into_iter().filter_map(|(n, s)| s.ok().map(|s| (n, s))).collect();
     order.sort_by_key(|(n, _)| (Some(n.id) == meta_leader, n.id));
     if let Some(version) = &body.version {
         let behind = order.iter().filter(|(_, s)| &s.version != version).count();
@@ -87,7 +87,9 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
             check(
                 "the binary is given",
                 behind == 0,
-                format!("{behind} node(s) do not run {version}: give the path of that release's tessera-node as \"binary\" (this cluster does not download releases)"),
+                format!(
+                    "{behind} node(s) do not run {version}: give the path of that release's tessera-node as \"binary\" (this cluster does not download releases)"
+                ),
             );
         }
     }
@@ -96,7 +98,11 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
 }
 
 fn plan_json(p: &Plan) -> Value {
-    let steps = ["give up leadership (ReleaseLeadership)", "stop the groups and run the new binary", "wait until back and caught up (consistency all)"];
+    let steps = [
+        "give up leadership (ReleaseLeadership)",
+        "stop the groups and run the new binary",
+        "wait until back and caught up (consistency all)",
+    ];
     json!({
         "ready": p.ready,
         "binary": p.binary,
@@ -130,7 +136,8 @@ pub async fn execute_update(State(state): State<AppState>, _caller: Caller, body
     };
     let plan = plan(&state, &body).await?;
     if !plan.ready {
-        let failed: Vec<String> = plan.checks.iter().filter(|c| c["ok"] != true).map(|c| format!("{}: {}", c["check"], c["detail"])).collect();
+        let failed: Vec<String> =
+            plan.checks.iter().filter(|c| c["ok"] != true).map(|c| format!("{}: {}", c["check"], c["detail"])).collect();
         return Err(ApiError::Conflict(format!("the update cannot start: {}", failed.join("; "))));
     }
     let started = Instant::now();

@@ -7,17 +7,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, Response as Reply, now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response as Reply, now_ms};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
 
 use super::JsonBody;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::{Caller, hash_password, new_id};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::permissions::Access;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The user, role and access-table routes.
@@ -93,7 +93,10 @@ pub struct CreateUser {
 }
 
 /// `POST /api/v1/admin/users` → 201 with the user.
-pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<CreateUser>) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn create_user(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<CreateUser>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let username = req.username.trim().to_string();
     if username.is_empty() || username.len() > 64 || username.chars().any(char::is_whitespace) {
         return Err(ApiError::BadRequest("username must be 1 to 64 characters without spaces".into()));
@@ -105,9 +108,8 @@ pub async fn create_user(State(state): State<AppState>, JsonBody(req): JsonBody<
     check_password_policy(&req.password)?;
     known_roles(&state, &req.roles).await?;
     let password = req.password;
-    let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))??;
+    let password_hash =
+        tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
     let user = UserRecord {
         id: new_id(),
         username,
@@ -173,9 +175,8 @@ pub async fn update_user(
     }
     if let Some(password) = req.password {
         check_password_policy(&password)?;
-        u.password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))??;
+        u.password_hash =
+            tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
     }
     meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
     crate::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);

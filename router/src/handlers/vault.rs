@@ -3,19 +3,19 @@
 //! `manage:vault` (decided in the route table, `routes()` below); the logic is in
 //! [`crate::vault`].
 
-use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
 
 use super::{JsonBody, QueryParams};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::security::ClientIp;
 use crate::state::AppState;
 use crate::vault::policy::Subject;

@@ -19,30 +19,30 @@
 
 pub mod ncb;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tessera_api::routing::RoutingKey;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
+use tessera_api::routing::RoutingKey;
 use tessera_api::vector::{
-    CollectionConfig, CollectionStats, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, MAX_DIM, MAX_EF, MAX_K, MetadataFilter,
-    SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult, VectorRecord, VectorResponse,
-    check_vector, shard_of, validate_collection_name, validate_record_id,
+    CollectionConfig, CollectionStats, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, MAX_DIM, MAX_EF, MAX_K, MetadataFilter, SearchRequest,
+    VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult, VectorRecord, VectorResponse, check_vector, shard_of,
+    validate_collection_name, validate_record_id,
 };
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
 use super::{JsonBody, ReadPrefs, require_writer};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::auth::{Caller, new_id};
 use crate::catalog::Catalog;
 use crate::cluster::typed::{self, Vector, shape};
 use crate::error::ApiError;
+use crate::permissions::Access::Permission as P;
+use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// Most records in one batch upsert.
@@ -201,10 +201,7 @@ struct CreateCollection {
 }
 
 fn in_range(what: &str, v: i64, lo: u32, hi: u32) -> Result<u32, ApiError> {
-    u32::try_from(v)
-        .ok()
-        .filter(|v| (lo..=hi).contains(v))
-        .ok_or_else(|| ApiError::BadRequest(format!("{what} must be {lo} to {hi}")))
+    u32::try_from(v).ok().filter(|v| (lo..=hi).contains(v)).ok_or_else(|| ApiError::BadRequest(format!("{what} must be {lo} to {hi}")))
 }
 
 /// `POST /api/v1/vector/collections` → 201 with the collection. The definition
@@ -290,19 +287,16 @@ async fn drop_everywhere(state: &AppState, name: &str, l: &Layout, prefs: &ReadP
     let Some(cat) = Catalog::on_shards(state, &l.shards) else { return Ok(0) };
     let op = || VectorOp::DropCollection { name: name.into(), uid: l.uid() };
     let (copies, home) = cat.drop_home_last::<Vector>(op, prefs.consistency).await?;
-    copies
-        .into_iter()
-        .chain([home?])
-        .try_fold(0, |total, reply| Ok(total + typed::pick(reply, shape!(VectorResponse::Dropped { count }))?))
+    copies.into_iter().chain([home?]).try_fold(0, |total, reply| Ok(total + typed::pick(reply, shape!(VectorResponse::Dropped { count }))?))
 }
 
 /// `GET /api/v1/vector/collections`: every collection (found through its home
 /// group's copy), counts summed over its shards, by name.
 async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
     let groups = state.cluster.data_groups()?;
-    let calls = groups.iter().map(|g| async {
-        (*g, read(&state, *g, VectorQuery::ListCollections, &prefs, shape!(VectorQueryResult::Collections)).await)
-    });
+    let calls = groups
+        .iter()
+        .map(|g| async { (*g, read(&state, *g, VectorQuery::ListCollections, &prefs, shape!(VectorQueryResult::Collections)).await) });
     // name → (home copy, per-shard counts of copies with the same uid)
     let mut copies: Vec<(GroupId, CollectionStats)> = Vec::new();
     for (g, r) in futures::future::join_all(calls).await {
@@ -345,10 +339,8 @@ async fn collection_stats(
     let home = home(&state, &name)?;
     let config = read(&state, home, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)).await?.config;
     let l = Layout::of(&config, home);
-    let calls = l
-        .shards
-        .iter()
-        .map(|g| read(&state, *g, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)));
+    let calls =
+        l.shards.iter().map(|g| read(&state, *g, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)));
     let mut per_shard = Vec::with_capacity(l.shards.len());
     for (g, r) in l.shards.iter().zip(futures::future::join_all(calls).await) {
         match r? {
@@ -402,12 +394,7 @@ impl RecordBody {
 
 /// Validates every record against the collection, then sends one command per
 /// shard (in parallel); each shard's part applies atomically.
-async fn upsert_records(
-    state: &AppState,
-    prefs: &ReadPrefs,
-    collection: &str,
-    records: Vec<VectorRecord>,
-) -> Result<(u64, u64), ApiError> {
+async fn upsert_records(state: &AppState, prefs: &ReadPrefs, collection: &str, records: Vec<VectorRecord>) -> Result<(u64, u64), ApiError> {
     with_layout(state, collection, prefs, |l| {
         let records = records.clone();
         async move {
@@ -559,8 +546,7 @@ async fn search(
         let (state, prefs) = (&state, &prefs);
         async move {
             check_vector(l.metric, l.dim, &req.vector).map_err(|e| ApiError::BadRequest(format!("query vector: {e}")))?;
-            let calls =
-                l.shards.iter().map(|g| read(state, *g, VectorQuery::Search(req.clone()), prefs, shape!(VectorQueryResult::Hits)));
+            let calls = l.shards.iter().map(|g| read(state, *g, VectorQuery::Search(req.clone()), prefs, shape!(VectorQueryResult::Hits)));
             let mut all: Vec<VectorHit> = Vec::new();
             for r in futures::future::join_all(calls).await {
                 all.extend(r?);
@@ -572,9 +558,7 @@ async fn search(
         }
     })
     .await?;
-    let hits: Vec<HitView> = hits
-        .into_iter()
-        .map(|VectorHit { id, score, distance, metadata }| HitView { id, score, distance, metadata })
-        .collect();
+    let hits: Vec<HitView> =
+        hits.into_iter().map(|VectorHit { id, score, distance, metadata }| HitView { id, score, distance, metadata }).collect();
     Ok(Json(SearchView { collection: name, count: hits.len(), hits }))
 }

@@ -73,14 +73,18 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
     let json_answer = |schema: Value| json!({"description": "success", "content": {"application/json": {"schema": schema}}});
     let mut out = Map::new();
     if d.path == "/api/v1/openapi.json" {
-        out.insert("200".into(), json!({"description": "this OpenAPI 3.0.3 document", "content": {"application/json": {"schema": {"type": "object"}}}}));
+        out.insert(
+            "200".into(),
+            json!({"description": "this OpenAPI 3.0.3 document", "content": {"application/json": {"schema": {"type": "object"}}}}),
+        );
         return out;
     }
     let observed = observed::OBSERVED.get(&observed::route_key(d.method, &d.path));
     if let Some(schema) = d.doc.response {
         // A typed answer, under each status it was seen with (201 for creations).
         let schema = schema(generator).to_value();
-        let statuses: Vec<String> = observed.map(|o| o.keys().cloned().collect()).filter(|s: &Vec<String>| !s.is_empty()).unwrap_or_else(|| vec!["200".into()]);
+        let statuses: Vec<String> =
+            observed.map(|o| o.keys().cloned().collect()).filter(|s: &Vec<String>| !s.is_empty()).unwrap_or_else(|| vec!["200".into()]);
         for status in statuses {
             out.insert(status, json_answer(schema.clone()));
         }

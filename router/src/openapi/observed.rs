@@ -139,9 +139,9 @@ fn values_schema(object: &Value) -> Value {
 /// Objects keyed by data become maps: more than [`MAX_PROPERTIES`] keys, or
 /// keys that are all numbers (node and group ids).
 fn collapse_maps(object: Value) -> Value {
-    let keyed_by_data = object["properties"].as_object().is_some_and(|p| {
-        p.len() > MAX_PROPERTIES || (!p.is_empty() && p.keys().all(|k| k.parse::<u64>().is_ok()))
-    });
+    let keyed_by_data = object["properties"]
+        .as_object()
+        .is_some_and(|p| p.len() > MAX_PROPERTIES || (!p.is_empty() && p.keys().all(|k| k.parse::<u64>().is_ok())));
     if keyed_by_data { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
 }
 
@@ -183,7 +183,9 @@ pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
     match value {
         Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| violation(&schema["items"], item, &format!("{at}[{i}]"))),
         Value::Object(fields) => {
-            if let Some(missing) = schema["required"].as_array().and_then(|r| r.iter().filter_map(Value::as_str).find(|k| !fields.contains_key(*k))) {
+            if let Some(missing) =
+                schema["required"].as_array().and_then(|r| r.iter().filter_map(Value::as_str).find(|k| !fields.contains_key(*k)))
+            {
                 return Some(format!("{at}: field {missing:?} missing, which the document requires"));
             }
             fields.iter().find_map(|(k, v)| {

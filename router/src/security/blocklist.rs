@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tessera_api::command::{now_ms, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaQuery, MetaQueryResult, now_ms};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{BlockRecord, SecurityQuery, SecurityQueryResult};
 use tracing::debug;
@@ -64,8 +64,7 @@ impl BlockList {
 
     /// Replaces the list with a reload from the meta group.
     pub fn replace(&self, blocks: Vec<BlockRecord>) {
-        let mut blocked: HashMap<IpAddr, i64> =
-            blocks.iter().filter_map(|b| Some((b.ip.parse().ok()?, b.expires_at_ms))).collect();
+        let mut blocked: HashMap<IpAddr, i64> = blocks.iter().filter_map(|b| Some((b.ip.parse().ok()?, b.expires_at_ms))).collect();
         let mut inner = self.inner.write().unwrap_or_else(|e| e.into_inner());
         inner.local.retain(|_, (_, at)| at.elapsed() < LOCAL_GRACE);
         for (ip, (until, _)) in &inner.local {

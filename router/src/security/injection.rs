@@ -32,7 +32,11 @@ enum Tok {
     /// A string literal's content (also an unterminated one).
     Str(String),
     /// A comment; `glued` when no space separates it from the token before it.
-    Comment { text: String, glued: bool, block: bool },
+    Comment {
+        text: String,
+        glued: bool,
+        block: bool,
+    },
     Semi,
     /// Any other punctuation or operator.
     Op(String),
@@ -225,9 +229,10 @@ pub fn screen(sql: &str) -> Vec<Finding> {
                 if only_fillers {
                     add("union_probe", "UNION SELECT of only NULLs/numbers (column-count probe)".into());
                 }
-                let rest_reads_catalog = toks[j + 1..].iter().take_while(|t| !matches!(t, Tok::Semi)).any(|t| {
-                    matches!(t, Tok::Word(w) if CATALOGS.iter().any(|c| w.starts_with(c)))
-                });
+                let rest_reads_catalog = toks[j + 1..]
+                    .iter()
+                    .take_while(|t| !matches!(t, Tok::Semi))
+                    .any(|t| matches!(t, Tok::Word(w) if CATALOGS.iter().any(|c| w.starts_with(c))));
                 if rest_reads_catalog {
                     add("union_probe", "UNION SELECT from a system catalog".into());
                 }

@@ -27,14 +27,22 @@ async fn a_tour_of_users_roles_security_and_the_cluster_views() {
     ok("update role", router.put("/api/v1/admin/roles/auditor", &json!({"permissions": ["read:kv"]})).await);
     let user = ok(
         "create user",
-        router.post("/api/v1/admin/users", &json!({"username": "tour", "email": "t@example.com", "password": "Tour-Pass-1234!", "role": "viewer"})).await,
+        router
+            .post(
+                "/api/v1/admin/users",
+                &json!({"username": "tour", "email": "t@example.com", "password": "Tour-Pass-1234!", "role": "viewer"}),
+            )
+            .await,
     );
     let id = user["id"].as_str().or(user["user"]["id"].as_str()).expect("a user id").to_string();
     ok("users", router.get("/api/v1/admin/users").await);
     ok("user", router.get(&format!("/api/v1/admin/users/{id}")).await);
     ok("delete user", router.delete(&format!("/api/v1/admin/users/{id}")).await);
     ok("delete role", router.delete("/api/v1/admin/roles/auditor").await);
-    ok("block", router.post("/api/v1/admin/security/block-ip", &json!({"ip_address": "203.0.113.9", "reason": "tour", "duration_hours": 1})).await);
+    ok(
+        "block",
+        router.post("/api/v1/admin/security/block-ip", &json!({"ip_address": "203.0.113.9", "reason": "tour", "duration_hours": 1})).await,
+    );
     ok("blocked", router.get("/api/v1/admin/security/blocked-ips").await);
     ok("unblock", router.delete("/api/v1/admin/security/blocked-ips/203.0.113.9").await);
     ok("security alerts", router.get("/api/v1/admin/security/alerts").await);
@@ -73,7 +81,10 @@ async fn a_tour_of_streams_graph_edges_documents_and_imports() {
     for n in ["a", "b"] {
         ok("node", router.post("/api/v1/graph/nodes", &json!({"graph": "tour", "id": n, "label": "P"})).await);
     }
-    ok("edge", router.post("/api/v1/graph/edges", &json!({"graph": "tour", "id": "e1", "from_node": "a", "to_node": "b", "label": "K"})).await);
+    ok(
+        "edge",
+        router.post("/api/v1/graph/edges", &json!({"graph": "tour", "id": "e1", "from_node": "a", "to_node": "b", "label": "K"})).await,
+    );
     ok("get edge", router.get("/api/v1/graph/edges/e1?graph=tour").await);
     ok("delete edge", router.delete("/api/v1/graph/edges/e1?graph=tour").await);
     ok(

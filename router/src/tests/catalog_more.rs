@@ -40,8 +40,7 @@ async fn insert_spread(router: &TestRouter, name: &str, n: usize) -> Vec<String>
     for (i, id) in ids.iter().enumerate() {
         router.post(&format!("{C}/{name}/documents"), &json!({"id": id, "document": {"n": i}})).await.expect(201);
     }
-    let shards: std::collections::BTreeSet<u64> =
-        ids.iter().map(|id| router.cluster.shard_of(&format!("doc/{name}/{id}"))).collect();
+    let shards: std::collections::BTreeSet<u64> = ids.iter().map(|id| router.cluster.shard_of(&format!("doc/{name}/{id}"))).collect();
     assert_eq!(shards.len(), 3, "the documents do not cover every shard; the test shows nothing");
     ids
 }

@@ -27,7 +27,10 @@ async fn consent_lifecycle_keeps_every_change() {
     assert_eq!(router.get(&format!("{C}/consent/alice/check/analytics")).await.expect(200)["granted"], json!(false));
     assert_eq!(router.get(&format!("{C}/consent/alice/check/research")).await.expect(200)["granted"], json!(false));
 
-    let withdrawn = router.call(axum::http::Method::DELETE, &format!("{C}/consent/alice/marketing"), Some(&json!({"reason": "asked by email"}))).await.expect(200);
+    let withdrawn = router
+        .call(axum::http::Method::DELETE, &format!("{C}/consent/alice/marketing"), Some(&json!({"reason": "asked by email"})))
+        .await
+        .expect(200);
     assert_eq!(withdrawn["granted"], json!(false));
     assert_eq!(router.get(&format!("{C}/consent/alice/check/marketing")).await.expect(200)["granted"], json!(false));
     router.delete(&format!("{C}/consent/alice/research")).await.expect(404);
@@ -119,7 +122,10 @@ async fn columns_are_classified_listed_and_audited() {
     let router = enabled_router().await;
     let one = json!({"table": "patients", "column": "diagnosis", "classification": "PHI", "reason": "health data"});
     let answer = router.post(&format!("{C}/classify"), &one).await.expect(200);
-    assert_eq!((answer["success"].clone(), answer["level"].clone(), answer["classification"].clone()), (json!(true), json!(3), json!("PHI")));
+    assert_eq!(
+        (answer["success"].clone(), answer["level"].clone(), answer["classification"].clone()),
+        (json!(true), json!(3), json!("PHI"))
+    );
     let batch = json!({"classifications": [
         {"table": "patients", "column": "email", "classification": "pii"},
         {"table": "orders", "column": "total", "classification": 1},
@@ -161,10 +167,16 @@ async fn failed_logins_open_an_incident_that_follows_its_state_machine() {
     assert_eq!(incident["involved_ips"], json!(["127.0.0.1"]));
 
     // Resolving needs nothing first; acknowledging after the end is refused.
-    let acked = router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team", "notes": "looking"})).await.expect(200);
+    let acked = router
+        .post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team", "notes": "looking"}))
+        .await
+        .expect(200);
     assert_eq!(acked["status"], json!("acknowledged"));
     router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({"acknowledged_by": "sec-team"})).await.expect(409);
-    let resolved = router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "password reset", "false_positive": false})).await.expect(200);
+    let resolved = router
+        .post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "password reset", "false_positive": false}))
+        .await
+        .expect(200);
     assert_eq!(resolved["status"], json!("resolved"));
     router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"false_positive": true})).await.expect(409);
     router.post(&format!("{C}/breaches/{id}/acknowledge"), &json!({})).await.expect(409);
@@ -180,7 +192,11 @@ async fn failed_logins_open_an_incident_that_follows_its_state_machine() {
     // Detected just now: a cleanup keeps it (ended incidents are kept 30 days).
     assert_eq!(router.post(&format!("{C}/breaches/cleanup"), &json!({})).await.expect(200)["removed"], json!(0));
     let verified = router.get(&format!("{C}/audit/verify")).await.expect(200);
-    assert_eq!((verified["valid"].clone(), verified["entries_verified"].clone()), (json!(true), json!(3)), "detected, acknowledged, resolved");
+    assert_eq!(
+        (verified["valid"].clone(), verified["entries_verified"].clone()),
+        (json!(true), json!(3)),
+        "detected, acknowledged, resolved"
+    );
 }
 
 /// A breach from real failed logins is posted to the webhook: the first
@@ -216,7 +232,8 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     for _ in 0..5 {
         router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
     }
-    let webhook = crate::compliance_tasks::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
+    let webhook =
+        crate::compliance_tasks::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
     assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(1));
 
     let seen = seen.lock().unwrap().clone();
@@ -225,7 +242,10 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     assert_eq!(headers["x-api-key"], "k-123");
     assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::compliance_tasks::signature("hook-secret", body));
     let payload: serde_json::Value = serde_json::from_slice(body).unwrap();
-    assert_eq!((payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()), (json!("brute_force_attack"), json!("critical"), json!("open")));
+    assert_eq!(
+        (payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()),
+        (json!("brute_force_attack"), json!("critical"), json!("open"))
+    );
     assert_eq!(payload["involved_ips"], json!(["127.0.0.1"]));
     // The alternate payload's fields ride in the same body.
     assert_eq!((payload["event_type"].clone(), payload["breach_type"].clone()), (json!("security_breach"), json!("brute_force_attack")));
@@ -237,7 +257,11 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
     let incident = router.get(&format!("{C}/breaches/{id}")).await.expect(200);
     assert_eq!(incident["affected_records_estimate"], json!(1), "{incident}");
     assert_eq!(incident["hipaa_notification_deadline"], json!(null), "fewer than 500 affected: no HIPAA media notice");
-    assert_eq!((incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()), (json!("delivered"), json!(2)), "{incident}");
+    assert_eq!(
+        (incident["webhook"]["status"].clone(), incident["webhook"]["attempts"].clone()),
+        (json!("delivered"), json!(2)),
+        "{incident}"
+    );
     assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
 }
 
@@ -252,7 +276,10 @@ async fn security_events_record_failed_logins_refusals_and_alerts() {
         .expect(201);
     let login = router.post("/api/v1/auth/login", &json!({"username": "vic", "password": "Vic-Pass-1234!"})).await.expect(200);
     let viewer = router.with_token(login["token"].as_str().unwrap());
-    viewer.post("/api/v1/admin/users", &json!({"username": "x", "email": "x@example.com", "password": "Xx-Pass-1234!", "role": "admin"})).await.expect(403);
+    viewer
+        .post("/api/v1/admin/users", &json!({"username": "x", "email": "x@example.com", "password": "Xx-Pass-1234!", "role": "admin"}))
+        .await
+        .expect(403);
     for _ in 0..5 {
         router.post("/api/v1/auth/login", &json!({"username": "vic", "password": "wrong"})).await.expect(401);
     }
@@ -263,7 +290,11 @@ async fn security_events_record_failed_logins_refusals_and_alerts() {
     assert_eq!(types.last(), Some(&"unauthorized_access"), "oldest last: {all}");
     let refused = router.get(&format!("{C}/security-events?event_type=unauthorized_access")).await.expect(200);
     let e = &refused["events"][0];
-    assert_eq!((e["severity"].clone(), e["user_id"].clone(), e["source_ip"].clone()), (json!("medium"), json!("vic"), json!("127.0.0.1")), "{refused}");
+    assert_eq!(
+        (e["severity"].clone(), e["user_id"].clone(), e["source_ip"].clone()),
+        (json!("medium"), json!("vic"), json!("127.0.0.1")),
+        "{refused}"
+    );
     assert!(e["description"].as_str().unwrap().contains("POST /api/v1/admin/users"), "{e}");
     let brute = router.get(&format!("{C}/security-events?event_type=brute_force_attack&limit=1")).await.expect(200);
     assert_eq!((brute["count"].clone(), brute["events"][0]["severity"].clone()), (json!(1), json!("critical")));
@@ -295,7 +326,10 @@ async fn an_incident_report_comes_as_json_and_as_pdf() {
     assert_eq!(headers["content-type"], "application/pdf");
     assert!(body.starts_with(b"%PDF-") && body.trim_ascii_end().ends_with(b"%%EOF"), "a PDF document");
     let text = String::from_utf8_lossy(&body);
-    assert!(text.contains(&format!("Breach incident report RPT-{id}")) && text.contains("brute_force_attack"), "the report's text is on the page");
+    assert!(
+        text.contains(&format!("Breach incident report RPT-{id}")) && text.contains("brute_force_attack"),
+        "the report's text is on the page"
+    );
 }
 
 /// The framework status is judged from the real state: with nothing
@@ -314,7 +348,13 @@ async fn framework_status_and_soc2_evidence_come_from_the_clusters_state() {
     let names: Vec<&str> = frameworks.iter().filter_map(|f| f["framework"].as_str()).collect();
     assert_eq!(names, ["GDPR", "CCPA", "HIPAA", "FERPA", "SOC2"]);
     let control = |fw: &str, c: &str| {
-        frameworks.iter().find(|f| f["framework"] == fw).unwrap()["controls"].as_array().unwrap().iter().find(|x| x["control"] == c).unwrap().clone()
+        frameworks.iter().find(|f| f["framework"] == fw).unwrap()["controls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["control"] == c)
+            .unwrap()
+            .clone()
     };
     assert_eq!(control("HIPAA", "encryption_in_transit")["status"], "not_met", "no TLS configured");
     assert_eq!(control("HIPAA", "data_classification")["status"], "met", "{status}");
@@ -332,13 +372,20 @@ async fn framework_status_and_soc2_evidence_come_from_the_clusters_state() {
 /// entries by key and by value field, documents by id and by field, SQL rows in
 /// two databases, graph nodes with an edge.
 async fn seed_subjects(router: &TestRouter) {
-    for (key, value) in [("user:alice", json!({"plan": "pro"})), ("orders/1", json!({"user_id": "alice", "total": 5})), ("user:bob", json!({"plan": "free"}))] {
+    for (key, value) in [
+        ("user:alice", json!({"plan": "pro"})),
+        ("orders/1", json!({"user_id": "alice", "total": 5})),
+        ("user:bob", json!({"plan": "free"})),
+    ] {
         router.post("/api/v1/kv/keys", &json!({"key": key, "value": value})).await.expect(200);
     }
     let docs = "/api/v1/documents/collections";
     router.post(docs, &json!({"name": "profiles"})).await;
     router.post(&format!("{docs}/profiles/documents"), &json!({"id": "alice", "document": {"city": "Oslo"}})).await.expect(201);
-    router.post(&format!("{docs}/profiles/documents"), &json!({"id": "p2", "document": {"email": "alice", "city": "Rome"}})).await.expect(201);
+    router
+        .post(&format!("{docs}/profiles/documents"), &json!({"id": "p2", "document": {"email": "alice", "city": "Rome"}}))
+        .await
+        .expect(201);
     router.post(&format!("{docs}/profiles/documents"), &json!({"id": "p3", "document": {"email": "bob"}})).await.expect(201);
     for (db, sql) in [
         ("default", "CREATE TABLE accounts (id INT PRIMARY KEY, customer_id TEXT, balance INT)"),
@@ -350,7 +397,10 @@ async fn seed_subjects(router: &TestRouter) {
     }
     router.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": "alice", "label": "User"})).await.expect(201);
     router.post("/api/v1/graph/nodes", &json!({"graph": "social", "id": "bob", "label": "User"})).await.expect(201);
-    router.post("/api/v1/graph/edges", &json!({"graph": "social", "id": "f1", "from_node": "bob", "to_node": "alice", "label": "FOLLOWS"})).await.expect(201);
+    router
+        .post("/api/v1/graph/edges", &json!({"graph": "social", "id": "f1", "from_node": "bob", "to_node": "alice", "label": "FOLLOWS"}))
+        .await
+        .expect(201);
 }
 
 /// A subject's export finds their records in the key-value, document, SQL and
@@ -362,7 +412,12 @@ async fn an_export_finds_the_subject_in_every_store() {
     let export = router.post(&format!("{C}/export"), &json!({"subject_id": "alice", "format": "json"})).await.expect(200);
     assert!(export["export_id"].as_str().unwrap().starts_with("EXP-"), "{export}");
     let ids = |store: &str| {
-        let mut v: Vec<String> = export["data"][store].as_array().unwrap().iter().map(|i| format!("{}:{}", i["location"].as_str().unwrap(), i["item_id"].as_str().unwrap())).collect();
+        let mut v: Vec<String> = export["data"][store]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| format!("{}:{}", i["location"].as_str().unwrap(), i["item_id"].as_str().unwrap()))
+            .collect();
         v.sort();
         v
     };
@@ -371,7 +426,13 @@ async fn an_export_finds_the_subject_in_every_store() {
     assert_eq!(ids("sql"), ["billing.invoices:7", "default.accounts:1", "default.accounts:3"]);
     assert_eq!(ids("graph"), ["social:edge:f1", "social:node:alice"]);
     assert_eq!(export["total_items"], 9);
-    let scoped = router.post(&format!("{C}/export"), &json!({"subject_id": "alice", "scope": {"type": "specific_collections", "collections": ["profiles", "billing"]}})).await.expect(200);
+    let scoped = router
+        .post(
+            &format!("{C}/export"),
+            &json!({"subject_id": "alice", "scope": {"type": "specific_collections", "collections": ["profiles", "billing"]}}),
+        )
+        .await
+        .expect(200);
     assert_eq!(scoped["total_items"], 3, "{scoped}");
     let (status, headers, body) = router.raw(axum::http::Method::GET, "/api/v1/gdpr/export?subject_id=alice&format=csv").await;
     assert_eq!((status.as_u16(), headers["content-type"].to_str().unwrap()), (200, "text/csv"));
@@ -426,7 +487,11 @@ async fn erasure_removes_the_subject_everywhere_and_certifies_it() {
     let mut forged = cert.clone();
     forged["total_items"] = json!(1);
     let stored_key = format!("cert/r/{id}");
-    router.cluster.store().overwrite_record(tessera_api::META_GROUP, 2, stored_key.as_bytes(), &serde_json::to_vec(&forged).unwrap()).unwrap();
+    router
+        .cluster
+        .store()
+        .overwrite_record(tessera_api::META_GROUP, 2, stored_key.as_bytes(), &serde_json::to_vec(&forged).unwrap())
+        .unwrap();
     let broken = router.get(&format!("{C}/certificates/{id}/verify")).await.expect(200);
     assert_eq!(broken["valid"], json!(false), "{broken}");
     router.get(&format!("{C}/certificates/DEL-none/verify")).await.expect(404);
@@ -458,7 +523,12 @@ async fn mass_deletion_and_export_open_incidents() {
     let mut types = Vec::new();
     for _ in 0..100 {
         let list = router.get(&format!("{C}/breaches")).await.expect(200);
-        types = list["incidents"].as_array().unwrap().iter().map(|i| (i["type"].as_str().unwrap().to_string(), i["severity"].as_str().unwrap().to_string())).collect();
+        types = list["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["type"].as_str().unwrap().to_string(), i["severity"].as_str().unwrap().to_string()))
+            .collect();
         if types.len() >= 2 {
             break;
         }
@@ -512,7 +582,6 @@ async fn a_promotion_to_admin_opens_a_privilege_escalation_incident() {
     assert!(events["events"][0]["description"].as_str().unwrap().contains("raised eve's role from operator to admin"), "{events}");
 }
 
-
 /// One SQL response of at least `security.data_exfiltration_threshold_mb` MiB
 /// (spec 02's `breach_detection.data_exfiltration_threshold_mb`) raises
 /// `mass_data_export`, whatever its row count.
@@ -565,7 +634,10 @@ async fn personal_data_past_its_retention_is_erased_and_the_rest_stays() {
     router.post("/api/v1/kv/keys", &json!({"key": "orders/1", "value": {"user_id": "u1", "n": 1}})).await.expect(200);
     router.post("/api/v1/kv/keys", &json!({"key": "settings/theme", "value": {"color": "blue"}})).await.expect(200);
     router.post("/api/v1/documents/collections", &json!({"name": "leads"})).await.expect(201);
-    router.post("/api/v1/documents/collections/leads/documents", &json!({"id": "l1", "document": {"email": "ann@example.com"}})).await.expect(201);
+    router
+        .post("/api/v1/documents/collections/leads/documents", &json!({"id": "l1", "document": {"email": "ann@example.com"}}))
+        .await
+        .expect(201);
     const DAY: i64 = 86_400_000;
     let now = tessera_api::command::now_ms();
 
@@ -595,19 +667,35 @@ async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() 
         c.data_classification.unusual_access_per_minute = 3;
     })
     .await;
-    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE patients (id INT PRIMARY KEY, name TEXT, diagnosis TEXT, ssn TEXT)"})).await.expect(200);
+    router
+        .post("/api/v1/query", &json!({"sql": "CREATE TABLE patients (id INT PRIMARY KEY, name TEXT, diagnosis TEXT, ssn TEXT)"}))
+        .await
+        .expect(200);
     router.post("/api/v1/query", &json!({"sql": "INSERT INTO patients VALUES (1, 'Ann', 'asthma', '123-45-6789')"})).await.expect(200);
     router.post(&format!("{C}/classify"), &json!({"table": "patients", "column": "diagnosis", "classification": "PHI"})).await.expect(200);
     // Level 5 needs encryption at rest, which the in-process node lacks: recorded directly here.
     let restricted = tessera_api::compliance::ColumnClassification {
-        table: "patients".into(), column: "ssn".into(), level: 5, reason: None, classified_by: "test".into(), classified_at_ms: 0,
+        table: "patients".into(),
+        column: "ssn".into(),
+        level: 5,
+        reason: None,
+        classified_by: "test".into(),
+        classified_at_ms: 0,
     };
-    router.state.cluster.meta_write(tessera_api::command::MetaOp::Classify(tessera_api::compliance::ClassifyOp { columns: vec![restricted] })).await.unwrap();
+    router
+        .state
+        .cluster
+        .meta_write(tessera_api::command::MetaOp::Classify(tessera_api::compliance::ClassifyOp { columns: vec![restricted] }))
+        .await
+        .unwrap();
     router.state.classification.invalidate().await;
     let audited_before = router.get(&format!("{C}/audit/verify")).await.expect(200)["entries_verified"].as_u64().unwrap();
 
     router
-        .post("/api/v1/admin/users", &json!({"username": "vera", "email": "vera@example.com", "password": "Vera-Pass-1234!", "role": "viewer"}))
+        .post(
+            "/api/v1/admin/users",
+            &json!({"username": "vera", "email": "vera@example.com", "password": "Vera-Pass-1234!", "role": "viewer"}),
+        )
         .await
         .expect(201);
     let login = router.post("/api/v1/auth/login", &json!({"username": "vera", "password": "Vera-Pass-1234!"})).await.expect(200);
@@ -618,7 +706,8 @@ async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() 
     let refused = viewer.post("/api/v1/query", &json!({"sql": "SELECT ssn FROM patients"})).await.expect(403);
     assert!(refused["error"].as_str().is_some_and(|e| e.contains("Restricted") && e.contains("access:classified")), "{refused}");
     // Renamed or computed, a classified column is still masked or refused.
-    let renamed = viewer.post("/api/v1/query", &json!({"sql": "SELECT id, diagnosis AS d, upper(diagnosis) FROM patients"})).await.expect(200);
+    let renamed =
+        viewer.post("/api/v1/query", &json!({"sql": "SELECT id, diagnosis AS d, upper(diagnosis) FROM patients"})).await.expect(200);
     assert_eq!(renamed["data"]["rows"][0][0], json!(1), "{renamed}");
     assert_eq!(renamed["data"]["rows"][0][1], json!("***"), "{renamed}");
     assert_eq!(renamed["data"]["rows"][0][2], json!("***"), "{renamed}");
@@ -631,7 +720,11 @@ async fn classified_columns_are_masked_or_refused_for_lower_roles_and_audited() 
     assert_eq!(admin["data"]["rows"], json!([["asthma", "123-45-6789"]]), "{admin}");
 
     let audited = router.get(&format!("{C}/audit/verify")).await.expect(200);
-    assert_eq!(audited["entries_verified"].as_u64().unwrap(), audited_before + 5, "two masked, two refused and the admin's read: {audited}");
+    assert_eq!(
+        audited["entries_verified"].as_u64().unwrap(),
+        audited_before + 5,
+        "two masked, two refused and the admin's read: {audited}"
+    );
     assert_eq!(audited["valid"], json!(true));
 
     // The viewer's further classified reads within the minute (refused ones

@@ -46,9 +46,25 @@ async fn encryption_in_transit_needs_https_and_the_clusters_mutual_tls() {
         c.tls.client_cert = Some("/etc/tessera/router.pem".into());
     };
     assert!(met(&control(&router_with(tls).await, "encryption_in_transit").await));
-    let insecure = control(&router_with(|c| { tls(c); c.cluster.insecure = true; }).await, "encryption_in_transit").await;
+    let insecure = control(
+        &router_with(|c| {
+            tls(c);
+            c.cluster.insecure = true;
+        })
+        .await,
+        "encryption_in_transit",
+    )
+    .await;
     assert!(!met(&insecure) && insecure.1.contains("cluster.insecure = true"), "{insecure:?}");
-    let plain_http = control(&router_with(|c| { tls(c); c.tls.cert = None; }).await, "encryption_in_transit").await;
+    let plain_http = control(
+        &router_with(|c| {
+            tls(c);
+            c.tls.cert = None;
+        })
+        .await,
+        "encryption_in_transit",
+    )
+    .await;
     assert!(!met(&plain_http) && plain_http.1.contains("client HTTPS off"), "{plain_http:?}");
 }
 
@@ -238,12 +254,12 @@ async fn a_secure_erasure_withdraws_remembered_answers_it_cannot_read() {
     // A retry of that request now gets the erasure's withdrawal, on every group.
     let op = tessera_api::command::Operation::Kv(tessera_api::command::KvOp::Delete { key: "user:ana/0".into() });
     for group in groups {
-        let answer = router.state.cluster.write_as(group, &op, tessera_api::rpc::Consistency::Quorum, "unreadable42".into()).await.unwrap().value;
+        let answer =
+            router.state.cluster.write_as(group, &op, tessera_api::rpc::Consistency::Quorum, "unreadable42".into()).await.unwrap().value;
         let tessera_api::command::Response::Rejected(r) = answer else { panic!("group {group}: {answer:?}") };
         assert!(r.message.contains("withdrawn by a secure erasure"), "group {group}: {}", r.message);
     }
 }
-
 
 /// Spec 02's rows that were built but untested: export formats and its
 /// date_range (a wrong-typed one is refused), classification metadata in
@@ -251,7 +267,10 @@ async fn a_secure_erasure_withdraws_remembered_answers_it_cannot_read() {
 #[tokio::test]
 async fn exports_take_xml_and_a_date_range_and_refuse_a_malformed_one() {
     let router = router_with(|_| {}).await;
-    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE accounts (id INT PRIMARY KEY, customer_id TEXT, email TEXT)"})).await.expect(200);
+    router
+        .post("/api/v1/query", &json!({"sql": "CREATE TABLE accounts (id INT PRIMARY KEY, customer_id TEXT, email TEXT)"}))
+        .await
+        .expect(200);
     router.post("/api/v1/query", &json!({"sql": "INSERT INTO accounts VALUES (1, 'ana', 'ana@example.com')"})).await.expect(200);
     router.post(&format!("{C}/classify"), &json!({"table": "accounts", "column": "email", "level": 4})).await.expect(200);
     router.post("/api/v1/kv/keys", &json!({"key": "user:ana", "value": {"plan": "pro"}})).await.expect(200);
@@ -271,7 +290,8 @@ async fn exports_take_xml_and_a_date_range_and_refuse_a_malformed_one() {
     // A date range in either form; one that ends before the data was written finds none of
     // the timed records (a SQL row has no time of its own: it is always included).
     assert_eq!(json_export["data"]["kv"].as_array().map(Vec::len), Some(1), "{json_export}");
-    let ranged = export(json!({"subject_id": "ana", "date_range": {"start": "2000-01-01", "end": "2000-12-31T00:00:00Z"}})).await.expect(200);
+    let ranged =
+        export(json!({"subject_id": "ana", "date_range": {"start": "2000-01-01", "end": "2000-12-31T00:00:00Z"}})).await.expect(200);
     assert_eq!(ranged["data"]["kv"], json!([]), "{ranged}");
     assert_eq!(ranged["data"]["sql"].as_array().map(Vec::len), Some(1), "{ranged}");
     let open = export(json!({"subject_id": "ana", "date_range": {"start": 0}})).await.expect(200);
@@ -320,7 +340,10 @@ async fn certificates_and_breaches_filter_and_false_positives_are_counted_apart(
     assert_eq!(critical["total_count"], json!(1), "{critical}");
     assert_eq!(router.get(&format!("{C}/breaches?severity=low")).await.expect(200)["total_count"], json!(0));
     let id = critical["incidents"][0]["incident_id"].as_str().unwrap().to_string();
-    let resolved = router.post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "our own load test", "false_positive": true})).await.expect(200);
+    let resolved = router
+        .post(&format!("{C}/breaches/{id}/resolve"), &json!({"resolution_notes": "our own load test", "false_positive": true}))
+        .await
+        .expect(200);
     assert_eq!(resolved["status"], json!("false_positive"), "{resolved}");
     let stats = router.get(&format!("{C}/breaches/stats")).await.expect(200);
     assert_eq!((stats["false_positives"].clone(), stats["resolved_incidents"].clone()), (json!(1), json!(0)), "{stats}");

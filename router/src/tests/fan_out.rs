@@ -104,8 +104,7 @@ async fn stream_channels_are_listed_from_every_shard() {
         router.post("/api/v1/streaming/channels", &json!({"name": n, "retention": "1h"})).await.expect(201);
     }
     let list = router.get("/api/v1/streaming/channels").await.expect(200);
-    let mut listed: Vec<String> =
-        list["channels"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+    let mut listed: Vec<String> = list["channels"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
     listed.sort();
     assert_eq!(listed, names);
     assert_eq!(list["count"], json!(9));

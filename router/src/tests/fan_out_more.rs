@@ -137,7 +137,10 @@ async fn timeseries_retention_enforcement_sums_every_shard() {
         router.post(&format!("{TS}/write"), &json!({"metric": m, "points": recent, "tags": {"k": "v"}})).await.expect(200);
         put(&router, &format!("{TS}/metrics/{m}/retention"), &json!({"drop_after": "2d"})).await.expect(200);
     }
-    router.post(&format!("{TS}/write"), &json!({"metric": "kept", "points": [{"timestamp": now - 10 * day, "value": 1}]})).await.expect(200);
+    router
+        .post(&format!("{TS}/write"), &json!({"metric": "kept", "points": [{"timestamp": now - 10 * day, "value": 1}]}))
+        .await
+        .expect(200);
 
     let report = router.post(&format!("{TS}/retention/enforce"), &json!({})).await.expect(200);
     assert_eq!(report["groups"], json!(3), "{report}");
@@ -564,9 +567,8 @@ async fn a_vector_collection_round_trips_through_vectors_ncb() {
     let router = TestRouter::new(3).await;
     let c = "/api/v1/vector/collections";
     router.post(c, &json!({"name": "emb", "dim": 3, "metric": "cosine"})).await.expect(201);
-    let vectors: Vec<Value> = (0..40)
-        .map(|i| json!({"id": format!("v{i}"), "vector": [i as f32, 1.0, (i % 7) as f32], "metadata": {"i": i}}))
-        .collect();
+    let vectors: Vec<Value> =
+        (0..40).map(|i| json!({"id": format!("v{i}"), "vector": [i as f32, 1.0, (i % 7) as f32], "metadata": {"i": i}})).collect();
     router.post(&format!("{c}/emb/batch"), &json!({"vectors": vectors})).await.expect(200);
 
     let (status, file) = router.call_bytes(Method::GET, "/api/v1/admin/vectors/emb/export", Vec::new()).await;

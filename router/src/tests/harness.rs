@@ -140,7 +140,10 @@ impl TestRouter {
         change(&mut forged);
         let key = format!("aud/e/{:016x}", forged.seq);
         let space = tessera_storage::engine::space::META;
-        self.cluster.store().overwrite_record(tessera_api::META_GROUP, space, key.as_bytes(), &serde_json::to_vec(&forged).expect("json")).expect("overwrite");
+        self.cluster
+            .store()
+            .overwrite_record(tessera_api::META_GROUP, space, key.as_bytes(), &serde_json::to_vec(&forged).expect("json"))
+            .expect("overwrite");
         forged.seq
     }
 
@@ -166,7 +169,11 @@ impl TestRouter {
 
     /// A GET with this router's token and one extra header.
     pub async fn get_with_header(&self, path: &str, header: (&str, &str)) -> Answer {
-        let req = Request::builder().method(Method::GET).uri(path).header("authorization", format!("Bearer {}", self.token)).header(header.0, header.1);
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header("authorization", format!("Bearer {}", self.token))
+            .header(header.0, header.1);
         let mut req = req.body(Body::empty()).expect("request");
         req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
         let (status, _, bytes) = self.send(req).await;

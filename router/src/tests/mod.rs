@@ -6,14 +6,14 @@
 
 pub(crate) mod harness;
 
+mod api_tour;
 mod catalog;
+mod catalog_more;
+mod compliance;
+mod compliance_controls;
 mod errors;
 mod fan_out;
 mod fan_out_more;
-mod catalog_more;
-mod nodes;
 mod monitoring;
-mod compliance;
-mod compliance_controls;
+mod nodes;
 mod openapi;
-mod api_tour;

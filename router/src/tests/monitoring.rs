@@ -131,7 +131,10 @@ async fn activities_record_queries_logins_and_changes() {
     router.post("/api/v1/query", &json!({"sql": "CREATE TABLE audit_me (id INT PRIMARY KEY)"})).await.expect(200);
     router.post("/api/v1/query", &json!({"sql": "SELEC nonsense"})).await.expect(400);
     router
-        .post("/api/v1/admin/users", &json!({"username": "olga", "email": "o@example.com", "password": "Olga-Pass-1234!", "role": "viewer"}))
+        .post(
+            "/api/v1/admin/users",
+            &json!({"username": "olga", "email": "o@example.com", "password": "Olga-Pass-1234!", "role": "viewer"}),
+        )
         .await
         .expect(201);
     router.post("/api/v1/auth/login", &json!({"username": "olga", "password": "wrong"})).await.expect(401);
@@ -162,7 +165,10 @@ async fn metrics_answer_a_cluster_reader_or_the_metrics_token_and_nobody_else() 
     assert_eq!(status(router.with_token("scrape-4f9c2")).await, 401, "a wrong token");
     assert_eq!(status(router.with_token("scrape-4f9c2e")).await, 200, "the metrics token");
     router
-        .post("/api/v1/admin/users", &json!({"username": "vivi", "email": "v@example.com", "password": "Vivi-Pass-1234!", "role": "viewer"}))
+        .post(
+            "/api/v1/admin/users",
+            &json!({"username": "vivi", "email": "v@example.com", "password": "Vivi-Pass-1234!", "role": "viewer"}),
+        )
         .await
         .expect(201);
     let viewer = router.post("/api/v1/auth/login", &json!({"username": "vivi", "password": "Vivi-Pass-1234!"})).await.expect(200);
@@ -217,7 +223,10 @@ async fn requests_beyond_max_connections_are_refused_at_once() {
 #[tokio::test]
 async fn the_default_role_applies_and_unsupported_access_settings_are_refused() {
     let router = TestRouter::with_config(1, |c| c.rbac.default_role = "operator".into()).await;
-    let created = router.post("/api/v1/admin/users", &json!({"username": "nora", "email": "n@example.com", "password": "Nora-Pass-1234!"})).await.expect(201);
+    let created = router
+        .post("/api/v1/admin/users", &json!({"username": "nora", "email": "n@example.com", "password": "Nora-Pass-1234!"}))
+        .await
+        .expect(201);
     assert_eq!(created["role"], "operator", "{created}");
     let mut config = crate::config::RouterConfig::default();
     assert_eq!(config.check_access(), Ok(()));
@@ -233,7 +242,8 @@ async fn the_default_role_applies_and_unsupported_access_settings_are_refused() 
 #[tokio::test]
 async fn sessions_end_after_the_session_timeout() {
     let router = TestRouter::with_config(1, |c| c.auth.session_timeout = 1).await;
-    let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    let login =
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
     let expires = chrono::DateTime::parse_from_rfc3339(login["expires_at"].as_str().unwrap()).unwrap();
     let left = expires.timestamp_millis() - tessera_api::command::now_ms();
     assert!((0..=1_500).contains(&left), "the session ends about 1 s after login: {left} ms left");
@@ -256,7 +266,10 @@ async fn without_rbac_every_authenticated_user_acts_as_an_admin() {
     for rbac in [true, false] {
         let router = TestRouter::with_config(1, |c| c.rbac.enabled = rbac).await;
         router
-            .post("/api/v1/admin/users", &json!({"username": "vik", "email": "v@example.com", "password": "Vik-Pass-1234!", "role": "viewer"}))
+            .post(
+                "/api/v1/admin/users",
+                &json!({"username": "vik", "email": "v@example.com", "password": "Vik-Pass-1234!", "role": "viewer"}),
+            )
             .await
             .expect(201);
         let login = router.post("/api/v1/auth/login", &json!({"username": "vik", "password": "Vik-Pass-1234!"})).await.expect(200);
@@ -266,7 +279,13 @@ async fn without_rbac_every_authenticated_user_acts_as_an_admin() {
         if rbac {
             assert_eq!((write.status.as_u16(), manage.status.as_u16()), (403, 403), "a viewer with rbac on");
         } else {
-            assert_eq!((write.status.as_u16(), manage.status.as_u16()), (200, 200), "a viewer with rbac off: {} {}", write.json, manage.json);
+            assert_eq!(
+                (write.status.as_u16(), manage.status.as_u16()),
+                (200, 200),
+                "a viewer with rbac off: {} {}",
+                write.json,
+                manage.json
+            );
         }
         router.with_token("").get("/api/v1/kv/keys").await.expect(401);
     }
@@ -281,12 +300,14 @@ async fn a_required_second_factor_is_enrolled_before_anything_else() {
     let router = TestRouter::with_config(1, |c| c.auth.mfa_required = true).await;
     let refused = router.get("/api/v1/kv/keys").await.expect(403);
     assert!(refused["error"].as_str().unwrap().contains("/api/v1/auth/mfa/enable"), "{refused}");
-    let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    let login =
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
     assert_eq!(login["mfa_enrollment_required"], true, "{login}");
     let enabled = router.post("/api/v1/auth/mfa/enable", &json!({})).await.expect(200);
     assert_eq!(enabled["log_in_again"], true, "{enabled}");
     router.get("/api/v1/kv/keys").await.expect(403);
-    let challenge = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
+    let challenge =
+        router.post("/api/v1/auth/login", &json!({"username": "admin", "password": super::harness::ADMIN_PASSWORD})).await.expect(200);
     assert_eq!(challenge["mfa_required"], true, "the next login asks for a code: {challenge}");
     let secret = totp::decode_secret(enabled["secret"].as_str().unwrap()).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
@@ -311,7 +332,13 @@ async fn a_required_second_factor_is_enrolled_before_anything_else() {
 /// key rotation on the nodes (their configuration comes through the same route).
 #[tokio::test]
 async fn the_config_route_shows_no_secret_value() {
-    let secrets = ["hook-secret-0001", "sm-token-0002", "vault-pass-0003", "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=", "lpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLU="];
+    let secrets = [
+        "hook-secret-0001",
+        "sm-token-0002",
+        "vault-pass-0003",
+        "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=",
+        "lpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLU=",
+    ];
     let router = TestRouter::with_config(1, |c| {
         c.compliance.breach_webhook_secret = Some(secrets[0].into());
         c.secrets_manager.token = Some(secrets[1].into());
@@ -344,7 +371,13 @@ async fn a_token_used_by_another_client_raises_session_hijacking() {
         let hijacked = own.get_with_header("/api/v1/kv/keys", ("user-agent", "curl/8.0")).await;
         let alerts = || async {
             let all = router.get("/api/v1/admin/security/alerts").await.expect(200);
-            all["alerts"].as_array().cloned().unwrap_or_default().into_iter().filter(|a| a["kind"] == "session_hijacking").collect::<Vec<_>>()
+            all["alerts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|a| a["kind"] == "session_hijacking")
+                .collect::<Vec<_>>()
         };
         let mut raised = alerts().await;
         for _ in 0..50 {
@@ -375,7 +408,11 @@ async fn a_token_used_by_another_client_raises_session_hijacking() {
 #[tokio::test]
 async fn an_undeclared_method_answers_405_with_the_methods_the_path_takes() {
     let router = TestRouter::new(2).await;
-    for (method, path, allow) in [("TRACE", "/api/v1/kv/keys", "DELETE, GET, HEAD, POST"), ("PATCH", "/health", "GET, HEAD"), ("PUT", "/api/v1/kv/count", "GET, HEAD")] {
+    for (method, path, allow) in [
+        ("TRACE", "/api/v1/kv/keys", "DELETE, GET, HEAD, POST"),
+        ("PATCH", "/health", "GET, HEAD"),
+        ("PUT", "/api/v1/kv/count", "GET, HEAD"),
+    ] {
         for who in [router.with_token(""), router.with_token(router.token())] {
             let (status, headers, body) = who.raw(axum::http::Method::from_bytes(method.as_bytes()).unwrap(), path).await;
             assert_eq!(status.as_u16(), 405, "{method} {path}");

@@ -53,9 +53,8 @@ pub fn derive_kek(passphrase: &str, salt: &[u8], m_kib: u32, t: u32, p: u32) -> 
 pub fn seal(key: &[u8; 32], plaintext: &[u8], aad: &[u8]) -> Result<(Vec<u8>, Vec<u8>), CryptoError> {
     let cipher = Aes256Gcm::new_from_slice(key).map_err(|e| CryptoError(e.to_string()))?;
     let nonce = random_bytes::<12>();
-    let ct = cipher
-        .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad })
-        .map_err(|_| CryptoError("encryption failed".into()))?;
+    let ct =
+        cipher.encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad }).map_err(|_| CryptoError("encryption failed".into()))?;
     Ok((nonce.to_vec(), ct))
 }
 

@@ -15,14 +15,14 @@ pub mod policy;
 use std::sync::RwLock;
 
 use serde_json::Value;
-use tessera_api::command::{MetaOp, Response, MetaQuery, MetaQueryResult};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
 use tessera_api::meta::{VaultAuditRecord, VaultCapability, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 use zeroize::Zeroizing;
 
 use crate::cluster::{ClusterClient, ClusterError};
 use crate::state::AppState;
-use tessera_api::security::NewAlert;
 use policy::Subject;
+use tessera_api::security::NewAlert;
 
 /// Largest secret value (its JSON encoding).
 pub const MAX_SECRET_BYTES: usize = 64 * 1024;
@@ -181,7 +181,15 @@ impl Vault {
     }
 
     /// Appends an audit record.
-    async fn audit(&self, cluster: &dyn ClusterClient, actor: &Actor, event: &str, path: Option<&str>, success: bool, detail: &str) -> Result<()> {
+    async fn audit(
+        &self,
+        cluster: &dyn ClusterClient,
+        actor: &Actor,
+        event: &str,
+        path: Option<&str>,
+        success: bool,
+        detail: &str,
+    ) -> Result<()> {
         let record = VaultAuditRecord {
             id: new_id(),
             at_ms: 0, // set by the meta group
@@ -266,10 +274,8 @@ impl Vault {
                 .await?;
             return Err(VaultError::WrongPassphrase);
         };
-        *self.unsealed.write().unwrap_or_else(|e| e.into_inner()) =
-            Some(Unsealed { key, key_id: record.key_id.clone(), epoch });
-        self.audit(cluster, actor, "unsealed", None, true, &format!("router {} holds data key {}", self.router, record.key_id))
-            .await?;
+        *self.unsealed.write().unwrap_or_else(|e| e.into_inner()) = Some(Unsealed { key, key_id: record.key_id.clone(), epoch });
+        self.audit(cluster, actor, "unsealed", None, true, &format!("router {} holds data key {}", self.router, record.key_id)).await?;
         Ok(UnsealOutcome { created })
     }
 
@@ -345,10 +351,7 @@ impl Vault {
         }
         let what = format!("{cap:?}").to_lowercase();
         self.audit(cluster, actor, "access_denied", Some(path), false, &format!("no policy grants {what}")).await?;
-        Err(VaultError::Denied(format!(
-            "vault default-deny: no access policy grants {} the {what} capability on {path}",
-            actor.name
-        )))
+        Err(VaultError::Denied(format!("vault default-deny: no access policy grants {} the {what} capability on {path}", actor.name)))
     }
 
     /// Stores a secret (encrypted); true when it was created.
@@ -360,8 +363,7 @@ impl Vault {
         }
         let (key, key_id) = self.key(cluster).await?;
         self.authorize(cluster, actor, path, VaultCapability::Write).await?;
-        let (nonce, ciphertext) =
-            crypto::seal(&key, &plain, &crypto::secret_aad(path)).map_err(|e| VaultError::Internal(e.to_string()))?;
+        let (nonce, ciphertext) = crypto::seal(&key, &plain, &crypto::secret_aad(path)).map_err(|e| VaultError::Internal(e.to_string()))?;
         let record = VaultSecretRecord {
             path: path.into(),
             key_id,

@@ -28,9 +28,7 @@ pub fn path_matches(pattern: &str, path: &str) -> bool {
 
 /// Whether any of `policies` grants `capability` on `path` to `subject`.
 pub fn allows(policies: &[VaultPolicyRecord], subject: &Subject, path: &str, capability: VaultCapability) -> bool {
-    policies.iter().any(|p| {
-        applies_to(p, subject) && p.capabilities.contains(&capability) && p.paths.iter().any(|g| path_matches(g, path))
-    })
+    policies.iter().any(|p| applies_to(p, subject) && p.capabilities.contains(&capability) && p.paths.iter().any(|g| path_matches(g, path)))
 }
 
 /// Whether any of `policies` grants `capability` on some path to `subject`.

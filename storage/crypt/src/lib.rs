@@ -198,9 +198,7 @@ impl Crypt {
         };
         match inner.split_first() {
             Some((&FLAG_RAW, body)) => Ok(body.to_vec()),
-            Some((&FLAG_LZ4, body)) => {
-                lz4_flex::block::decompress_size_prepended(body).map_err(|_| CryptError::Malformed("bad LZ4 block"))
-            }
+            Some((&FLAG_LZ4, body)) => lz4_flex::block::decompress_size_prepended(body).map_err(|_| CryptError::Malformed("bad LZ4 block")),
             _ => Err(CryptError::Malformed("unknown compression flag")),
         }
     }
@@ -260,24 +258,14 @@ pub fn parse_key_spec(spec: &str) -> Result<[u8; KEY_LEN], CryptError> {
     }
     let path = Path::new(spec);
     if path.is_file() {
-        let mut raw = std::fs::read(path)
-            .map_err(|e| CryptError::BadKey(format!("reading key file {}: {e}", path.display())))?;
-        let key = if raw.len() == KEY_LEN {
-            Some(to_key(&raw))
-        } else {
-            std::str::from_utf8(&raw).ok().and_then(|s| decode_b64_key(s.trim()))
-        };
+        let mut raw = std::fs::read(path).map_err(|e| CryptError::BadKey(format!("reading key file {}: {e}", path.display())))?;
+        let key =
+            if raw.len() == KEY_LEN { Some(to_key(&raw)) } else { std::str::from_utf8(&raw).ok().and_then(|s| decode_b64_key(s.trim())) };
         raw.zeroize();
-        return key.ok_or_else(|| {
-            CryptError::BadKey(format!(
-                "key file {} must hold 32 raw bytes or the base64 of 32 bytes",
-                path.display()
-            ))
-        });
+        return key
+            .ok_or_else(|| CryptError::BadKey(format!("key file {} must hold 32 raw bytes or the base64 of 32 bytes", path.display())));
     }
-    decode_b64_key(spec).ok_or_else(|| {
-        CryptError::BadKey("must be the base64 of 32 bytes, or the path of an existing key file".into())
-    })
+    decode_b64_key(spec).ok_or_else(|| CryptError::BadKey("must be the base64 of 32 bytes, or the path of an existing key file".into()))
 }
 
 fn decode_b64_key(s: &str) -> Option<[u8; KEY_LEN]> {

@@ -63,11 +63,7 @@ enum Node {
     Or(Vec<Node>),
     Nor(Vec<Node>),
     Not(Box<Node>),
-    Field {
-        path: String,
-        segs: Vec<Segment>,
-        pred: Pred,
-    },
+    Field { path: String, segs: Vec<Segment>, pred: Pred },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,10 +111,7 @@ pub enum Bound {
     /// The path holds a value (or an array with an element) of the bounds' JSON
     /// type within the bounds. Each side is `(value, inclusive)`. When both
     /// sides are present they have the same JSON type.
-    Range {
-        lower: Option<(Value, bool)>,
-        upper: Option<(Value, bool)>,
-    },
+    Range { lower: Option<(Value, bool)>, upper: Option<(Value, bool)> },
 }
 
 impl Bound {
@@ -150,16 +143,12 @@ impl Filter {
     /// Compile a filter document. Errors on non-object filters, unknown
     /// operators, wrong operand types, invalid regexes and empty path segments.
     pub fn parse(filter: &Value) -> Result<Filter, FilterError> {
-        Ok(Filter {
-            root: parse_node(filter, 0)?,
-        })
+        Ok(Filter { root: parse_node(filter, 0)? })
     }
 
     /// A filter that matches every document (same as parsing `{}`).
     pub fn match_all() -> Filter {
-        Filter {
-            root: Node::And(Vec::new()),
-        }
+        Filter { root: Node::And(Vec::new()) }
     }
 
     /// Whether the document satisfies the filter.
@@ -201,12 +190,7 @@ fn parse_node(v: &Value, depth: usize) -> Result<Node, FilterError> {
     if depth > MAX_DEPTH {
         return Err(invalid("filter is nested too deeply"));
     }
-    let obj = v.as_object().ok_or_else(|| {
-        invalid(format!(
-            "a filter must be a JSON object, got {}",
-            type_name(v)
-        ))
-    })?;
+    let obj = v.as_object().ok_or_else(|| invalid(format!("a filter must be a JSON object, got {}", type_name(v))))?;
     let mut nodes = Vec::with_capacity(obj.len());
     for (k, val) in obj {
         if k.starts_with('$') {
@@ -215,11 +199,9 @@ fn parse_node(v: &Value, depth: usize) -> Result<Node, FilterError> {
                 "$or" => Node::Or(parse_list(k, val, depth)?),
                 "$nor" => Node::Nor(parse_list(k, val, depth)?),
                 "$not" => Node::Not(Box::new(parse_node(val, depth + 1)?)),
-                "$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin" | "$exists"
-                | "$contains" | "$regex" | "$options" | "$size" => {
-                    return Err(invalid(format!(
-                        "operator '{k}' must be applied to a field, e.g. {{\"field\": {{\"{k}\": ...}}}}"
-                    )));
+                "$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin" | "$exists" | "$contains" | "$regex" | "$options"
+                | "$size" => {
+                    return Err(invalid(format!("operator '{k}' must be applied to a field, e.g. {{\"field\": {{\"{k}\": ...}}}}")));
                 }
                 _ => return Err(FilterError::UnknownOperator(k.clone())),
             });
@@ -230,24 +212,14 @@ fn parse_node(v: &Value, depth: usize) -> Result<Node, FilterError> {
             } else {
                 Pred::Eq(val.clone())
             };
-            nodes.push(Node::Field {
-                path: k.clone(),
-                segs,
-                pred,
-            });
+            nodes.push(Node::Field { path: k.clone(), segs, pred });
         }
     }
-    Ok(if nodes.len() == 1 {
-        nodes.pop().unwrap_or(Node::And(Vec::new()))
-    } else {
-        Node::And(nodes)
-    })
+    Ok(if nodes.len() == 1 { nodes.pop().unwrap_or(Node::And(Vec::new())) } else { Node::And(nodes) })
 }
 
 fn parse_list(op: &str, v: &Value, depth: usize) -> Result<Vec<Node>, FilterError> {
-    let arr = v
-        .as_array()
-        .ok_or_else(|| invalid(format!("'{op}' expects an array of filters")))?;
+    let arr = v.as_array().ok_or_else(|| invalid(format!("'{op}' expects an array of filters")))?;
     if arr.is_empty() {
         return Err(invalid(format!("'{op}' expects a non-empty array")));
     }
@@ -256,8 +228,7 @@ fn parse_list(op: &str, v: &Value, depth: usize) -> Result<Vec<Node>, FilterErro
 
 /// `{"$gt": 1}` is an operator object; `{}` and `{"a": 1}` are literal values.
 fn is_operator_object(v: &Value) -> bool {
-    v.as_object()
-        .is_some_and(|m| m.keys().any(|k| k.starts_with('$')))
+    v.as_object().is_some_and(|m| m.keys().any(|k| k.starts_with('$')))
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -287,26 +258,14 @@ fn parse_ops(field: &str, obj: &Map<String, Value>, depth: usize) -> Result<Pred
             "$lt" => Pred::Cmp(CmpOp::Lt, v.clone()),
             "$lte" => Pred::Cmp(CmpOp::Lte, v.clone()),
             "$in" | "$nin" => {
-                let arr = v.as_array().ok_or_else(|| {
-                    invalid(format!(
-                        "'{op}' on '{field}' expects an array, got {}",
-                        type_name(v)
-                    ))
-                })?;
-                if op == "$in" {
-                    Pred::In(arr.clone())
-                } else {
-                    Pred::Nin(arr.clone())
-                }
+                let arr = v.as_array().ok_or_else(|| invalid(format!("'{op}' on '{field}' expects an array, got {}", type_name(v))))?;
+                if op == "$in" { Pred::In(arr.clone()) } else { Pred::Nin(arr.clone()) }
             }
             "$exists" => Pred::Exists(match v {
                 Value::Bool(b) => *b,
                 Value::Number(n) if n.as_f64().is_some() => n.as_f64() != Some(0.0),
                 _ => {
-                    return Err(invalid(format!(
-                        "'$exists' on '{field}' expects a boolean, got {}",
-                        type_name(v)
-                    )));
+                    return Err(invalid(format!("'$exists' on '{field}' expects a boolean, got {}", type_name(v))));
                 }
             }),
             "$contains" => Pred::Contains(v.clone()),
@@ -314,29 +273,16 @@ fn parse_ops(field: &str, obj: &Map<String, Value>, depth: usize) -> Result<Pred
                 let n = v
                     .as_u64()
                     .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "'$size' on '{field}' expects a non-negative integer"
-                        ))
-                    })?;
+                    .ok_or_else(|| invalid(format!("'$size' on '{field}' expects a non-negative integer")))?;
                 Pred::Size(n)
             }
             "$regex" => {
-                regex = Some(v.as_str().ok_or_else(|| {
-                    invalid(format!(
-                        "'$regex' on '{field}' expects a string, got {}",
-                        type_name(v)
-                    ))
-                })?);
+                regex = Some(v.as_str().ok_or_else(|| invalid(format!("'$regex' on '{field}' expects a string, got {}", type_name(v))))?);
                 continue;
             }
             "$options" => {
-                options = Some(v.as_str().ok_or_else(|| {
-                    invalid(format!(
-                        "'$options' on '{field}' expects a string, got {}",
-                        type_name(v)
-                    ))
-                })?);
+                options =
+                    Some(v.as_str().ok_or_else(|| invalid(format!("'$options' on '{field}' expects a string, got {}", type_name(v))))?);
                 continue;
             }
             "$not" => {
@@ -348,9 +294,7 @@ fn parse_ops(field: &str, obj: &Map<String, Value>, depth: usize) -> Result<Pred
             }
             o if o.starts_with('$') => return Err(FilterError::UnknownOperator(o.to_string())),
             o => {
-                return Err(invalid(format!(
-                    "cannot mix operators and plain field '{o}' in the condition on '{field}'"
-                )));
+                return Err(invalid(format!("cannot mix operators and plain field '{o}' in the condition on '{field}'")));
             }
         };
         preds.push(p);
@@ -358,17 +302,11 @@ fn parse_ops(field: &str, obj: &Map<String, Value>, depth: usize) -> Result<Pred
     match (regex, options) {
         (Some(pat), opts) => preds.push(Pred::Regex(compile_regex(pat, opts.unwrap_or(""))?)),
         (None, Some(_)) => {
-            return Err(invalid(format!(
-                "'$options' on '{field}' requires '$regex'"
-            )));
+            return Err(invalid(format!("'$options' on '{field}' requires '$regex'")));
         }
         (None, None) => {}
     }
-    Ok(if preds.len() == 1 {
-        preds.pop().unwrap_or(Pred::All(Vec::new()))
-    } else {
-        Pred::All(preds)
-    })
+    Ok(if preds.len() == 1 { preds.pop().unwrap_or(Pred::All(Vec::new())) } else { Pred::All(preds) })
 }
 
 fn compile_regex(pattern: &str, options: &str) -> Result<Regex, FilterError> {
@@ -388,10 +326,7 @@ fn compile_regex(pattern: &str, options: &str) -> Result<Regex, FilterError> {
             }
         };
     }
-    b.build().map_err(|e| FilterError::Regex {
-        pattern: pattern.to_string(),
-        reason: e.to_string(),
-    })
+    b.build().map_err(|e| FilterError::Regex { pattern: pattern.to_string(), reason: e.to_string() })
 }
 
 // ---------------------------------------------------------------- evaluation
@@ -419,9 +354,7 @@ fn eq_match(x: &Value, cands: &[&Value]) -> bool {
     if cands.is_empty() {
         return x.is_null();
     }
-    cands
-        .iter()
-        .any(|c| any_or_element(c, &|v| values_equal(v, x)))
+    cands.iter().any(|c| any_or_element(c, &|v| values_equal(v, x)))
 }
 
 fn eval_pred(p: &Pred, cands: &[&Value]) -> bool {
@@ -444,12 +377,8 @@ fn eval_pred(p: &Pred, cands: &[&Value]) -> bool {
             (Value::String(s), Value::String(sub)) => s.contains(sub.as_str()),
             _ => false,
         }),
-        Pred::Regex(re) => cands
-            .iter()
-            .any(|c| any_or_element(c, &|v: &Value| v.as_str().is_some_and(|s| re.is_match(s)))),
-        Pred::Size(n) => cands
-            .iter()
-            .any(|c| c.as_array().is_some_and(|a| a.len() == *n)),
+        Pred::Regex(re) => cands.iter().any(|c| any_or_element(c, &|v: &Value| v.as_str().is_some_and(|s| re.is_match(s)))),
+        Pred::Size(n) => cands.iter().any(|c| c.as_array().is_some_and(|a| a.len() == *n)),
         Pred::Not(inner) => !eval_pred(inner, cands),
         Pred::All(ps) => ps.iter().all(|q| eval_pred(q, cands)),
     }
@@ -474,22 +403,10 @@ fn collect_pred_hints(path: &str, p: &Pred, out: &mut Vec<(String, Bound)>) {
         Pred::Eq(x) if !x.is_null() => Bound::Eq(x.clone()),
         Pred::In(xs) if !xs.is_empty() && !xs.iter().any(Value::is_null) => Bound::In(xs.clone()),
         Pred::Cmp(op, x) if !x.is_null() => match op {
-            CmpOp::Gt => Bound::Range {
-                lower: Some((x.clone(), false)),
-                upper: None,
-            },
-            CmpOp::Gte => Bound::Range {
-                lower: Some((x.clone(), true)),
-                upper: None,
-            },
-            CmpOp::Lt => Bound::Range {
-                lower: None,
-                upper: Some((x.clone(), false)),
-            },
-            CmpOp::Lte => Bound::Range {
-                lower: None,
-                upper: Some((x.clone(), true)),
-            },
+            CmpOp::Gt => Bound::Range { lower: Some((x.clone(), false)), upper: None },
+            CmpOp::Gte => Bound::Range { lower: Some((x.clone(), true)), upper: None },
+            CmpOp::Lt => Bound::Range { lower: None, upper: Some((x.clone(), false)) },
+            CmpOp::Lte => Bound::Range { lower: None, upper: Some((x.clone(), true)) },
         },
         _ => return,
     };
@@ -505,13 +422,7 @@ fn merge_bound(existing: &mut Bound, new: Bound) {
         (_, b @ Bound::Eq(_)) => *existing = b,
         (Bound::In(_), _) => {}
         (Bound::Range { .. }, b @ Bound::In(_)) => *existing = b,
-        (
-            Bound::Range { lower, upper },
-            Bound::Range {
-                lower: nl,
-                upper: nu,
-            },
-        ) => {
+        (Bound::Range { lower, upper }, Bound::Range { lower: nl, upper: nu }) => {
             let rank = lower.as_ref().or(upper.as_ref()).map(|(v, _)| type_rank(v));
             let same = |v: &Value| rank.is_none_or(|r| r == type_rank(v));
             if let Some((v, incl)) = nl.filter(|(v, _)| same(v)) {

@@ -28,9 +28,7 @@ pub fn type_rank(v: &Value) -> u8 {
 }
 
 fn as_int(n: &Number) -> Option<i128> {
-    n.as_i64()
-        .map(i128::from)
-        .or_else(|| n.as_u64().map(i128::from))
+    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
 }
 
 /// Compare an integer with a float exactly.
@@ -118,14 +116,8 @@ pub fn compare_values(a: &Value, b: &Value) -> Ordering {
 pub fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Ordering::Equal,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_equal(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_equal(p, q)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w))),
         _ => a == b,
     }
 }
@@ -153,13 +145,7 @@ mod tests {
         ];
         for i in 0..ordered.len() {
             for j in 0..ordered.len() {
-                assert_eq!(
-                    compare_values(&ordered[i], &ordered[j]),
-                    i.cmp(&j),
-                    "{} vs {}",
-                    ordered[i],
-                    ordered[j]
-                );
+                assert_eq!(compare_values(&ordered[i], &ordered[j]), i.cmp(&j), "{} vs {}", ordered[i], ordered[j]);
             }
         }
     }
@@ -169,22 +155,10 @@ mod tests {
         assert_eq!(compare_values(&json!(1), &json!(1.0)), Ordering::Equal);
         assert_eq!(compare_values(&json!(1), &json!(1.5)), Ordering::Less);
         assert_eq!(compare_values(&json!(-1), &json!(-1.5)), Ordering::Greater);
-        assert_eq!(
-            compare_values(&json!(u64::MAX), &json!(i64::MAX)),
-            Ordering::Greater
-        );
-        assert_eq!(
-            compare_values(&json!(i64::MIN), &json!(-1e300)),
-            Ordering::Greater
-        );
-        assert_eq!(
-            compare_values(&json!(i64::MAX), &json!(1e300)),
-            Ordering::Less
-        );
-        assert!(values_equal(
-            &json!({"a": [1, 2.0]}),
-            &json!({"a": [1.0, 2]})
-        ));
+        assert_eq!(compare_values(&json!(u64::MAX), &json!(i64::MAX)), Ordering::Greater);
+        assert_eq!(compare_values(&json!(i64::MIN), &json!(-1e300)), Ordering::Greater);
+        assert_eq!(compare_values(&json!(i64::MAX), &json!(1e300)), Ordering::Less);
+        assert!(values_equal(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
         assert!(!values_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
     }
 }

@@ -21,15 +21,8 @@ pub(crate) fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
             if s.is_empty() {
                 Err(format!("field path '{path}' has an empty segment"))
             } else {
-                let index = if s.bytes().all(|b| b.is_ascii_digit()) {
-                    s.parse::<usize>().ok()
-                } else {
-                    None
-                };
-                Ok(Segment {
-                    key: s.to_string(),
-                    index,
-                })
+                let index = if s.bytes().all(|b| b.is_ascii_digit()) { s.parse::<usize>().ok() } else { None };
+                Ok(Segment { key: s.to_string(), index })
             }
         })
         .collect()

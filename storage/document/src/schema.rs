@@ -79,9 +79,7 @@ impl JsonType {
             JsonType::String => v.is_string(),
             JsonType::Number => v.is_number(),
             JsonType::Integer => match v {
-                Value::Number(n) => {
-                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-                }
+                Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
                 _ => false,
             },
             JsonType::Boolean => v.is_boolean(),
@@ -132,19 +130,13 @@ struct Node {
 }
 
 fn err(path: &str, message: impl Into<String>) -> SchemaError {
-    SchemaError {
-        path: path.to_string(),
-        message: message.into(),
-    }
+    SchemaError { path: path.to_string(), message: message.into() }
 }
 
 fn get_f64(m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<f64>, SchemaError> {
     match m.get(key) {
         None => Ok(None),
-        Some(v) => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| err(path, format!("'{key}' must be a number"))),
+        Some(v) => v.as_f64().map(Some).ok_or_else(|| err(path, format!("'{key}' must be a number"))),
     }
 }
 
@@ -153,11 +145,7 @@ fn get_usize(m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<usi
         None => Ok(None),
         Some(v) => v
             .as_u64()
-            .or_else(|| {
-                v.as_f64()
-                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
-                    .map(|f| f as u64)
-            })
+            .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18).map(|f| f as u64))
             .map(|n| Some(usize::try_from(n).unwrap_or(usize::MAX)))
             .ok_or_else(|| err(path, format!("'{key}' must be a non-negative integer"))),
     }
@@ -170,10 +158,7 @@ fn parse_node(v: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
     let m = match v {
         Value::Bool(true) => return Ok(Node::default()),
         Value::Bool(false) => {
-            return Ok(Node {
-                never: true,
-                ..Node::default()
-            });
+            return Ok(Node { never: true, ..Node::default() });
         }
         Value::Object(m) => m,
         _ => return Err(err(path, "a schema must be an object or a boolean")),
@@ -181,9 +166,9 @@ fn parse_node(v: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
     let mut n = Node::default();
     if let Some(t) = m.get("type") {
         let one = |s: &Value| -> Result<JsonType, SchemaError> {
-            s.as_str().and_then(JsonType::parse).ok_or_else(|| {
-                err(path, format!("unknown type {s} (expected object, array, string, number, integer, boolean or null)"))
-            })
+            s.as_str()
+                .and_then(JsonType::parse)
+                .ok_or_else(|| err(path, format!("unknown type {s} (expected object, array, string, number, integer, boolean or null)")))
         };
         n.types = Some(match t {
             Value::Array(ts) if !ts.is_empty() => ts.iter().map(one).collect::<Result<_, _>>()?,
@@ -192,59 +177,33 @@ fn parse_node(v: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
         });
     }
     if let Some(r) = m.get("required") {
-        let arr = r
-            .as_array()
-            .ok_or_else(|| err(path, "'required' must be an array of strings"))?;
+        let arr = r.as_array().ok_or_else(|| err(path, "'required' must be an array of strings"))?;
         n.required = arr
             .iter()
-            .map(|s| {
-                s.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| err(path, "'required' must be an array of strings"))
-            })
+            .map(|s| s.as_str().map(str::to_string).ok_or_else(|| err(path, "'required' must be an array of strings")))
             .collect::<Result<_, _>>()?;
     }
     if let Some(p) = m.get("properties") {
-        let props = p
-            .as_object()
-            .ok_or_else(|| err(path, "'properties' must be an object"))?;
+        let props = p.as_object().ok_or_else(|| err(path, "'properties' must be an object"))?;
         for (k, s) in props {
-            n.properties.push((
-                k.clone(),
-                parse_node(s, &format!("{path}.properties.{k}"), depth + 1)?,
-            ));
+            n.properties.push((k.clone(), parse_node(s, &format!("{path}.properties.{k}"), depth + 1)?));
         }
     }
     if let Some(a) = m.get("additionalProperties") {
         n.additional = match a {
             Value::Bool(true) => Additional::Allow,
             Value::Bool(false) => Additional::Deny,
-            Value::Object(_) => Additional::Schema(Box::new(parse_node(
-                a,
-                &format!("{path}.additionalProperties"),
-                depth + 1,
-            )?)),
+            Value::Object(_) => Additional::Schema(Box::new(parse_node(a, &format!("{path}.additionalProperties"), depth + 1)?)),
             _ => {
-                return Err(err(
-                    path,
-                    "'additionalProperties' must be a boolean or a schema",
-                ));
+                return Err(err(path, "'additionalProperties' must be a boolean or a schema"));
             }
         };
     }
     if let Some(i) = m.get("items") {
-        n.items = Some(Box::new(parse_node(
-            i,
-            &format!("{path}.items"),
-            depth + 1,
-        )?));
+        n.items = Some(Box::new(parse_node(i, &format!("{path}.items"), depth + 1)?));
     }
     if let Some(e) = m.get("enum") {
-        n.enumeration = Some(
-            e.as_array()
-                .cloned()
-                .ok_or_else(|| err(path, "'enum' must be an array"))?,
-        );
+        n.enumeration = Some(e.as_array().cloned().ok_or_else(|| err(path, "'enum' must be an array"))?);
     }
     n.constant = m.get("const").cloned();
     n.minimum = get_f64(m, "minimum", path)?;
@@ -256,15 +215,9 @@ fn parse_node(v: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
     n.min_items = get_usize(m, "minItems", path)?;
     n.max_items = get_usize(m, "maxItems", path)?;
     if let Some(p) = m.get("pattern") {
-        let s = p
-            .as_str()
-            .ok_or_else(|| err(path, "'pattern' must be a string"))?;
-        n.pattern = Some(
-            regex::RegexBuilder::new(s)
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|e| err(path, format!("invalid 'pattern': {e}")))?,
-        );
+        let s = p.as_str().ok_or_else(|| err(path, "'pattern' must be a string"))?;
+        n.pattern =
+            Some(regex::RegexBuilder::new(s).size_limit(1 << 20).build().map_err(|e| err(path, format!("invalid 'pattern': {e}")))?);
     }
     Ok(n)
 }
@@ -278,26 +231,13 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
         errors.push(format!("{path}: no value is allowed here"));
         return;
     }
-    if let Some(types) = n
-        .types
-        .as_ref()
-        .filter(|ts| !ts.iter().any(|t| t.accepts(v)))
-    {
+    if let Some(types) = n.types.as_ref().filter(|ts| !ts.iter().any(|t| t.accepts(v))) {
         let names: Vec<_> = types.iter().map(|t| t.name()).collect();
-        errors.push(format!(
-            "{path}: expected type {}, got {}",
-            names.join(" or "),
-            value_type_name(v)
-        ));
+        errors.push(format!("{path}: expected type {}, got {}", names.join(" or "), value_type_name(v)));
         return;
     }
-    if n.enumeration
-        .as_ref()
-        .is_some_and(|e| !e.iter().any(|x| values_equal(x, v)))
-    {
-        errors.push(format!(
-            "{path}: value {v} is not one of the allowed values"
-        ));
+    if n.enumeration.as_ref().is_some_and(|e| !e.iter().any(|x| values_equal(x, v))) {
+        errors.push(format!("{path}: value {v} is not one of the allowed values"));
     }
     if let Some(c) = n.constant.as_ref().filter(|c| !values_equal(c, v)) {
         errors.push(format!("{path}: value must be {c}"));
@@ -306,10 +246,7 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
         Value::Object(m) => {
             for r in &n.required {
                 if !m.contains_key(r) {
-                    errors.push(format!(
-                        "{}: required property is missing",
-                        child_path(path, r)
-                    ));
+                    errors.push(format!("{}: required property is missing", child_path(path, r)));
                 }
             }
             for (k, child) in &n.properties {
@@ -320,21 +257,12 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
             match &n.additional {
                 Additional::Allow => {}
                 Additional::Deny => {
-                    for k in m
-                        .keys()
-                        .filter(|k| !n.properties.iter().any(|(p, _)| p == *k))
-                    {
-                        errors.push(format!(
-                            "{}: additional property is not allowed",
-                            child_path(path, k)
-                        ));
+                    for k in m.keys().filter(|k| !n.properties.iter().any(|(p, _)| p == *k)) {
+                        errors.push(format!("{}: additional property is not allowed", child_path(path, k)));
                     }
                 }
                 Additional::Schema(s) => {
-                    for (k, cv) in m
-                        .iter()
-                        .filter(|(k, _)| !n.properties.iter().any(|(p, _)| p == *k))
-                    {
+                    for (k, cv) in m.iter().filter(|(k, _)| !n.properties.iter().any(|(p, _)| p == *k)) {
                         validate_node(s, cv, &child_path(path, k), errors);
                     }
                 }
@@ -342,16 +270,10 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
         }
         Value::Array(a) => {
             if let Some(min) = n.min_items.filter(|min| a.len() < *min) {
-                errors.push(format!(
-                    "{path}: array has {} items, fewer than minItems {min}",
-                    a.len()
-                ));
+                errors.push(format!("{path}: array has {} items, fewer than minItems {min}", a.len()));
             }
             if let Some(max) = n.max_items.filter(|max| a.len() > *max) {
-                errors.push(format!(
-                    "{path}: array has {} items, more than maxItems {max}",
-                    a.len()
-                ));
+                errors.push(format!("{path}: array has {} items, more than maxItems {max}", a.len()));
             }
             if let Some(items) = &n.items {
                 for (i, e) in a.iter().enumerate() {
@@ -362,20 +284,13 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
         Value::String(s) => {
             let len = s.chars().count();
             if let Some(min) = n.min_length.filter(|min| len < *min) {
-                errors.push(format!(
-                    "{path}: string length {len} is less than minLength {min}"
-                ));
+                errors.push(format!("{path}: string length {len} is less than minLength {min}"));
             }
             if let Some(max) = n.max_length.filter(|max| len > *max) {
-                errors.push(format!(
-                    "{path}: string length {len} is more than maxLength {max}"
-                ));
+                errors.push(format!("{path}: string length {len} is more than maxLength {max}"));
             }
             if let Some(re) = n.pattern.as_ref().filter(|re| !re.is_match(s)) {
-                errors.push(format!(
-                    "{path}: string does not match pattern '{}'",
-                    re.as_str()
-                ));
+                errors.push(format!("{path}: string does not match pattern '{}'", re.as_str()));
             }
         }
         Value::Number(num) => {
@@ -400,21 +315,14 @@ fn validate_node(n: &Node, v: &Value, path: &str, errors: &mut Vec<String>) {
 impl Schema {
     /// Compile a schema document.
     pub fn parse(schema: &Value) -> Result<Schema, SchemaError> {
-        Ok(Schema {
-            root: parse_node(schema, "$", 0)?,
-            source: schema.clone(),
-        })
+        Ok(Schema { root: parse_node(schema, "$", 0)?, source: schema.clone() })
     }
 
     /// Validate a document; `Err` lists every violation, each prefixed with its path.
     pub fn validate(&self, doc: &Value) -> Result<(), Vec<String>> {
         let mut errors = Vec::new();
         validate_node(&self.root, doc, "$", &mut errors);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
 
     /// The schema document this was compiled from (for persisting it).

@@ -63,16 +63,12 @@ fn parse_direction(path: &str, v: &Value) -> Result<Direction, FilterError> {
         Value::Number(n) => match n.as_f64() {
             Some(1.0) => Ok(Direction::Asc),
             Some(-1.0) => Ok(Direction::Desc),
-            _ => Err(sort_err(format!(
-                "direction for '{path}' must be 1 or -1, got {n}"
-            ))),
+            _ => Err(sort_err(format!("direction for '{path}' must be 1 or -1, got {n}"))),
         },
         Value::String(s) => match s.to_ascii_lowercase().as_str() {
             "asc" | "ascending" | "1" => Ok(Direction::Asc),
             "desc" | "descending" | "-1" => Ok(Direction::Desc),
-            _ => Err(sort_err(format!(
-                "direction for '{path}' must be 1, -1, \"asc\" or \"desc\", got \"{s}\""
-            ))),
+            _ => Err(sort_err(format!("direction for '{path}' must be 1, -1, \"asc\" or \"desc\", got \"{s}\""))),
         },
         _ => Err(sort_err(format!("direction for '{path}' must be 1 or -1"))),
     }
@@ -81,11 +77,7 @@ fn parse_direction(path: &str, v: &Value) -> Result<Direction, FilterError> {
 impl SortKey {
     fn new(path: &str, direction: Direction) -> Result<SortKey, FilterError> {
         let segs = parse_path(path).map_err(sort_err)?;
-        Ok(SortKey {
-            path: path.to_string(),
-            direction,
-            segs,
-        })
+        Ok(SortKey { path: path.to_string(), direction, segs })
     }
 
     fn from_str_form(s: &str) -> Result<SortKey, FilterError> {
@@ -99,13 +91,8 @@ impl SortKey {
 
 impl SortSpec {
     /// Build from `(path, direction)` pairs.
-    pub fn new<S: AsRef<str>>(
-        keys: impl IntoIterator<Item = (S, Direction)>,
-    ) -> Result<SortSpec, FilterError> {
-        let keys = keys
-            .into_iter()
-            .map(|(p, d)| SortKey::new(p.as_ref(), d))
-            .collect::<Result<Vec<_>, _>>()?;
+    pub fn new<S: AsRef<str>>(keys: impl IntoIterator<Item = (S, Direction)>) -> Result<SortSpec, FilterError> {
+        let keys = keys.into_iter().map(|(p, d)| SortKey::new(p.as_ref(), d)).collect::<Result<Vec<_>, _>>()?;
         Ok(SortSpec { keys })
     }
 
@@ -113,20 +100,11 @@ impl SortSpec {
     pub fn parse(v: &Value) -> Result<SortSpec, FilterError> {
         let keys = match v {
             Value::Null => Vec::new(),
-            Value::Object(m) => m
-                .iter()
-                .map(|(k, d)| SortKey::new(k, parse_direction(k, d)?))
-                .collect::<Result<_, _>>()?,
+            Value::Object(m) => m.iter().map(|(k, d)| SortKey::new(k, parse_direction(k, d)?)).collect::<Result<_, _>>()?,
             Value::Array(items) => items.iter().map(parse_item).collect::<Result<_, _>>()?,
-            Value::String(s) => s
-                .split(',')
-                .filter(|p| !p.trim().is_empty())
-                .map(SortKey::from_str_form)
-                .collect::<Result<_, _>>()?,
+            Value::String(s) => s.split(',').filter(|p| !p.trim().is_empty()).map(SortKey::from_str_form).collect::<Result<_, _>>()?,
             _ => {
-                return Err(sort_err(
-                    "sort must be an object like {\"field\": 1, \"other\": -1}",
-                ));
+                return Err(sort_err("sort must be an object like {\"field\": 1, \"other\": -1}"));
             }
         };
         Ok(SortSpec { keys })
@@ -160,9 +138,7 @@ fn parse_item(item: &Value) -> Result<SortKey, FilterError> {
             let (k, d) = m.iter().next().ok_or_else(|| sort_err("empty sort item"))?;
             SortKey::new(k, parse_direction(k, d)?)
         }
-        _ => Err(sort_err(
-            "sort items must be \"field\", [\"field\", dir] or {\"field\": dir}",
-        )),
+        _ => Err(sort_err("sort items must be \"field\", [\"field\", dir] or {\"field\": dir}")),
     }
 }
 
@@ -212,32 +188,22 @@ impl<'de> Deserialize<'de> for OrderedItem {
                 f.write_str("\"field\", [\"field\", 1 | -1] or {\"field\": 1 | -1}")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<OrderedItem, E> {
-                SortKey::from_str_form(s)
-                    .map(OrderedItem)
-                    .map_err(E::custom)
+                SortKey::from_str_form(s).map(OrderedItem).map_err(E::custom)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OrderedItem, A::Error> {
-                let (k, v) = map
-                    .next_entry::<String, Value>()?
-                    .ok_or_else(|| de::Error::custom("empty sort item"))?;
+                let (k, v) = map.next_entry::<String, Value>()?.ok_or_else(|| de::Error::custom("empty sort item"))?;
                 if map.next_key::<de::IgnoredAny>()?.is_some() {
-                    return Err(de::Error::custom(
-                        "each sort item must name exactly one field",
-                    ));
+                    return Err(de::Error::custom("each sort item must name exactly one field"));
                 }
                 let dir = parse_direction(&k, &v).map_err(de::Error::custom)?;
-                SortKey::new(&k, dir)
-                    .map(OrderedItem)
-                    .map_err(de::Error::custom)
+                SortKey::new(&k, dir).map(OrderedItem).map_err(de::Error::custom)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OrderedItem, A::Error> {
                 let mut items = Vec::new();
                 while let Some(v) = seq.next_element::<Value>()? {
                     items.push(v);
                 }
-                parse_item(&Value::Array(items))
-                    .map(OrderedItem)
-                    .map_err(de::Error::custom)
+                parse_item(&Value::Array(items)).map(OrderedItem).map_err(de::Error::custom)
             }
         }
         d.deserialize_any(V)
@@ -252,11 +218,7 @@ pub fn compare(a: &Value, b: &Value, spec: &SortSpec) -> Ordering {
         let va = get_segments(a, &k.segs).unwrap_or(&NULL);
         let vb = get_segments(b, &k.segs).unwrap_or(&NULL);
         let o = compare_values(va, vb);
-        let o = if k.direction == Direction::Desc {
-            o.reverse()
-        } else {
-            o
-        };
+        let o = if k.direction == Direction::Desc { o.reverse() } else { o };
         if o != Ordering::Equal {
             return o;
         }

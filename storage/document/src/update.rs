@@ -27,11 +27,7 @@ fn segs(path: &str) -> Result<Vec<Segment>, FilterError> {
 }
 
 /// Mutable slot at `segs`, creating intermediates; `None` parent chain errors.
-fn slot_mut<'a>(
-    doc: &'a mut Value,
-    path: &str,
-    segs: &[Segment],
-) -> Result<&'a mut Value, FilterError> {
+fn slot_mut<'a>(doc: &'a mut Value, path: &str, segs: &[Segment]) -> Result<&'a mut Value, FilterError> {
     let mut cur = doc;
     for s in segs {
         if cur.is_null() {
@@ -40,27 +36,15 @@ fn slot_mut<'a>(
         cur = match cur {
             Value::Object(m) => m.entry(s.key.clone()).or_insert(Value::Null),
             Value::Array(a) => {
-                let i = s.index.ok_or_else(|| {
-                    uerr(format!(
-                        "cannot use field name '{}' on an array in path '{path}'",
-                        s.key
-                    ))
-                })?;
+                let i = s.index.ok_or_else(|| uerr(format!("cannot use field name '{}' on an array in path '{path}'", s.key)))?;
                 if i == a.len() {
                     a.push(Value::Null);
                 }
                 let len = a.len();
-                a.get_mut(i).ok_or_else(|| {
-                    uerr(format!(
-                        "index {i} is past the end of the array (length {len}) in path '{path}'"
-                    ))
-                })?
+                a.get_mut(i).ok_or_else(|| uerr(format!("index {i} is past the end of the array (length {len}) in path '{path}'")))?
             }
             other => {
-                return Err(uerr(format!(
-                    "cannot create field '{}' inside a non-object value ({other}) in path '{path}'",
-                    s.key
-                )));
+                return Err(uerr(format!("cannot create field '{}' inside a non-object value ({other}) in path '{path}'", s.key)));
             }
         };
     }
@@ -107,11 +91,7 @@ fn unset_in(doc: &mut Value, path: &str) -> Result<(), FilterError> {
 }
 
 fn add_numbers(a: &Number, b: &Number) -> Result<Number, FilterError> {
-    if let Some(s) = a
-        .as_i64()
-        .zip(b.as_i64())
-        .and_then(|(x, y)| x.checked_add(y))
-    {
+    if let Some(s) = a.as_i64().zip(b.as_i64()).and_then(|(x, y)| x.checked_add(y)) {
         return Ok(Number::from(s));
     }
     let s = a.as_f64().unwrap_or(f64::NAN) + b.as_f64().unwrap_or(f64::NAN);
@@ -128,26 +108,17 @@ fn inc_in(doc: &mut Value, path: &str, by: &Value) -> Result<(), FilterError> {
         Value::Null => Value::Number(by.clone()),
         Value::Number(cur) => Value::Number(add_numbers(cur, by)?),
         other => {
-            return Err(uerr(format!(
-                "cannot $inc non-numeric field '{path}' ({other})"
-            )));
+            return Err(uerr(format!("cannot $inc non-numeric field '{path}' ({other})")));
         }
     };
     Ok(())
 }
 
 fn require_object_root(doc: &Value) -> Result<(), FilterError> {
-    if doc.is_object() {
-        Ok(())
-    } else {
-        Err(uerr("the document must be a JSON object"))
-    }
+    if doc.is_object() { Ok(()) } else { Err(uerr("the document must be a JSON object")) }
 }
 
-fn atomically(
-    doc: &mut Value,
-    f: impl FnOnce(&mut Value) -> Result<(), FilterError>,
-) -> Result<(), FilterError> {
+fn atomically(doc: &mut Value, f: impl FnOnce(&mut Value) -> Result<(), FilterError>) -> Result<(), FilterError> {
     require_object_root(doc)?;
     let mut work = doc.clone();
     f(&mut work)?;
@@ -157,16 +128,11 @@ fn atomically(
 
 /// `$set`: assign each `path → value`, creating intermediate objects.
 pub fn apply_set(doc: &mut Value, set: &Map<String, Value>) -> Result<(), FilterError> {
-    atomically(doc, |d| {
-        set.iter().try_for_each(|(p, v)| set_in(d, p, v.clone()))
-    })
+    atomically(doc, |d| set.iter().try_for_each(|(p, v)| set_in(d, p, v.clone())))
 }
 
 /// `$unset`: remove each path (the values are ignored, as in MongoDB).
-pub fn apply_unset<'a>(
-    doc: &mut Value,
-    paths: impl IntoIterator<Item = &'a str>,
-) -> Result<(), FilterError> {
+pub fn apply_unset<'a>(doc: &mut Value, paths: impl IntoIterator<Item = &'a str>) -> Result<(), FilterError> {
     atomically(doc, |d| paths.into_iter().try_for_each(|p| unset_in(d, p)))
 }
 
@@ -179,9 +145,7 @@ pub fn apply_inc(doc: &mut Value, inc: &Map<String, Value>) -> Result<(), Filter
 /// atomically, operators in the order `$set`, `$inc`, `$unset`. An update
 /// without operators or with an unknown one is an error.
 pub fn apply_update(doc: &mut Value, update: &Value) -> Result<(), FilterError> {
-    let ops = update
-        .as_object()
-        .ok_or_else(|| uerr("an update must be a JSON object"))?;
+    let ops = update.as_object().ok_or_else(|| uerr("an update must be a JSON object"))?;
     if ops.is_empty() {
         return Err(uerr("the update has no operator ($set, $unset or $inc)"));
     }
@@ -197,9 +161,7 @@ pub fn apply_update(doc: &mut Value, update: &Value) -> Result<(), FilterError> 
             "$unset" => {}
             o if o.starts_with('$') => return Err(FilterError::UnknownOperator(o.to_string())),
             o => {
-                return Err(uerr(format!(
-                    "field '{o}' in an update must be inside an operator such as $set"
-                )));
+                return Err(uerr(format!("field '{o}' in an update must be inside an operator such as $set")));
             }
         }
     }

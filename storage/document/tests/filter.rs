@@ -27,19 +27,10 @@ fn implicit_equality() {
     assert!(m(json!({"age": 36.0}), doc()), "int/float equality");
     assert!(m(json!({"age": 36, "name": "Ada"}), doc()));
     assert!(!m(json!({"age": 36, "name": "Bob"}), doc()));
-    assert!(m(
-        json!({"address": {"zip": "N1", "city": "London", "geo": {"lat": 51.5}}}),
-        doc()
-    ));
-    assert!(
-        !m(json!({"address": {"city": "London"}}), doc()),
-        "object equality is exact"
-    );
+    assert!(m(json!({"address": {"zip": "N1", "city": "London", "geo": {"lat": 51.5}}}), doc()));
+    assert!(!m(json!({"address": {"city": "London"}}), doc()), "object equality is exact");
     assert!(m(json!({"tags": "math"}), doc()), "array element equality");
-    assert!(
-        m(json!({"tags": ["math", "poetry"]}), doc()),
-        "whole-array equality"
-    );
+    assert!(m(json!({"tags": ["math", "poetry"]}), doc()), "whole-array equality");
     assert!(!m(json!({"tags": ["poetry", "math"]}), doc()));
     assert!(m(json!({}), doc()), "empty filter matches all");
     assert!(m(json!({"active": true}), doc()));
@@ -72,15 +63,9 @@ fn eq_ne() {
     assert!(!m(json!({"age": {"$eq": 37}}), doc()));
     assert!(m(json!({"age": {"$ne": 37}}), doc()));
     assert!(!m(json!({"age": {"$ne": 36}}), doc()));
-    assert!(
-        !m(json!({"tags": {"$ne": "math"}}), doc()),
-        "$ne is negated element equality"
-    );
+    assert!(!m(json!({"tags": {"$ne": "math"}}), doc()), "$ne is negated element equality");
     assert!(m(json!({"tags": {"$ne": "art"}}), doc()));
-    assert!(m(
-        json!({"address": {"$eq": {"city": "London", "zip": "N1", "geo": {"lat": 51.5}}}}),
-        doc()
-    ));
+    assert!(m(json!({"address": {"$eq": {"city": "London", "zip": "N1", "geo": {"lat": 51.5}}}}), doc()));
     assert!(m(json!({"empty": {"$eq": []}}), doc()));
 }
 
@@ -136,10 +121,7 @@ fn in_nin() {
 #[test]
 fn exists() {
     assert!(m(json!({"name": {"$exists": true}}), doc()));
-    assert!(
-        m(json!({"nothing": {"$exists": true}}), doc()),
-        "null counts as present"
-    );
+    assert!(m(json!({"nothing": {"$exists": true}}), doc()), "null counts as present");
     assert!(!m(json!({"missing": {"$exists": true}}), doc()));
     assert!(m(json!({"missing": {"$exists": false}}), doc()));
     assert!(!m(json!({"name": {"$exists": false}}), doc()));
@@ -153,16 +135,10 @@ fn contains() {
     assert!(m(json!({"tags": {"$contains": "math"}}), doc()));
     assert!(!m(json!({"tags": {"$contains": "art"}}), doc()));
     assert!(m(json!({"nums": {"$contains": 5.0}}), doc()));
-    assert!(m(
-        json!({"items": {"$contains": {"qty": 0, "name": "ink"}}}),
-        doc()
-    ));
+    assert!(m(json!({"items": {"$contains": {"qty": 0, "name": "ink"}}}), doc()));
     assert!(!m(json!({"empty": {"$contains": 1}}), doc()));
     assert!(!m(json!({"age": {"$contains": 36}}), doc()), "not an array");
-    assert!(
-        m(json!({"name": {"$contains": "d"}}), doc()),
-        "substring on strings"
-    );
+    assert!(m(json!({"name": {"$contains": "d"}}), doc()), "substring on strings");
     assert!(!m(json!({"name": {"$contains": "x"}}), doc()));
     assert!(!m(json!({"missing": {"$contains": 1}}), doc()));
 }
@@ -172,14 +148,8 @@ fn regex() {
     assert!(m(json!({"name": {"$regex": "^A"}}), doc()));
     assert!(!m(json!({"name": {"$regex": "^a"}}), doc()));
     assert!(m(json!({"name": {"$regex": "^a", "$options": "i"}}), doc()));
-    assert!(
-        m(json!({"tags": {"$regex": "^po"}}), doc()),
-        "array element"
-    );
-    assert!(
-        !m(json!({"age": {"$regex": "3"}}), doc()),
-        "numbers are not strings"
-    );
+    assert!(m(json!({"tags": {"$regex": "^po"}}), doc()), "array element");
+    assert!(!m(json!({"age": {"$regex": "3"}}), doc()), "numbers are not strings");
     assert!(!m(json!({"missing": {"$regex": ".*"}}), doc()));
     assert!(m(json!({"address.city": {"$regex": "don$"}}), doc()));
     assert!(m(json!({"name": {"$not": {"$regex": "^B"}}}), doc()));
@@ -205,16 +175,10 @@ fn logical() {
     assert!(!m(json!({"$not": {"age": 36}}), doc()));
     assert!(m(json!({"age": {"$not": {"$gt": 40}}}), doc()));
     assert!(!m(json!({"age": {"$not": {"$gt": 30}}}), doc()));
-    assert!(
-        m(json!({"missing": {"$not": {"$gt": 30}}}), doc()),
-        "$not matches missing"
-    );
+    assert!(m(json!({"missing": {"$not": {"$gt": 30}}}), doc()), "$not matches missing");
     assert!(m(json!({"age": {"$not": 5}}), doc()));
     assert!(!m(json!({"age": {"$not": 36}}), doc()));
-    assert!(m(
-        json!({"$or": [{"$and": [{"age": {"$gte": 30}}, {"active": true}]}, {"x": 1}], "name": "Ada"}),
-        doc()
-    ));
+    assert!(m(json!({"$or": [{"$and": [{"age": {"$gte": 30}}, {"active": true}]}, {"x": 1}], "name": "Ada"}), doc()));
 }
 
 #[test]
@@ -224,21 +188,12 @@ fn nested_paths() {
     assert!(!m(json!({"address.geo.lat": {"$gt": 52}}), doc()));
     assert!(m(json!({"items.0.name": "pen"}), doc()));
     assert!(!m(json!({"items.1.name": "pen"}), doc()));
-    assert!(
-        m(json!({"items.name": "ink"}), doc()),
-        "fan-out over array of objects"
-    );
+    assert!(m(json!({"items.name": "ink"}), doc()), "fan-out over array of objects");
     assert!(m(json!({"items.qty": {"$gt": 1}}), doc()));
     assert!(!m(json!({"items.qty": {"$gt": 5}}), doc()));
     assert!(m(json!({"tags.1": "poetry"}), doc()));
-    assert!(
-        m(json!({"items.5.name": null}), doc()),
-        "out of range index is missing"
-    );
-    assert!(
-        m(json!({"name.first": null}), doc()),
-        "path through a scalar is missing"
-    );
+    assert!(m(json!({"items.5.name": null}), doc()), "out of range index is missing");
+    assert!(m(json!({"name.first": null}), doc()), "path through a scalar is missing");
     assert!(!m(json!({"name.first": {"$exists": true}}), doc()));
 }
 
@@ -277,14 +232,8 @@ fn malformed_filters() {
         let e = Filter::parse(&c).expect_err(&format!("{c} should be rejected"));
         assert!(!e.to_string().is_empty());
     }
-    assert_eq!(
-        Filter::parse(&json!({"age": {"$between": [1, 2]}})).unwrap_err(),
-        FilterError::UnknownOperator("$between".into())
-    );
-    assert_eq!(
-        Filter::parse(&json!({"$where": "x"})).unwrap_err(),
-        FilterError::UnknownOperator("$where".into())
-    );
+    assert_eq!(Filter::parse(&json!({"age": {"$between": [1, 2]}})).unwrap_err(), FilterError::UnknownOperator("$between".into()));
+    assert_eq!(Filter::parse(&json!({"$where": "x"})).unwrap_err(), FilterError::UnknownOperator("$where".into()));
     let e = Filter::parse(&json!({"name": {"$regex": "("}})).unwrap_err();
     assert!(e.to_string().contains("invalid regular expression"), "{e}");
 }
@@ -306,12 +255,8 @@ fn deep_nesting_is_rejected_not_overflowed() {
 #[test]
 fn compiled_filter_reuse() {
     let f = Filter::parse(&json!({"age": {"$gte": 18}, "tags": {"$contains": "x"}})).unwrap();
-    let docs = [
-        json!({"age": 20, "tags": ["x"]}),
-        json!({"age": 17, "tags": ["x"]}),
-        json!({"age": 20, "tags": ["y"]}),
-        json!({"tags": ["x"]}),
-    ];
+    let docs =
+        [json!({"age": 20, "tags": ["x"]}), json!({"age": 17, "tags": ["x"]}), json!({"age": 20, "tags": ["y"]}), json!({"tags": ["x"]})];
     let hits: Vec<bool> = docs.iter().map(|d| f.matches(d)).collect();
     assert_eq!(hits, vec![true, false, false, false]);
     assert!(Filter::match_all().matches(&json!({"any": 1})));
@@ -332,28 +277,12 @@ fn index_hints() {
     .unwrap();
     let hints = f.index_hint();
     let get = |p: &str| hints.iter().find(|(k, _)| k == p).map(|(_, b)| b.clone());
-    assert_eq!(
-        get("age"),
-        Some(Bound::Range {
-            lower: Some((json!(18), false)),
-            upper: Some((json!(60), false))
-        })
-    );
+    assert_eq!(get("age"), Some(Bound::Range { lower: Some((json!(18), false)), upper: Some((json!(60), false)) }));
     assert_eq!(get("status"), Some(Bound::Eq(json!("active"))));
     assert_eq!(get("city"), Some(Bound::In(vec![json!("A"), json!("B")])));
-    assert_eq!(
-        get("score"),
-        Some(Bound::Range {
-            lower: Some((json!(1.5), true)),
-            upper: None
-        })
-    );
+    assert_eq!(get("score"), Some(Bound::Range { lower: Some((json!(1.5), true)), upper: None }));
     assert_eq!(get("x"), None);
-    assert_eq!(
-        get("deleted"),
-        None,
-        "null equality also matches missing fields"
-    );
+    assert_eq!(get("deleted"), None, "null equality also matches missing fields");
     assert_eq!(get("kind"), None);
     assert_eq!(get("z"), None);
     assert_eq!(hints.len(), 4);
@@ -362,17 +291,9 @@ fn index_hints() {
     let f = Filter::parse(&json!({"a": {"$gt": 1, "$eq": 5}})).unwrap();
     assert_eq!(f.index_hint(), vec![("a".to_string(), Bound::Eq(json!(5)))]);
     // $or at top level gives nothing
-    assert!(
-        Filter::parse(&json!({"$or": [{"a": 1}]}))
-            .unwrap()
-            .index_hint()
-            .is_empty()
-    );
+    assert!(Filter::parse(&json!({"$or": [{"a": 1}]})).unwrap().index_hint().is_empty());
 
-    let b = Bound::Range {
-        lower: Some((json!(18), false)),
-        upper: Some((json!(60), true)),
-    };
+    let b = Bound::Range { lower: Some((json!(18), false)), upper: Some((json!(60), true)) };
     assert!(b.contains(&json!(60)));
     assert!(b.contains(&json!(18.5)));
     assert!(!b.contains(&json!(18)));

@@ -68,10 +68,7 @@ fn value(r: &mut Rng, depth: u32) -> Value {
         6 | 7 => {
             let mut m = Map::new();
             for _ in 0..r.below(4) {
-                m.insert(
-                    KEYS[r.below(KEYS.len() as u64) as usize].to_string(),
-                    value(r, depth + 1),
-                );
+                m.insert(KEYS[r.below(KEYS.len() as u64) as usize].to_string(), value(r, depth + 1));
             }
             Value::Object(m)
         }

@@ -168,9 +168,7 @@ fn expr_pos(e: &Expr) -> Option<usize> {
     match e {
         Expr::Var(_, p) | Expr::Param(_, p) | Expr::Call(_, _, p) => Some(*p),
         Expr::Prop(x, _) | Expr::Neg(x) | Expr::Not(x) | Expr::IsNull(x, _) => expr_pos(x),
-        Expr::Cmp(_, a, b) | Expr::Str(_, a, b) | Expr::In(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            expr_pos(a).or_else(|| expr_pos(b))
-        }
+        Expr::Cmp(_, a, b) | Expr::Str(_, a, b) | Expr::In(a, b) | Expr::And(a, b) | Expr::Or(a, b) => expr_pos(a).or_else(|| expr_pos(b)),
         Expr::List(xs) => xs.iter().find_map(expr_pos),
         Expr::Agg(_, _, x) => x.as_deref().and_then(expr_pos),
         Expr::Literal(_) => None,
@@ -287,11 +285,7 @@ fn find_var_pos(q: &Query, v: &str) -> Option<usize> {
             Expr::Agg(_, _, x) => x.as_deref().and_then(|x| walk(x, v)),
         }
     }
-    q.filter
-        .iter()
-        .chain(q.items.iter().map(|i| &i.expr))
-        .chain(q.order.iter().map(|s| &s.expr))
-        .find_map(|e| walk(e, v))
+    q.filter.iter().chain(q.items.iter().map(|i| &i.expr)).chain(q.order.iter().map(|s| &s.expr)).find_map(|e| walk(e, v))
 }
 
 /// Orders the steps (anchor per path, then hops right, then left) and places
@@ -395,9 +389,7 @@ enum Flow {
 type R<T, E> = Result<T, EvalError<E>>;
 
 fn work_error(max: u64) -> QueryError {
-    QueryError::new(format!(
-        "the query visited more than {max} graph elements; narrow it with labels, id(v) = … or a smaller hop range"
-    ))
+    QueryError::new(format!("the query visited more than {max} graph elements; narrow it with labels, id(v) = … or a smaller hop range"))
 }
 
 impl<'a, S: GraphSource> Exec<'a, S> {
@@ -530,8 +522,7 @@ impl<'a, S: GraphSource> Exec<'a, S> {
             Direction::Out => &[Direction::Out],
             Direction::In => &[Direction::In],
         };
-        let types: Vec<Option<&str>> =
-            if rel.types.is_empty() { vec![None] } else { rel.types.iter().map(|t| Some(t.as_str())).collect() };
+        let types: Vec<Option<&str>> = if rel.types.is_empty() { vec![None] } else { rel.types.iter().map(|t| Some(t.as_str())).collect() };
         for d in dirs {
             for t in &types {
                 self.src
@@ -605,7 +596,15 @@ impl<'a, S: GraphSource> Exec<'a, S> {
     }
 
     /// Extends a variable-length relationship from `at`, `hops` edges so far.
-    fn var_hop(&mut self, k: usize, b: &mut Vec<Option<Bound>>, h: &VarHop<'_>, at: &Node, hops: u32, trail: &mut Vec<Rc<Edge>>) -> R<Flow, S::Error> {
+    fn var_hop(
+        &mut self,
+        k: usize,
+        b: &mut Vec<Option<Bound>>,
+        h: &VarHop<'_>,
+        at: &Node,
+        hops: u32,
+        trail: &mut Vec<Rc<Edge>>,
+    ) -> R<Flow, S::Error> {
         let (rel, target) = (h.rel, h.target);
         if hops >= h.min {
             let was_bound = b[target.slot].is_some();
@@ -938,7 +937,8 @@ pub fn run_parsed<S: GraphSource>(
 ) -> Result<QueryOutput, EvalError<S::Error>> {
     // Label sizes (counted up to a cap) choose the anchors.
     let mut label_counts: HashMap<String, u64> = HashMap::new();
-    for l in q.patterns.iter().flat_map(|p| std::iter::once(&p.start).chain(p.hops.iter().map(|(_, n)| n))).filter_map(|n| n.label.as_ref()) {
+    for l in q.patterns.iter().flat_map(|p| std::iter::once(&p.start).chain(p.hops.iter().map(|(_, n)| n))).filter_map(|n| n.label.as_ref())
+    {
         if label_counts.contains_key(l) {
             continue;
         }
@@ -995,15 +995,7 @@ pub fn run_parsed<S: GraphSource>(
         nodes: HashMap::new(),
         work: 0,
         used: Vec::new(),
-        sink: Sink {
-            q,
-            aggregate,
-            stop_at,
-            rows: Vec::new(),
-            seen: HashSet::new(),
-            groups: HashMap::new(),
-            group_rows: Vec::new(),
-        },
+        sink: Sink { q, aggregate, stop_at, rows: Vec::new(), seen: HashSet::new(), groups: HashMap::new(), group_rows: Vec::new() },
         agg_seen: vec![HashSet::new(); agg_count],
     };
     let mut bindings: Vec<Option<Bound>> = vec![None; plan.slots];
@@ -1020,10 +1012,16 @@ pub fn run_parsed<S: GraphSource>(
         let mut groups = sink.group_rows;
         let grouped = q.items.iter().any(|i| !matches!(i.expr, Expr::Agg(..)));
         if groups.is_empty() && !grouped {
-            groups.push((Vec::new(), q.items.iter().filter_map(|i| match &i.expr {
-                Expr::Agg(f, ..) => Some(new_agg(*f)),
-                _ => None,
-            }).collect()));
+            groups.push((
+                Vec::new(),
+                q.items
+                    .iter()
+                    .filter_map(|i| match &i.expr {
+                        Expr::Agg(f, ..) => Some(new_agg(*f)),
+                        _ => None,
+                    })
+                    .collect(),
+            ));
         }
         groups
             .into_iter()

@@ -89,14 +89,16 @@ impl GraphSource for MemGraph {
             .edges
             .values()
             .filter(|e| label.is_none_or(|l| e.label == l))
-            .filter_map(|e| match dir {
-                Direction::Out if e.from_node == node => Some(e.to_node.clone()),
-                Direction::In if e.to_node == node => Some(e.from_node.clone()),
-                Direction::Both if e.from_node == node => Some(e.to_node.clone()),
-                Direction::Both if e.to_node == node => Some(e.from_node.clone()),
-                _ => None,
-            }
-            .map(|other| Adjacent { edge: e.id.clone(), label: e.label.clone(), other }))
+            .filter_map(|e| {
+                match dir {
+                    Direction::Out if e.from_node == node => Some(e.to_node.clone()),
+                    Direction::In if e.to_node == node => Some(e.from_node.clone()),
+                    Direction::Both if e.from_node == node => Some(e.to_node.clone()),
+                    Direction::Both if e.to_node == node => Some(e.from_node.clone()),
+                    _ => None,
+                }
+                .map(|other| Adjacent { edge: e.id.clone(), label: e.label.clone(), other })
+            })
             .collect();
         adj.sort_by(|a, b| (&a.label, &a.edge).cmp(&(&b.label, &b.edge)));
         for a in adj {

@@ -39,13 +39,35 @@ struct Token {
     end: usize,
 }
 
-const SYMBOLS: [&str; 22] = [
-    "..", "<>", "!=", "<=", ">=", "(", ")", "[", "]", "{", "}", ",", ":", ".", "|", "*", "=", "<", ">", "-", ";", "+",
-];
+const SYMBOLS: [&str; 22] =
+    ["..", "<>", "!=", "<=", ">=", "(", ")", "[", "]", "{", "}", ",", ":", ".", "|", "*", "=", "<", ">", "-", ";", "+"];
 
 const RESERVED: [&str; 26] = [
-    "match", "where", "return", "distinct", "as", "and", "or", "not", "xor", "order", "by", "asc", "desc",
-    "ascending", "descending", "skip", "limit", "is", "null", "true", "false", "in", "starts", "ends", "with",
+    "match",
+    "where",
+    "return",
+    "distinct",
+    "as",
+    "and",
+    "or",
+    "not",
+    "xor",
+    "order",
+    "by",
+    "asc",
+    "desc",
+    "ascending",
+    "descending",
+    "skip",
+    "limit",
+    "is",
+    "null",
+    "true",
+    "false",
+    "in",
+    "starts",
+    "ends",
+    "with",
     "contains",
 ];
 
@@ -366,7 +388,11 @@ impl Parser<'_> {
         let limit = if self.eat_kw("limit") { Some(self.expr()?) } else { None };
         self.eat_sym(";");
         if *self.peek() != Tok::Eof {
-            return self.error(if limit.is_none() { "WHERE, RETURN, ORDER BY, SKIP, LIMIT or the end of the query" } else { "the end of the query" });
+            return self.error(if limit.is_none() {
+                "WHERE, RETURN, ORDER BY, SKIP, LIMIT or the end of the query"
+            } else {
+                "the end of the query"
+            });
         }
         Ok(Query { patterns, filter, distinct, items, order, skip, limit })
     }
@@ -434,7 +460,10 @@ impl Parser<'_> {
         let hops = length.map_or(1, |(_, max)| max);
         self.hops = self.hops.saturating_add(hops);
         if self.hops > MAX_TOTAL_HOPS {
-            return Err(QueryError::at(pos, format!("a query may span at most {MAX_TOTAL_HOPS} hops in all (variable-length relationships count their maximum)")));
+            return Err(QueryError::at(
+                pos,
+                format!("a query may span at most {MAX_TOTAL_HOPS} hops in all (variable-length relationships count their maximum)"),
+            ));
         }
         let dir = match (left, right) {
             (true, true) => return Err(QueryError::at(pos, "a relationship cannot point both ways (<-…->)")),

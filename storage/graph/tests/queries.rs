@@ -92,7 +92,10 @@ fn relationship_types_and_directions() {
     let out = run("MATCH (a {name: 'Alice'})-[r:KNOWS|WORKS_AT]->(b) RETURN type(r), b.name ORDER BY b.name");
     assert_eq!(out.rows, vec![vec![json!("WORKS_AT"), json!("Acme")], vec![json!("KNOWS"), json!("Bob")]]);
     let out = run("MATCH (a)-[r:KNOWS {since: 2015}]->(b) RETURN r");
-    assert_eq!(out.rows[0][0], json!({"id": "k2", "from_node": "bob", "to_node": "carol", "label": "KNOWS", "properties": {"since": 2015}}));
+    assert_eq!(
+        out.rows[0][0],
+        json!({"id": "k2", "from_node": "bob", "to_node": "carol", "label": "KNOWS", "properties": {"since": 2015}})
+    );
     // A self-loop matches once in each direction form.
     assert_eq!(run("MATCH (e)-[:LIKES]->(x) RETURN x.name").rows, vec![vec![json!("Erin")]]);
     assert_eq!(run("MATCH (e)-[:LIKES]-(x) RETURN count(*)").rows, vec![vec![json!(1)]]);
@@ -156,7 +159,10 @@ fn where_comparisons_and_logic() {
     assert!(run("MATCH (p:Person) WHERE p.age = null RETURN p").rows.is_empty());
     assert!(run("MATCH (p:Person) WHERE p.age > 'x' RETURN p").rows.is_empty());
     assert_eq!(names("MATCH (p:Person) WHERE p.name IN ['Bob', 'Erin', 'Zed'] RETURN p.name"), vec![json!("Bob"), json!("Erin")]);
-    assert_eq!(names("MATCH (p:Person) WHERE p.name STARTS WITH 'Ca' OR p.name ENDS WITH 've' RETURN p.name"), vec![json!("Carol"), json!("Dave")]);
+    assert_eq!(
+        names("MATCH (p:Person) WHERE p.name STARTS WITH 'Ca' OR p.name ENDS WITH 've' RETURN p.name"),
+        vec![json!("Carol"), json!("Dave")]
+    );
     assert_eq!(names("MATCH (p:Person) WHERE p.name CONTAINS 'li' RETURN p.name"), vec![json!("Alice")]);
     assert_eq!(names("MATCH (p:Person) WHERE p.age > -1 AND p.age < 26.5 RETURN p.name"), vec![json!("Bob")]);
     assert_eq!(names("match (p:Person) where toLower(p.name) = 'bob' return p.name"), vec![json!("Bob")]);
@@ -190,9 +196,15 @@ fn return_forms() {
     assert_eq!(out.rows, vec![vec![json!("Bob"), json!(25), json!("bob"), json!("Person"), json!(["Person"]), json!("Paris")]]);
     // DISTINCT.
     assert_eq!(run("MATCH (p:Person) WHERE p.city IS NOT NULL RETURN DISTINCT p.city").rows.len(), 3);
-    assert_eq!(run("MATCH (p:Person)-[:WORKS_AT]->(c) RETURN DISTINCT c.name ORDER BY c.name").rows, vec![vec![json!("Acme")], vec![json!("Globex")]]);
+    assert_eq!(
+        run("MATCH (p:Person)-[:WORKS_AT]->(c) RETURN DISTINCT c.name ORDER BY c.name").rows,
+        vec![vec![json!("Acme")], vec![json!("Globex")]]
+    );
     // count(*), count(expr), count(DISTINCT), grouping, other aggregates.
-    assert_eq!(run("MATCH (p:Person) RETURN count(*), count(p.age), count(DISTINCT p.city)").rows, vec![vec![json!(5), json!(4), json!(3)]]);
+    assert_eq!(
+        run("MATCH (p:Person) RETURN count(*), count(p.age), count(DISTINCT p.city)").rows,
+        vec![vec![json!(5), json!(4), json!(3)]]
+    );
     let out = run("MATCH (p:Person)-[:WORKS_AT]->(c) RETURN c.name AS company, count(*) AS staff ORDER BY staff DESC");
     assert_eq!(out.rows, vec![vec![json!("Acme"), json!(2)], vec![json!("Globex"), json!(1)]]);
     let out = run("MATCH (p:Person) RETURN sum(p.age), avg(p.age), min(p.age), max(p.name), collect(p.city)");

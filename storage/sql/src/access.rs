@@ -61,9 +61,7 @@ fn flip(op: &B) -> Option<B> {
 pub fn column_pos(e: &Expr, scope: &Scope) -> Option<usize> {
     match e {
         Expr::Identifier(i) => scope.resolve(None, &ident(i)).ok().flatten(),
-        Expr::CompoundIdentifier(p) if p.len() >= 2 => {
-            scope.resolve(Some(&ident(&p[p.len() - 2])), &ident(&p[p.len() - 1])).ok().flatten()
-        }
+        Expr::CompoundIdentifier(p) if p.len() >= 2 => scope.resolve(Some(&ident(&p[p.len() - 2])), &ident(&p[p.len() - 1])).ok().flatten(),
         Expr::Nested(x) => column_pos(x, scope),
         _ => None,
     }
@@ -75,7 +73,11 @@ fn tighter(a: Option<(Value, bool)>, b: (Value, bool), lower: bool) -> Option<(V
         Some(a) => match compare(&a.0, &b.0) {
             Ok(Some(Ordering::Equal)) => Some((a.0, a.1 && b.1)),
             Ok(Some(o)) => {
-                if (o == Ordering::Less) == lower { Some(b) } else { Some(a) }
+                if (o == Ordering::Less) == lower {
+                    Some(b)
+                } else {
+                    Some(a)
+                }
             }
             _ => Some(a),
         },
@@ -261,7 +263,12 @@ impl<'a> Exec<'a> {
             if c.pk { "PK LOOKUP" } else { "INDEX SCAN" },
             t.name,
             c.name,
-            c.cols.iter().take(eqs.len() + (inl.is_some() || range.is_some()) as usize).map(|i| t.columns[*i].name.clone()).collect::<Vec<_>>().join(", ")
+            c.cols
+                .iter()
+                .take(eqs.len() + (inl.is_some() || range.is_some()) as usize)
+                .map(|i| t.columns[*i].name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         if let Some(list) = inl {
             desc.push_str(" IN-LIST");

@@ -68,7 +68,10 @@ impl TableDef {
     pub fn cols_idx(&self, names: &[String]) -> Result<Vec<usize>> {
         names
             .iter()
-            .map(|n| self.col(n).ok_or_else(|| crate::error::column_not_found(format!("column \"{n}\" of table \"{}\" does not exist", self.name))))
+            .map(|n| {
+                self.col(n)
+                    .ok_or_else(|| crate::error::column_not_found(format!("column \"{n}\" of table \"{}\" does not exist", self.name)))
+            })
             .collect()
     }
     pub fn pk_idx(&self) -> Result<Vec<usize>> {
@@ -125,8 +128,8 @@ pub fn put_table(kv: &mut Overlay, t: &TableDef) -> Result<()> {
 pub fn all_tables(kv: &Overlay) -> Result<Vec<TableDef>> {
     let mut out = Vec::new();
     for (k, v) in kv.scan_prefix(b"c/t/")? {
-        let t: TableDef = serde_json::from_slice(&v)
-            .map_err(|e| internal(format!("corrupt catalog entry {}: {e}", String::from_utf8_lossy(&k))))?;
+        let t: TableDef =
+            serde_json::from_slice(&v).map_err(|e| internal(format!("corrupt catalog entry {}: {e}", String::from_utf8_lossy(&k))))?;
         out.push(t);
     }
     Ok(out)

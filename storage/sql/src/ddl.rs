@@ -42,7 +42,15 @@ impl<'a> Exec<'a> {
     }
 
     /// Applies one column option to a column being defined.
-    fn apply_column_option(&self, t: &mut TableDef, ci: usize, name: Option<String>, opt: &ColumnOption, pk: &mut Vec<String>, uniques: &mut Vec<(Option<String>, Vec<String>)>) -> Result<()> {
+    fn apply_column_option(
+        &self,
+        t: &mut TableDef,
+        ci: usize,
+        name: Option<String>,
+        opt: &ColumnOption,
+        pk: &mut Vec<String>,
+        uniques: &mut Vec<(Option<String>, Vec<String>)>,
+    ) -> Result<()> {
         let cname = t.columns[ci].name.clone();
         match opt {
             ColumnOption::Null => t.columns[ci].nullable = true,
@@ -76,7 +84,13 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    fn apply_table_constraint(&self, t: &mut TableDef, c: &TableConstraint, pk: &mut Vec<String>, uniques: &mut Vec<(Option<String>, Vec<String>)>) -> Result<()> {
+    fn apply_table_constraint(
+        &self,
+        t: &mut TableDef,
+        c: &TableConstraint,
+        pk: &mut Vec<String>,
+        uniques: &mut Vec<(Option<String>, Vec<String>)>,
+    ) -> Result<()> {
         match c {
             TableConstraint::PrimaryKey { name, columns, .. } => {
                 if !pk.is_empty() {
@@ -228,10 +242,7 @@ impl<'a> Exec<'a> {
             };
             for other in catalog::all_tables(&self.kv)? {
                 if other.name != name && other.foreign_keys.iter().any(|f| f.ref_table == name) {
-                    return Err(constraint(format!(
-                        "cannot drop table \"{name}\" because table \"{}\" references it",
-                        other.name
-                    )));
+                    return Err(constraint(format!("cannot drop table \"{name}\" because table \"{}\" references it", other.name)));
                 }
             }
             self.kv.delete_prefix(&encoding::table_prefix(t.id))?;
@@ -326,7 +337,12 @@ impl<'a> Exec<'a> {
     }
 
     /// Rewrites every row of `old` into layout `new` via `f`, rebuilding keys and indexes.
-    fn rewrite_table(&mut self, old: &TableDef, new: &TableDef, f: &mut dyn FnMut(&mut Self, Vec<Value>) -> Result<Vec<Value>>) -> Result<()> {
+    fn rewrite_table(
+        &mut self,
+        old: &TableDef,
+        new: &TableDef,
+        f: &mut dyn FnMut(&mut Self, Vec<Value>) -> Result<Vec<Value>>,
+    ) -> Result<()> {
         let p = encoding::rows_prefix(old.id);
         let rows = self.kv.scan_prefix(&p)?;
         for ix in &old.indexes {
@@ -411,7 +427,9 @@ impl<'a> Exec<'a> {
                             return Err(unsupported(format!("cannot drop primary key column \"{cname}\"")));
                         }
                         for other in catalog::all_tables(&self.kv)? {
-                            if other.name != tname && other.foreign_keys.iter().any(|f| f.ref_table == tname && f.ref_columns.contains(&cname)) {
+                            if other.name != tname
+                                && other.foreign_keys.iter().any(|f| f.ref_table == tname && f.ref_columns.contains(&cname))
+                            {
                                 return Err(constraint(format!("cannot drop column \"{cname}\": table \"{}\" references it", other.name)));
                             }
                         }
@@ -485,7 +503,9 @@ impl<'a> Exec<'a> {
                 }
                 AlterTableOperation::AlterColumn { column_name, op } => {
                     let cname = ident(column_name);
-                    let ci = t.col(&cname).ok_or_else(|| column_not_found(format!("column \"{cname}\" of relation \"{tname}\" does not exist")))?;
+                    let ci = t
+                        .col(&cname)
+                        .ok_or_else(|| column_not_found(format!("column \"{cname}\" of relation \"{tname}\" does not exist")))?;
                     let mut nt = t.clone();
                     match op {
                         AlterColumnOperation::SetNotNull => {
@@ -540,7 +560,10 @@ impl<'a> Exec<'a> {
                     } else if *if_exists {
                         continue;
                     } else {
-                        return Err(err(ErrorCode::ConstraintNotFound, format!("constraint \"{cn}\" of relation \"{tname}\" does not exist")));
+                        return Err(err(
+                            ErrorCode::ConstraintNotFound,
+                            format!("constraint \"{cn}\" of relation \"{tname}\" does not exist"),
+                        ));
                     }
                     catalog::put_table(&mut self.kv, &nt)?;
                 }

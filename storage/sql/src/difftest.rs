@@ -35,14 +35,18 @@ impl Postgres {
         let pg = Postgres::start();
         if pg.is_none() {
             eprintln!("SKIPPED: PostgreSQL could not be started (deploy/test.sh installs Debian's postgresql)");
-            assert!(std::env::var_os("TESSERA_REQUIRE_POSTGRES").is_none(), "TESSERA_REQUIRE_POSTGRES is set but PostgreSQL could not be started");
+            assert!(
+                std::env::var_os("TESSERA_REQUIRE_POSTGRES").is_none(),
+                "TESSERA_REQUIRE_POSTGRES is set but PostgreSQL could not be started"
+            );
         }
         pg
     }
 
     /// A started cluster, or `None` when PostgreSQL is not installed or does not start.
     pub fn start() -> Option<Postgres> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path().join("bin")).find(|b| b.join("initdb").exists())?;
+        let bin =
+            std::fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path().join("bin")).find(|b| b.join("initdb").exists())?;
         let dir = std::env::temp_dir().join(format!("tessera-pg-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).ok()?;
         let pg = Postgres { dir, bin };
@@ -65,7 +69,16 @@ impl Postgres {
             return None;
         }
         let opts = format!("-c listen_addresses='' -c unix_socket_directories={} -c fsync=off", pg.dir.display());
-        let ok = as_pg(&pg.bin.join("pg_ctl")).args(["-w", "-D"]).arg(&data).args(["-o", &opts, "-l"]).arg(pg.dir.join("log")).arg("start").output().ok()?.status.success();
+        let ok = as_pg(&pg.bin.join("pg_ctl"))
+            .args(["-w", "-D"])
+            .arg(&data)
+            .args(["-o", &opts, "-l"])
+            .arg(pg.dir.join("log"))
+            .arg("start")
+            .output()
+            .ok()?
+            .status
+            .success();
         ok.then_some(pg)
     }
 

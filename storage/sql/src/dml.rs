@@ -50,7 +50,10 @@ impl<'a> Exec<'a> {
     pub fn validate_row(&self, t: &TableDef, row: &[Value]) -> Result<()> {
         for (i, c) in t.columns.iter().enumerate() {
             if row[i].is_null() && (!c.nullable || t.primary_key.contains(&c.name)) {
-                return Err(constraint(format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, t.name)));
+                return Err(constraint(format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name, t.name
+                )));
             }
         }
         if !t.checks.is_empty() {
@@ -351,11 +354,7 @@ impl<'a> Exec<'a> {
         let mut returned: Vec<Vec<Value>> = Vec::new();
         for r in src {
             if r.len() != targets.len() {
-                return Err(parse(format!(
-                    "INSERT has {} expressions but {} target columns",
-                    r.len(),
-                    targets.len()
-                )));
+                return Err(parse(format!("INSERT has {} expressions but {} target columns", r.len(), targets.len())));
             }
             let mut provided: Vec<Option<Value>> = vec![None; t.columns.len()];
             for (ci, v) in targets.iter().zip(r) {
@@ -424,9 +423,7 @@ impl<'a> Exec<'a> {
     /// The existing row that `row` conflicts with on the primary key or a unique
     /// index (only the one on exactly `target`'s columns, when given).
     fn find_conflict(&self, t: &TableDef, row: &[Value], target: Option<&[String]>) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
-        let same = |cols: &[String]| {
-            target.is_none_or(|tc| tc.len() == cols.len() && tc.iter().all(|c| cols.contains(c)))
-        };
+        let same = |cols: &[String]| target.is_none_or(|tc| tc.len() == cols.len() && tc.iter().all(|c| cols.contains(c)));
         let mut matched = false;
         if !t.primary_key.is_empty() && same(&t.primary_key) {
             matched = true;
@@ -470,7 +467,9 @@ impl<'a> Exec<'a> {
                 ast::AssignmentTarget::ColumnName(n) => object_name(n),
                 _ => return Err(unsupported("tuple assignment is not supported")),
             };
-            let ci = t.col(&col).ok_or_else(|| crate::error::column_not_found(format!("column \"{col}\" of relation \"{}\" does not exist", t.name)))?;
+            let ci = t
+                .col(&col)
+                .ok_or_else(|| crate::error::column_not_found(format!("column \"{col}\" of relation \"{}\" does not exist", t.name)))?;
             sets.push((ci, &a.value));
         }
         Ok(sets)

@@ -97,7 +97,13 @@ pub fn encode_key(out: &mut Vec<u8>, v: &Value) {
         Value::Float(f) => {
             out.push(0x03);
             // As PostgreSQL: -0 equals 0, every NaN is one value above all numbers.
-            let f = if *f == 0.0 { 0.0 } else if f.is_nan() { f64::NAN } else { *f };
+            let f = if *f == 0.0 {
+                0.0
+            } else if f.is_nan() {
+                f64::NAN
+            } else {
+                *f
+            };
             let bits = f.to_bits();
             let k = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
             out.extend_from_slice(&k.to_be_bytes());

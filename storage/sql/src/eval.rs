@@ -689,8 +689,20 @@ impl<'a> Exec<'a> {
                     let nulls_first = o.options.nulls_first.unwrap_or(!asc);
                     let ord = match (a[i].is_null(), b[i].is_null()) {
                         (true, true) => Ordering::Equal,
-                        (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
-                        (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+                        (true, false) => {
+                            if nulls_first {
+                                Ordering::Less
+                            } else {
+                                Ordering::Greater
+                            }
+                        }
+                        (false, true) => {
+                            if nulls_first {
+                                Ordering::Greater
+                            } else {
+                                Ordering::Less
+                            }
+                        }
                         (false, false) => {
                             let o = compare(&a[i], &b[i]).unwrap_or_else(|e| {
                                 err.get_or_insert(e);

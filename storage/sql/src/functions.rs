@@ -44,8 +44,9 @@ pub fn scalar(name: &str, args: Vec<Value>, ctx: &ExecContext) -> Result<Value> 
         return Ok(Value::Null);
     }
     match name {
-        "upper" | "lower" | "length" | "char_length" | "character_length" | "abs" | "date" | "ceil" | "ceiling"
-        | "floor" | "sqrt" => arity(name, &args, 1, 1)?,
+        "upper" | "lower" | "length" | "char_length" | "character_length" | "abs" | "date" | "ceil" | "ceiling" | "floor" | "sqrt" => {
+            arity(name, &args, 1, 1)?
+        }
         _ => {}
     }
     let a0 = args.first().cloned().unwrap_or(Value::Null);
@@ -73,7 +74,9 @@ pub fn scalar(name: &str, args: Vec<Value>, ctx: &ExecContext) -> Result<Value> 
             };
             match a0 {
                 Value::Int(i) => Value::Int(i),
-                Value::Decimal(d) => Value::Decimal(d.round_dp_with_strategy(places.clamp(0, 28) as u32, RoundingStrategy::MidpointAwayFromZero)),
+                Value::Decimal(d) => {
+                    Value::Decimal(d.round_dp_with_strategy(places.clamp(0, 28) as u32, RoundingStrategy::MidpointAwayFromZero))
+                }
                 Value::Float(f) => {
                     let m = 10f64.powi(places.clamp(-300, 300) as i32);
                     Value::Float((f * m).round() / m)

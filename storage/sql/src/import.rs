@@ -89,12 +89,18 @@ pub fn import_rows_capturing(
 
 impl Exec<'_> {
     /// Imports one row; `false` when skipped as a conflict.
-    fn import_row(&mut self, t: &catalog::TableDef, values: &[(String, serde_json::Value)], conflict: Conflict) -> crate::error::Result<bool> {
+    fn import_row(
+        &mut self,
+        t: &catalog::TableDef,
+        values: &[(String, serde_json::Value)],
+        conflict: Conflict,
+    ) -> crate::error::Result<bool> {
         let mut provided: Vec<Option<Value>> = vec![None; t.columns.len()];
         for (col, v) in values {
-            let ci = t.col(col).or_else(|| t.col(&col.to_lowercase())).ok_or_else(|| {
-                column_not_found(format!("column \"{col}\" of table \"{}\" does not exist", t.name))
-            })?;
+            let ci = t
+                .col(col)
+                .or_else(|| t.col(&col.to_lowercase()))
+                .ok_or_else(|| column_not_found(format!("column \"{col}\" of table \"{}\" does not exist", t.name)))?;
             if provided[ci].is_some() {
                 return Err(parse(format!("column \"{}\" specified more than once", t.columns[ci].name)));
             }
@@ -180,12 +186,16 @@ mod tests {
 
     /// `(line, object)` rows as the import's column/value pairs.
     fn pairs(rows: &[(u64, J)]) -> Vec<(u64, Vec<(String, J)>)> {
-        rows.iter()
-            .map(|(line, o)| (*line, o.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
-            .collect()
+        rows.iter().map(|(line, o)| (*line, o.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect())).collect()
     }
 
-    fn run(s: &MemStore, table: &str, rows: &[(u64, J)], conflict: Conflict, capture: &dyn Fn(&str) -> bool) -> Result<ImportOutcome, ImportError> {
+    fn run(
+        s: &MemStore,
+        table: &str,
+        rows: &[(u64, J)],
+        conflict: Conflict,
+        capture: &dyn Fn(&str) -> bool,
+    ) -> Result<ImportOutcome, ImportError> {
         let owned = pairs(rows);
         let inputs: Vec<ImportInput<'_>> = owned.iter().map(|(line, v)| ImportInput { line: *line, values: v }).collect();
         import_rows_capturing(s, table, &inputs, conflict, &ExecContext::default(), capture)
@@ -198,15 +208,21 @@ mod tests {
     #[test]
     fn error_policy_inserts_and_fails_the_whole_batch_on_a_conflict() {
         let mut s = store();
-        let out = run(&s, "p", &[(2, json!({"id": 3, "name": "three", "n": "30"})), (3, json!({"name": "four", "id": 4}))], Conflict::Error, &|_| false)
-            .unwrap();
+        let out = run(
+            &s,
+            "p",
+            &[(2, json!({"id": 3, "name": "three", "n": "30"})), (3, json!({"name": "four", "id": 4}))],
+            Conflict::Error,
+            &|_| false,
+        )
+        .unwrap();
         assert_eq!((out.imported, out.skipped), (2, 0));
         assert!(out.changes.is_empty(), "no capture asked");
         s.apply(&out.writes);
-        assert_eq!(select(&mut s, "SELECT id, name, n FROM p WHERE id > 2 ORDER BY id"), vec![
-            vec![json!(3), json!("three"), json!(30)],
-            vec![json!(4), json!("four"), J::Null]
-        ]);
+        assert_eq!(
+            select(&mut s, "SELECT id, name, n FROM p WHERE id > 2 ORDER BY id"),
+            vec![vec![json!(3), json!("three"), json!(30)], vec![json!(4), json!("four"), J::Null]]
+        );
 
         // A duplicate primary key on line 3 fails the batch: its line 2 row is not written either.
         let before = s.map.clone();
@@ -236,11 +252,10 @@ mod tests {
         assert_eq!(out.changes[0].op, ChangeOp::Insert);
         assert_eq!(out.changes[0].key, json!({"id": 9}).as_object().unwrap().clone());
         s.apply(&out.writes);
-        assert_eq!(select(&mut s, "SELECT id, name FROM p ORDER BY id"), vec![
-            vec![json!(1), json!("one")],
-            vec![json!(2), json!("two")],
-            vec![json!(9), json!("nine")]
-        ]);
+        assert_eq!(
+            select(&mut s, "SELECT id, name FROM p ORDER BY id"),
+            vec![vec![json!(1), json!("one")], vec![json!(2), json!("two")], vec![json!(9), json!("nine")]]
+        );
         // Skip still fails the batch on a row that is bad in itself.
         let e = run(&s, "p", &[(2, json!({"id": 10, "name": "ok"})), (3, json!({"id": 11}))], Conflict::Skip, &|_| false).unwrap_err();
         assert_eq!((e.line, e.error.code), (Some(3), ErrorCode::ConstraintViolation), "NOT NULL: {e:?}");
@@ -275,10 +290,15 @@ mod tests {
     fn a_bad_row_is_reported_by_its_line_and_nothing_of_its_batch_applies() {
         let s = store();
         let before = s.map.clone();
-        let rows = [(2, json!({"id": 20, "name": "a", "n": 1})), (3, json!({"id": 21, "name": "b", "n": "abc"})), (4, json!({"id": 22, "name": "c"}))];
+        let rows = [
+            (2, json!({"id": 20, "name": "a", "n": 1})),
+            (3, json!({"id": 21, "name": "b", "n": "abc"})),
+            (4, json!({"id": 22, "name": "c"})),
+        ];
         let e = run(&s, "p", &rows, Conflict::Error, &|_| true).unwrap_err();
         assert_eq!((e.line, e.error.code), (Some(3), ErrorCode::TypeMismatch), "{e:?}");
-        let e = run(&s, "p", &[(5, json!({"id": 20, "name": "a"})), (6, json!({"id": 21, "nope": 1}))], Conflict::Update, &|_| true).unwrap_err();
+        let e = run(&s, "p", &[(5, json!({"id": 20, "name": "a"})), (6, json!({"id": 21, "nope": 1}))], Conflict::Update, &|_| true)
+            .unwrap_err();
         assert_eq!((e.line, e.error.code), (Some(6), ErrorCode::ColumnNotFound), "{e:?}");
         let e = run(&s, "missing", &rows, Conflict::Error, &|_| true).unwrap_err();
         assert_eq!((e.line, e.error.code), (None, ErrorCode::TableNotFound), "{e:?}");

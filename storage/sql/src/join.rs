@@ -99,9 +99,7 @@ impl MemoryPool {
 
     /// Reserves `n` bytes if they are free.
     pub fn try_reserve(&self, n: usize) -> bool {
-        self.used
-            .fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |u| u.checked_add(n).filter(|t| *t <= self.limit))
-            .is_ok()
+        self.used.fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |u| u.checked_add(n).filter(|t| *t <= self.limit)).is_ok()
     }
 
     /// Returns `n` reserved bytes.
@@ -138,10 +136,7 @@ impl<'a> Charge<'a> {
                 if !pool.try_reserve(bytes - self.reserved) {
                     return Err(SqlError::new(
                         ErrorCode::QueryMemoryExceeded,
-                        format!(
-                            "the node's SQL memory pool ({} MiB) is taken by other queries; retry later",
-                            pool.limit() / (1024 * 1024)
-                        ),
+                        format!("the node's SQL memory pool ({} MiB) is taken by other queries; retry later", pool.limit() / (1024 * 1024)),
                     ));
                 }
             } else {
@@ -511,11 +506,8 @@ impl Exec<'_> {
                         }
                     }
                 } else {
-                    how = if joined.is_empty() {
-                        format!("START {}", items[next].qual)
-                    } else {
-                        format!("NESTED LOOP {}", items[next].qual)
-                    };
+                    how =
+                        if joined.is_empty() { format!("START {}", items[next].qual) } else { format!("NESTED LOOP {}", items[next].qual) };
                     for l in &rows {
                         for r in right {
                             emit(l, r, &mut out)?;
@@ -580,7 +572,13 @@ impl Exec<'_> {
         let (off, n) = (offsets[i], items[i].cols.len());
         let item_at = |p: usize| offsets.iter().rposition(|&o| o <= p && items.len() > 0).unwrap_or(0);
         preds.iter().filter(|p| !p.done).filter_map(|p| p.equi).find_map(|(a, b)| {
-            let (mine, other) = if (off..off + n).contains(&a) { (a, b) } else if (off..off + n).contains(&b) { (b, a) } else { return None };
+            let (mine, other) = if (off..off + n).contains(&a) {
+                (a, b)
+            } else if (off..off + n).contains(&b) {
+                (b, a)
+            } else {
+                return None;
+            };
             if !joined.contains(&item_at(other)) {
                 return None;
             }

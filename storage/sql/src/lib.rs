@@ -11,8 +11,8 @@
 mod access;
 pub mod catalog;
 mod ddl;
-mod dml;
 pub mod difftest;
+mod dml;
 pub mod encoding;
 pub mod error;
 mod eval;
@@ -25,10 +25,10 @@ pub mod mem;
 mod parser;
 mod query;
 mod store;
-mod views;
-mod window;
 pub mod types;
 pub mod value;
+mod views;
+mod window;
 
 pub use error::{ErrorCode, Position, SqlError};
 
@@ -196,7 +196,11 @@ pub struct TableSchema {
 fn is_read_stmt(s: &Statement) -> bool {
     matches!(
         s,
-        Statement::Query(_) | Statement::ShowTables { .. } | Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. }
+        Statement::Query(_)
+            | Statement::ShowTables { .. }
+            | Statement::StartTransaction { .. }
+            | Statement::Commit { .. }
+            | Statement::Rollback { .. }
     ) || matches!(s, Statement::Explain { statement, .. } if matches!(**statement, Statement::Query(_)))
 }
 
@@ -494,10 +498,18 @@ pub fn describe_table(store: &dyn KvRead, name: &str) -> Result<TableSchema, Sql
         .collect();
     let mut constraints = Vec::new();
     if !t.primary_key.is_empty() {
-        constraints.push(ConstraintSchema { name: t.pk_name.clone(), kind: "PRIMARY KEY".into(), definition: format!("PRIMARY KEY ({})", t.primary_key.join(", ")) });
+        constraints.push(ConstraintSchema {
+            name: t.pk_name.clone(),
+            kind: "PRIMARY KEY".into(),
+            definition: format!("PRIMARY KEY ({})", t.primary_key.join(", ")),
+        });
     }
     for i in t.indexes.iter().filter(|i| i.constraint) {
-        constraints.push(ConstraintSchema { name: i.name.clone(), kind: "UNIQUE".into(), definition: format!("UNIQUE ({})", i.columns.join(", ")) });
+        constraints.push(ConstraintSchema {
+            name: i.name.clone(),
+            kind: "UNIQUE".into(),
+            definition: format!("UNIQUE ({})", i.columns.join(", ")),
+        });
     }
     for f in &t.foreign_keys {
         constraints.push(ConstraintSchema {

@@ -26,7 +26,13 @@ pub fn rename_ident_in(text: &str, old: &str, new: &str) -> String {
         Ok(toks) => toks
             .into_iter()
             .map(|t| match t {
-                Token::Word(w) if crate::exec::ident(&sqlparser::ast::Ident { value: w.value.clone(), quote_style: w.quote_style, span: sqlparser::tokenizer::Span::empty() }) == old => {
+                Token::Word(w)
+                    if crate::exec::ident(&sqlparser::ast::Ident {
+                        value: w.value.clone(),
+                        quote_style: w.quote_style,
+                        span: sqlparser::tokenizer::Span::empty(),
+                    }) == old =>
+                {
                     format!("\"{}\"", new.replace('"', "\"\""))
                 }
                 other => other.to_string(),

@@ -3,14 +3,14 @@
 use crate::access::{Cons, column_pos, conjuncts};
 use crate::catalog::{self, TableDef};
 use crate::encoding::key_of;
-use crate::error::{Result, parse, table_not_found, type_mismatch, unsupported};
 use crate::error::{ErrorCode, SqlError};
+use crate::error::{Result, parse, table_not_found, type_mismatch, unsupported};
 use crate::eval::{contains_aggregate, func_name, is_aggregate_name, walk_pruned};
 use crate::exec::{Env, Exec, RowSet, Scope, ScopeCol, ident, object_name};
 use crate::value::{Value, cast, sort_cmp};
 use sqlparser::ast::{
-    self, Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, OrderByExpr, OrderByKind, Query,
-    Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, TableFactor,
+    self, Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause, OrderByExpr, OrderByKind, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier, TableFactor,
 };
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,8 +62,20 @@ fn cmp_keys(a: &[Value], b: &[Value], order: &[&OrderByExpr]) -> Ordering {
         let (x, y) = (&a[i], &b[i]);
         let ord = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
-            (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            (true, false) => {
+                if nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
             _ => {
                 let c = sort_cmp(x, y);
                 if asc { c } else { c.reverse() }
@@ -187,9 +199,9 @@ impl<'a> Exec<'a> {
                         Expr::Identifier(i) => rs.cols.iter().position(|c| *c == ident(i)),
                         _ => None,
                     };
-                    pos.push(p.ok_or_else(|| {
-                        unsupported(format!("ORDER BY term {} must be an output column of the set operation", o.expr))
-                    })?);
+                    pos.push(
+                        p.ok_or_else(|| unsupported(format!("ORDER BY term {} must be an output column of the set operation", o.expr)))?,
+                    );
                 }
                 let keyed = rs.rows.into_iter().map(|r| (pos.iter().map(|p| r[*p].clone()).collect(), r)).collect();
                 (rs.cols, keyed)
@@ -278,7 +290,12 @@ impl<'a> Exec<'a> {
 
     /// Builds the FROM clause rows (cross product of items, joins applied, WHERE constraints pushed
     /// into base-table scans). The WHERE predicate itself is applied by the caller.
-    pub fn build_from(&self, from: &[ast::TableWithJoins], selection: Option<&Expr>, outer: Option<&Env>) -> Result<(Scope, Vec<Vec<Value>>)> {
+    pub fn build_from(
+        &self,
+        from: &[ast::TableWithJoins],
+        selection: Option<&Expr>,
+        outer: Option<&Env>,
+    ) -> Result<(Scope, Vec<Vec<Value>>)> {
         let mut items: Vec<Item> = Vec::new();
         for (ti, twj) in from.iter().enumerate() {
             let group_start = items.len();
@@ -307,9 +324,17 @@ impl<'a> Exec<'a> {
                                 .rev()
                                 .find(|i| i.cols.contains(&name) && !i.merged.contains(&name))
                                 .map(|i| i.qual.clone())
-                                .ok_or_else(|| crate::error::column_not_found(format!("column \"{name}\" specified in USING clause does not exist")))?;
-                            let mk = |q: &str| Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', q), ast::Ident::with_quote('"', &name)]);
-                            let eq = Expr::BinaryOp { left: Box::new(mk(&left_qual)), op: ast::BinaryOperator::Eq, right: Box::new(mk(&it.qual)) };
+                                .ok_or_else(|| {
+                                    crate::error::column_not_found(format!("column \"{name}\" specified in USING clause does not exist"))
+                                })?;
+                            let mk = |q: &str| {
+                                Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', q), ast::Ident::with_quote('"', &name)])
+                            };
+                            let eq = Expr::BinaryOp {
+                                left: Box::new(mk(&left_qual)),
+                                op: ast::BinaryOperator::Eq,
+                                right: Box::new(mk(&it.qual)),
+                            };
                             cond = Some(match cond {
                                 None => eq,
                                 Some(c) => Expr::BinaryOp { left: Box::new(c), op: ast::BinaryOperator::And, right: Box::new(eq) },
@@ -394,7 +419,9 @@ impl<'a> Exec<'a> {
                 (Src::Table(t), Some((rc, lc))) => {
                     let cname = &t.columns[rc].name;
                     (t.primary_key.first() == Some(cname)
-                        || t.indexes.iter().any(|ix| ix.columns.first() == Some(cname) && (ix.method == crate::catalog::IndexMethod::BTree || ix.columns.len() == 1)))
+                        || t.indexes.iter().any(|ix| {
+                            ix.columns.first() == Some(cname) && (ix.method == crate::catalog::IndexMethod::BTree || ix.columns.len() == 1)
+                        }))
                         && rows.iter().all(|l| crate::join::exact_probe(&l[lc], &t.columns[rc].ty))
                 }
                 _ => false,
@@ -454,7 +481,9 @@ impl<'a> Exec<'a> {
                             } else if disc.is_none() {
                                 vec![]
                             } else if *disc == Some(std::mem::discriminant(v)) {
-                                m.get(&key_of(std::slice::from_ref(v))).map(|ix| ix.iter().map(|i| pre[*i].clone()).collect()).unwrap_or_default()
+                                m.get(&key_of(std::slice::from_ref(v)))
+                                    .map(|ix| ix.iter().map(|i| pre[*i].clone()).collect())
+                                    .unwrap_or_default()
                             } else {
                                 pre.clone()
                             }
@@ -539,7 +568,15 @@ impl<'a> Exec<'a> {
                         }
                     }
                 }
-                Ok(Item { qual, cols: rs.cols.clone(), src: Src::Rows(Rc::new(rs)), kind, on: None, merged: Vec::new(), _p: Default::default() })
+                Ok(Item {
+                    qual,
+                    cols: rs.cols.clone(),
+                    src: Src::Rows(Rc::new(rs)),
+                    kind,
+                    on: None,
+                    merged: Vec::new(),
+                    _p: Default::default(),
+                })
             }
             TableFactor::NestedJoin { .. } => Err(unsupported("parenthesized joins are not supported")),
             _ => Err(unsupported("unsupported FROM item")),
@@ -633,7 +670,10 @@ impl<'a> Exec<'a> {
                         Expr::Value(v) => match &v.value {
                             ast::Value::Number(n, _) => {
                                 let i: usize = n.parse().map_err(|_| parse("invalid GROUP BY position"))?;
-                                let p = i.checked_sub(1).and_then(|i| proj.get(i)).ok_or_else(|| parse(format!("GROUP BY position {i} is not in select list")))?;
+                                let p = i
+                                    .checked_sub(1)
+                                    .and_then(|i| proj.get(i))
+                                    .ok_or_else(|| parse(format!("GROUP BY position {i} is not in select list")))?;
                                 Some(match p {
                                     (Some(e), _, _) => (*e).clone(),
                                     (None, Some(ci), _) => Expr::CompoundIdentifier(vec![
@@ -705,7 +745,11 @@ impl<'a> Exec<'a> {
                             .cloned()
                             .ok_or_else(|| parse(format!("ORDER BY position {i} is not in select list")))?
                     }
-                    Expr::Identifier(i) if cols.iter().filter(|c| **c == ident(i)).count() == 1 && (proj.iter().any(|p| p.2 == ident(i) && p.0.is_some_and(|e| !matches!(e, Expr::Identifier(_)))) || scope.resolve(None, &ident(i)).ok().flatten().is_none()) => {
+                    Expr::Identifier(i)
+                        if cols.iter().filter(|c| **c == ident(i)).count() == 1
+                            && (proj.iter().any(|p| p.2 == ident(i) && p.0.is_some_and(|e| !matches!(e, Expr::Identifier(_))))
+                                || scope.resolve(None, &ident(i)).ok().flatten().is_none()) =>
+                    {
                         let p = cols.iter().position(|c| *c == ident(i)).unwrap_or(0);
                         row[p].clone()
                     }

@@ -32,10 +32,7 @@ impl<'a> Overlay<'a> {
             base.push((k.to_vec(), v.to_vec()));
             true
         })?;
-        let mut ov = self
-            .writes
-            .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
-            .peekable();
+        let mut ov = self.writes.range::<[u8], _>((Bound::Included(start), Bound::Excluded(end))).peekable();
         let mut bi = base.into_iter().peekable();
         loop {
             let take_overlay = match (bi.peek(), ov.peek()) {

@@ -86,9 +86,7 @@ impl Exec<'_> {
         let pos = slot.and_then(|s| env.scope.resolve(Some(WINDOW_QUAL), &s.to_string()).ok().flatten());
         match pos {
             Some(p) => Ok(env.row.get(p).cloned().unwrap_or(Value::Null)),
-            None => Err(unsupported(
-                "window functions are allowed only in the SELECT list and ORDER BY of a query without GROUP BY",
-            )),
+            None => Err(unsupported("window functions are allowed only in the SELECT list and ORDER BY of a query without GROUP BY")),
         }
     }
 
@@ -196,9 +194,9 @@ impl Exec<'_> {
                 "row_number" => (0..n).for_each(|i| out[part[i]] = Value::Int(i as i64 + 1)),
                 "rank" => (0..n).for_each(|i| out[part[i]] = Value::Int(group_start[i] as i64 + 1)),
                 "dense_rank" => (0..n).for_each(|i| out[part[i]] = Value::Int(dense[i] as i64 + 1)),
-                "percent_rank" => (0..n).for_each(|i| {
-                    out[part[i]] = Value::Float(if n <= 1 { 0.0 } else { group_start[i] as f64 / (n - 1) as f64 })
-                }),
+                "percent_rank" => {
+                    (0..n).for_each(|i| out[part[i]] = Value::Float(if n <= 1 { 0.0 } else { group_start[i] as f64 / (n - 1) as f64 }))
+                }
                 "cume_dist" => (0..n).for_each(|i| out[part[i]] = Value::Float(group_end[i] as f64 / n as f64)),
                 "ntile" => {
                     let buckets = const_arg(0, 1)?;
@@ -318,8 +316,20 @@ fn compare_keys(a: &[Value], b: &[Value], order: &[&ast::OrderByExpr]) -> Orderi
         let nulls_first = o.options.nulls_first.unwrap_or(!asc);
         let ord = match (a[i].is_null(), b[i].is_null()) {
             (true, true) => Ordering::Equal,
-            (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            (true, false) => {
+                if nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
             _ => {
                 let c = sort_cmp(&a[i], &b[i]);
                 if asc { c } else { c.reverse() }

@@ -90,7 +90,12 @@ fn deterministic_writes() {
 #[test]
 fn failed_request_writes_nothing_and_reads_write_nothing() {
     let s = MemStore::new();
-    let e = execute(&s, "CREATE TABLE y (id INT PRIMARY KEY); INSERT INTO y VALUES (1); INSERT INTO y VALUES (1)", &[], &ExecContext::default());
+    let e = execute(
+        &s,
+        "CREATE TABLE y (id INT PRIMARY KEY); INSERT INTO y VALUES (1); INSERT INTO y VALUES (1)",
+        &[],
+        &ExecContext::default(),
+    );
     assert_eq!(e.unwrap_err().code, ErrorCode::ConstraintViolation);
     let s = setup();
     let r = execute(&s, "SELECT * FROM t", &[], &ExecContext::default()).unwrap();
@@ -164,19 +169,31 @@ fn json_output_of_values() {
     let r = s
         .exec("SELECT 1, 1.5::DOUBLE, CAST(2.50 AS DECIMAL(4,2)), TRUE, NULL, DATE '2024-01-02', CAST('{\"k\":[1]}' AS JSON)", &[])
         .unwrap();
-    assert_eq!(
-        serde_json::Value::Array(r.rows[0].clone()),
-        serde_json::json!([1, 1.5, "2.50", true, null, "2024-01-02", {"k": [1]}])
-    );
+    assert_eq!(serde_json::Value::Array(r.rows[0].clone()), serde_json::json!([1, 1.5, "2.50", true, null, "2024-01-02", {"k": [1]}]));
     assert_eq!(r.columns[0], "?column?");
 }
 
 #[test]
 fn garbage_input_never_panics() {
     let s = setup();
-    for q in ["", ";", "SELECT", "SELECT * FROM t WHERE", "INSERT INTO t VALUES", "SELECT 'a' LIKE", "SELECT 99999999999999999999999",
-        "SELECT CAST('x' AS UUID)", "SELECT -(-9223372036854775808)", "SELECT 1e400", "SELECT $0", "DROP INDEX", "SELECT t.* FROM t x",
-        "SELECT * FROM t LIMIT -1", "SELECT a FROM t GROUP BY 5", "SELECT SUM(b) FROM t"] {
+    for q in [
+        "",
+        ";",
+        "SELECT",
+        "SELECT * FROM t WHERE",
+        "INSERT INTO t VALUES",
+        "SELECT 'a' LIKE",
+        "SELECT 99999999999999999999999",
+        "SELECT CAST('x' AS UUID)",
+        "SELECT -(-9223372036854775808)",
+        "SELECT 1e400",
+        "SELECT $0",
+        "DROP INDEX",
+        "SELECT t.* FROM t x",
+        "SELECT * FROM t LIMIT -1",
+        "SELECT a FROM t GROUP BY 5",
+        "SELECT SUM(b) FROM t",
+    ] {
         let _ = execute(&s, q, &[], &ExecContext::default());
     }
 }

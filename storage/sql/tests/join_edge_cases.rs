@@ -27,7 +27,13 @@ fn tessera(s: &MemStore, sql: &str) -> Result<Vec<String>, String> {
                 .map(|v| match v {
                     serde_json::Value::Null => String::new(),
                     serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Bool(b) => if *b { "t".into() } else { "f".into() },
+                    serde_json::Value::Bool(b) => {
+                        if *b {
+                            "t".into()
+                        } else {
+                            "f".into()
+                        }
+                    }
                     other => other.to_string(),
                 })
                 .collect::<Vec<_>>()
@@ -130,11 +136,11 @@ fn lookup_of_a_double_probe_in_an_integer_or_numeric_index() {
         "INSERT INTO f VALUES (1)",
     ]);
     let queries = strs(&[
-        "SELECT t.v FROM u JOIN t ON t.id = u.x",             // PG: 1 row, Tessera: 0
+        "SELECT t.v FROM u JOIN t ON t.id = u.x",                   // PG: 1 row, Tessera: 0
         "SELECT t_noidx.v FROM u JOIN t_noidx ON t_noidx.id = u.x", // agrees
-        "SELECT count(*) FROM f JOIN n ON n.id = f.x",        // PG: 1, Tessera: 0
-        "SELECT count(*) FROM f, n WHERE n.id = f.x",         // PG: 1, Tessera: 0
-        "SELECT count(*) FROM f JOIN n_noidx ON n_noidx.id = f.x", // agrees
+        "SELECT count(*) FROM f JOIN n ON n.id = f.x",              // PG: 1, Tessera: 0
+        "SELECT count(*) FROM f, n WHERE n.id = f.x",               // PG: 1, Tessera: 0
+        "SELECT count(*) FROM f JOIN n_noidx ON n_noidx.id = f.x",  // agrees
     ]);
     let bad = diff(&pg, &setup, &queries);
     for b in &bad {
@@ -328,7 +334,9 @@ fn typed_case(seed: u64, tables: usize, max_rows: u64, queries: usize) -> (Vec<S
         let rows = rng.below(max_rows + 1); // may be empty
         let mut values = Vec::new();
         for i in 0..rows {
-            let mut pick = |opts: &[&str]| if rng.below(7) == 0 { "NULL".to_string() } else { opts[rng.below(opts.len() as u64) as usize].to_string() };
+            let mut pick = |opts: &[&str]| {
+                if rng.below(7) == 0 { "NULL".to_string() } else { opts[rng.below(opts.len() as u64) as usize].to_string() }
+            };
             let a = pick(&["0", "1", "2", "3", "4"]);
             let b = pick(&["0", "1", "2", "3"]);
             let d = pick(&["0", "1", "1.5", "2", "3"]);
@@ -406,11 +414,7 @@ fn typed_case(seed: u64, tables: usize, max_rows: u64, queries: usize) -> (Vec<S
             let i = rng.below(k as u64) as usize;
             let mut f = filters.clone();
             f.push(format!("{}.{} = o.a", alias(i), COLS[rng.below(5) as usize]));
-            format!(
-                "SELECT o.id, ({with}SELECT count(*) FROM {from} WHERE {}) FROM r{} o",
-                f.join(" AND "),
-                rng.below(tables as u64)
-            )
+            format!("SELECT o.id, ({with}SELECT count(*) FROM {from} WHERE {}) FROM r{} o", f.join(" AND "), rng.below(tables as u64))
         } else {
             let cols: Vec<String> = (0..k).map(|i| format!("{}.id, {}.c", alias(i), alias(i))).collect();
             let mut q = format!("{with}SELECT {} FROM {from}", cols.join(", "));

@@ -16,8 +16,7 @@ fn chain(n: usize, rows: usize) -> MemStore {
     let mut s = MemStore::new();
     for t in 0..n {
         s.exec(&format!("CREATE TABLE t{t} (id INTEGER PRIMARY KEY, ref INTEGER, grp INTEGER, label TEXT)"), &[]).unwrap();
-        let values: Vec<String> =
-            (0..rows).map(|i| format!("({i}, {}, {}, 'r{t}-{i}')", (i * 7 + t) % rows, i % 10)).collect();
+        let values: Vec<String> = (0..rows).map(|i| format!("({i}, {}, {}, 'r{t}-{i}')", (i * 7 + t) % rows, i % 10)).collect();
         s.exec(&format!("INSERT INTO t{t} VALUES {}", values.join(",")), &[]).unwrap();
     }
     s
@@ -68,8 +67,9 @@ fn an_explosive_cross_join_stops_at_the_memory_budget() {
     let err = execute(&s, "SELECT count(*) FROM t0, t1, t2, t3", &[], &ctx).unwrap_err();
     assert_eq!(err.code, ErrorCode::QueryMemoryExceeded, "{err}");
     // A LEFT JOIN is joined in written order and is bounded too.
-    let err = execute(&s, "SELECT count(*) FROM t0 LEFT JOIN t1 ON t1.id >= 0 LEFT JOIN t2 ON t2.id >= 0 LEFT JOIN t3 ON t3.id >= 0", &[], &ctx)
-        .unwrap_err();
+    let err =
+        execute(&s, "SELECT count(*) FROM t0 LEFT JOIN t1 ON t1.id >= 0 LEFT JOIN t2 ON t2.id >= 0 LEFT JOIN t3 ON t3.id >= 0", &[], &ctx)
+            .unwrap_err();
     assert_eq!(err.code, ErrorCode::QueryMemoryExceeded, "{err}");
 }
 
@@ -78,8 +78,9 @@ fn where_errors_on_rows_a_join_removes_are_not_raised() {
     // `100 / t1.grp` divides by zero only for rows whose grp is 0; those rows are
     // removed by t1.grp > 0, which PostgreSQL may check first as well.
     let s = chain(2, 20);
-    let out = execute(&s, "SELECT count(*) FROM t0, t1 WHERE t0.ref = t1.id AND t1.grp > 0 AND 100 / t1.grp > 1", &[], &ExecContext::default())
-        .unwrap();
+    let out =
+        execute(&s, "SELECT count(*) FROM t0, t1 WHERE t0.ref = t1.id AND t1.grp > 0 AND 100 / t1.grp > 1", &[], &ExecContext::default())
+            .unwrap();
     assert_eq!(out.result.rows, vec![vec![serde_json::json!(18)]]);
 }
 
@@ -111,7 +112,6 @@ fn random_joins_agree_with_postgresql() {
     eprintln!("{checked} random join queries agreed with PostgreSQL");
 }
 
-
 #[test]
 fn concurrent_queries_share_the_nodes_memory_pool() {
     let s = chain(3, 100);
@@ -139,7 +139,13 @@ fn an_uncorrelated_subquery_runs_once() {
     // Once: t0 (2000 rows) and t1 (2000 rows), not 2000 times t1.
     assert!(scanned <= 4000, "the subquery ran per row: {scanned} rows scanned\n{plan}");
     // A correlated one still sees its outer row.
-    let out = execute(&s, "SELECT count(*) FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp)", &[], &ExecContext::default()).unwrap();
+    let out = execute(
+        &s,
+        "SELECT count(*) FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp)",
+        &[],
+        &ExecContext::default(),
+    )
+    .unwrap();
     let direct = execute(&s, "SELECT count(*) FROM t0, t1 WHERE t1.id = t0.ref AND t1.grp = t0.grp", &[], &ExecContext::default()).unwrap();
     assert_eq!(out.result.rows, direct.result.rows);
 }
@@ -199,16 +205,8 @@ fn grouping_distinct_and_set_operations_count_against_the_budget() {
     let cases = [
         (7 << 19, "SELECT id FROM w", "SELECT label, count(*) FROM w GROUP BY label"),
         (7 << 19, "SELECT id FROM w", "SELECT DISTINCT label FROM w"),
-        (
-            2 << 20,
-            "SELECT label FROM w WHERE id < 2500",
-            "SELECT label FROM w WHERE id < 2500 UNION SELECT label FROM w WHERE id >= 2500",
-        ),
-        (
-            2 << 20,
-            "SELECT label FROM w WHERE id < 2500",
-            "SELECT label FROM w WHERE id < 2500 EXCEPT SELECT label FROM w WHERE id >= 2500",
-        ),
+        (2 << 20, "SELECT label FROM w WHERE id < 2500", "SELECT label FROM w WHERE id < 2500 UNION SELECT label FROM w WHERE id >= 2500"),
+        (2 << 20, "SELECT label FROM w WHERE id < 2500", "SELECT label FROM w WHERE id < 2500 EXCEPT SELECT label FROM w WHERE id >= 2500"),
     ];
     for (budget, fits, over) in cases {
         let ctx = ExecContext { max_memory_bytes: budget, ..ExecContext::default() };

@@ -75,8 +75,7 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
                 match res {
                     Err(e) => failures.push(format!("{loc}: query failed: {e}\n  {sql}")),
                     Ok(r) => {
-                        let mut got: Vec<String> =
-                            r.rows.iter().map(|row| row.iter().map(fmt).collect::<Vec<_>>().join(" ")).collect();
+                        let mut got: Vec<String> = r.rows.iter().map(|row| row.iter().map(fmt).collect::<Vec<_>>().join(" ")).collect();
                         let mut exp = expected.clone();
                         if rowsort {
                             got.sort();
@@ -105,7 +104,12 @@ fn slt_suite() {
     // checkout (one target directory shared by several) names that checkout.
     let root = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from);
     let dir = root.join("tests/slt");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("slt dir").filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "slt")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("slt dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "slt"))
+        .collect();
     files.sort();
     let mut failures = Vec::new();
     let mut total = 0;

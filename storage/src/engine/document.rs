@@ -20,12 +20,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 use tessera_api::command::Response;
-use tessera_api::error::{ErrorCode, Rejection};
-use tessera_api::import::{ImportDoc, ImportFailure, ImportResult};
 use tessera_api::document::{
     CollectionDef, CollectionInfo, DocOp, DocQuery, DocQueryResult, DocRecord, DocResponse, FindSpec, Found, FoundDoc,
     validate_collection_name, validate_doc_id, validate_index_field,
 };
+use tessera_api::error::{ErrorCode, Rejection};
+use tessera_api::import::{ImportDoc, ImportFailure, ImportResult};
 use tessera_document::encoding::{encoded, index_values, sort_key};
 use tessera_document::{Bound, Filter, Schema, SortSpec, apply_update};
 
@@ -157,7 +157,11 @@ fn compress(tx: &mut Tx<'_>, cutoff: i64) -> Result<Response> {
 /// id, taken id) fails the batch with its index.
 fn insert_many(tx: &mut Tx<'_>, now: i64, name: &str, docs: &[ImportDoc]) -> Result<Response> {
     let fail = |line: u64, kind: ErrorCode, message: String| {
-        Ok(Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, rejection: Rejection::new(kind, message) }) }))
+        Ok(Response::Import(ImportResult {
+            imported: 0,
+            skipped: 0,
+            failure: Some(ImportFailure { line, rejection: Rejection::new(kind, message) }),
+        }))
     };
     let Some(def) = collection(tx.view(), name)? else {
         return fail(0, ErrorCode::NotFound, format!("collection {name} does not exist"));
@@ -175,7 +179,8 @@ fn insert_many(tx: &mut Tx<'_>, now: i64, name: &str, docs: &[ImportDoc]) -> Res
         }
     }
     for d in docs {
-        let rec = DocRecord { id: d.id.clone(), collection: name.to_string(), data: d.data.clone(), created_at_ms: now, updated_at_ms: now };
+        let rec =
+            DocRecord { id: d.id.clone(), collection: name.to_string(), data: d.data.clone(), created_at_ms: now, updated_at_ms: now };
         write_doc(tx, &def, None, Some(&rec))?;
     }
     Ok(Response::Import(ImportResult { imported: docs.len() as u64, skipped: 0, failure: None }))
@@ -201,9 +206,10 @@ fn schema_violation(def: &CollectionDef, data: &Value) -> Option<String> {
     let schema = def.schema.as_ref()?;
     match Schema::parse(schema) {
         Err(e) => Some(format!("the schema of collection {} is invalid: {e}", def.name)),
-        Ok(s) => s.validate(data).err().map(|errors| {
-            format!("document does not match the schema of collection {}: {}", def.name, errors.join("; "))
-        }),
+        Ok(s) => s
+            .validate(data)
+            .err()
+            .map(|errors| format!("document does not match the schema of collection {}: {}", def.name, errors.join("; "))),
     }
 }
 
@@ -333,13 +339,8 @@ impl Engine for DocumentEngine {
                 if document(tx.view(), name, id)?.is_some() {
                     return reject(ErrorCode::Conflict, format!("document {id} already exists in collection {name}"));
                 }
-                let rec = DocRecord {
-                    id: id.clone(),
-                    collection: name.clone(),
-                    data: data.clone(),
-                    created_at_ms: now,
-                    updated_at_ms: now,
-                };
+                let rec =
+                    DocRecord { id: id.clone(), collection: name.clone(), data: data.clone(), created_at_ms: now, updated_at_ms: now };
                 write_doc(tx, &def, None, Some(&rec))?;
                 Ok(Response::Document(DocResponse::Document(rec)))
             }
@@ -507,7 +508,10 @@ fn index_candidates(view: &ReadView<'_>, coll: &str, field: &str, bound: &Bound)
 
 /// The documents of the data subject `rule` names (its `_id`, or a subject
 /// field): this engine's part of spec 02's export and erasure.
-pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+pub fn subject_items(
+    view: &ReadView<'_>,
+    rule: &tessera_api::compliance::SubjectRule,
+) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
     let mut items = Vec::new();
     view.scan_prefix(b"d/", |k, v| {
         let doc = decode_doc(v)?;
@@ -528,10 +532,20 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
 
 impl crate::subject::SubjectRecords for DocumentEngine {
     const STORE: &'static str = "document";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         subject_items(view, rule)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         for item in items {
             let delete = DocOp::Delete { collection: item.location.clone(), id: item.item_id.clone() };
             if let Some(r) = crate::subject::refusal(self.apply(tx, now, &delete)?) {
@@ -577,9 +591,15 @@ mod engine_tests {
     }
 
     fn create(data: &GroupData, name: &str, schema: Option<Value>, indexes: &[&str]) {
-        assert_eq!(apply(data, DocOp::CreateCollection { name: name.into(), schema, exclusive: true }), Response::Document(DocResponse::Created(true)));
+        assert_eq!(
+            apply(data, DocOp::CreateCollection { name: name.into(), schema, exclusive: true }),
+            Response::Document(DocResponse::Created(true))
+        );
         for f in indexes {
-            assert_eq!(apply(data, DocOp::CreateIndex { collection: name.into(), field: (*f).into() }), Response::Document(DocResponse::Created(true)));
+            assert_eq!(
+                apply(data, DocOp::CreateIndex { collection: name.into(), field: (*f).into() }),
+                Response::Document(DocResponse::Created(true))
+            );
         }
     }
 
@@ -634,7 +654,8 @@ mod engine_tests {
     #[test]
     fn insert_many_is_all_or_nothing() {
         let (_dir, data) = open_group(1);
-        let schema = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}});
+        let schema =
+            json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}});
         create(&data, "people", Some(schema), &["age"]);
         insert(&data, "people", "taken", json!({"name": "T", "age": 1}));
 
@@ -656,7 +677,8 @@ mod engine_tests {
         let twice = vec![doc(0, "y", json!({"name": "Y"})), doc(1, "y", json!({"name": "Y2"}))];
         let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: twice }));
         assert_eq!((f.line, f.rejection.code), (1, ErrorCode::Conflict), "{f:?}");
-        let f = failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "bad/id", json!({"name": "Z"}))] }));
+        let f =
+            failure(apply(&data, DocOp::InsertMany { collection: "people".into(), docs: vec![doc(0, "bad/id", json!({"name": "Z"}))] }));
         assert_eq!(f.rejection.code, ErrorCode::Invalid);
         let f = failure(apply(&data, DocOp::InsertMany { collection: "nobody".into(), docs: vec![doc(0, "z", json!({}))] }));
         assert_eq!(f.rejection.code, ErrorCode::NotFound);
@@ -727,7 +749,8 @@ mod engine_tests {
         let fields = ["v", "tags", "n.x"];
         create(&data, "plain", None, &[]);
         create(&data, "idx", None, &fields);
-        let values = [json!(1), json!(2.5), json!(3), json!(-4), json!("a"), json!("b"), json!(null), json!(true), json!([3, "a"]), json!({"k": 1})];
+        let values =
+            [json!(1), json!(2.5), json!(3), json!(-4), json!("a"), json!("b"), json!(null), json!(true), json!([3, "a"]), json!({"k": 1})];
         for i in 0..120u64 {
             let mut d = serde_json::Map::new();
             if i % 11 != 0 {

@@ -19,8 +19,8 @@ use serde_json::Value;
 use tessera_api::command::Response;
 use tessera_api::error::{ErrorCode, Position, Rejection};
 use tessera_api::graph::{
-    DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, NewEdge, NewNode, NodeRecord,
-    TraverseDirection, validate_graph_name, validate_id, validate_label,
+    DataEdge, DataNode, EdgeRecord, GraphOp, GraphQuery, GraphQueryResult, GraphResponse, NewEdge, NewNode, NodeRecord, TraverseDirection,
+    validate_graph_name, validate_id, validate_label,
 };
 use tessera_graph::{Adjacent, Direction, Edge, EvalError, GraphSource, Node, TraversalSpec};
 
@@ -340,11 +340,8 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<Answer<GraphQueryResult
             if !t.start_found {
                 return Ok(Ok(GraphQueryResult::NoStartNode));
             }
-            let nodes = t
-                .nodes
-                .into_iter()
-                .map(|(n, depth)| DataNode { id: n.id, label: n.label, properties: n.properties, depth })
-                .collect();
+            let nodes =
+                t.nodes.into_iter().map(|(n, depth)| DataNode { id: n.id, label: n.label, properties: n.properties, depth }).collect();
             let edges = t
                 .edges
                 .into_iter()
@@ -392,7 +389,10 @@ const QUERY_STACK_BYTES: usize = 64 * 1024 * 1024;
 /// The graph nodes of the data subject `rule` names (its id, or a subject
 /// property) and every edge touching them: this engine's part of spec 02's
 /// export and erasure. Edges come after the nodes.
-pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+pub fn subject_items(
+    view: &ReadView<'_>,
+    rule: &tessera_api::compliance::SubjectRule,
+) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
     let mut nodes: Vec<(String, NodeRecord, u64)> = Vec::new();
     view.scan_prefix(b"n/", |k, v| {
         let rec: NodeRecord = serde_json::from_slice(v)?;
@@ -439,11 +439,21 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
 
 impl crate::subject::SubjectRecords for GraphEngine {
     const STORE: &'static str = "graph";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         subject_items(view, rule)
     }
     /// A node's edges go with it (they are listed as items of their own).
-    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         for item in items {
             let Some(id) = item.item_id.strip_prefix("node:") else { continue };
             let delete = GraphOp::DeleteNode { graph: item.location.clone(), id: id.to_string() };
@@ -610,12 +620,17 @@ mod tests {
         add_node(&d, "g", "old", "P");
         let nodes = vec![nn("n1", "P"), nn("n2", "P")];
         // The second edge names a missing node: nothing is written.
-        let bad = GraphOp::Batch { graph: "g".into(), nodes: nodes.clone(), edges: vec![ne("e1", "n1", "n2", "R"), ne("e2", "n2", "ghost", "R")] };
+        let bad = GraphOp::Batch {
+            graph: "g".into(),
+            nodes: nodes.clone(),
+            edges: vec![ne("e1", "n1", "n2", "R"), ne("e2", "n2", "ghost", "R")],
+        };
         assert_eq!(rejected(&apply(&d, bad)), Some(ErrorCode::NotFound));
         assert_eq!(counts(&data(&d, "g", None, 0)), (1, 0));
         let dup = GraphOp::Batch { graph: "g".into(), nodes: vec![nn("n1", "P"), nn("n1", "P")], edges: vec![] };
         assert_eq!(rejected(&apply(&d, dup)), Some(ErrorCode::Conflict));
-        let dup_edge = GraphOp::Batch { graph: "g".into(), nodes: vec![], edges: vec![ne("e", "old", "old", "R"), ne("e", "old", "old", "R")] };
+        let dup_edge =
+            GraphOp::Batch { graph: "g".into(), nodes: vec![], edges: vec![ne("e", "old", "old", "R"), ne("e", "old", "old", "R")] };
         assert_eq!(rejected(&apply(&d, dup_edge)), Some(ErrorCode::Conflict));
         let good = GraphOp::Batch { graph: "g".into(), nodes, edges: vec![ne("e1", "n1", "n2", "R"), ne("e2", "n2", "old", "R")] };
         assert_eq!(apply(&d, good), Response::Graph(GraphResponse::Batch { nodes: 2, edges: 2 }));

@@ -146,7 +146,11 @@ pub fn count(view: &ReadView<'_>, prefix: &str, now: i64) -> Result<u64> {
 
 /// The live entries of the data subject `rule` names (its key, or its
 /// subject field in the JSON value): this engine's part of spec 02's export and erasure.
-pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+pub fn subject_items(
+    view: &ReadView<'_>,
+    rule: &tessera_api::compliance::SubjectRule,
+    now: i64,
+) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
     let mut items = Vec::new();
     view.scan_prefix(b"", |k, v| {
         let entry = decode(v)?;
@@ -167,10 +171,20 @@ pub fn subject_items(view: &ReadView<'_>, rule: &tessera_api::compliance::Subjec
 
 impl crate::subject::SubjectRecords for KvEngine {
     const STORE: &'static str = "kv";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         subject_items(view, rule, now)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         for item in items {
             if let Some(r) = crate::subject::refusal(self.apply(tx, now, &KvOp::Delete { key: item.item_id.clone() })?) {
                 return Ok(Some(r));

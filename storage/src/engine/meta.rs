@@ -5,8 +5,10 @@
 
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
 use tessera_api::error::ErrorCode;
+use tessera_api::meta::{
+    ACTIVITIES_KEEP, ActivityRecord, VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord,
+};
 use tessera_api::meta::{ClusterMap, NodeState, Role, RoleRecord, SessionRecord, UserRecord};
-use tessera_api::meta::{ACTIVITIES_KEEP, ActivityRecord, VAULT_AUDIT_KEEP, VaultAuditRecord, VaultKeyRecord, VaultPolicyRecord, VaultSecretRecord};
 
 use super::{Answer, Engine, QueryCtx, ReadView, Tx};
 use crate::error::Result;
@@ -14,8 +16,8 @@ use crate::error::Result;
 /// MFA, alerts, failed-login counters and IP blocks (keys under `sec/`).
 pub mod audit;
 pub mod classification;
-pub mod incidents;
 pub mod consent;
+pub mod incidents;
 pub mod security;
 
 /// Meta engine.
@@ -568,8 +570,7 @@ pub fn user_count(view: &ReadView<'_>) -> Result<u64> {
 
 /// A session by token hash, if it has not expired at `now`.
 pub fn session(view: &ReadView<'_>, token_hash: &str, now: i64) -> Result<Option<SessionRecord>> {
-    let s: Option<SessionRecord> =
-        view.get(&session_key(token_hash))?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
+    let s: Option<SessionRecord> = view.get(&session_key(token_hash))?.map(|raw| serde_json::from_slice(&raw)).transpose()?;
     Ok(s.filter(|s| now < s.expires_at_ms))
 }
 
@@ -752,10 +753,7 @@ pub fn vault_audit(view: &ReadView<'_>, limit: usize) -> Result<Vec<VaultAuditRe
 
 /// Why a membership change waits for the replica move in flight.
 fn in_flight(mv: &tessera_api::meta::ReplicaMove) -> String {
-    format!(
-        "group {}'s replica is moving from node {} to node {}: try again once it has moved (a few seconds)",
-        mv.group, mv.from, mv.to
-    )
+    format!("group {}'s replica is moving from node {} to node {}: try again once it has moved (a few seconds)", mv.group, mv.from, mv.to)
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ pub mod meta;
 pub mod object;
 pub mod sql;
 pub mod stream;
-pub mod timeseries;
-pub mod vector;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod timeseries;
+pub mod vector;
 
 use std::sync::Arc;
 

@@ -208,19 +208,11 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
                     pending_uploads += 1;
                     Ok(true)
                 })?;
-                Some(BucketStats {
-                    name: info.name,
-                    created_at_ms: info.created_at_ms,
-                    object_count,
-                    total_bytes,
-                    pending_uploads,
-                })
+                Some(BucketStats { name: info.name, created_at_ms: info.created_at_ms, object_count, total_bytes, pending_uploads })
             }
         }),
         ObjectQuery::Head { bucket, key } => ObjectQueryResult::Meta(meta(view, bucket, key)?),
-        ObjectQuery::Chunk { bucket, blob_id, index } => {
-            ObjectQueryResult::Chunk(view.get(&chunk_key(bucket, blob_id, *index))?)
-        }
+        ObjectQuery::Chunk { bucket, blob_id, index } => ObjectQueryResult::Chunk(view.get(&chunk_key(bucket, blob_id, *index))?),
         ObjectQuery::List { bucket: b, prefix, after, limit } => {
             if bucket(view, b)?.is_none() {
                 return Ok(ObjectQueryResult::List(None));
@@ -255,7 +247,12 @@ pub fn query(view: &ReadView<'_>, q: &ObjectQuery) -> Result<ObjectQueryResult> 
 /// field; the export lists their metadata (the content stays downloadable).
 impl crate::subject::SubjectRecords for ObjectEngine {
     const STORE: &'static str = "object";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         let mut items = Vec::new();
         view.scan_prefix(b"o/", |k, v| {
             let m: ObjectMeta = serde_json::from_slice(v)?;
@@ -273,7 +270,12 @@ impl crate::subject::SubjectRecords for ObjectEngine {
         })?;
         Ok(items)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         for item in items {
             let delete = ObjectOp::DeleteObject { bucket: item.location.clone(), key: item.item_id.clone() };
             if let Some(r) = crate::subject::refusal(self.apply(tx, now, &delete)?) {
@@ -287,9 +289,9 @@ impl crate::subject::SubjectRecords for ObjectEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_api::error::Rejection;
     use crate::engine::space;
     use crate::engine::test_support::{apply_op, open_group};
+    use tessera_api::error::Rejection;
 
     fn apply(data: &crate::engine::GroupData, op: ObjectOp) -> Response {
         apply_op(&ObjectEngine, data, space::OBJECT, 7, &op)
@@ -343,7 +345,13 @@ mod tests {
         let (_dir, data) = open_group(1);
         let at = |now: i64, op: ObjectOp| apply_op(&ObjectEngine, &data, space::OBJECT, now, &op);
         at(0, ObjectOp::CreateBucket { name: "bk".into(), copy_of_created_at_ms: None });
-        let chunk = |blob: &str, index| ObjectOp::PutChunk { bucket: "bk".into(), blob_id: blob.into(), index, data: vec![1, 2], incarnation: None };
+        let chunk = |blob: &str, index| ObjectOp::PutChunk {
+            bucket: "bk".into(),
+            blob_id: blob.into(),
+            index,
+            data: vec![1, 2],
+            incarnation: None,
+        };
         // An upload whose router died at t=1000, one still running since t=9000,
         // and one committed at t=1000.
         at(1_000, chunk("dead", 0));

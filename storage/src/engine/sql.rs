@@ -47,20 +47,13 @@ impl KvRead for DatabaseKv<'_, '_> {
         self.view.get(&[self.prefix.as_slice(), key].concat()).map_err(storage_error)
     }
 
-    fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> std::result::Result<(), SqlError> {
+    fn scan(&self, start: &[u8], end: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> std::result::Result<(), SqlError> {
         if start >= end {
             return Ok(());
         }
         let n = self.prefix.len();
         self.view
-            .scan_range(&[self.prefix.as_slice(), start].concat(), &[self.prefix.as_slice(), end].concat(), |k, v| {
-                Ok(f(&k[n..], v))
-            })
+            .scan_range(&[self.prefix.as_slice(), start].concat(), &[self.prefix.as_slice(), end].concat(), |k, v| Ok(f(&k[n..], v)))
             .map_err(storage_error)
     }
 }
@@ -200,9 +193,7 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<Rejection>
         memory_pool: Some(memory_pool()),
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
-        Err(e) if matches!(e.code, ErrorCode::QueryTimeout | ErrorCode::QueryMemoryExceeded) => {
-            Some(e)
-        }
+        Err(e) if matches!(e.code, ErrorCode::QueryTimeout | ErrorCode::QueryMemoryExceeded) => Some(e),
         _ => None,
     }
 }
@@ -226,10 +217,7 @@ impl SqlEngine {
         capture: &dyn Fn(&str) -> bool,
     ) -> Result<(Response, Vec<tessera_sql::RowChange>)> {
         let fail = |line: u64, rejection: Rejection| {
-            Ok((
-                Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, rejection }) }),
-                Vec::new(),
-            ))
+            Ok((Response::Import(ImportResult { imported: 0, skipped: 0, failure: Some(ImportFailure { line, rejection }) }), Vec::new()))
         };
         if !valid_database_name(&op.database) {
             return fail(0, Rejection::invalid(format!("invalid database name {:?}", op.database)));

@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 use tessera_api::command::Response;
 use tessera_api::error::ErrorCode;
 use tessera_api::stream::{
-    CdcSource, ChannelEvents, ChannelInfo, StreamEvent, StreamOp, StreamQuery, StreamQueryResult, StreamResponse,
-    cdc_channel,
+    CdcSource, ChannelEvents, ChannelInfo, StreamEvent, StreamOp, StreamQuery, StreamQueryResult, StreamResponse, cdc_channel,
 };
 use tessera_sql::{ChangeOp, RowChange};
 
@@ -138,13 +137,7 @@ fn append(tx: &mut Tx<'_>, c: &mut ChannelInfo, event_type: &str, data: Value, n
             c.first_id += 1;
         }
     }
-    Ok(StreamEvent {
-        id,
-        channel: c.name.clone(),
-        event_type: stored.event_type,
-        data: stored.data,
-        timestamp_ms: now,
-    })
+    Ok(StreamEvent { id, channel: c.name.clone(), event_type: stored.event_type, data: stored.data, timestamp_ms: now })
 }
 
 /// The streaming engine.
@@ -400,7 +393,12 @@ pub fn query(view: &ReadView<'_>, q: &StreamQuery) -> Result<StreamQueryResult> 
 /// channel's ids stay dense and consumers' offsets keep their meaning.
 impl crate::subject::SubjectRecords for StreamEngine {
     const STORE: &'static str = "stream";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         let mut items = Vec::new();
         view.scan_prefix(b"e/", |k, v| {
             let e: StoredEvent = tessera_api::codec::decode(v).map_err(corrupt)?;
@@ -424,7 +422,12 @@ impl crate::subject::SubjectRecords for StreamEngine {
         })?;
         Ok(items)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        _now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         for item in items {
             let Ok(id) = item.item_id.parse::<u64>() else { continue };
             let key = event_key(&item.location, id);
@@ -444,9 +447,9 @@ mod tests {
     use tessera_api::sql::SqlOp;
 
     use super::*;
-    use tessera_api::error::Rejection;
     use crate::engine::sql::SqlEngine;
     use crate::engine::{GroupData, space};
+    use tessera_api::error::Rejection;
 
     fn open() -> (tempfile::TempDir, GroupData) {
         crate::engine::test_support::open_group(3)
@@ -463,8 +466,7 @@ mod tests {
         let mut batch = WriteBatch::default();
         let cdc = cdc_tables(&ReadView::new(db, group, space::STREAM), "db").unwrap();
         let capture = |t: &str| cdc.contains(t);
-        let (r, changes) =
-            SqlEngine.apply_capturing(&mut Tx::new(db, group, space::SQL, &mut batch), 7, &op, &capture).unwrap();
+        let (r, changes) = SqlEngine.apply_capturing(&mut Tx::new(db, group, space::SQL, &mut batch), 7, &op, &capture).unwrap();
         if !changes.is_empty() {
             append_changes(&mut Tx::new(db, group, space::STREAM, &mut batch), 7, log_index, "db", changes).unwrap();
         }
@@ -551,10 +553,11 @@ mod tests {
         for n in 1..=5 {
             publish(&data, 1, "c", n);
         }
-        let poll = |max| match query(&data.space(space::STREAM), &StreamQuery::Poll { channel: "c".into(), group: "g".into(), max }).unwrap() {
-            StreamQueryResult::Events(Some(r)) => (r.committed, r.events.iter().map(|e| e.id).collect::<Vec<_>>()),
-            other => panic!("{other:?}"),
-        };
+        let poll =
+            |max| match query(&data.space(space::STREAM), &StreamQuery::Poll { channel: "c".into(), group: "g".into(), max }).unwrap() {
+                StreamQueryResult::Events(Some(r)) => (r.committed, r.events.iter().map(|e| e.id).collect::<Vec<_>>()),
+                other => panic!("{other:?}"),
+            };
         assert_eq!(poll(2), (Some(0), vec![1, 2]));
         assert_eq!(poll(2), (Some(0), vec![1, 2]), "nothing is committed by polling");
         let commit = |offset| apply(&data, 1, StreamOp::CommitOffset { channel: "c".into(), group: "g".into(), offset });
@@ -592,7 +595,8 @@ mod tests {
                 json!(["Delete", {"id": 2}, null, {"log_index": 3, "index": 1}]),
             ]
         );
-        let nopk: Vec<Value> = events(&data, "cdc.db.nopk", Some(0), 100).into_iter().map(|e| json!([e.event_type, e.data["key"]])).collect();
+        let nopk: Vec<Value> =
+            events(&data, "cdc.db.nopk", Some(0), 100).into_iter().map(|e| json!([e.event_type, e.data["key"]])).collect();
         assert_eq!(nopk, vec![json!(["Insert", {"a": 1, "b": 2}]), json!(["Delete", {"a": 1, "b": 2}])]);
         // Disabled: writes go on without records.
         apply(&data, 0, StreamOp::DisableCdc { database: "db".into(), table: "t".into() });

@@ -28,8 +28,8 @@ use tessera_api::command::Response;
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::timeseries::{MetricInfo, SeriesPoints, SeriesSet, TsOp, TsQuery, TsQueryResult, TsResponse};
 use tessera_timeseries::{
-    ChunkMeta, Point, RetentionPolicy, decode_chunk, downsample, encode_chunk, format_duration, parse_aggregation,
-    parse_timestamp_at, plan_retention,
+    ChunkMeta, Point, RetentionPolicy, decode_chunk, downsample, encode_chunk, format_duration, parse_aggregation, parse_timestamp_at,
+    plan_retention,
 };
 
 use super::{Answer, Engine, QueryCtx, ReadView, Tx};
@@ -425,12 +425,7 @@ impl TimeSeriesEngine {
             dp += b;
             ds += c;
         }
-        Ok(Response::TimeSeries(TsResponse::Retention {
-            metrics,
-            dropped_chunks: dc,
-            dropped_points: dp,
-            downsampled_chunks: ds,
-        }))
+        Ok(Response::TimeSeries(TsResponse::Retention { metrics, dropped_chunks: dc, dropped_points: dp, downsampled_chunks: ds }))
     }
 }
 
@@ -592,7 +587,12 @@ pub fn query(view: &ReadView<'_>, q: &TsQuery) -> Result<Answer<TsQueryResult>> 
 /// and all its points; the metric stays, its statistics follow.
 impl crate::subject::SubjectRecords for TimeSeriesEngine {
     const STORE: &'static str = "timeseries";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         let mut found = Vec::new();
         view.scan_prefix(b"s/", |k, _| {
             let rest = String::from_utf8_lossy(&k[2..]).into_owned();
@@ -631,7 +631,12 @@ impl crate::subject::SubjectRecords for TimeSeriesEngine {
         }
         Ok(items)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        _now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         let mut by_metric: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
         for item in items {
             let Some(series) = item.data["series"].as_str() else { continue };
@@ -777,7 +782,12 @@ mod tests {
     fn the_default_retention_drops_old_points_of_metrics_without_a_policy() {
         let (_dir, data) = open();
         let now = 20_000 * DAY_MS + 12 * BLOCK_MS;
-        write_tagged(&data, "plain", "a", (0..60).map(|i| (now - 10 * DAY_MS + i * 60_000, 1.0)).chain((0..5).map(|i| (now - i * 60_000, 2.0))));
+        write_tagged(
+            &data,
+            "plain",
+            "a",
+            (0..60).map(|i| (now - 10 * DAY_MS + i * 60_000, 1.0)).chain((0..5).map(|i| (now - i * 60_000, 2.0))),
+        );
         write_tagged(&data, "own", "a", (0..60).map(|i| (now - 10 * DAY_MS + i * 60_000, 1.0)));
         set_retention(&data, "own", json!({"drop_after": "30d"}));
         let r = apply(&data, now, TsOp::EnforceRetentionWithDefault { drop_after_ms: 2 * DAY_MS });

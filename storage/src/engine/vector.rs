@@ -39,8 +39,8 @@ use serde_json::Value;
 use tessera_api::command::Response;
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::vector::{
-    CollectionConfig, CollectionStats, MAX_DIM, SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery,
-    VectorQueryResult, VectorRecord, VectorResponse, validate_collection_name, validate_record_id,
+    CollectionConfig, CollectionStats, MAX_DIM, SearchRequest, VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult,
+    VectorRecord, VectorResponse, validate_collection_name, validate_record_id,
 };
 use tessera_vector::{HnswIndex, HnswParams, Metric, score};
 
@@ -136,12 +136,7 @@ fn seed(name: &str) -> u64 {
 }
 
 fn new_index(c: &CollectionConfig) -> std::result::Result<HnswIndex, String> {
-    let params = HnswParams {
-        m: c.m as usize,
-        ef_construction: c.ef_construction as usize,
-        seed: seed(&c.name),
-        ..HnswParams::default()
-    };
+    let params = HnswParams { m: c.m as usize, ef_construction: c.ef_construction as usize, seed: seed(&c.name), ..HnswParams::default() };
     HnswIndex::new(c.dim as usize, metric(c.metric), params).map_err(|e| e.to_string())
 }
 
@@ -592,14 +587,7 @@ impl Engine for VectorEngine<'_> {
 }
 
 impl VectorEngine<'_> {
-    fn upsert(
-        &self,
-        tx: &mut Tx<'_>,
-        now: i64,
-        collection: &str,
-        records: &[VectorRecord],
-        uid: &Option<String>,
-    ) -> Result<Response> {
+    fn upsert(&self, tx: &mut Tx<'_>, now: i64, collection: &str, records: &[VectorRecord], uid: &Option<String>) -> Result<Response> {
         let Some(c) = config(tx.view(), collection)? else {
             return reject(ErrorCode::NotFound, format!("collection {collection} does not exist"));
         };
@@ -809,11 +797,7 @@ fn search(data: &GroupData, view: &ReadView<'_>, req: &SearchRequest) -> Result<
 }
 
 fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Answer<VectorQueryResult> {
-    let accept = |seq: u64| {
-        req.filter
-            .as_ref()
-            .is_none_or(|f| col.entries.get(&seq).is_some_and(|(_, meta)| f.matches(meta)))
-    };
+    let accept = |seq: u64| req.filter.as_ref().is_none_or(|f| col.entries.get(&seq).is_some_and(|(_, meta)| f.matches(meta)));
     let filter: Option<&dyn Fn(u64) -> bool> = if req.filter.is_some() { Some(&accept) } else { None };
     let hits = match col.index.search(&req.vector, req.k as usize, req.ef.map(|e| e as usize), filter) {
         Ok(h) => h,
@@ -836,7 +820,12 @@ fn search_in(col: &Collection, c: &CollectionConfig, req: &SearchRequest) -> Ans
 /// replaced by a neutral one, so no copy of them stays on disk.
 impl crate::subject::SubjectRecords for VectorEngine<'_> {
     const STORE: &'static str = "vector";
-    fn subject_items(&self, view: &ReadView<'_>, rule: &tessera_api::compliance::SubjectRule, _now: i64) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
+    fn subject_items(
+        &self,
+        view: &ReadView<'_>,
+        rule: &tessera_api::compliance::SubjectRule,
+        _now: i64,
+    ) -> Result<Vec<tessera_api::compliance::SubjectItem>> {
         let mut items = Vec::new();
         view.scan_prefix(b"r/", |k, v| {
             let r: VectorRecord = serde_json::from_slice(v)?;
@@ -854,7 +843,12 @@ impl crate::subject::SubjectRecords for VectorEngine<'_> {
         })?;
         Ok(items)
     }
-    fn erase_items(&self, tx: &mut Tx<'_>, _now: i64, items: &[tessera_api::compliance::SubjectItem]) -> Result<Option<tessera_api::error::Rejection>> {
+    fn erase_items(
+        &self,
+        tx: &mut Tx<'_>,
+        _now: i64,
+        items: &[tessera_api::compliance::SubjectItem],
+    ) -> Result<Option<tessera_api::error::Rejection>> {
         let mut by_collection: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
         for item in items {
             by_collection.entry(item.location.as_str()).or_default().push(item.item_id.as_str());
@@ -1009,7 +1003,8 @@ mod tests {
             Response::Rejected(Rejection { code: ErrorCode::Conflict, .. })
         ));
         // A command for another incarnation of the collection changes nothing.
-        let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![rec("s", &[0.0, 0.0], "red")], uid: Some("u0".into()) });
+        let r =
+            apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![rec("s", &[0.0, 0.0], "red")], uid: Some("u0".into()) });
         assert!(matches!(r, Response::Rejected(Rejection { code: ErrorCode::NotFound, .. })));
         let r = apply(&data, VectorOp::Upsert { collection: "c".into(), records: vec![], uid: Some("u1".into()) });
         assert_eq!(r, Response::Vector(VectorResponse::Upserted { inserted: 0, updated: 0 }));
@@ -1040,16 +1035,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
 
-        assert_eq!(apply(&data, VectorOp::DropCollection { name: "c".into(), uid: None }), Response::Vector(VectorResponse::Dropped { count: 51 }));
-        let q = VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None, uid: None });
+        assert_eq!(
+            apply(&data, VectorOp::DropCollection { name: "c".into(), uid: None }),
+            Response::Vector(VectorResponse::Dropped { count: 51 })
+        );
+        let q =
+            VectorQuery::Search(SearchRequest { collection: "c".into(), vector: vec![0.0, 0.0], k: 1, ef: None, filter: None, uid: None });
         assert!(matches!(query(&data, &q).unwrap(), Err(Rejection { code: ErrorCode::NotFound, .. })));
         apply(&data, VectorOp::CreateCollection(config));
         assert!(ids(&data, &[0.0, 0.0], 5, None).is_empty());
         let mut left = 0;
-        data.space(space::VECTOR).scan_prefix(b"", |_, _| {
-            left += 1;
-            Ok(true)
-        }).unwrap();
+        data.space(space::VECTOR)
+            .scan_prefix(b"", |_, _| {
+                left += 1;
+                Ok(true)
+            })
+            .unwrap();
         assert_eq!(left, 2, "only the new config and counters remain");
     }
 
@@ -1139,11 +1140,16 @@ mod tests {
             _ => panic!("no live index"),
         };
         for chunk in (300..400).collect::<Vec<_>>().chunks(25) {
-            upsert(chunk.iter().map(|&i| {
-                let v = vec8();
-                current.insert(i, v.clone());
-                rec(&format!("p{i}"), &v, color(i))
-            }).collect());
+            upsert(
+                chunk
+                    .iter()
+                    .map(|&i| {
+                        let v = vec8();
+                        current.insert(i, v.clone());
+                        rec(&format!("p{i}"), &v, color(i))
+                    })
+                    .collect(),
+            );
         }
         let nodes = counters(&data.space(space::VECTOR), "c").unwrap().next_node.unwrap();
         {
@@ -1204,10 +1210,13 @@ mod tests {
         // A collection without a node log writes none and keeps rebuilding by record order.
         upsert(vec![rec("late", &vec8(), "red")]);
         let mut logged = 0;
-        legacy.space(space::VECTOR).scan_prefix(&nodes_prefix("c"), |_, _| {
-            logged += 1;
-            Ok(true)
-        }).unwrap();
+        legacy
+            .space(space::VECTOR)
+            .scan_prefix(&nodes_prefix("c"), |_, _| {
+                logged += 1;
+                Ok(true)
+            })
+            .unwrap();
         assert_eq!(logged, nodes);
 
         assert_eq!(
@@ -1215,10 +1224,12 @@ mod tests {
             Response::Vector(VectorResponse::Dropped { count: current.len() as u64 + 1 })
         );
         let mut left = 0;
-        data.space(space::VECTOR).scan_prefix(b"", |_, _| {
-            left += 1;
-            Ok(true)
-        }).unwrap();
+        data.space(space::VECTOR)
+            .scan_prefix(b"", |_, _| {
+                left += 1;
+                Ok(true)
+            })
+            .unwrap();
         assert_eq!(left, 0, "drop removes the node log too");
         checkpoint_larger_than(&data, 1, 1).unwrap();
         assert_eq!(view.derived_keys(b"h/").unwrap(), Vec::<Vec<u8>>::new(), "the dropped collection's checkpoint is kept");

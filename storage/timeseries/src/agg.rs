@@ -67,15 +67,11 @@ impl FromStr for AggFn {
                     .strip_prefix("percentile")
                     .map(|r| r.strip_prefix('_').unwrap_or(r))
                     .or_else(|| l.strip_prefix('p'))
-                    .filter(|r| {
-                        !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-                    });
+                    .filter(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
                 match num.and_then(|n| n.parse::<f64>().ok()) {
                     Some(p) if (0.0..=100.0).contains(&p) => AggFn::Percentile(p),
                     Some(_) => {
-                        return Err(TsError::InvalidAggregation(format!(
-                            "percentile in '{s}' must be between 0 and 100"
-                        )));
+                        return Err(TsError::InvalidAggregation(format!("percentile in '{s}' must be between 0 and 100")));
                     }
                     None => {
                         return Err(TsError::InvalidAggregation(format!(
@@ -101,9 +97,7 @@ impl AggFn {
         if (0.0..=100.0).contains(&p) {
             Ok(AggFn::Percentile(p))
         } else {
-            Err(TsError::InvalidAggregation(format!(
-                "percentile {p} must be between 0 and 100"
-            )))
+            Err(TsError::InvalidAggregation(format!("percentile {p} must be between 0 and 100")))
         }
     }
 }
@@ -160,11 +154,7 @@ impl KahanSum {
     pub fn value(&self) -> f64 {
         let v = self.sum + self.c;
         // With infinities the compensation is NaN; the plain sum is right then.
-        if v.is_nan() && !self.sum.is_nan() {
-            self.sum
-        } else {
-            v
-        }
+        if v.is_nan() && !self.sum.is_nan() { self.sum } else { v }
     }
 }
 
@@ -183,11 +173,7 @@ pub fn aggregate(f: AggFn, points: &[Point]) -> Option<f64> {
         AggFn::Sum | AggFn::Avg => {
             let mut s = KahanSum::default();
             vals().for_each(|v| s.add(v));
-            if f == AggFn::Sum {
-                s.value()
-            } else {
-                s.value() / n as f64
-            }
+            if f == AggFn::Sum { s.value() } else { s.value() / n as f64 }
         }
         AggFn::Min => vals().fold(f64::INFINITY, f64::min),
         AggFn::Max => vals().fold(f64::NEG_INFINITY, f64::max),
@@ -219,11 +205,7 @@ pub fn aggregate(f: AggFn, points: &[Point]) -> Option<f64> {
                 m2 += d * (v - mean);
             }
             let var = (m2 / k).max(0.0);
-            if f == AggFn::Variance {
-                var
-            } else {
-                var.sqrt()
-            }
+            if f == AggFn::Variance { var } else { var.sqrt() }
         }
         AggFn::Percentile(p) => {
             let mut v: Vec<f64> = vals().collect();
@@ -236,21 +218,13 @@ pub fn aggregate(f: AggFn, points: &[Point]) -> Option<f64> {
 /// Linear-interpolated percentile of sorted, NaN-free values.
 pub(crate) fn percentile_sorted(v: &[f64], p: f64) -> Option<f64> {
     let last = v.len().checked_sub(1)?;
-    let p = if p.is_nan() {
-        50.0
-    } else {
-        p.clamp(0.0, 100.0)
-    };
+    let p = if p.is_nan() { 50.0 } else { p.clamp(0.0, 100.0) };
     let rank = p / 100.0 * last as f64;
     let lo = (rank.floor() as usize).min(last);
     let hi = (rank.ceil() as usize).min(last);
     let (a, b) = (v[lo], v[hi]);
     let frac = rank - lo as f64;
-    if lo == hi || frac == 0.0 || a == b {
-        Some(a)
-    } else {
-        Some(a + (b - a) * frac)
-    }
+    if lo == hi || frac == 0.0 || a == b { Some(a) } else { Some(a + (b - a) * frac) }
 }
 
 #[cfg(test)]
@@ -258,10 +232,7 @@ mod tests {
     use super::*;
 
     fn pts(vals: &[f64]) -> Vec<Point> {
-        vals.iter()
-            .enumerate()
-            .map(|(i, v)| (i as i64 * 1000, *v))
-            .collect()
+        vals.iter().enumerate().map(|(i, v)| (i as i64 * 1000, *v)).collect()
     }
 
     fn close(a: Option<f64>, b: f64) -> bool {
@@ -294,26 +265,10 @@ mod tests {
         for (s, f) in cases {
             assert_eq!(s.parse::<AggFn>().unwrap(), f, "{s}");
         }
-        for s in [
-            "",
-            "average_",
-            "percentile_",
-            "percentile_101",
-            "p-1",
-            "p",
-            "pct50",
-            "percentile_5x",
-            "mode",
-            "p1.2.3",
-        ] {
+        for s in ["", "average_", "percentile_", "percentile_101", "p-1", "p", "pct50", "percentile_5x", "mode", "p1.2.3"] {
             assert!(s.parse::<AggFn>().is_err(), "{s}");
         }
-        for f in [
-            AggFn::Avg,
-            AggFn::Stddev,
-            AggFn::Percentile(90.0),
-            AggFn::Percentile(99.9),
-        ] {
+        for f in [AggFn::Avg, AggFn::Stddev, AggFn::Percentile(90.0), AggFn::Percentile(99.9)] {
             assert_eq!(f.to_string().parse::<AggFn>().unwrap(), f);
             let j = serde_json::to_string(&f).unwrap();
             assert_eq!(serde_json::from_str::<AggFn>(&j).unwrap(), f);
@@ -340,15 +295,7 @@ mod tests {
     fn percentiles_match_numpy_linear() {
         let p = pts(&[15.0, 20.0, 35.0, 40.0, 50.0]);
         // numpy.percentile([15,20,35,40,50], q) for q = 0, 25, 40, 50, 90, 99, 100
-        let expected = [
-            (0.0, 15.0),
-            (25.0, 20.0),
-            (40.0, 29.0),
-            (50.0, 35.0),
-            (90.0, 46.0),
-            (99.0, 49.6),
-            (100.0, 50.0),
-        ];
+        let expected = [(0.0, 15.0), (25.0, 20.0), (40.0, 29.0), (50.0, 35.0), (90.0, 46.0), (99.0, 49.6), (100.0, 50.0)];
         for (q, e) in expected {
             assert!(close(aggregate(AggFn::Percentile(q), &p), e), "q={q}");
         }
@@ -374,14 +321,7 @@ mod tests {
             assert_eq!(aggregate(f, &[(0, f64::NAN)]), None, "{f}");
         }
         assert_eq!(aggregate(AggFn::Count, &[]), Some(0.0));
-        let p = vec![
-            (30, 3.0),
-            (10, 1.0),
-            (20, f64::NAN),
-            (10, 1.5),
-            (40, f64::NAN),
-            (30, 3.5),
-        ];
+        let p = vec![(30, 3.0), (10, 1.0), (20, f64::NAN), (10, 1.5), (40, f64::NAN), (30, 3.5)];
         assert_eq!(aggregate(AggFn::Count, &p), Some(4.0));
         assert_eq!(aggregate(AggFn::First, &p), Some(1.0));
         assert_eq!(aggregate(AggFn::Last, &p), Some(3.5));
@@ -391,13 +331,7 @@ mod tests {
         let p = pts(&[1e16, 1.0, -1e16, 1.0]);
         assert_eq!(aggregate(AggFn::Sum, &p), Some(2.0));
         // infinities don't poison with NaN
-        assert_eq!(
-            aggregate(AggFn::Sum, &pts(&[f64::INFINITY, 1.0])),
-            Some(f64::INFINITY)
-        );
-        assert_eq!(
-            aggregate(AggFn::Max, &pts(&[f64::NEG_INFINITY])),
-            Some(f64::NEG_INFINITY)
-        );
+        assert_eq!(aggregate(AggFn::Sum, &pts(&[f64::INFINITY, 1.0])), Some(f64::INFINITY));
+        assert_eq!(aggregate(AggFn::Max, &pts(&[f64::NEG_INFINITY])), Some(f64::NEG_INFINITY));
     }
 }

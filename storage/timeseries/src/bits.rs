@@ -95,17 +95,8 @@ mod tests {
 
     #[test]
     fn roundtrip_mixed_widths() {
-        let items: Vec<(u64, u32)> = vec![
-            (1, 1),
-            (0, 1),
-            (0b101, 3),
-            (u64::MAX, 64),
-            (0x1234, 14),
-            (0, 64),
-            (7, 5),
-            (0xdead_beef, 32),
-            (1, 2),
-        ];
+        let items: Vec<(u64, u32)> =
+            vec![(1, 1), (0, 1), (0b101, 3), (u64::MAX, 64), (0x1234, 14), (0, 64), (7, 5), (0xdead_beef, 32), (1, 2)];
         let mut w = BitWriter::default();
         for (v, n) in &items {
             w.write_bits(*v, *n);

@@ -9,20 +9,10 @@
 use crate::error::TsError;
 use serde_json::Value;
 
-const MS_PER: [(&str, i64); 6] = [
-    ("ms", 1),
-    ("s", 1_000),
-    ("m", 60_000),
-    ("h", 3_600_000),
-    ("d", 86_400_000),
-    ("w", 604_800_000),
-];
+const MS_PER: [(&str, i64); 6] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)];
 
 fn bad(input: &str, reason: impl Into<String>) -> TsError {
-    TsError::InvalidDuration {
-        input: input.to_string(),
-        reason: reason.into(),
-    }
+    TsError::InvalidDuration { input: input.to_string(), reason: reason.into() }
 }
 
 /// Parse a duration string into milliseconds.
@@ -38,9 +28,7 @@ pub fn parse_duration(s: &str) -> Result<i64, TsError> {
     }
     let mut total: i64 = 0;
     while !rest.is_empty() {
-        let int_end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let int_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let int_part = &rest[..int_end];
         rest = &rest[int_end..];
         let mut frac_part = "";
@@ -55,9 +43,7 @@ pub fn parse_duration(s: &str) -> Result<i64, TsError> {
         if int_part.is_empty() && frac_part.is_empty() {
             return Err(bad(input, "expected a number"));
         }
-        let unit_end = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
+        let unit_end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
         let unit = &rest[..unit_end];
         rest = rest[unit_end..].trim_start();
         if unit.is_empty() {
@@ -67,18 +53,9 @@ pub fn parse_duration(s: &str) -> Result<i64, TsError> {
             .iter()
             .find(|(u, _)| *u == unit)
             .map(|(_, ms)| *ms)
-            .ok_or_else(|| {
-                bad(
-                    input,
-                    format!("unknown unit '{unit}' (use ms, s, m, h, d or w)"),
-                )
-            })?;
+            .ok_or_else(|| bad(input, format!("unknown unit '{unit}' (use ms, s, m, h, d or w)")))?;
         let overflow = || bad(input, "duration is too large");
-        let int: i64 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().map_err(|_| overflow())?
-        };
+        let int: i64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| overflow())? };
         let mut ms = int.checked_mul(per).ok_or_else(overflow)?;
         if !frac_part.is_empty() {
             // Up to 18 fractional digits are significant; more cannot change the result.
@@ -100,15 +77,9 @@ pub fn parse_duration_value(v: &Value) -> Result<i64, TsError> {
         Value::String(s) => parse_duration(s),
         Value::Number(n) => match n.as_i64() {
             Some(ms) if ms >= 0 => Ok(ms),
-            _ => Err(bad(
-                &n.to_string(),
-                "a numeric duration must be a non-negative integer of milliseconds",
-            )),
+            _ => Err(bad(&n.to_string(), "a numeric duration must be a non-negative integer of milliseconds")),
         },
-        other => Err(bad(
-            &other.to_string(),
-            "expected a string like \"5m\" or integer milliseconds",
-        )),
+        other => Err(bad(&other.to_string(), "expected a string like \"5m\" or integer milliseconds")),
     }
 }
 
@@ -186,10 +157,7 @@ mod tests {
 
     #[test]
     fn json_and_format() {
-        assert_eq!(
-            parse_duration_value(&serde_json::json!("1m")).unwrap(),
-            60_000
-        );
+        assert_eq!(parse_duration_value(&serde_json::json!("1m")).unwrap(), 60_000);
         assert_eq!(parse_duration_value(&serde_json::json!(250)).unwrap(), 250);
         assert!(parse_duration_value(&serde_json::json!(-1)).is_err());
         assert!(parse_duration_value(&serde_json::json!(1.5)).is_err());

@@ -148,9 +148,7 @@ impl ChunkEncoder {
         // (11 header bits) is cheaper: a window stretched by an outlier would
         // otherwise cost its full width for the rest of the chunk.
         let fresh_cost = 11 + 64 - lz - tz;
-        if let Some((plz, ptz)) =
-            self.window.filter(|(plz, ptz)| lz >= *plz && tz >= *ptz && 64 - plz - ptz <= fresh_cost)
-        {
+        if let Some((plz, ptz)) = self.window.filter(|(plz, ptz)| lz >= *plz && tz >= *ptz && 64 - plz - ptz <= fresh_cost) {
             self.w.write_bit(false);
             let sig = 64 - plz - ptz;
             self.w.write_bits(xor >> ptz, sig);
@@ -193,14 +191,9 @@ fn corrupt(msg: &str) -> TsError {
 pub fn decode_chunk(bytes: &[u8]) -> Result<Vec<Point>, TsError> {
     let (&version, rest) = bytes.split_first().ok_or_else(|| corrupt("empty input"))?;
     if version != VERSION {
-        return Err(TsError::CorruptChunk(format!(
-            "unsupported chunk version {version}"
-        )));
+        return Err(TsError::CorruptChunk(format!("unsupported chunk version {version}")));
     }
-    let count_bytes: [u8; 4] = rest
-        .get(..4)
-        .and_then(|s| s.try_into().ok())
-        .ok_or_else(|| corrupt("truncated header"))?;
+    let count_bytes: [u8; 4] = rest.get(..4).and_then(|s| s.try_into().ok()).ok_or_else(|| corrupt("truncated header"))?;
     let count = u32::from_le_bytes(count_bytes) as usize;
     let body = &rest[4..];
     let mut r = BitReader::new(body);

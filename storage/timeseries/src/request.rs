@@ -50,45 +50,29 @@ fn positive_duration(v: &Value, field: &str) -> Result<i64, TsError> {
 pub fn parse_aggregation(v: &Value) -> Result<Aggregation, TsError> {
     let obj = match v {
         Value::String(s) => {
-            return Ok(Aggregation {
-                function: s.parse()?,
-                interval_ms: None,
-                window_ms: None,
-            });
+            return Ok(Aggregation { function: s.parse()?, interval_ms: None, window_ms: None });
         }
         Value::Object(m) => m,
         _ => {
-            return Err(inv(
-                "expected an object like {\"function\": \"avg\", \"interval\": \"5m\"}",
-            ));
+            return Err(inv("expected an object like {\"function\": \"avg\", \"interval\": \"5m\"}"));
         }
     };
     let fval = obj
         .get("function")
         .or_else(|| obj.get("fn"))
         .ok_or_else(|| inv("'function' is required (avg, sum, min, max, count, first, last, stddev, variance, percentile_N)"))?;
-    let fname = fval
-        .as_str()
-        .ok_or_else(|| inv("'function' must be a string"))?;
+    let fname = fval.as_str().ok_or_else(|| inv("'function' must be a string"))?;
     let function = if fname.trim().eq_ignore_ascii_case("percentile") {
         let p = obj
             .get("percentile")
             .and_then(Value::as_f64)
-            .ok_or_else(|| {
-                inv("'percentile' needs a numeric \"percentile\" field, or use percentile_90")
-            })?;
+            .ok_or_else(|| inv("'percentile' needs a numeric \"percentile\" field, or use percentile_90"))?;
         AggFn::percentile(p)?
     } else {
         fname.parse()?
     };
-    let mut interval_ms = obj
-        .get("interval")
-        .map(|i| positive_duration(i, "interval"))
-        .transpose()?;
-    let mut window_ms = obj
-        .get("window")
-        .map(|w| positive_duration(w, "window"))
-        .transpose()?;
+    let mut interval_ms = obj.get("interval").map(|i| positive_duration(i, "interval")).transpose()?;
+    let mut window_ms = obj.get("window").map(|w| positive_duration(w, "window")).transpose()?;
     let kind = match obj.get("type") {
         None | Some(Value::Null) => None,
         Some(Value::String(t)) => Some(t.to_ascii_lowercase()),
@@ -113,26 +97,16 @@ pub fn parse_aggregation(v: &Value) -> Result<Aggregation, TsError> {
         }
         Some("aggregate" | "total" | "none") => {}
         Some(other) => {
-            return Err(inv(format!(
-                "unknown type '{other}' (expected downsample, rolling or aggregate)"
-            )));
+            return Err(inv(format!("unknown type '{other}' (expected downsample, rolling or aggregate)")));
         }
     }
-    Ok(Aggregation {
-        function,
-        interval_ms,
-        window_ms,
-    })
+    Ok(Aggregation { function, interval_ms, window_ms })
 }
 
 impl Aggregation {
     /// Whole-range aggregate with `function`.
     pub fn whole(function: AggFn) -> Aggregation {
-        Aggregation {
-            function,
-            interval_ms: None,
-            window_ms: None,
-        }
+        Aggregation { function, interval_ms: None, window_ms: None }
     }
 
     /// Apply to points (any order): downsample if `interval_ms`, then rolling if
@@ -144,9 +118,7 @@ impl Aggregation {
                 let Some(t0) = points.iter().map(|p| p.0).min() else {
                     return Vec::new();
                 };
-                aggregate(self.function, points)
-                    .map(|v| vec![(t0, v)])
-                    .unwrap_or_default()
+                aggregate(self.function, points).map(|v| vec![(t0, v)]).unwrap_or_default()
             }
             (Some(i), None) => downsample(points, i, self.function),
             (None, Some(w)) => rolling(points, w, self.function),
@@ -162,54 +134,23 @@ mod tests {
 
     #[test]
     fn spec_forms() {
-        let a =
-            parse_aggregation(&json!({"type": "downsample", "interval": "5m", "function": "avg"}))
-                .unwrap();
-        assert_eq!(
-            a,
-            Aggregation {
-                function: AggFn::Avg,
-                interval_ms: Some(300_000),
-                window_ms: None
-            }
-        );
+        let a = parse_aggregation(&json!({"type": "downsample", "interval": "5m", "function": "avg"})).unwrap();
+        assert_eq!(a, Aggregation { function: AggFn::Avg, interval_ms: Some(300_000), window_ms: None });
         let a = parse_aggregation(&json!({"function": "MAX", "interval": "1h"})).unwrap();
-        assert_eq!(
-            a,
-            Aggregation {
-                function: AggFn::Max,
-                interval_ms: Some(3_600_000),
-                window_ms: None
-            }
-        );
+        assert_eq!(a, Aggregation { function: AggFn::Max, interval_ms: Some(3_600_000), window_ms: None });
         let a = parse_aggregation(&json!({"function": "percentile_99"})).unwrap();
         assert_eq!(a, Aggregation::whole(AggFn::Percentile(99.0)));
         let a = parse_aggregation(&json!("SUM")).unwrap();
         assert_eq!(a, Aggregation::whole(AggFn::Sum));
-        let a = parse_aggregation(&json!({"type": "rolling", "window": "10m", "function": "avg"}))
-            .unwrap();
+        let a = parse_aggregation(&json!({"type": "rolling", "window": "10m", "function": "avg"})).unwrap();
         assert_eq!(a.window_ms, Some(600_000));
         assert_eq!(a.interval_ms, None);
-        let a =
-            parse_aggregation(&json!({"type": "Rolling", "interval": "10m", "fn": "min"})).unwrap();
-        assert_eq!(
-            (a.interval_ms, a.window_ms, a.function),
-            (None, Some(600_000), AggFn::Min)
-        );
-        let a = parse_aggregation(&json!({"function": "avg", "interval": "5m", "window": "1h"}))
-            .unwrap();
-        assert_eq!(
-            (a.interval_ms, a.window_ms),
-            (Some(300_000), Some(3_600_000))
-        );
-        let a = parse_aggregation(
-            &json!({"function": "percentile", "percentile": 95, "interval": 60000}),
-        )
-        .unwrap();
-        assert_eq!(
-            (a.function, a.interval_ms),
-            (AggFn::Percentile(95.0), Some(60_000))
-        );
+        let a = parse_aggregation(&json!({"type": "Rolling", "interval": "10m", "fn": "min"})).unwrap();
+        assert_eq!((a.interval_ms, a.window_ms, a.function), (None, Some(600_000), AggFn::Min));
+        let a = parse_aggregation(&json!({"function": "avg", "interval": "5m", "window": "1h"})).unwrap();
+        assert_eq!((a.interval_ms, a.window_ms), (Some(300_000), Some(3_600_000)));
+        let a = parse_aggregation(&json!({"function": "percentile", "percentile": 95, "interval": 60000})).unwrap();
+        assert_eq!((a.function, a.interval_ms), (AggFn::Percentile(95.0), Some(60_000)));
     }
 
     #[test]
@@ -247,8 +188,7 @@ mod tests {
         assert_eq!(a.apply(&p), vec![(0, 2.0), (300_000, 7.0), (600_000, 10.5)]);
         let a = parse_aggregation(&json!({"function": "max", "window": "2m"})).unwrap();
         assert_eq!(a.apply(&p).len(), 12);
-        let a = parse_aggregation(&json!({"function": "avg", "interval": "5m", "window": "10m"}))
-            .unwrap();
+        let a = parse_aggregation(&json!({"function": "avg", "interval": "5m", "window": "10m"})).unwrap();
         assert_eq!(a.apply(&p), vec![(0, 2.0), (300_000, 4.5), (600_000, 8.75)]);
     }
 }

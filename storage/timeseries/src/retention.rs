@@ -49,12 +49,7 @@ pub struct RetentionPolicy {
 
 impl Default for RetentionPolicy {
     fn default() -> Self {
-        RetentionPolicy {
-            drop_after_ms: None,
-            downsample_after_ms: None,
-            downsample_interval_ms: None,
-            downsample_fn: AggFn::Avg,
-        }
+        RetentionPolicy { drop_after_ms: None, downsample_after_ms: None, downsample_interval_ms: None, downsample_fn: AggFn::Avg }
     }
 }
 
@@ -76,9 +71,7 @@ impl RetentionPolicy {
             }
         }
         if self.downsample_after_ms.is_some() != self.downsample_interval_ms.is_some() {
-            return Err(pol(
-                "downsample_after and downsample_interval must be given together",
-            ));
+            return Err(pol("downsample_after and downsample_interval must be given together"));
         }
         if matches!((self.drop_after_ms, self.downsample_after_ms), (Some(d), Some(s)) if s >= d) {
             return Err(pol("downsample_after must be shorter than drop_after"));
@@ -95,15 +88,10 @@ impl RetentionPolicy {
         let dur = |name: &str| -> Result<Option<i64>, TsError> {
             match obj.get(name).or_else(|| obj.get(&format!("{name}_ms"))) {
                 None | Some(Value::Null) => Ok(None),
-                Some(d) => parse_duration_value(d)
-                    .map(Some)
-                    .map_err(|e| pol(format!("{name}: {e}"))),
+                Some(d) => parse_duration_value(d).map(Some).map_err(|e| pol(format!("{name}: {e}"))),
             }
         };
-        let downsample_fn = match obj
-            .get("downsample_fn")
-            .or_else(|| obj.get("downsample_function"))
-        {
+        let downsample_fn = match obj.get("downsample_fn").or_else(|| obj.get("downsample_function")) {
             None | Some(Value::Null) => AggFn::Avg,
             Some(Value::String(s)) => s.parse().map_err(|e: TsError| pol(e.to_string()))?,
             Some(_) => return Err(pol("downsample_fn must be a function name")),
@@ -148,30 +136,18 @@ pub struct RetentionPlan {
 
 /// Decide which chunks to drop and which to downsample at time `now_ms`
 /// (see the module docs for the rules). Pure and total.
-pub fn plan_retention(
-    policy: &RetentionPolicy,
-    now_ms: i64,
-    chunks: &[ChunkMeta],
-) -> RetentionPlan {
+pub fn plan_retention(policy: &RetentionPolicy, now_ms: i64, chunks: &[ChunkMeta]) -> RetentionPlan {
     let positive = |v: Option<i64>| v.filter(|v| *v > 0);
     let drop_cutoff = positive(policy.drop_after_ms).map(|d| now_ms.saturating_sub(d));
-    let ds = match (
-        positive(policy.downsample_after_ms),
-        positive(policy.downsample_interval_ms),
-    ) {
+    let ds = match (positive(policy.downsample_after_ms), positive(policy.downsample_interval_ms)) {
         (Some(after), Some(interval)) => Some((now_ms.saturating_sub(after), interval)),
         _ => None,
     };
-    let mut plan = RetentionPlan {
-        downsample_fn: policy.downsample_fn,
-        ..RetentionPlan::default()
-    };
+    let mut plan = RetentionPlan { downsample_fn: policy.downsample_fn, ..RetentionPlan::default() };
     for c in chunks {
         if drop_cutoff.is_some_and(|cut| c.max_ts < cut) {
             plan.drop.push(c.id);
-        } else if ds.is_some_and(|(cut, interval)| {
-            c.max_ts < cut && c.resolution_ms.is_none_or(|r| r < interval)
-        }) {
+        } else if ds.is_some_and(|(cut, interval)| c.max_ts < cut && c.resolution_ms.is_none_or(|r| r < interval)) {
             plan.downsample.push(c.id);
         }
     }
@@ -190,12 +166,7 @@ mod tests {
 
     fn chunk(id: u64, min_days_ago: i64, max_days_ago: i64, res: Option<i64>) -> ChunkMeta {
         let now = 1000 * DAY;
-        ChunkMeta {
-            id,
-            min_ts: now - min_days_ago * DAY,
-            max_ts: now - max_days_ago * DAY,
-            resolution_ms: res,
-        }
+        ChunkMeta { id, min_ts: now - min_days_ago * DAY, max_ts: now - max_days_ago * DAY, resolution_ms: res }
     }
 
     #[test]
@@ -207,12 +178,12 @@ mod tests {
         assert_eq!(p.drop_after_ms, Some(30 * DAY));
         let chunks = [
             chunk(1, 40, 35, None),           // old: drop
-            chunk(2, 32, 29, None), // straddles drop cutoff: keep, but old enough to downsample
-            chunk(3, 10, 8, None),  // downsample
+            chunk(2, 32, 29, None),           // straddles drop cutoff: keep, but old enough to downsample
+            chunk(3, 10, 8, None),            // downsample
             chunk(4, 10, 8, Some(3_600_000)), // already at 1h
-            chunk(5, 10, 8, Some(60_000)), // 1m resolution: downsample further
-            chunk(6, 8, 6, None),   // straddles downsample cutoff: keep
-            chunk(7, 1, 0, None),   // fresh
+            chunk(5, 10, 8, Some(60_000)),    // 1m resolution: downsample further
+            chunk(6, 8, 6, None),             // straddles downsample cutoff: keep
+            chunk(7, 1, 0, None),             // fresh
         ];
         let plan = plan_retention(&p, 1000 * DAY, &chunks);
         assert_eq!(plan.drop, vec![1]);
@@ -220,10 +191,7 @@ mod tests {
         assert_eq!(plan.downsample_interval_ms, Some(3_600_000));
         assert_eq!(plan.downsample_fn, AggFn::Max);
 
-        let only_drop = RetentionPolicy {
-            drop_after_ms: Some(7 * DAY),
-            ..RetentionPolicy::default()
-        };
+        let only_drop = RetentionPolicy { drop_after_ms: Some(7 * DAY), ..RetentionPolicy::default() };
         let plan = plan_retention(&only_drop, 1000 * DAY, &chunks);
         assert_eq!(plan.drop, vec![1, 2, 3, 4, 5]);
         assert!(plan.downsample.is_empty());
@@ -257,12 +225,7 @@ mod tests {
         let d: RetentionPolicy = serde_json::from_value(json!({"drop_after_ms": 1000})).unwrap();
         assert_eq!(d.downsample_fn, AggFn::Avg);
         assert!(d.validate().is_ok());
-        assert_eq!(
-            RetentionPolicy::from_json(&json!({"drop_after_ms": 5000}))
-                .unwrap()
-                .drop_after_ms,
-            Some(5000)
-        );
+        assert_eq!(RetentionPolicy::from_json(&json!({"drop_after_ms": 5000})).unwrap().drop_after_ms, Some(5000));
         for bad in [
             json!({"drop_after": "7d", "downsample_after": "30d", "downsample_interval": "1h"}),
             json!({"downsample_after": "7d"}),
@@ -275,8 +238,6 @@ mod tests {
         ] {
             assert!(RetentionPolicy::from_json(&bad).is_err(), "{bad}");
         }
-        assert!(
-            serde_json::from_value::<RetentionPolicy>(json!({"downsample_fn": "nope"})).is_err()
-        );
+        assert!(serde_json::from_value::<RetentionPolicy>(json!({"downsample_fn": "nope"})).is_err());
     }
 }

@@ -23,10 +23,7 @@ use serde_json::Value;
 pub const EPOCH_SECONDS_LIMIT: i64 = 100_000_000_000;
 
 fn bad(input: &str, reason: impl Into<String>) -> TsError {
-    TsError::InvalidTimestamp {
-        input: input.to_string(),
-        reason: reason.into(),
-    }
+    TsError::InvalidTimestamp { input: input.to_string(), reason: reason.into() }
 }
 
 /// Current wall-clock time in epoch milliseconds (0 if the clock is before 1970).
@@ -55,10 +52,7 @@ pub fn parse_timestamp_at(v: &Value, now_ms: i64) -> Result<i64, TsError> {
             }
         }
         Value::String(s) => parse_str(s, now_ms),
-        other => Err(bad(
-            &other.to_string(),
-            "expected an RFC 3339 string or an epoch number (seconds or milliseconds)",
-        )),
+        other => Err(bad(&other.to_string(), "expected an RFC 3339 string or an epoch number (seconds or milliseconds)")),
     }
 }
 
@@ -74,11 +68,7 @@ fn from_epoch_float(f: f64, input: &str) -> Result<i64, TsError> {
     if !f.is_finite() {
         return Err(bad(input, "not a finite number"));
     }
-    let ms = if f.abs() < EPOCH_SECONDS_LIMIT as f64 {
-        f * 1000.0
-    } else {
-        f
-    };
+    let ms = if f.abs() < EPOCH_SECONDS_LIMIT as f64 { f * 1000.0 } else { f };
     let ms = ms.round();
     if ms.abs() >= 9.2e18 {
         return Err(bad(input, "out of range"));
@@ -104,9 +94,7 @@ fn parse_str(raw: &str, now_ms: i64) -> Result<i64, TsError> {
             return Err(bad(raw, "expected now, now-<duration> or now+<duration>"));
         };
         let d = parse_duration(dur.trim()).map_err(|e| bad(raw, e.to_string()))?;
-        return now_ms
-            .checked_add(sign * d)
-            .ok_or_else(|| bad(raw, "out of range"));
+        return now_ms.checked_add(sign * d).ok_or_else(|| bad(raw, "out of range"));
     }
     let digits = s.strip_prefix('-').unwrap_or(s);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -121,26 +109,15 @@ fn parse_str(raw: &str, now_ms: i64) -> Result<i64, TsError> {
             return Ok(dt.timestamp_millis());
         }
     }
-    for fmt in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M",
-    ] {
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
             return Ok(dt.and_utc().timestamp_millis());
         }
     }
-    if let Some(dt) = NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-    {
+    if let Some(dt) = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)) {
         return Ok(dt.and_utc().timestamp_millis());
     }
-    Err(bad(
-        raw,
-        "expected RFC 3339 (e.g. 2024-05-01T12:30:00Z), a date (2024-05-01) or epoch seconds/milliseconds",
-    ))
+    Err(bad(raw, "expected RFC 3339 (e.g. 2024-05-01T12:30:00Z), a date (2024-05-01) or epoch seconds/milliseconds"))
 }
 
 /// Format as RFC 3339 UTC with milliseconds, e.g. `2024-05-01T12:30:00.000Z`.
@@ -187,14 +164,8 @@ mod tests {
         assert_eq!(parse_timestamp(&json!(T)).unwrap(), T);
         assert_eq!(parse_timestamp(&json!(1_714_566_600.25)).unwrap(), T + 250);
         assert_eq!(parse_timestamp(&json!(0)).unwrap(), 0);
-        assert_eq!(
-            parse_timestamp(&json!(99_999_999_999i64)).unwrap(),
-            99_999_999_999_000
-        );
-        assert_eq!(
-            parse_timestamp(&json!(100_000_000_000i64)).unwrap(),
-            100_000_000_000
-        );
+        assert_eq!(parse_timestamp(&json!(99_999_999_999i64)).unwrap(), 99_999_999_999_000);
+        assert_eq!(parse_timestamp(&json!(100_000_000_000i64)).unwrap(), 100_000_000_000);
         assert_eq!(parse_timestamp(&json!(-86_400)).unwrap(), -86_400_000);
         assert_eq!(parse_timestamp(&json!(i64::MAX)).unwrap(), i64::MAX);
         assert!(parse_timestamp(&json!(u64::MAX)).is_err());
@@ -204,14 +175,8 @@ mod tests {
     #[test]
     fn relative() {
         assert_eq!(parse_timestamp_at(&json!("now"), T).unwrap(), T);
-        assert_eq!(
-            parse_timestamp_at(&json!("now-1h"), T).unwrap(),
-            T - 3_600_000
-        );
-        assert_eq!(
-            parse_timestamp_at(&json!("now + 5m"), T).unwrap(),
-            T + 300_000
-        );
+        assert_eq!(parse_timestamp_at(&json!("now-1h"), T).unwrap(), T - 3_600_000);
+        assert_eq!(parse_timestamp_at(&json!("now + 5m"), T).unwrap(), T + 300_000);
         assert!(parse_timestamp_at(&json!("now*2"), T).is_err());
         assert!(parse_timestamp_at(&json!("now-"), T).is_err());
         assert!(parse_timestamp_at(&json!("now-1w"), i64::MIN).is_err());

@@ -21,8 +21,7 @@ pub fn bucket_start(ts: i64, interval_ms: i64) -> i64 {
     if interval_ms <= 0 {
         return ts;
     }
-    ts.checked_sub(ts.rem_euclid(interval_ms))
-        .unwrap_or(i64::MIN)
+    ts.checked_sub(ts.rem_euclid(interval_ms)).unwrap_or(i64::MIN)
 }
 
 /// Aggregate points into epoch-aligned buckets of `interval_ms`
@@ -70,10 +69,7 @@ pub fn rolling(points: &[Point], window_ms: i64, f: AggFn) -> Vec<Point> {
     let mut sum = KahanSum::default();
     let mut n = 0usize;
     let mut deque: VecDeque<usize> = VecDeque::new();
-    let incremental = matches!(
-        f,
-        AggFn::Count | AggFn::Sum | AggFn::Avg | AggFn::Min | AggFn::Max
-    );
+    let incremental = matches!(f, AggFn::Count | AggFn::Sum | AggFn::Avg | AggFn::Min | AggFn::Max);
     for i in 0..pts.len() {
         let (t, v) = pts[i];
         if !v.is_nan() {
@@ -142,35 +138,16 @@ mod tests {
 
     #[test]
     fn downsample_basic() {
-        let p = vec![
-            (0, 1.0),
-            (60_000, 2.0),
-            (299_999, 3.0),
-            (300_000, 10.0),
-            (900_500, 7.0),
-            (310_000, 20.0),
-        ];
-        assert_eq!(
-            downsample(&p, 300_000, AggFn::Avg),
-            vec![(0, 2.0), (300_000, 15.0), (900_000, 7.0)]
-        );
-        assert_eq!(
-            downsample(&p, 300_000, AggFn::Count),
-            vec![(0, 3.0), (300_000, 2.0), (900_000, 1.0)]
-        );
-        assert_eq!(
-            downsample(&p, 300_000, AggFn::Last),
-            vec![(0, 3.0), (300_000, 20.0), (900_000, 7.0)]
-        );
+        let p = vec![(0, 1.0), (60_000, 2.0), (299_999, 3.0), (300_000, 10.0), (900_500, 7.0), (310_000, 20.0)];
+        assert_eq!(downsample(&p, 300_000, AggFn::Avg), vec![(0, 2.0), (300_000, 15.0), (900_000, 7.0)]);
+        assert_eq!(downsample(&p, 300_000, AggFn::Count), vec![(0, 3.0), (300_000, 2.0), (900_000, 1.0)]);
+        assert_eq!(downsample(&p, 300_000, AggFn::Last), vec![(0, 3.0), (300_000, 20.0), (900_000, 7.0)]);
         assert_eq!(downsample(&p, 3_600_000, AggFn::Max), vec![(0, 20.0)]);
         assert!(downsample(&p, 0, AggFn::Avg).is_empty());
         assert!(downsample(&p, -5, AggFn::Avg).is_empty());
         assert!(downsample(&[], 1000, AggFn::Avg).is_empty());
         let neg = vec![(-1500, 1.0), (-500, 3.0), (500, 5.0)];
-        assert_eq!(
-            downsample(&neg, 1000, AggFn::Sum),
-            vec![(-2000, 1.0), (-1000, 3.0), (0, 5.0)]
-        );
+        assert_eq!(downsample(&neg, 1000, AggFn::Sum), vec![(-2000, 1.0), (-1000, 3.0), (0, 5.0)]);
         let nan = vec![(0, f64::NAN), (1000, 1.0)];
         assert_eq!(downsample(&nan, 1000, AggFn::Avg), vec![(1000, 1.0)]);
         let ext = vec![(i64::MIN, 1.0), (i64::MAX, 2.0)];
@@ -183,11 +160,7 @@ mod tests {
         (0..s.len())
             .filter_map(|i| {
                 let t = s[i].0;
-                let win: Vec<Point> = s[..=i]
-                    .iter()
-                    .copied()
-                    .filter(|p| p.0 > t.saturating_sub(w))
-                    .collect();
+                let win: Vec<Point> = s[..=i].iter().copied().filter(|p| p.0 > t.saturating_sub(w)).collect();
                 aggregate(f, &win).map(|v| (t, v))
             })
             .collect()
@@ -206,11 +179,7 @@ mod tests {
         let mut t = 0i64;
         for _ in 0..400 {
             t += (rnd() % 5000) as i64;
-            let v = if rnd() % 17 == 0 {
-                f64::NAN
-            } else {
-                (rnd() % 1000) as f64 / 10.0 - 50.0
-            };
+            let v = if rnd() % 17 == 0 { f64::NAN } else { (rnd() % 1000) as f64 / 10.0 - 50.0 };
             pts.push((t, v));
         }
         for f in [
@@ -239,23 +208,11 @@ mod tests {
     #[test]
     fn rolling_simple() {
         let p = vec![(0, 1.0), (1000, 2.0), (2000, 3.0), (3000, 4.0)];
-        assert_eq!(
-            rolling(&p, 2000, AggFn::Sum),
-            vec![(0, 1.0), (1000, 3.0), (2000, 5.0), (3000, 7.0)]
-        );
-        assert_eq!(
-            rolling(&p, 2000, AggFn::Min),
-            vec![(0, 1.0), (1000, 1.0), (2000, 2.0), (3000, 3.0)]
-        );
+        assert_eq!(rolling(&p, 2000, AggFn::Sum), vec![(0, 1.0), (1000, 3.0), (2000, 5.0), (3000, 7.0)]);
+        assert_eq!(rolling(&p, 2000, AggFn::Min), vec![(0, 1.0), (1000, 1.0), (2000, 2.0), (3000, 3.0)]);
         assert!(rolling(&p, 0, AggFn::Sum).is_empty());
         let unsorted = vec![(2000, 3.0), (0, 1.0), (1000, 2.0)];
-        assert_eq!(
-            rolling(&unsorted, 1500, AggFn::Max),
-            vec![(0, 1.0), (1000, 2.0), (2000, 3.0)]
-        );
-        assert_eq!(
-            rolling(&[(i64::MIN, 1.0), (i64::MAX, 2.0)], i64::MAX, AggFn::Count),
-            vec![(i64::MIN, 1.0), (i64::MAX, 1.0)]
-        );
+        assert_eq!(rolling(&unsorted, 1500, AggFn::Max), vec![(0, 1.0), (1000, 2.0), (2000, 3.0)]);
+        assert_eq!(rolling(&[(i64::MIN, 1.0), (i64::MAX, 2.0)], i64::MAX, AggFn::Count), vec![(i64::MIN, 1.0), (i64::MAX, 1.0)]);
     }
 }

@@ -33,13 +33,7 @@ fn assert_roundtrip(points: &[(i64, f64)]) -> usize {
     assert_eq!(back.len(), points.len());
     for (i, (a, b)) in points.iter().zip(back.iter()).enumerate() {
         assert_eq!(a.0, b.0, "timestamp {i}");
-        assert_eq!(
-            a.1.to_bits(),
-            b.1.to_bits(),
-            "value {i}: {} vs {}",
-            a.1,
-            b.1
-        );
+        assert_eq!(a.1.to_bits(), b.1.to_bits(), "value {i}: {} vs {}", a.1, b.1);
     }
     bytes.len()
 }
@@ -55,12 +49,7 @@ fn empty_and_single() {
     assert_eq!(assert_roundtrip(&[]), 5);
     assert_roundtrip(&[(T0, 1.5)]);
     assert_roundtrip(&[(i64::MIN, f64::MIN), (i64::MAX, f64::MAX)]);
-    assert_roundtrip(&[
-        (i64::MAX, 0.0),
-        (i64::MIN, -0.0),
-        (0, f64::INFINITY),
-        (i64::MAX, f64::NEG_INFINITY),
-    ]);
+    assert_roundtrip(&[(i64::MAX, 0.0), (i64::MIN, -0.0), (0, f64::INFINITY), (i64::MAX, f64::NEG_INFINITY)]);
 }
 
 #[test]
@@ -93,9 +82,7 @@ fn regular_series_bytes_per_point() {
     ] {
         let bytes = assert_roundtrip(series);
         let bpp = bytes as f64 / n as f64;
-        println!(
-            "regular 10 s series, {name}: {n} points -> {bytes} bytes = {bpp:.3} bytes/point (raw 16)"
-        );
+        println!("regular 10 s series, {name}: {n} points -> {bytes} bytes = {bpp:.3} bytes/point (raw 16)");
         assert!(bpp < 16.0);
     }
     // timestamps of a regular series cost 1 bit each: a constant series is ~2 bits/point
@@ -174,30 +161,18 @@ fn encoder_metadata() {
     let predicted = e.byte_len();
     let bytes = e.finish();
     assert_eq!(bytes.len(), predicted);
-    assert_eq!(
-        decode_chunk(&bytes).unwrap(),
-        vec![(30, 1.0), (10, 2.0), (20, 3.0)]
-    );
+    assert_eq!(decode_chunk(&bytes).unwrap(), vec![(30, 1.0), (10, 2.0), (20, 3.0)]);
 }
 
 #[test]
 fn corrupt_input_is_an_error_not_a_panic() {
     let good = encode_chunk(&regular(100, 10_000, |i| i as f64 * 0.5)).unwrap();
     assert!(matches!(decode_chunk(&[]), Err(TsError::CorruptChunk(_))));
-    assert!(matches!(
-        decode_chunk(&[2, 0, 0, 0, 0]),
-        Err(TsError::CorruptChunk(_))
-    ));
-    assert!(matches!(
-        decode_chunk(&[1, 0, 0]),
-        Err(TsError::CorruptChunk(_))
-    ));
+    assert!(matches!(decode_chunk(&[2, 0, 0, 0, 0]), Err(TsError::CorruptChunk(_))));
+    assert!(matches!(decode_chunk(&[1, 0, 0]), Err(TsError::CorruptChunk(_))));
     assert!(decode_chunk(&[1, 0, 0, 0, 0]).unwrap().is_empty());
     assert!(decode_chunk(&[1, 0, 0, 0, 0, 0]).is_err(), "trailing byte");
-    assert!(
-        decode_chunk(&[1, 255, 255, 255, 255]).is_err(),
-        "huge count, no data"
-    );
+    assert!(decode_chunk(&[1, 255, 255, 255, 255]).is_err(), "huge count, no data");
     for cut in 0..good.len() {
         assert!(decode_chunk(&good[..cut]).is_err(), "truncated at {cut}");
     }

@@ -60,9 +60,7 @@ fn parse() -> Result<Args, String> {
             "--data" => match value.as_str() {
                 "gaussian" | "uniform" | "lowrank" => a.data = value,
                 _ => {
-                    return Err(format!(
-                        "--data: expected gaussian, uniform or lowrank, got {value}"
-                    ));
+                    return Err(format!("--data: expected gaussian, uniform or lowrank, got {value}"));
                 }
             },
             "--filter" => a.filter = value.parse().map_err(|e| format!("{flag}: {e}"))?,
@@ -82,35 +80,16 @@ fn main() -> ExitCode {
     };
     let mut rng = Rng::new(args.seed);
     let (data, queries) = match args.data.as_str() {
-        "uniform" => (
-            uniform_vectors(&mut rng, args.n, args.dim),
-            uniform_vectors(&mut rng, args.queries, args.dim),
-        ),
+        "uniform" => (uniform_vectors(&mut rng, args.n, args.dim), uniform_vectors(&mut rng, args.queries, args.dim)),
         "lowrank" => lowrank_vectors(&mut rng, args.n, args.queries, args.dim, 16.min(args.dim)),
-        _ => (
-            gaussian_vectors(&mut rng, args.n, args.dim),
-            gaussian_vectors(&mut rng, args.queries, args.dim),
-        ),
+        _ => (gaussian_vectors(&mut rng, args.n, args.dim), gaussian_vectors(&mut rng, args.queries, args.dim)),
     };
     println!(
         "n={} dim={} metric={} data={} m={} ef_construction={} queries={} k={} filter={}",
-        args.n,
-        args.dim,
-        args.metric,
-        args.data,
-        args.m,
-        args.ef_construction,
-        args.queries,
-        args.k,
-        args.filter
+        args.n, args.dim, args.metric, args.data, args.m, args.ef_construction, args.queries, args.k, args.filter
     );
 
-    let params = HnswParams {
-        m: args.m,
-        ef_construction: args.ef_construction,
-        seed: args.seed,
-        ..Default::default()
-    };
+    let params = HnswParams { m: args.m, ef_construction: args.ef_construction, seed: args.seed, ..Default::default() };
     let start = Instant::now();
     let mut index = match HnswIndex::new(args.dim, args.metric, params) {
         Ok(i) => i,
@@ -126,10 +105,7 @@ fn main() -> ExitCode {
         }
     }
     let build = start.elapsed().as_secs_f64();
-    println!(
-        "build: {build:.2} s, {:.0} inserts/s",
-        args.n as f64 / build
-    );
+    println!("build: {build:.2} s, {:.0} inserts/s", args.n as f64 / build);
 
     // Accept a pseudo-random fraction of ids.
     let threshold = (args.filter * u64::MAX as f64) as u64;
@@ -137,17 +113,10 @@ fn main() -> ExitCode {
         let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (h ^ (h >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9) < threshold
     };
-    let filter: Option<&dyn Fn(u64) -> bool> = if args.filter > 0.0 {
-        Some(&accept)
-    } else {
-        None
-    };
+    let filter: Option<&dyn Fn(u64) -> bool> = if args.filter > 0.0 { Some(&accept) } else { None };
 
     let start = Instant::now();
-    let truth: Vec<_> = queries
-        .iter()
-        .map(|q| brute_force(records(&data), q, args.k, args.metric, filter).unwrap_or_default())
-        .collect();
+    let truth: Vec<_> = queries.iter().map(|q| brute_force(records(&data), q, args.k, args.metric, filter).unwrap_or_default()).collect();
     let brute = start.elapsed().as_secs_f64();
     println!("brute force: {:.1} QPS", args.queries as f64 / brute);
 
@@ -156,19 +125,10 @@ fn main() -> ExitCode {
         let start = Instant::now();
         let mut results = Vec::with_capacity(queries.len());
         for q in &queries {
-            results.push(
-                index
-                    .search(q, args.k, Some(ef), filter)
-                    .unwrap_or_default(),
-            );
+            results.push(index.search(q, args.k, Some(ef), filter).unwrap_or_default());
         }
         let secs = start.elapsed().as_secs_f64();
-        let r: f64 = results
-            .iter()
-            .zip(&truth)
-            .map(|(got, want)| recall(got, want))
-            .sum::<f64>()
-            / queries.len() as f64;
+        let r: f64 = results.iter().zip(&truth).map(|(got, want)| recall(got, want)).sum::<f64>() / queries.len() as f64;
         println!("{ef:>6} {:>10.0} {r:>10.4}", args.queries as f64 / secs);
     }
     ExitCode::SUCCESS

@@ -46,17 +46,8 @@ where
             continue;
         }
         let v = metric.prepare(v, dim)?;
-        cands.push(Cand {
-            dist: metric.distance(&query, &v),
-            node: ids.len() as u32,
-        });
+        cands.push(Cand { dist: metric.distance(&query, &v), node: ids.len() as u32 });
         ids.push(id);
     }
-    Ok(top_k(cands.into_iter(), k)
-        .into_iter()
-        .map(|c| Hit {
-            id: ids[c.node as usize],
-            distance: c.dist,
-        })
-        .collect())
+    Ok(top_k(cands.into_iter(), k).into_iter().map(|c| Hit { id: ids[c.node as usize], distance: c.dist }).collect())
 }

@@ -109,12 +109,7 @@ impl Graph {
         &block[1..1 + block[0] as usize]
     }
 
-    fn set_neighbors(
-        &mut self,
-        node: u32,
-        layer: usize,
-        links: impl ExactSizeIterator<Item = u32>,
-    ) {
+    fn set_neighbors(&mut self, node: u32, layer: usize, links: impl ExactSizeIterator<Item = u32>) {
         let block = if layer == 0 {
             let start = node as usize * (1 + self.m0);
             &mut self.base[start..start + 1 + self.m0]
@@ -146,27 +141,14 @@ impl Graph {
         };
 
         let mut visited = Visited::new(self.len());
-        let mut ep = Cand {
-            dist: self.dist(vector, entry),
-            node: entry,
-        };
+        let mut ep = Cand { dist: self.dist(vector, entry), node: entry };
         for layer in (level + 1..=top).rev() {
             ep = self.greedy(vector, ep, layer);
         }
         let mut entries = vec![ep];
         for layer in (0..=level.min(top)).rev() {
             visited.clear();
-            let found = self
-                .search_layer(
-                    vector,
-                    &entries,
-                    self.ef_construction,
-                    layer,
-                    |_| true,
-                    None,
-                    &mut visited,
-                )
-                .hits;
+            let found = self.search_layer(vector, &entries, self.ef_construction, layer, |_| true, None, &mut visited).hits;
             // Like FAISS, a new node may take up to 2·m links on layer 0.
             let cap = if layer == 0 { self.m0 } else { self.m };
             let chosen = self.select_heuristic(&found, cap);
@@ -194,13 +176,7 @@ impl Graph {
             return;
         }
         let base = self.vector(target);
-        let mut cands: Vec<Cand> = current
-            .iter()
-            .map(|&n| Cand {
-                dist: self.metric.distance(base, self.vector(n)),
-                node: n,
-            })
-            .collect();
+        let mut cands: Vec<Cand> = current.iter().map(|&n| Cand { dist: self.metric.distance(base, self.vector(n)), node: n }).collect();
         cands.push(Cand { dist, node: new });
         cands.sort_unstable();
         let kept = self.select_heuristic(&cands, cap);

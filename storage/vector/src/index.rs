@@ -29,12 +29,7 @@ pub struct HnswParams {
 
 impl Default for HnswParams {
     fn default() -> Self {
-        HnswParams {
-            m: 16,
-            ef_construction: 200,
-            ef_search: 128,
-            seed: 0,
-        }
+        HnswParams { m: 16, ef_construction: 200, ef_search: 128, seed: 0 }
     }
 }
 
@@ -140,9 +135,7 @@ impl HnswIndex {
 
     /// Live records in ascending id order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[f32])> + '_ {
-        self.by_id
-            .iter()
-            .map(|(&id, &node)| (id, self.graph.vector(node)))
+        self.by_id.iter().map(|(&id, &node)| (id, self.graph.vector(node)))
     }
 
     /// Inserts or replaces the vector of `id`.
@@ -224,46 +217,26 @@ impl HnswIndex {
             return Ok(Vec::new());
         };
         let nodes = self.graph.len();
-        let accept = |node: u32| {
-            !self.deleted[node as usize] && filter.is_none_or(|f| f(self.ids[node as usize]))
-        };
+        let accept = |node: u32| !self.deleted[node as usize] && filter.is_none_or(|f| f(self.ids[node as usize]));
         let restricted = filter.is_some() || self.tombstones() > 0;
         let ef = ef.unwrap_or(self.params.ef_search).max(k);
 
-        let mut ep = Cand {
-            dist: self.graph.dist(&query, entry),
-            node: entry,
-        };
+        let mut ep = Cand { dist: self.graph.dist(&query, entry), node: entry };
         for layer in (1..=top).rev() {
             ep = self.graph.greedy(&query, ep, layer);
         }
         let scan_size = restricted.then_some(nodes);
         let mut visited = Visited::new(nodes);
-        let found = self
-            .graph
-            .search_layer(&query, &[ep], ef, 0, accept, scan_size, &mut visited);
+        let found = self.graph.search_layer(&query, &[ep], ef, 0, accept, scan_size, &mut visited);
 
         let enough = found.hits.len() >= k.min(self.len());
         let hits = if found.over_budget || (restricted && found.hits.len() < k) || !enough {
             let all = (0..nodes as u32).filter(|&n| accept(n));
-            top_k(
-                all.map(|n| Cand {
-                    dist: self.graph.dist(&query, n),
-                    node: n,
-                }),
-                k,
-            )
+            top_k(all.map(|n| Cand { dist: self.graph.dist(&query, n), node: n }), k)
         } else {
             found.hits
         };
-        Ok(hits
-            .into_iter()
-            .take(k)
-            .map(|c| Hit {
-                id: self.ids[c.node as usize],
-                distance: c.dist,
-            })
-            .collect())
+        Ok(hits.into_iter().take(k).map(|c| Hit { id: self.ids[c.node as usize], distance: c.dist }).collect())
     }
 
     /// The graph's links (not its vectors) as a checkpoint: with the vectors of
@@ -315,12 +288,7 @@ impl HnswIndex {
     pub fn compacted(&self) -> HnswIndex {
         let mut out = HnswIndex {
             params: self.params,
-            graph: Graph::new(
-                self.dim(),
-                self.metric(),
-                self.params.m,
-                self.params.ef_construction,
-            ),
+            graph: Graph::new(self.dim(), self.metric(), self.params.m, self.params.ef_construction),
             ids: Vec::with_capacity(self.len()),
             deleted: Vec::with_capacity(self.len()),
             by_id: BTreeMap::new(),
@@ -347,19 +315,12 @@ mod tests {
             state = crate::level::splitmix64(state);
             state
         };
-        let params = HnswParams {
-            m: 4,
-            ef_construction: 16,
-            ..HnswParams::default()
-        };
+        let params = HnswParams { m: 4, ef_construction: 16, ..HnswParams::default() };
         let mut live = HnswIndex::new(8, Metric::Cosine, params).unwrap();
         let mut log: Vec<(u64, Vec<f32>)> = Vec::new();
         let mut gone = Vec::new();
-        let vec8 = |next: &mut dyn FnMut() -> u64| -> Vec<f32> {
-            (0..8)
-                .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-                .collect()
-        };
+        let vec8 =
+            |next: &mut dyn FnMut() -> u64| -> Vec<f32> { (0..8).map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect() };
         for step in 0..3000u64 {
             let r = next() % 10;
             let id = if r < 6 { step } else { next() % (step + 1) };
@@ -372,11 +333,7 @@ mod tests {
             if gone.contains(&id) {
                 continue; // the engine never reuses a deleted id
             }
-            let v = if r == 8 && live.contains(id) {
-                live.get(id).unwrap().to_vec()
-            } else {
-                vec8(&mut next)
-            };
+            let v = if r == 8 && live.contains(id) { live.get(id).unwrap().to_vec() } else { vec8(&mut next) };
             let before = live.nodes();
             if live.insert(id, &v).unwrap() {
                 assert_eq!(live.nodes(), before + 1);
@@ -399,10 +356,7 @@ mod tests {
             for ef in [Some(4), Some(10), None] {
                 let odd = |id: u64| id % 2 == 1;
                 for filter in [None, Some(&odd as &dyn Fn(u64) -> bool)] {
-                    assert_eq!(
-                        live.search(&q, 10, ef, filter),
-                        rebuilt.search(&q, 10, ef, filter)
-                    );
+                    assert_eq!(live.search(&q, 10, ef, filter), rebuilt.search(&q, 10, ef, filter));
                 }
             }
         }
@@ -426,10 +380,7 @@ mod tests {
         let (entry, top) = graph.entry.unwrap();
         for _ in 0..20 {
             let q: Vec<f32> = (0..16).map(|_| next()).collect();
-            let mut ep = Cand {
-                dist: graph.dist(&q, entry),
-                node: entry,
-            };
+            let mut ep = Cand { dist: graph.dist(&q, entry), node: entry };
             for layer in (1..=top).rev() {
                 ep = graph.greedy(&q, ep, layer);
             }

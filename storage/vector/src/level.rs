@@ -23,11 +23,7 @@ pub(crate) fn level_for(seed: u64, id: u64, m: usize) -> usize {
     let u = ((h >> 11) + 1) as f64 / (1u64 << 53) as f64;
     let ml = 1.0 / (m.max(2) as f64).ln();
     let level = (-u.ln() * ml).floor();
-    if level.is_finite() && level >= 0.0 {
-        (level as usize).min(MAX_LEVEL)
-    } else {
-        0
-    }
+    if level.is_finite() && level >= 0.0 { (level as usize).min(MAX_LEVEL) } else { 0 }
 }
 
 #[cfg(test)]

@@ -50,10 +50,7 @@ impl Metric {
     /// unit length for cosine, unchanged otherwise.
     pub fn prepare(self, v: &[f32], dim: usize) -> Result<Vec<f32>, VectorError> {
         if v.len() != dim {
-            return Err(VectorError::DimensionMismatch {
-                expected: dim,
-                got: v.len(),
-            });
+            return Err(VectorError::DimensionMismatch { expected: dim, got: v.len() });
         }
         if let Some(index) = v.iter().position(|x| !x.is_finite()) {
             return Err(VectorError::NonFinite { index });
@@ -61,11 +58,7 @@ impl Metric {
         let mut out = v.to_vec();
         if self == Metric::Cosine {
             // Accumulate in f64 so huge or tiny components neither overflow nor underflow.
-            let norm = v
-                .iter()
-                .map(|&x| f64::from(x) * f64::from(x))
-                .sum::<f64>()
-                .sqrt();
+            let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
             if norm == 0.0 || !norm.is_finite() {
                 return Err(VectorError::ZeroVector);
             }

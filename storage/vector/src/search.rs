@@ -16,9 +16,7 @@ pub(crate) struct Cand {
 
 impl Ord for Cand {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.dist
-            .total_cmp(&other.dist)
-            .then(self.node.cmp(&other.node))
+        self.dist.total_cmp(&other.dist).then(self.node.cmp(&other.node))
     }
 }
 
@@ -43,9 +41,7 @@ pub(crate) struct Visited {
 
 impl Visited {
     pub(crate) fn new(nodes: usize) -> Self {
-        Visited {
-            words: vec![0; nodes.div_ceil(64)],
-        }
+        Visited { words: vec![0; nodes.div_ceil(64)] }
     }
 
     pub(crate) fn clear(&mut self) {
@@ -83,10 +79,7 @@ impl Graph {
         loop {
             let mut improved = false;
             for &n in self.neighbors(best.node, layer) {
-                let c = Cand {
-                    dist: self.dist(query, n),
-                    node: n,
-                };
+                let c = Cand { dist: self.dist(query, n), node: n };
                 if c < best {
                     best = c;
                     improved = true;
@@ -160,10 +153,7 @@ impl Graph {
                     }
                 }
                 evaluations += 1;
-                let c = Cand {
-                    dist: self.dist(query, n),
-                    node: n,
-                };
+                let c = Cand { dist: self.dist(query, n), node: n };
                 let full = results.len() >= ef;
                 if full && results.peek().is_some_and(|worst| c >= *worst) {
                     continue;
@@ -179,10 +169,7 @@ impl Graph {
                 }
             }
         }
-        LayerResult {
-            hits: results.into_sorted_vec(),
-            over_budget,
-        }
+        LayerResult { hits: results.into_sorted_vec(), over_budget }
     }
 
     /// HNSW neighbour-selection heuristic (Malkov & Yashunin, algorithm 4):
@@ -198,9 +185,7 @@ impl Graph {
                 break;
             }
             let v = self.vector(c.node);
-            let diverse = kept
-                .iter()
-                .all(|k| self.metric.distance(v, self.vector(k.node)) >= c.dist);
+            let diverse = kept.iter().all(|k| self.metric.distance(v, self.vector(k.node)) >= c.dist);
             if diverse {
                 kept.push(c);
             }

@@ -78,8 +78,7 @@ fn a_restored_index_answers_and_grows_like_the_original() {
 #[test]
 fn an_empty_index_round_trips() {
     let index = HnswIndex::new(4, Metric::L2, HnswParams::default()).unwrap();
-    let restored =
-        HnswIndex::from_links_checkpoint(4, Metric::L2, HnswParams::default(), Vec::new(), &index.links_checkpoint()).unwrap();
+    let restored = HnswIndex::from_links_checkpoint(4, Metric::L2, HnswParams::default(), Vec::new(), &index.links_checkpoint()).unwrap();
     assert!(restored.is_empty());
 }
 

@@ -36,10 +36,7 @@ fn soft_deleted_ids_are_never_returned() {
             let q: Vec<f32> = (0..32).map(|_| rng.gaussian()).collect();
             let got = index.search(&q, 20, None, None).unwrap();
             assert_eq!(got.len(), 20);
-            assert!(
-                got.iter().all(|h| !dead(h.id)),
-                "{metric}: deleted id returned"
-            );
+            assert!(got.iter().all(|h| !dead(h.id)), "{metric}: deleted id returned");
             let want = brute_force(live.iter().copied(), &q, 20, metric, None).unwrap();
             total += recall(&got, &want);
         }

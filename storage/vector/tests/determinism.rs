@@ -9,10 +9,7 @@ use tessera_vector::{Hit, HnswIndex, HnswParams, Metric};
 fn replay(metric: Metric, seed: u64) -> HnswIndex {
     let mut rng = Rng::new(77);
     let data = gaussian_vectors(&mut rng, 4000, 24);
-    let params = HnswParams {
-        seed,
-        ..Default::default()
-    };
+    let params = HnswParams { seed, ..Default::default() };
     let mut index = HnswIndex::new(24, metric, params).unwrap();
     for (i, v) in data.iter().enumerate() {
         // Sparse, unordered ids.
@@ -23,9 +20,7 @@ fn replay(metric: Metric, seed: u64) -> HnswIndex {
                 index.delete(id);
             }
             1 => {
-                index
-                    .insert(id, &data[rng.below(data.len() as u64) as usize])
-                    .unwrap();
+                index.insert(id, &data[rng.below(data.len() as u64) as usize]).unwrap();
             }
             _ => {}
         }
@@ -72,11 +67,7 @@ fn identical_vectors_break_ties_deterministically() {
         let q = [x as f32, 0.0, 1.0, 2.0];
         let ha = a.search(&q, 50, None, None).unwrap();
         assert_eq!(bits(&ha), bits(&b.search(&q, 50, None, None).unwrap()));
-        assert!(
-            ha.iter()
-                .take(50)
-                .all(|h| h.distance == 0.0 && h.id % 5 == x)
-        );
+        assert!(ha.iter().take(50).all(|h| h.distance == 0.0 && h.id % 5 == x));
     }
 }
 
@@ -89,9 +80,6 @@ fn compaction_is_deterministic() {
     let mut rng = Rng::new(10);
     for _ in 0..100 {
         let q: Vec<f32> = (0..24).map(|_| rng.gaussian()).collect();
-        assert_eq!(
-            bits(&a.search(&q, 10, None, None).unwrap()),
-            bits(&b.search(&q, 10, None, None).unwrap())
-        );
+        assert_eq!(bits(&a.search(&q, 10, None, None).unwrap()), bits(&b.search(&q, 10, None, None).unwrap()));
     }
 }

@@ -15,15 +15,7 @@ fn fixture() -> &'static (Vec<Vec<f32>>, HnswIndex) {
     FIXTURE.get_or_init(|| {
         let mut rng = Rng::new(99);
         let data = gaussian_vectors(&mut rng, N, DIM);
-        let mut index = HnswIndex::new(
-            DIM,
-            Metric::L2,
-            HnswParams {
-                seed: 5,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut index = HnswIndex::new(DIM, Metric::L2, HnswParams { seed: 5, ..Default::default() }).unwrap();
         for (id, v) in records(&data) {
             index.insert(id, v).unwrap();
         }

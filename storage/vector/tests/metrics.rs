@@ -45,10 +45,7 @@ fn larger_sets_have_high_recall() {
             let got = index.search(&q, k, None, None).unwrap();
             let want = brute_force(records(&data), &q, k, metric, None).unwrap();
             assert_eq!(got.len(), k);
-            assert!(
-                got.windows(2).all(|w| w[0].distance <= w[1].distance),
-                "nearest first"
-            );
+            assert!(got.windows(2).all(|w| w[0].distance <= w[1].distance), "nearest first");
             total += recall(&got, &want);
         }
         let r = total / queries as f64;
@@ -80,11 +77,7 @@ fn distances_follow_the_metric_definitions() {
 
 #[test]
 fn metric_names() {
-    for (m, s) in [
-        (Metric::Cosine, "cosine"),
-        (Metric::L2, "l2"),
-        (Metric::Dot, "dot"),
-    ] {
+    for (m, s) in [(Metric::Cosine, "cosine"), (Metric::L2, "l2"), (Metric::Dot, "dot")] {
         assert_eq!(m.as_str(), s);
         assert_eq!(m.to_string(), s);
         assert_eq!(s.parse::<Metric>().unwrap(), m);
@@ -95,53 +88,17 @@ fn metric_names() {
 #[test]
 fn bad_input_is_rejected_without_panicking() {
     let mut index = HnswIndex::new(3, Metric::Cosine, HnswParams::default()).unwrap();
-    assert_eq!(
-        index.insert(1, &[1.0, 2.0]),
-        Err(VectorError::DimensionMismatch {
-            expected: 3,
-            got: 2
-        })
-    );
-    assert_eq!(
-        index.insert(1, &[1.0, f32::NAN, 0.0]),
-        Err(VectorError::NonFinite { index: 1 })
-    );
-    assert_eq!(
-        index.insert(1, &[f32::INFINITY, 0.0, 0.0]),
-        Err(VectorError::NonFinite { index: 0 })
-    );
-    assert_eq!(
-        index.insert(1, &[0.0, 0.0, 0.0]),
-        Err(VectorError::ZeroVector)
-    );
+    assert_eq!(index.insert(1, &[1.0, 2.0]), Err(VectorError::DimensionMismatch { expected: 3, got: 2 }));
+    assert_eq!(index.insert(1, &[1.0, f32::NAN, 0.0]), Err(VectorError::NonFinite { index: 1 }));
+    assert_eq!(index.insert(1, &[f32::INFINITY, 0.0, 0.0]), Err(VectorError::NonFinite { index: 0 }));
+    assert_eq!(index.insert(1, &[0.0, 0.0, 0.0]), Err(VectorError::ZeroVector));
     assert!(index.is_empty());
-    assert_eq!(
-        index.search(&[1.0, 0.0, 0.0], 5, None, None).unwrap(),
-        vec![]
-    );
+    assert_eq!(index.search(&[1.0, 0.0, 0.0], 5, None, None).unwrap(), vec![]);
     index.insert(1, &[1.0, 0.0, 0.0]).unwrap();
-    assert_eq!(
-        index.search(&[1.0; 4], 1, None, None),
-        Err(VectorError::DimensionMismatch {
-            expected: 3,
-            got: 4
-        })
-    );
-    assert!(matches!(
-        index.search(&[f32::NEG_INFINITY, 0.0, 0.0], 1, None, None),
-        Err(VectorError::NonFinite { .. })
-    ));
-    assert_eq!(
-        index.search(&[1.0, 0.0, 0.0], 0, None, None).unwrap(),
-        vec![]
-    );
-    assert_eq!(
-        index
-            .search(&[1.0, 0.0, 0.0], 100, Some(0), None)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(index.search(&[1.0; 4], 1, None, None), Err(VectorError::DimensionMismatch { expected: 3, got: 4 }));
+    assert!(matches!(index.search(&[f32::NEG_INFINITY, 0.0, 0.0], 1, None, None), Err(VectorError::NonFinite { .. })));
+    assert_eq!(index.search(&[1.0, 0.0, 0.0], 0, None, None).unwrap(), vec![]);
+    assert_eq!(index.search(&[1.0, 0.0, 0.0], 100, Some(0), None).unwrap().len(), 1);
 
     // Huge but finite components still normalize.
     index.insert(2, &[f32::MAX, f32::MAX, 0.0]).unwrap();
@@ -151,17 +108,7 @@ fn bad_input_is_rejected_without_panicking() {
     let p = HnswParams::default();
     assert!(HnswIndex::new(0, Metric::L2, p).is_err());
     assert!(HnswIndex::new(4, Metric::L2, HnswParams { m: 1, ..p }).is_err());
-    assert!(
-        HnswIndex::new(
-            4,
-            Metric::L2,
-            HnswParams {
-                ef_construction: 0,
-                ..p
-            }
-        )
-        .is_err()
-    );
+    assert!(HnswIndex::new(4, Metric::L2, HnswParams { ef_construction: 0, ..p }).is_err());
     assert!(HnswIndex::new(4, Metric::L2, HnswParams { ef_search: 0, ..p }).is_err());
 }
 

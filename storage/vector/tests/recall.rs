@@ -9,10 +9,7 @@ use tessera_vector::{HnswIndex, HnswParams, Metric, brute_force};
 
 fn measure(metric: Metric, data: &[Vec<f32>], queries: &[Vec<f32>]) -> f64 {
     let dim = data[0].len();
-    let params = HnswParams {
-        seed: 42,
-        ..HnswParams::default()
-    };
+    let params = HnswParams { seed: 42, ..HnswParams::default() };
     let start = Instant::now();
     let mut index = HnswIndex::new(dim, metric, params).unwrap();
     for (id, v) in records(data) {
@@ -21,10 +18,7 @@ fn measure(metric: Metric, data: &[Vec<f32>], queries: &[Vec<f32>]) -> f64 {
     let build = start.elapsed();
 
     let start = Instant::now();
-    let results: Vec<_> = queries
-        .iter()
-        .map(|q| index.search(q, 10, None, None).unwrap())
-        .collect();
+    let results: Vec<_> = queries.iter().map(|q| index.search(q, 10, None, None).unwrap()).collect();
     let search = start.elapsed();
 
     let mut total = 0.0;

@@ -104,14 +104,14 @@ fn sql_diff(limit: Duration, seed: u64) -> Result<bool> {
                 .map_err(|e| e.to_string());
             if got != want {
                 disagreements += 1;
-                println!("DISAGREEMENT (case seed {case_seed}): {q}\n  setup: {}\n  tessera:    {got:?}\n  postgresql: {want:?}", setup.join("; "));
+                println!(
+                    "DISAGREEMENT (case seed {case_seed}): {q}\n  setup: {}\n  tessera:    {got:?}\n  postgresql: {want:?}",
+                    setup.join("; ")
+                );
             }
         }
         cases += 1;
     }
-    println!(
-        "sql-diff: {cases} random schemas, {queries} join queries in {:.0?}; disagreements: {disagreements}",
-        started.elapsed()
-    );
+    println!("sql-diff: {cases} random schemas, {queries} join queries in {:.0?}; disagreements: {disagreements}", started.elapsed());
     Ok(disagreements > 0)
 }

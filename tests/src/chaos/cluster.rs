@@ -82,7 +82,11 @@ impl ChaosCluster {
         let node_bin = dir.join("tessera-node");
         let router_bin = dir.join("tessera-router");
         for b in [&node_bin, &router_bin] {
-            ensure!(b.is_file(), "{} not found; build it first (`cargo build -p tessera-node -p tessera-router`) or set TESSERA_BIN_DIR", b.display());
+            ensure!(
+                b.is_file(),
+                "{} not found; build it first (`cargo build -p tessera-node -p tessera-router`) or set TESSERA_BIN_DIR",
+                b.display()
+            );
         }
         let tempdir = tempfile::Builder::new().prefix("tessera-chaos-").tempdir()?;
         let root = tempdir.path().to_path_buf();
@@ -99,11 +103,7 @@ impl ChaosCluster {
         }
         // Every node lists every node at its router-facing proxy: that is what the
         // cluster map and the Raft membership record, so routers use those.
-        let peers = NODE_IDS
-            .iter()
-            .map(|j| format!("{j}={}", proxies[&(Peer::Router, *j)].listen))
-            .collect::<Vec<_>>()
-            .join(",");
+        let peers = NODE_IDS.iter().map(|j| format!("{j}={}", proxies[&(Peer::Router, *j)].listen)).collect::<Vec<_>>().join(",");
         let level = std::env::var("TESSERA_TEST_LOG_LEVEL").unwrap_or_else(|_| "info".into());
         // Data directories on power-loss filesystems (node-i over node-i.disk).
         let mut disks = BTreeMap::new();
@@ -331,8 +331,13 @@ impl ChaosCluster {
             .filter(|(k, _)| {
                 !matches!(
                     k.as_str(),
-                    "SERVICE_NODE_ID" | "SERVICE_PEERS" | "SERVICE_DIAL_OVERRIDES" | "SERVICE_GRPC_ADDR" | "SERVICE_DATA_DIR"
-                        | "SERVICE_NODE_CERT" | "SERVICE_NODE_KEY"
+                    "SERVICE_NODE_ID"
+                        | "SERVICE_PEERS"
+                        | "SERVICE_DIAL_OVERRIDES"
+                        | "SERVICE_GRPC_ADDR"
+                        | "SERVICE_DATA_DIR"
+                        | "SERVICE_NODE_CERT"
+                        | "SERVICE_NODE_KEY"
                 )
             })
             .collect();
@@ -480,10 +485,7 @@ impl ChaosCluster {
     pub async fn leaders(&self) -> Result<BTreeMap<u64, u64>> {
         let r = self.http.timeout(Duration::from_secs(5)).get("/api/v1/admin/cluster").await?.ensure_status(200)?;
         let groups = r.json["groups"].as_array().with_context(|| format!("no groups in {r}"))?;
-        Ok(groups
-            .iter()
-            .filter_map(|g| Some((crate::as_id(&g["id"])?, g["leader"].as_u64()?)))
-            .collect())
+        Ok(groups.iter().filter_map(|g| Some((crate::as_id(&g["id"])?, g["leader"].as_u64()?))).collect())
     }
 
     /// Last lines of every log.

@@ -119,9 +119,7 @@ impl Recorder {
         let faults: Vec<Value> = self
             .faults()
             .iter()
-            .map(|f| {
-                json!({"kind": f.kind, "detail": f.detail, "start_ms": f.start_ns as f64 / 1e6, "end_ms": f.end_ns as f64 / 1e6})
-            })
+            .map(|f| json!({"kind": f.kind, "detail": f.detail, "start_ms": f.start_ns as f64 / 1e6, "end_ms": f.end_ns as f64 / 1e6}))
             .collect();
         json!({"operations": ops, "faults": faults})
     }

@@ -25,17 +25,17 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use fuser::{
-    BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    MountOption, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags, LockOwner, AccessFlags,
+    AccessFlags, BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    MountOption, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
 /// No attribute or entry caching in the kernel: a cut changes sizes underneath.
@@ -99,11 +99,7 @@ impl Inner {
     }
 
     fn path(&self, ino: u64) -> Result<PathBuf, Errno> {
-        self.paths
-            .get(&ino)
-            .and_then(|ps| ps.iter().find(|p| p.symlink_metadata().is_ok()).or(ps.first()))
-            .cloned()
-            .ok_or(Errno::ENOENT)
+        self.paths.get(&ino).and_then(|ps| ps.iter().find(|p| p.symlink_metadata().is_ok()).or(ps.first())).cloned().ok_or(Errno::ENOENT)
     }
 
     fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
@@ -379,16 +375,7 @@ impl Filesystem for LazyFsImpl {
         reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
     }
 
-    fn create(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
-        flags: i32,
-        reply: ReplyCreate,
-    ) {
+    fn create(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
         let mut s = self.lock();
         tri!(reply, s.fail(&[DiskFault::Full]));
         let path = tri!(reply, s.child(parent, name));
@@ -540,16 +527,7 @@ impl Filesystem for LazyFsImpl {
         reply.ok();
     }
 
-    fn fallocate(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        length: u64,
-        mode: i32,
-        reply: ReplyEmpty,
-    ) {
+    fn fallocate(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
         let mut s = self.lock();
         tri!(reply, s.fail(&[DiskFault::Full, DiskFault::Broken]));
         let file = match s.handles.get(&fh.0) {

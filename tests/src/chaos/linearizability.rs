@@ -40,9 +40,14 @@ pub enum Verdict {
     /// No linearization exists. `stuck_at` is the index (in the input) of the
     /// operation whose return the deepest partial linearization could not pass;
     /// `deepest` is how many operations that partial linearization placed.
-    NotLinearizable { stuck_at: usize, deepest: usize },
+    NotLinearizable {
+        stuck_at: usize,
+        deepest: usize,
+    },
     /// The search gave up after `steps` steps.
-    Unknown { steps: u64 },
+    Unknown {
+        steps: u64,
+    },
 }
 
 const NIL: usize = usize::MAX;
@@ -248,12 +253,7 @@ mod tests {
         let h = [t(0, Some(100), Write(1)), t(10, Some(50), Read(Some(1))), t(20, Some(60), Read(None))];
         assert_eq!(verdict(&h), Verdict::Linearizable);
         // Concurrent writes can be ordered either way.
-        let h = [
-            t(0, Some(50), Write(1)),
-            t(0, Some(50), Write(2)),
-            t(60, Some(70), Read(Some(1))),
-            t(80, Some(90), Read(Some(1))),
-        ];
+        let h = [t(0, Some(50), Write(1)), t(0, Some(50), Write(2)), t(60, Some(70), Read(Some(1))), t(80, Some(90), Read(Some(1)))];
         assert_eq!(verdict(&h), Verdict::Linearizable);
     }
 
@@ -289,12 +289,7 @@ mod tests {
         // But once observed it cannot be undone.
         assert!(rejected(&[t(0, None, Write(1)), t(50, Some(60), Read(Some(1))), t(70, Some(80), Read(None))]));
         // Nor can it reappear after a later acknowledged write replaced it.
-        let h = [
-            t(0, None, Write(1)),
-            t(10, Some(20), Read(Some(1))),
-            t(30, Some(40), Write(2)),
-            t(50, Some(60), Read(Some(1))),
-        ];
+        let h = [t(0, None, Write(1)), t(10, Some(20), Read(Some(1))), t(30, Some(40), Write(2)), t(50, Some(60), Read(Some(1)))];
         assert!(rejected(&h));
         // The checked set omits the unobserved unknown write.
         let (v, kept) = check_register(&[t(0, None, Write(9)), t(1, Some(2), Read(None))], BUDGET);

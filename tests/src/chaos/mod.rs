@@ -117,11 +117,8 @@ impl Profile {
 /// Range sharding whose ranges split at 4 000 keys, checked every 2 s (the set
 /// workload adds ~100 keys a second in a release build: a split every 20–40 s,
 /// some 50–90 groups after 30 minutes).
-pub const RANGE_SPLIT_ENV: [(&str, &str); 3] = [
-    ("SERVICE_SHARDING_STRATEGY", "range"),
-    ("SERVICE_SPLIT_THRESHOLD_KEYS", "4000"),
-    ("SERVICE_SPLIT_CHECK_INTERVAL_SECS", "2"),
-];
+pub const RANGE_SPLIT_ENV: [(&str, &str); 3] =
+    [("SERVICE_SHARDING_STRATEGY", "range"), ("SERVICE_SPLIT_THRESHOLD_KEYS", "4000"), ("SERVICE_SPLIT_CHECK_INTERVAL_SECS", "2")];
 
 /// A seed from the clock.
 pub fn clock_seed() -> u64 {
@@ -180,7 +177,11 @@ impl fmt::Display for Report {
         let c = &self.checks;
         writeln!(f, "register: {} keys, {} operations checked for linearizability", c.register_keys, c.register_ops_checked)?;
         writeln!(f, "set: {} adds acknowledged, {} present at the end", c.set_acked, c.set_present)?;
-        writeln!(f, "bank: {} balance reads checked; {} transfers checked against {} ledger rows", c.bank_reads, c.bank_transfers_checked, c.bank_ledger_rows)?;
+        writeln!(
+            f,
+            "bank: {} balance reads checked; {} transfers checked against {} ledger rows",
+            c.bank_reads, c.bank_transfers_checked, c.bank_ledger_rows
+        )?;
         writeln!(f, "lost writes: {}", c.lost_writes)?;
         if c.loss_tolerated {
             writeln!(f, "lost writes allowed by sync_on_commit = false: {}", c.lost_writes_tolerated)?;
@@ -208,9 +209,7 @@ pub const NODE_ENV: [(&str, &str); 2] = [("SERVICE_RAFT_SNAPSHOT_LOGS", "100"), 
 /// itself could not proceed (the cluster did not start or never recovered).
 pub async fn run(profile: &Profile) -> Result<Report> {
     let started = Instant::now();
-    let ready = Duration::from_secs(
-        std::env::var("TESSERA_TEST_READY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(120),
-    );
+    let ready = Duration::from_secs(std::env::var("TESSERA_TEST_READY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(120));
     eprintln!("[chaos] seed {} ({})", profile.seed, if profile.long { "long" } else { "quick" });
     let node_env = profile.node_env();
     let mut c = ChaosCluster::start(&node_env, ready).await?;
@@ -239,7 +238,8 @@ pub async fn run(profile: &Profile) -> Result<Report> {
 /// as `cluster-at-failure.json` and `consistency-at-failure.json`.
 async fn save_cluster_state(c: &mut ChaosCluster) {
     let http = c.http.timeout(Duration::from_secs(20));
-    for (path, name) in [("/api/v1/admin/cluster", "cluster-at-failure.json"), ("/api/v1/admin/consistency", "consistency-at-failure.json")] {
+    for (path, name) in [("/api/v1/admin/cluster", "cluster-at-failure.json"), ("/api/v1/admin/consistency", "consistency-at-failure.json")]
+    {
         match http.get(path).await {
             Ok(r) => {
                 let body = serde_json::json!({"status": r.status, "body": r.json});
@@ -349,11 +349,8 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     } else {
         None
     };
-    let mode = format!(
-        "{} sharding, sync_on_commit = {}",
-        if profile.range_splits { "range (splitting)" } else { "hash" },
-        !profile.unsynced
-    );
+    let mode =
+        format!("{} sharding, sync_on_commit = {}", if profile.range_splits { "range (splitting)" } else { "hash" }, !profile.unsynced);
     let report = Report {
         mode,
         ranges,

@@ -72,13 +72,8 @@ pub enum Fault {
 /// to its `POINTS`): a snapshot build with its frames written, a purge written,
 /// and an install after its pending record, after its ingest, after its
 /// publish.
-pub const CRASH_POINTS: [&str; 5] = [
-    "snapshot-build",
-    "log-purged",
-    "snapshot-install-pending",
-    "snapshot-install-ingested",
-    "snapshot-install-published",
-];
+pub const CRASH_POINTS: [&str; 5] =
+    ["snapshot-build", "log-purged", "snapshot-install-pending", "snapshot-install-ingested", "snapshot-install-published"];
 const CRASH_POINT_FAULTS: [&str; 5] = [
     "crash-at-snapshot-build",
     "crash-at-log-purged",
@@ -306,7 +301,9 @@ impl Nemesis {
                 tokio::time::sleep(hold).await;
                 c.kill_node(leader)?;
                 c.start_node(leader)?;
-                let note = format!("node {leader} (leader of group {group}) ran with its clock {skew_ms:+} ms off for {hold:?}, then restarted with a right clock");
+                let note = format!(
+                    "node {leader} (leader of group {group}) ran with its clock {skew_ms:+} ms off for {hold:?}, then restarted with a right clock"
+                );
                 self.notes.push(note.clone());
                 note
             }
@@ -377,7 +374,8 @@ impl Nemesis {
         c.kill_node(leader)?;
         tokio::time::sleep(self.hold / 2).await;
         c.start_node(leader)?;
-        let note = format!("SIGKILL node {leader} (leader of the bank's group {group}) with {in_flight} multi-statement transfers in flight");
+        let note =
+            format!("SIGKILL node {leader} (leader of the bank's group {group}) with {in_flight} multi-statement transfers in flight");
         self.notes.push(note.clone());
         Ok(note)
     }

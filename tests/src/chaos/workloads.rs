@@ -82,12 +82,13 @@ pub async fn setup_bank(http: &Http) -> Result<u64> {
         let body = json!({"sql": text, "params": [], "database": BANK_DB});
         async move { http.post("/api/v1/query", &body).await }
     };
-    let r = sql("CREATE TABLE IF NOT EXISTS accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL CHECK (balance >= 0))")
-        .await?;
+    let r = sql("CREATE TABLE IF NOT EXISTS accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL CHECK (balance >= 0))").await?;
     ensure!(r.status == 200, "creating the bank table: {r}");
     // The ledger has no key on purpose: a transfer applied twice shows as two rows.
-    let r = sql("CREATE TABLE IF NOT EXISTS ledger (transfer_id BIGINT NOT NULL, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL)")
-        .await?;
+    let r = sql(
+        "CREATE TABLE IF NOT EXISTS ledger (transfer_id BIGINT NOT NULL, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL)",
+    )
+    .await?;
     ensure!(r.status == 200, "creating the ledger table: {r}");
     let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {INITIAL_BALANCE})")).collect();
     let r = sql(&format!("INSERT INTO accounts VALUES {}", values.join(", "))).await?;
@@ -113,7 +114,15 @@ impl Workloads {
         };
         let http = http.timeout(CLIENT_TIMEOUT);
         for p in 0..w.cfg.register_clients {
-            let task = register_client(http.clone(), w.cfg.clone(), w.rec.clone(), w.stop.clone(), w.groups.clone(), p, Rng::new(seed ^ ((p + 1) * 0x9E37)));
+            let task = register_client(
+                http.clone(),
+                w.cfg.clone(),
+                w.rec.clone(),
+                w.stop.clone(),
+                w.groups.clone(),
+                p,
+                Rng::new(seed ^ ((p + 1) * 0x9E37)),
+            );
             w.handles.push((format!("register client {p}"), tokio::spawn(task)));
         }
         for p in 0..w.cfg.set_clients {
@@ -121,7 +130,14 @@ impl Workloads {
             w.handles.push((format!("set client {p}"), tokio::spawn(task)));
         }
         for p in 0..w.cfg.bank_transfer_clients {
-            let task = bank_transfer_client(http.clone(), w.rec.clone(), w.stop.clone(), w.transfers_in_flight.clone(), p, Rng::new(seed ^ ((p + 101) * 0x7F4A)));
+            let task = bank_transfer_client(
+                http.clone(),
+                w.rec.clone(),
+                w.stop.clone(),
+                w.transfers_in_flight.clone(),
+                p,
+                Rng::new(seed ^ ((p + 101) * 0x7F4A)),
+            );
             w.handles.push((format!("bank transfer client {p}"), tokio::spawn(task)));
         }
         for p in 0..w.cfg.bank_read_clients {
@@ -317,11 +333,7 @@ async fn bank_transfer_client(
 
 /// Parses `SELECT id, balance` rows into id → balance.
 fn balances(r: &Resp) -> Option<BTreeMap<i64, i64>> {
-    r.json["data"]["rows"]
-        .as_array()?
-        .iter()
-        .map(|row| Some((row.get(0)?.as_i64()?, row.get(1)?.as_i64()?)))
-        .collect()
+    r.json["data"]["rows"].as_array()?.iter().map(|row| Some((row.get(0)?.as_i64()?, row.get(1)?.as_i64()?))).collect()
 }
 
 async fn bank_read_client(http: Http, rec: Arc<Recorder>, stop: Arc<AtomicBool>, p: u64) -> Result<()> {
@@ -435,10 +447,9 @@ pub fn check_registers(rec: &Recorder, report: &mut CheckReport) {
                     op.unwrap_or_else(|| "?".into())
                 ));
             }
-            Verdict::Unknown { steps } => report.anomalies.push(format!(
-                "register {key}: linearizability undecided after {steps} search steps ({} ops)",
-                kept.len()
-            )),
+            Verdict::Unknown { steps } => {
+                report.anomalies.push(format!("register {key}: linearizability undecided after {steps} search steps ({} ops)", kept.len()))
+            }
         }
     }
 }
@@ -475,7 +486,11 @@ pub async fn check_set(http: &Http, rec: &Recorder, run: &str, report: &mut Chec
     if report.loss_tolerated {
         report.lost_writes_tolerated += lost.len() as u64;
         if !lost.is_empty() {
-            report.notes.push(format!("set: {} acknowledged adds lost, allowed by sync_on_commit = false, e.g. {:?}", lost.len(), &lost[..lost.len().min(5)]));
+            report.notes.push(format!(
+                "set: {} acknowledged adds lost, allowed by sync_on_commit = false, e.g. {:?}",
+                lost.len(),
+                &lost[..lost.len().min(5)]
+            ));
         }
     } else {
         report.lost_writes += lost.len() as u64;
@@ -485,18 +500,18 @@ pub async fn check_set(http: &Http, rec: &Recorder, run: &str, report: &mut Chec
     }
     let phantom: Vec<&String> = present.iter().filter(|k| !attempted.contains(k.as_str())).collect();
     if !phantom.is_empty() {
-        report.anomalies.push(format!("set: {} keys present that no client added successfully or in doubt, e.g. {:?}", phantom.len(), &phantom[..phantom.len().min(5)]));
+        report.anomalies.push(format!(
+            "set: {} keys present that no client added successfully or in doubt, e.g. {:?}",
+            phantom.len(),
+            &phantom[..phantom.len().min(5)]
+        ));
     }
     for node in NODE_IDS {
         let replica = http.replica(node);
         let what = format!("replica {node} holds the same set as the quorum read");
         let agreed = wait_for(Duration::from_secs(60), &what, async || {
             let got = list_all(&replica, &prefix).await?;
-            if got == present {
-                Ok(Some(()))
-            } else {
-                Err(anyhow!("replica {node} has {} keys, quorum {}", got.len(), present.len()))
-            }
+            if got == present { Ok(Some(())) } else { Err(anyhow!("replica {node} has {} keys, quorum {}", got.len(), present.len())) }
         })
         .await;
         if let Err(e) = agreed {
@@ -556,11 +571,7 @@ pub async fn check_bank(http: &Http, rec: &Recorder, report: &mut CheckReport) -
         let what = format!("bank replica {node} agrees with the quorum read");
         let agreed = wait_for(Duration::from_secs(60), &what, async || {
             let got = read_balances(&replica).await?;
-            if got == reference {
-                Ok(Some(()))
-            } else {
-                Err(anyhow!("replica {node}: {got:?}, quorum {reference:?}"))
-            }
+            if got == reference { Ok(Some(())) } else { Err(anyhow!("replica {node}: {got:?}, quorum {reference:?}")) }
         })
         .await;
         if let Err(e) = agreed {
@@ -656,8 +667,7 @@ pub fn ledger_problems(transfers: &BTreeMap<i64, (Outcome, Value)>, ledger: &[[i
 /// Final quorum reads of every register key, recorded as ordinary reads so the
 /// checker sees the end state.
 pub async fn final_register_reads(http: &Http, rec: &Recorder) -> Result<()> {
-    let keys: BTreeSet<String> =
-        rec.ops().into_iter().filter(|o| o.workload == "register").map(|o| o.key).collect();
+    let keys: BTreeSet<String> = rec.ops().into_iter().filter(|o| o.workload == "register").map(|o| o.key).collect();
     let http = http.consistency("quorum").timeout(Duration::from_secs(30));
     for key in keys {
         let invoke_ns = rec.now();
@@ -690,10 +700,7 @@ mod tests {
     use super::*;
 
     fn sent(entries: &[(i64, Outcome, i64, i64, i64)]) -> BTreeMap<i64, (Outcome, Value)> {
-        entries
-            .iter()
-            .map(|&(id, o, from, to, amount)| (id, (o, json!({"id": id, "from": from, "to": to, "amount": amount}))))
-            .collect()
+        entries.iter().map(|&(id, o, from, to, amount)| (id, (o, json!({"id": id, "from": from, "to": to, "amount": amount})))).collect()
     }
 
     fn balances_after(ledger: &[[i64; 4]]) -> BTreeMap<i64, i64> {
@@ -707,12 +714,8 @@ mod tests {
 
     #[test]
     fn the_ledger_finds_lost_doubled_phantom_and_refused_transfers() {
-        let transfers = sent(&[
-            (1, Outcome::Ok, 0, 1, 10),
-            (2, Outcome::Info, 1, 2, 20),
-            (3, Outcome::Fail, 2, 3, 30),
-            (4, Outcome::Ok, 3, 4, 40),
-        ]);
+        let transfers =
+            sent(&[(1, Outcome::Ok, 0, 1, 10), (2, Outcome::Info, 1, 2, 20), (3, Outcome::Fail, 2, 3, 30), (4, Outcome::Ok, 3, 4, 40)]);
         // A good ledger: every acknowledged transfer once, the unknown one may be absent.
         let good = [[1, 0, 1, 10], [4, 3, 4, 40]];
         assert!(ledger_problems(&transfers, &good, &balances_after(&good)).is_empty());

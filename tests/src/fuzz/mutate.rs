@@ -23,7 +23,8 @@ fn mutate_once(rng: &mut StdRng, data: &mut Vec<u8>, corpus: &[Vec<u8>], diction
         }
         // Replace a byte with an interesting value.
         1 if len > 0 => {
-            const INTERESTING: &[u8] = &[0, 1, 0x7f, 0x80, 0xff, b'\'', b'"', b'\\', b'(', b')', b'{', b'}', b'[', b']', b';', b'-', b'$', b'.'];
+            const INTERESTING: &[u8] =
+                &[0, 1, 0x7f, 0x80, 0xff, b'\'', b'"', b'\\', b'(', b')', b'{', b'}', b'[', b']', b';', b'-', b'$', b'.'];
             let i = rng.gen_range(0..len);
             data[i] = if rng.gen_bool(0.5) { INTERESTING[rng.gen_range(0..INTERESTING.len())] } else { rng.r#gen() };
         }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tessera_api::codec;
-use tessera_api::command::{Command, KvOp, Operation, Query, QueryResult, Response, KvQuery};
+use tessera_api::command::{Command, KvOp, KvQuery, Operation, Query, QueryResult, Response};
 use tessera_api::document::DocOp;
 use tessera_api::sql::SqlOp;
 use tessera_sql::ExecContext;
@@ -23,20 +23,110 @@ pub fn all() -> Vec<Target> {
 }
 
 const SQL_TOKENS: &[&str] = &[
-    "SELECT ", " FROM ", " WHERE ", " GROUP BY ", " HAVING ", " ORDER BY ", " LIMIT ", " OFFSET ", " JOIN ",
-    " LEFT JOIN ", " ON ", " UNION ", " DISTINCT ", " IN (", " NOT ", " EXISTS (", " CASE WHEN ", " THEN ",
-    " ELSE ", " END", " CAST(", " AS ", " NULL", " IS NULL", " BETWEEN ", " LIKE ", "'%'", " AND ", " OR ",
-    "; ", "BEGIN; ", "COMMIT", "ROLLBACK", "INSERT INTO t VALUES (", "UPDATE t SET ", "DELETE FROM t",
-    "CREATE TABLE ", "DROP TABLE ", "ALTER TABLE t ", "CREATE INDEX i ON t (", " DECIMAL(38,10)", " VARCHAR(3)",
-    " TIMESTAMP ", "'2024-02-30'", "9223372036854775807", "-9223372036854775808", "1e308", "0.0", "/ 0",
-    "$1", "$0", "$99999999999", "(SELECT ", "count(*)", "sum(", "avg(", "max(", "substring(", "upper(",
-    "coalesce(", "length(", "'\u{0}'", "'é'", "\"", "--", "/*", "*/", "::", "||", "%", "<>",
+    "SELECT ",
+    " FROM ",
+    " WHERE ",
+    " GROUP BY ",
+    " HAVING ",
+    " ORDER BY ",
+    " LIMIT ",
+    " OFFSET ",
+    " JOIN ",
+    " LEFT JOIN ",
+    " ON ",
+    " UNION ",
+    " DISTINCT ",
+    " IN (",
+    " NOT ",
+    " EXISTS (",
+    " CASE WHEN ",
+    " THEN ",
+    " ELSE ",
+    " END",
+    " CAST(",
+    " AS ",
+    " NULL",
+    " IS NULL",
+    " BETWEEN ",
+    " LIKE ",
+    "'%'",
+    " AND ",
+    " OR ",
+    "; ",
+    "BEGIN; ",
+    "COMMIT",
+    "ROLLBACK",
+    "INSERT INTO t VALUES (",
+    "UPDATE t SET ",
+    "DELETE FROM t",
+    "CREATE TABLE ",
+    "DROP TABLE ",
+    "ALTER TABLE t ",
+    "CREATE INDEX i ON t (",
+    " DECIMAL(38,10)",
+    " VARCHAR(3)",
+    " TIMESTAMP ",
+    "'2024-02-30'",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e308",
+    "0.0",
+    "/ 0",
+    "$1",
+    "$0",
+    "$99999999999",
+    "(SELECT ",
+    "count(*)",
+    "sum(",
+    "avg(",
+    "max(",
+    "substring(",
+    "upper(",
+    "coalesce(",
+    "length(",
+    "'\u{0}'",
+    "'é'",
+    "\"",
+    "--",
+    "/*",
+    "*/",
+    "::",
+    "||",
+    "%",
+    "<>",
 ];
 
 const JSON_TOKENS: &[&str] = &[
-    "{", "}", "[", "]", ",", ":", "\"$eq\"", "\"$ne\"", "\"$gt\"", "\"$gte\"", "\"$lt\"", "\"$lte\"",
-    "\"$in\"", "\"$nin\"", "\"$and\"", "\"$or\"", "\"$not\"", "\"$exists\"", "\"$contains\"", "\"$regex\"",
-    "\"a.b.c\"", "\"(a+)+$\"", "\"[\"", "null", "true", "false", "1e400", "-0", "\"\\u0000\"", "\"\\ud800\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"$eq\"",
+    "\"$ne\"",
+    "\"$gt\"",
+    "\"$gte\"",
+    "\"$lt\"",
+    "\"$lte\"",
+    "\"$in\"",
+    "\"$nin\"",
+    "\"$and\"",
+    "\"$or\"",
+    "\"$not\"",
+    "\"$exists\"",
+    "\"$contains\"",
+    "\"$regex\"",
+    "\"a.b.c\"",
+    "\"(a+)+$\"",
+    "\"[\"",
+    "null",
+    "true",
+    "false",
+    "1e400",
+    "-0",
+    "\"\\u0000\"",
+    "\"\\ud800\"",
 ];
 
 fn statements_of_slt(text: &str) -> Vec<String> {
@@ -165,8 +255,13 @@ fn command_seeds() -> Vec<Vec<u8>> {
         Operation::Document(DocOp::Insert { collection: "c".into(), id: "1".into(), data: json!({"x": 1}) }),
         Operation::Document(DocOp::Update { collection: "c".into(), id: "1".into(), update: json!({"$set": {"x": 2}}) }),
     ];
-    let mut seeds: Vec<Vec<u8>> =
-        ops.into_iter().map(|op| codec::encode(&Command { issued_at_ms: 1_700_000_000_000, op, request_id: Some("0123456789abcdef0123456789abcdef".into()) }).expect("encode")).collect();
+    let mut seeds: Vec<Vec<u8>> = ops
+        .into_iter()
+        .map(|op| {
+            codec::encode(&Command { issued_at_ms: 1_700_000_000_000, op, request_id: Some("0123456789abcdef0123456789abcdef".into()) })
+                .expect("encode")
+        })
+        .collect();
     seeds.push(codec::encode(&Query::Kv(KvQuery::List { prefix: "a".into(), limit: 10, range: None })).expect("encode"));
     seeds.push(codec::encode(&Response::Deleted(3)).expect("encode"));
     seeds

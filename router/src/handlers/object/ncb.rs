@@ -32,10 +32,10 @@
 
 use std::io::{Read, Write};
 
+use crate::handlers::QueryParams;
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use crate::handlers::QueryParams;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use flate2::Compression;
@@ -403,13 +403,8 @@ pub async fn import_bucket(
                         continue;
                     }
                     let Some(m) = staged.last_mut() else { return Err(ApiError::Internal("content before a header".into())) };
-                    let op = ObjectOp::PutChunk {
-                        bucket: bucket.clone(),
-                        blob_id: m.blob_id.clone(),
-                        index: m.chunks,
-                        data,
-                        incarnation: None,
-                    };
+                    let op =
+                        ObjectOp::PutChunk { bucket: bucket.clone(), blob_id: m.blob_id.clone(), index: m.chunks, data, incarnation: None };
                     // Counted first: a chunk whose write failed may still have been applied.
                     m.chunks += 1;
                     write_in_bucket(&state, &bucket, object_group(&state, &bucket, &m.key)?, op, c).await?;

@@ -153,10 +153,7 @@ fn take_str(raw: &mut &[u8], what: &str) -> Result<String, ApiError> {
 /// Unpacks and checks a whole file.
 fn parse(file: &[u8]) -> Result<Parsed, ApiError> {
     let mut raw = Vec::new();
-    GzDecoder::new(file)
-        .take(MAX_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| corrupt(format!("gzip: {e}")))?;
+    GzDecoder::new(file).take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut raw).map_err(|e| corrupt(format!("gzip: {e}")))?;
     if raw.len() > MAX_FILE_BYTES {
         return Err(ApiError::PayloadTooLarge(format!("the unpacked file is over {MAX_FILE_BYTES} bytes")));
     }
@@ -168,7 +165,8 @@ fn parse(file: &[u8]) -> Result<Parsed, ApiError> {
     if version != VERSION {
         return Err(corrupt(format!("version {version}; this router reads version {VERSION}")));
     }
-    let config: Value = serde_json::from_str(&take_str(&mut r, "the configuration")?).map_err(|e| corrupt(format!("configuration: {e}")))?;
+    let config: Value =
+        serde_json::from_str(&take_str(&mut r, "the configuration")?).map_err(|e| corrupt(format!("configuration: {e}")))?;
     let int = |k: &str| config[k].as_i64().ok_or_else(|| corrupt(format!("configuration lacks {k}")));
     let (dim, m, ef_construction) = (int("dim")?, int("m")?, int("ef_construction")?);
     let metric = config["metric"].as_str().ok_or_else(|| corrupt("configuration lacks metric"))?.to_string();
@@ -215,9 +213,8 @@ pub async fn import_collection(
     let file = axum::body::to_bytes(body, MAX_FILE_BYTES)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(format!("a vectors.ncb import is at most {MAX_FILE_BYTES} bytes")))?;
-    let parsed = tokio::task::spawn_blocking(move || parse(&file))
-        .await
-        .map_err(|e| ApiError::Internal(format!("reading the file: {e}")))??;
+    let parsed =
+        tokio::task::spawn_blocking(move || parse(&file)).await.map_err(|e| ApiError::Internal(format!("reading the file: {e}")))??;
     let req = CreateCollection {
         name: name.clone(),
         dim: parsed.dim,

@@ -196,7 +196,12 @@ mod tests {
     }
 
     fn event(n: u32) -> AuditEvent {
-        AuditEvent { event_type: "consent_recorded".into(), actor: "t".into(), subject_id: Some("s".into()), details: serde_json::json!({"n": n}) }
+        AuditEvent {
+            event_type: "consent_recorded".into(),
+            actor: "t".into(),
+            subject_id: Some("s".into()),
+            details: serde_json::json!({"n": n}),
+        }
     }
 
     fn verify(data: &GroupData) -> (bool, u64, String) {

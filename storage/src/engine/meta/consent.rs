@@ -96,10 +96,7 @@ fn apply_consent(tx: &mut Tx<'_>, now: i64, op: &ConsentOp, audited: &mut Vec<Au
         ConsentOp::Withdraw { subject_id, purpose, reason, .. } => {
             let key = record_key(subject_id, purpose);
             let Some(raw) = tx.view().get(&key)? else {
-                return Ok(Response::rejected(
-                    ErrorCode::NotFound,
-                    format!("subject {subject_id} has no consent recorded for {purpose}"),
-                ));
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("subject {subject_id} has no consent recorded for {purpose}")));
             };
             let old: ConsentRecord = serde_json::from_slice(&raw)?;
             let r = ConsentRecord { granted: false, recorded_at_ms: now, withdrawal_reason: reason.clone(), ..old };

@@ -6,7 +6,9 @@
 //! Keys: `inc/r/<id>` → [`Incident`]; `inc/seq` → the last incident number.
 
 use tessera_api::command::Response;
-use tessera_api::compliance::{AuditEvent, Incident, IncidentAnswer, IncidentOp, IncidentQuery, IncidentStats, NOTIFICATION_DEADLINE_MS, breach_severity};
+use tessera_api::compliance::{
+    AuditEvent, Incident, IncidentAnswer, IncidentOp, IncidentQuery, IncidentStats, NOTIFICATION_DEADLINE_MS, breach_severity,
+};
 use tessera_api::error::ErrorCode;
 use tessera_api::security::AlertRecord;
 
@@ -66,9 +68,14 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &IncidentOp) -> Result<Response> {
     };
     match op {
         IncidentOp::Acknowledge { id, by, notes } => {
-            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            let Some(mut i) = get(tx, id)? else {
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist")));
+            };
             if i.status != "open" {
-                return Ok(Response::rejected(ErrorCode::Conflict, format!("incident {id} is {}; only an open incident can be acknowledged", i.status)));
+                return Ok(Response::rejected(
+                    ErrorCode::Conflict,
+                    format!("incident {id} is {}; only an open incident can be acknowledged", i.status),
+                ));
             }
             i.status = "acknowledged".into();
             i.acknowledged_by = Some(by.clone());
@@ -79,7 +86,9 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &IncidentOp) -> Result<Response> {
             Ok(Response::Incident(i))
         }
         IncidentOp::Resolve { id, by, notes, false_positive, remediation_steps } => {
-            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            let Some(mut i) = get(tx, id)? else {
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist")));
+            };
             if i.status != "open" && i.status != "acknowledged" {
                 return Ok(Response::rejected(ErrorCode::Conflict, format!("incident {id} is {} already", i.status)));
             }
@@ -93,7 +102,9 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &IncidentOp) -> Result<Response> {
             Ok(Response::Incident(i))
         }
         IncidentOp::ClaimWebhook { id, router, lease_ms } => {
-            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            let Some(mut i) = get(tx, id)? else {
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist")));
+            };
             if !i.webhook.due(now) {
                 return Ok(Response::rejected(ErrorCode::Conflict, format!("incident {id}'s webhook delivery is {}", i.webhook.status)));
             }
@@ -104,7 +115,9 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &IncidentOp) -> Result<Response> {
             Ok(Response::Incident(i))
         }
         IncidentOp::RecordWebhook { id, router, delivered, attempts, error } => {
-            let Some(mut i) = get(tx, id)? else { return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist"))) };
+            let Some(mut i) = get(tx, id)? else {
+                return Ok(Response::rejected(ErrorCode::NotFound, format!("incident {id} does not exist")));
+            };
             if i.webhook.status != "delivering" || i.webhook.claimed_by.as_ref() != Some(router) {
                 return Ok(Response::rejected(ErrorCode::Conflict, format!("router {router} holds no claim on incident {id}'s delivery")));
             }

@@ -15,8 +15,8 @@ use tessera_api::command::Response;
 use tessera_api::error::ErrorCode;
 use tessera_api::meta::SessionRecord;
 use tessera_api::security::{
-    AlertRecord, BlockRecord, BruteForcePolicy, MfaChallenge, MfaOutcome, MfaRecord, NewAlert, NewSecurityEvent, SecurityEvent,
-    SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse, totp,
+    AlertRecord, BlockRecord, BruteForcePolicy, MfaChallenge, MfaOutcome, MfaRecord, NewAlert, NewSecurityEvent, SecurityEvent, SecurityOp,
+    SecurityQuery, SecurityQueryResult, SecurityResponse, totp,
 };
 
 use super::{ReadView, Tx, name_key, session_key, user_by_id, user_key};
@@ -120,14 +120,18 @@ impl AlertLog {
         put(tx, &key(ALERT, &record.id), &record)?;
         // Every alert is a security event too, with spec 02's severity for its type.
         let severity = tessera_api::compliance::breach_severity(&record.kind).map_or_else(|| record.severity.clone(), str::to_string);
-        self.event(tx, now, NewSecurityEvent {
-            at_ms: None,
-            event_type: record.kind.clone(),
-            severity,
-            source_ip: record.source_ip.clone(),
-            username: record.username.clone(),
-            description: record.message.clone(),
-        })?;
+        self.event(
+            tx,
+            now,
+            NewSecurityEvent {
+                at_ms: None,
+                event_type: record.kind.clone(),
+                severity,
+                source_ip: record.source_ip.clone(),
+                username: record.username.clone(),
+                description: record.message.clone(),
+            },
+        )?;
         // A breach event type opens a breach incident in the same apply (spec 02).
         super::incidents::open_from_alert(tx, now, &record)?;
         if self.seq > ALERTS_KEEP {
@@ -226,13 +230,21 @@ pub fn note_login(tx: &mut Tx<'_>, now: i64, user_id: &str, ip: &str) -> Result<
     }
     if !known.is_empty() {
         let mut log = AlertLog::open(tx.view())?;
-        log.add(tx, now, NewAlert {
-            kind: "admin_from_unknown_ip".into(),
-            severity: "high".into(),
-            source_ip: Some(ip.to_string()),
-            username: Some(user.username.clone()),
-            message: format!("admin {:?} logged in from {ip}, an address not seen for them before ({} known)", user.username, known.len()),
-        })?;
+        log.add(
+            tx,
+            now,
+            NewAlert {
+                kind: "admin_from_unknown_ip".into(),
+                severity: "high".into(),
+                source_ip: Some(ip.to_string()),
+                username: Some(user.username.clone()),
+                message: format!(
+                    "admin {:?} logged in from {ip}, an address not seen for them before ({} known)",
+                    user.username,
+                    known.len()
+                ),
+            },
+        )?;
         log.close(tx);
     }
     known.push(ip.to_string());
@@ -257,8 +269,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             Ok(Response::Applied(true))
         }
         SecurityOp::DisableMfa { user_id, code, dev_code } => {
-            let (Some(mut user), Some(rec)) = (user_by_id(tx.view(), user_id)?, get::<MfaRecord>(tx.view(), &key(MFA, user_id))?)
-            else {
+            let (Some(mut user), Some(rec)) = (user_by_id(tx.view(), user_id)?, get::<MfaRecord>(tx.view(), &key(MFA, user_id))?) else {
                 return mfa(MfaOutcome::NotEnabled);
             };
             match check_code(&rec, code, dev_code.as_deref(), now) {
@@ -284,12 +295,20 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             for k in expired {
                 tx.delete(&k);
             }
-            let challenge =
-                MfaChallenge { user_id: user_id.clone(), created_at_ms: now, expires_at_ms: now + ttl_ms, failures: 0 };
+            let challenge = MfaChallenge { user_id: user_id.clone(), created_at_ms: now, expires_at_ms: now + ttl_ms, failures: 0 };
             put(tx, &key(CHALLENGE, challenge_hash), &challenge)?;
             Ok(Response::Applied(true))
         }
-        SecurityOp::CompleteMfaLogin { challenge_hash, code, dev_code, session_token_hash, session_ttl_ms, max_failures, client_ip, user_agent } => {
+        SecurityOp::CompleteMfaLogin {
+            challenge_hash,
+            code,
+            dev_code,
+            session_token_hash,
+            session_ttl_ms,
+            max_failures,
+            client_ip,
+            user_agent,
+        } => {
             let ck = key(CHALLENGE, challenge_hash);
             let Some(mut challenge) = get::<MfaChallenge>(tx.view(), &ck)? else {
                 return mfa(MfaOutcome::NoChallenge);
@@ -299,8 +318,7 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
                 return mfa(MfaOutcome::NoChallenge);
             }
             let user_id = challenge.user_id.clone();
-            let (Some(user), Some(rec)) = (user_by_id(tx.view(), &user_id)?, get::<MfaRecord>(tx.view(), &key(MFA, &user_id))?)
-            else {
+            let (Some(user), Some(rec)) = (user_by_id(tx.view(), &user_id)?, get::<MfaRecord>(tx.view(), &key(MFA, &user_id))?) else {
                 tx.delete(&ck);
                 return mfa(MfaOutcome::NotEnabled);
             };
@@ -344,25 +362,33 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             let mut log = AlertLog::open(tx.view())?;
             let mut alerts = Vec::new();
             let mut banned = None;
-            log.event(tx, now, NewSecurityEvent {
-                at_ms: None,
-                event_type: "failed_login".into(),
-                severity: "medium".into(),
-                source_ip: ip.clone(),
-                username: Some(username.clone()),
-                description: format!("failed login for user {username:?}"),
-            })?;
+            log.event(
+                tx,
+                now,
+                NewSecurityEvent {
+                    at_ms: None,
+                    event_type: "failed_login".into(),
+                    severity: "medium".into(),
+                    source_ip: ip.clone(),
+                    username: Some(username.clone()),
+                    description: format!("failed login for user {username:?}"),
+                },
+            )?;
             if let Some(ip) = ip {
                 let n = count_failure(tx, &key(FAIL_IP, ip), now, policy)?;
                 let window_s = policy.window_ms / 1000;
                 if n == policy.alert_threshold {
-                    alerts.push(log.add(tx, now, NewAlert {
-                        kind: "brute_force_attack".into(),
-                        severity: "critical".into(),
-                        source_ip: Some(ip.clone()),
-                        username: Some(username.clone()),
-                        message: format!("{n} failed logins from {ip} within {window_s} s (last for user {username:?})"),
-                    })?);
+                    alerts.push(log.add(
+                        tx,
+                        now,
+                        NewAlert {
+                            kind: "brute_force_attack".into(),
+                            severity: "critical".into(),
+                            source_ip: Some(ip.clone()),
+                            username: Some(username.clone()),
+                            message: format!("{n} failed logins from {ip} within {window_s} s (last for user {username:?})"),
+                        },
+                    )?);
                 }
                 if policy.ban_threshold > 0 && n >= policy.ban_threshold && active_block(tx.view(), ip, now)?.is_none() {
                     purge_blocks(tx, now)?;
@@ -375,13 +401,17 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
                         automatic: true,
                     };
                     put(tx, &key(BLOCK, ip), &block)?;
-                    alerts.push(log.add(tx, now, NewAlert {
-                        kind: "ip_auto_banned".into(),
-                        severity: "critical".into(),
-                        source_ip: Some(ip.clone()),
-                        username: Some(username.clone()),
-                        message: format!("{ip} banned for {} s after {n} failed logins", policy.ban_duration_ms / 1000),
-                    })?);
+                    alerts.push(log.add(
+                        tx,
+                        now,
+                        NewAlert {
+                            kind: "ip_auto_banned".into(),
+                            severity: "critical".into(),
+                            source_ip: Some(ip.clone()),
+                            username: Some(username.clone()),
+                            message: format!("{ip} banned for {} s after {n} failed logins", policy.ban_duration_ms / 1000),
+                        },
+                    )?);
                     banned = Some(block);
                 }
             }
@@ -389,13 +419,17 @@ pub fn apply(tx: &mut Tx<'_>, now: i64, op: &SecurityOp) -> Result<Response> {
             if tx.view().get(&name_key(username))?.is_some() {
                 let n = count_failure(tx, &key(FAIL_USER, username), now, policy)?;
                 if n == policy.alert_threshold && alerts.is_empty() {
-                    alerts.push(log.add(tx, now, NewAlert {
-                        kind: "brute_force_attack".into(),
-                        severity: "high".into(),
-                        source_ip: ip.clone(),
-                        username: Some(username.clone()),
-                        message: format!("{n} failed logins for user {username:?} within {} s", policy.window_ms / 1000),
-                    })?);
+                    alerts.push(log.add(
+                        tx,
+                        now,
+                        NewAlert {
+                            kind: "brute_force_attack".into(),
+                            severity: "high".into(),
+                            source_ip: ip.clone(),
+                            username: Some(username.clone()),
+                            message: format!("{n} failed logins for user {username:?} within {} s", policy.window_ms / 1000),
+                        },
+                    )?);
                 }
             }
             log.close(tx);
@@ -460,12 +494,7 @@ pub fn query(view: &ReadView<'_>, q: &SecurityQuery, now: i64) -> Result<Securit
             })?;
             let total = all.len() as u64;
             let unacknowledged = all.iter().filter(|a| !a.acknowledged).count() as u64;
-            let alerts = all
-                .into_iter()
-                .rev()
-                .filter(|a| acknowledged.is_none_or(|want| a.acknowledged == want))
-                .take(*limit)
-                .collect();
+            let alerts = all.into_iter().rev().filter(|a| acknowledged.is_none_or(|want| a.acknowledged == want)).take(*limit).collect();
             SecurityQueryResult::Alerts { alerts, total, unacknowledged }
         }
         SecurityQuery::Blocks => {
@@ -493,9 +522,7 @@ pub fn query(view: &ReadView<'_>, q: &SecurityQuery, now: i64) -> Result<Securit
             let total = all.len() as u64;
             SecurityQueryResult::Events { events: all.into_iter().take(*limit).collect(), total }
         }
-        SecurityQuery::Mfa { user_id } => {
-            SecurityQueryResult::Mfa(get::<MfaRecord>(view, &key(MFA, user_id))?.map(|r| r.enabled_at_ms))
-        }
+        SecurityQuery::Mfa { user_id } => SecurityQueryResult::Mfa(get::<MfaRecord>(view, &key(MFA, user_id))?.map(|r| r.enabled_at_ms)),
     })
 }
 

@@ -21,9 +21,7 @@ impl Rng {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        Rng {
-            s: [next(), next(), next(), next()],
-        }
+        Rng { s: [next(), next(), next(), next()] }
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -61,23 +59,16 @@ impl Rng {
 }
 
 pub fn gaussian_vectors(rng: &mut Rng, n: usize, dim: usize) -> Vec<Vec<f32>> {
-    (0..n)
-        .map(|_| (0..dim).map(|_| rng.gaussian()).collect())
-        .collect()
+    (0..n).map(|_| (0..dim).map(|_| rng.gaussian()).collect()).collect()
 }
 
 pub fn uniform_vectors(rng: &mut Rng, n: usize, dim: usize) -> Vec<Vec<f32>> {
-    (0..n)
-        .map(|_| (0..dim).map(|_| rng.uniform()).collect())
-        .collect()
+    (0..n).map(|_| (0..dim).map(|_| rng.uniform()).collect()).collect()
 }
 
 /// `(id, vector)` pairs with ids `0..n`, for `brute_force`.
 pub fn records(vectors: &[Vec<f32>]) -> impl Iterator<Item = (u64, &[f32])> {
-    vectors
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (i as u64, v.as_slice()))
+    vectors.iter().enumerate().map(|(i, v)| (i as u64, v.as_slice()))
 }
 
 /// |found ∩ truth| / |truth|.
@@ -92,23 +83,12 @@ pub fn recall(found: &[Hit], truth: &[Hit]) -> f64 {
 /// Vectors of intrinsic dimension `latent` embedded in `dim` dimensions
 /// (gaussian latent × fixed random basis, plus 5% isotropic noise): closer
 /// to real embeddings than i.i.d. noise. Returns `n` data and `q` query vectors.
-pub fn lowrank_vectors(
-    rng: &mut Rng,
-    n: usize,
-    q: usize,
-    dim: usize,
-    latent: usize,
-) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+pub fn lowrank_vectors(rng: &mut Rng, n: usize, q: usize, dim: usize, latent: usize) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
     let basis = gaussian_vectors(rng, latent, dim);
     let scale = 1.0 / (latent as f32).sqrt();
     let sample = |rng: &mut Rng| -> Vec<f32> {
         let z: Vec<f32> = (0..latent).map(|_| rng.gaussian()).collect();
-        (0..dim)
-            .map(|j| {
-                z.iter().zip(&basis).map(|(zi, b)| zi * b[j]).sum::<f32>() * scale
-                    + 0.05 * rng.gaussian()
-            })
-            .collect()
+        (0..dim).map(|j| z.iter().zip(&basis).map(|(zi, b)| zi * b[j]).sum::<f32>() * scale + 0.05 * rng.gaussian()).collect()
     };
     let data = (0..n).map(|_| sample(rng)).collect();
     let queries = (0..q).map(|_| sample(rng)).collect();

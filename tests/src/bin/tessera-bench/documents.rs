@@ -41,9 +41,7 @@ pub async fn run(c: Client, secs: u64, rows: u64) -> Result<()> {
             let (c, coll) = (c2.clone(), coll.clone());
             async move {
                 let body = json!({"document": doc(i as u64 * 1_000_000 + n)});
-                c.send(Method::POST, &format!("/api/v1/documents/collections/{coll}/documents"), Some(&body), "quorum")
-                    .await
-                    .map(drop)
+                c.send(Method::POST, &format!("/api/v1/documents/collections/{coll}/documents"), Some(&body), "quorum").await.map(drop)
             }
         })
         .await?;
@@ -58,9 +56,7 @@ pub async fn run(c: Client, secs: u64, rows: u64) -> Result<()> {
         let end = (next + IMPORT_CHUNK).min(rows);
         let docs: Vec<Value> = (next..end).map(doc).collect();
         let t = Instant::now();
-        let r = c
-            .send(Method::POST, "/api/v1/import/documents", Some(&json!({"collection": bulk, "documents": docs})), "quorum")
-            .await?;
+        let r = c.send(Method::POST, "/api/v1/import/documents", Some(&json!({"collection": bulk, "documents": docs})), "quorum").await?;
         ensure!(r["rows_imported"] == json!(end - next), "import: {r}");
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
         next = end;
@@ -73,17 +69,13 @@ pub async fn run(c: Client, secs: u64, rows: u64) -> Result<()> {
     // Filtered queries over the imported collection, without then with an index.
     let path = format!("/api/v1/documents/collections/{bulk}/query");
     let range_hi = rows / 100;
-    let filters = [
-        ("category = c42", json!({"category": "c42"}), "category"),
-        ("n < 1 % of rows", json!({"n": {"$lt": range_hi}}), "n"),
-    ];
+    let filters = [("category = c42", json!({"category": "c42"}), "category"), ("n < 1 % of rows", json!({"n": {"$lt": range_hi}}), "n")];
     for (label, filter, _) in &filters {
         let r = query_load(&c, &path, filter.clone(), secs, rows, false).await?;
         row(&format!("query {label}, {rows} docs, no index"), r);
     }
     for (_, _, field) in &filters {
-        c.send(Method::POST, &format!("/api/v1/documents/collections/{bulk}/indexes"), Some(&json!({"field": field})), "quorum")
-            .await?;
+        c.send(Method::POST, &format!("/api/v1/documents/collections/{bulk}/indexes"), Some(&json!({"field": field})), "quorum").await?;
     }
     for (label, filter, _) in &filters {
         let r = query_load(&c, &path, filter.clone(), secs, rows, true).await?;

@@ -27,9 +27,9 @@ mod documents;
 mod graph;
 mod objects;
 mod streaming;
+mod system;
 mod timeseries;
 mod vectors;
-mod system;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -208,11 +208,8 @@ impl Client {
     }
 
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>, consistency: &str) -> Result<Value> {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .header("X-Consistency", consistency);
+        let mut req =
+            self.http.request(method, format!("{}{path}", self.url)).bearer_auth(&self.token).header("X-Consistency", consistency);
         if let Some(b) = body {
             req = req.json(b);
         }
@@ -297,9 +294,7 @@ async fn bench_kv(c: Client, secs: u64) -> Result<()> {
         let c2 = c.clone();
         let r = load(16, secs, move |i, n| {
             let c = c2.clone();
-            async move {
-                c.send(reqwest::Method::GET, &format!("/api/v1/kv/keys/bench/{i}/{}", n % 50), None, consistency).await.map(drop)
-            }
+            async move { c.send(reqwest::Method::GET, &format!("/api/v1/kv/keys/bench/{i}/{}", n % 50), None, consistency).await.map(drop) }
         })
         .await?;
         row(&format!("kv read ({consistency}), 16 clients"), r);
@@ -319,9 +314,7 @@ async fn bench_sql(c: Client, secs: u64, rows: u64) -> Result<()> {
     let db2 = db.clone();
     let r = load(16, secs, move |i, n| {
         let (c, db) = (c2.clone(), db2.clone());
-        async move {
-            sql(&c, &db, &format!("INSERT INTO single VALUES ({}, 'v')", i as u64 * 10_000_000 + n), "quorum").await.map(drop)
-        }
+        async move { sql(&c, &db, &format!("INSERT INTO single VALUES ({}, 'v')", i as u64 * 10_000_000 + n), "quorum").await.map(drop) }
     })
     .await?;
     row("sql single-row INSERT, 16 clients", r);
@@ -330,9 +323,7 @@ async fn bench_sql(c: Client, secs: u64, rows: u64) -> Result<()> {
         let r = load(16, secs, move |i, n| {
             let (c, db) = (c2.clone(), db2.clone());
             async move {
-                sql(&c, &db, &format!("SELECT v FROM single WHERE id = {}", i as u64 * 10_000_000 + n % 20), consistency)
-                    .await
-                    .map(drop)
+                sql(&c, &db, &format!("SELECT v FROM single WHERE id = {}", i as u64 * 10_000_000 + n % 20), consistency).await.map(drop)
             }
         })
         .await?;
@@ -345,8 +336,7 @@ async fn bench_sql(c: Client, secs: u64, rows: u64) -> Result<()> {
     let batch = 1000;
     let mut start = 0;
     while start < rows {
-        let values: Vec<String> =
-            (start..(start + batch).min(rows)).map(|i| format!("({i}, {}, 'row')", (i * 7919) % rows)).collect();
+        let values: Vec<String> = (start..(start + batch).min(rows)).map(|i| format!("({i}, {}, 'row')", (i * 7919) % rows)).collect();
         sql(&c, &db, &format!("INSERT INTO big VALUES {}", values.join(",")), "quorum").await?;
         start += batch;
     }
@@ -472,7 +462,9 @@ async fn compare(c: Client, secs: u64) -> Result<()> {
         .await?;
         print(&format!("write 256 B, {clients} clients"), t, e);
     }
-    for (label, consistency, serializable) in [("read linearizable, 16 clients", "quorum", false), ("read one/serializable, 16 clients", "one", true)] {
+    for (label, consistency, serializable) in
+        [("read linearizable, 16 clients", "quorum", false), ("read one/serializable, 16 clients", "one", true)]
+    {
         let c2 = c.clone();
         let t = load(16, secs, move |i, n| {
             let c = c2.clone();

@@ -27,9 +27,8 @@ async fn publish(c: &Client, channel: &str, data: Value) -> Result<Value> {
 /// Publish-to-receipt latency of `events` events from `publishers` tasks:
 /// (events/s delivered, p50 ms, p99 ms).
 async fn ws_latency(c: &Client, channel: &str, events: u64, publishers: u64) -> Result<(f64, f64, f64)> {
-    let last = c.send(Method::GET, &format!("/api/v1/streaming/channels/{channel}"), None, "quorum").await?["last_id"]
-        .as_u64()
-        .unwrap_or(0);
+    let last =
+        c.send(Method::GET, &format!("/api/v1/streaming/channels/{channel}"), None, "quorum").await?["last_id"].as_u64().unwrap_or(0);
     let url = format!("{}/api/v1/streaming/{channel}?after={last}", c.url.replacen("http://", "ws://", 1));
     let mut req = url.as_str().into_client_request()?;
     req.headers_mut().insert("authorization", format!("Bearer {}", c.token).parse()?);
@@ -90,8 +89,7 @@ async fn ws_latency(c: &Client, channel: &str, events: u64, publishers: u64) -> 
 
 pub async fn run(c: Client, secs: u64, rows: u64) -> Result<()> {
     let channel = format!("bench.stream.{}", std::process::id());
-    c.send(Method::POST, "/api/v1/streaming/channels", Some(&json!({"name": channel, "max_events": 1_000_000})), "quorum")
-        .await?;
+    c.send(Method::POST, "/api/v1/streaming/channels", Some(&json!({"name": channel, "max_events": 1_000_000})), "quorum").await?;
     header();
     for publishers in [1usize, 16, 64] {
         let (c2, ch) = (c.clone(), channel.clone());

@@ -107,9 +107,9 @@ fn fsync_latency(dir: &std::path::Path, n: usize) -> Result<(f64, f64)> {
 async fn wal_counters(c: &Client) -> Result<(u64, u64)> {
     let cluster = c.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?;
     let nodes = cluster["nodes"].as_array().context("admin/cluster without nodes")?;
-    Ok(nodes.iter().fold((0, 0), |(s, e), n| {
-        (s + n["wal"]["syncs"].as_u64().unwrap_or(0), e + n["wal"]["log_entries_synced"].as_u64().unwrap_or(0))
-    }))
+    Ok(nodes
+        .iter()
+        .fold((0, 0), |(s, e), n| (s + n["wal"]["syncs"].as_u64().unwrap_or(0), e + n["wal"]["log_entries_synced"].as_u64().unwrap_or(0))))
 }
 
 /// `tessera-bench groupcommit`.
@@ -153,10 +153,7 @@ pub async fn group_commit(secs: u64) -> Result<()> {
 pub async fn snapshot(group_mib: u64, keep_follower_data: bool) -> Result<()> {
     let opts = ClusterOptions {
         shard_count: 1,
-        node_env: vec![
-            ("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "64".into()),
-            ("SERVICE_RAFT_KEEP_LOGS".into(), "8".into()),
-        ],
+        node_env: vec![("SERVICE_RAFT_SNAPSHOT_LOGS".into(), "64".into()), ("SERVICE_RAFT_KEEP_LOGS".into(), "8".into())],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(opts).await?;
@@ -215,13 +212,19 @@ pub async fn snapshot(group_mib: u64, keep_follower_data: bool) -> Result<()> {
     };
     // A follower that just installed must not unsettle the group: count its
     // elections over the next 30 s.
-    let term = |v: &serde_json::Value| v["groups"].as_array().and_then(|g| g.iter().find(|g| g["id"] == 1)).and_then(|g| g["term"].as_u64());
+    let term =
+        |v: &serde_json::Value| v["groups"].as_array().and_then(|g| g.iter().find(|g| g["id"] == 1)).and_then(|g| g["term"].as_u64());
     let t0 = term(&client.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?);
     tokio::time::sleep(Duration::from_secs(30)).await;
     let t1 = term(&client.send(reqwest::Method::GET, "/api/v1/admin/cluster", None, "quorum").await?);
     println!("group 1 term right after the install {t0:?}, 30 s later {t1:?}");
     let on_disk = dir_bytes(&dir);
-    println!("node 3 installed the {} MiB group in {:.1} s; its data directory holds {:.0} MiB", count * object, installed.as_secs_f64(), on_disk as f64 / 1048576.0);
+    println!(
+        "node 3 installed the {} MiB group in {:.1} s; its data directory holds {:.0} MiB",
+        count * object,
+        installed.as_secs_f64(),
+        on_disk as f64 / 1048576.0
+    );
     println!("{:<6} {:>15} {:>22} {:>12}", "node", "RSS before MiB", "peak in catch-up MiB", "growth MiB");
     for n in 0..3 {
         let base = if n < 2 { before[n] } else { 0 };

@@ -143,7 +143,9 @@ pub async fn run(c: Client, n: u64) -> Result<()> {
         .send(reqwest::Method::POST, "/api/v1/vector/collections", Some(&json!({"name": name, "dim": DIM, "metric": "l2"})), "quorum")
         .await?;
     let shards = created["shards"].as_array().map_or(1, Vec::len);
-    println!("{n} × {DIM} uniform random vectors in [-1, 1), l2, {QUERIES} queries, k = {K}; collection over {shards} shards, m = 16, ef_construction = 200");
+    println!(
+        "{n} × {DIM} uniform random vectors in [-1, 1), l2, {QUERIES} queries, k = {K}; collection over {shards} shards, m = 16, ef_construction = 200"
+    );
 
     // Batch upserts from WRITERS concurrent clients.
     let data = Arc::new(data);
@@ -153,13 +155,15 @@ pub async fn run(c: Client, n: u64) -> Result<()> {
         let (c, data, name) = (c.clone(), data.clone(), name.clone());
         tasks.push(tokio::spawn(async move {
             for (b, rows) in data.chunks(BATCH * DIM).enumerate().filter(|(b, _)| b % WRITERS == w) {
-                let vectors: Vec<Value> = rows
-                    .chunks(DIM)
-                    .enumerate()
-                    .map(|(i, v)| json!({"id": (b * BATCH + i).to_string(), "vector": v}))
-                    .collect();
-                c.send(reqwest::Method::POST, &format!("/api/v1/vector/collections/{name}/batch"), Some(&json!({"vectors": vectors})), "quorum")
-                    .await?;
+                let vectors: Vec<Value> =
+                    rows.chunks(DIM).enumerate().map(|(i, v)| json!({"id": (b * BATCH + i).to_string(), "vector": v})).collect();
+                c.send(
+                    reqwest::Method::POST,
+                    &format!("/api/v1/vector/collections/{name}/batch"),
+                    Some(&json!({"vectors": vectors})),
+                    "quorum",
+                )
+                .await?;
             }
             Ok::<_, anyhow::Error>(())
         }));
@@ -194,7 +198,8 @@ pub async fn run(c: Client, n: u64) -> Result<()> {
                 let mut got = Vec::new();
                 for (qi, q) in queries.chunks(DIM).enumerate().filter(|(qi, _)| qi % SEARCHERS == s) {
                     let body = json!({"vector": q, "k": K, "ef": ef});
-                    let r = c.send(reqwest::Method::POST, &format!("/api/v1/vector/collections/{name}/search"), Some(&body), "quorum").await?;
+                    let r =
+                        c.send(reqwest::Method::POST, &format!("/api/v1/vector/collections/{name}/search"), Some(&body), "quorum").await?;
                     let ids: Vec<u32> = r["hits"]
                         .as_array()
                         .context("hits")?
@@ -233,10 +238,14 @@ pub async fn run(c: Client, n: u64) -> Result<()> {
         println!("| {ef:<6} | {qps:>14.0} | {recall:>10.3} | {hq:>14} | {hr:>10} |");
     }
     println!("| {:<6} | {brute_qps:>14.0} | {:>10.3} | {:>14} | {:>10} |", "exact", 1.0, "", "");
-    println!("\ntessera: through the router over HTTP, {SEARCHERS} concurrent clients, each search fanned out to {shards} shards; build = the upserts above ({load_secs:.1} s)");
+    println!(
+        "\ntessera: through the router over HTTP, {SEARCHERS} concurrent clients, each search fanned out to {shards} shards; build = the upserts above ({load_secs:.1} s)"
+    );
     println!("exact: brute-force scan in this process, one thread");
     match theirs {
-        Ok((build, _)) => println!("hnswlib: in-process, one thread, one query per call; build {build:.1} s (M = 16, ef_construction = 200)"),
+        Ok((build, _)) => {
+            println!("hnswlib: in-process, one thread, one query per call; build {build:.1} s (M = 16, ef_construction = 200)")
+        }
         Err(e) => println!("hnswlib: not run: {e:#}"),
     }
     c.send(reqwest::Method::DELETE, &format!("/api/v1/vector/collections/{name}"), None, "quorum").await?;
