@@ -275,6 +275,17 @@ impl Store {
         }
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
+        // With the WAL not synced (`sync_on_commit = false`), a power cut keeps each
+        // column family as of its last flush: flushed one by one, the log, the Raft
+        // records and the state machine's data and index would come back from
+        // different moments (a commit mark above the lost log; index records of an
+        // apply whose applied mark was lost, then applied again differently — the
+        // meta group diverged in a chaos run). Flushed together, they come back as
+        // one prefix of the writes. (With synced commits the WAL keeps every
+        // committed entry, and an apply replayed from it writes the same records.)
+        if tuning.unsynced_commits {
+            opts.set_atomic_flush(true);
+        }
         opts.set_compression_type(compression);
         // One block cache shared by every column family, when sized.
         let cache = tuning.block_cache_bytes.map(rocksdb::Cache::new_lru_cache);
