@@ -122,7 +122,13 @@ impl RaftService for NodeService {
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
         let (m, _) = self.received(req)?;
         self.host.leader_heard(m.group_id);
-        let res = self.raft(m.group_id)?.append_entries(decode(&m.payload)?).await;
+        let raft = self.raft(m.group_id)?;
+        let append: openraft::raft::AppendEntriesRequest<tessera_storage::TypeConfig> = decode(&m.payload)?;
+        let sent = append.prev_log_id.into_iter().chain(append.entries.iter().map(|e| e.log_id));
+        if let Err(e) = self.host.store.check_leader_log(m.group_id, &append.vote, sent) {
+            return Err(Status::failed_precondition(e.to_string()));
+        }
+        let res = raft.append_entries(append).await;
         self.raft_reply(m.group_id, &res)
     }
 

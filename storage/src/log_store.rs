@@ -369,6 +369,67 @@ impl LogStore {
         Ok(())
     }
 
+    /// This replica's own log id at `index`, where it still knows it: the
+    /// applied and purged marks are exact, and the log holds the rest.
+    fn own_log_id(&self, index: u64, applied: Option<LogId<u64>>, purged: Option<LogId<u64>>) -> Result<Option<LogId<u64>>, RaftStorageError> {
+        if let Some(known) = [applied, purged].into_iter().flatten().find(|l| l.index == index) {
+            return Ok(Some(known));
+        }
+        if purged.is_some_and(|p| index < p.index) {
+            return Ok(None);
+        }
+        let key = keys::log_key(self.group, index);
+        match self.db.get_cf(cf(&self.db, CF_LOG), key).map_err(|e| StorageIOError::read_logs(&e))? {
+            Some(stored) => Ok(Some(self.decode_entry(&key, &stored)?.log_id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks the log ids a leader sends (its previous entry and the entries
+    /// of an AppendEntries) against what this replica committed or applied.
+    /// openraft 0.9 takes every entry at or below its commit index as matching
+    /// without looking; that holds while acknowledged entries are durable on a
+    /// majority, but with `storage.sync_on_commit = false` a power cut of
+    /// several nodes can take committed and applied entries from a majority,
+    /// whose new leader then writes other entries at those indexes. A replica
+    /// that kept them would append the leader's later entries on top of
+    /// writes the group no longer has, silently diverged (the fourth
+    /// `--unsynced` control-plane chaos run found one: a request applied on one
+    /// replica only). Such a replica answers an error naming the index, and the
+    /// node rebuilds it (`Store::take_diverged`). Only where commits can be
+    /// lost: with synced commits the check cannot fail and costs a read. A
+    /// message of a leader older than this replica's vote is not checked
+    /// (openraft refuses it; its entries may rightly differ).
+    pub fn check_leader_log(&self, leader: &Vote<u64>, sent: impl IntoIterator<Item = LogId<u64>>) -> Result<(), RaftStorageError> {
+        if !self.db.may_lose_acknowledged() {
+            return Ok(());
+        }
+        if self.get_raft::<Vote<u64>>(keys::RAFT_VOTE)?.is_some_and(|own| leader < &own) {
+            return Ok(());
+        }
+        let applied = self.applied_log_id()?;
+        let purged: Option<LogId<u64>> = self.get_raft(keys::RAFT_PURGED)?;
+        let committed = self.get_raft::<Option<LogId<u64>>>(keys::RAFT_COMMITTED)?.flatten();
+        let Some(settled) = [applied, committed].into_iter().flatten().map(|l| l.index).max() else {
+            return Ok(());
+        };
+        for theirs in sent.into_iter().filter(|l| l.index <= settled) {
+            let Some(own) = self.own_log_id(theirs.index, applied, purged)? else { continue };
+            if own != theirs {
+                let why = format!(
+                    "group {}: the leader's entry {theirs} differs from this replica's {own}, which it committed or applied: \
+                     the group lost committed entries (a power cut with storage.sync_on_commit = false); \
+                     this replica stops and is rebuilt from the others",
+                    self.group
+                );
+                tracing::error!("{why}");
+                self.db.note_diverged(self.group);
+                return Err(StorageIOError::read_logs(&std::io::Error::other(why)).into());
+            }
+        }
+        Ok(())
+    }
+
     /// The last log id the group's state machine applied on this replica.
     fn applied_log_id(&self) -> Result<Option<LogId<u64>>, RaftStorageError> {
         let key = keys::data_key(self.group, keys::SPACE_SM, &[keys::SM_APPLIED]);
@@ -487,6 +548,50 @@ mod tests {
             assert_eq!(store.take_diverged(), [GROUP]);
             assert!(log.try_get_log_entries(4..4).await.unwrap().is_empty(), "an empty range is no divergence");
         });
+    }
+
+    /// With `sync_on_commit = false`, a leader whose entries differ from what
+    /// this replica committed or applied (its group lost them in a power cut)
+    /// is refused, and the node is told to rebuild the replica; matching ids,
+    /// unknown ones and ids past the applied and committed marks pass.
+    #[test]
+    fn a_leader_log_that_differs_below_the_applied_index_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let tuning = crate::Tuning { unsynced_commits: true, ..crate::Tuning::default() };
+        let store = Store::open_tuned(dir.path(), None, &tuning).unwrap();
+        let mut log = store.log_store(GROUP);
+        let mut sm = store.state_machine(GROUP);
+        let entries: Vec<_> = (1..=8).map(|i| put(i, 8)).collect();
+        write_log(&log, &entries);
+        let other_term = |index| LogId::new(CommittedLeaderId::new(2, 2), index);
+        let leader = Vote::new_committed(2, 2);
+        runtime().block_on(async {
+            sm.apply(entries[..6].to_vec()).await.unwrap();
+            log.purge(log_id(3)).await.unwrap();
+            log.check_leader_log(&leader, [log_id(4), log_id(5), log_id(6), log_id(7)]).unwrap();
+            log.check_leader_log(&leader, [other_term(2)]).expect("below the purge mark: unknown, not refused");
+            log.check_leader_log(&leader, [other_term(7), other_term(8)]).expect("past the applied index: openraft truncates");
+            assert!(store.take_diverged().is_empty());
+            for differs in [3, 5, 6] {
+                let refused = log.check_leader_log(&leader, [log_id(differs - 1), other_term(differs)]).unwrap_err();
+                assert!(refused.to_string().contains("lost committed entries"), "{refused}");
+                assert_eq!(store.take_diverged(), [GROUP], "entry {differs}: the node is told to rebuild the replica");
+            }
+            log.save_committed(Some(log_id(7))).await.unwrap();
+            assert!(log.check_leader_log(&leader, [other_term(7)]).is_err(), "committed, not yet applied");
+            assert_eq!(store.take_diverged(), [GROUP]);
+            // A late message of a leader this replica has since left behind is
+            // openraft's to refuse: its entries may rightly differ.
+            log.save_vote(&Vote::new_committed(3, 1)).await.unwrap();
+            log.check_leader_log(&leader, [other_term(5)]).unwrap();
+        });
+        // With synced commits the check never fails (and reads nothing).
+        let synced = tempfile::tempdir().unwrap();
+        let store = Store::open(synced.path()).unwrap();
+        let log = store.log_store(GROUP);
+        write_log(&log, &entries);
+        runtime().block_on(async { store.state_machine(GROUP).apply(entries[..6].to_vec()).await.unwrap() });
+        log.check_leader_log(&leader, [other_term(5)]).unwrap();
     }
 
     /// A lagging follower is fed in slices of at most `MAX_APPEND_BYTES` (one

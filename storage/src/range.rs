@@ -314,6 +314,10 @@ mod tests {
         // The replica held under the child's id is not rewritten.
         assert_eq!(opened[1].reader(9).applied().unwrap().map(|l| l.index), Some(1));
         assert!(matches!(get(&opened[0], 9, "d"), QueryResult::Kv(KvQueryResult::Entry(Some(_)))));
+        // A child that holds just the start the split gave it is rebuilt with a
+        // diverged parent replica; one filled by its own group is not.
+        assert_eq!(opened[0].children_at_their_start(1).unwrap(), vec![9]);
+        assert!(opened[1].children_at_their_start(1).unwrap().is_empty());
     }
 
     /// Issue 35, defect 8: a split while the parent's membership changes (a

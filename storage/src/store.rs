@@ -90,6 +90,12 @@ impl Db {
         !self.in_memory && !self.unsynced_commits
     }
 
+    /// Whether a power cut can take entries this node acknowledged
+    /// (`storage.sync_on_commit = false` on disk).
+    pub(crate) fn may_lose_acknowledged(&self) -> bool {
+        !self.in_memory && self.unsynced_commits
+    }
+
     /// Wakes whoever waits on [`Store::group_events`].
     pub(crate) fn note_group_event(&self) {
         self.group_events.notify_one();
@@ -352,6 +358,28 @@ impl Store {
         std::mem::take(&mut *self.db.diverged.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect()
     }
 
+    /// Forgets that `group`'s replica diverged: the node rebuilt it, and what
+    /// the old replica reported while it was being dropped is not the new one's.
+    pub fn forget_diverged(&self, group: u64) {
+        self.db.diverged.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+    }
+
+    /// The groups split off from `parent` whose replica here still holds just
+    /// the starting state this node's replica of `parent` wrote when it applied
+    /// the split. When that parent replica diverged (it applied entries its
+    /// group lost), the split may be one of them, and the group may split
+    /// again at another point with the same child id: those starting states
+    /// are not the child group's and are rebuilt with the parent.
+    pub fn children_at_their_start(&self, parent: u64) -> Result<Vec<u64>> {
+        let mut out = Vec::new();
+        for (split, seeded) in self.split_children(parent)? {
+            if seeded && self.reader(split.child).applied()? == Some(crate::range::child_base_log_id()) {
+                out.push(split.child);
+            }
+        }
+        Ok(out)
+    }
+
     /// The groups split off from `parent` on this node, each with its
     /// members, and whether this node holds its starting state (false: the
     /// replica skipped the split through a snapshot and must be filled by one).
@@ -374,6 +402,17 @@ impl Store {
         let k = keys::data_key(group, space, key);
         let cf = self.db.cf_handle(CF_DATA).expect("data column family");
         Ok(self.db.put_cf(cf, &k, self.db.seal(crate::crypt::Purpose::Data, &k, value))?)
+    }
+
+    /// [`LogStore::check_leader_log`] for an AppendEntries to `group` (reads
+    /// only: the group's gate is left as it is).
+    pub fn check_leader_log(
+        &self,
+        group: u64,
+        leader: &openraft::Vote<u64>,
+        sent: impl IntoIterator<Item = openraft::LogId<u64>>,
+    ) -> std::result::Result<(), crate::types::RaftStorageError> {
+        LogStore::new(self.db.clone(), self.wal.clone(), group).check_leader_log(leader, sent)
     }
 
     pub fn log_store(&self, group: u64) -> LogStore {

@@ -147,8 +147,18 @@ impl Host {
             group,
             "this replica applied entries its group lost (sync_on_commit = false and a power cut of several nodes): it is dropped and hosted again empty, for the leader to fill"
         );
-        self.drop_group(group).await?;
-        self.host_group(group).await?;
+        // Children this replica started from its own split applies, never
+        // advanced since: the split may be among the lost entries.
+        let children = self.store.children_at_their_start(group)?;
+        let hosted: Vec<GroupId> = children.into_iter().filter(|c| self.groups.read().unwrap_or_else(|e| e.into_inner()).contains_key(c)).collect();
+        for replica in std::iter::once(group).chain(hosted) {
+            if replica != group {
+                warn!(group = replica, parent = group, "the split-off group still holds the start the diverged parent replica gave it: rebuilt too");
+            }
+            self.drop_group(replica).await?;
+            self.store.forget_diverged(replica);
+            self.host_group(replica).await?;
+        }
         Ok(())
     }
 
