@@ -51,6 +51,10 @@ fn start_duties(cfg: &NodeConfig, host: &std::sync::Arc<Host>) -> anyhow::Result
     Ok(())
 }
 
+/// Streams a peer may reset before the gRPC server accepted them (see the
+/// server's builder in `main`).
+const PEER_PENDING_RESETS: usize = 4096;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -148,6 +152,14 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
     }
     let server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        // One HTTP/2 connection carries every group's Raft traffic from a peer,
+        // and openraft drops (resets) each RPC that outlives its timeout. h2's
+        // default of 20 pending resets answered a burst of them (a node's
+        // restart, a partition healing) with GOAWAY `too_many_resets`, cutting
+        // every group's replication and votes at once (1 269 times on one node
+        // in a 20-minute chaos run). The limit guards against the rapid-reset
+        // attack; callers are cluster peers, by certificate unless insecure.
+        .http2_max_pending_accept_reset_streams(Some(PEER_PENDING_RESETS))
         // Who may call which RPC, by the role the caller's certificate names.
         .layer(access::AccessLayer { enforce: server_tls.is_some() })
         .trace_fn(tessera_api::telemetry::grpc_server_span)

@@ -4,15 +4,15 @@
 //! ([`crate::request_stats::record`]) notes each one here; a flusher writes what
 //! was noted as one meta command per second (and a listing flushes first).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::Method;
 use tessera_api::command::{MetaOp, Response as Reply};
 use tessera_api::meta::ActivityRecord;
 
+use crate::cluster::ClusterClient;
 use crate::error::ApiError;
-use crate::state::AppState;
 
 /// Most records a router holds while the meta group does not take them.
 const BUFFER_CAP: usize = 10_000;
@@ -119,42 +119,44 @@ pub fn kind_of(method: &Method, route: &str) -> Option<&'static str> {
     Some(if matches!(area, "users" | "roles" | "security" | "vault" | "permissions") { "config" } else { "admin" })
 }
 
-/// Writes the noted records and security events to the meta group (kept for
-/// the next try if it fails).
-pub async fn flush(state: &AppState) -> Result<(), ApiError> {
-    let events = state.activities.take_events();
-    if !events.is_empty() {
-        let op = MetaOp::Security(tessera_api::security::SecurityOp::RecordEvents(events.clone()));
-        match state.cluster.meta_write(op).await {
-            Ok(Reply::Rejected(r)) => return Err(r.into()),
-            Ok(_) => {}
+impl Activities {
+    /// Writes the noted records and security events to the meta group (kept for
+    /// the next try if it fails).
+    pub async fn flush(&self, cluster: &dyn ClusterClient) -> Result<(), ApiError> {
+        let events = self.take_events();
+        if !events.is_empty() {
+            let op = MetaOp::Security(tessera_api::security::SecurityOp::RecordEvents(events.clone()));
+            match cluster.meta_write(op).await {
+                Ok(Reply::Rejected(r)) => return Err(r.into()),
+                Ok(_) => {}
+                Err(e) => {
+                    self.put_back_events(events);
+                    return Err(e.into());
+                }
+            }
+        }
+        let batch = self.take();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match cluster.meta_write(MetaOp::RecordActivities(batch.clone())).await {
+            Ok(Reply::Rejected(r)) => Err(r.into()),
+            Ok(_) => Ok(()),
             Err(e) => {
-                state.activities.put_back_events(events);
-                return Err(e.into());
+                self.put_back(batch);
+                Err(e.into())
             }
         }
     }
-    let batch = state.activities.take();
-    if batch.is_empty() {
-        return Ok(());
-    }
-    match state.cluster.meta_write(MetaOp::RecordActivities(batch.clone())).await {
-        Ok(Reply::Rejected(r)) => Err(r.into()),
-        Ok(_) => Ok(()),
-        Err(e) => {
-            state.activities.put_back(batch);
-            Err(e.into())
-        }
-    }
-}
 
-/// Flushes once a second, for the router's life.
-pub async fn flush_loop(state: AppState) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        if let Err(e) = flush(&state).await {
-            tracing::debug!("activities not written yet: {e}");
+    /// Flushes once a second, for the router's life.
+    pub async fn flush_loop(self: Arc<Self>, cluster: Arc<dyn ClusterClient>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.flush(&*cluster).await {
+                tracing::debug!("activities not written yet: {e}");
+            }
         }
     }
 }

@@ -82,7 +82,7 @@ pub enum Caller {
         user: Box<UserRecord>,
         token_hash: String,
         permissions: Vec<String>,
-        /// The client address of this request (see `ratelimit::RateLimits::client_ip`).
+        /// The client address of this request (see `services::rate_limits::RateLimits::client_ip`).
         client_ip: Option<IpAddr>,
         /// The session was opened with a second factor (see `auth.mfa_required`).
         mfa_verified: bool,

@@ -22,7 +22,6 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult};
 use tessera_api::compliance::{AuditEvent, ColumnClassification};
@@ -35,36 +34,6 @@ use crate::state::AppState;
 pub const ELEVATED: &str = "access:classified";
 /// How long this router reuses the classifications it read.
 const CACHE_TTL: Duration = Duration::from_secs(1);
-
-/// The `[data_classification]` section.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DataClassificationSection {
-    pub enabled: bool,
-    /// The level a `classify` request without `classification` records (`internal`).
-    pub default_level: String,
-    pub enforce_access_control: bool,
-    pub audit_classified_access: bool,
-    /// Literals of SQL statements are replaced by `?` in this router's
-    /// activity records and logs.
-    pub mask_phi_in_logs: bool,
-    /// Classified reads by one user in a minute above which
-    /// `unusual_access_pattern` is raised (0: off).
-    pub unusual_access_per_minute: u64,
-}
-
-impl Default for DataClassificationSection {
-    fn default() -> Self {
-        DataClassificationSection {
-            enabled: false,
-            default_level: "internal".into(),
-            enforce_access_control: true,
-            audit_classified_access: true,
-            mask_phi_in_logs: false,
-            unusual_access_per_minute: 100,
-        }
-    }
-}
 
 /// This router's copy of the classifications and its per-user access counts.
 #[derive(Default)]

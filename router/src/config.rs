@@ -32,7 +32,7 @@ pub struct RouterConfig {
     /// Spec 02's `[retention]`, folded into `compliance` at load.
     pub retention: RetentionSection,
     /// Spec 02's `[data_classification]` (see `classification.rs`).
-    pub data_classification: crate::classification::DataClassificationSection,
+    pub data_classification: DataClassificationSection,
     pub log_level: String,
     /// OpenTelemetry traces over OTLP (off unless an endpoint is set).
     pub telemetry: tessera_api::telemetry::TelemetrySection,
@@ -141,9 +141,9 @@ pub struct BackupSection {
     /// The AES-256 key of encrypted backups (`SERVICE_BACKUP_KEY`, as
     /// `SERVICE_ENCRYPTION_KEY`: base64 of 32 bytes, or a key file); without
     /// it, `SERVICE_ENCRYPTION_KEY` when set.
-    pub key: Option<crate::secrets::SecretString>,
+    pub key: Option<tessera_api::secret::SecretString>,
     /// `SERVICE_ENCRYPTION_KEY`, the fallback for `key`.
-    pub encryption_key: Option<crate::secrets::SecretString>,
+    pub encryption_key: Option<tessera_api::secret::SecretString>,
 }
 
 impl Default for BackupSection {
@@ -163,7 +163,7 @@ pub struct ComplianceSection {
     pub breach_webhook_url: Option<String>,
     /// Key of the `X-Tessera-Signature: sha256=<hex HMAC-SHA256 of the body>`
     /// header (`SERVICE_BREACH_WEBHOOK_SECRET`).
-    pub breach_webhook_secret: Option<crate::secrets::SecretString>,
+    pub breach_webhook_secret: Option<tessera_api::secret::SecretString>,
     /// Comma-separated fields, document fields, node properties and SQL
     /// columns that name a data subject (erasure, export); empty: `subject_id`,
     /// `user_id`, `customer_id`, `patient_id`, `student_id`, `email`, `owner_id`.
@@ -254,7 +254,7 @@ pub struct SecretsManagerSection {
     /// Base URL, e.g. `http://127.0.0.1:8200` (`SERVICE_SECRETS_MANAGER_URL`).
     pub url: Option<String>,
     /// Sent as `X-Vault-Token` (`SERVICE_SECRETS_MANAGER_TOKEN`).
-    pub token: Option<crate::secrets::SecretString>,
+    pub token: Option<tessera_api::secret::SecretString>,
     /// The `<service>` of `secret/data/<service>/<name>`.
     pub service: String,
     /// Seconds one lookup may take.
@@ -272,7 +272,7 @@ impl Default for SecretsManagerSection {
 #[serde(default)]
 pub struct VaultSection {
     /// Unseal this router at start (`SERVICE_VAULT_PASSPHRASE`).
-    pub passphrase: Option<crate::secrets::SecretString>,
+    pub passphrase: Option<tessera_api::secret::SecretString>,
     /// Every secret operation needs an access-policy grant (`SERVICE_VAULT_DEFAULT_DENY`).
     pub default_deny: bool,
 }
@@ -436,7 +436,7 @@ pub struct ServerSection {
     pub worker_threads: usize,
     /// Bearer token that lets a scraper read `GET /metrics` without a user
     /// (`SERVICE_METRICS_TOKEN`); a user holding `read:cluster` may always.
-    pub metrics_token: Option<crate::secrets::SecretString>,
+    pub metrics_token: Option<tessera_api::secret::SecretString>,
     /// The spec's place for the query limits (`[server.query_safety]`): merged
     /// into `query_limits` at load, whose own settings (and `SERVICE_*`) win.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -477,7 +477,7 @@ pub struct AuthSection {
     /// `handlers/auth.rs`; see docs/security.md).
     pub mfa_required: bool,
     pub admin_username: Option<String>,
-    pub admin_password: Option<crate::secrets::SecretString>,
+    pub admin_password: Option<tessera_api::secret::SecretString>,
     pub admin_email: Option<String>,
     /// Serve anonymous reads while no user exists (logged as a warning each time).
     pub open_bootstrap: bool,
@@ -712,6 +712,36 @@ impl RouterConfig {
     /// The seed node addresses, with ids where given.
     pub fn seeds(&self) -> anyhow::Result<Vec<(Option<u64>, String)>> {
         self.cluster.nodes.entries().map_err(|entry| anyhow::anyhow!("cluster.nodes entry {entry:?} is not host:port or id=host:port"))
+    }
+}
+
+/// The `[data_classification]` section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DataClassificationSection {
+    pub enabled: bool,
+    /// The level a `classify` request without `classification` records (`internal`).
+    pub default_level: String,
+    pub enforce_access_control: bool,
+    pub audit_classified_access: bool,
+    /// Literals of SQL statements are replaced by `?` in this router's
+    /// activity records and logs.
+    pub mask_phi_in_logs: bool,
+    /// Classified reads by one user in a minute above which
+    /// `unusual_access_pattern` is raised (0: off).
+    pub unusual_access_per_minute: u64,
+}
+
+impl Default for DataClassificationSection {
+    fn default() -> Self {
+        DataClassificationSection {
+            enabled: false,
+            default_level: "internal".into(),
+            enforce_access_control: true,
+            audit_classified_access: true,
+            mask_phi_in_logs: false,
+            unusual_access_per_minute: 100,
+        }
     }
 }
 

@@ -263,10 +263,10 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
         }
     });
     tokio::spawn(auth::provision_admin(state.clone()));
-    tokio::spawn(vault::unseal_at_start(state.clone()));
+    tokio::spawn(vault::unseal::unseal_at_start(state.clone()));
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
-    tokio::spawn(ratelimit::prune_loop(state.clone()));
-    tokio::spawn(activity::flush_loop(state.clone()));
+    tokio::spawn(state.rate_limits.clone().prune_loop());
+    tokio::spawn(state.activities.clone().flush_loop(state.cluster.clone()));
     tokio::spawn(request_stats::publish_loop(state.clone()));
     tokio::spawn(compliance_tasks::deliver_loop(state.clone()));
     tokio::spawn(compliance_tasks::audit_retention_loop(state.clone()));

@@ -348,7 +348,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     }
     let kind = crate::activity::kind_of(req.method(), &route);
     let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
-    let client_ip = state.rate_limits.client_ip(req.headers(), peer);
+    let client_ip = state.rate_limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer);
     // The request's span: the root of its trace (exported when `telemetry` is on),
     // carried into the nodes by the gRPC client.
     let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);

@@ -24,15 +24,15 @@ pub struct Inner {
     /// Set when admin provisioning from the environment has finished (or was not asked for).
     pub provisioning_done: AtomicBool,
     pub default_consistency: Consistency,
-    pub rate_limits: crate::ratelimit::RateLimits,
+    pub rate_limits: Arc<crate::services::rate_limits::RateLimits>,
     /// WebSocket fan-out of channel events (see `stream_hub`).
     pub streams: std::sync::Arc<crate::stream_hub::StreamHub>,
     /// Block-list and caller caches (see `security`).
     pub security: crate::security::SecurityState,
     /// This router's view of the secrets vault (the unsealed key lives here only).
     pub vault: crate::vault::Vault,
-    /// Vector collection layouts this router has seen (see `handlers::vector`).
-    pub vector_layouts: crate::handlers::vector::Layouts,
+    /// Vector collection layouts this router has seen.
+    pub vector_layouts: crate::services::vector_layouts::Layouts,
     /// Every route's access decision, from the route table the router was built
     /// from ([`AppState::set_decisions`]); the permission check reads it.
     pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
@@ -41,7 +41,7 @@ pub struct Inner {
     /// Set by `POST /api/v1/admin/cluster/shutdown`: the router stops serving.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Activities noted and not yet written to the meta group.
-    pub activities: crate::activity::Activities,
+    pub activities: Arc<crate::activity::Activities>,
     /// This router's `host:port` (names it in activity records).
     pub router_name: String,
     /// This router process: `host:port` and a random instance id (keys its
@@ -70,7 +70,7 @@ impl AppState {
             (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {
             inner: Arc::new(Inner {
-                rate_limits: crate::ratelimit::RateLimits::new(config.rate_limit.clone()),
+                rate_limits: Arc::new(crate::services::rate_limits::RateLimits::new(config.rate_limit.clone())),
                 security: crate::security::SecurityState::new(&config.security),
                 config,
                 cluster,

@@ -371,7 +371,12 @@ impl LogStore {
 
     /// This replica's own log id at `index`, where it still knows it: the
     /// applied and purged marks are exact, and the log holds the rest.
-    fn own_log_id(&self, index: u64, applied: Option<LogId<u64>>, purged: Option<LogId<u64>>) -> Result<Option<LogId<u64>>, RaftStorageError> {
+    fn own_log_id(
+        &self,
+        index: u64,
+        applied: Option<LogId<u64>>,
+        purged: Option<LogId<u64>>,
+    ) -> Result<Option<LogId<u64>>, RaftStorageError> {
         if let Some(known) = [applied, purged].into_iter().flatten().find(|l| l.index == index) {
             return Ok(Some(known));
         }

@@ -13,24 +13,17 @@ use std::path::{Path, PathBuf};
 
 /// The router's import cycles today, each as its sorted modules.
 const ROUTER_CYCLES_LEFT: &[&[&str]] = &[&[
-    "activity",
     "auth",
-    "catalog",
     "classification",
-    "config",
     "handlers",
-    "handlers::vector",
     "openapi",
     "openapi::describe",
     "openapi::observed",
     "permissions",
-    "ratelimit",
     "request_stats",
     "route_table",
-    "secrets",
     "security",
     "state",
-    "vault",
 ]];
 
 fn workspace() -> PathBuf {

@@ -150,10 +150,15 @@ impl Host {
         // Children this replica started from its own split applies, never
         // advanced since: the split may be among the lost entries.
         let children = self.store.children_at_their_start(group)?;
-        let hosted: Vec<GroupId> = children.into_iter().filter(|c| self.groups.read().unwrap_or_else(|e| e.into_inner()).contains_key(c)).collect();
+        let hosted: Vec<GroupId> =
+            children.into_iter().filter(|c| self.groups.read().unwrap_or_else(|e| e.into_inner()).contains_key(c)).collect();
         for replica in std::iter::once(group).chain(hosted) {
             if replica != group {
-                warn!(group = replica, parent = group, "the split-off group still holds the start the diverged parent replica gave it: rebuilt too");
+                warn!(
+                    group = replica,
+                    parent = group,
+                    "the split-off group still holds the start the diverged parent replica gave it: rebuilt too"
+                );
             }
             self.drop_group(replica).await?;
             self.store.forget_diverged(replica);

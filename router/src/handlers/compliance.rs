@@ -686,7 +686,7 @@ async fn breach_report(
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;
-    crate::activity::flush(&state).await?;
+    state.activities.flush(&*state.cluster).await?;
     let query = tessera_api::security::SecurityQuery::Events { event_type: None, limit: 1000 };
     let answer = state.cluster.meta_read(tessera_api::command::MetaQuery::Security(query)).await?;
     let tessera_api::security::SecurityQueryResult::Events { events, .. } =
@@ -737,7 +737,7 @@ async fn security_events(
         return Err(ApiError::BadRequest("event_type must be 1 to 64 characters".into()));
     }
     // What this router noted and has not written yet is written first.
-    crate::activity::flush(&state).await?;
+    state.activities.flush(&*state.cluster).await?;
     let query = tessera_api::security::SecurityQuery::Events { event_type: f.event_type.clone(), limit };
     let answer = state.cluster.meta_read(tessera_api::command::MetaQuery::Security(query)).await?;
     let tessera_api::security::SecurityQueryResult::Events { events, total } =

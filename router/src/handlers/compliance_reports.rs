@@ -95,7 +95,7 @@ impl Facts {
         let users = typed::pick(state.cluster.meta_read(MetaQuery::ListUsers).await?, shape!(MetaQueryResult::Users))?;
         let roles = typed::pick(state.cluster.meta_read(MetaQuery::ListRoles).await?, shape!(MetaQueryResult::Roles))?;
         // What this router noted but has not written yet counts too.
-        crate::activity::flush(state).await?;
+        state.activities.flush(&*state.cluster).await?;
         let activities = typed::pick(
             state.cluster.meta_read(MetaQuery::Activities { limit: 10_000, kind: None }).await?,
             shape!(MetaQueryResult::Activities),

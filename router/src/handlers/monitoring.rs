@@ -434,7 +434,7 @@ pub async fn activities(
     {
         return Err(ApiError::BadRequest("type must be one of: query, login, config, admin".into()));
     }
-    crate::activity::flush(&state).await?;
+    state.activities.flush(&*state.cluster).await?;
     let answer = state.cluster.meta_read(MetaQuery::Activities { limit, kind: p.kind }).await?;
     let records = typed::pick(answer, shape!(MetaQueryResult::Activities))?;
     let items: Vec<Value> = records

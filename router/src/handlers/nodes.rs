@@ -973,7 +973,7 @@ pub async fn shutdown_cluster(State(state): State<AppState>, _caller: Caller, bo
     }
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     // Flush what this router noted (this call included) while the meta group still answers.
-    let _ = crate::activity::flush(&state).await;
+    let _ = state.activities.flush(&*state.cluster).await;
     let calls = map.nodes.iter().map(|n| async { (n.id, state.cluster.shutdown_node(n).await) });
     let mut stopping = Vec::new();
     let mut unreachable = Vec::new();

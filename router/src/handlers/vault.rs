@@ -101,7 +101,7 @@ pub async fn unseal(
 async fn refused(state: &AppState, actor: &Actor, ip: Option<Extension<ClientIp>>, e: VaultError) -> ApiError {
     if matches!(e, VaultError::WrongPassphrase) {
         let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
-        crate::vault::alert_unseal_failure(state, actor, ip).await;
+        crate::vault::unseal::alert_unseal_failure(state, actor, ip).await;
     }
     e.into()
 }

@@ -29,12 +29,11 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::routing::RoutingKey;
 use tessera_api::vector::{
     CollectionConfig, CollectionStats, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, MAX_DIM, MAX_EF, MAX_K, MetadataFilter, SearchRequest,
-    VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult, VectorRecord, VectorResponse, check_vector, shard_of,
+    VectorHit, VectorMetric, VectorOp, VectorQuery, VectorQueryResult, VectorRecord, VectorResponse, check_vector,
     validate_collection_name, validate_record_id,
 };
 
 use std::collections::HashMap;
-use std::sync::RwLock;
 
 use super::{JsonBody, ReadPrefs, require_writer};
 use crate::auth::{Caller, new_id};
@@ -43,6 +42,7 @@ use crate::cluster::typed::{self, Vector, shape};
 use crate::error::ApiError;
 use crate::permissions::Access::Permission as P;
 use crate::route_table::RouteTable;
+use crate::services::vector_layouts::Layout;
 use crate::state::AppState;
 
 /// Most records in one batch upsert.
@@ -71,35 +71,6 @@ fn home(state: &AppState, name: &str) -> Result<GroupId, ApiError> {
     validate_collection_name(name).map_err(ApiError::BadRequest)?;
     Ok(state.cluster.group_for(&RoutingKey::VectorCollection(name))?)
 }
-
-/// Where a collection's records live, as the router caches it.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    uid: String,
-    shards: Vec<GroupId>,
-    dim: u32,
-    metric: VectorMetric,
-}
-
-impl Layout {
-    fn of(c: &CollectionConfig, home: GroupId) -> Layout {
-        let shards = if c.shards.is_empty() { vec![home] } else { c.shards.clone() };
-        Layout { uid: c.uid.clone(), shards, dim: c.dim, metric: c.metric }
-    }
-
-    /// The shard holding record `id`.
-    fn shard(&self, id: &str) -> GroupId {
-        self.shards[shard_of(id, self.shards.len())]
-    }
-
-    fn uid(&self) -> Option<String> {
-        Some(self.uid.clone())
-    }
-}
-
-/// Collection layouts this router has seen, by name (a cache in the router's
-/// state: a stale entry is refused by the shards and read again).
-pub type Layouts = RwLock<HashMap<String, Layout>>;
 
 /// The layout of `name`: from the cache unless `fresh`, else read from its home
 /// group. The flag says whether it came from the cache.

@@ -99,7 +99,7 @@ pub async fn refresh_loop(state: AppState) {
 /// A successful user or role mutation clears this router's caller cache.
 pub async fn check(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let ip = state.rate_limits.client_ip(req.headers(), peer);
+    let ip = state.rate_limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer);
     if let Some(ip) = ip
         && let Some(until) = state.security.blocks.blocked_until(ip)
     {

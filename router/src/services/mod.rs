@@ -4,3 +4,5 @@
 //! `tests/tests/module_layers.rs`.)
 
 pub mod compliance;
+pub mod rate_limits;
+pub mod vector_layouts;

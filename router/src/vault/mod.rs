@@ -11,6 +11,7 @@
 
 pub mod crypto;
 pub mod policy;
+pub mod unseal;
 
 use std::sync::RwLock;
 
@@ -20,9 +21,7 @@ use tessera_api::meta::{VaultAuditRecord, VaultCapability, VaultKeyRecord, Vault
 use zeroize::Zeroizing;
 
 use crate::cluster::{ClusterClient, ClusterError};
-use crate::state::AppState;
 use policy::Subject;
-use tessera_api::security::NewAlert;
 
 /// Largest secret value (its JSON encoding).
 pub const MAX_SECRET_BYTES: usize = 64 * 1024;
@@ -534,45 +533,4 @@ async fn create_key_record(passphrase: String) -> Result<VaultKeyRecord> {
     .await
     .map_err(|e| VaultError::Internal(e.to_string()))?
     .map_err(|e| VaultError::Internal(e.to_string()))
-}
-
-/// Raises a security alert for a failed unseal.
-pub async fn alert_unseal_failure(state: &AppState, actor: &Actor, source_ip: Option<String>) {
-    let alert = NewAlert {
-        kind: "vault_unseal_failed".into(),
-        severity: "high".into(),
-        source_ip,
-        username: actor.subject.as_ref().map(|s| s.username.clone()),
-        message: format!("a vault unseal by {} on router {} failed: wrong passphrase", actor.name, state.vault.router),
-    };
-    crate::security::raise(state, alert).await;
-}
-
-/// Unseals this router at start with `SERVICE_VAULT_PASSPHRASE`, retrying while
-/// the meta group is unreachable. Logs the outcome, never the passphrase.
-pub async fn unseal_at_start(state: AppState) {
-    let configured = state.config.vault.passphrase.as_ref();
-    let Some(passphrase) = crate::secrets::SecretString::env_or("SERVICE_VAULT_PASSPHRASE", configured) else { return };
-    let actor = Actor::environment();
-    loop {
-        match state.vault.unseal(&*state.cluster, passphrase.expose(), &actor).await {
-            Ok(u) => {
-                tracing::info!(created = u.created, "vault unsealed with SERVICE_VAULT_PASSPHRASE");
-                return;
-            }
-            Err(VaultError::Cluster(e)) => {
-                tracing::debug!("vault unseal at start: cluster not ready ({e}); retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            }
-            Err(VaultError::WrongPassphrase) => {
-                tracing::warn!("SECURITY: SERVICE_VAULT_PASSPHRASE does not unseal the existing vault; it stays sealed");
-                alert_unseal_failure(&state, &actor, None).await;
-                return;
-            }
-            Err(e) => {
-                tracing::warn!("vault stays sealed: SERVICE_VAULT_PASSPHRASE did not unseal it: {e}");
-                return;
-            }
-        }
-    }
 }
