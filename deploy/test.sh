@@ -40,6 +40,9 @@ fi
 # anything builds.
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo fmt --all --check
+# So is clippy ([workspace.lints] in Cargo.toml): any warning fails the suite.
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo clippy --workspace --all-targets -- -D warnings
 start=$SECONDS
 # The cluster tests start the binaries, so build them first: the same build as
 # `cluster.sh up` (deploy/build.sh), then the test targets.

@@ -128,7 +128,7 @@ pub fn init(
         Some(provider)
     };
     tracing_subscriber::registry().with(layers).with(filter).init();
-    if let Some(_) = &provider {
+    if provider.is_some() {
         tracing::info!(endpoint = %telemetry.otlp_endpoint, ratio = telemetry.sample_ratio, "exporting traces over OTLP");
     }
     Ok(Telemetry { provider })

@@ -93,7 +93,7 @@ mod tests {
         {
             let mut w = tracing_subscriber::fmt::MakeWriter::make_writer(&ring);
             write!(w, "INFO ").unwrap();
-            write!(w, "node started\n").unwrap();
+            writeln!(w, "node started").unwrap();
         }
         assert_eq!(ring.tail(10), vec!["INFO node started".to_string()]);
     }

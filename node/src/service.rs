@@ -144,7 +144,7 @@ impl RaftService for NodeService {
         // an empty AppendEntries with its vote (no previous entry, no commit
         // index, so it changes nothing but the leader's lease on this node).
         let heartbeat = openraft::raft::AppendEntriesRequest::<tessera_storage::TypeConfig> {
-            vote: chunk.vote.clone(),
+            vote: chunk.vote,
             prev_log_id: None,
             leader_commit: None,
             entries: Vec::new(),

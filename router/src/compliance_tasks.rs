@@ -175,20 +175,6 @@ async fn post_with_retries(webhook: &Webhook, i: &Incident, instance_id: &str) -
     (false, MAX_ATTEMPTS, last_error)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_signature_is_the_hex_hmac_sha256_of_the_body() {
-        // RFC 4231 test case 2.
-        assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
-}
-
 /// Removes audit entries older than `compliance.audit_retention_days` once an
 /// hour (every router asks; the meta group removes each entry once).
 pub async fn audit_retention_loop(state: AppState) {
@@ -285,4 +271,18 @@ pub async fn expire_once(state: &AppState, now_ms: i64) -> Result<std::collectio
         }
     }
     if errors.is_empty() { Ok(by_store) } else { Err(errors.join("; ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_the_hex_hmac_sha256_of_the_body() {
+        // RFC 4231 test case 2.
+        assert_eq!(
+            signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
 }

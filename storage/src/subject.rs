@@ -61,6 +61,7 @@ pub fn find(data: &GroupData, rule: &SubjectRule, now: i64) -> Result<Vec<Subjec
 /// Deletes the subject's records `op` covers into `batch`; answers what was erased.
 pub fn erase(data: &GroupData, db: &Db, batch: &mut WriteBatch, now: i64, op: &EraseSubjectOp) -> Result<Response> {
     let items: Vec<SubjectItem> = find(data, &op.rule, now)?.into_iter().filter(|i| op.covers(i)).collect();
+    #[allow(clippy::too_many_arguments)] // one engine's share of the erasure, all of it in the one batch
     fn erased<E: SubjectRecords>(
         engine: E,
         data: &GroupData,

@@ -875,11 +875,11 @@ impl Cluster {
     pub fn reap_exited_nodes(&mut self) -> Vec<u64> {
         let mut exited = Vec::new();
         for (id, n) in self.nodes.iter_mut() {
-            if let Some(child) = n.child.as_mut() {
-                if matches!(child.try_wait(), Ok(Some(_))) {
-                    n.child = None;
-                    exited.push(*id);
-                }
+            if let Some(child) = n.child.as_mut()
+                && matches!(child.try_wait(), Ok(Some(_)))
+            {
+                n.child = None;
+                exited.push(*id);
             }
         }
         exited

@@ -179,10 +179,10 @@ impl Pod<'_> {
         }
         let local = |value: &str| -> String {
             for (path, dir) in &mounts {
-                if let Some(rest) = value.strip_prefix(path.as_str()) {
-                    if rest.is_empty() || rest.starts_with('/') {
-                        return format!("{}{rest}", dir.display());
-                    }
+                if let Some(rest) = value.strip_prefix(path.as_str())
+                    && (rest.is_empty() || rest.starts_with('/'))
+                {
+                    return format!("{}{rest}", dir.display());
                 }
             }
             value.to_string()

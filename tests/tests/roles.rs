@@ -56,10 +56,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         .await?;
     ensure!(r.status == 409, "duplicate username: {r}");
     let anon = admin.anonymous();
-    let operator =
-        anon.with_token(&anon.login("olga", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
-    let viewer =
-        anon.with_token(&anon.login("victor", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?.to_string());
+    let operator = anon.with_token(anon.login("olga", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?);
+    let viewer = anon.with_token(anon.login("victor", PASSWORD).await?.ensure_status(200)?.json["token"].as_str().context("token")?);
 
     // Walk the route table with every role.
     let table = admin.get("/api/v1/admin/routes").await?.ensure_status(200)?;

@@ -103,7 +103,7 @@ async fn call(addr: &str, caller: &Caller, path: &str) -> Result<tonic::Code, St
     let channel = endpoint.connect_timeout(Duration::from_secs(5)).connect().await.map_err(|e| format!("connect: {e:?}"))?;
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.map_err(|e| format!("not ready: {e}"))?;
-    let path = http::uri::PathAndQuery::from_maybe_shared(path.to_string()).map_err(|e| e.to_string())?;
+    let path = http::uri::PathAndQuery::try_from(path).map_err(|e| e.to_string())?;
     let codec = tonic_prost::ProstCodec::<StatusRequest, StatusReply>::default();
     let mut request = tonic::Request::new(StatusRequest::default());
     request.set_timeout(Duration::from_secs(10));

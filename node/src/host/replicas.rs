@@ -252,10 +252,12 @@ impl Host {
         let g = Arc::new(Group::new(raft, self.store.reader(group), vote_floor));
         self.groups.write().unwrap_or_else(|e| e.into_inner()).insert(group, g.clone());
         self.record_hosted_groups()?;
-        if campaign && !self.is_drained() && self.election_bar().is_none() {
-            if let Err(e) = g.raft.trigger().elect().await {
-                warn!(group, "campaigning for the split-off group: {e}");
-            }
+        if campaign
+            && !self.is_drained()
+            && self.election_bar().is_none()
+            && let Err(e) = g.raft.trigger().elect().await
+        {
+            warn!(group, "campaigning for the split-off group: {e}");
         }
         info!(group, "hosting a group split off here (its state came with the split)");
         Ok(())

@@ -82,7 +82,7 @@ impl MemoryCluster {
         let init = Command { issued_at_ms: 1, op: Operation::Meta(MetaOp::InitClusterMap(map.clone())), request_id: None };
         meta.state_machine.apply_at(1, init).expect("record the cluster map");
         *meta.applied.lock().expect("meta lock") = 1;
-        MemoryCluster { ring: build_ring(&map), groups, map, clock: AtomicI64::new(0), down: Mutex::default(), store: store, _dir: dir }
+        MemoryCluster { ring: build_ring(&map), groups, map, clock: AtomicI64::new(0), down: Mutex::default(), store, _dir: dir }
     }
 
     /// Makes `group` unreachable (`true`) or serves it again.

@@ -202,8 +202,8 @@ async fn record_audit_again(
 /// Every deletion certificate the cluster holds now.
 async fn certificates(state: &AppState) -> Result<Vec<Value>, ApiError> {
     use tessera_api::command::{MetaQuery, MetaQueryResult};
-    Ok(crate::cluster::typed::pick(
+    crate::cluster::typed::pick(
         state.cluster.meta_read(MetaQuery::Certificates { from_ms: None, to_ms: None }).await?,
         crate::cluster::typed::shape!(MetaQueryResult::Certificates),
-    )?)
+    )
 }

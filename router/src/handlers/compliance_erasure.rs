@@ -229,9 +229,10 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
     });
     let signature = key.sign(&canonical(&certificate));
     certificate["signature"] = json!(B64.encode(signature.to_bytes()));
-    match state.cluster.meta_write(MetaOp::RecordCertificate { id: cert_id.clone(), certificate: certificate.clone() }).await? {
-        Response::Rejected(r) => return Err(r.into()),
-        _ => {}
+    if let Response::Rejected(r) =
+        state.cluster.meta_write(MetaOp::RecordCertificate { id: cert_id.clone(), certificate: certificate.clone() }).await?
+    {
+        return Err(r.into());
     }
     // The ledger beside the backups outlives a restore of the meta group (and the cluster).
     if let Err(e) = state.backups.record_erasure(&certificate) {

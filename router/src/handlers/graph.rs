@@ -368,7 +368,6 @@ pub async fn data(
     QueryParams(p): QueryParams<DataParams>,
 ) -> Result<(HeaderMap, Json<Value>), ApiError> {
     let started = Instant::now();
-    let p = p;
     let graph = graph_name(None, p.graph)?;
     let label = p.label.filter(|l| !l.is_empty());
     let edge_label = p.edge_label.filter(|l| !l.is_empty());

@@ -877,9 +877,8 @@ async fn remove_from_groups(
     for group in order {
         indexes.insert(group, state.cluster.remove_voter(group, node.id).await?);
     }
-    match state.cluster.meta_write(MetaOp::RemoveNode { node: node.id }).await? {
-        Reply::Rejected(r) => return Err(r.into()),
-        _ => {}
+    if let Reply::Rejected(r) = state.cluster.meta_write(MetaOp::RemoveNode { node: node.id }).await? {
+        return Err(r.into());
     }
     let retired = state.cluster.retire_node(node).await.is_ok();
     state.cluster.refresh().await;

@@ -234,16 +234,13 @@ pub async fn bucket_stats(
     let answers = futures::future::join_all(groups.iter().map(|g| object_read(&state, *g, q(), &prefs))).await;
     let (mut home_stats, mut object_count, mut total_bytes, mut pending_uploads) = (None, 0u64, 0u64, 0u64);
     for (g, answer) in groups.iter().zip(answers) {
-        match typed::pick(answer?, shape!(ObjectQueryResult::Stats))? {
-            Some(s) => {
-                object_count += s.object_count;
-                total_bytes += s.total_bytes;
-                pending_uploads += s.pending_uploads;
-                if *g == home {
-                    home_stats = Some(s);
-                }
+        if let Some(s) = typed::pick(answer?, shape!(ObjectQueryResult::Stats))? {
+            object_count += s.object_count;
+            total_bytes += s.total_bytes;
+            pending_uploads += s.pending_uploads;
+            if *g == home {
+                home_stats = Some(s);
             }
-            None => {}
         }
     }
     let s = home_stats.ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;

@@ -153,7 +153,6 @@ pub async fn list_secrets(
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = q;
     let paths = state.vault.list(&*state.cluster, &actor(&caller), &q.prefix).await?;
     Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
 }
@@ -266,7 +265,6 @@ pub struct AuditQuery {
 
 /// `GET /api/v1/admin/vault/audit?limit=` (default 100, at most 10000), newest first.
 pub async fn audit(State(state): State<AppState>, QueryParams(q): QueryParams<AuditQuery>) -> Result<Json<Value>, ApiError> {
-    let q = q;
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > tessera_api::meta::VAULT_AUDIT_KEEP {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::VAULT_AUDIT_KEEP)));

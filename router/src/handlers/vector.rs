@@ -190,7 +190,7 @@ async fn create_collection(
 
 /// Creates a collection (see [`create_collection`]).
 async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let home = home(&state, &req.name)?;
+    let home = home(state, &req.name)?;
     let mut groups = state.cluster.data_groups()?;
     groups.sort_unstable();
     let n = in_range("shards", req.shards.unwrap_or(groups.len() as i64), 1, groups.len() as u32)? as usize;
@@ -206,14 +206,14 @@ async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> R
         shards: shards.clone(),
         uid: new_id(),
     };
-    let created = write(&state, home, VectorOp::CreateCollection(config.clone()), &prefs, shape!(VectorResponse::Created)).await?;
-    let others = shards[1..].iter().map(|g| create_on_shard(&state, *g, &config, &prefs));
+    let created = write(state, home, VectorOp::CreateCollection(config.clone()), prefs, shape!(VectorResponse::Created)).await?;
+    let others = shards[1..].iter().map(|g| create_on_shard(state, *g, &config, prefs));
     let results = futures::future::join_all(others).await;
     if let Some(e) = results.into_iter().find_map(Result::err) {
-        undo_create(&state, &config, home, &prefs).await;
+        undo_create(state, &config, home, prefs).await;
         return Err(e);
     }
-    forget(&state, &req.name);
+    forget(state, &req.name);
     let per_shard: Vec<(GroupId, u64)> = shards.iter().map(|g| (*g, 0)).collect();
     Ok((StatusCode::CREATED, Json(collection_json(&created, home, &per_shard))))
 }

@@ -167,7 +167,7 @@ pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
             _ => None,
         };
     }
-    let Some(expected) = type_of(schema) else { return None };
+    let expected = type_of(schema)?;
     let fits = match expected {
         "object" => value.is_object(),
         "array" => value.is_array(),
@@ -220,13 +220,13 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
         record(&key, status, body);
         return;
     }
-    if let Some(schema) = OBSERVED.get(&key).and_then(|by_status| by_status.get(&status.to_string())) {
-        if let Some(why) = violation(schema, body, "body") {
-            panic!(
-                "{key} answered {status} with a shape its OpenAPI document does not describe ({why}); if the change is meant, \
+    if let Some(schema) = OBSERVED.get(&key).and_then(|by_status| by_status.get(&status.to_string()))
+        && let Some(why) = violation(schema, body, "body")
+    {
+        panic!(
+            "{key} answered {status} with a shape its OpenAPI document does not describe ({why}); if the change is meant, \
                  refresh router/src/openapi/observed.json (see router/src/openapi/observed.rs)"
-            );
-        }
+        );
     }
 }
 

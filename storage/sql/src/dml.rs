@@ -164,10 +164,10 @@ impl<'a> Exec<'a> {
             if vals.iter().any(|v| v.is_null()) {
                 continue;
             }
-            if let Some(old) = old {
-                if idx.iter().all(|i| key_of(std::slice::from_ref(&old[*i])) == key_of(std::slice::from_ref(&row[*i]))) {
-                    continue;
-                }
+            if let Some(old) = old
+                && idx.iter().all(|i| key_of(std::slice::from_ref(&old[*i])) == key_of(std::slice::from_ref(&row[*i])))
+            {
+                continue;
             }
             let parent = if fk.ref_table == t.name { t.clone() } else { self.load_table(&fk.ref_table)? };
             let pidx = parent.cols_idx(&fk.ref_columns)?;
@@ -199,10 +199,10 @@ impl<'a> Exec<'a> {
                 if vals.iter().any(|v| v.is_null()) {
                     continue;
                 }
-                if let Some(new) = new {
-                    if pidx.iter().all(|i| key_of(std::slice::from_ref(&old[*i])) == key_of(std::slice::from_ref(&new[*i]))) {
-                        continue;
-                    }
+                if let Some(new) = new
+                    && pidx.iter().all(|i| key_of(std::slice::from_ref(&old[*i])) == key_of(std::slice::from_ref(&new[*i])))
+                {
+                    continue;
                 }
                 let cidx = child.cols_idx(&fk.columns)?;
                 if self.find_rows(&child, &cidx, &vals)? {
@@ -365,12 +365,12 @@ impl<'a> Exec<'a> {
                 let v = match p {
                     Some(v) => {
                         let v = self.coerce_col(&t, ci, v)?;
-                        if t.columns[ci].serial {
-                            if let Value::Int(i) = v {
-                                let k = encoding::counter_key(t.id, &t.columns[ci].name);
-                                if i > catalog::read_counter(&self.kv, &k)? {
-                                    catalog::write_counter(&mut self.kv, &k, i);
-                                }
+                        if t.columns[ci].serial
+                            && let Value::Int(i) = v
+                        {
+                            let k = encoding::counter_key(t.id, &t.columns[ci].name);
+                            if i > catalog::read_counter(&self.kv, &k)? {
+                                catalog::write_counter(&mut self.kv, &k, i);
                             }
                         }
                         v

@@ -21,10 +21,11 @@ pub fn func_name(f: &ast::Function) -> String {
 pub fn contains_aggregate(e: &Expr) -> bool {
     let mut found = false;
     walk(e, &mut |x| {
-        if let Expr::Function(f) = x {
-            if is_aggregate_name(&func_name(f)) && f.over.is_none() {
-                found = true;
-            }
+        if let Expr::Function(f) = x
+            && is_aggregate_name(&func_name(f))
+            && f.over.is_none()
+        {
+            found = true;
         }
     });
     found

@@ -103,11 +103,11 @@ impl<'a> Exec<'a> {
     pub fn tick(&self) -> Result<()> {
         let n = self.work.get() + 1;
         self.work.set(n);
-        if self.check_deadline && n % 256 == 0 {
-            if let Some(d) = self.ctx.deadline {
-                if std::time::Instant::now() >= d {
-                    return Err(SqlError::new(ErrorCode::QueryTimeout, "query exceeded its time limit and was cancelled"));
-                }
+        if self.check_deadline && n.is_multiple_of(256) {
+            if let Some(d) = self.ctx.deadline
+                && std::time::Instant::now() >= d
+            {
+                return Err(SqlError::new(ErrorCode::QueryTimeout, "query exceeded its time limit and was cancelled"));
             }
             if self.ctx.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
                 return Err(SqlError::new(ErrorCode::QueryTimeout, "query was cancelled: its caller stopped waiting"));

@@ -570,7 +570,7 @@ impl Exec<'_> {
     ) -> Option<(usize, usize)> {
         let Src::Table(t) = &items[i].src else { return None };
         let (off, n) = (offsets[i], items[i].cols.len());
-        let item_at = |p: usize| offsets.iter().rposition(|&o| o <= p && items.len() > 0).unwrap_or(0);
+        let item_at = |p: usize| offsets.iter().rposition(|&o| o <= p && !items.is_empty()).unwrap_or(0);
         preds.iter().filter(|p| !p.done).filter_map(|p| p.equi).find_map(|(a, b)| {
             let (mine, other) = if (off..off + n).contains(&a) {
                 (a, b)

@@ -272,10 +272,8 @@ impl<'a> Exec<'a> {
                             if present == is_int {
                                 out.push(row);
                             }
-                            if all {
-                                if let Some(c) = c {
-                                    *c = c.saturating_sub(1);
-                                }
+                            if all && let Some(c) = c {
+                                *c = c.saturating_sub(1);
                             }
                         }
                         if all { out } else { self.dedupe_rows(out)? }
@@ -299,7 +297,7 @@ impl<'a> Exec<'a> {
         let mut items: Vec<Item> = Vec::new();
         for (ti, twj) in from.iter().enumerate() {
             let group_start = items.len();
-            items.push(self.from_item(&twj.relation, if ti == 0 { JoinKind::First } else { JoinKind::Cross }, None, outer)?);
+            items.push(self.table_item(&twj.relation, if ti == 0 { JoinKind::First } else { JoinKind::Cross }, None, outer)?);
             for j in &twj.joins {
                 let (kind, c) = match &j.join_operator {
                     JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, Some(c)),
@@ -311,7 +309,7 @@ impl<'a> Exec<'a> {
                     JoinOperator::FullOuter(_) => return Err(unsupported("FULL OUTER JOIN is not supported")),
                     _ => return Err(unsupported("this join kind is not supported")),
                 };
-                let mut it = self.from_item(&j.relation, kind, None, outer)?;
+                let mut it = self.table_item(&j.relation, kind, None, outer)?;
                 it.on = match c {
                     Some(JoinConstraint::On(e)) => Some(e.clone()),
                     Some(JoinConstraint::Using(cols)) => {
@@ -476,9 +474,7 @@ impl<'a> Exec<'a> {
                     (Some(pre), Some((_, lc))) => match &hash {
                         Some((m, disc)) => {
                             let v = &l[lc];
-                            if v.is_null() {
-                                vec![]
-                            } else if disc.is_none() {
+                            if v.is_null() || disc.is_none() {
                                 vec![]
                             } else if *disc == Some(std::mem::discriminant(v)) {
                                 m.get(&key_of(std::slice::from_ref(v)))
@@ -524,7 +520,7 @@ impl<'a> Exec<'a> {
         Ok((full, rows))
     }
 
-    fn from_item<'q>(&self, f: &TableFactor, kind: JoinKind, _on: Option<Expr>, outer: Option<&Env>) -> Result<Item<'q>> {
+    fn table_item<'q>(&self, f: &TableFactor, kind: JoinKind, _on: Option<Expr>, outer: Option<&Env>) -> Result<Item<'q>> {
         match f {
             TableFactor::Table { name, alias, args, .. } => {
                 if args.is_some() {
@@ -705,7 +701,6 @@ impl<'a> Exec<'a> {
         }
         // Window functions: computed over the rows WHERE kept, as hidden columns.
         let calls = crate::window::window_calls(proj.iter().filter_map(|p| p.0).chain(order.iter().map(|o| &o.expr)));
-        let mut kept = kept;
         let scope = if calls.is_empty() {
             scope
         } else {
@@ -788,10 +783,10 @@ impl<'a> Exec<'a> {
                 self.tick()?;
                 let first = g.first().unwrap_or(&null_row);
                 let env = Env { scope: &scope, row: first, group: Some(g), outer };
-                if let Some(h) = &s.having {
-                    if self.eval_bool(h, &env)? != Some(true) {
-                        continue;
-                    }
+                if let Some(h) = &s.having
+                    && self.eval_bool(h, &env)? != Some(true)
+                {
+                    continue;
                 }
                 push(&mut out, project(&env)?)?;
             }
@@ -948,10 +943,8 @@ fn check_grouping(
                     return Err(grouping_error(&c));
                 }
             }
-            (None, Some(i), name) => {
-                if !keys.contains(&format!("#column {i}")) {
-                    return Err(grouping_error(name));
-                }
+            (None, Some(i), name) if !keys.contains(&format!("#column {i}")) => {
+                return Err(grouping_error(name));
             }
             _ => {}
         }

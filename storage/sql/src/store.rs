@@ -49,17 +49,16 @@ impl<'a> Overlay<'a> {
                 }
             };
             if take_overlay {
-                if let Some((k, v)) = ov.next() {
-                    if let Some(v) = v {
-                        if !f(k, v)? {
-                            return Ok(());
-                        }
-                    }
-                }
-            } else if let Some((k, v)) = bi.next() {
-                if !f(&k, &v)? {
+                if let Some((k, v)) = ov.next()
+                    && let Some(v) = v
+                    && !f(k, v)?
+                {
                     return Ok(());
                 }
+            } else if let Some((k, v)) = bi.next()
+                && !f(&k, &v)?
+            {
+                return Ok(());
             }
         }
     }

@@ -341,10 +341,10 @@ fn parse_number(s: &str) -> Result<Value> {
     if let Ok(i) = t.parse::<i64>() {
         return Ok(Value::Int(i));
     }
-    if !t.contains(['e', 'E']) {
-        if let Ok(d) = Decimal::from_str(t) {
-            return Ok(Value::Decimal(d));
-        }
+    if !t.contains(['e', 'E'])
+        && let Ok(d) = Decimal::from_str(t)
+    {
+        return Ok(Value::Decimal(d));
     }
     match t.to_ascii_lowercase().as_str() {
         "nan" | "inf" | "infinity" | "-inf" | "-infinity" | "+inf" | "+infinity" => {}
@@ -434,10 +434,10 @@ pub fn sort_cmp(a: &Value, b: &Value) -> Ordering {
 }
 
 fn int_in_range(i: i64, ty: &SqlType) -> Result<Value> {
-    if let Some((lo, hi)) = ty.int_range() {
-        if i < lo || i > hi {
-            return Err(type_mismatch(format!("value {i} is out of range for type {}", ty.name())));
-        }
+    if let Some((lo, hi)) = ty.int_range()
+        && (i < lo || i > hi)
+    {
+        return Err(type_mismatch(format!("value {i} is out of range for type {}", ty.name())));
     }
     Ok(Value::Int(i))
 }
@@ -456,10 +456,10 @@ fn fit_decimal(d: Decimal, ty: &SqlType) -> Result<Value> {
         r.rescale(*s);
         let int_digits = p - s;
         let limit = if int_digits >= 29 { None } else { Decimal::from_i128_with_scale(10i128.pow(int_digits), 0).into() };
-        if let Some(l) = limit {
-            if r.abs() >= l {
-                return Err(type_mismatch(format!("value {d} overflows {}", ty.name())));
-            }
+        if let Some(l) = limit
+            && r.abs() >= l
+        {
+            return Err(type_mismatch(format!("value {d} overflows {}", ty.name())));
         }
         Ok(Value::Decimal(r))
     } else {

@@ -265,7 +265,7 @@ impl Exec<'_> {
     }
 
     fn units(&self, spec: &ast::WindowSpec) -> WindowFrameUnits {
-        spec.window_frame.as_ref().map_or(WindowFrameUnits::Range, |f| f.units.clone())
+        spec.window_frame.as_ref().map_or(WindowFrameUnits::Range, |f| f.units)
     }
 
     /// The frame's start and end bounds (offsets relative to the current row).

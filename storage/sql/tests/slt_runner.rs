@@ -38,11 +38,11 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
             i += 1;
         }
         let mut params = Vec::new();
-        if let Some(first) = sql_lines.first() {
-            if let Some(p) = first.trim().strip_prefix("-- params:") {
-                params = serde_json::from_str::<Vec<serde_json::Value>>(p.trim()).expect("params json");
-                sql_lines.remove(0);
-            }
+        if let Some(first) = sql_lines.first()
+            && let Some(p) = first.trim().strip_prefix("-- params:")
+        {
+            params = serde_json::from_str::<Vec<serde_json::Value>>(p.trim()).expect("params json");
+            sql_lines.remove(0);
         }
         let sql = sql_lines.join("\n");
         let mut expected = Vec::new();
@@ -62,10 +62,10 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
                 (Some("ok"), Err(e)) => failures.push(format!("{loc}: expected ok, got {e}\n  {sql}")),
                 (Some("error"), Ok(_)) => failures.push(format!("{loc}: expected error, got ok\n  {sql}")),
                 (Some("error"), Err(e)) => {
-                    if let Some(code) = header.get(2) {
-                        if e.code.as_str() != *code {
-                            failures.push(format!("{loc}: expected {code}, got {e}\n  {sql}"));
-                        }
+                    if let Some(code) = header.get(2)
+                        && e.code.as_str() != *code
+                    {
+                        failures.push(format!("{loc}: expected {code}, got {e}\n  {sql}"));
                     }
                 }
                 _ => failures.push(format!("{loc}: bad statement header")),
@@ -81,10 +81,10 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
                             got.sort();
                             exp.sort();
                         }
-                        if let Some(types) = header.get(1) {
-                            if r.columns.len() != types.len() {
-                                failures.push(format!("{loc}: expected {} columns, got {}\n  {sql}", types.len(), r.columns.len()));
-                            }
+                        if let Some(types) = header.get(1)
+                            && r.columns.len() != types.len()
+                        {
+                            failures.push(format!("{loc}: expected {} columns, got {}\n  {sql}", types.len(), r.columns.len()));
                         }
                         if got != exp {
                             failures.push(format!("{loc}: mismatch\n  {sql}\n  expected: {exp:?}\n  got:      {got:?}"));

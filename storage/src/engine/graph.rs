@@ -372,7 +372,7 @@ pub fn query(data: &GroupData, q: &GraphQuery) -> Result<Answer<GraphQueryResult
                 std::thread::Builder::new()
                     .name("graph-query".into())
                     .stack_size(QUERY_STACK_BYTES)
-                    .spawn_scoped(s, move || run())
+                    .spawn_scoped(s, run)
                     .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             });
             return match spawned {
@@ -410,10 +410,11 @@ pub fn subject_items(
         let mut ids = incident(view, b"o/", graph, &rec.id)?;
         ids.extend(incident(view, b"i/", graph, &rec.id)?);
         for eid in ids {
-            if seen.insert((graph.clone(), eid.clone())) {
-                if let Some(e) = edge(view, graph, &eid)? {
-                    let raw = serde_json::to_vec(&e)?;
-                    edges.push(tessera_api::compliance::SubjectItem {
+            if seen.insert((graph.clone(), eid.clone()))
+                && let Some(e) = edge(view, graph, &eid)?
+            {
+                let raw = serde_json::to_vec(&e)?;
+                edges.push(tessera_api::compliance::SubjectItem {
                         store: "graph".into(),
                         location: graph.clone(),
                         item_id: format!("edge:{}", e.id),
@@ -421,7 +422,6 @@ pub fn subject_items(
                         bytes: (edge_key(graph, &e.id).len() + raw.len()) as u64,
                         at_ms: Some(e.created_at_ms),
                     });
-                }
             }
         }
         items.push(tessera_api::compliance::SubjectItem {

@@ -415,7 +415,7 @@ impl TimeSeriesEngine {
         })?;
         let (mut metrics, mut dc, mut dp, mut ds) = (0, 0, 0, 0);
         for mut rec in recs {
-            let Some(policy) = rec.retention.clone().or_else(|| default.clone()) else { continue };
+            let Some(policy) = rec.retention.or(default) else { continue };
             metrics += 1;
             let (a, b, c) = Self::enforce_metric(tx, now, &mut rec, &policy)?;
             if a + c > 0 {

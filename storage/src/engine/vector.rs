@@ -367,7 +367,7 @@ fn restore_checkpoint(view: &ReadView<'_>, c: &CollectionConfig) -> Result<Optio
     }
     let seqs: Vec<u64> = nodes.iter().map(|(seq, _)| *seq).collect();
     let params = new_index(c).map_err(StorageError::Corrupt)?.params().to_owned();
-    match HnswIndex::from_links_checkpoint(c.dim as usize, metric(c.metric), params, nodes, &checkpoint) {
+    match HnswIndex::from_links_checkpoint(c.dim as usize, metric(c.metric), params, nodes, checkpoint) {
         Ok(index) => Ok(Some((index, seqs))),
         Err(e) => {
             tracing::warn!(collection = c.name, "vector index link checkpoint not used: {e}");

@@ -702,7 +702,7 @@ mod tests {
     fn truncation_and_disk_faults() {
         let Some((dir, fs)) = mounted() else { return };
         let mnt = dir.path().join("mnt");
-        let f = OpenOptions::new().create(true).read(true).write(true).open(mnt.join("data")).unwrap();
+        let f = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(mnt.join("data")).unwrap();
         f.write_all_at(b"0123456789", 0).unwrap();
         f.sync_all().unwrap();
         f.set_len(4).unwrap();

@@ -279,7 +279,7 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                 n += 1;
                 let fault = if !profile.kinds.is_empty() {
                     profile.kinds[nemesis.rng.below(profile.kinds.len() as u64) as usize]
-                } else if n % 10 == 0 {
+                } else if n.is_multiple_of(10) {
                     Fault::CrashSnapshotInstall
                 } else {
                     let kinds = Fault::random_kinds();

@@ -82,7 +82,7 @@ pub fn fuzz(target: &Target, budget: Duration, seed: u64) -> Report {
         if catch_unwind(AssertUnwindSafe(|| (target.run)(&input))).is_err() {
             let message = last_panic.lock().unwrap_or_else(|p| p.into_inner()).clone();
             crashes.entry(message.clone()).or_insert(Crash { message, input: input.clone() });
-        } else if executions % 64 == 0 && corpus.len() < 4096 && input.len() < 4096 {
+        } else if executions.is_multiple_of(64) && corpus.len() < 4096 && input.len() < 4096 {
             corpus.push(input);
         }
         if rng.gen_ratio(1, 100_000) {

@@ -169,12 +169,12 @@ fn shell_unquote(s: &str) -> String {
 /// The user and password: flags or environment first, then the cluster's credentials file.
 fn credentials(a: &Args) -> Result<(String, String)> {
     let (mut user, mut password) = (a.user.clone(), a.password.clone());
-    if user.is_none() || password.is_none() {
-        if let Some(f) = credentials_file() {
-            let (u, p) = read_credentials(&f)?;
-            user = user.or(u);
-            password = password.or(p);
-        }
+    if (user.is_none() || password.is_none())
+        && let Some(f) = credentials_file()
+    {
+        let (u, p) = read_credentials(&f)?;
+        user = user.or(u);
+        password = password.or(p);
     }
     let password = password.ok_or_else(|| {
         anyhow!(

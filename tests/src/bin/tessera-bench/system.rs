@@ -197,7 +197,7 @@ pub async fn snapshot(group_mib: u64, keep_follower_data: bool) -> Result<()> {
     cluster.start_node(3)?;
     let pids: Vec<u32> = (1..=3).map(|n| cluster.node_pid(n).context("node pid")).collect::<Result<_>>()?;
     let log = cluster.node_log(3)?;
-    let mut peaks = vec![0u64; 3];
+    let mut peaks = [0u64; 3];
     let installed = loop {
         for (i, pid) in pids.iter().enumerate() {
             peaks[i] = peaks[i].max(rss_kib(*pid));
