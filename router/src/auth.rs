@@ -50,12 +50,7 @@ pub fn new_token() -> String {
     hex::encode(bytes)
 }
 
-/// A fresh random id (128 bits, hex).
-pub fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    hex::encode(bytes)
-}
+pub use crate::services::ids::new_id;
 
 /// The hex SHA-256 of a token: the only form in which tokens are stored.
 pub fn token_hash(token: &str) -> String {

@@ -20,10 +20,9 @@
 //! every node encrypts its store at rest (see `handlers::compliance::classify`).
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult};
+use tessera_api::command::MetaOp;
 use tessera_api::compliance::{AuditEvent, ColumnClassification};
 
 use crate::auth::Caller;
@@ -33,36 +32,9 @@ use crate::state::AppState;
 /// The permission that lifts masking and the refusal of level-5 columns.
 pub const ELEVATED: &str = "access:classified";
 /// How long this router reuses the classifications it read.
-const CACHE_TTL: Duration = Duration::from_secs(1);
-
-/// This router's copy of the classifications and its per-user access counts.
-#[derive(Default)]
-pub struct ClassificationState {
-    cache: tokio::sync::Mutex<Option<(Instant, Vec<ColumnClassification>)>>,
-    /// User → (minute, classified reads in it).
-    counts: std::sync::Mutex<std::collections::HashMap<String, (i64, u64)>>,
-}
-
-impl ClassificationState {
-    /// Forgets the cached classifications (after a `classify` here).
-    pub async fn invalidate(&self) {
-        *self.cache.lock().await = None;
-    }
-}
 
 async fn classifications(state: &AppState) -> Result<Vec<ColumnClassification>, ApiError> {
-    let mut cache = state.classification.cache.lock().await;
-    if let Some((at, list)) = cache.as_ref()
-        && at.elapsed() < CACHE_TTL
-    {
-        return Ok(list.clone());
-    }
-    let list = match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
-        MetaQueryResult::Classifications(list) => list,
-        other => return Err(ApiError::unexpected(other)),
-    };
-    *cache = Some((Instant::now(), list.clone()));
-    Ok(list)
+    state.classification.current(&*state.cluster).await
 }
 
 /// The lower-case identifiers of a statement.
@@ -216,15 +188,7 @@ fn watch_unusual_access(state: &AppState, caller: &Caller, user: Option<&str>, l
     }
     let minute = tessera_api::command::now_ms() / 60_000;
     let who = user.unwrap_or("anonymous").to_string();
-    let count = {
-        let mut counts = state.classification.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = counts.entry(who.clone()).or_insert((minute, 0));
-        if entry.0 != minute {
-            *entry = (minute, 0);
-        }
-        entry.1 += 1;
-        entry.1
-    };
+    let count = state.classification.count_read(&who, minute);
     if count == limit + 1 {
         crate::security::raise_unusual_access(
             state,

@@ -267,7 +267,7 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     tokio::spawn(security::blocklist::refresh_loop(state.clone()));
     tokio::spawn(state.rate_limits.clone().prune_loop());
     tokio::spawn(state.activities.clone().flush_loop(state.cluster.clone()));
-    tokio::spawn(request_stats::publish_loop(state.clone()));
+    tokio::spawn(state.request_stats.clone().publish_loop(state.cluster.clone(), state.router_instance.clone()));
     tokio::spawn(compliance_tasks::deliver_loop(state.clone()));
     tokio::spawn(compliance_tasks::audit_retention_loop(state.clone()));
     tokio::spawn(compliance_tasks::expiry_loop(state.clone()));

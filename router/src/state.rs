@@ -37,7 +37,7 @@ pub struct Inner {
     /// from ([`AppState::set_decisions`]); the permission check reads it.
     pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
     /// What this router measured of the requests it served.
-    pub request_stats: crate::request_stats::RequestStats,
+    pub request_stats: Arc<crate::services::request_stats::RequestStats>,
     /// Set by `POST /api/v1/admin/cluster/shutdown`: the router stops serving.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Activities noted and not yet written to the meta group.
@@ -52,7 +52,7 @@ pub struct Inner {
     /// Alerts raised and when each was first seen (cleared when no longer true).
     pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
     /// The classifications this router enforces, cached, and its access counts.
-    pub classification: crate::classification::ClassificationState,
+    pub classification: crate::services::classification::ClassificationState,
     /// This router's backups (`backup.dir`, `backup.key`).
     pub backups: crate::backup::Backups,
 }
@@ -86,7 +86,7 @@ impl AppState {
                 activities: Default::default(),
                 shutdown: tokio::sync::watch::Sender::new(false),
                 request_slots,
-                router_instance: format!("{router_name}/{}", &crate::auth::new_id()[..12]),
+                router_instance: format!("{router_name}/{}", &crate::services::ids::new_id()[..12]),
                 router_name,
                 alerts_seen: Default::default(),
                 classification: Default::default(),

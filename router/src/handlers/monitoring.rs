@@ -41,7 +41,7 @@ pub async fn stats(State(state): State<AppState>, _caller: Caller) -> Result<Jso
         Some(records) => {
             let others: Vec<_> = records
                 .iter()
-                .filter(|r| r.router != state.router_instance && now - r.at_ms <= crate::request_stats::MERGE_MAX_AGE_MS)
+                .filter(|r| r.router != state.router_instance && now - r.at_ms <= crate::services::request_stats::MERGE_MAX_AGE_MS)
                 .cloned()
                 .collect();
             let mut body = state.request_stats.merged_snapshot(&others);

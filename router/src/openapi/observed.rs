@@ -206,7 +206,7 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
         return; // no route, no body, or not a JSON answer (objects, files, text)
     }
     // A probe that fails answers its own body (`{status, reason}`), not an error.
-    if status >= 400 && crate::request_stats::PROBES.contains(&template) {
+    if status >= 400 && crate::services::request_stats::PROBES.contains(&template) {
         return;
     }
     if status >= 400 {

@@ -3,6 +3,9 @@
 //! shape the answer. (Issue 38 moves the rest of the domain logic here; see
 //! `tests/tests/module_layers.rs`.)
 
+pub mod classification;
 pub mod compliance;
+pub mod ids;
 pub mod rate_limits;
+pub mod request_stats;
 pub mod vector_layouts;
