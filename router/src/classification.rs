@@ -31,8 +31,7 @@ use crate::state::AppState;
 
 /// The permission that lifts masking and the refusal of level-5 columns.
 pub const ELEVATED: &str = "access:classified";
-/// How long this router reuses the classifications it read.
-
+/// The classifications, as this router caches them.
 async fn classifications(state: &AppState) -> Result<Vec<ColumnClassification>, ApiError> {
     state.classification.current(&*state.cluster).await
 }

@@ -19,6 +19,7 @@ mod openapi;
 mod permissions;
 mod ratelimit;
 mod request_stats;
+mod route_access;
 mod route_table;
 mod secrets;
 mod security;

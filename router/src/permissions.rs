@@ -16,19 +16,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// What a route needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// No authentication.
-    Public,
-    /// Any authenticated caller (self-service routes).
-    Authenticated,
-    /// A caller holding this permission.
-    Permission(&'static str),
-    /// Prometheus scrapes: a caller holding `read:cluster`, or one presenting
-    /// the metrics token (`Authorization: Bearer <server.metrics_token>`).
-    Metrics,
-}
+pub use crate::route_access::Access;
 
 /// The permission `Access::Metrics` asks of a logged-in caller.
 pub const METRICS_PERMISSION: &str = "read:cluster";
@@ -52,10 +40,10 @@ fn presents_metrics_token(state: &AppState, req: &Request) -> bool {
 /// caller on to the handler.
 pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let template = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
-    let Some(access) = crate::route_table::decision(state.decisions(), req.method().as_str(), &template).map(|d| d.access) else {
+    let Some(access) = crate::route_access::decision(state.decisions(), req.method().as_str(), &template).map(|d| d.access) else {
         // A path of the table asked with a method it does not take: 405 naming
         // the ones it does. Anything else without a decision is refused.
-        let allow = crate::route_table::methods_of(state.decisions(), &template);
+        let allow = crate::route_access::methods_of(state.decisions(), &template);
         if !allow.is_empty() {
             return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template, allow: allow.join(", ") }
                 .into_response();

@@ -16,26 +16,12 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use schemars::JsonSchema;
 
-use crate::openapi::describe::{Documented, RequestBody, RouteDoc};
-use crate::permissions::Access;
+use crate::openapi::describe::Documented;
+use crate::route_access::Access;
+use crate::route_access::{RequestBody, RouteDoc};
 use crate::state::AppState;
 
-/// What one method of one route needs, and what its handler's signature says
-/// of its bodies (for the OpenAPI document).
-#[derive(Debug, Clone)]
-pub struct Decision {
-    pub method: &'static str,
-    /// The route template, as axum matches it (`/api/v1/kv/keys/{*key}`).
-    pub path: String,
-    pub access: Access,
-    pub doc: RouteDoc,
-}
-
-impl PartialEq for Decision {
-    fn eq(&self, other: &Self) -> bool {
-        (self.method, &self.path, self.access) == (other.method, &other.path, other.access)
-    }
-}
+pub use crate::route_access::Decision;
 
 /// Routes with their decisions, in declaration order.
 #[derive(Default)]
@@ -135,27 +121,11 @@ impl RouteTable {
     }
 }
 
-/// The decision for a request among `decisions`; `HEAD` without its own is decided as `GET`.
-pub fn decision<'a>(decisions: &'a [Decision], method: &str, template: &str) -> Option<&'a Decision> {
-    let find = |m: &str| decisions.iter().find(|d| d.method == m && d.path == template);
-    find(method).or_else(|| if method == "HEAD" { find("GET") } else { None })
-}
-
-/// The methods `template` takes (HEAD with GET), for a 405's `Allow`.
-pub fn methods_of(decisions: &[Decision], template: &str) -> Vec<&'static str> {
-    let mut methods: Vec<&'static str> = decisions.iter().filter(|d| d.path == template).map(|d| d.method).collect();
-    if methods.contains(&"GET") && !methods.contains(&"HEAD") {
-        methods.push("HEAD");
-    }
-    methods.sort_unstable();
-    methods.dedup();
-    methods
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permissions::Access::{Permission as P, Public};
+    use crate::route_access::Access::{Permission as P, Public};
+    use crate::route_access::decision;
 
     async fn ok() -> &'static str {
         "ok"

@@ -28,14 +28,14 @@ pub struct Inner {
     /// WebSocket fan-out of channel events (see `stream_hub`).
     pub streams: std::sync::Arc<crate::stream_hub::StreamHub>,
     /// Block-list and caller caches (see `security`).
-    pub security: crate::security::SecurityState,
+    pub security: crate::services::security_state::SecurityState,
     /// This router's view of the secrets vault (the unsealed key lives here only).
     pub vault: crate::vault::Vault,
     /// Vector collection layouts this router has seen.
     pub vector_layouts: crate::services::vector_layouts::Layouts,
     /// Every route's access decision, from the route table the router was built
     /// from ([`AppState::set_decisions`]); the permission check reads it.
-    pub decisions: std::sync::OnceLock<Vec<crate::route_table::Decision>>,
+    pub decisions: std::sync::OnceLock<Vec<crate::route_access::Decision>>,
     /// What this router measured of the requests it served.
     pub request_stats: Arc<crate::services::request_stats::RequestStats>,
     /// Set by `POST /api/v1/admin/cluster/shutdown`: the router stops serving.
@@ -71,7 +71,7 @@ impl AppState {
         Ok(AppState {
             inner: Arc::new(Inner {
                 rate_limits: Arc::new(crate::services::rate_limits::RateLimits::new(config.rate_limit.clone())),
-                security: crate::security::SecurityState::new(&config.security),
+                security: crate::services::security_state::SecurityState::new(&config.security),
                 config,
                 cluster,
                 started: Instant::now(),
@@ -98,12 +98,12 @@ impl AppState {
 
 impl AppState {
     /// Records the route table's decisions; the first call wins (one table per router).
-    pub fn set_decisions(&self, decisions: Vec<crate::route_table::Decision>) {
+    pub fn set_decisions(&self, decisions: Vec<crate::route_access::Decision>) {
         let _ = self.decisions.set(decisions);
     }
 
     /// Every route's access decision (none before the router is built: everything is refused).
-    pub fn decisions(&self) -> &[crate::route_table::Decision] {
+    pub fn decisions(&self) -> &[crate::route_access::Decision] {
         self.decisions.get().map_or(&[], Vec::as_slice)
     }
 }

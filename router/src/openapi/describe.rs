@@ -21,40 +21,7 @@ use crate::error::ApiError;
 use crate::handlers::{JsonBody, OptionalJsonBody, QueryParams, ReadPrefs};
 use crate::state::AppState;
 
-/// Builds a schema with the document's generator (its definitions become
-/// `components/schemas`).
-pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-/// A route's request body.
-#[derive(Clone, Copy)]
-pub enum RequestBody {
-    /// A JSON object of this schema; `required` false when an empty body is taken as `{}`.
-    Json { schema: SchemaFn, required: bool },
-    /// Bytes of any media type (objects, import files), streamed or read whole.
-    Bytes,
-}
-
-/// What the OpenAPI document says of one route beyond its path and permission.
-#[derive(Clone, Copy, Default)]
-pub struct RouteDoc {
-    pub request: Option<RequestBody>,
-    /// The query string's fields (an object schema; each property a parameter).
-    pub query: Option<SchemaFn>,
-    /// The success body, when the handler answers a typed value.
-    pub response: Option<SchemaFn>,
-    /// The handler answers bytes or a stream rather than a JSON value.
-    pub raw_response: bool,
-}
-
-impl std::fmt::Debug for RouteDoc {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RouteDoc")
-            .field("request", &self.request.map(|r| matches!(r, RequestBody::Json { .. })))
-            .field("query", &self.query.is_some())
-            .field("response", &self.response.is_some())
-            .finish()
-    }
-}
+pub use crate::route_access::{RequestBody, RouteDoc};
 
 fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()

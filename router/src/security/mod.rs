@@ -12,45 +12,21 @@
 pub mod blocklist;
 pub mod injection;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tessera_api::command::{MetaOp, Response};
 use tessera_api::security::{BruteForcePolicy, NewAlert, SecurityOp, SecurityResponse};
 use tracing::warn;
 
-use crate::auth::{Caller, CallerCache};
 use crate::config::SecuritySection;
+use crate::services::sessions::Caller;
 use crate::state::AppState;
 
 /// The client IP of a request, as resolved by the block-list middleware
 /// (`None` when a trusted-proxy header is configured but absent).
 #[derive(Debug, Clone, Copy)]
 pub struct ClientIp(pub Option<IpAddr>);
-
-/// Per-router security state.
-pub struct SecurityState {
-    pub blocks: blocklist::BlockList,
-    pub callers: CallerCache,
-    /// Last SQL alert per (user, rules), so a repeated query does not flood alerts.
-    sql_alerts: Mutex<HashMap<String, Instant>>,
-}
-
-/// A repeated SQL finding of the same user and rules raises at most one alert per this.
-const SQL_ALERT_INTERVAL: Duration = Duration::from_secs(60);
-
-impl SecurityState {
-    /// Empty caches for the configuration.
-    pub fn new(config: &SecuritySection) -> Self {
-        SecurityState {
-            blocks: blocklist::BlockList::default(),
-            callers: CallerCache::new(Duration::from_millis(config.session_cache_ttl_ms)),
-            sql_alerts: Mutex::new(HashMap::new()),
-        }
-    }
-}
 
 /// The brute-force policy from the configuration.
 pub fn policy(config: &SecuritySection) -> BruteForcePolicy {
@@ -102,15 +78,15 @@ pub(crate) fn identity(caller: &Caller) -> (Option<String>, Option<IpAddr>) {
 }
 
 /// Whether an alert keyed `dedupe` (caller and kind) may be raised now: at
-/// most one per [`SQL_ALERT_INTERVAL`]; records it when so.
+/// most one per [`crate::services::security_state::SQL_ALERT_INTERVAL`]; records it when so.
 fn first_in_interval(state: &AppState, dedupe: String) -> bool {
     let now = Instant::now();
-    let mut seen = state.security.sql_alerts.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < SQL_ALERT_INTERVAL) {
+    let mut seen = state.security.sql_alerts();
+    if seen.get(&dedupe).is_some_and(|at| now.duration_since(*at) < crate::services::security_state::SQL_ALERT_INTERVAL) {
         return false;
     }
     if seen.len() > 10_000 {
-        seen.retain(|_, at| now.duration_since(*at) < SQL_ALERT_INTERVAL);
+        seen.retain(|_, at| now.duration_since(*at) < crate::services::security_state::SQL_ALERT_INTERVAL);
     }
     seen.insert(dedupe, now);
     true

@@ -3,9 +3,12 @@
 //! shape the answer. (Issue 38 moves the rest of the domain logic here; see
 //! `tests/tests/module_layers.rs`.)
 
+pub mod block_list;
 pub mod classification;
 pub mod compliance;
 pub mod ids;
 pub mod rate_limits;
 pub mod request_stats;
+pub mod security_state;
+pub mod sessions;
 pub mod vector_layouts;
