@@ -62,8 +62,26 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             Some(b'{') => {}
             Some(_) => return Err(ApiError::BadRequest("the request body must be a JSON object".into())),
         }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+        decode_body(&bytes).map(JsonBody)
     }
+}
+
+/// Decodes a JSON request body; an error names the field at fault
+/// (`invalid JSON body: at items[2].key: invalid type: …`), as a client
+/// generated from the OpenAPI document needs to tell what it sent wrong.
+fn decode_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        ApiError::BadRequest(if path == "." {
+            format!("invalid JSON body: {inner}")
+        } else {
+            format!("invalid JSON body: at {path}: {inner}")
+        })
+    })?;
+    de.end().map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+    Ok(value)
 }
 
 /// A JSON object body that may be left out: an empty body is `T::default()`.
@@ -78,7 +96,7 @@ impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(T::default()));
         }
-        serde_json::from_slice(&bytes).map(OptionalJsonBody).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+        decode_body(&bytes).map(OptionalJsonBody)
     }
 }
 

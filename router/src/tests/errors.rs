@@ -85,3 +85,27 @@ async fn a_query_past_its_time_limit_answers_408() {
     let quick = crate::handlers::within_query_timeout(&state, async { Ok::<_, crate::error::ApiError>(7) }).await;
     assert_eq!(quick.ok(), Some(7));
 }
+
+/// A body of the wrong shape is a 400 that names the field at fault, as the
+/// OpenAPI document's types say (a generated client shows where it went wrong);
+/// trailing bytes after the object are refused too.
+#[tokio::test]
+async fn a_field_of_the_wrong_type_is_named_in_the_400() {
+    let router = TestRouter::new(2).await;
+    let wrong = router.post("/api/v1/query", &json!({"sql": 5})).await;
+    assert_eq!(wrong.status.as_u16(), 400, "{}", wrong.json);
+    assert!(wrong.json.to_string().contains("at sql: invalid type: integer `5`, expected a string"), "{}", wrong.json);
+    let missing = router.post("/api/v1/query", &json!({"params": []})).await;
+    assert_eq!(missing.status.as_u16(), 400, "{}", missing.json);
+    assert!(missing.json.to_string().contains("missing field `sql`"), "{}", missing.json);
+    let (status, _, body) = router
+        .send_raw(
+            axum::http::Request::post("/api/v1/query")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {}", router.token()))
+                .body(axum::body::Body::from(r#"{"sql": "SELECT 1"} {"#))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 400, "{}", String::from_utf8_lossy(&body));
+}
