@@ -1,7 +1,7 @@
 //! Activities (`GET /api/v1/admin/activities`): the SQL queries, logins,
 //! configuration changes and admin actions this router served, kept in the
 //! meta group so every router lists the same ones. The request middleware
-//! ([`crate::request_stats::record`]) notes each one here; a flusher writes what
+//! ([`crate::http::request_stats::record`]) notes each one here; a flusher writes what
 //! was noted as one meta command per second (and a listing flushes first).
 
 use std::sync::{Arc, Mutex};

@@ -12,15 +12,11 @@ mod compliance_tasks;
 mod config;
 mod error;
 mod handlers;
+mod http;
 mod idempotency;
 mod import;
 mod incident_report;
-mod openapi;
-mod permissions;
-mod ratelimit;
-mod request_stats;
 mod route_access;
-mod route_table;
 mod secrets;
 mod security;
 mod services;
@@ -43,8 +39,9 @@ use tracing::info;
 use crate::cluster::{ClusterClient, GrpcCluster};
 use crate::config::RouterConfig;
 use crate::error::ApiError;
-use crate::permissions::Access::{Authenticated, Permission as P, Public};
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::{Authenticated, Permission as P, Public};
+use crate::http::route_table::RouteTable;
+use crate::http::{permissions, ratelimit, request_stats};
 use crate::state::AppState;
 
 #[global_allocator]
@@ -66,7 +63,7 @@ fn route_table() -> RouteTable {
         .get("/health", Public, health::health)
         .get("/livez", Public, health::livez)
         .get("/readyz", Public, health::readyz)
-        .get("/metrics", crate::permissions::Access::Metrics, health::metrics)
+        .get("/metrics", crate::http::permissions::Access::Metrics, health::metrics)
         .get("/api/v1/openapi.json", Public, health::openapi)
         .post("/api/v1/auth/login", Public, auth::login)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)

@@ -31,8 +31,8 @@ use crate::catalog::{Catalog, all_ok};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Document, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The document routes, merged into the router's table.

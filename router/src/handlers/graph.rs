@@ -27,8 +27,8 @@ use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Graph, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The graph used when a request names none.

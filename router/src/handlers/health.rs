@@ -66,7 +66,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     }
 }
 
-/// `GET /api/v1/openapi.json`: the OpenAPI description of every route (see [`crate::openapi`]).
+/// `GET /api/v1/openapi.json`: the OpenAPI description of every route (see [`crate::http::openapi`]).
 pub async fn openapi(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(crate::openapi::document(state.decisions()))
+    Json(crate::http::openapi::document(state.decisions()))
 }

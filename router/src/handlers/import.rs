@@ -28,9 +28,9 @@ use super::{JsonBody, ReadPrefs};
 use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, Kv, KvReply, Sql, shape};
 use crate::error::ApiError;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::import::{self, ParseError};
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
 use crate::state::AppState;
 
 /// Largest request body the import routes accept (413 beyond).

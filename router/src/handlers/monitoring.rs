@@ -1,7 +1,7 @@
 //! `GET /api/v1/admin/stats`, `/alerts` and `/dashboard`: what this router
 //! measured of its requests, the alerts the cluster's live state raises, and one
 //! summary of both for a UI. Every figure is measured when asked (node facts
-//! from the nodes, request figures from [`crate::request_stats`]).
+//! from the nodes, request figures from [`crate::http::request_stats`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -18,8 +18,8 @@ use super::{JsonBody, QueryParams};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The security administration routes.

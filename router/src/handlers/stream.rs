@@ -29,8 +29,8 @@ use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
 use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, Stream, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 use crate::stream_hub::{self, event_json};
 

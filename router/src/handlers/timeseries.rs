@@ -28,8 +28,8 @@ use crate::auth::Caller;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, TimeSeries, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 
 const MAX_NAME_BYTES: usize = 200;

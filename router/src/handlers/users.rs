@@ -15,9 +15,9 @@ use super::JsonBody;
 use crate::auth::{Caller, hash_password, new_id};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
-use crate::permissions::Access;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::state::AppState;
 
 /// The user, role and access-table routes.
@@ -276,7 +276,7 @@ pub async fn route_table(State(state): State<AppState>) -> Json<Value> {
                 Access::Public => "public".to_string(),
                 Access::Authenticated => "authenticated".to_string(),
                 Access::Permission(p) => p.to_string(),
-                Access::Metrics => format!("{} or the metrics token", crate::permissions::METRICS_PERMISSION),
+                Access::Metrics => format!("{} or the metrics token", crate::http::permissions::METRICS_PERMISSION),
             };
             json!({"method": m, "path": p, "access": access})
         })

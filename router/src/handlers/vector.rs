@@ -40,8 +40,8 @@ use crate::auth::{Caller, new_id};
 use crate::catalog::Catalog;
 use crate::cluster::typed::{self, Vector, shape};
 use crate::error::ApiError;
-use crate::permissions::Access::Permission as P;
-use crate::route_table::RouteTable;
+use crate::http::permissions::Access::Permission as P;
+use crate::http::route_table::RouteTable;
 use crate::services::vector_layouts::Layout;
 use crate::state::AppState;
 

@@ -114,15 +114,15 @@ impl TestRouter {
     }
 
     /// Sends `req` and reads the whole answer; a JSON answer's shape is checked
-    /// against the OpenAPI document (see [`crate::openapi::observed`]).
+    /// against the OpenAPI document (see [`crate::http::openapi::observed`]).
     async fn send(&self, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
         let method = req.method().to_string();
         let resp = self.app.clone().oneshot(req).await.expect("infallible");
         let (status, headers) = (resp.status(), resp.headers().clone());
-        let template = resp.extensions().get::<crate::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
+        let template = resp.extensions().get::<crate::http::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        crate::openapi::observed::observe(&method, &template, status.as_u16(), &json);
+        crate::http::openapi::observed::observe(&method, &template, status.as_u16(), &json);
         (status, headers, bytes)
     }
 

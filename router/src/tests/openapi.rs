@@ -31,7 +31,7 @@ async fn every_route_of_the_table_is_in_the_openapi_document() {
     assert!(decisions.len() > 150, "the whole table: {}", decisions.len());
     let mut described = 0;
     for d in decisions {
-        let path = crate::openapi::openapi_path(&d.path);
+        let path = crate::http::openapi::openapi_path(&d.path);
         let op = &doc["paths"][&path][d.method.to_ascii_lowercase()];
         assert!(op.is_object(), "{} {} is missing from the document", d.method, d.path);
         assert!(op["x-tessera-permission"].is_string(), "{} {}: {op}", d.method, d.path);

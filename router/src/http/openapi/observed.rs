@@ -10,11 +10,11 @@
 //! run with `TESSERA_RECORD_API_SHAPES` set ([`RECORDING`]).
 //!
 //! Refresh after changing an answer's shape (docs/operations.md "API description"):
-//! `echo {} > router/src/openapi/observed.json`, `TESSERA_BLESS=1 cargo nextest run -p tessera-router`
-//! twice, then `cargo build -p tessera-node -p tessera-router`, `cp router/src/openapi/observed.json /tmp/shapes.json`,
+//! `echo {} > router/src/http/openapi/observed.json`, `TESSERA_BLESS=1 cargo nextest run -p tessera-router`
+//! twice, then `cargo build -p tessera-node -p tessera-router`, `cp router/src/http/openapi/observed.json /tmp/shapes.json`,
 //! `TESSERA_RECORD_API_SHAPES=/tmp/shapes.json cargo nextest run -p tessera-tests -E 'not binary(chaos)'` (the
 //! black-box suite, about 12 minutes here; its answers also show what real clusters answer, `null`s included)
-//! and `cp /tmp/shapes.json router/src/openapi/observed.json` (the harness refuses binaries older than a source
+//! and `cp /tmp/shapes.json router/src/http/openapi/observed.json` (the harness refuses binaries older than a source
 //! file, so the routers record into a copy).
 
 #![cfg_attr(not(test), allow(dead_code))]
@@ -225,7 +225,7 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
     {
         panic!(
             "{key} answered {status} with a shape its OpenAPI document does not describe ({why}); if the change is meant, \
-                 refresh router/src/openapi/observed.json (see router/src/openapi/observed.rs)"
+                 refresh router/src/http/openapi/observed.json (see router/src/http/openapi/observed.rs)"
         );
     }
 }
@@ -261,7 +261,7 @@ pub fn record_into(path: &std::path::Path, key: &str, status: u16, body: &Value)
 
 #[cfg(test)]
 fn record(key: &str, status: u16, body: &Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/openapi/observed.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/http/openapi/observed.json");
     record_into(std::path::Path::new(path), key, status, body).expect("record into observed.json");
 }
 

@@ -13,7 +13,7 @@ use crate::services::request_stats::PROBES;
 use crate::state::AppState;
 
 /// With `TESSERA_RECORD_API_SHAPES`: the shape of a successful JSON answer is
-/// merged into that file (see [`crate::openapi::observed::RECORDING`]).
+/// merged into that file (see [`crate::http::openapi::observed::RECORDING`]).
 async fn record_shape(path: &std::path::Path, method: &str, route: &str, response: Response) -> Response {
     let json = response.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     // The document itself is not described by its own shape.
@@ -25,8 +25,8 @@ async fn record_shape(path: &std::path::Path, method: &str, route: &str, respons
         return Response::from_parts(parts, axum::body::Body::empty());
     };
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-        let key = crate::openapi::observed::route_key(method, route);
-        if let Err(e) = crate::openapi::observed::record_into(path, &key, parts.status.as_u16(), &value) {
+        let key = crate::http::openapi::observed::route_key(method, route);
+        if let Err(e) = crate::http::openapi::observed::record_into(path, &key, parts.status.as_u16(), &value) {
             tracing::warn!("recording the shape of {key}: {e}");
         }
     }
@@ -41,7 +41,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
     if PROBES.contains(&route.as_str()) {
         let mut response = next.run(req).await;
-        response.extensions_mut().insert(crate::openapi::RouteTemplate(route));
+        response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route));
         return response;
     }
     let kind = crate::activity::kind_of(req.method(), &route);
@@ -51,8 +51,8 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     // carried into the nodes by the gRPC client.
     let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
     let mut response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
-    response.extensions_mut().insert(crate::openapi::RouteTemplate(route.clone()));
-    if let Some(path) = crate::openapi::observed::RECORDING.as_deref() {
+    response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route.clone()));
+    if let Some(path) = crate::http::openapi::observed::RECORDING.as_deref() {
         response = record_shape(path, &method, &route, response).await;
     }
     let elapsed = started.elapsed();

@@ -1,7 +1,7 @@
 //! What a handler's signature says about its route: the request body (from a
 //! [`JsonBody`]/[`OptionalJsonBody`] extractor), the query parameters (from
 //! [`QueryParams`]) and, for handlers that answer a typed value, the response
-//! body. [`crate::route_table::RouteTable`] reads it when a route is declared,
+//! body. [`crate::http::route_table::RouteTable`] reads it when a route is declared,
 //! so the OpenAPI document cannot drift from the handlers: a handler whose
 //! extractor has no description here does not compile into the table.
 

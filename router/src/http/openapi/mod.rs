@@ -6,7 +6,7 @@
 //! Where each part comes from:
 //! - request bodies and query parameters: the handler's extractors
 //!   ([`describe`]; the types derive `schemars::JsonSchema`), or
-//!   [`crate::route_table::RouteTable::body`] for a body read by hand;
+//!   [`crate::http::route_table::RouteTable::body`] for a body read by hand;
 //! - success bodies: the handler's answer type when it is typed, else the
 //!   shape its answers were observed to have ([`observed`], checked on every
 //!   answer of the in-process tests).
@@ -17,8 +17,8 @@ pub mod observed;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::permissions::Access;
-use crate::route_table::Decision;
+use crate::http::permissions::Access;
+use crate::http::route_table::Decision;
 use describe::RequestBody;
 
 /// The matched route template of an answer (set on responses by the request
@@ -116,7 +116,7 @@ pub fn document(decisions: &[Decision]) -> Value {
             Access::Public => ("public".to_string(), json!([])),
             Access::Authenticated => ("authenticated".to_string(), json!([{"bearer": []}])),
             Access::Permission(p) => (p.to_string(), json!([{"bearer": []}])),
-            Access::Metrics => (format!("{} or the metrics token", crate::permissions::METRICS_PERMISSION), json!([{"bearer": []}])),
+            Access::Metrics => (format!("{} or the metrics token", crate::http::permissions::METRICS_PERMISSION), json!([{"bearer": []}])),
         };
         let mut parameters = path_parameters(&d.path);
         if let Some(query) = d.doc.query {

@@ -1,5 +1,5 @@
 //! Access control: every route is declared with its decision in the route table
-//! ([`crate::route_table`]), checked by one middleware before any handler runs. A
+//! ([`crate::http::route_table`]), checked by one middleware before any handler runs. A
 //! request whose route has no decision is refused (fail closed).
 //!
 //! Built-in roles: admin holds every permission; operator every `read:*` and

@@ -1,6 +1,6 @@
 //! The route table: every route is declared once, with its access decision, and
 //! the table builds both the axum router and the decisions the permission check
-//! ([`crate::permissions::authorize`]) reads. A route cannot exist without a
+//! ([`crate::http::permissions::authorize`]) reads. A route cannot exist without a
 //! decision, nor a decision without its route.
 //!
 //! ```ignore
@@ -16,7 +16,7 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use schemars::JsonSchema;
 
-use crate::openapi::describe::Documented;
+use crate::http::openapi::describe::Documented;
 use crate::route_access::Access;
 use crate::route_access::{RequestBody, RouteDoc};
 use crate::state::AppState;

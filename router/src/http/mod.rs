@@ -1,0 +1,11 @@
+//! The HTTP layer's plumbing beside the handlers (`crate::handlers`): the route
+//! table every route is declared in, with its access decision; the middleware
+//! every request passes (rate limits, request statistics, the permission
+//! check); and the OpenAPI document built from the table. It calls services
+//! (`crate::services`); no service imports it.
+
+pub mod openapi;
+pub mod permissions;
+pub mod ratelimit;
+pub mod request_stats;
+pub mod route_table;
