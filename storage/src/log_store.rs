@@ -402,7 +402,7 @@ impl LogStore {
     /// `--unsynced` control-plane chaos run found one: a request applied on one
     /// replica only). Such a replica answers an error naming the index, and the
     /// node rebuilds it (`Store::take_diverged`). Only where commits can be
-    /// lost: with synced commits the check cannot fail and costs a read. A
+    /// lost: with synced commits it cannot fail, and it returns at once. A
     /// message of a leader older than this replica's vote is not checked
     /// (openraft refuses it; its entries may rightly differ).
     pub fn check_leader_log(&self, leader: &Vote<u64>, sent: impl IntoIterator<Item = LogId<u64>>) -> Result<(), RaftStorageError> {
