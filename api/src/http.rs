@@ -60,10 +60,13 @@ pub struct LoginResponse {
 /// `POST /api/v1/kv/keys` request.
 #[derive(schemars::JsonSchema, Debug, Clone, Deserialize)]
 pub struct KvPutRequest {
+    /// 1 to `kv.max_key_bytes` bytes.
+    #[schemars(length(min = 1))]
     pub key: String,
     pub value: serde_json::Value,
     /// Seconds until the entry expires.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub ttl: Option<u64>,
 }
 

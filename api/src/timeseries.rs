@@ -14,10 +14,20 @@ use serde_json::Value;
 /// milliseconds, or `now[-+]duration` (resolved against the leader's clock).
 #[derive(schemars::JsonSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TsPointIn {
+    /// RFC 3339, a date, or epoch seconds or milliseconds.
+    #[schemars(schema_with = "timestamp_schema")]
     pub timestamp: Value,
     pub value: f64,
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+}
+
+fn timestamp_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date"},
+        {"type": "number", "minimum": -9.2e18, "maximum": 9.2e18, "exclusiveMinimum": true, "exclusiveMaximum": true},
+    ]})
 }
 
 /// A metric's description and storage statistics.

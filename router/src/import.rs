@@ -168,7 +168,8 @@ pub fn batch_size(requested: Option<usize>) -> Result<usize, String> {
 pub fn parse_duration_ms(v: &Value) -> Result<i64, String> {
     let bad = || format!("invalid duration {v}: use seconds or a string such as \"30s\", \"15m\", \"2h\", \"7d\"");
     match v {
-        Value::Number(n) => n.as_u64().map(|s| s.saturating_mul(1000) as i64).ok_or_else(bad),
+        // Whole seconds, at most i64::MAX milliseconds (a larger number once wrapped to -1 ms).
+        Value::Number(n) => n.as_u64().and_then(|s| i64::try_from(s).ok()).and_then(|s| s.checked_mul(1000)).ok_or_else(bad),
         Value::String(s) => tessera_timeseries::parse_duration(s).map_err(|_| bad()),
         _ => Err(bad()),
     }
@@ -178,6 +179,13 @@ pub fn parse_duration_ms(v: &Value) -> Result<i64, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_duration_beyond_i64_milliseconds_is_refused() {
+        assert_eq!(parse_duration_ms(&json!(90)), Ok(90_000));
+        assert!(parse_duration_ms(&json!(9_223_372_036_854_775_808u64)).is_err(), "it wrapped to -1 ms");
+        assert!(parse_duration_ms(&json!(i64::MAX / 1000 + 1)).is_err());
+    }
 
     #[test]
     fn csv_rows_carry_their_lines() {

@@ -109,6 +109,7 @@ fn route_table() -> RouteTable {
         .delete("/api/v1/objects/buckets/{bucket}", P("write:objects"), object::drop_bucket)
         .get("/api/v1/objects/buckets/{bucket}/objects", P("read:objects"), object::list_objects)
         .get("/api/v1/objects/buckets/{bucket}/object/{*key}", P("read:objects"), object::get_object)
+        .answers_stored_bytes()
         .head("/api/v1/objects/buckets/{bucket}/object/{*key}", object::head_object)
         .put("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::put_object)
         .delete("/api/v1/objects/buckets/{bucket}/object/{*key}", P("write:objects"), object::delete_object)

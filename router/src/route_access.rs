@@ -44,6 +44,9 @@ pub struct RouteDoc {
     pub response: Option<SchemaFn>,
     /// The handler answers bytes or a stream rather than a JSON value.
     pub raw_response: bool,
+    /// Its success answer is the resource's own bytes, in the media type they
+    /// were stored with, and never a JSON body of Tessera's (an object's content).
+    pub bytes_only: bool,
 }
 
 impl std::fmt::Debug for RouteDoc {

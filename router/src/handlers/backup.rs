@@ -18,6 +18,8 @@ use crate::state::AppState;
 #[serde(default, deny_unknown_fields)]
 pub struct BackupBody {
     encrypted: bool,
+    /// A short name such as `none` (the default), `gdpr`, `hipaa`, `soc2`.
+    #[schemars(pattern(r"^[A-Za-z0-9_-]{1,64}$"))]
     compliance_mode: Option<String>,
 }
 

@@ -32,7 +32,9 @@ const DEFAULT_OLDER_THAN_MS: i64 = 3_600_000;
 #[schemars(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct CompressBody {
-    /// Compress values written before this long ago: a duration (`"90s"`, `"7d"`) or milliseconds.
+    /// Compress values written before this long ago: a duration (`"90s"`, `"7d"`) or whole seconds.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::http::openapi::formats::duration_or_seconds")]
     older_than: Option<serde_json::Value>,
 }
 

@@ -243,9 +243,17 @@ fn elapsed_ms(started: Instant) -> u64 {
 /// Body of `POST /api/v1/documents/collections`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateCollection {
+    #[schemars(pattern(crate::http::openapi::formats::DOCUMENT_COLLECTION), extend("not" = {"enum": ["collections"]}))]
     name: String,
+    /// A JSON Schema the collection's documents must meet, or null for none.
     #[serde(default)]
+    #[schemars(schema_with = "json_schema_document")]
     schema: Option<Value>,
+}
+
+/// A JSON Schema: an object, or `true`/`false`; null for none.
+fn json_schema_document(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"nullable": true, "anyOf": [{"type": "object"}, {"type": "boolean"}]})
 }
 
 /// `POST /api/v1/documents/collections {name, schema?}` → 201; 409 if it exists.
@@ -359,8 +367,10 @@ pub async fn drop_collection(
 /// Body of an insert: `{document, id?}` (an id is assigned when none is given).
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct InsertBody {
+    #[schemars(with = "Map<String, Value>")]
     document: Value,
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::SLASHLESS_ID))]
     id: Option<String>,
 }
 
@@ -421,6 +431,7 @@ pub async fn get_document(
 /// Body of a replace: `{document}`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct ReplaceBody {
+    #[schemars(with = "Map<String, Value>")]
     document: Value,
 }
 
@@ -497,6 +508,15 @@ impl schemars::JsonSchema for SortArg {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "description": "a sort: an object of field → 1 (ascending) or -1 (descending), in the client's order; or [[field, direction], …]; or a field name",
+            "anyOf": [
+                {"type": "object", "additionalProperties": {"type": "integer", "enum": [1, -1]}},
+                {"type": "array", "items": {"anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "minItems": 2, "maxItems": 2, "items": {}},
+                    {"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": {"type": "integer", "enum": [1, -1]}},
+                ]}},
+                {"type": "string"},
+            ],
         })
     }
 }
@@ -538,6 +558,7 @@ impl<'de> Deserialize<'de> for SortArg {
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct FindRequest {
     #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     filter: Option<Value>,
     #[serde(default)]
     sort: Option<SortArg>,
@@ -616,6 +637,7 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
 /// Body of `POST …/collections/{name}/indexes`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateIndex {
+    #[schemars(pattern(crate::http::openapi::formats::FIELD_PATH))]
     field: String,
 }
 

@@ -61,10 +61,16 @@ pub fn routes() -> RouteTable {
 /// `?graph=` of GET and DELETE routes.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct GraphParam {
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
 }
 
+/// The graph a request names in its body or its `?graph=` (the body wins);
+/// each one given must be a valid name.
 fn graph_name(body: Option<String>, param: Option<String>) -> Result<String, ApiError> {
+    if let Some(p) = &param {
+        validate_graph_name(p).map_err(ApiError::BadRequest)?;
+    }
     let name = body.or(param).unwrap_or_else(|| DEFAULT_GRAPH.to_string());
     validate_graph_name(&name).map_err(ApiError::BadRequest)?;
     Ok(name)
@@ -137,16 +143,23 @@ fn elapsed_ms(started: Instant) -> u64 {
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct NodeBody {
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::SLASHLESS_ID))]
     id: Option<String>,
+    #[schemars(pattern(crate::http::openapi::formats::LABEL))]
     label: String,
     #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     properties: Option<Value>,
 }
 
 impl NodeBody {
     fn into_new(self) -> Result<NewNode, ApiError> {
+        if let Some(g) = &self.graph {
+            validate_graph_name(g).map_err(ApiError::BadRequest)?;
+        }
         let id = self.id.unwrap_or_else(new_id);
         validate_id("node", &id).map_err(ApiError::BadRequest)?;
         validate_label(&self.label).map_err(ApiError::BadRequest)?;
@@ -158,15 +171,21 @@ impl NodeBody {
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct EdgeBody {
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::SLASHLESS_ID))]
     id: Option<String>,
     #[serde(alias = "from")]
+    #[schemars(pattern(crate::http::openapi::formats::SLASHLESS_ID))]
     from_node: String,
     #[serde(alias = "to")]
+    #[schemars(pattern(crate::http::openapi::formats::SLASHLESS_ID))]
     to_node: String,
+    #[schemars(pattern(crate::http::openapi::formats::LABEL))]
     label: String,
     #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     properties: Option<Value>,
 }
 
@@ -280,8 +299,13 @@ pub async fn delete_edge(
 
 /// Body of `POST /api/v1/graph/batch`.
 #[derive(schemars::JsonSchema, Deserialize)]
+#[schemars(extend("anyOf" = [
+    {"required": ["nodes"], "properties": {"nodes": {"minItems": 1}}},
+    {"required": ["edges"], "properties": {"edges": {"minItems": 1}}},
+]))]
 pub struct BatchBody {
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
     #[serde(default)]
     nodes: Vec<NodeBody>,
@@ -337,12 +361,18 @@ pub async fn batch(
 /// Query of `GET /api/v1/graph/data`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct DataParams {
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
     label: Option<String>,
     start_node: Option<String>,
+    /// With `start_node` only: how far to traverse (default 1).
+    #[schemars(range(max = 10))]
     depth: Option<u32>,
     edge_label: Option<String>,
+    #[schemars(pattern(r"^([Oo][Uu][Tt]|[Ii][Nn]|[Bb][Oo][Tt][Hh])$"))]
     direction: Option<String>,
+    /// At most the router's `query_limits.max_result_rows` (default 100000).
+    #[schemars(range(min = 1, max = 100000))]
     limit: Option<usize>,
 }
 
@@ -437,9 +467,12 @@ pub async fn data(
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryBody {
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::GRAPH))]
     graph: Option<String>,
+    #[schemars(pattern(r"\S"))]
     query: String,
     #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     params: Option<Value>,
 }
 

@@ -205,20 +205,30 @@ async fn put_many_on_current_ranges(state: &AppState, pairs: &[(String, Value)],
 #[derive(schemars::JsonSchema, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SqlImportOptions {
+    #[schemars(pattern(r"^([Ss][Kk][Ii][Pp]|[Ee][Rr][Rr][Oo][Rr]|[Uu][Pp][Dd][Aa][Tt][Ee])$"))]
     on_conflict: Option<String>,
+    #[schemars(range(min = 1, max = 10000))]
     batch_size: Option<usize>,
 }
 
 /// Body of `POST /api/v1/import/sql`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct SqlImportRequest {
+    #[schemars(length(min = 1))]
     table: String,
+    #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,
+    #[schemars(pattern(r"^([Cc][Ss][Vv]|[Jj][Ss][Oo][Nn])$"))]
     format: String,
     /// CSV or JSON text (a JSON array of row objects is also taken as is).
+    #[schemars(schema_with = "import_data")]
     data: Value,
     #[serde(default)]
     options: Option<SqlImportOptions>,
+}
+
+fn import_data(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]})
 }
 
 fn on_conflict(s: Option<&str>) -> Result<OnConflict, ApiError> {
@@ -296,9 +306,12 @@ pub async fn import_sql(
 /// Body of `POST /api/v1/import/documents`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct DocImportRequest {
+    #[schemars(pattern(crate::http::openapi::formats::DOCUMENT_COLLECTION), extend("not" = {"enum": ["collections"]}))]
     collection: String,
+    #[schemars(with = "Vec<serde_json::Map<String, Value>>")]
     documents: Vec<Value>,
     #[serde(default)]
+    #[schemars(range(min = 1, max = 10000))]
     batch_size: Option<usize>,
 }
 
@@ -368,6 +381,8 @@ pub async fn import_documents(
 #[derive(schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvPair {
+    /// 1 to `kv.max_key_bytes` bytes.
+    #[schemars(length(min = 1))]
     key: String,
     value: Value,
 }
@@ -377,6 +392,7 @@ pub struct KvPair {
 pub struct KvImportRequest {
     pairs: Vec<KvPair>,
     #[serde(default)]
+    #[schemars(range(min = 1, max = 10000))]
     batch_size: Option<usize>,
 }
 

@@ -124,7 +124,15 @@ pub async fn delete(
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
 pub struct PrefixParams {
     prefix: Option<String>,
+    /// At most `query_limits.max_result_rows` entries come back, whatever is asked.
     limit: Option<usize>,
+}
+
+/// Query string of prefix deletion: the prefix is required (`prefix=` deletes every key).
+#[derive(schemars::JsonSchema, Debug, Deserialize)]
+pub struct DeletePrefixParams {
+    #[schemars(required, with = "String")]
+    prefix: Option<String>,
 }
 
 /// `GET /api/v1/kv/keys?prefix=&limit=`: entries of every shard merged in key order.
@@ -171,7 +179,7 @@ pub async fn delete_prefix(
     State(state): State<AppState>,
     caller: Caller,
     prefs: ReadPrefs,
-    QueryParams(p): QueryParams<PrefixParams>,
+    QueryParams(p): QueryParams<DeletePrefixParams>,
 ) -> Result<Json<Value>, ApiError> {
     require_writer(&caller)?;
     let prefix =

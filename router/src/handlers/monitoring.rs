@@ -407,8 +407,10 @@ pub async fn storage(State(state): State<AppState>, _caller: Caller) -> Result<J
 /// `?limit=&type=` of the activities route.
 #[derive(schemars::JsonSchema, serde::Deserialize)]
 pub struct ActivitiesParams {
+    #[schemars(range(min = 1, max = 10000))]
     limit: Option<usize>,
     #[serde(rename = "type")]
+    #[schemars(pattern(r"^(query|login|config|admin)$"))]
     kind: Option<String>,
 }
 

@@ -132,6 +132,7 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 /// `?consistency=` of lifecycle calls (the `X-Consistency` header works too).
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct LifecycleParams {
+    #[schemars(pattern(r"^\s*([Oo][Nn][Ee]|[Qq][Uu][Oo][Rr][Uu][Mm]|[Aa][Ll][Ll])\s*$"))]
     consistency: Option<String>,
 }
 
@@ -635,6 +636,7 @@ pub async fn rebalance(State(state): State<AppState>, _caller: Caller, body: axu
 #[serde(deny_unknown_fields)]
 pub struct PreferredLeaderBody {
     /// The node that should lead the group, or `null` to clear the preference.
+    #[schemars(required, extend("nullable" = true))]
     node_id: Option<NodeId>,
 }
 

@@ -190,6 +190,7 @@ async fn object_write_served(state: &AppState, group: GroupId, op: ObjectOp, c: 
 /// Body of `POST /api/v1/objects/buckets`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateBucket {
+    #[schemars(pattern(crate::http::openapi::formats::BUCKET), length(min = 3, max = 63))]
     name: String,
 }
 
@@ -266,6 +267,7 @@ pub async fn drop_bucket(
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct ListParams {
     prefix: Option<String>,
+    #[schemars(range(min = 1, max = 10000))]
     limit: Option<usize>,
     #[serde(alias = "after", alias = "continuation_token")]
     marker: Option<String>,

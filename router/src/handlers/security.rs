@@ -92,6 +92,7 @@ async fn read<T>(
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct AlertParams {
     acknowledged: Option<bool>,
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<usize>,
 }
 
@@ -121,13 +122,19 @@ pub async fn acknowledge(State(state): State<AppState>, caller: Caller, Path(ale
 
 /// Body of `POST /api/v1/admin/security/block-ip`.
 #[derive(schemars::JsonSchema, Deserialize)]
+#[schemars(extend("oneOf" = [{"required": ["duration_hours"]}, {"required": ["duration_secs"]}]))]
 pub struct BlockRequest {
+    #[schemars(schema_with = "crate::http::openapi::formats::ip_address")]
     ip_address: String,
     #[serde(default)]
     reason: Option<String>,
     /// Whole hours, 1 to 87600.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 87600))]
     duration_hours: Option<i64>,
     /// Alternative to `duration_hours`: whole seconds, 1 to 315360000.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 315360000))]
     duration_secs: Option<i64>,
 }
 

@@ -39,9 +39,12 @@ pub fn routes() -> RouteTable {
 /// Body of `POST /api/v1/query`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryRequest {
+    /// One or more statements (not only white space).
+    #[schemars(pattern(r"\S"))]
     sql: String,
     #[serde(default)]
     params: Vec<Value>,
+    #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,
 }
 
@@ -168,6 +171,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
 /// `?database=` of the catalog routes.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct DatabaseParam {
+    #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,
 }
 
@@ -280,9 +284,11 @@ pub async fn vacuum(
 #[schemars(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct VacuumBody {
-    /// One table (of `database`, `default` unless named).
+    /// One table (of `database`, `default` unless named): 1 to 128 bytes.
+    #[schemars(length(min = 1))]
     table_name: Option<String>,
     /// Every table of this database (or the database of `table_name`).
+    #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,
 }
 

@@ -4,8 +4,6 @@
 //! CDC channel `cdc.<database>.<table>` lives in the database's group
 //! (`sql/<database>`), so change records are written in the SQL write's batch.
 
-use std::collections::HashMap;
-
 use axum::Json;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -179,10 +177,13 @@ pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs
 /// Body of `POST /api/v1/streaming/channels`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateChannel {
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
     name: String,
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::DURATION))]
     retention: Option<String>,
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_events: Option<u64>,
 }
 
@@ -220,11 +221,22 @@ pub async fn get_channel(
     Ok(Json(channel_json(&c.ok_or_else(|| not_found(&channel))?)))
 }
 
-fn parse_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
-    params
-        .get(name)
-        .map(|v| v.trim().parse::<u64>().map_err(|_| ApiError::BadRequest(format!("{name} must be a non-negative integer"))))
-        .transpose()
+/// Query of a channel's history.
+#[derive(schemars::JsonSchema, Deserialize)]
+pub struct HistoryParams {
+    #[schemars(range(min = 1, max = 10000))]
+    limit: Option<u64>,
+    /// Events after this id.
+    after: Option<u64>,
+}
+
+/// Query of a subscription: `after` or `from`, not both.
+#[derive(schemars::JsonSchema, Deserialize)]
+pub struct SubscribeParams {
+    /// Events after this id.
+    after: Option<u64>,
+    /// Events from this id on.
+    from: Option<u64>,
 }
 
 fn parse_limit(v: Option<u64>, name: &str) -> Result<usize, ApiError> {
@@ -247,11 +259,11 @@ pub async fn history(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(channel): Path<String>,
-    QueryParams(params): QueryParams<HashMap<String, String>>,
+    QueryParams(params): QueryParams<HistoryParams>,
 ) -> Result<Json<Value>, ApiError> {
     check_channel(&channel)?;
-    let limit = parse_limit(parse_u64(&params, "limit")?, "limit")?;
-    let after = parse_u64(&params, "after")?;
+    let limit = parse_limit(params.limit, "limit")?;
+    let after = params.after;
     let group = group_of(&state, &channel)?;
     let q = StreamQuery::Events { channel: channel.clone(), after, limit };
     let r = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Events))
@@ -267,8 +279,12 @@ pub async fn history(
 /// Body of `POST /api/v1/streaming/publish`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct PublishRequest {
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
     channel: String,
+    /// 1 to 128 bytes, not only white space.
+    #[schemars(pattern(r"\S"))]
     event_type: String,
+    #[schemars(with = "serde_json::Map<String, Value>")]
     data: Value,
 }
 
@@ -313,13 +329,12 @@ pub async fn subscribe(
     State(state): State<AppState>,
     _caller: Caller,
     Path(channel): Path<String>,
-    QueryParams(params): QueryParams<HashMap<String, String>>,
+    QueryParams(params): QueryParams<SubscribeParams>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let ws = ws.map_err(|e| ApiError::BadRequest(format!("this route is a WebSocket: {e}")))?;
     check_channel(&channel)?;
-    let after = parse_u64(&params, "after")?;
-    let from = parse_u64(&params, "from")?;
+    let SubscribeParams { after, from } = params;
     if after.is_some() && from.is_some() {
         return Err(ApiError::BadRequest("give after or from, not both".into()));
     }
@@ -341,6 +356,7 @@ pub async fn subscribe(
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct PollRequest {
     #[serde(default)]
+    #[schemars(range(min = 1, max = 10000))]
     max: Option<u64>,
 }
 
@@ -378,7 +394,8 @@ pub struct CommitRequest {
 
 /// `POST …/channels/{channel}/consumers/{group}/commit {offset}`: the group has
 /// processed every event up to `offset`. Offsets only move forward (a lower
-/// one is ignored); beyond the newest event is 400.
+/// one is ignored); beyond the newest event is 409 (a conflict with the
+/// channel's state, as a commit of a consumer group ahead of the log).
 pub async fn commit(
     State(state): State<AppState>,
     _caller: Caller,
@@ -416,11 +433,15 @@ pub async fn list_consumers(
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct EnableCdc {
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,
+    #[schemars(length(min = 1))]
     table: String,
     #[serde(default)]
+    #[schemars(pattern(crate::http::openapi::formats::DURATION))]
     retention: Option<String>,
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_events: Option<u64>,
 }
 

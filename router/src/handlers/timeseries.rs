@@ -93,6 +93,7 @@ fn metric_json(m: &MetricInfo) -> Value {
 /// Body of `POST /api/v1/timeseries/metrics`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateMetric {
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
     name: String,
     #[serde(default = "gauge", alias = "type")]
     metric_type: String,
@@ -171,7 +172,9 @@ pub async fn set_retention(
 /// Body of `POST /api/v1/timeseries/write`; top-level `tags` apply to every point.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct WriteRequest {
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
     metric: String,
+    #[schemars(length(min = 1, max = 100000))]
     points: Vec<TsPointIn>,
     #[serde(default)]
     tags: BTreeMap<String, String>,
@@ -213,14 +216,18 @@ pub async fn write(
 /// Body of `POST /api/v1/timeseries/query`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct QueryRequest {
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
     metric: String,
     #[serde(default, alias = "start_time")]
+    #[schemars(schema_with = "crate::http::openapi::formats::optional_timestamp")]
     start: Value,
     #[serde(default, alias = "end_time")]
+    #[schemars(schema_with = "crate::http::openapi::formats::optional_timestamp")]
     end: Value,
     #[serde(default)]
     tags: BTreeMap<String, String>,
     #[serde(default)]
+    #[schemars(schema_with = "crate::http::openapi::formats::ts_aggregation")]
     aggregation: Value,
 }
 

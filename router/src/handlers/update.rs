@@ -26,7 +26,8 @@ use crate::state::AppState;
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateBody {
-    /// Path of the new `tessera-node` on the nodes' machines.
+    /// Absolute path of the new `tessera-node` on the nodes' machines.
+    #[schemars(pattern(r"^/"))]
     binary: Option<String>,
     /// The version the update is for (checked against what the nodes run).
     version: Option<String>,

@@ -192,11 +192,28 @@ pub async fn delete_user(State(state): State<AppState>, caller: Caller, Path(id)
     Ok(Json(json!({"id": id, "deleted": true})))
 }
 
-/// Body of role creation and update.
+/// Body of a role's update (the path names it).
+#[derive(schemars::JsonSchema, Deserialize)]
+pub struct RoleUpdate {
+    /// Permissions of `GET /api/v1/admin/permissions`, except `manage:*`.
+    #[schemars(schema_with = "grantable_permissions")]
+    permissions: Vec<String>,
+}
+
+/// Body of role creation.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct RoleBody {
+    /// Required to create; the path names the role on update.
+    #[schemars(with = "String", pattern(crate::http::openapi::formats::ROLE))]
     name: Option<String>,
+    /// Permissions of `GET /api/v1/admin/permissions`, except `manage:*`.
+    #[schemars(schema_with = "grantable_permissions")]
     permissions: Vec<String>,
+}
+
+fn grantable_permissions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let grantable: Vec<&str> = PERMISSIONS.iter().copied().filter(|p| !p.starts_with("manage:")).collect();
+    schemars::json_schema!({"type": "array", "items": {"type": "string", "enum": grantable}})
 }
 
 fn check_permissions(perms: &[String]) -> Result<(), ApiError> {
@@ -245,7 +262,7 @@ pub async fn list_roles(State(state): State<AppState>) -> Result<Json<Value>, Ap
 pub async fn update_role(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    JsonBody(req): JsonBody<RoleBody>,
+    JsonBody(req): JsonBody<RoleUpdate>,
 ) -> Result<Json<Value>, ApiError> {
     if Role::parse(&name).is_some() {
         return Err(ApiError::Conflict(format!("{name} is a built-in role")));

@@ -74,6 +74,7 @@ pub async fn status(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// Body of `POST /api/v1/admin/vault/unseal`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct UnsealBody {
+    #[schemars(length(min = 1))]
     passphrase: String,
 }
 
@@ -157,9 +158,25 @@ pub async fn list_secrets(
     Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
 }
 
+/// The schema of a JSON value that is not null.
+struct NonNull;
+
+impl schemars::JsonSchema for NonNull {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NonNullValue".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"description": "any JSON value but null", "nullable": false, "anyOf": [
+            {"type": "object"}, {"type": "array", "items": {}}, {"type": "string"}, {"type": "number"}, {"type": "boolean"},
+        ]})
+    }
+}
+
 /// Body of `PUT /api/v1/admin/vault/secrets/{*path}`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct PutBody {
+    /// Any JSON value but null.
+    #[schemars(required, with = "NonNull")]
     value: Option<Value>,
 }
 
@@ -217,10 +234,19 @@ pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>)
 
 /// Body of `PUT /api/v1/admin/vault/policies/{name}`.
 #[derive(schemars::JsonSchema, Deserialize)]
+#[schemars(extend("oneOf" = [{"required": ["username"]}, {"required": ["role"]}]))]
 pub struct PolicyBody {
+    /// Exactly one of `username` and `role`.
+    #[serde(default)]
+    #[schemars(pattern(r"\S"))]
     username: Option<String>,
+    #[serde(default)]
+    #[schemars(pattern(r"\S"))]
     role: Option<String>,
+    /// 1 to 100 glob patterns over secret paths (`app/*`, `team/**`).
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1)))]
     paths: Vec<String>,
+    #[schemars(length(min = 1))]
     capabilities: Vec<VaultCapability>,
 }
 
@@ -260,6 +286,7 @@ pub async fn delete_policy(State(state): State<AppState>, caller: Caller, Path(n
 /// Query of `GET /api/v1/admin/vault/audit`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct AuditQuery {
+    #[schemars(range(min = 1, max = 10000))]
     limit: Option<usize>,
 }
 

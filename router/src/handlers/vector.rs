@@ -162,12 +162,18 @@ struct RecordView {
 /// Body of `POST /api/v1/vector/collections`.
 #[derive(schemars::JsonSchema, Deserialize)]
 struct CreateCollection {
+    #[schemars(pattern(crate::http::openapi::formats::VECTOR_COLLECTION))]
     name: String,
+    #[schemars(range(min = 1, max = 4096))]
     dim: i64,
+    #[schemars(pattern(crate::http::openapi::formats::VECTOR_METRIC))]
     metric: String,
+    #[schemars(range(min = 2, max = 256))]
     m: Option<i64>,
+    #[schemars(range(min = 1, max = 10000))]
     ef_construction: Option<i64>,
-    /// How many data groups to split over (default: all of them).
+    /// How many data groups to split over (default: all of them; at most their number).
+    #[schemars(range(min = 1))]
     shards: Option<i64>,
 }
 
@@ -340,9 +346,12 @@ async fn drop_collection(
 /// One record of an upsert: `{id, vector, metadata?}`.
 #[derive(schemars::JsonSchema, Deserialize)]
 struct RecordBody {
+    #[schemars(schema_with = "crate::http::openapi::formats::vector_record_id")]
     id: Value,
+    /// As many components as the collection's `dim`.
     vector: Vec<f32>,
-    metadata: Option<Value>,
+    /// An object, or null for none.
+    metadata: Option<Map<String, Value>>,
 }
 
 impl RecordBody {
@@ -354,11 +363,7 @@ impl RecordBody {
             _ => return Err(ApiError::BadRequest("id must be a string".into())),
         };
         validate_record_id(&id).map_err(ApiError::BadRequest)?;
-        let metadata = match self.metadata {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(m @ Value::Object(_)) => m,
-            Some(_) => return Err(ApiError::BadRequest(format!("record {id}: metadata must be a JSON object"))),
-        };
+        let metadata = Value::Object(self.metadata.unwrap_or_default());
         Ok(VectorRecord { id, vector: self.vector, metadata, created_at_ms: 0, updated_at_ms: 0 })
     }
 }
@@ -409,6 +414,7 @@ async fn upsert(
 #[derive(schemars::JsonSchema, Deserialize)]
 struct BatchBody {
     #[serde(alias = "records", alias = "items")]
+    #[schemars(length(min = 1, max = 10000))]
     vectors: Vec<RecordBody>,
 }
 
@@ -475,8 +481,11 @@ async fn delete_record(
 #[derive(schemars::JsonSchema, Deserialize)]
 struct SearchBody {
     vector: Vec<f32>,
+    #[schemars(range(min = 1, max = 1000))]
     k: Option<i64>,
+    #[schemars(range(min = 1, max = 10000))]
     ef: Option<i64>,
+    #[schemars(with = "Option<Map<String, Value>>")]
     filter: Option<Value>,
 }
 

@@ -79,6 +79,15 @@ impl RouteTable {
         self
     }
 
+    /// Documents the last declared route's success answer as the bytes a
+    /// client stored, in their own media type (never a JSON body of Tessera's).
+    pub fn answers_stored_bytes(mut self) -> Self {
+        let last = self.decisions.last_mut().expect("a route declared before its answer");
+        last.doc.raw_response = true;
+        last.doc.bytes_only = true;
+        self
+    }
+
     /// Documents the last declared route's JSON body as `T`, for a handler
     /// that reads its body by hand (to word its own errors) rather than
     /// through [`crate::handlers::JsonBody`]; `required` false when an empty

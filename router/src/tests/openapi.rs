@@ -95,3 +95,58 @@ async fn success_bodies_are_typed_or_observed() {
     // Errors share one body.
     assert_eq!(doc["paths"]["/api/v1/query"]["post"]["responses"]["400"]["$ref"], "#/components/responses/Error");
 }
+
+/// Every integer schema in `value`, with where it is.
+fn integers<'a>(value: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
+    match value {
+        Value::Object(fields) => {
+            if fields.get("type") == Some(&json!("integer")) {
+                out.push((at.clone(), value));
+            }
+            for (k, v) in fields {
+                integers(v, format!("{at}/{k}"), out);
+            }
+        }
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| integers(v, format!("{at}/{i}"), out)),
+        _ => {}
+    }
+}
+
+/// What a generated client needs to build only requests the router takes:
+/// name formats, bounds and required fields are in the document.
+#[tokio::test]
+async fn the_document_states_the_formats_and_bounds_the_router_checks() {
+    let (_router, doc) = document().await;
+    let param = |path: &str, method: &str, name: &str| -> Value {
+        let op = &doc["paths"][path][method];
+        op["parameters"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{path}: no {name}"))["schema"]
+            .clone()
+    };
+    // Path parameters carry their name's pattern.
+    assert_eq!(param("/api/v1/vector/collections/{name}", "get", "name")["pattern"], crate::http::openapi::formats::VECTOR_COLLECTION);
+    assert_eq!(param("/api/v1/streaming/channels/{channel}", "get", "channel")["not"]["enum"][0], "channels");
+    assert_eq!(param("/api/v1/admin/nodes/{node_id}", "delete", "node_id")["type"], "integer");
+    // Query parameters carry their bounds.
+    let limit = param("/api/v1/admin/security/alerts", "get", "limit");
+    assert_eq!((limit["minimum"].as_u64(), limit["maximum"].as_u64()), (Some(1), Some(1000)), "{limit}");
+    // Every integer has bounds: a number beyond its type is refused, so it is not valid.
+    let mut all = Vec::new();
+    integers(&doc, String::new(), &mut all);
+    for (at, schema) in &all {
+        assert!(schema["minimum"].is_number() && schema["maximum"].is_number(), "{at}: {schema}");
+    }
+    // A body field the handler requires even when its type is optional.
+    let leader = resolve(
+        &doc,
+        &doc["paths"]["/api/v1/admin/groups/{group_id}/leader"]["put"]["requestBody"]["content"]["application/json"]["schema"],
+    );
+    assert!(leader["required"].as_array().unwrap().contains(&json!("node_id")), "{leader}");
+    // A change may conflict with the state (409); a read is never one.
+    let create = &doc["paths"]["/api/v1/streaming/channels"]["post"]["responses"];
+    assert!(create["409"].is_object() && create["429"].is_object(), "{create}");
+    assert!(doc["paths"]["/api/v1/streaming/channels"]["get"]["responses"].get("409").is_none());
+    // The user's own data in an observed answer is any value, not the tests' data.
+    let docs =
+        &doc["paths"]["/api/v1/documents/collections/{name}/documents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    assert_eq!(docs["properties"]["documents"]["items"]["properties"]["data"], json!({}), "{docs}");
+}

@@ -310,6 +310,7 @@ fn parse(reader: BodyReader, max_object: u64, events: &mpsc::Sender<Result<Event
 /// Query of an import: what to do with keys that already exist.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct ImportParams {
+    #[schemars(pattern(r"^(skip|overwrite)$"))]
     on_conflict: Option<String>,
 }
 

@@ -12,6 +12,7 @@
 //!   answer of the in-process tests).
 
 pub mod describe;
+pub mod formats;
 pub mod observed;
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
@@ -41,7 +42,7 @@ fn path_parameters(template: &str) -> Vec<Value> {
                 Some(n) => (n, " (the rest of the path, slashes included)"),
                 None => (name, ""),
             };
-            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}, "description": format!("{name}{rest}")})
+            json!({"name": name, "in": "path", "required": true, "schema": formats::path_parameter(template, name), "description": format!("{name}{rest}")})
         })
         .collect()
 }
@@ -68,6 +69,23 @@ fn query_parameters(schema: &Value) -> Vec<Value> {
     }
 }
 
+/// Success statuses a route answers by rule, beyond those observed: a PUT
+/// that creates (201) also replaces (200); a route taking `?consistency=`
+/// answers 202 with `one` (recorded, finishing in the background).
+fn also_answered(d: &Decision, takes_consistency: bool, out: &mut Map<String, Value>) {
+    let like = |out: &Map<String, Value>, from: &str| out.get(from).cloned();
+    if d.method == "PUT" {
+        if let Some(created) = like(out, "201") {
+            out.entry("200").or_insert(created);
+        } else if let Some(replaced) = like(out, "200") {
+            out.entry("201").or_insert(replaced);
+        }
+    }
+    if takes_consistency && let Some(ok) = like(out, "200").or_else(|| like(out, "201")) {
+        out.entry("202").or_insert(ok);
+    }
+}
+
 /// The success answers of one route: its typed body, else its observed shapes.
 fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<String, Value> {
     let json_answer = |schema: Value| json!({"description": "success", "content": {"application/json": {"schema": schema}}});
@@ -79,7 +97,15 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
         );
         return out;
     }
+    if d.doc.bytes_only {
+        out.insert(
+            "200".into(),
+            json!({"description": "the stored bytes, in the media type they were stored with", "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}),
+        );
+        return out;
+    }
     let observed = observed::OBSERVED.get(&observed::route_key(d.method, &d.path));
+    let takes_consistency = d.doc.query.is_some_and(|q| q(generator).to_value()["properties"].get("consistency").is_some());
     if let Some(schema) = d.doc.response {
         // A typed answer, under each status it was seen with (201 for creations).
         let schema = schema(generator).to_value();
@@ -88,13 +114,21 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
         for status in statuses {
             out.insert(status, json_answer(schema.clone()));
         }
+        also_answered(d, takes_consistency, &mut out);
         return out;
     }
     if let Some(by_status) = observed {
         for (status, schema) in by_status {
-            out.insert(status.clone(), json_answer(observed::tidy(schema)));
+            let mut answer = json_answer(observed::tidy(schema));
+            if d.doc.raw_response {
+                // A handler answering raw bytes may answer JSON (as seen) or the
+                // resource's own bytes, in the type it was stored with.
+                answer["content"]["*/*"] = json!({"schema": {"type": "string", "format": "binary"}});
+            }
+            out.insert(status.clone(), answer);
         }
     }
+    also_answered(d, takes_consistency, &mut out);
     if out.is_empty() {
         let answer = if d.doc.raw_response {
             json!({"description": "success: the bytes or text of the resource", "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}})
@@ -104,6 +138,30 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
         out.insert("200".into(), answer);
     }
     out
+}
+
+/// Gives every integer schema the bounds of its Rust type (`format`), where no
+/// tighter ones are stated: a number beyond them is refused, so it is invalid.
+fn bound_integers(schema: &mut Value) {
+    match schema {
+        Value::Object(fields) => {
+            if fields.get("type").and_then(Value::as_str) == Some("integer") {
+                let (min, max): (Value, Value) = match fields.get("format").and_then(Value::as_str) {
+                    Some("uint" | "uint64") => (0.into(), u64::MAX.into()),
+                    Some("uint32") => (0.into(), u32::MAX.into()),
+                    Some("uint16") => (0.into(), u16::MAX.into()),
+                    Some("uint8") => (0.into(), u8::MAX.into()),
+                    Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+                    _ => (i64::MIN.into(), i64::MAX.into()),
+                };
+                fields.entry("minimum").or_insert(min);
+                fields.entry("maximum").or_insert(max);
+            }
+            fields.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
 }
 
 /// The document for `decisions` (the router's route table).
@@ -123,7 +181,14 @@ pub fn document(decisions: &[Decision]) -> Value {
             parameters.extend(query_parameters(&query(&mut generator).to_value()));
         }
         let mut responses = success_responses(d, &mut generator);
-        for status in ["400", "401", "403", "404", "5XX"] {
+        // Every route may refuse its input, its caller or a missing resource,
+        // be rate limited (429) or find the cluster unable (5XX); a change may
+        // conflict with the current state (409).
+        let mut errors = vec!["400", "401", "403", "404", "429", "5XX"];
+        if d.method != "GET" {
+            errors.push("409");
+        }
+        for status in errors {
             responses.insert(status.into(), json!({"$ref": "#/components/responses/Error"}));
         }
         let mut op = json!({
@@ -172,7 +237,7 @@ pub fn document(decisions: &[Decision]) -> Value {
             "required": ["error"],
         }),
     );
-    json!({
+    let mut document = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "Tessera",
@@ -188,5 +253,7 @@ pub fn document(decisions: &[Decision]) -> Value {
             }},
             "schemas": schemas,
         },
-    })
+    });
+    bound_integers(&mut document);
+    document
 }

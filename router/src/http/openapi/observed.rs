@@ -145,18 +145,49 @@ fn collapse_maps(object: Value) -> Value {
     if keyed_by_data { json!({"type": "object", "additionalProperties": values_schema(&object)}) } else { object }
 }
 
-/// `schema` as OpenAPI 3.0 takes it: no empty `required` lists.
+/// Fields whose content is the user's own data (a document, a value, a row):
+/// what the tests stored there says nothing about what another client stores.
+const USER_DATA: [&str; 13] =
+    ["data", "document", "value", "metadata", "properties", "params", "before", "after", "old", "new", "row", "fields", "schema"];
+
+/// `schema` as OpenAPI 3.0 takes it and as far as observation can vouch for
+/// it: no empty `required` lists; the user's data any value; a scalar seen
+/// only with values may be null too (observation cannot prove it never is).
 pub fn tidy(schema: &Value) -> Value {
-    match schema {
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .filter(|(k, v)| !(k.as_str() == "required" && v.as_array().is_some_and(Vec::is_empty)))
-                .map(|(k, v)| (k.clone(), if k == "required" { v.clone() } else { tidy(v) }))
-                .collect(),
-        ),
-        other => other.clone(),
+    let Value::Object(fields) = schema else { return schema.clone() };
+    let mut out = Map::new();
+    for (k, v) in fields {
+        match k.as_str() {
+            "required" if v.as_array().is_some_and(Vec::is_empty) => {}
+            "required" => {
+                out.insert(k.clone(), v.clone());
+            }
+            "properties" => {
+                let properties = v.as_object().map(|p| {
+                    p.iter()
+                        .map(|(name, s)| {
+                            // SQL's `data` is its result set: `{columns, rows}`.
+                            let result_set = s["properties"].get("columns").is_some();
+                            let s = match name.as_str() {
+                                n if USER_DATA.contains(&n) && !result_set => json!({}),
+                                "rows" => json!({"type": "array", "items": {}}),
+                                _ => tidy(s),
+                            };
+                            (name.clone(), s)
+                        })
+                        .collect::<Map<String, Value>>()
+                });
+                out.insert(k.clone(), properties.map(Value::Object).unwrap_or_else(|| v.clone()));
+            }
+            _ => {
+                out.insert(k.clone(), tidy(v));
+            }
+        }
     }
+    if matches!(out.get("type").and_then(Value::as_str), Some("string" | "number" | "integer" | "boolean")) {
+        out.insert("nullable".into(), true.into());
+    }
+    Value::Object(out)
 }
 
 /// Where `value` breaks `schema` (`None` when it satisfies it); `at` names the place.
