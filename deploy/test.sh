@@ -58,9 +58,9 @@ fi
 cargo nextest run --workspace --profile ci "$@"
 # The API contract: schemathesis (pinned) fuzzes the OpenAPI document against a
 # real cluster, every check on, and fails on any finding (the exclusions, each
-# with its reason, are in tests/schemathesis/schemathesis.toml). Skipped when
+# with its reason, are in tests/contract/schemathesis.toml). Skipped when
 # the run is narrowed to some tests.
 if [[ $# -eq 0 ]]; then
-  "$ROOT/tests/schemathesis/run.sh"
+  "$ROOT/tests/contract/run.sh"
 fi
 echo "test suite finished in $((SECONDS - start)) s"

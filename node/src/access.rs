@@ -56,19 +56,26 @@ pub const POLICY: &[(&str, &[Role])] = &[
     ("/tessera.v1.DataService/Digest", ROUTER),
 ];
 
+/// Why a gRPC call is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0} is not an RPC this node serves to anyone")]
+    UnknownRpc(String),
+    #[error("a {} certificate may not call {path} (allowed: {})", role.as_str(), allowed.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "))]
+    RoleNotAllowed { role: Role, path: String, allowed: &'static [Role] },
+    #[error("{0} needs a node or router certificate of the cluster CA naming its role")]
+    NoRole(String),
+}
+
 /// Whether a caller of `role` may call the RPC at `path`; the refusal says why.
-pub fn admit(path: &str, role: Option<Role>) -> Result<(), String> {
+pub fn admit(path: &str, role: Option<Role>) -> Result<(), Refusal> {
     let Some((_, allowed)) = POLICY.iter().find(|(p, _)| *p == path) else {
-        return Err(format!("{path} is not an RPC this node serves to anyone"));
+        return Err(Refusal::UnknownRpc(path.to_string()));
     };
     match role {
         Some(role) if allowed.contains(&role) => Ok(()),
-        Some(role) => Err(format!(
-            "a {} certificate may not call {path} (allowed: {})",
-            role.as_str(),
-            allowed.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
-        )),
-        None => Err(format!("{path} needs a node or router certificate of the cluster CA naming its role")),
+        Some(role) => Err(Refusal::RoleNotAllowed { role, path: path.to_string(), allowed }),
+        None => Err(Refusal::NoRole(path.to_string())),
     }
 }
 
@@ -141,7 +148,9 @@ where
             && let Err(why) = admit(req.uri().path(), caller_role(&req))
         {
             tracing::warn!(path = req.uri().path(), "refused a gRPC call: {why}");
-            return futures::future::Either::Right(futures::future::ready(Ok(tonic::Status::permission_denied(why).into_http())));
+            return futures::future::Either::Right(futures::future::ready(Ok(
+                tonic::Status::permission_denied(why.to_string()).into_http()
+            )));
         }
         futures::future::Either::Left(self.inner.call(req))
     }

@@ -117,6 +117,8 @@ async fn metrics(host: Arc<Host>) -> (StatusCode, [(axum::http::HeaderName, &'st
 async fn readyz(State(Probes { host, .. }): State<Probes>) -> (StatusCode, Json<Value>) {
     match host.readiness() {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready", "node_id": host.id}))),
-        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "node_id": host.id, "reason": reason}))),
+        Err(reason) => {
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "node_id": host.id, "reason": reason.to_string()})))
+        }
     }
 }

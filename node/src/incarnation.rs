@@ -164,7 +164,7 @@ impl Incarnations {
     /// `Err` with the reason when it differs from the recorded one (the node's
     /// data directory was replaced). A sender that names no node or incarnation
     /// (an older binary) passes.
-    pub fn check(&self, node: NodeId, incarnation: u64) -> Result<(), String> {
+    pub fn check(&self, node: NodeId, incarnation: u64) -> Result<(), DataReplaced> {
         let Some(store) = &self.store else { return Ok(()) };
         if node == 0 || incarnation == 0 {
             return Ok(());
@@ -173,15 +173,11 @@ impl Incarnations {
         match known.get(&node) {
             Some(&recorded) if recorded == incarnation => Ok(()),
             Some(&recorded) => {
-                let reason = format!(
-                    "node {node}'s data directory was replaced (incarnation {incarnation:016x}, recorded {recorded:016x}): \
-                     it has lost the votes and entries it acknowledged, so it takes no part in elections until it is \
-                     removed and re-added; it may still replicate"
-                );
+                let replaced = DataReplaced { node, incarnation, recorded };
                 if self.reported.lock().unwrap_or_else(|e| e.into_inner()).insert((node, incarnation)) {
-                    warn!(node, "{reason}");
+                    warn!(node, "{replaced}");
                 }
-                Err(reason)
+                Err(replaced)
             }
             None => {
                 known.insert(node, incarnation);
@@ -194,6 +190,20 @@ impl Incarnations {
             }
         }
     }
+}
+
+/// A peer whose data directory was replaced: the incarnation it sends is not
+/// the one first recorded for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "node {node}'s data directory was replaced (incarnation {incarnation:016x}, recorded {recorded:016x}): \
+     it has lost the votes and entries it acknowledged, so it takes no part in elections until it is \
+     removed and re-added; it may still replicate"
+)]
+pub struct DataReplaced {
+    pub node: NodeId,
+    pub incarnation: u64,
+    pub recorded: u64,
 }
 
 #[cfg(test)]
@@ -212,7 +222,8 @@ mod tests {
             assert!(inc.check(2, 7).is_ok());
             assert!(inc.check(3, 0).is_ok());
             let refused = inc.check(2, 8).unwrap_err();
-            assert!(refused.contains("node 2's data directory was replaced"), "{refused}");
+            assert_eq!((refused.node, refused.incarnation, refused.recorded), (2, 8, 7));
+            assert!(refused.to_string().contains("node 2's data directory was replaced"), "{refused}");
             inc.own()
         };
         // After a restart: the same own incarnation, and the record holds.

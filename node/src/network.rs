@@ -263,10 +263,10 @@ impl PeerLink {
         observe_peer_clock(&self.clock, self.target, reply.sent_at_ms);
         // A vote from a peer whose data directory was replaced is not counted:
         // it has forgotten the entries it acknowledged (see `incarnation`).
-        if let Err(reason) = self.incarnations.check(self.target, reply.from_incarnation)
+        if let Err(replaced) = self.incarnations.check(self.target, reply.from_incarnation)
             && matches!(kind, Kind::Vote)
         {
-            return Err(RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason))));
+            return Err(RPCError::Unreachable(Unreachable::new(&replaced)));
         }
         let result: Result<Resp, RaftError<NodeId, E>> =
             codec::decode(&reply.payload).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;

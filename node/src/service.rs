@@ -46,7 +46,7 @@ impl NodeService {
     /// A peer's Raft message, its clock taken in, and whether the sender's
     /// incarnation is the one recorded for it (`Err`: its data directory was
     /// replaced; see `incarnation`).
-    fn received(&self, req: Request<RaftMessage>) -> Result<(RaftMessage, Result<(), String>), Status> {
+    fn received(&self, req: Request<RaftMessage>) -> Result<(RaftMessage, Result<(), crate::incarnation::DataReplaced>), Status> {
         let m = req.into_inner();
         if let Some(reason) = crate::network::other_cluster(self.host.pool.cluster_id, m.cluster_id) {
             return Err(Status::failed_precondition(reason));
@@ -90,8 +90,8 @@ impl RaftService for NodeService {
     async fn vote(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
         let (m, same) = self.received(req)?;
         // A candidate whose data directory was replaced does not campaign.
-        if let Err(reason) = same {
-            return Err(Status::failed_precondition(reason));
+        if let Err(replaced) = same {
+            return Err(Status::failed_precondition(replaced.to_string()));
         }
         if let Some(reason) = self.host.election_bar() {
             return Err(Status::failed_precondition(reason));

@@ -49,8 +49,8 @@ pub struct Inner {
     pub router_instance: String,
     /// Slots of requests served at once (`server.max_connections`; `None`: no limit).
     pub request_slots: Option<Arc<tokio::sync::Semaphore>>,
-    /// Alerts raised and when each was first seen (cleared when no longer true).
-    pub alerts_seen: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// Alerts raised and since when each has been seen.
+    pub alerts: crate::services::alerts::AlertBook,
     /// The classifications this router enforces, cached, and its access counts.
     pub classification: crate::services::classification::ClassificationState,
     /// This router's backups (`backup.dir`, `backup.key`).
@@ -88,7 +88,7 @@ impl AppState {
                 request_slots,
                 router_instance: format!("{router_name}/{}", &crate::services::ids::new_id()[..12]),
                 router_name,
-                alerts_seen: Default::default(),
+                alerts: Default::default(),
                 classification: Default::default(),
                 backups,
             }),

@@ -19,22 +19,22 @@ impl Host {
 
     /// Whether the node can take its share of the work: not stopping, and every
     /// group placed on it started, knows a leader and may vote (has caught up).
-    pub fn readiness(&self) -> Result<(), String> {
+    pub fn readiness(&self) -> Result<(), NotReady> {
         if self.is_stopping() {
-            return Err("the node is shutting down".into());
+            return Err(NotReady::Stopping);
         }
         if let Some(reason) = self.election_bar() {
-            return Err(reason);
+            return Err(NotReady::ElectionBarred(reason));
         }
         if let Some(failed) = self.failed_groups.first() {
-            return Err(format!("group {failed} failed to start on this node (see its log)"));
+            return Err(NotReady::GroupFailed(*failed));
         }
         for (id, g) in self.hosted() {
             if g.raft.metrics().borrow().current_leader.is_none() {
-                return Err(format!("group {id} has no known leader yet"));
+                return Err(NotReady::NoLeader(id));
             }
             if !g.may_vote() {
-                return Err(format!("group {id}'s replica is still catching up"));
+                return Err(NotReady::CatchingUp(id));
             }
         }
         Ok(())
@@ -231,4 +231,20 @@ pub(super) async fn learn_peer_incarnations(host: Arc<Host>) {
         }
     }
     info!("this node knows the incarnation of every peer");
+}
+
+/// Why a node is not ready to take its share of the work (`GET /readyz`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("the node is shutting down")]
+    Stopping,
+    /// It may not vote yet (its standing in the cluster is being checked, or is lost).
+    #[error("{0}")]
+    ElectionBarred(String),
+    #[error("group {0} failed to start on this node (see its log)")]
+    GroupFailed(GroupId),
+    #[error("group {0} has no known leader yet")]
+    NoLeader(GroupId),
+    #[error("group {0}'s replica is still catching up")]
+    CatchingUp(GroupId),
 }

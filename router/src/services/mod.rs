@@ -3,6 +3,7 @@
 //! shape the answer. (Issue 38 moves the rest of the domain logic here; see
 //! `tests/tests/module_layers.rs`.)
 
+pub mod alerts;
 pub mod block_list;
 pub mod classification;
 pub mod compliance;

@@ -145,6 +145,19 @@ async fn the_document_states_the_formats_and_bounds_the_router_checks() {
     let create = &doc["paths"]["/api/v1/streaming/channels"]["post"]["responses"];
     assert!(create["409"].is_object() && create["429"].is_object(), "{create}");
     assert!(doc["paths"]["/api/v1/streaming/channels"]["get"]["responses"].get("409").is_none());
+    // Operation ids are unique names a generated client uses as function names.
+    let mut ids: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|ops| ops.as_object().unwrap().values())
+        .filter_map(|op| op["operationId"].as_str())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "operation ids repeat");
+    assert!(ids.contains(&"put_objects_buckets_bucket_object_key"), "{ids:?}");
     // The user's own data in an observed answer is any value, not the tests' data.
     let docs =
         &doc["paths"]["/api/v1/documents/collections/{name}/documents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];

@@ -6,7 +6,7 @@
 //!
 //! The request types name these in `#[schemars(...)]` attributes, and
 //! [`path_parameter`] gives the path parameters of every route their schema.
-//! CI's schemathesis run (tests/schemathesis/) checks each against the router.
+//! CI's schemathesis run (tests/contract/) checks each against the router.
 
 use serde_json::{Value, json};
 
@@ -125,9 +125,10 @@ pub fn ip_address(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]})
 }
 
-/// `schema_with` of a duration given as a string (`"90s"`, `"7d"`) or whole seconds.
+/// `schema_with` of an optional duration given as a string (`"90s"`, `"7d"`)
+/// or whole seconds (null: the default).
 pub fn duration_or_seconds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"anyOf": [
+    schemars::json_schema!({"nullable": true, "anyOf": [
         {"type": "string", "pattern": DURATION},
         {"type": "integer", "minimum": 0, "maximum": i64::MAX / 1000},
     ]})

@@ -28,6 +28,14 @@ use describe::RequestBody;
 #[cfg_attr(not(test), allow(dead_code))]
 pub struct RouteTemplate(pub String);
 
+/// A route's operation id, a name a generated client can use as is:
+/// `put_objects_buckets_bucket_object_key` for `PUT /api/v1/objects/buckets/{bucket}/object/{*key}`.
+pub fn operation_id(method: &str, template: &str) -> String {
+    let path = template.strip_prefix("/api/v1/").unwrap_or(template);
+    let words: Vec<&str> = path.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    format!("{}_{}", method.to_ascii_lowercase(), words.join("_").to_ascii_lowercase())
+}
+
 /// The OpenAPI path of an axum template: `{*key}` becomes `{key}`.
 pub fn openapi_path(template: &str) -> String {
     template.replace("{*", "{")
@@ -192,7 +200,7 @@ pub fn document(decisions: &[Decision]) -> Value {
             responses.insert(status.into(), json!({"$ref": "#/components/responses/Error"}));
         }
         let mut op = json!({
-            "operationId": format!("{method} {}", d.path),
+            "operationId": operation_id(&method, &d.path),
             "summary": format!("{} {}", d.method, d.path),
             "x-tessera-permission": permission,
             "security": security,
@@ -209,7 +217,10 @@ pub fn document(decisions: &[Decision]) -> Value {
                 op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema}}});
             }
             Some(RequestBody::Bytes) => {
-                op["requestBody"] = json!({"required": false, "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}});
+                // Any media type is taken (and an object keeps it); client
+                // generators know octet-stream by name.
+                let bytes = json!({"schema": {"type": "string", "format": "binary"}});
+                op["requestBody"] = json!({"required": false, "content": {"application/octet-stream": bytes, "*/*": bytes}});
             }
             None => {}
         }

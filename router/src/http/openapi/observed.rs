@@ -170,7 +170,8 @@ pub fn tidy(schema: &Value) -> Value {
                             let result_set = s["properties"].get("columns").is_some();
                             let s = match name.as_str() {
                                 n if USER_DATA.contains(&n) && !result_set => json!({}),
-                                "rows" => json!({"type": "array", "items": {}}),
+                                // A result set's rows hold the user's values (a table's `rows` is a count).
+                                "rows" if s["type"] == "array" => json!({"type": "array", "items": {}}),
                                 _ => tidy(s),
                             };
                             (name.clone(), s)

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the router's OpenAPI document against a real three-node cluster with
-# schemathesis (pinned), every check on, exclusions in schemathesis.toml.
-# Fails on any finding. Run by deploy/test.sh; alone:
+# The router's OpenAPI document as a contract, against a real three-node cluster:
+# 1. a Python client generated from it (openapi-python-client, pinned) runs a
+#    smoke scenario (client_smoke.py);
+# 2. schemathesis (pinned) fuzzes every operation, every check on, and fails on
+#    any finding; the exclusions, each with its reason, are in schemathesis.toml.
+# Run by deploy/test.sh; alone:
 #
-#   tests/schemathesis/run.sh [--max-time SECONDS] [--seed N]
+#   tests/contract/run.sh [--max-time SECONDS] [--seed N]
 #
 # The cluster (nodes on 19191-19193, router on 19090) lives in a temporary
 # directory and is taken down on exit. One worker, so a seed replays the same
@@ -11,9 +14,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-HERE="$ROOT/tests/schemathesis"
+HERE="$ROOT/tests/contract"
 VERSION=4.32.5
 VENV="${SCHEMATHESIS_VENV:-$HOME/.cache/tessera/schemathesis-$VERSION}"
+GENERATOR_VERSION=0.29.1
+GENERATOR_VENV="$HOME/.cache/tessera/openapi-python-client-$GENERATOR_VERSION"
 MAX_TIME=240
 SEED=20261129
 while [[ $# -gt 0 ]]; do
@@ -24,10 +29,22 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-if [[ ! -x "$VENV/bin/st" ]]; then
-  python3 -m venv "$VENV" 2>/dev/null || { sudo -n true 2>/dev/null && S=sudo || S=; $S apt-get install -y -q python3-venv >/dev/null; python3 -m venv "$VENV"; }
-  "$VENV/bin/pip" install -q "schemathesis==$VERSION"
-fi
+# A virtual environment at $1 holding the pinned package $2.
+venv_with() {
+  local dir="$1" package="$2"
+  if [[ ! -f "$dir/.installed-$package" ]]; then
+    rm -rf "$dir"
+    python3 -m venv "$dir" 2>/dev/null || {
+      SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+      $SUDO apt-get install -y -qq python3-venv >/dev/null
+      python3 -m venv "$dir"
+    }
+    "$dir/bin/pip" install -q "$package"
+    touch "$dir/.installed-$package"
+  fi
+}
+venv_with "$VENV" "schemathesis==$VERSION"
+venv_with "$GENERATOR_VENV" "openapi-python-client==$GENERATOR_VERSION"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 export TESSERA_BIN_DIR="${TESSERA_BIN_DIR:-$CARGO_TARGET_DIR/debug}"
@@ -56,6 +73,14 @@ until TOKEN="$(login)"; do
   sleep 1
 done
 
+echo "== a client generated from $URL/api/v1/openapi.json"
+curl -sf "$URL/api/v1/openapi.json" -o "$TESSERA_DATA/openapi.json"
+(cd "$TESSERA_DATA" && "$GENERATOR_VENV/bin/openapi-python-client" generate --path openapi.json --meta setup \
+  --output-path client >/dev/null 2>"$TESSERA_DATA/generate.log") || { cat "$TESSERA_DATA/generate.log" >&2; exit 1; }
+"$GENERATOR_VENV/bin/pip" install -q --no-deps --force-reinstall "$TESSERA_DATA/client"
+"$GENERATOR_VENV/bin/python" "$HERE/client_smoke.py" "$URL" admin "$SERVICE_ADMIN_PASSWORD"
+
+echo "== schemathesis $VERSION"
 REPORTS="${SCHEMATHESIS_REPORTS:-/tmp/tessera-schemathesis-reports}"
 rm -rf "$REPORTS"
 cd "$TESSERA_DATA"  # schemathesis keeps its cache (.schemathesis/) in the working directory
