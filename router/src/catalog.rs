@@ -15,9 +15,9 @@ use tessera_api::GroupId;
 use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
+use crate::cluster::ReadPrefs;
 use crate::cluster::typed::{self, Model};
 use crate::error::ApiError;
-use crate::handlers::ReadPrefs;
 use crate::state::AppState;
 
 /// One definition's home group and the groups holding its copies.

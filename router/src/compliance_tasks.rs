@@ -231,7 +231,7 @@ pub async fn expire_once(state: &AppState, now_ms: i64) -> Result<std::collectio
     let r = &state.config.retention;
     let pii_days = r.pii_retention_days.unwrap_or(90) as i64;
     let default_days = r.default_retention_days.unwrap_or(365) as i64;
-    let fields = crate::handlers::compliance_subject::rule(state, "").fields;
+    let fields = crate::services::compliance::subject_rule(&state.config.compliance, "").fields;
     let expire = Operation::EraseSubject(EraseSubjectOp {
         rule: SubjectRule::any_subject(fields),
         locations: None,

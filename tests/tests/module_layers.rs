@@ -4,6 +4,7 @@
 //!
 //! - No import cycle between the modules of the node, nor of the router.
 //! - No file under a `services/` folder imports axum or the HTTP layer.
+//! - Nothing in the router below its HTTP layer (`http/`) imports it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -220,10 +221,23 @@ fn services_import_no_http() {
             if !name.split("::").any(|p| p == "services") {
                 continue;
             }
-            for forbidden in ["axum", "crate::http", "crate::handlers"] {
+            for forbidden in ["axum", "crate::http"] {
                 assert!(!code.contains(forbidden), "{krate}: {name} uses {forbidden} (services know no HTTP)");
             }
         }
+    }
+}
+
+/// The router's HTTP layer (`http/`: handlers, route table, middleware,
+/// OpenAPI) sits on top: only the crate root, which assembles it, imports it.
+#[test]
+fn nothing_below_the_http_layer_imports_it() {
+    let src = workspace().join("router").join("src");
+    for (name, code) in modules(&src) {
+        if name == "crate" || name == "http" || name.starts_with("http::") {
+            continue;
+        }
+        assert!(!code.contains("crate::http"), "router: {name} imports the HTTP layer, which sits above it");
     }
 }
 

@@ -19,6 +19,20 @@ use tessera_api::{GroupId, META_GROUP, NodeId};
 
 pub use grpc::GrpcCluster;
 
+/// How a read is served: its consistency level, and with `one` the node whose
+/// local state should answer (a request's `X-Consistency` and `X-Tessera-Replica`).
+pub struct ReadPrefs {
+    pub consistency: Consistency,
+    /// With `one`, the node whose local state should answer.
+    pub replica: Option<NodeId>,
+}
+
+impl ReadPrefs {
+    /// A quorum read from whichever node leads: what the router's own
+    /// bookkeeping reads (existence checks before a write) use.
+    pub const QUORUM: ReadPrefs = ReadPrefs { consistency: Consistency::Quorum, replica: None };
+}
+
 tokio::task_local! {
     /// The backup whose restore the current task works for (see [`as_restore`]).
     static RESTORE_PASS: String;

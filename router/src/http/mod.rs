@@ -1,9 +1,11 @@
-//! The HTTP layer's plumbing beside the handlers (`crate::handlers`): the route
-//! table every route is declared in, with its access decision; the middleware
-//! every request passes (rate limits, request statistics, the permission
-//! check); and the OpenAPI document built from the table. It calls services
-//! (`crate::services`); no service imports it.
+//! The HTTP layer: the handlers (one per resource: parse, authorize, call a
+//! service, shape the answer), the route table every route is declared in,
+//! with its access decision; the middleware every request passes (rate
+//! limits, request statistics, the permission check); and the OpenAPI
+//! document built from the table. It calls services (`crate::services`); no
+//! service imports it.
 
+pub mod handlers;
 pub mod openapi;
 pub mod permissions;
 pub mod ratelimit;

@@ -90,7 +90,7 @@ impl RouteTable {
 
     /// Documents the last declared route's JSON body as `T`, for a handler
     /// that reads its body by hand (to word its own errors) rather than
-    /// through [`crate::handlers::JsonBody`]; `required` false when an empty
+    /// through [`crate::http::handlers::JsonBody`]; `required` false when an empty
     /// body is accepted.
     pub fn body<T: JsonSchema>(mut self, required: bool) -> Self {
         let last = self.decisions.last_mut().expect("a route declared before its body");

@@ -3,11 +3,21 @@
 //! compliance handler and report shares.
 
 use tessera_api::command::{MetaQuery, MetaQueryResult};
-use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, IncidentAnswer, IncidentQuery};
+use tessera_api::compliance::{
+    AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, DEFAULT_SUBJECT_FIELDS, IncidentAnswer, IncidentQuery, SubjectRule,
+};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
+
+/// The rule that finds a data subject's records: the configured
+/// `compliance.subject_fields`, or the default fields.
+pub fn subject_rule(config: &crate::config::ComplianceSection, subject_id: &str) -> SubjectRule {
+    let configured: Vec<String> = config.subject_fields.split(',').map(str::trim).filter(|f| !f.is_empty()).map(str::to_string).collect();
+    let fields = if configured.is_empty() { DEFAULT_SUBJECT_FIELDS.iter().map(|f| f.to_string()).collect() } else { configured };
+    SubjectRule { subject_id: subject_id.to_string(), fields }
+}
 
 /// Refuses while the compliance interface is off (`compliance.enabled`).
 pub fn enabled(state: &AppState) -> Result<(), ApiError> {

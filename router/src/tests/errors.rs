@@ -79,10 +79,10 @@ async fn a_query_past_its_time_limit_answers_408() {
     let state = crate::state::AppState::new(config, cluster).expect("router state");
     let never = std::future::pending::<Result<(), crate::error::ApiError>>();
     let started = std::time::Instant::now();
-    let err = crate::handlers::within_query_timeout(&state, never).await.expect_err("the limit passes first");
+    let err = crate::http::handlers::within_query_timeout(&state, never).await.expect_err("the limit passes first");
     assert!((1000..3000).contains(&started.elapsed().as_millis()), "{:?}", started.elapsed());
     assert_eq!(err.status_and_code(), (axum::http::StatusCode::REQUEST_TIMEOUT, "QUERY_TIMEOUT"));
-    let quick = crate::handlers::within_query_timeout(&state, async { Ok::<_, crate::error::ApiError>(7) }).await;
+    let quick = crate::http::handlers::within_query_timeout(&state, async { Ok::<_, crate::error::ApiError>(7) }).await;
     assert_eq!(quick.ok(), Some(7));
 }
 

@@ -18,7 +18,7 @@ use schemars::{JsonSchema, Schema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::handlers::{JsonBody, OptionalJsonBody, QueryParams, ReadPrefs};
+use crate::http::handlers::{JsonBody, OptionalJsonBody, QueryParams, ReadPrefs};
 use crate::state::AppState;
 
 pub use crate::route_access::{RequestBody, RouteDoc};

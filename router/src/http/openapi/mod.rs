@@ -191,10 +191,15 @@ pub fn document(decisions: &[Decision]) -> Value {
         let mut responses = success_responses(d, &mut generator);
         // Every route may refuse its input, its caller or a missing resource,
         // be rate limited (429) or find the cluster unable (5XX); a change may
-        // conflict with the current state (409).
+        // conflict with the current state (409); a body may be too large (413).
         let mut errors = vec!["400", "401", "403", "404", "429", "5XX"];
         if d.method != "GET" {
             errors.push("409");
+        }
+        // A body beyond the router's limit (a KV value's limit plus 64 KiB; uploads and
+        // imports have their own) is refused whole.
+        if d.doc.request.is_some() {
+            errors.push("413");
         }
         for status in errors {
             responses.insert(status.into(), json!({"$ref": "#/components/responses/Error"}));

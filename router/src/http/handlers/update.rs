@@ -151,7 +151,7 @@ pub async fn execute_update(State(state): State<AppState>, _caller: Caller, body
                 tracing::warn!(node = node.id, ?still_leading, "update: the node still leads groups; restarting it anyway");
             }
             state.cluster.restart_node(node, Some(&binary)).await?;
-            crate::handlers::nodes::wait_back(&state, node, asked, Consistency::All).await
+            crate::http::handlers::nodes::wait_back(&state, node, asked, Consistency::All).await
         };
         match step.await {
             Ok(after) => {

@@ -32,7 +32,7 @@
 
 use std::io::{Read, Write};
 
-use crate::handlers::QueryParams;
+use crate::http::handlers::QueryParams;
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -55,7 +55,7 @@ use super::{
 use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
-use crate::handlers::ReadPrefs;
+use crate::http::handlers::ReadPrefs;
 use crate::state::AppState;
 
 /// First bytes of the decompressed file.

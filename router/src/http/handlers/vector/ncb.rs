@@ -44,7 +44,7 @@ use super::{CreateCollection, MAX_BATCH, create, read, upsert_records, with_layo
 use crate::auth::Caller;
 use crate::cluster::typed::shape;
 use crate::error::ApiError;
-use crate::handlers::ReadPrefs;
+use crate::http::handlers::ReadPrefs;
 use crate::state::AppState;
 
 const MAGIC: &[u8; 8] = b"TSRNCBV\0";

@@ -33,8 +33,6 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
-use tessera_api::NodeId;
-use tessera_api::rpc::Consistency;
 
 use crate::cluster::Served;
 use crate::error::ApiError;
@@ -115,19 +113,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
     }
 }
 
-/// `X-Consistency` (default from configuration) and `X-Tessera-Replica`.
-pub struct ReadPrefs {
-    pub consistency: Consistency,
-    /// With `one`, the node whose local state should answer.
-    pub replica: Option<NodeId>,
-}
+pub use crate::cluster::ReadPrefs;
 
-impl ReadPrefs {
-    /// A quorum read from whichever node leads: what the router's own
-    /// bookkeeping reads (existence checks before a write) use.
-    pub const QUORUM: ReadPrefs = ReadPrefs { consistency: Consistency::Quorum, replica: None };
-}
-
+/// A request's read preferences: `X-Consistency` (default from
+/// configuration) and `X-Tessera-Replica`.
 impl FromRequestParts<AppState> for ReadPrefs {
     type Rejection = ApiError;
 

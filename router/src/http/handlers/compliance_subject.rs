@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_api::command::{Query, QueryResult};
-use tessera_api::compliance::{DEFAULT_SUBJECT_FIELDS, SubjectItem, SubjectRule};
+use tessera_api::compliance::{SubjectItem, SubjectRule};
 use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
@@ -148,10 +148,7 @@ impl Coverage {
 
 /// The subject rule of this router's configuration.
 pub fn rule(state: &AppState, subject_id: &str) -> SubjectRule {
-    let configured: Vec<String> =
-        state.config.compliance.subject_fields.split(',').map(str::trim).filter(|f| !f.is_empty()).map(str::to_string).collect();
-    let fields = if configured.is_empty() { DEFAULT_SUBJECT_FIELDS.iter().map(|f| f.to_string()).collect() } else { configured };
-    SubjectRule { subject_id: subject_id.to_string(), fields }
+    crate::services::compliance::subject_rule(&state.config.compliance, subject_id)
 }
 
 /// Every record of the subject in every store and group, as of a quorum read of each.
