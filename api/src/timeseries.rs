@@ -26,6 +26,7 @@ fn timestamp_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"anyOf": [
         {"type": "string", "format": "date-time"},
         {"type": "string", "format": "date"},
+        {"type": "integer", "format": "int64"},
         {"type": "number", "minimum": -9.2e18, "maximum": 9.2e18, "exclusiveMinimum": true, "exclusiveMaximum": true},
     ]})
 }

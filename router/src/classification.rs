@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use tessera_api::command::MetaOp;
 use tessera_api::compliance::{AuditEvent, ColumnClassification};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The permission that lifts masking and the refusal of level-5 columns.

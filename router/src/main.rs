@@ -3,7 +3,6 @@
 //! right replica with the requested consistency, and merges fan-out results.
 
 mod activity;
-mod auth;
 mod backup;
 mod catalog;
 mod classification;
@@ -152,7 +151,7 @@ fn routes(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit_concurrency))
         // Blocked IPs get 403 on every route, before rate limiting.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), security::blocklist::check))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::block_check::check))
         .layer(axum::middleware::from_fn(error::json_error_bodies))
         .with_state(state)
 }
@@ -261,9 +260,9 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     });
-    tokio::spawn(auth::provision_admin(state.clone()));
+    tokio::spawn(services::auth::provision_admin(state.clone()));
     tokio::spawn(vault::unseal::unseal_at_start(state.clone()));
-    tokio::spawn(security::blocklist::refresh_loop(state.clone()));
+    tokio::spawn(services::block_list::refresh_loop(state.clone()));
     tokio::spawn(state.rate_limits.clone().prune_loop());
     tokio::spawn(state.activities.clone().flush_loop(state.cluster.clone()));
     tokio::spawn(state.request_stats.clone().publish_loop(state.cluster.clone(), state.router_instance.clone()));

@@ -5,6 +5,8 @@
 //! document built from the table. It calls services (`crate::services`); no
 //! service imports it.
 
+pub mod block_check;
+pub mod caller;
 pub mod handlers;
 pub mod openapi;
 pub mod permissions;

@@ -12,8 +12,8 @@ use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 pub use crate::route_access::Access;

@@ -79,7 +79,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     if let Some(kind) = kind {
         let ext = response.extensions();
         state.activities.note(tessera_api::meta::ActivityRecord {
-            id: crate::auth::new_id(),
+            id: crate::services::auth::new_id(),
             at_ms: tessera_api::command::now_ms(),
             kind: kind.to_string(),
             user: ext.get::<crate::activity::ActivityUser>().map_or_else(|| "anonymous".to_string(), |u| u.0.clone()),

@@ -1,15 +1,15 @@
 //! Attack detection and IP blocking (see docs/security.md).
 //!
-//! - [`blocklist`]: the IP block list each router caches from the meta group
-//!   (refreshed every `security.block_refresh_ms`) and the middleware that answers
-//!   403 to a blocked client on every route.
+//! - IP blocks: the list each router caches from the meta group
+//!   (`crate::services::block_list`, refreshed every `security.block_refresh_ms`)
+//!   and the middleware that answers 403 to a blocked client on every route
+//!   (`crate::http::block_check`).
 //! - Brute force: every failed login (and wrong MFA code) is counted per client IP
 //!   and per user in the meta group ([`record_login_failure`]), so all routers
 //!   count together; the meta engine raises the alert and the automatic ban.
 //! - [`injection`]: screens user SQL; a finding is recorded as an alert and
 //!   flagged in the response, never blocked.
 
-pub mod blocklist;
 pub mod injection;
 
 use std::net::IpAddr;

@@ -1,13 +1,33 @@
-//! This router's copy of the active IP blocks (reloaded from the meta group by
-//! the block-list duty; blocks made through this router apply at once).
+//! This router's copy of the active IP blocks, reloaded from the meta group
+//! every `security.block_refresh_ms` by [`refresh_loop`] (so a check costs no
+//! quorum read); blocks made through this router apply at once, through
+//! another router within one reload. A block ends at its expiry on this
+//! router's clock even between reloads. The HTTP layer checks every request
+//! against it (`crate::http::block_check`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use tessera_api::command::now_ms;
-use tessera_api::security::BlockRecord;
+use tessera_api::command::{MetaQuery, MetaQueryResult, now_ms};
+use tessera_api::security::{BlockRecord, SecurityQuery, SecurityQueryResult};
+use tracing::debug;
+
+use crate::state::AppState;
+
+/// Reloads the block list forever.
+pub async fn refresh_loop(state: AppState) {
+    let every = Duration::from_millis(state.config.security.block_refresh_ms.clamp(100, 60_000));
+    loop {
+        match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await {
+            Ok(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => state.security.blocks.replace(list),
+            Ok(other) => debug!("block list reload: unexpected reply {other:?}"),
+            Err(e) => debug!("block list reload: {e}"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
 
 /// How long a block or unblock made through this router wins over reloads that
 /// may have been read before it was committed.

@@ -7,8 +7,8 @@ use tessera_api::compliance::{
     AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, DEFAULT_SUBJECT_FIELDS, IncidentAnswer, IncidentQuery, SubjectRule,
 };
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The rule that finds a data subject's records: the configured

@@ -4,6 +4,7 @@
 //! `tests/tests/module_layers.rs`.)
 
 pub mod alerts;
+pub mod auth;
 pub mod block_list;
 pub mod classification;
 pub mod compliance;

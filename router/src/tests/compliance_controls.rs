@@ -352,7 +352,7 @@ async fn certificates_and_breaches_filter_and_false_positives_are_counted_apart(
 /// Passwords are Argon2id with spec 01's parameters (19 MiB, two passes, one lane, 32-byte output, 16-byte salt).
 #[test]
 fn passwords_are_hashed_with_the_specified_argon2id_parameters() {
-    let hash = crate::auth::hash_password("Correct-Horse-42").unwrap();
+    let hash = crate::services::auth::hash_password("Correct-Horse-42").unwrap();
     let parsed = argon2::PasswordHash::new(&hash).unwrap();
     assert_eq!(parsed.algorithm.as_str(), "argon2id");
     let params = argon2::Params::try_from(&parsed).unwrap();

@@ -61,7 +61,7 @@ impl TestRouter {
         config.auth.admin_username = Some("admin".into());
         config.auth.admin_password = Some(ADMIN_PASSWORD.into());
         let state = AppState::new(config, cluster.clone()).expect("router state");
-        crate::auth::provision_admin(state.clone()).await;
+        crate::services::auth::provision_admin(state.clone()).await;
         let mut router = TestRouter { cluster, app: crate::routes(state.clone()), state, token: String::new() };
         let login = router.post("/api/v1/auth/login", &json!({"username": "admin", "password": ADMIN_PASSWORD})).await;
         router.token = login.expect(200)["token"].as_str().expect("a token").to_string();

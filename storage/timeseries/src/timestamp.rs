@@ -44,10 +44,6 @@ pub fn parse_timestamp_at(v: &Value, now_ms: i64) -> Result<i64, TsError> {
     match v {
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
-                // The same bound as a fractional number's, so 9.2e18 either way is refused.
-                if i.unsigned_abs() >= 9_200_000_000_000_000_000 {
-                    return Err(bad(&n.to_string(), "out of range"));
-                }
                 Ok(from_epoch_int(i))
             } else if let Some(f) = n.as_f64() {
                 from_epoch_float(f, &n.to_string())

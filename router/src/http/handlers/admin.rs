@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The cluster as this router sees it.

@@ -19,10 +19,10 @@ use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
 use tracing::warn;
 
 use super::JsonBody;
-use crate::auth::{Caller, new_token, token_hash, users_exist, verify_password};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::security::{ClientIp, record_login_failure};
+use crate::services::auth::{Caller, new_token, token_hash, users_exist, verify_password};
 use crate::state::AppState;
 
 fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
@@ -39,7 +39,7 @@ pub async fn login(
 ) -> Response {
     // The activity record names who tried, whether or not it worked.
     let name: String = req.username.chars().take(128).collect();
-    let mut response = attempt_login(state, ip, crate::auth::user_agent(&headers), req).await.into_response();
+    let mut response = attempt_login(state, ip, crate::http::caller::user_agent(&headers), req).await.into_response();
     response.extensions_mut().insert(crate::activity::ActivityUser(name.clone()));
     response.extensions_mut().insert(crate::activity::ActivityDetail(name));
     response
@@ -63,7 +63,7 @@ async fn attempt_login(
     let ok = tokio::task::spawn_blocking(move || match phc {
         Some(phc) => verify_password(&password, &phc),
         None => {
-            let _ = crate::auth::hash_password(&password);
+            let _ = crate::services::auth::hash_password(&password);
             false
         }
     })
@@ -201,7 +201,7 @@ pub async fn mfa_verify(
         session_ttl_ms: (state.config.auth.session_timeout as i64) * 1000,
         max_failures: security.mfa_max_attempts.max(1),
         client_ip: client_ip(&ip).map(|i| i.to_string()),
-        user_agent: crate::auth::user_agent(&headers),
+        user_agent: crate::http::caller::user_agent(&headers),
     };
     let outcome = mfa_write(&state, op).await?;
     match outcome {

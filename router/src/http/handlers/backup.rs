@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::OptionalJsonBody;
-use crate::auth::Caller;
 use crate::backup::BackupView;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The body of `POST /api/v1/admin/backup` (both fields optional; others refused).

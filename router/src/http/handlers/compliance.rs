@@ -22,10 +22,10 @@ use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuer
 use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, OptionalJsonBody, QueryParams};
-use crate::auth::{Caller, new_id};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::{Caller, new_id};
 use crate::services::compliance::consent as read;
 use crate::services::compliance::{actor, audit, enabled, incidents};
 use crate::state::AppState;

@@ -27,9 +27,9 @@ use tessera_api::sql::SqlOp;
 
 use super::QueryParams;
 use super::compliance_subject::{Coverage, Scope, compact_timestamp, parse_date, rule, sql_rows};
-use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql};
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::services::compliance::{actor, enabled};
 use crate::state::AppState;
 

@@ -15,9 +15,9 @@ use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQue
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
 
-use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::services::compliance::consent as read;
 use crate::services::compliance::{audit, enabled, incidents};
 use crate::state::AppState;

@@ -17,9 +17,9 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
-use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::services::compliance::enabled;
 use crate::state::AppState;
 
@@ -226,7 +226,7 @@ pub async fn sql_rows(state: &AppState, rule: &SubjectRule, groups: &[u64]) -> R
 
 /// A short random suffix of ids.
 fn random_suffix() -> String {
-    crate::auth::new_id()[..8].to_uppercase()
+    crate::services::auth::new_id()[..8].to_uppercase()
 }
 
 /// `YYYYMMDDHHMMSS` of `ms`.

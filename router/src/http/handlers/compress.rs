@@ -16,10 +16,10 @@ use tessera_api::document::{DocOp, DocResponse};
 use tessera_api::timeseries::{TsOp, TsResponse};
 
 use super::ReadPrefs;
-use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::import::parse_duration_ms;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// Default age of cold data.

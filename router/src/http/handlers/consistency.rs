@@ -13,8 +13,8 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::GroupDigest;
 use tessera_api::{GroupId, NodeId};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The answer of the consistency check.

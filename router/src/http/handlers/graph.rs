@@ -23,12 +23,12 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::routing::RoutingKey;
 
 use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
-use crate::auth::{Caller, new_id};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Graph, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::{Caller, new_id};
 use crate::state::AppState;
 
 /// The graph used when a request names none.

@@ -25,12 +25,12 @@ use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
 
 use super::{JsonBody, ReadPrefs};
-use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, Kv, KvReply, Sql, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::import::{self, ParseError};
+use crate::services::auth::{Caller, new_id};
 use crate::state::AppState;
 
 /// Largest request body the import routes accept (413 beyond).

@@ -22,9 +22,9 @@ use tessera_api::meta::KeyRange;
 use tessera_api::routing::RoutingKey;
 
 use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
-use crate::auth::Caller;
 use crate::cluster::typed::{self, Kv, KvReply, shape};
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// Entries a list call returns without a `limit`.

@@ -152,7 +152,7 @@ pub fn served_headers<T>(served: &Served<T>) -> HeaderMap {
 
 /// Defense in depth behind the route table: the caller holds some `write:*`
 /// permission (viewers hold none).
-pub fn require_writer(caller: &crate::auth::Caller) -> Result<(), ApiError> {
+pub fn require_writer(caller: &crate::services::auth::Caller) -> Result<(), ApiError> {
     if caller.can_write() { Ok(()) } else { Err(ApiError::Forbidden("this caller cannot write data".into())) }
 }
 

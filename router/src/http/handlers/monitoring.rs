@@ -12,10 +12,10 @@ use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{NodeInfo, NodeState};
 
-use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::services::alerts::{AlertInputs, Live};
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// `GET /api/v1/admin/stats`: request counts and latency percentiles since

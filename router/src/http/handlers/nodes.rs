@@ -24,8 +24,8 @@ use tessera_api::rpc::{Consistency, StatusReply};
 use tessera_api::{GroupId, NodeId};
 
 use super::{QueryParams, ReadPrefs};
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// Lines `logs` returns when `lines` is not given.

@@ -15,11 +15,11 @@ use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery,
 use tracing::warn;
 
 use super::{JsonBody, QueryParams};
-use crate::auth::Caller;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The security administration routes.

@@ -18,11 +18,11 @@ use tessera_api::routing::RoutingKey;
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
 
 use super::{JsonBody, QueryParams, ReadPrefs};
-use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The SQL routes.

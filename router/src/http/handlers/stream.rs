@@ -24,11 +24,11 @@ use tessera_api::stream::{
 };
 
 use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
-use crate::auth::Caller;
 use crate::cluster::typed::{self, Sql, Stream, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 use crate::stream_hub::{self, event_json};
 

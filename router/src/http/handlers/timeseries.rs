@@ -24,12 +24,12 @@ use tessera_api::rpc::Consistency;
 use tessera_api::timeseries::{MetricInfo, SeriesSet, TsOp, TsPointIn, TsQuery, TsQueryResult, TsResponse};
 
 use super::{JsonBody, ReadPrefs, require_writer, served_headers};
-use crate::auth::Caller;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, TimeSeries, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 const MAX_NAME_BYTES: usize = 200;

@@ -18,8 +18,8 @@ use tessera_api::META_GROUP;
 use tessera_api::meta::{NodeInfo, NodeState};
 use tessera_api::rpc::{Consistency, StatusReply};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 /// The body of both calls.

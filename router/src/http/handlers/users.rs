@@ -12,12 +12,12 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
 
 use super::JsonBody;
-use crate::auth::{Caller, hash_password, new_id};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
+use crate::services::auth::{Caller, hash_password, new_id};
 use crate::state::AppState;
 
 /// The user, role and access-table routes.

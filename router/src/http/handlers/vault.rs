@@ -12,11 +12,11 @@ use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
 
 use super::{JsonBody, QueryParams};
-use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::security::ClientIp;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 use crate::vault::policy::Subject;
 use crate::vault::{Actor, VaultError};

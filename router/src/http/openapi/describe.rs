@@ -16,9 +16,9 @@ use axum::response::Response;
 use schemars::generate::SchemaGenerator;
 use schemars::{JsonSchema, Schema};
 
-use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::http::handlers::{JsonBody, OptionalJsonBody, QueryParams, ReadPrefs};
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 pub use crate::route_access::{RequestBody, RouteDoc};

@@ -101,6 +101,7 @@ pub fn timestamp(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"anyOf": [
         {"type": "string", "format": "date-time"},
         {"type": "string", "format": "date"},
+        {"type": "integer", "format": "int64"},
         {"type": "number", "minimum": -9.2e18, "maximum": 9.2e18, "exclusiveMinimum": true, "exclusiveMaximum": true},
     ]})
 }

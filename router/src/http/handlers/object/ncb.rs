@@ -52,10 +52,10 @@ use super::{
     MAX_OBJECT_KEY_BYTES, bucket_record, create_bucket_everywhere, drop_bucket_everywhere, list_merged, object_group, object_read,
     object_write, write_in_bucket,
 };
-use crate::auth::{Caller, new_id};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::http::handlers::ReadPrefs;
+use crate::services::auth::{Caller, new_id};
 use crate::state::AppState;
 
 /// First bytes of the decompressed file.

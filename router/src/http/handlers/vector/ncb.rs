@@ -41,10 +41,10 @@ use serde_json::{Value, json};
 use tessera_api::vector::{VectorQuery, VectorQueryResult, VectorRecord};
 
 use super::{CreateCollection, MAX_BATCH, create, read, upsert_records, with_layout};
-use crate::auth::Caller;
 use crate::cluster::typed::shape;
 use crate::error::ApiError;
 use crate::http::handlers::ReadPrefs;
+use crate::services::auth::Caller;
 use crate::state::AppState;
 
 const MAGIC: &[u8; 8] = b"TSRNCBV\0";

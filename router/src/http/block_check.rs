@@ -1,37 +1,17 @@
-//! The IP block list: each router keeps a copy of the meta group's active blocks,
-//! reloaded every `security.block_refresh_ms` (so a check costs no quorum read),
-//! and checks every request against it before anything else runs, `/health`
-//! included. A block ends at its expiry on this router's clock even between
-//! reloads; a block made through this router applies here at once, through
-//! another router within one reload.
+//! The block-list middleware: every request is checked against this router's
+//! copy of the active IP blocks before anything else runs, `/health` included
+//! (the copy and its reload: `crate::services::block_list`).
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::http::iso8601_ms;
-use tessera_api::security::{SecurityQuery, SecurityQueryResult};
-use tracing::debug;
 
-use super::ClientIp;
+use crate::security::ClientIp;
 use crate::state::AppState;
-
-/// Reloads the block list forever.
-pub async fn refresh_loop(state: AppState) {
-    let every = Duration::from_millis(state.config.security.block_refresh_ms.clamp(100, 60_000));
-    loop {
-        match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await {
-            Ok(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => state.security.blocks.replace(list),
-            Ok(other) => debug!("block list reload: unexpected reply {other:?}"),
-            Err(e) => debug!("block list reload: {e}"),
-        }
-        tokio::time::sleep(every).await;
-    }
-}
 
 /// The middleware: resolves the client IP (as the rate limiter does), answers
 /// 403 to a blocked one, and hands the IP on to handlers as [`ClientIp`].

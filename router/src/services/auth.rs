@@ -1,15 +1,13 @@
 //! Local authentication: Argon2id passwords, random 256-bit session tokens stored
-//! in the meta group only as SHA-256 hashes, and the [`Caller`] extractor that
-//! every authenticated route takes. Resolved callers are cached per router for
-//! `security.session_cache_ttl_ms` ([`CallerCache`]).
+//! in the meta group only as SHA-256 hashes, and who a request's token names
+//! ([`resolve`], which the HTTP layer's `Caller` extractor calls). Resolved
+//! callers are cached per router for `security.session_cache_ttl_ms`
+//! ([`crate::services::sessions::CallerCache`]).
 
 use std::sync::atomic::Ordering;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
-use axum::extract::FromRequestParts;
-use axum::http::Method;
-use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
@@ -79,86 +77,67 @@ async fn permissions_of(state: &AppState, user: &UserRecord) -> Result<Vec<Strin
     Ok(perms)
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+/// What a request presents to be recognized.
+pub struct Presented<'a> {
+    /// Its bearer token (header, or `?token=` of a WebSocket upgrade).
+    pub token: Option<String>,
+    /// The client it comes from, and its User-Agent.
+    pub client: SessionClient,
+    pub ip: Option<std::net::IpAddr>,
+    /// A read (`GET`): what open-bootstrap mode serves anonymously.
+    pub read_only: bool,
+    pub path: &'a str,
 }
 
-/// `?token=` of a WebSocket upgrade request (browsers cannot set headers on
-/// WebSockets); other requests must use the header.
-fn websocket_query_token(parts: &Parts) -> Option<String> {
-    let upgrade = parts.headers.get(axum::http::header::UPGRADE)?.to_str().ok()?;
-    if !upgrade.eq_ignore_ascii_case("websocket") {
-        return None;
+/// Who `presented` is: the caller its token's session names (cached), or
+/// `Bootstrap` for an anonymous read while no user exists in open-bootstrap
+/// mode; 401 for a missing, expired or orphaned token, 503 before the first user.
+pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Caller, ApiError> {
+    if !users_exist(state).await? {
+        if state.config.auth.open_bootstrap && presented.read_only {
+            warn!(path = %presented.path, "SECURITY: serving an anonymous read in open-bootstrap mode (no users exist)");
+            return Ok(Caller::Bootstrap);
+        }
+        return Err(ApiError::NotProvisioned);
     }
-    let axum::extract::Query(q) = axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(&parts.uri).ok()?;
-    q.get("token").filter(|t| !t.is_empty()).cloned()
-}
-
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(caller) = parts.extensions.get::<Caller>() {
-            return Ok(caller.clone());
+    let token = presented.token.ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+    let hash = token_hash(&token);
+    let ip = presented.ip;
+    let callers = &state.security.callers;
+    let now_using = presented.client;
+    if let Some(mut caller) = callers.get(&hash) {
+        if let Caller::User { client_ip, .. } = &mut caller {
+            *client_ip = ip;
         }
-        if !users_exist(state).await? {
-            if state.config.auth.open_bootstrap && parts.method == Method::GET {
-                warn!(path = %parts.uri.path(), "SECURITY: serving an anonymous read in open-bootstrap mode (no users exist)");
-                return Ok(Caller::Bootstrap);
+        check_session_binding(state, &caller, &now_using).await?;
+        return Ok(caller);
+    }
+    let session = match state.cluster.meta_read(MetaQuery::Session { token_hash: hash.clone() }).await? {
+        MetaQueryResult::Session(Some(s)) => s,
+        _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
+    };
+    match state.cluster.meta_read(MetaQuery::UserById { id: session.user_id }).await? {
+        MetaQueryResult::User(Some(mut user)) => {
+            if !state.config.rbac.enabled {
+                // `rbac.enabled = false`: every authenticated user acts as an admin.
+                user.role = Role::Admin;
             }
-            return Err(ApiError::NotProvisioned);
-        }
-        let token = bearer(parts)
-            .map(str::to_string)
-            .or_else(|| websocket_query_token(parts))
-            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
-        let hash = token_hash(&token);
-        let ip = parts.extensions.get::<crate::security::ClientIp>().and_then(|c| c.0);
-        let callers = &state.security.callers;
-        let now_using = SessionClient { ip: ip.map(|i| i.to_string()), agent: user_agent(&parts.headers) };
-        if let Some(mut caller) = callers.get(&hash) {
-            if let Caller::User { client_ip, .. } = &mut caller {
-                *client_ip = ip;
-            }
+            let permissions = permissions_of(state, &user).await?;
+            let opened_by = SessionClient { ip: session.client_ip.clone(), agent: session.user_agent.clone() };
+            let caller = Caller::User {
+                user: Box::new(user),
+                token_hash: hash.clone(),
+                permissions,
+                client_ip: ip,
+                mfa_verified: session.mfa_verified,
+                opened_by,
+            };
+            callers.insert(hash, caller.clone(), session.expires_at_ms);
             check_session_binding(state, &caller, &now_using).await?;
-            return Ok(caller);
+            Ok(caller)
         }
-        let session = match state.cluster.meta_read(MetaQuery::Session { token_hash: hash.clone() }).await? {
-            MetaQueryResult::Session(Some(s)) => s,
-            _ => return Err(ApiError::Unauthorized("invalid or expired token".into())),
-        };
-        match state.cluster.meta_read(MetaQuery::UserById { id: session.user_id }).await? {
-            MetaQueryResult::User(Some(mut user)) => {
-                if !state.config.rbac.enabled {
-                    // `rbac.enabled = false`: every authenticated user acts as an admin.
-                    user.role = Role::Admin;
-                }
-                let permissions = permissions_of(state, &user).await?;
-                let opened_by = SessionClient { ip: session.client_ip.clone(), agent: session.user_agent.clone() };
-                let caller = Caller::User {
-                    user: Box::new(user),
-                    token_hash: hash.clone(),
-                    permissions,
-                    client_ip: ip,
-                    mfa_verified: session.mfa_verified,
-                    opened_by,
-                };
-                callers.insert(hash, caller.clone(), session.expires_at_ms);
-                check_session_binding(state, &caller, &now_using).await?;
-                Ok(caller)
-            }
-            _ => Err(ApiError::Unauthorized("the token's user no longer exists".into())),
-        }
+        _ => Err(ApiError::Unauthorized("the token's user no longer exists".into())),
     }
-}
-
-/// A request's User-Agent (at most 256 characters), if any.
-pub fn user_agent(headers: &axum::http::HeaderMap) -> Option<String> {
-    let agent = headers.get(axum::http::header::USER_AGENT)?.to_str().ok()?;
-    Some(agent.chars().take(256).collect())
 }
 
 /// Spec 02's `session_hijacking`: a token used from another address, or by
