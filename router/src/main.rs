@@ -262,7 +262,10 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     });
     tokio::spawn(services::auth::provision_admin(state.clone()));
     tokio::spawn(vault::unseal::unseal_at_start(state.clone()));
-    tokio::spawn(services::block_list::refresh_loop(state.clone()));
+    let blocks_of = state.clone();
+    tokio::spawn(services::block_list::refresh_loop(state.cluster.clone(), state.config.security.block_refresh_ms, move |list| {
+        blocks_of.security.blocks.replace(list)
+    }));
     tokio::spawn(state.rate_limits.clone().prune_loop());
     tokio::spawn(state.activities.clone().flush_loop(state.cluster.clone()));
     tokio::spawn(state.request_stats.clone().publish_loop(state.cluster.clone(), state.router_instance.clone()));

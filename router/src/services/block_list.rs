@@ -14,14 +14,16 @@ use tessera_api::command::{MetaQuery, MetaQueryResult, now_ms};
 use tessera_api::security::{BlockRecord, SecurityQuery, SecurityQueryResult};
 use tracing::debug;
 
-use crate::state::AppState;
+use crate::cluster::ClusterClient;
 
-/// Reloads the block list forever.
-pub async fn refresh_loop(state: AppState) {
-    let every = Duration::from_millis(state.config.security.block_refresh_ms.clamp(100, 60_000));
+/// Reloads the block list forever: every `every_ms` (clamped to 0.1-60 s) it
+/// reads the meta group's active blocks and hands them to `replace` (this
+/// router's [`BlockList::replace`]).
+pub async fn refresh_loop(cluster: std::sync::Arc<dyn ClusterClient>, every_ms: u64, replace: impl Fn(Vec<BlockRecord>) + Send + 'static) {
+    let every = Duration::from_millis(every_ms.clamp(100, 60_000));
     loop {
-        match state.cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await {
-            Ok(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => state.security.blocks.replace(list),
+        match cluster.meta_read(MetaQuery::Security(SecurityQuery::Blocks)).await {
+            Ok(MetaQueryResult::Security(SecurityQueryResult::Blocks(list))) => replace(list),
             Ok(other) => debug!("block list reload: unexpected reply {other:?}"),
             Err(e) => debug!("block list reload: {e}"),
         }
