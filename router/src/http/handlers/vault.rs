@@ -234,7 +234,7 @@ pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>)
 
 /// Body of `PUT /api/v1/admin/vault/policies/{name}`.
 #[derive(schemars::JsonSchema, Deserialize)]
-#[schemars(extend("oneOf" = [{"required": ["username"]}, {"required": ["role"]}]))]
+#[schemars(extend("anyOf" = [{"required": ["username"]}, {"required": ["role"]}]))]
 pub struct PolicyBody {
     /// Exactly one of `username` and `role`.
     #[serde(default)]
