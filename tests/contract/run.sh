@@ -84,6 +84,7 @@ echo "== schemathesis $VERSION"
 REPORTS="${SCHEMATHESIS_REPORTS:-/tmp/tessera-schemathesis-reports}"
 rm -rf "$REPORTS"
 cd "$TESSERA_DATA"  # schemathesis keeps its cache (.schemathesis/) in the working directory
-"$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "$URL/api/v1/openapi.json" \
+# Bounded: a stuck run (schemathesis once hung on a crashed worker) ends.
+timeout $((MAX_TIME + 300)) "$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "$URL/api/v1/openapi.json" \
   -H "Authorization: Bearer $TOKEN" --seed "$SEED" --max-time "$MAX_TIME" \
   --workers 1 --max-examples 25 --no-color --report ndjson --report-dir "$REPORTS"

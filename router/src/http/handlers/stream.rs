@@ -177,7 +177,8 @@ pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs
 /// Body of `POST /api/v1/streaming/channels`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct CreateChannel {
-    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
+    /// Not `cdc.…`: those are the CDC channels (`POST /api/v1/streaming/cdc`).
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME), extend("not" = {"pattern": "^cdc\\."}))]
     name: String,
     #[serde(default)]
     #[schemars(pattern(crate::http::openapi::formats::DURATION))]
@@ -279,7 +280,8 @@ pub async fn history(
 /// Body of `POST /api/v1/streaming/publish`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct PublishRequest {
-    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME))]
+    /// Not `cdc.…`: only SQL commits write to a CDC channel.
+    #[schemars(pattern(crate::http::openapi::formats::STREAM_NAME), extend("not" = {"pattern": "^cdc\\."}))]
     channel: String,
     /// 1 to 128 bytes, not only white space.
     #[schemars(pattern(r"\S"))]
