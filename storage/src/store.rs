@@ -575,6 +575,33 @@ impl Store {
         Ok(())
     }
 
+    /// The groups that have any record on this node (data, indexes, Raft log or
+    /// state) besides the vote floor a dropped replica leaves behind: what an
+    /// operator's check of a stopped node's disk finds of each group.
+    pub fn groups_with_records(&self) -> Result<std::collections::BTreeSet<u64>> {
+        let mut groups = std::collections::BTreeSet::new();
+        for cf in [CF_DATA, CF_INDEX, CF_LOG, CF_RAFT] {
+            let handle = self.db.cf_handle(cf).expect("column family is created at open");
+            let mut iter = self.db.raw_iterator_cf(&handle);
+            iter.seek_to_first();
+            while let Some(key) = iter.key() {
+                let Some(group) = key.get(..8).map(|g| u64::from_be_bytes(g.try_into().expect("8 bytes"))) else {
+                    iter.next();
+                    continue;
+                };
+                if cf == CF_RAFT && key == keys::raft_key(group, keys::RAFT_VOTE_FLOOR) {
+                    iter.next();
+                    continue;
+                }
+                groups.insert(group);
+                // Jump over the rest of this group's keys.
+                iter.seek(keys::group_end(group));
+            }
+            iter.status()?;
+        }
+        Ok(groups)
+    }
+
     /// Whether the group has never stored a vote or log entry on this node.
     pub fn group_is_fresh(&self, group: u64) -> Result<bool> {
         self.log_store(group).is_fresh()
@@ -730,6 +757,19 @@ mod tests {
 
     fn key(b: u8) -> Crypt {
         Crypt::new(&[b; crate::crypt::KEY_LEN])
+    }
+
+    #[test]
+    fn a_deleted_group_leaves_no_record_but_its_vote_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for group in [3u64, 4, 5] {
+            store.db.put_cf(store.db.cf_handle(CF_DATA).unwrap(), keys::data_key(group, 1, b"k"), b"v").unwrap();
+            store.db.put_cf(store.db.cf_handle(CF_RAFT).unwrap(), keys::raft_key(group, keys::RAFT_VOTE), b"{}").unwrap();
+        }
+        assert_eq!(store.groups_with_records().unwrap(), [3, 4, 5].into());
+        store.delete_group(4, 17).unwrap();
+        assert_eq!(store.groups_with_records().unwrap(), [3, 5].into());
     }
 
     #[test]
