@@ -294,6 +294,13 @@ async fn batches_are_all_or_nothing(api: &Http) -> Result<()> {
         .ensure_status(200)?;
     ensure!(r.json["rows"] == json!([[100]]), "batch edges by query {r}");
     api.post("/api/v1/graph/batch", &json!({"nodes": []})).await?.ensure_status(400)?;
+    // A graph named inside a batch item, or in `?graph=` beside the body's, is checked too.
+    let bad_item = json!({"graph": "social", "nodes": [{"id": "s99", "label": "User", "graph": "bad name"}]});
+    let r = api.post("/api/v1/graph/batch", &bad_item).await?.ensure_status(400)?;
+    ensure!(r.error().is_some_and(|m| m.contains("graph")), "a batch item's bad graph name {r}");
+    api.get("/api/v1/graph/nodes/s1?graph=bad%20name").await?.ensure_status(400)?.ensure_error_body()?;
+    let r = api.post("/api/v1/graph/query?graph=bad%20name", &json!({"graph": "social", "query": "MATCH (n) RETURN 1"})).await?;
+    ensure!(r.status == 400, "a bad ?graph= beside a good body graph {r}");
     Ok(())
 }
 
