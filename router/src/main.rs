@@ -117,6 +117,7 @@ fn route_table() -> RouteTable {
         .post("/api/v1/admin/update/execute", P("manage:cluster"), handlers::update::execute_update)
         .body::<handlers::update::UpdateBody>(true)
         .post("/api/v1/admin/backup", P("manage:backup"), handlers::backup::create)
+        .answers(&[201])
         .get("/api/v1/admin/backups", P("manage:backup"), handlers::backup::list)
         .get("/api/v1/admin/backups/{backup_id}", P("manage:backup"), handlers::backup::get)
         .delete("/api/v1/admin/backups/{backup_id}", P("manage:backup"), handlers::backup::delete)

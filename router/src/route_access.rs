@@ -42,6 +42,8 @@ pub struct RouteDoc {
     pub query: Option<SchemaFn>,
     /// The success body, when the handler answers a typed value.
     pub response: Option<SchemaFn>,
+    /// The success statuses of a typed answer (none stated: 200).
+    pub statuses: &'static [u16],
     /// The handler answers bytes or a stream rather than a JSON value.
     pub raw_response: bool,
     /// Its success answer is the resource's own bytes, in the media type they

@@ -52,7 +52,10 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
     let mut response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route.clone()));
-    if let Some(path) = crate::http::openapi::observed::RECORDING.as_deref() {
+    let typed = || crate::route_access::decision(state.decisions(), &method, &route).is_some_and(|d| d.doc.response.is_some());
+    if let Some(path) = crate::http::openapi::observed::RECORDING.as_deref()
+        && !typed()
+    {
         response = record_shape(path, &method, &route, response).await;
     }
     let elapsed = started.elapsed();

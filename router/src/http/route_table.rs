@@ -88,6 +88,14 @@ impl RouteTable {
         self
     }
 
+    /// Documents the success statuses of the last declared route's typed
+    /// answer (201 for a creation; a PUT that creates or replaces states both).
+    pub fn answers(mut self, statuses: &'static [u16]) -> Self {
+        let last = self.decisions.last_mut().expect("a route declared before its statuses");
+        last.doc.statuses = statuses;
+        self
+    }
+
     /// Documents the last declared route's JSON body as `T`, for a handler
     /// that reads its body by hand (to word its own errors) rather than
     /// through [`crate::http::handlers::JsonBody`]; `required` false when an empty

@@ -122,7 +122,8 @@ impl TestRouter {
         let template = resp.extensions().get::<crate::http::openapi::RouteTemplate>().map(|t| t.0.clone()).unwrap_or_default();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.expect("body").to_vec();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        crate::http::openapi::observed::observe(&method, &template, status.as_u16(), &json);
+        let typed = typed_answer(&self.state, &method, &template, status.as_u16());
+        crate::http::openapi::observed::observe(&method, &template, status.as_u16(), &json, typed);
         (status, headers, bytes)
     }
 
@@ -203,4 +204,21 @@ impl TestRouter {
     pub async fn delete(&self, path: &str) -> Answer {
         self.call(Method::DELETE, path, None).await
     }
+}
+
+/// The schema the document states for a typed route's answer with `status`
+/// (`Err` when it states none); `None` for routes documented by observation.
+fn typed_answer(state: &AppState, method: &str, template: &str, status: u16) -> Option<Result<Value, String>> {
+    static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let decision = crate::route_access::decision(state.decisions(), method, template)?;
+    if decision.doc.response.is_none() || !(200..300).contains(&status) || status == 204 {
+        return None;
+    }
+    let doc = DOCUMENT.get_or_init(|| crate::http::openapi::document(state.decisions()));
+    let operation = &doc["paths"][crate::http::openapi::openapi_path(template)][decision.method.to_ascii_lowercase()];
+    let schema = &operation["responses"][status.to_string()]["content"]["application/json"]["schema"];
+    if schema.is_null() {
+        return Some(Err(format!("the document states no JSON answer with status {status} (RouteTable::answers)")));
+    }
+    Some(Ok(crate::http::openapi::observed::inline_refs(schema, &doc["components"]["schemas"], 16)))
 }

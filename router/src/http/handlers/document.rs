@@ -12,8 +12,8 @@ use std::time::Instant;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tessera_api::GroupId;
 use tessera_api::document::{
@@ -41,9 +41,11 @@ pub fn routes() -> RouteTable {
     RouteTable::new()
         .get(C, P("read:documents"), list_collections)
         .post(C, P("write:documents"), create_collection)
+        .answers(&[201])
         .get(format!("{C}/{{name}}"), P("read:documents"), get_collection)
         .delete(format!("{C}/{{name}}"), P("write:documents"), drop_collection)
         .post(format!("{C}/{{name}}/documents"), P("write:documents"), insert)
+        .answers(&[201])
         .get(format!("{C}/{{name}}/documents"), P("read:documents"), get_collection)
         .get(format!("{C}/{{name}}/documents/{{id}}"), P("read:documents"), get_document)
         .put(format!("{C}/{{name}}/documents/{{id}}"), P("write:documents"), replace)
@@ -53,6 +55,7 @@ pub fn routes() -> RouteTable {
         .post(format!("{C}/{{name}}/query"), P("read:documents"), query)
         .get(format!("{C}/{{name}}/indexes"), P("read:documents"), list_indexes)
         .post(format!("{C}/{{name}}/indexes"), P("write:documents"), create_index)
+        .answers(&[201])
         .delete(format!("{C}/{{name}}/indexes/{{field}}"), P("write:documents"), drop_index)
         .post("/api/v1/documents/{name}/query", P("read:documents"), query)
 }
@@ -218,20 +221,140 @@ async fn home_definition(state: &AppState, name: &str) -> Result<CollectionDef, 
     typed::pick(answer, shape!(DocQueryResult::Collection))?.ok_or_else(|| no_collection(name))
 }
 
-// ---------------------------------------------------------------- JSON shapes
+// ---------------------------------------------------------------- answers
 
-fn doc_json(d: &DocRecord) -> Value {
-    json!({
-        "id": d.id, "collection": d.collection, "data": d.data,
-        "created_at": iso8601_ms(d.created_at_ms), "updated_at": iso8601_ms(d.updated_at_ms),
-    })
+/// A stored document as clients see it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DocumentView {
+    id: String,
+    collection: String,
+    /// The document's content.
+    #[schemars(with = "Map<String, Value>")]
+    data: Value,
+    created_at: String,
+    updated_at: String,
 }
 
-fn def_json(def: &CollectionDef) -> Value {
-    json!({
-        "name": def.name, "schema": def.schema, "indexes": def.indexes,
-        "created_at": iso8601_ms(def.created_at_ms),
-    })
+impl From<&DocRecord> for DocumentView {
+    fn from(d: &DocRecord) -> Self {
+        DocumentView {
+            id: d.id.clone(),
+            collection: d.collection.clone(),
+            data: d.data.clone(),
+            created_at: iso8601_ms(d.created_at_ms),
+            updated_at: iso8601_ms(d.updated_at_ms),
+        }
+    }
+}
+
+/// A collection's definition.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CollectionView {
+    name: String,
+    /// The JSON Schema its documents must meet, or null for none.
+    #[schemars(schema_with = "json_schema_document")]
+    schema: Option<Value>,
+    /// The fields it keeps indexes on.
+    indexes: Vec<String>,
+    created_at: String,
+}
+
+impl From<&CollectionDef> for CollectionView {
+    fn from(def: &CollectionDef) -> Self {
+        CollectionView {
+            name: def.name.clone(),
+            schema: def.schema.clone(),
+            indexes: def.indexes.clone(),
+            created_at: iso8601_ms(def.created_at_ms),
+        }
+    }
+}
+
+/// Answer of a collection's creation.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CreatedCollection {
+    #[serde(flatten)]
+    collection: CollectionView,
+    created: bool,
+}
+
+/// A collection in the listing, with its documents counted over every group.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ListedCollection {
+    #[serde(flatten)]
+    collection: CollectionView,
+    document_count: u64,
+}
+
+/// Answer of `GET /api/v1/documents/collections`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CollectionList {
+    collections: Vec<ListedCollection>,
+    count: usize,
+}
+
+/// Answer of a dropped collection.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DroppedCollection {
+    name: String,
+    deleted: bool,
+    documents_deleted: u64,
+}
+
+/// Answer of a deleted document.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedDocument {
+    id: String,
+    collection: String,
+    deleted: bool,
+}
+
+/// The documents a query or listing found, merged over every group.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct FoundDocuments {
+    collection: String,
+    /// The collection, as the listing routes name it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    documents: Vec<DocumentView>,
+    count: usize,
+    total_matched: u64,
+    total_scanned: u64,
+    /// The index a group's engine used, or null for a scan.
+    index_used: Option<String>,
+    /// More documents matched than the router's row limit let through.
+    truncated: bool,
+    execution_time_ms: u64,
+}
+
+/// An index of a collection.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IndexField {
+    field: String,
+}
+
+/// Answer of `GET …/collections/{name}/indexes`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IndexList {
+    collection: String,
+    indexes: Vec<IndexField>,
+    count: usize,
+}
+
+/// Answer of an index's creation.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CreatedIndex {
+    collection: String,
+    field: String,
+    created: bool,
+}
+
+/// Answer of an index's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DroppedIndex {
+    collection: String,
+    field: String,
+    deleted: bool,
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
@@ -262,7 +385,7 @@ pub async fn create_collection(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateCollection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedCollection>), ApiError> {
     require_writer(&caller)?;
     validate_collection_name(&req.name).map_err(ApiError::BadRequest)?;
     let schema = req.schema.filter(|s| !s.is_null());
@@ -280,13 +403,11 @@ pub async fn create_collection(
     }
     let def = home_definition(&state, &req.name).await?;
     spread_definition(&state, &def, prefs.consistency).await?;
-    let mut body = def_json(&def);
-    body["created"] = json!(true);
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((StatusCode::CREATED, Json(CreatedCollection { collection: (&def).into(), created: true })))
 }
 
 /// `GET /api/v1/documents/collections`: every collection with its document count.
-pub async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+pub async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<CollectionList>, ApiError> {
     // Counts add up every group's copy; the definition shown is the home group's.
     let mut merged: std::collections::BTreeMap<String, (CollectionDef, u64)> = Default::default();
     for (group, r) in read_each(&state, DocQuery::ListCollections, &prefs).await? {
@@ -300,15 +421,9 @@ pub async fn list_collections(State(state): State<AppState>, _caller: Caller, pr
             e.1 += info.documents;
         }
     }
-    let list: Vec<Value> = merged
-        .values()
-        .map(|(def, n)| {
-            let mut v = def_json(def);
-            v["document_count"] = json!(n);
-            v
-        })
-        .collect();
-    Ok(Json(json!({"collections": list, "count": list.len()})))
+    let collections: Vec<ListedCollection> =
+        merged.values().map(|(def, n)| ListedCollection { collection: def.into(), document_count: *n }).collect();
+    Ok(Json(CollectionList { count: collections.len(), collections }))
 }
 
 /// Query of `GET …/collections/{name}`: `limit` and `skip`.
@@ -327,13 +442,13 @@ pub async fn get_collection(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     QueryParams(p): QueryParams<ListParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FoundDocuments>, ApiError> {
     let started = Instant::now();
     let req = FindRequest { filter: None, sort: None, limit: p.limit, skip: p.skip };
-    let mut body = find(&state, &prefs, &name, req).await?;
-    body["name"] = json!(name);
-    body["execution_time_ms"] = json!(elapsed_ms(started));
-    Ok(Json(body))
+    let mut found = find(&state, &prefs, &name, req).await?;
+    found.name = Some(name);
+    found.execution_time_ms = elapsed_ms(started);
+    Ok(Json(found))
 }
 
 /// `DELETE /api/v1/documents/collections/{name}`: the collection and its documents.
@@ -342,7 +457,7 @@ pub async fn drop_collection(
     caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DroppedCollection>, ApiError> {
     require_writer(&caller)?;
     let op = || DocOp::DropCollection { name: name.clone() };
     let (copies, home) = catalog(&state, &name)?.drop_home_last::<Document>(op, prefs.consistency).await?;
@@ -359,7 +474,7 @@ pub async fn drop_collection(
     if !found {
         return Err(no_collection(&name));
     }
-    Ok(Json(json!({"name": name, "deleted": true, "documents_deleted": documents})))
+    Ok(Json(DroppedCollection { name, deleted: true, documents_deleted: documents }))
 }
 
 // ---------------------------------------------------------------- documents
@@ -382,7 +497,7 @@ pub async fn insert(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(req): JsonBody<InsertBody>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<DocumentView>), ApiError> {
     require_writer(&caller)?;
     validate_collection_name(&name).map_err(ApiError::BadRequest)?;
     if !req.document.is_object() {
@@ -398,7 +513,7 @@ pub async fn insert(
         served = propose(&state, group, op(), prefs.consistency).await?;
     }
     let (headers, rec) = stored(served)?;
-    Ok((StatusCode::CREATED, headers, Json(doc_json(&rec))))
+    Ok((StatusCode::CREATED, headers, Json((&rec).into())))
 }
 
 /// The document a write stored, with the headers naming who served it.
@@ -413,14 +528,14 @@ pub async fn get_document(
     _caller: Caller,
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<DocumentView>), ApiError> {
     validate_doc_id(&id).map_err(ApiError::NotFound)?;
     let group = doc_group(&state, &name, &id)?;
     let served = read(&state, group, DocQuery::Get { collection: name.clone(), id: id.clone() }, &prefs).await?;
     let headers = served_headers(&served);
     match served.value {
         Ok(answer) => match typed::pick(answer, shape!(DocQueryResult::Document))? {
-            Some(d) => Ok((headers, Json(doc_json(&d)))),
+            Some(d) => Ok((headers, Json((&d).into()))),
             None => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
         },
         Err(r) if r.code == ErrorCode::NotFound => Err(no_collection(&name)),
@@ -442,7 +557,7 @@ pub async fn replace(
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
     JsonBody(req): JsonBody<ReplaceBody>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<DocumentView>), ApiError> {
     require_writer(&caller)?;
     validate_doc_id(&id).map_err(ApiError::NotFound)?;
     if !req.document.is_object() {
@@ -451,7 +566,7 @@ pub async fn replace(
     let group = doc_group(&state, &name, &id)?;
     let op = DocOp::Replace { collection: name, id, data: req.document };
     let (headers, rec) = stored(propose(&state, group, op, prefs.consistency).await?)?;
-    Ok((headers, Json(doc_json(&rec))))
+    Ok((headers, Json((&rec).into())))
 }
 
 /// `PATCH …/documents/{id}` (or `POST …/documents/{id}/update`) with an update
@@ -463,7 +578,7 @@ pub async fn update(
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
     JsonBody(body): JsonBody<Map<String, Value>>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<DocumentView>), ApiError> {
     require_writer(&caller)?;
     validate_doc_id(&id).map_err(ApiError::NotFound)?;
     let update = match body.get("update") {
@@ -474,7 +589,7 @@ pub async fn update(
     let group = doc_group(&state, &name, &id)?;
     let op = DocOp::Update { collection: name, id, update };
     let (headers, rec) = stored(propose(&state, group, op, prefs.consistency).await?)?;
-    Ok((headers, Json(doc_json(&rec))))
+    Ok((headers, Json((&rec).into())))
 }
 
 /// `DELETE …/documents/{id}`.
@@ -483,14 +598,14 @@ pub async fn delete_document(
     caller: Caller,
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedDocument>, ApiError> {
     require_writer(&caller)?;
     validate_doc_id(&id).map_err(ApiError::NotFound)?;
     let group = doc_group(&state, &name, &id)?;
     let op = DocOp::Delete { collection: name.clone(), id: id.clone() };
     match typed::pick(write(&state, group, op, prefs.consistency).await?.value, shape!(DocResponse::Deleted))? {
         0 => Err(ApiError::NotFound(format!("document {id} does not exist in collection {name}"))),
-        _ => Ok(Json(json!({"id": id, "collection": name, "deleted": true}))),
+        _ => Ok(Json(DeletedDocument { id, collection: name, deleted: true })),
     }
 }
 
@@ -576,15 +691,15 @@ pub async fn query(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(req): JsonBody<FindRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FoundDocuments>, ApiError> {
     let started = Instant::now();
-    let mut body = find(&state, &prefs, &name, req).await?;
-    body["execution_time_ms"] = json!(elapsed_ms(started));
-    Ok(Json(body))
+    let mut found = find(&state, &prefs, &name, req).await?;
+    found.execution_time_ms = elapsed_ms(started);
+    Ok(Json(found))
 }
 
 /// Fans a find out to every group and merges the answers.
-async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest) -> Result<Value, ApiError> {
+async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest) -> Result<FoundDocuments, ApiError> {
     let filter = req.filter.filter(|f| !f.is_null()).unwrap_or_else(|| json!({}));
     let skip = req.skip.unwrap_or(0);
     // Rows a query returns at most (spec limit `max_result_rows`).
@@ -619,17 +734,19 @@ async fn find(state: &AppState, prefs: &ReadPrefs, name: &str, req: FindRequest)
         return Err(no_collection(name));
     }
     docs.sort_by(|a, b| a.sort_key.cmp(&b.sort_key).then_with(|| a.doc.id.cmp(&b.doc.id)));
-    let list: Vec<Value> = docs.iter().skip(skip).take(limit).map(|d| doc_json(&d.doc)).collect();
-    let truncated = req.limit.is_none() && (matched as usize).saturating_sub(skip) > list.len();
-    Ok(json!({
-        "collection": name,
-        "documents": list,
-        "count": list.len(),
-        "total_matched": matched,
-        "total_scanned": scanned,
-        "index_used": index_used,
-        "truncated": truncated,
-    }))
+    let documents: Vec<DocumentView> = docs.iter().skip(skip).take(limit).map(|d| (&d.doc).into()).collect();
+    let truncated = req.limit.is_none() && (matched as usize).saturating_sub(skip) > documents.len();
+    Ok(FoundDocuments {
+        collection: name.to_string(),
+        name: None,
+        count: documents.len(),
+        documents,
+        total_matched: matched,
+        total_scanned: scanned,
+        index_used,
+        truncated,
+        execution_time_ms: 0,
+    })
 }
 
 // ---------------------------------------------------------------- indexes
@@ -648,7 +765,7 @@ pub async fn create_index(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(req): JsonBody<CreateIndex>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedIndex>), ApiError> {
     require_writer(&caller)?;
     validate_index_field(&req.field).map_err(ApiError::BadRequest)?;
     let home = home_group(&state, &name)?;
@@ -659,14 +776,14 @@ pub async fn create_index(
     if !created {
         return Err(ApiError::Conflict(format!("collection {name} already has an index on {}", req.field)));
     }
-    Ok((StatusCode::CREATED, Json(json!({"collection": name, "field": req.field, "created": true}))))
+    Ok((StatusCode::CREATED, Json(CreatedIndex { collection: name, field: req.field, created: true })))
 }
 
 /// `GET …/collections/{name}/indexes`.
-pub async fn list_indexes(State(state): State<AppState>, _caller: Caller, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn list_indexes(State(state): State<AppState>, _caller: Caller, Path(name): Path<String>) -> Result<Json<IndexList>, ApiError> {
     let def = home_definition(&state, &name).await?;
-    let list: Vec<Value> = def.indexes.iter().map(|f| json!({"field": f})).collect();
-    Ok(Json(json!({"collection": name, "indexes": list, "count": list.len()})))
+    let indexes: Vec<IndexField> = def.indexes.iter().map(|f| IndexField { field: f.clone() }).collect();
+    Ok(Json(IndexList { collection: name, count: indexes.len(), indexes }))
 }
 
 /// `DELETE …/collections/{name}/indexes/{field}`.
@@ -675,7 +792,7 @@ pub async fn drop_index(
     caller: Caller,
     prefs: ReadPrefs,
     Path((name, field)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DroppedIndex>, ApiError> {
     require_writer(&caller)?;
     let groups = state.cluster.data_groups()?;
     let op = || DocOp::DropIndex { collection: name.clone(), field: field.clone() };
@@ -689,7 +806,7 @@ pub async fn drop_index(
     if !replies.iter().any(|r| matches!(r, DocResponse::Deleted(n) if *n > 0)) {
         return Err(ApiError::NotFound(format!("collection {name} has no index on {field}")));
     }
-    Ok(Json(json!({"collection": name, "field": field, "deleted": true})))
+    Ok(Json(DroppedIndex { collection: name, field, deleted: true }))
 }
 
 #[cfg(test)]

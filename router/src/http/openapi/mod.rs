@@ -115,12 +115,11 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
     let observed = observed::OBSERVED.get(&observed::route_key(d.method, &d.path));
     let takes_consistency = d.doc.query.is_some_and(|q| q(generator).to_value()["properties"].get("consistency").is_some());
     if let Some(schema) = d.doc.response {
-        // A typed answer, under each status it was seen with (201 for creations).
+        // A typed answer, under each status its route states (200 unless stated).
         let schema = schema(generator).to_value();
-        let statuses: Vec<String> =
-            observed.map(|o| o.keys().cloned().collect()).filter(|s: &Vec<String>| !s.is_empty()).unwrap_or_else(|| vec!["200".into()]);
+        let statuses: &[u16] = if d.doc.statuses.is_empty() { &[200] } else { d.doc.statuses };
         for status in statuses {
-            out.insert(status, json_answer(schema.clone()));
+            out.insert(status.to_string(), json_answer(schema.clone()));
         }
         also_answered(d, takes_consistency, &mut out);
         return out;

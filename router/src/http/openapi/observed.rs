@@ -229,10 +229,38 @@ pub fn violation(schema: &Value, value: &Value, at: &str) -> Option<String> {
     }
 }
 
+/// `schema` with every `$ref` into `components/schemas` replaced by its
+/// target (to `depth` levels; deeper ones become any value), and a lone
+/// `allOf` (schemars' nullable reference) merged into its parent.
+pub fn inline_refs(schema: &Value, components: &Value, depth: usize) -> Value {
+    match schema {
+        Value::Object(fields) => {
+            if let Some(name) = fields.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                return if depth == 0 { json!({}) } else { inline_refs(&components[name], components, depth - 1) };
+            }
+            let mut out: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), inline_refs(v, components, depth))).collect();
+            if let Some(Value::Array(all)) = out.get("allOf").cloned()
+                && let [Value::Object(only)] = all.as_slice()
+            {
+                out.remove("allOf");
+                for (k, v) in only {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| inline_refs(v, components, depth)).collect()),
+        other => other.clone(),
+    }
+}
+
 /// What the in-process tests do with every answer (see the module's doc):
-/// with `TESSERA_BLESS=1` record its shape in `observed.json`, else check it.
+/// a typed route's answer is checked against its type's schema (`typed`,
+/// `Err` when the route does not state the status it answered); any other
+/// with `TESSERA_BLESS=1` records its shape in `observed.json`, else is
+/// checked against it.
 #[cfg(test)]
-pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
+pub fn observe(method: &str, template: &str, status: u16, body: &Value, typed: Option<Result<Value, String>>) {
     // The document itself is not described by its own observations.
     if template.is_empty() || status == 204 || template == "/api/v1/openapi.json" || body.is_null() {
         return; // no route, no body, or not a JSON answer (objects, files, text)
@@ -248,6 +276,16 @@ pub fn observe(method: &str, template: &str, status: u16, body: &Value) {
         return;
     }
     let key = route_key(method, template);
+    match typed {
+        Some(Err(why)) => panic!("{key} answered {status}: {why}"),
+        Some(Ok(schema)) => {
+            if let Some(why) = violation(&schema, body, "body") {
+                panic!("{key} answered {status} with a shape its type's schema does not describe ({why})");
+            }
+            return;
+        }
+        None => {}
+    }
     if std::env::var("TESSERA_BLESS").is_ok_and(|v| v == "1") {
         record(&key, status, body);
         return;
