@@ -96,6 +96,15 @@ impl RouteTable {
         self
     }
 
+    /// Documents the last declared route's success answer as `T`, for a
+    /// handler that builds its response by hand (to keep its headers on a
+    /// refusal) from a `T` it serializes.
+    pub fn returns<T: JsonSchema>(mut self) -> Self {
+        let last = self.decisions.last_mut().expect("a route declared before its answer");
+        last.doc.response = Some(|g| g.subschema_for::<T>());
+        self
+    }
+
     /// Documents the last declared route's JSON body as `T`, for a handler
     /// that reads its body by hand (to word its own errors) rather than
     /// through [`crate::http::handlers::JsonBody`]; `required` false when an empty

@@ -11,8 +11,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tessera_api::GroupId;
 use tessera_api::error::Rejection;
 use tessera_api::graph::{
@@ -46,14 +46,17 @@ const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
 pub fn routes() -> RouteTable {
     RouteTable::new()
         .post("/api/v1/graph/nodes", P("write:graph"), create_node)
+        .answers(&[201])
         .get("/api/v1/graph/nodes/{id}", P("read:graph"), get_node)
         .delete("/api/v1/graph/nodes/{id}", P("write:graph"), delete_node)
         .post("/api/v1/graph/edges", P("write:graph"), create_edge)
+        .answers(&[201])
         .get("/api/v1/graph/edges/{id}", P("read:graph"), get_edge)
         .delete("/api/v1/graph/edges/{id}", P("write:graph"), delete_edge)
         .get("/api/v1/graph/data", P("read:graph"), data)
         .post("/api/v1/graph/query", P("read:graph"), query)
-        .merge(RouteTable::new().post("/api/v1/graph/batch", P("write:graph"), batch).body_limit(MAX_BATCH_BODY_BYTES))
+        .returns::<GraphTable>()
+        .merge(RouteTable::new().post("/api/v1/graph/batch", P("write:graph"), batch).answers(&[201]).body_limit(MAX_BATCH_BODY_BYTES))
 }
 
 // ---------------------------------------------------------------- helpers
@@ -122,15 +125,136 @@ fn properties(v: Option<Value>) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-fn node_json(graph: &str, n: &NodeRecord) -> Value {
-    json!({"id": n.id, "label": n.label, "properties": n.properties, "created_at": iso8601_ms(n.created_at_ms), "graph": graph})
+// ---------------------------------------------------------------- answers
+
+/// A node as clients see it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct NodeView {
+    id: String,
+    label: String,
+    properties: Map<String, Value>,
+    created_at: String,
+    graph: String,
 }
 
-fn edge_json(graph: &str, e: &EdgeRecord) -> Value {
-    json!({
-        "id": e.id, "from_node": e.from_node, "to_node": e.to_node, "label": e.label,
-        "properties": e.properties, "created_at": iso8601_ms(e.created_at_ms), "graph": graph,
-    })
+fn node_view(graph: &str, n: &NodeRecord) -> NodeView {
+    NodeView {
+        id: n.id.clone(),
+        label: n.label.clone(),
+        properties: n.properties.clone(),
+        created_at: iso8601_ms(n.created_at_ms),
+        graph: graph.to_string(),
+    }
+}
+
+/// An edge as clients see it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct EdgeView {
+    id: String,
+    from_node: String,
+    to_node: String,
+    label: String,
+    properties: Map<String, Value>,
+    created_at: String,
+    graph: String,
+}
+
+fn edge_view(graph: &str, e: &EdgeRecord) -> EdgeView {
+    EdgeView {
+        id: e.id.clone(),
+        from_node: e.from_node.clone(),
+        to_node: e.to_node.clone(),
+        label: e.label.clone(),
+        properties: e.properties.clone(),
+        created_at: iso8601_ms(e.created_at_ms),
+        graph: graph.to_string(),
+    }
+}
+
+/// Answer of a node's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedNode {
+    id: String,
+    graph: String,
+    deleted: bool,
+    /// The edges that touched it, removed with it.
+    edges_removed: u64,
+}
+
+/// Answer of an edge's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedEdge {
+    id: String,
+    graph: String,
+    deleted: bool,
+}
+
+/// Answer of a batch.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BatchAnswer {
+    graph: String,
+    nodes_created: u64,
+    edges_created: u64,
+    node_ids: Vec<String>,
+    edge_ids: Vec<String>,
+}
+
+/// A node of `GET /api/v1/graph/data`, with its depth in a traversal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DataNodeView {
+    id: String,
+    label: String,
+    properties: Map<String, Value>,
+    /// Edges from the start node (traversals only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    depth: Option<u32>,
+}
+
+/// An edge of `GET /api/v1/graph/data`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DataEdgeView {
+    id: String,
+    from_node: String,
+    to_node: String,
+    label: String,
+    properties: Map<String, Value>,
+}
+
+/// Answer of `GET /api/v1/graph/data`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct GraphData {
+    graph: String,
+    nodes: Vec<DataNodeView>,
+    edges: Vec<DataEdgeView>,
+    node_count: usize,
+    edge_count: usize,
+    truncated: bool,
+    execution_time_ms: u64,
+    /// The traversal's start (traversals only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_node: Option<String>,
+    /// The traversal's depth (traversals only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    depth: Option<u32>,
+    /// The label asked for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
+}
+
+/// Answer of a pattern query.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct GraphTable {
+    graph: String,
+    columns: Vec<String>,
+    row_count: usize,
+    /// One array of values per row, in `columns` order.
+    rows: Vec<Vec<Value>>,
+    truncated: bool,
+    /// The evaluation's plan, one step a line.
+    plan: Vec<String>,
+    /// Nodes and edges the evaluation visited.
+    elements_visited: u64,
+    execution_time_ms: u64,
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
@@ -207,13 +331,13 @@ pub async fn create_node(
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<GraphParam>,
     JsonBody(mut body): JsonBody<NodeBody>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<NodeView>), ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(body.graph.take(), p.graph)?;
     let node = body.into_new()?;
     let op = GraphOp::AddNode { graph: graph.clone(), node };
     let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Node)).await?;
-    Ok((StatusCode::CREATED, served_headers(&served), Json(node_json(&graph, &served.value))))
+    Ok((StatusCode::CREATED, served_headers(&served), Json(node_view(&graph, &served.value))))
 }
 
 /// `POST /api/v1/graph/edges {from_node, to_node, label, properties?, id?, graph?}`
@@ -224,13 +348,13 @@ pub async fn create_edge(
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<GraphParam>,
     JsonBody(mut body): JsonBody<EdgeBody>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<EdgeView>), ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(body.graph.take(), p.graph)?;
     let edge = body.into_new()?;
     let op = GraphOp::AddEdge { graph: graph.clone(), edge };
     let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Edge)).await?;
-    Ok((StatusCode::CREATED, served_headers(&served), Json(edge_json(&graph, &served.value))))
+    Ok((StatusCode::CREATED, served_headers(&served), Json(edge_view(&graph, &served.value))))
 }
 
 /// `GET /api/v1/graph/nodes/{id}?graph=`.
@@ -240,13 +364,13 @@ pub async fn get_node(
     prefs: ReadPrefs,
     Path(id): Path<String>,
     QueryParams(p): QueryParams<GraphParam>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<NodeView>), ApiError> {
     let graph = graph_name(None, p.graph)?;
     let q = GraphQuery::Node { graph: graph.clone(), id: id.clone() };
     let served = read(&state, &graph, q, &prefs, shape!(GraphQueryResult::Node)).await?;
     let headers = served_headers(&served);
     let n = served.value.ok_or_else(|| ApiError::NotFound(format!("node {id} does not exist in graph {graph}")))?;
-    Ok((headers, Json(node_json(&graph, &n))))
+    Ok((headers, Json(node_view(&graph, &n))))
 }
 
 /// `GET /api/v1/graph/edges/{id}?graph=`.
@@ -256,13 +380,13 @@ pub async fn get_edge(
     prefs: ReadPrefs,
     Path(id): Path<String>,
     QueryParams(p): QueryParams<GraphParam>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<EdgeView>), ApiError> {
     let graph = graph_name(None, p.graph)?;
     let q = GraphQuery::Edge { graph: graph.clone(), id: id.clone() };
     let served = read(&state, &graph, q, &prefs, shape!(GraphQueryResult::Edge)).await?;
     let headers = served_headers(&served);
     let e = served.value.ok_or_else(|| ApiError::NotFound(format!("edge {id} does not exist in graph {graph}")))?;
-    Ok((headers, Json(edge_json(&graph, &e))))
+    Ok((headers, Json(edge_view(&graph, &e))))
 }
 
 /// `DELETE /api/v1/graph/nodes/{id}?graph=`: the node and every edge touching it, atomically.
@@ -272,12 +396,12 @@ pub async fn delete_node(
     prefs: ReadPrefs,
     Path(id): Path<String>,
     QueryParams(p): QueryParams<GraphParam>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedNode>, ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
     let op = GraphOp::DeleteNode { graph: graph.clone(), id: id.clone() };
     let edges_removed = write(&state, &graph, op, &prefs, shape!(GraphResponse::NodeDeleted { edges_removed })).await?.value;
-    Ok(Json(json!({"id": id, "graph": graph, "deleted": true, "edges_removed": edges_removed})))
+    Ok(Json(DeletedNode { id, graph, deleted: true, edges_removed }))
 }
 
 /// `DELETE /api/v1/graph/edges/{id}?graph=`.
@@ -287,13 +411,13 @@ pub async fn delete_edge(
     prefs: ReadPrefs,
     Path(id): Path<String>,
     QueryParams(p): QueryParams<GraphParam>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedEdge>, ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(None, p.graph)?;
     let op = GraphOp::DeleteEdge { graph: graph.clone(), id: id.clone() };
     match write(&state, &graph, op, &prefs, shape!(GraphResponse::EdgeDeleted)).await?.value {
         0 => Err(ApiError::NotFound(format!("edge {id} does not exist in graph {graph}"))),
-        _ => Ok(Json(json!({"id": id, "graph": graph, "deleted": true}))),
+        _ => Ok(Json(DeletedEdge { id, graph, deleted: true })),
     }
 }
 
@@ -321,7 +445,7 @@ pub async fn batch(
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<GraphParam>,
     JsonBody(body): JsonBody<BatchBody>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<BatchAnswer>), ApiError> {
     require_writer(&caller)?;
     let graph = graph_name(body.graph, p.graph)?;
     let total = body.nodes.len() + body.edges.len();
@@ -349,11 +473,7 @@ pub async fn batch(
     let served = write(&state, &graph, op, &prefs, shape!(GraphResponse::Batch { nodes, edges })).await?;
     let headers = served_headers(&served);
     let (nodes, edges) = served.value;
-    Ok((
-        StatusCode::CREATED,
-        headers,
-        Json(json!({"graph": graph, "nodes_created": nodes, "edges_created": edges, "node_ids": node_ids, "edge_ids": edge_ids})),
-    ))
+    Ok((StatusCode::CREATED, headers, Json(BatchAnswer { graph, nodes_created: nodes, edges_created: edges, node_ids, edge_ids })))
 }
 
 // ---------------------------------------------------------------- reads
@@ -376,16 +496,18 @@ pub struct DataParams {
     limit: Option<usize>,
 }
 
-fn data_node_json(n: &DataNode) -> Value {
-    let mut v = json!({"id": n.id, "label": n.label, "properties": n.properties});
-    if let Some(d) = n.depth {
-        v["depth"] = json!(d);
-    }
-    v
+fn data_node_view(n: &DataNode) -> DataNodeView {
+    DataNodeView { id: n.id.clone(), label: n.label.clone(), properties: n.properties.clone(), depth: n.depth }
 }
 
-fn data_edge_json(e: &DataEdge) -> Value {
-    json!({"id": e.id, "from_node": e.from_node, "to_node": e.to_node, "label": e.label, "properties": e.properties})
+fn data_edge_view(e: &DataEdge) -> DataEdgeView {
+    DataEdgeView {
+        id: e.id.clone(),
+        from_node: e.from_node.clone(),
+        to_node: e.to_node.clone(),
+        label: e.label.clone(),
+        properties: e.properties.clone(),
+    }
 }
 
 /// `GET /api/v1/graph/data?graph=&label=&start_node=&depth=&edge_label=&direction=&limit=`:
@@ -396,7 +518,7 @@ pub async fn data(
     _caller: Caller,
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<DataParams>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<GraphData>), ApiError> {
     let started = Instant::now();
     let graph = graph_name(None, p.graph)?;
     let label = p.label.filter(|l| !l.is_empty());
@@ -441,22 +563,18 @@ pub async fn data(
     let headers = served_headers(&served);
     match served.value {
         Some((nodes, edges, truncated)) => {
-            let mut body = json!({
-                "graph": graph,
-                "nodes": nodes.iter().map(data_node_json).collect::<Vec<_>>(),
-                "edges": edges.iter().map(data_edge_json).collect::<Vec<_>>(),
-                "node_count": nodes.len(),
-                "edge_count": edges.len(),
-                "truncated": truncated,
-                "execution_time_ms": elapsed_ms(started),
-            });
-            if let Some(s) = start {
-                body["start_node"] = json!(s);
-                body["depth"] = json!(depth);
-            }
-            if let Some(l) = label {
-                body["label"] = json!(l);
-            }
+            let body = GraphData {
+                graph,
+                nodes: nodes.iter().map(data_node_view).collect(),
+                edges: edges.iter().map(data_edge_view).collect(),
+                node_count: nodes.len(),
+                edge_count: edges.len(),
+                truncated,
+                execution_time_ms: elapsed_ms(started),
+                depth: start.is_some().then_some(depth),
+                start_node: start,
+                label,
+            };
             Ok((headers, Json(body)))
         }
         None => Err(ApiError::NotFound(format!("start node {} does not exist in graph {graph}", start.unwrap_or_default()))),
@@ -509,16 +627,16 @@ pub async fn query(
     match served.value.map(|answer| typed::pick(answer, table)) {
         Ok(picked) => {
             let (columns, rows, truncated, work, plan) = picked?;
-            let body = json!({
-                "graph": graph,
-                "columns": columns,
-                "row_count": rows.len(),
-                "rows": rows,
-                "truncated": truncated,
-                "plan": plan,
-                "elements_visited": work,
-                "execution_time_ms": elapsed_ms(started),
-            });
+            let body = GraphTable {
+                graph,
+                columns,
+                row_count: rows.len(),
+                rows,
+                truncated,
+                plan,
+                elements_visited: work,
+                execution_time_ms: elapsed_ms(started),
+            };
             Ok((headers, Json(body)).into_response())
         }
         // Refused with the replica's headers; a parse error says where.
