@@ -14,8 +14,8 @@ use std::time::Instant;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::Role;
@@ -40,6 +40,7 @@ pub fn routes() -> RouteTable {
     RouteTable::new()
         .get("/api/v1/timeseries/metrics", P("read:timeseries"), list_metrics)
         .post("/api/v1/timeseries/metrics", P("write:timeseries"), create_metric)
+        .answers(&[201])
         .get("/api/v1/timeseries/metrics/{name}", P("read:timeseries"), get_metric)
         .put("/api/v1/timeseries/metrics/{name}/retention", P("write:timeseries"), set_retention)
         .post("/api/v1/timeseries/write", P("write:timeseries"), write)
@@ -81,13 +82,109 @@ async fn ts_read<T>(
         .await
 }
 
-fn metric_json(m: &MetricInfo) -> Value {
-    json!({
-        "name": m.name, "metric_type": m.metric_type, "description": m.description, "unit": m.unit,
-        "created_at": iso8601_ms(m.created_at_ms), "retention": m.retention,
-        "series": m.series, "points": m.points, "bytes": m.bytes, "chunks": m.chunks,
-        "bytes_per_point": if m.points > 0 { json!(m.bytes as f64 / m.points as f64) } else { Value::Null },
-    })
+// ---------------------------------------------------------------- answers
+
+/// A metric with its storage figures.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MetricView {
+    name: String,
+    metric_type: String,
+    description: String,
+    unit: String,
+    created_at: String,
+    /// Its retention policy, or null for none.
+    #[schemars(with = "Option<RetentionView>")]
+    retention: Value,
+    /// Distinct series (tag sets).
+    series: u64,
+    points: u64,
+    /// Bytes of its compressed chunks.
+    bytes: u64,
+    chunks: u64,
+    /// Null while it holds no point.
+    bytes_per_point: Option<f64>,
+}
+
+/// A retention policy, durations as given (`30d`).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)] // describes the engine's policy JSON in the document
+struct RetentionView {
+    drop_after: Option<String>,
+    downsample_after: Option<String>,
+    downsample_interval: Option<String>,
+    downsample_function: Option<String>,
+}
+
+impl From<&MetricInfo> for MetricView {
+    fn from(m: &MetricInfo) -> Self {
+        MetricView {
+            name: m.name.clone(),
+            metric_type: m.metric_type.clone(),
+            description: m.description.clone(),
+            unit: m.unit.clone(),
+            created_at: iso8601_ms(m.created_at_ms),
+            retention: m.retention.clone(),
+            series: m.series,
+            points: m.points,
+            bytes: m.bytes,
+            chunks: m.chunks,
+            bytes_per_point: (m.points > 0).then(|| m.bytes as f64 / m.points as f64),
+        }
+    }
+}
+
+/// Answer of `GET /api/v1/timeseries/metrics`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MetricList {
+    metrics: Vec<MetricView>,
+    count: usize,
+}
+
+/// Answer of a write.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Written {
+    metric: String,
+    points_written: u64,
+    /// Series the points fell in.
+    series: u64,
+    /// The write created the metric.
+    metric_created: bool,
+}
+
+/// One point of a query's answer.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PointView {
+    timestamp: String,
+    value: f64,
+}
+
+/// One series of a query's answer.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SeriesView {
+    metric: String,
+    tags: BTreeMap<String, String>,
+    points: Vec<PointView>,
+}
+
+/// Answer of a query.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct QueryAnswer {
+    metric: String,
+    series: Vec<SeriesView>,
+    total_points: usize,
+    /// More points matched than the router's row limit let through.
+    truncated: bool,
+    execution_time_ms: u64,
+}
+
+/// What a retention run did, summed over every data group.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RetentionRun {
+    groups: usize,
+    metrics_with_retention: u64,
+    dropped_chunks: u64,
+    dropped_points: u64,
+    downsampled_chunks: u64,
 }
 
 /// Body of `POST /api/v1/timeseries/metrics`.
@@ -113,17 +210,17 @@ pub async fn create_metric(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateMetric>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<MetricView>), ApiError> {
     require_writer(&caller)?;
     check_name(&req.name)?;
     let group = group_of(&state, &req.name)?;
     let op = TsOp::CreateMetric { name: req.name, metric_type: req.metric_type, description: req.description, unit: req.unit };
     let served = ts_write(&state, group, op, prefs.consistency, shape!(TsResponse::Metric)).await?;
-    Ok((StatusCode::CREATED, served_headers(&served), Json(metric_json(&served.value))))
+    Ok((StatusCode::CREATED, served_headers(&served), Json((&served.value).into())))
 }
 
 /// `GET /api/v1/timeseries/metrics`: every group's metrics, by name, with storage statistics.
-pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<MetricList>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| ts_read(&state, *g, TsQuery::ListMetrics, &prefs, shape!(TsQueryResult::Metrics)));
     let mut metrics = Vec::new();
@@ -131,8 +228,8 @@ pub async fn list_metrics(State(state): State<AppState>, _caller: Caller, prefs:
         metrics.extend(r?.value);
     }
     metrics.sort_by(|a, b| a.name.cmp(&b.name));
-    let list: Vec<Value> = metrics.iter().map(metric_json).collect();
-    Ok(Json(json!({"metrics": list, "count": list.len()})))
+    let metrics: Vec<MetricView> = metrics.iter().map(MetricView::from).collect();
+    Ok(Json(MetricList { count: metrics.len(), metrics }))
 }
 
 /// `GET /api/v1/timeseries/metrics/{name}`.
@@ -141,13 +238,13 @@ pub async fn get_metric(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<MetricView>), ApiError> {
     check_name(&name)?;
     let group = group_of(&state, &name)?;
     let q = TsQuery::GetMetric { name: name.clone() };
     let served = ts_read(&state, group, q, &prefs, shape!(TsQueryResult::Metric)).await?;
     match served.value {
-        Some(ref m) => Ok((served_headers(&served), Json(metric_json(m)))),
+        Some(ref m) => Ok((served_headers(&served), Json(m.into()))),
         None => Err(ApiError::NotFound(format!("metric {name} does not exist"))),
     }
 }
@@ -160,13 +257,13 @@ pub async fn set_retention(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(policy): JsonBody<Value>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<MetricView>), ApiError> {
     require_writer(&caller)?;
     check_name(&name)?;
     let group = group_of(&state, &name)?;
     let op = TsOp::SetRetention { metric: name, policy };
     let served = ts_write(&state, group, op, prefs.consistency, shape!(TsResponse::Metric)).await?;
-    Ok((served_headers(&served), Json(metric_json(&served.value))))
+    Ok((served_headers(&served), Json((&served.value).into())))
 }
 
 /// Body of `POST /api/v1/timeseries/write`; top-level `tags` apply to every point.
@@ -186,7 +283,7 @@ pub async fn write(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<WriteRequest>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<Written>), ApiError> {
     require_writer(&caller)?;
     check_name(&req.metric)?;
     if req.points.is_empty() || req.points.len() > MAX_POINTS_PER_WRITE {
@@ -205,12 +302,7 @@ pub async fn write(
     let written = shape!(TsResponse::Written { points, series, created_metric });
     let served = ts_write(&state, group, op, prefs.consistency, written).await?;
     let (points, series, created_metric) = served.value;
-    Ok((
-        served_headers(&served),
-        Json(json!({
-            "metric": req.metric, "points_written": points, "series": series, "metric_created": created_metric,
-        })),
-    ))
+    Ok((served_headers(&served), Json(Written { metric: req.metric, points_written: points, series, metric_created: created_metric })))
 }
 
 /// Body of `POST /api/v1/timeseries/query`.
@@ -239,7 +331,7 @@ pub async fn query(
     _caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<QueryRequest>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<QueryAnswer>), ApiError> {
     let began = Instant::now();
     check_name(&req.metric)?;
     let group = group_of(&state, &req.metric)?;
@@ -258,24 +350,28 @@ pub async fn query(
     let SeriesSet { series, truncated } =
         served.value.ok_or_else(|| ApiError::NotFound(format!("metric {} does not exist", req.metric)))?;
     let total: usize = series.iter().map(|s| s.points.len()).sum();
-    let list: Vec<Value> = series
+    let list: Vec<SeriesView> = series
         .iter()
-        .map(|s| {
-            let pts: Vec<Value> = s.points.iter().map(|(t, v)| json!({"timestamp": iso8601_ms(*t), "value": v})).collect();
-            json!({"metric": req.metric, "tags": s.tags, "points": pts})
+        .map(|s| SeriesView {
+            metric: req.metric.clone(),
+            tags: s.tags.clone(),
+            points: s.points.iter().map(|(t, v)| PointView { timestamp: iso8601_ms(*t), value: *v }).collect(),
         })
         .collect();
     Ok((
         headers,
-        Json(json!({
-            "metric": req.metric, "series": list, "total_points": total, "truncated": truncated,
-            "execution_time_ms": began.elapsed().as_millis() as u64,
-        })),
+        Json(QueryAnswer {
+            metric: req.metric,
+            series: list,
+            total_points: total,
+            truncated,
+            execution_time_ms: began.elapsed().as_millis() as u64,
+        }),
     ))
 }
 
 /// Runs `EnforceRetention` on every data group; returns the summed outcome.
-pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
+pub async fn enforce_all(state: &AppState) -> Result<RetentionRun, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| {
         let retention = shape!(TsResponse::Retention { metrics, dropped_chunks, dropped_points, downsampled_chunks });
@@ -289,14 +385,17 @@ pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
         dp += dropped_points;
         ds += downsampled_chunks;
     }
-    Ok(json!({
-        "groups": groups.len(), "metrics_with_retention": metrics,
-        "dropped_chunks": dc, "dropped_points": dp, "downsampled_chunks": ds,
-    }))
+    Ok(RetentionRun {
+        groups: groups.len(),
+        metrics_with_retention: metrics,
+        dropped_chunks: dc,
+        dropped_points: dp,
+        downsampled_chunks: ds,
+    })
 }
 
 /// `POST /api/v1/timeseries/retention/enforce` (admin): applies retention now.
-pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<RetentionRun>, ApiError> {
     if caller.role() != Role::Admin {
         return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
     }

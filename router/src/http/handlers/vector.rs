@@ -23,7 +23,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::routing::RoutingKey;
@@ -55,6 +55,7 @@ pub fn routes() -> RouteTable {
     RouteTable::new()
         .get(C, P("read:vectors"), list_collections)
         .post(C, P("write:vectors"), create_collection)
+        .answers(&[201])
         .get(format!("{C}/{{name}}"), P("read:vectors"), collection_stats)
         .delete(format!("{C}/{{name}}"), P("write:vectors"), drop_collection)
         .post(format!("{C}/{{name}}/upsert"), P("write:vectors"), upsert)
@@ -138,15 +139,86 @@ async fn read<T>(
 
 /// A collection as returned: configuration, live count, and its shards (each
 /// with its own count when known).
-fn collection_json(c: &CollectionConfig, home: GroupId, per_shard: &[(GroupId, u64)]) -> Value {
-    let shards = Layout::of(c, home).shards;
-    let count: u64 = per_shard.iter().map(|(_, n)| n).sum();
-    json!({
-        "name": c.name, "dim": c.dim, "metric": c.metric.as_str(), "m": c.m,
-        "ef_construction": c.ef_construction, "count": count, "created_at": iso8601_ms(c.created_at_ms),
-        "shards": shards,
-        "shard_counts": per_shard.iter().map(|(g, n)| json!({"group": g, "count": n})).collect::<Vec<_>>(),
-    })
+fn collection_view(c: &CollectionConfig, home: GroupId, per_shard: &[(GroupId, u64)]) -> CollectionView {
+    CollectionView {
+        name: c.name.clone(),
+        dim: c.dim,
+        metric: c.metric.as_str().to_string(),
+        m: c.m,
+        ef_construction: c.ef_construction,
+        count: per_shard.iter().map(|(_, n)| n).sum(),
+        created_at: iso8601_ms(c.created_at_ms),
+        shards: Layout::of(c, home).shards,
+        shard_counts: per_shard.iter().map(|(group, count)| ShardCount { group: *group, count: *count }).collect(),
+    }
+}
+
+/// A collection: its configuration, live count, and shards.
+#[derive(schemars::JsonSchema, Serialize)]
+struct CollectionView {
+    name: String,
+    dim: u32,
+    #[schemars(pattern(crate::http::openapi::formats::VECTOR_METRIC))]
+    metric: String,
+    m: u32,
+    ef_construction: u32,
+    /// Records over every shard.
+    count: u64,
+    created_at: String,
+    /// The data groups holding its shards, the first its home.
+    shards: Vec<GroupId>,
+    /// Each shard's records, when known.
+    shard_counts: Vec<ShardCount>,
+}
+
+/// One shard's record count.
+#[derive(schemars::JsonSchema, Serialize)]
+struct ShardCount {
+    group: GroupId,
+    count: u64,
+}
+
+/// Answer of `GET /api/v1/vector/collections`.
+#[derive(schemars::JsonSchema, Serialize)]
+struct CollectionList {
+    collections: Vec<CollectionView>,
+    count: usize,
+}
+
+/// Answer of a dropped collection.
+#[derive(schemars::JsonSchema, Serialize)]
+struct DroppedCollection {
+    name: String,
+    dropped: bool,
+    /// Records deleted with it.
+    deleted_count: u64,
+}
+
+/// Answer of one record's upsert.
+#[derive(schemars::JsonSchema, Serialize)]
+struct Upserted {
+    collection: String,
+    id: String,
+    upserted: bool,
+    /// True when no record had the id before.
+    created: bool,
+}
+
+/// Answer of a batch upsert.
+#[derive(schemars::JsonSchema, Serialize)]
+struct BatchUpserted {
+    collection: String,
+    upserted: usize,
+    inserted: u64,
+    updated: u64,
+}
+
+/// Answer of a record's removal.
+#[derive(schemars::JsonSchema, Serialize)]
+struct DeletedRecord {
+    collection: String,
+    id: String,
+    deleted: bool,
 }
 
 /// A stored record as returned by GET (f32 components serialize exactly).
@@ -189,13 +261,13 @@ async fn create_collection(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateCollection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CollectionView>), ApiError> {
     require_writer(&caller)?;
     create(&state, &prefs, req).await
 }
 
 /// Creates a collection (see [`create_collection`]).
-async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> Result<(StatusCode, Json<CollectionView>), ApiError> {
     let home = home(state, &req.name)?;
     let mut groups = state.cluster.data_groups()?;
     groups.sort_unstable();
@@ -221,7 +293,7 @@ async fn create(state: &AppState, prefs: &ReadPrefs, req: CreateCollection) -> R
     }
     forget(state, &req.name);
     let per_shard: Vec<(GroupId, u64)> = shards.iter().map(|g| (*g, 0)).collect();
-    Ok((StatusCode::CREATED, Json(collection_json(&created, home, &per_shard))))
+    Ok((StatusCode::CREATED, Json(collection_view(&created, home, &per_shard))))
 }
 
 /// Undoes a create that did not reach every shard: drops the copies it can
@@ -269,7 +341,7 @@ async fn drop_everywhere(state: &AppState, name: &str, l: &Layout, prefs: &ReadP
 
 /// `GET /api/v1/vector/collections`: every collection (found through its home
 /// group's copy), counts summed over its shards, by name.
-async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<CollectionList>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups
         .iter()
@@ -279,7 +351,7 @@ async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs:
     for (g, r) in futures::future::join_all(calls).await {
         copies.extend(r?.into_iter().map(|s| (g, s)));
     }
-    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut out: Vec<(String, CollectionView)> = Vec::new();
     for (g, s) in &copies {
         let c = &s.config;
         let is_home = c.shards.first().is_none_or(|h| h == g);
@@ -298,11 +370,11 @@ async fn list_collections(State(state): State<AppState>, _caller: Caller, prefs:
                 (*shard, n)
             })
             .collect();
-        out.push((c.name.clone(), collection_json(c, *g, &per_shard)));
+        out.push((c.name.clone(), collection_view(c, *g, &per_shard)));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    let list: Vec<Value> = out.into_iter().map(|(_, v)| v).collect();
-    Ok(Json(json!({"collections": list, "count": list.len()})))
+    let collections: Vec<CollectionView> = out.into_iter().map(|(_, v)| v).collect();
+    Ok(Json(CollectionList { count: collections.len(), collections }))
 }
 
 /// `GET /api/v1/vector/collections/{name}`: configuration, live record count
@@ -312,7 +384,7 @@ async fn collection_stats(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CollectionView>, ApiError> {
     let home = home(&state, &name)?;
     let config = read(&state, home, VectorQuery::Stats { name: name.clone() }, &prefs, shape!(VectorQueryResult::Stats)).await?.config;
     let l = Layout::of(&config, home);
@@ -325,7 +397,7 @@ async fn collection_stats(
             _ => return Err(ApiError::Conflict(format!("collection {name} is being recreated"))),
         }
     }
-    Ok(Json(collection_json(&config, home, &per_shard)))
+    Ok(Json(collection_view(&config, home, &per_shard)))
 }
 
 /// `DELETE /api/v1/vector/collections/{name}`: drops the collection and its records on every shard.
@@ -334,13 +406,13 @@ async fn drop_collection(
     caller: Caller,
     prefs: ReadPrefs,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DroppedCollection>, ApiError> {
     require_writer(&caller)?;
     let (l, _) = layout(&state, &name, &prefs, true).await?;
     let count = drop_everywhere(&state, &name, &l, &prefs).await;
     forget(&state, &name);
     let count = count?;
-    Ok(Json(json!({"name": name, "dropped": true, "deleted_count": count})))
+    Ok(Json(DroppedCollection { name, dropped: true, deleted_count: count }))
 }
 
 /// One record of an upsert: `{id, vector, metadata?}`.
@@ -402,12 +474,12 @@ async fn upsert(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<RecordBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Upserted>, ApiError> {
     require_writer(&caller)?;
     let record = body.into_record()?;
     let id = record.id.clone();
     let (inserted, _) = upsert_records(&state, &prefs, &name, vec![record]).await?;
-    Ok(Json(json!({"collection": name, "id": id, "upserted": true, "created": inserted > 0})))
+    Ok(Json(Upserted { collection: name, id, upserted: true, created: inserted > 0 }))
 }
 
 /// Body of a batch upsert.
@@ -425,7 +497,7 @@ async fn batch_upsert(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<BatchBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<BatchUpserted>, ApiError> {
     require_writer(&caller)?;
     if body.vectors.is_empty() || body.vectors.len() > MAX_BATCH {
         return Err(ApiError::BadRequest(format!("a batch holds 1 to {MAX_BATCH} records")));
@@ -433,7 +505,7 @@ async fn batch_upsert(
     let records = body.vectors.into_iter().map(RecordBody::into_record).collect::<Result<Vec<_>, _>>()?;
     let n = records.len();
     let (inserted, updated) = upsert_records(&state, &prefs, &name, records).await?;
-    Ok(Json(json!({"collection": name, "upserted": n, "inserted": inserted, "updated": updated})))
+    Ok(Json(BatchUpserted { collection: name, upserted: n, inserted, updated }))
 }
 
 /// `GET …/{name}/vectors/{id}`.
@@ -463,7 +535,7 @@ async fn delete_record(
     caller: Caller,
     prefs: ReadPrefs,
     Path((name, id)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedRecord>, ApiError> {
     require_writer(&caller)?;
     with_layout(&state, &name, &prefs, |l| {
         let op = VectorOp::Delete { collection: name.clone(), id: id.clone(), uid: l.uid() };
@@ -474,7 +546,7 @@ async fn delete_record(
         write(&state, l.shard(&id), op, &prefs, deleted)
     })
     .await?;
-    Ok(Json(json!({"collection": name, "id": id, "deleted": true})))
+    Ok(Json(DeletedRecord { collection: name, id, deleted: true }))
 }
 
 /// Body of a search.
