@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::command::{Query, QueryResult};
 use tessera_api::http::iso8601_ms;
@@ -36,14 +36,33 @@ const BROADCAST_CAPACITY: usize = 1024;
 
 /// The JSON of an event, as sockets and history return it.
 pub fn event_json(e: &StreamEvent) -> Value {
-    json!({
-        "id": e.id,
-        "channel": e.channel,
-        "event_type": e.event_type,
-        "data": e.data,
-        "timestamp": iso8601_ms(e.timestamp_ms),
-        "timestamp_ms": e.timestamp_ms,
-    })
+    serde_json::to_value(EventView::from(e)).unwrap_or(Value::Null)
+}
+
+/// An event as clients see it (in answers and WebSocket messages).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct EventView {
+    pub id: u64,
+    pub channel: String,
+    pub event_type: String,
+    /// What was published (a CDC event: the change, see docs).
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    pub data: Value,
+    pub timestamp: String,
+    pub timestamp_ms: i64,
+}
+
+impl From<&StreamEvent> for EventView {
+    fn from(e: &StreamEvent) -> Self {
+        EventView {
+            id: e.id,
+            channel: e.channel.clone(),
+            event_type: e.event_type.clone(),
+            data: e.data.clone(),
+            timestamp: iso8601_ms(e.timestamp_ms),
+            timestamp_ms: e.timestamp_ms,
+        }
+    }
 }
 
 struct Feed {

@@ -11,8 +11,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 use tessera_api::GroupId;
@@ -105,7 +105,7 @@ pub async fn delete(
     caller: Caller,
     prefs: ReadPrefs,
     Path(key): Path<String>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<KvDeleted>), ApiError> {
     require_writer(&caller)?;
     check_key(&state, &key)?;
     let served = on_current_ranges(&state, || async {
@@ -117,7 +117,7 @@ pub async fn delete(
     if served.value == 0 {
         return Err(ApiError::NotFound(format!("key not found: {key}")));
     }
-    Ok((served_headers(&served), Json(json!({"deleted": true, "key": key}))))
+    Ok((served_headers(&served), Json(KvDeleted { deleted: true, key })))
 }
 
 /// Query string of list, count and prefix deletion.
@@ -161,17 +161,39 @@ pub async fn list(
     Ok(Json(KvListResponse { keys, total, truncated }))
 }
 
+/// Answer of a key's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct KvDeleted {
+    deleted: bool,
+    key: String,
+}
+
+/// Answer of `GET /api/v1/kv/count`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct KvCount {
+    count: u64,
+    prefix: String,
+}
+
+/// Answer of a prefix's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct KvPrefixDeleted {
+    /// Keys removed.
+    deleted: u64,
+    prefix: String,
+}
+
 /// `GET /api/v1/kv/count?prefix=`.
 pub async fn count(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<PrefixParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<KvCount>, ApiError> {
     let prefix = p.prefix.unwrap_or_default();
     let query = |range| KvQuery::Count { prefix: prefix.clone(), range };
     let count: u64 = fan_out_read(&state, &prefix, query, &prefs, shape!(KvQueryResult::Count)).await?.into_iter().sum();
-    Ok(Json(json!({"count": count, "prefix": prefix})))
+    Ok(Json(KvCount { count, prefix }))
 }
 
 /// `DELETE /api/v1/kv/keys?prefix=`: removes every key with the prefix on every shard.
@@ -180,7 +202,7 @@ pub async fn delete_prefix(
     caller: Caller,
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<DeletePrefixParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<KvPrefixDeleted>, ApiError> {
     require_writer(&caller)?;
     let prefix =
         p.prefix.ok_or_else(|| ApiError::BadRequest("the prefix query parameter is required (prefix= deletes every key)".into()))?;
@@ -201,7 +223,7 @@ pub async fn delete_prefix(
         deleted,
         &format!("DELETE /api/v1/kv/keys?prefix={prefix}"),
     );
-    Ok(Json(json!({"deleted": deleted, "prefix": prefix})))
+    Ok(Json(KvPrefixDeleted { deleted, prefix }))
 }
 
 /// How long a call keeps retrying while its key's range moves (a split).

@@ -10,8 +10,8 @@ use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
 use tessera_api::http::iso8601_ms;
@@ -30,7 +30,7 @@ use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::Caller;
 use crate::state::AppState;
-use crate::stream_hub::{self, event_json};
+use crate::stream_hub::{self, EventView};
 
 const MAX_NAME_BYTES: usize = 200;
 const MAX_EVENT_TYPE_BYTES: usize = 128;
@@ -45,6 +45,7 @@ pub fn routes() -> RouteTable {
     RouteTable::new()
         .get("/api/v1/streaming/channels", P("read:streaming"), list_channels)
         .post("/api/v1/streaming/channels", P("write:streaming"), create_channel)
+        .answers(&[201])
         .get("/api/v1/streaming/channels/{channel}", P("read:streaming"), get_channel)
         .get("/api/v1/streaming/channels/{channel}/history", P("read:streaming"), history)
         .get("/api/v1/streaming/channels/{channel}/consumers", P("read:streaming"), list_consumers)
@@ -53,6 +54,7 @@ pub fn routes() -> RouteTable {
         .post("/api/v1/streaming/publish", P("write:streaming"), publish)
         .get("/api/v1/streaming/cdc", P("read:streaming"), list_cdc)
         .post("/api/v1/streaming/cdc", P("write:streaming"), enable_cdc)
+        .answers(&[201])
         .delete("/api/v1/streaming/cdc/{database}/{table}", P("write:streaming"), disable_cdc)
         .post("/api/v1/streaming/retention/enforce", P("manage:cluster"), enforce)
         .get("/api/v1/streaming/{channel}", P("read:streaming"), subscribe)
@@ -137,18 +139,141 @@ async fn stream_read<T>(
     Ok(typed::read_as::<Stream, T>(&*state.cluster, group, q, consistency, replica, shape).await?.value)
 }
 
-fn channel_json(c: &ChannelInfo) -> Value {
-    json!({
-        "name": c.name,
-        "retention": c.retention,
-        "retention_ms": c.retention_ms,
-        "max_events": c.max_events,
-        "created_at": iso8601_ms(c.created_at_ms),
-        "first_id": c.first_id,
-        "last_id": c.last_id,
-        "events": c.retained(),
-        "cdc": c.cdc.as_ref().map(|s| json!({"database": s.database, "table": s.table, "enabled": s.enabled})),
-    })
+// ---------------------------------------------------------------- answers
+
+/// A channel with its retention and event ids.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ChannelView {
+    name: String,
+    /// The retention as given (`7d`), or null for none.
+    retention: Option<String>,
+    retention_ms: Option<i64>,
+    max_events: Option<u64>,
+    created_at: String,
+    /// The oldest event id retained.
+    first_id: u64,
+    /// The newest event id (0 before the first).
+    last_id: u64,
+    /// Events retained.
+    events: u64,
+    /// The table a CDC channel captures, or null.
+    cdc: Option<CdcView>,
+}
+
+/// The table a CDC channel captures.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CdcView {
+    database: String,
+    table: String,
+    enabled: bool,
+}
+
+impl From<&ChannelInfo> for ChannelView {
+    fn from(c: &ChannelInfo) -> Self {
+        ChannelView {
+            name: c.name.clone(),
+            retention: c.retention.clone(),
+            retention_ms: c.retention_ms,
+            max_events: c.max_events,
+            created_at: iso8601_ms(c.created_at_ms),
+            first_id: c.first_id,
+            last_id: c.last_id,
+            events: c.retained(),
+            cdc: c.cdc.as_ref().map(|s| CdcView { database: s.database.clone(), table: s.table.clone(), enabled: s.enabled }),
+        }
+    }
+}
+
+/// Answer of `GET /api/v1/streaming/channels`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ChannelList {
+    channels: Vec<ChannelView>,
+    count: usize,
+}
+
+/// Answer of a channel's history.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct History {
+    channel: String,
+    events: Vec<EventView>,
+    count: usize,
+    first_id: u64,
+    last_id: u64,
+}
+
+/// Answer of a publish.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Published {
+    success: bool,
+    id: u64,
+    channel: String,
+    event_type: String,
+    timestamp: String,
+    timestamp_ms: i64,
+}
+
+/// Answer of a consumer poll.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Polled {
+    channel: String,
+    group: String,
+    /// The group's committed offset, null before its first commit.
+    committed_offset: Option<u64>,
+    events: Vec<EventView>,
+    count: usize,
+    /// The offset to commit once these events are processed (null when none came).
+    next_offset: Option<u64>,
+    last_id: u64,
+}
+
+/// Answer of a consumer commit.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Committed {
+    channel: String,
+    group: String,
+    committed_offset: u64,
+    /// False when the offset was not beyond the committed one.
+    advanced: bool,
+}
+
+/// A consumer group's committed offset.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsumerView {
+    group: String,
+    committed_offset: u64,
+}
+
+/// Answer of `GET …/channels/{channel}/consumers`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsumerList {
+    channel: String,
+    consumers: Vec<ConsumerView>,
+    count: usize,
+}
+
+/// A table with a CDC channel.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CdcTable {
+    database: String,
+    table: String,
+    enabled: bool,
+    channel: String,
+    last_id: u64,
+}
+
+/// Answer of `GET /api/v1/streaming/cdc`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CdcList {
+    tables: Vec<CdcTable>,
+    count: usize,
+}
+
+/// What a retention run did, summed over every data group.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RetentionRun {
+    groups: usize,
+    channels_with_retention: u64,
+    dropped_events: u64,
 }
 
 fn not_found(channel: &str) -> ApiError {
@@ -169,9 +294,9 @@ async fn all_channels(state: &AppState, prefs: &ReadPrefs) -> Result<Vec<Channel
 }
 
 /// `GET /api/v1/streaming/channels`.
-pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
-    let list: Vec<Value> = all_channels(&state, &prefs).await?.iter().map(channel_json).collect();
-    Ok(Json(json!({"channels": list, "count": list.len()})))
+pub async fn list_channels(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<ChannelList>, ApiError> {
+    let channels: Vec<ChannelView> = all_channels(&state, &prefs).await?.iter().map(ChannelView::from).collect();
+    Ok(Json(ChannelList { count: channels.len(), channels }))
 }
 
 /// Body of `POST /api/v1/streaming/channels`.
@@ -194,7 +319,7 @@ pub async fn create_channel(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateChannel>,
-) -> Result<(StatusCode, HeaderMap, Json<Value>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Json<ChannelView>), ApiError> {
     require_writer(&caller)?;
     check_channel(&req.name)?;
     if req.name.starts_with(CDC_PREFIX) {
@@ -205,7 +330,7 @@ pub async fn create_channel(
     let group = group_of(&state, &req.name)?;
     let op = StreamOp::CreateChannel { name: req.name, retention: req.retention, max_events: req.max_events };
     let (c, headers) = stream_write_served(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
-    Ok((StatusCode::CREATED, headers, Json(channel_json(&c))))
+    Ok((StatusCode::CREATED, headers, Json((&c).into())))
 }
 
 /// `GET /api/v1/streaming/channels/{channel}`.
@@ -214,12 +339,12 @@ pub async fn get_channel(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(channel): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ChannelView>, ApiError> {
     check_channel(&channel)?;
     let group = group_of(&state, &channel)?;
     let q = StreamQuery::Channel { name: channel.clone() };
     let c = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Channel)).await?;
-    Ok(Json(channel_json(&c.ok_or_else(|| not_found(&channel))?)))
+    Ok(Json((&c.ok_or_else(|| not_found(&channel))?).into()))
 }
 
 /// Query of a channel's history.
@@ -248,8 +373,8 @@ fn parse_limit(v: Option<u64>, name: &str) -> Result<usize, ApiError> {
     }
 }
 
-fn events_json(r: &ChannelEvents) -> Vec<Value> {
-    r.events.iter().map(event_json).collect()
+fn event_views(r: &ChannelEvents) -> Vec<EventView> {
+    r.events.iter().map(EventView::from).collect()
 }
 
 /// `GET /api/v1/streaming/channels/{channel}/history?limit=&after=`: the newest
@@ -261,7 +386,7 @@ pub async fn history(
     prefs: ReadPrefs,
     Path(channel): Path<String>,
     QueryParams(params): QueryParams<HistoryParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<History>, ApiError> {
     check_channel(&channel)?;
     let limit = parse_limit(params.limit, "limit")?;
     let after = params.after;
@@ -270,11 +395,8 @@ pub async fn history(
     let r = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Events))
         .await?
         .ok_or_else(|| not_found(&channel))?;
-    let events = events_json(&r);
-    Ok(Json(json!({
-        "channel": channel, "events": events, "count": events.len(),
-        "first_id": r.channel.first_id, "last_id": r.channel.last_id,
-    })))
+    let events = event_views(&r);
+    Ok(Json(History { channel, count: events.len(), events, first_id: r.channel.first_id, last_id: r.channel.last_id }))
 }
 
 /// Body of `POST /api/v1/streaming/publish`.
@@ -296,7 +418,7 @@ pub async fn publish(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<PublishRequest>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<Published>), ApiError> {
     require_writer(&caller)?;
     check_channel(&req.channel)?;
     if req.event_type.trim().is_empty() || req.event_type.len() > MAX_EVENT_TYPE_BYTES {
@@ -316,10 +438,14 @@ pub async fn publish(
     state.streams.poke(&e.channel);
     Ok((
         headers,
-        Json(json!({
-            "success": true, "id": e.id, "channel": e.channel, "event_type": e.event_type,
-            "timestamp": iso8601_ms(e.timestamp_ms), "timestamp_ms": e.timestamp_ms,
-        })),
+        Json(Published {
+            success: true,
+            id: e.id,
+            channel: e.channel,
+            event_type: e.event_type,
+            timestamp: iso8601_ms(e.timestamp_ms),
+            timestamp_ms: e.timestamp_ms,
+        }),
     ))
 }
 
@@ -371,7 +497,7 @@ pub async fn poll(
     prefs: ReadPrefs,
     Path((channel, consumer)): Path<(String, String)>,
     JsonBody(req): JsonBody<PollRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Polled>, ApiError> {
     check_channel(&channel)?;
     check_group_name(&consumer)?;
     let max = parse_limit(req.max, "max")?;
@@ -380,12 +506,17 @@ pub async fn poll(
     let r = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Events))
         .await?
         .ok_or_else(|| not_found(&channel))?;
-    let events = events_json(&r);
-    let next = r.events.last().map(|e| e.id);
-    Ok(Json(json!({
-        "channel": channel, "group": consumer, "committed_offset": r.committed,
-        "events": events, "count": events.len(), "next_offset": next, "last_id": r.channel.last_id,
-    })))
+    let events = event_views(&r);
+    let next_offset = r.events.last().map(|e| e.id);
+    Ok(Json(Polled {
+        channel,
+        group: consumer,
+        committed_offset: r.committed,
+        count: events.len(),
+        events,
+        next_offset,
+        last_id: r.channel.last_id,
+    }))
 }
 
 /// Body of a consumer commit.
@@ -404,14 +535,14 @@ pub async fn commit(
     prefs: ReadPrefs,
     Path((channel, consumer)): Path<(String, String)>,
     JsonBody(req): JsonBody<CommitRequest>,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<Committed>), ApiError> {
     check_channel(&channel)?;
     check_group_name(&consumer)?;
     let group = group_of(&state, &channel)?;
     let op = StreamOp::CommitOffset { channel: channel.clone(), group: consumer.clone(), offset: req.offset };
     let committed = shape!(StreamResponse::Committed { offset, advanced });
     let ((offset, advanced), headers) = stream_write_served(&state, group, op, prefs.consistency, committed).await?;
-    Ok((headers, Json(json!({"channel": channel, "group": consumer, "committed_offset": offset, "advanced": advanced}))))
+    Ok((headers, Json(Committed { channel, group: consumer, committed_offset: offset, advanced })))
 }
 
 /// `GET …/channels/{channel}/consumers`: every consumer group's committed offset.
@@ -420,15 +551,15 @@ pub async fn list_consumers(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(channel): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsumerList>, ApiError> {
     check_channel(&channel)?;
     let group = group_of(&state, &channel)?;
     let q = StreamQuery::Offsets { channel: channel.clone() };
     let list = stream_read(&state, group, q, prefs.consistency, prefs.replica, shape!(StreamQueryResult::Offsets))
         .await?
         .ok_or_else(|| not_found(&channel))?;
-    let groups: Vec<Value> = list.iter().map(|(g, o)| json!({"group": g, "committed_offset": o})).collect();
-    Ok(Json(json!({"channel": channel, "consumers": groups, "count": groups.len()})))
+    let consumers: Vec<ConsumerView> = list.iter().map(|(g, o)| ConsumerView { group: g.clone(), committed_offset: *o }).collect();
+    Ok(Json(ConsumerList { channel, count: consumers.len(), consumers }))
 }
 
 /// Body of `POST /api/v1/streaming/cdc`.
@@ -455,7 +586,7 @@ pub async fn enable_cdc(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<EnableCdc>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ChannelView>), ApiError> {
     require_writer(&caller)?;
     caller.require("read:sql")?;
     let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
@@ -481,21 +612,25 @@ pub async fn enable_cdc(
     }
     let op = StreamOp::EnableCdc { database, table, retention: req.retention, max_events: req.max_events };
     let c = stream_write(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
-    Ok((StatusCode::CREATED, Json(channel_json(&c))))
+    Ok((StatusCode::CREATED, Json((&c).into())))
 }
 
 /// `GET /api/v1/streaming/cdc`: every table with a CDC channel, enabled or not.
-pub async fn list_cdc(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
-    let list: Vec<Value> = all_channels(&state, &prefs)
+pub async fn list_cdc(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<CdcList>, ApiError> {
+    let tables: Vec<CdcTable> = all_channels(&state, &prefs)
         .await?
         .iter()
         .filter_map(|c| {
-            c.cdc
-                .as_ref()
-                .map(|s| json!({"database": s.database, "table": s.table, "enabled": s.enabled, "channel": c.name, "last_id": c.last_id}))
+            c.cdc.as_ref().map(|s| CdcTable {
+                database: s.database.clone(),
+                table: s.table.clone(),
+                enabled: s.enabled,
+                channel: c.name.clone(),
+                last_id: c.last_id,
+            })
         })
         .collect();
-    Ok(Json(json!({"tables": list, "count": list.len()})))
+    Ok(Json(CdcList { count: tables.len(), tables }))
 }
 
 /// `DELETE /api/v1/streaming/cdc/{database}/{table}`: stops capturing (the
@@ -505,17 +640,17 @@ pub async fn disable_cdc(
     caller: Caller,
     prefs: ReadPrefs,
     Path((database, table)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ChannelView>, ApiError> {
     require_writer(&caller)?;
     check_database(&database)?;
     let group = state.cluster.group_for(&RoutingKey::SqlDatabase(&database))?;
     let op = StreamOp::DisableCdc { database, table };
     let c = stream_write(&state, group, op, prefs.consistency, shape!(StreamResponse::Channel)).await?;
-    Ok(Json(channel_json(&c)))
+    Ok(Json((&c).into()))
 }
 
 /// Runs `EnforceRetention` on every data group; returns the summed outcome.
-pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
+pub async fn enforce_all(state: &AppState) -> Result<RetentionRun, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| {
         let retention = shape!(StreamResponse::Retention { channels, dropped_events });
@@ -527,11 +662,11 @@ pub async fn enforce_all(state: &AppState) -> Result<Value, ApiError> {
         channels += c;
         dropped += dropped_events;
     }
-    Ok(json!({"groups": groups.len(), "channels_with_retention": channels, "dropped_events": dropped}))
+    Ok(RetentionRun { groups: groups.len(), channels_with_retention: channels, dropped_events: dropped })
 }
 
 /// `POST /api/v1/streaming/retention/enforce` (admin): applies retention now.
-pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn enforce(State(state): State<AppState>, caller: Caller) -> Result<Json<RetentionRun>, ApiError> {
     if caller.role() != Role::Admin {
         return Err(ApiError::Forbidden("enforcing retention needs the admin role".into()));
     }
