@@ -104,6 +104,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/admin/activities", P("read:cluster"), handlers::monitoring::activities)
         .get("/api/v1/objects/buckets", P("read:objects"), object::list_buckets)
         .post("/api/v1/objects/buckets", P("write:objects"), object::create_bucket)
+        .answers(&[201])
         .get("/api/v1/objects/buckets/{bucket}", P("read:objects"), object::bucket_stats)
         .delete("/api/v1/objects/buckets/{bucket}", P("write:objects"), object::drop_bucket)
         .get("/api/v1/objects/buckets/{bucket}/objects", P("read:objects"), object::list_objects)

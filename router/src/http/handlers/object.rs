@@ -12,8 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::http::iso8601_ms;
 use tessera_api::object::{BucketInfo, CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name};
@@ -34,12 +34,94 @@ const MAX_OBJECT_KEY_BYTES: usize = 1024;
 const DEFAULT_LIST_LIMIT: usize = 1000;
 const MAX_LIST_LIMIT: usize = 10_000;
 
-fn meta_json(m: &ObjectMeta) -> Value {
-    json!({
-        "bucket": m.bucket, "key": m.key, "size": m.size, "etag": format!("\"{}\"", m.etag),
-        "content_type": m.content_type, "metadata": m.metadata,
-        "created_at": iso8601_ms(m.created_at_ms), "updated_at": iso8601_ms(m.updated_at_ms),
-    })
+// ---------------------------------------------------------------- answers
+
+/// An object's description (its bytes are served by `GET …/object/{key}`).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ObjectView {
+    bucket: String,
+    key: String,
+    size: u64,
+    /// A quoted hash of the content, as HTTP entity tags are.
+    etag: String,
+    content_type: String,
+    /// What `X-Service-Meta` carried at upload, or null.
+    metadata: Value,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<&ObjectMeta> for ObjectView {
+    fn from(m: &ObjectMeta) -> Self {
+        ObjectView {
+            bucket: m.bucket.clone(),
+            key: m.key.clone(),
+            size: m.size,
+            etag: format!("\"{}\"", m.etag),
+            content_type: m.content_type.clone(),
+            metadata: m.metadata.clone(),
+            created_at: iso8601_ms(m.created_at_ms),
+            updated_at: iso8601_ms(m.updated_at_ms),
+        }
+    }
+}
+
+/// Answer of a bucket's creation.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CreatedBucket {
+    name: String,
+    created: bool,
+}
+
+/// A bucket in the listing.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BucketView {
+    name: String,
+    created_at: String,
+}
+
+/// Answer of `GET /api/v1/objects/buckets`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BucketList {
+    buckets: Vec<BucketView>,
+    count: usize,
+}
+
+/// A bucket's figures over every group.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BucketStats {
+    name: String,
+    created_at: String,
+    object_count: u64,
+    total_bytes: u64,
+    /// Uploads begun and not committed yet.
+    pending_uploads: u64,
+}
+
+/// Answer of a bucket's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DroppedBucket {
+    name: String,
+    deleted: bool,
+}
+
+/// Answer of an object listing.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ObjectList {
+    bucket: String,
+    objects: Vec<ObjectView>,
+    count: usize,
+    is_truncated: bool,
+    /// The `marker` that lists the next page, when truncated.
+    next_marker: Option<String>,
+}
+
+/// Answer of an object's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedObject {
+    bucket: String,
+    key: String,
+    deleted: bool,
 }
 
 fn check_key(key: &str) -> Result<(), ApiError> {
@@ -200,15 +282,15 @@ pub async fn create_bucket(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<CreateBucket>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedBucket>), ApiError> {
     require_writer(&caller)?;
     validate_bucket_name(&req.name).map_err(ApiError::BadRequest)?;
     create_bucket_everywhere(&state, &req.name, prefs.consistency).await?;
-    Ok((StatusCode::CREATED, Json(json!({"name": req.name, "created": true}))))
+    Ok((StatusCode::CREATED, Json(CreatedBucket { name: req.name, created: true })))
 }
 
 /// `GET /api/v1/objects/buckets`: the buckets of every group, by name.
-pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<BucketList>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let calls = groups.iter().map(|g| object_read(&state, *g, ObjectQuery::ListBuckets, &prefs));
     let mut buckets = Vec::new();
@@ -218,8 +300,9 @@ pub async fn list_buckets(State(state): State<AppState>, _caller: Caller, prefs:
     // Every group holds a copy of each bucket's record.
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
     buckets.dedup_by(|a, b| a.name == b.name);
-    let list: Vec<Value> = buckets.iter().map(|b| json!({"name": b.name, "created_at": iso8601_ms(b.created_at_ms)})).collect();
-    Ok(Json(json!({"buckets": list, "count": list.len()})))
+    let buckets: Vec<BucketView> =
+        buckets.iter().map(|b| BucketView { name: b.name.clone(), created_at: iso8601_ms(b.created_at_ms) }).collect();
+    Ok(Json(BucketList { count: buckets.len(), buckets }))
 }
 
 /// `GET /api/v1/objects/buckets/{bucket}`: object count and bytes over every group.
@@ -228,7 +311,7 @@ pub async fn bucket_stats(
     _caller: Caller,
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<BucketStats>, ApiError> {
     let home = home_group(&state, &bucket)?;
     let groups = state.cluster.data_groups()?;
     let q = || ObjectQuery::BucketStats { name: bucket.clone() };
@@ -245,10 +328,7 @@ pub async fn bucket_stats(
         }
     }
     let s = home_stats.ok_or_else(|| ApiError::NotFound(format!("bucket {bucket} does not exist")))?;
-    Ok(Json(json!({
-        "name": s.name, "created_at": iso8601_ms(s.created_at_ms),
-        "object_count": object_count, "total_bytes": total_bytes, "pending_uploads": pending_uploads,
-    })))
+    Ok(Json(BucketStats { name: s.name, created_at: iso8601_ms(s.created_at_ms), object_count, total_bytes, pending_uploads }))
 }
 
 /// `DELETE /api/v1/objects/buckets/{bucket}`: drops the bucket and its objects.
@@ -257,10 +337,10 @@ pub async fn drop_bucket(
     caller: Caller,
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DroppedBucket>, ApiError> {
     require_writer(&caller)?;
     drop_bucket_everywhere(&state, &bucket, prefs.consistency).await?;
-    Ok(Json(json!({"name": bucket, "deleted": true})))
+    Ok(Json(DroppedBucket { name: bucket, deleted: true }))
 }
 
 /// Query of object listing: `prefix`, `limit`, and `marker` (list after this key).
@@ -280,7 +360,7 @@ pub async fn list_objects(
     prefs: ReadPrefs,
     Path(bucket): Path<String>,
     QueryParams(p): QueryParams<ListParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ObjectList>, ApiError> {
     let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
     if limit == 0 || limit > MAX_LIST_LIMIT {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_LIST_LIMIT}")));
@@ -292,11 +372,8 @@ pub async fn list_objects(
     let is_truncated = objects.len() > limit;
     objects.truncate(limit);
     let next_marker = if is_truncated { objects.last().map(|o| o.key.clone()) } else { None };
-    let list: Vec<Value> = objects.iter().map(meta_json).collect();
-    Ok(Json(json!({
-        "bucket": bucket, "objects": list, "count": list.len(),
-        "is_truncated": is_truncated, "next_marker": next_marker,
-    })))
+    let objects: Vec<ObjectView> = objects.iter().map(ObjectView::from).collect();
+    Ok(Json(ObjectList { bucket, count: objects.len(), objects, is_truncated, next_marker }))
 }
 
 /// `PUT /api/v1/objects/buckets/{bucket}/object/{*key}`: streams the raw body in.
@@ -307,7 +384,7 @@ pub async fn put_object(
     Path((bucket, key)): Path<(String, String)>,
     headers: HeaderMap,
     body: Body,
-) -> Result<(HeaderMap, Json<Value>), ApiError> {
+) -> Result<(HeaderMap, Json<ObjectView>), ApiError> {
     require_writer(&caller)?;
     check_key(&key)?;
     let max = state.config.objects.max_object_bytes;
@@ -384,7 +461,7 @@ pub async fn put_object(
     let mut h = served_headers(&served);
     let stored = typed::pick(served.value, shape!(ObjectReply::Stored))?;
     h.insert(header::ETAG, quoted(&stored.etag));
-    Ok((h, Json(meta_json(&stored))))
+    Ok((h, Json(ObjectView::from(&stored))))
 }
 
 /// The chunks of one upload in flight.
@@ -511,7 +588,7 @@ pub async fn get_object(
 ) -> Result<Response, ApiError> {
     let (group, m) = head_meta(&state, &prefs, &bucket, &key).await?;
     if p.meta.as_deref().is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
-        return Ok(Json(meta_json(&m)).into_response());
+        return Ok(Json(ObjectView::from(&m)).into_response());
     }
     let mut h = content_headers(&m);
     let (status, start, end) = match headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(|v| parse_range(v, m.size)) {
@@ -556,14 +633,14 @@ pub async fn delete_object(
     caller: Caller,
     prefs: ReadPrefs,
     Path((bucket, key)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeletedObject>, ApiError> {
     require_writer(&caller)?;
     check_key(&key)?;
     let group = object_group(&state, &bucket, &key)?;
     let op = ObjectOp::DeleteObject { bucket: bucket.clone(), key: key.clone() };
     match typed::pick(object_write(&state, group, op, prefs.consistency).await?, shape!(ObjectReply::Deleted))? {
         0 => Err(ApiError::NotFound(format!("object {bucket}/{key} does not exist"))),
-        _ => Ok(Json(json!({"bucket": bucket, "key": key, "deleted": true}))),
+        _ => Ok(Json(DeletedObject { bucket, key, deleted: true })),
     }
 }
 
