@@ -69,6 +69,7 @@ fn route_table() -> RouteTable {
         .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)
         .post("/api/v1/auth/mfa/verify", Public, auth::mfa_verify)
         .post("/api/v1/auth/mfa/disable", Authenticated, auth::mfa_disable)
+        .returns::<auth::MfaDisabled>()
         .post("/api/v1/kv/keys", P("write:kv"), kv::put)
         .get("/api/v1/kv/keys", P("read:kv"), kv::list)
         .delete("/api/v1/kv/keys", P("write:kv"), kv::delete_prefix)

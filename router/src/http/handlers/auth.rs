@@ -101,16 +101,46 @@ async fn attempt_login(
         .into_response())
 }
 
+/// Answer of a logout.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct LoggedOut {
+    success: bool,
+}
+
+/// Answer of turning MFA on: the secret to load into an authenticator.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct MfaEnabled {
+    success: bool,
+    /// The session that asked stays limited until the next login proves a code
+    /// (where a second factor is required).
+    log_in_again: bool,
+    mfa_enabled: bool,
+    /// Base32, as authenticator apps take it.
+    secret: String,
+    otpauth_uri: String,
+    issuer: String,
+    algorithm: String,
+    digits: usize,
+    period: u64,
+}
+
+/// Answer of turning MFA off.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct MfaDisabled {
+    success: bool,
+    mfa_enabled: bool,
+}
+
 /// Removes the caller's session: the token stops working on every router (at
 /// once on this one; within the caller-cache TTL on the others).
-pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Json<LoggedOut>, ApiError> {
     let Caller::User { token_hash, .. } = caller else {
         return Err(ApiError::Unauthorized("not logged in".into()));
     };
     state.security.callers.evict(&token_hash);
     state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
     state.security.callers.evict(&token_hash);
-    Ok(Json(json!({"success": true})))
+    Ok(Json(LoggedOut { success: true }))
 }
 
 /// The development code, only when the router runs in development mode.
@@ -131,7 +161,7 @@ async fn mfa_write(state: &AppState, op: SecurityOp) -> Result<MfaOutcome, ApiEr
 
 /// `POST /api/v1/auth/mfa/enable`: a fresh 160-bit secret; MFA is active at once
 /// (the next login asks for a code). 409 when MFA is already on.
-pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result<Json<MfaEnabled>, ApiError> {
     let Caller::User { user, token_hash, .. } = caller else {
         return Err(ApiError::Unauthorized("MFA needs a logged-in user".into()));
     };
@@ -145,19 +175,19 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
     }
     state.security.callers.evict(&token_hash);
     let issuer = &state.config.security.mfa_issuer;
-    Ok(Json(json!({
-        "success": true,
+    Ok(Json(MfaEnabled {
+        success: true,
         // Where a second factor is required, a session opened by the password
         // alone stays limited: the next login proves the authenticator with a code.
-        "log_in_again": state.config.auth.mfa_required,
-        "mfa_enabled": true,
-        "secret": secret,
-        "otpauth_uri": totp::otpauth_uri(&secret, issuer, &user.username),
-        "issuer": issuer,
-        "algorithm": "SHA1",
-        "digits": totp::DIGITS,
-        "period": totp::STEP_SECS,
-    })))
+        log_in_again: state.config.auth.mfa_required,
+        mfa_enabled: true,
+        otpauth_uri: totp::otpauth_uri(&secret, issuer, &user.username),
+        secret,
+        issuer: issuer.clone(),
+        algorithm: "SHA1".into(),
+        digits: totp::DIGITS,
+        period: totp::STEP_SECS,
+    }))
 }
 
 /// Body of `POST /api/v1/auth/mfa/verify`.
@@ -254,7 +284,7 @@ pub async fn mfa_disable(
     let outcome = mfa_write(&state, op).await?;
     state.security.callers.evict(&token_hash);
     match outcome {
-        MfaOutcome::Verified { .. } => Ok((StatusCode::OK, Json(json!({"success": true, "mfa_enabled": false}))).into_response()),
+        MfaOutcome::Verified { .. } => Ok((StatusCode::OK, Json(MfaDisabled { success: true, mfa_enabled: false })).into_response()),
         MfaOutcome::NotEnabled | MfaOutcome::NoChallenge => Err(ApiError::BadRequest("MFA is not enabled".into())),
         MfaOutcome::WrongCode { username, .. } | MfaOutcome::Replayed { username } => {
             record_login_failure(&state, client_ip(&ip), &username).await;

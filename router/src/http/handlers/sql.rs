@@ -217,8 +217,15 @@ pub async fn describe_table(
     Ok(Json(schema).into_response())
 }
 
+/// Answer of `GET /api/v1/databases`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct DatabaseList {
+    /// Their names, sorted.
+    databases: Vec<String>,
+}
+
 /// `GET /api/v1/databases`: every database that has been written to.
-pub async fn list_databases(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<Value>, ApiError> {
+pub async fn list_databases(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs) -> Result<Json<DatabaseList>, ApiError> {
     let groups = state.cluster.data_groups()?;
     let mut names: Vec<String> = Vec::new();
     for (_, answer) in typed::ask_each::<Sql>(&*state.cluster, &groups, &SqlQuery::ListDatabases, prefs.consistency, None).await? {
@@ -227,7 +234,7 @@ pub async fn list_databases(State(state): State<AppState>, _caller: Caller, pref
         }
     }
     names.sort();
-    Ok(Json(json!({"databases": names})))
+    Ok(Json(DatabaseList { databases: names }))
 }
 
 /// `POST /api/v1/admin/vacuum`: `{}` (or no body) vacuums every table of every
@@ -246,11 +253,9 @@ pub async fn vacuum(
     let databases = match (&table, database) {
         (Some(_), database) => vec![database.unwrap_or_else(|| DEFAULT_DATABASE.to_string())],
         (None, Some(database)) => vec![database],
-        (None, None) => list_databases(State(state.clone()), caller, ReadPrefs { consistency: prefs.consistency, replica: None }).await?.0
-            ["databases"]
-            .as_array()
-            .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default(),
+        (None, None) => {
+            list_databases(State(state.clone()), caller, ReadPrefs { consistency: prefs.consistency, replica: None }).await?.0.databases
+        }
     };
     let sql = match &table {
         Some(t) => format!("VACUUM \"{}\"", t.replace('"', "\"\"")),
