@@ -5,8 +5,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response as Reply, now_ms};
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{PERMISSIONS, Role, RoleRecord, UserRecord};
@@ -25,11 +24,13 @@ pub fn routes() -> RouteTable {
     RouteTable::new()
         .get("/api/v1/admin/users", P("read:cluster"), list_users)
         .post("/api/v1/admin/users", P("manage:users"), create_user)
+        .answers(&[201])
         .get("/api/v1/admin/users/{id}", P("read:cluster"), get_user)
         .put("/api/v1/admin/users/{id}", P("manage:users"), update_user)
         .delete("/api/v1/admin/users/{id}", P("manage:users"), delete_user)
         .get("/api/v1/admin/roles", P("read:cluster"), list_roles)
         .post("/api/v1/admin/roles", P("manage:roles"), create_role)
+        .answers(&[201])
         .put("/api/v1/admin/roles/{name}", P("manage:roles"), update_role)
         .delete("/api/v1/admin/roles/{name}", P("manage:roles"), delete_role)
         .get("/api/v1/admin/routes", P("read:cluster"), route_table)
@@ -52,11 +53,91 @@ pub fn check_password_policy(password: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn user_json(u: &UserRecord) -> Value {
-    json!({
-        "id": u.id, "username": u.username, "email": u.email, "role": u.role.as_str(),
-        "roles": u.roles, "mfa_enabled": u.mfa_enabled, "created_at": iso8601_ms(u.created_at_ms),
-    })
+// ---------------------------------------------------------------- answers
+
+/// A user as administrators see it (never the password hash).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct UserView {
+    id: String,
+    username: String,
+    email: String,
+    /// The built-in role.
+    role: String,
+    /// Custom roles held besides it.
+    roles: Vec<String>,
+    mfa_enabled: bool,
+    created_at: String,
+}
+
+fn user_view(u: &UserRecord) -> UserView {
+    UserView {
+        id: u.id.clone(),
+        username: u.username.clone(),
+        email: u.email.clone(),
+        role: u.role.as_str().to_string(),
+        roles: u.roles.clone(),
+        mfa_enabled: u.mfa_enabled,
+        created_at: iso8601_ms(u.created_at_ms),
+    }
+}
+
+/// Answer of `GET /api/v1/admin/users`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct UserList {
+    users: Vec<UserView>,
+    total: usize,
+}
+
+/// Answer of a user's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedUser {
+    id: String,
+    deleted: bool,
+}
+
+/// A role with its permissions.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RoleView {
+    name: String,
+    permissions: Vec<String>,
+    /// Admin, operator and viewer are built in (and have no creation time).
+    builtin: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+}
+
+/// Answer of `GET /api/v1/admin/roles`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RoleList {
+    roles: Vec<RoleView>,
+}
+
+/// Answer of a role's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DeletedRole {
+    name: String,
+    deleted: bool,
+}
+
+/// One route of the access table.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RouteAccess {
+    method: String,
+    path: String,
+    /// A permission, `authenticated`, `public`, or the metrics rule.
+    access: String,
+}
+
+/// Answer of `GET /api/v1/admin/routes`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct RouteList {
+    routes: Vec<RouteAccess>,
+}
+
+/// Answer of `GET /api/v1/admin/permissions`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PermissionList {
+    permissions: Vec<String>,
 }
 
 async fn meta_write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
@@ -96,7 +177,7 @@ pub struct CreateUser {
 pub async fn create_user(
     State(state): State<AppState>,
     JsonBody(req): JsonBody<CreateUser>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<UserView>), ApiError> {
     let username = req.username.trim().to_string();
     if username.is_empty() || username.len() > 64 || username.chars().any(char::is_whitespace) {
         return Err(ApiError::BadRequest("username must be 1 to 64 characters without spaces".into()));
@@ -121,14 +202,14 @@ pub async fn create_user(
         roles: req.roles,
     };
     meta_write(&state, MetaOp::CreateUser(user.clone())).await?;
-    Ok((StatusCode::CREATED, Json(user_json(&user))))
+    Ok((StatusCode::CREATED, Json(user_view(&user))))
 }
 
 /// `GET /api/v1/admin/users`.
-pub async fn list_users(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list_users(State(state): State<AppState>) -> Result<Json<UserList>, ApiError> {
     let users = typed::pick(state.cluster.meta_read(MetaQuery::ListUsers).await?, shape!(MetaQueryResult::Users))?;
-    let list: Vec<Value> = users.iter().map(user_json).collect();
-    Ok(Json(json!({"users": list, "total": list.len()})))
+    let users: Vec<UserView> = users.iter().map(user_view).collect();
+    Ok(Json(UserList { total: users.len(), users }))
 }
 
 async fn user(state: &AppState, id: &str) -> Result<UserRecord, ApiError> {
@@ -138,8 +219,8 @@ async fn user(state: &AppState, id: &str) -> Result<UserRecord, ApiError> {
 }
 
 /// `GET /api/v1/admin/users/{id}`.
-pub async fn get_user(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(user_json(&user(&state, &id).await?)))
+pub async fn get_user(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<UserView>, ApiError> {
+    Ok(Json(user_view(&user(&state, &id).await?)))
 }
 
 /// Body of `PUT /api/v1/admin/users/{id}`: any of the fields.
@@ -157,7 +238,7 @@ pub async fn update_user(
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(req): JsonBody<UpdateUser>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserView>, ApiError> {
     let mut u = user(&state, &id).await?;
     let role_before = u.role;
     if let Some(email) = req.email {
@@ -180,16 +261,16 @@ pub async fn update_user(
     }
     meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
     crate::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);
-    Ok(Json(user_json(&u)))
+    Ok(Json(user_view(&u)))
 }
 
 /// `DELETE /api/v1/admin/users/{id}`: the user's tokens stop working at once.
-pub async fn delete_user(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete_user(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<DeletedUser>, ApiError> {
     if matches!(&caller, Caller::User { user, .. } if user.id == id) {
         return Err(ApiError::Conflict("you cannot delete your own account".into()));
     }
     meta_write(&state, MetaOp::DeleteUser { id: id.clone() }).await?;
-    Ok(Json(json!({"id": id, "deleted": true})))
+    Ok(Json(DeletedUser { id, deleted: true }))
 }
 
 /// Body of a role's update (the path names it).
@@ -228,12 +309,15 @@ fn check_permissions(perms: &[String]) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn role_json(r: &RoleRecord) -> Value {
-    json!({"name": r.name, "permissions": r.permissions, "builtin": false, "created_at": iso8601_ms(r.created_at_ms)})
+fn role_view(r: &RoleRecord) -> RoleView {
+    RoleView { name: r.name.clone(), permissions: r.permissions.clone(), builtin: false, created_at: Some(iso8601_ms(r.created_at_ms)) }
 }
 
 /// `POST /api/v1/admin/roles {name, permissions}` → 201.
-pub async fn create_role(State(state): State<AppState>, JsonBody(req): JsonBody<RoleBody>) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn create_role(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<RoleBody>,
+) -> Result<(StatusCode, Json<RoleView>), ApiError> {
     let name = req.name.unwrap_or_default();
     if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         return Err(ApiError::BadRequest("role name must be 1 to 64 letters, digits, '_' or '-'".into()));
@@ -244,18 +328,23 @@ pub async fn create_role(State(state): State<AppState>, JsonBody(req): JsonBody<
     check_permissions(&req.permissions)?;
     let role = RoleRecord { name, permissions: req.permissions, created_at_ms: now_ms() };
     meta_write(&state, MetaOp::PutRole { role: role.clone(), create: true }).await?;
-    Ok((StatusCode::CREATED, Json(role_json(&role))))
+    Ok((StatusCode::CREATED, Json(role_view(&role))))
 }
 
 /// `GET /api/v1/admin/roles`: built-in and custom roles with their permissions.
-pub async fn list_roles(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let mut list: Vec<Value> = [Role::Admin, Role::Operator, Role::Viewer]
+pub async fn list_roles(State(state): State<AppState>) -> Result<Json<RoleList>, ApiError> {
+    let mut list: Vec<RoleView> = [Role::Admin, Role::Operator, Role::Viewer]
         .iter()
-        .map(|r| json!({"name": r.as_str(), "permissions": r.permissions(), "builtin": true}))
+        .map(|r| RoleView {
+            name: r.as_str().to_string(),
+            permissions: r.permissions().iter().map(|p| p.to_string()).collect(),
+            builtin: true,
+            created_at: None,
+        })
         .collect();
     let roles = typed::pick(state.cluster.meta_read(MetaQuery::ListRoles).await?, shape!(MetaQueryResult::Roles))?;
-    list.extend(roles.iter().map(role_json));
-    Ok(Json(json!({"roles": list})))
+    list.extend(roles.iter().map(role_view));
+    Ok(Json(RoleList { roles: list }))
 }
 
 /// `PUT /api/v1/admin/roles/{name} {permissions}`.
@@ -263,28 +352,28 @@ pub async fn update_role(
     State(state): State<AppState>,
     Path(name): Path<String>,
     JsonBody(req): JsonBody<RoleUpdate>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RoleView>, ApiError> {
     if Role::parse(&name).is_some() {
         return Err(ApiError::Conflict(format!("{name} is a built-in role")));
     }
     check_permissions(&req.permissions)?;
     let role = RoleRecord { name, permissions: req.permissions, created_at_ms: now_ms() };
     meta_write(&state, MetaOp::PutRole { role: role.clone(), create: false }).await?;
-    Ok(Json(role_json(&role)))
+    Ok(Json(role_view(&role)))
 }
 
 /// `DELETE /api/v1/admin/roles/{name}`.
-pub async fn delete_role(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete_role(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<DeletedRole>, ApiError> {
     if Role::parse(&name).is_some() {
         return Err(ApiError::Conflict(format!("{name} is a built-in role")));
     }
     meta_write(&state, MetaOp::DeleteRole { name: name.clone() }).await?;
-    Ok(Json(json!({"name": name, "deleted": true})))
+    Ok(Json(DeletedRole { name, deleted: true }))
 }
 
 /// `GET /api/v1/admin/routes`: the access decision of every route.
-pub async fn route_table(State(state): State<AppState>) -> Json<Value> {
-    let list: Vec<Value> = state
+pub async fn route_table(State(state): State<AppState>) -> Json<RouteList> {
+    let routes: Vec<RouteAccess> = state
         .decisions()
         .iter()
         .map(|d| {
@@ -295,15 +384,15 @@ pub async fn route_table(State(state): State<AppState>) -> Json<Value> {
                 Access::Permission(p) => p.to_string(),
                 Access::Metrics => format!("{} or the metrics token", crate::http::permissions::METRICS_PERMISSION),
             };
-            json!({"method": m, "path": p, "access": access})
+            RouteAccess { method: m.to_string(), path: p.clone(), access }
         })
         .collect();
-    Json(json!({"routes": list}))
+    Json(RouteList { routes })
 }
 
 /// `GET /api/v1/admin/permissions`: every permission.
-pub async fn permission_list() -> Json<Value> {
-    Json(json!({"permissions": PERMISSIONS}))
+pub async fn permission_list() -> Json<PermissionList> {
+    Json(PermissionList { permissions: PERMISSIONS.iter().map(|p| p.to_string()).collect() })
 }
 
 #[cfg(test)]
