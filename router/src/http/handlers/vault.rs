@@ -6,8 +6,8 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tessera_api::http::iso8601_ms;
 use tessera_api::meta::{VaultCapability, VaultPolicyRecord};
 
@@ -31,10 +31,12 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/admin/vault/secrets", P("manage:vault"), list_secrets)
         .get("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), get_secret)
         .put("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), put_secret)
+        .answers(&[200, 201])
         .delete("/api/v1/admin/vault/secrets/{*path}", P("manage:vault"), delete_secret)
         .get("/api/v1/admin/vault/policies", P("manage:vault"), list_policies)
         .get("/api/v1/admin/vault/policies/{name}", P("manage:vault"), get_policy)
         .put("/api/v1/admin/vault/policies/{name}", P("manage:vault"), put_policy)
+        .answers(&[200, 201])
         .delete("/api/v1/admin/vault/policies/{name}", P("manage:vault"), delete_policy)
         .get("/api/v1/admin/vault/audit", P("manage:vault"), audit)
 }
@@ -65,10 +67,127 @@ fn actor(caller: &Caller) -> Actor {
     }
 }
 
+// ---------------------------------------------------------------- answers
+
+/// The vault's state on this router.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct VaultStatus {
+    /// A first unseal created it.
+    initialized: bool,
+    sealed: bool,
+    /// Secrets no policy grants are refused to everyone but admins.
+    default_deny: bool,
+}
+
+/// Answer of an unseal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Unsealed {
+    initialized: bool,
+    sealed: bool,
+    /// This unseal created the vault.
+    created: bool,
+}
+
+/// Answer of a rekey.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Rekeyed {
+    rekeyed: bool,
+    /// The new passphrase key's id.
+    key_id: String,
+}
+
+/// Answer of a seal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Sealed {
+    sealed: bool,
+}
+
+/// Answer of `GET /api/v1/admin/vault/secrets`: paths only, never values.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecretPaths {
+    prefix: String,
+    total: usize,
+    paths: Vec<String>,
+}
+
+/// Answer of a secret's write.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecretWritten {
+    path: String,
+    /// False when it replaced a value.
+    created: bool,
+}
+
+/// A secret with its decrypted value.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecretView {
+    path: String,
+    #[schemars(with = "NonNull")]
+    value: Value,
+    version: u64,
+    created_at: String,
+    updated_at: String,
+    updated_by: String,
+}
+
+/// Answer of a secret's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecretDeleted {
+    path: String,
+    deleted: bool,
+}
+
+/// An access policy: a user or a role, the paths and what it may do there.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PolicyView {
+    name: String,
+    username: Option<String>,
+    role: Option<String>,
+    paths: Vec<String>,
+    capabilities: Vec<VaultCapability>,
+    created_at: String,
+    updated_at: String,
+}
+
+/// Answer of `GET /api/v1/admin/vault/policies`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PolicyList {
+    total: usize,
+    policies: Vec<PolicyView>,
+}
+
+/// Answer of a policy's removal.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PolicyDeleted {
+    name: String,
+    deleted: bool,
+}
+
+/// One vault audit event.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct VaultEvent {
+    id: String,
+    at: String,
+    event: String,
+    actor: String,
+    /// The router that served it.
+    router: String,
+    path: Option<String>,
+    success: bool,
+    detail: String,
+}
+
+/// Answer of `GET /api/v1/admin/vault/audit`, newest first.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct VaultEvents {
+    total: usize,
+    events: Vec<VaultEvent>,
+}
+
 /// `GET /api/v1/admin/vault/status` → `{initialized, sealed, default_deny}` (this router).
-pub async fn status(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn status(State(state): State<AppState>) -> Result<Json<VaultStatus>, ApiError> {
     let s = state.vault.status(&*state.cluster).await?;
-    Ok(Json(json!({"initialized": s.initialized, "sealed": s.sealed, "default_deny": state.vault.default_deny()})))
+    Ok(Json(VaultStatus { initialized: s.initialized, sealed: s.sealed, default_deny: state.vault.default_deny() }))
 }
 
 /// Body of `POST /api/v1/admin/vault/unseal`.
@@ -85,14 +204,14 @@ pub async fn unseal(
     caller: Caller,
     ip: Option<Extension<ClientIp>>,
     JsonBody(body): JsonBody<UnsealBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Unsealed>, ApiError> {
     let passphrase = zeroize::Zeroizing::new(body.passphrase);
     if passphrase.is_empty() {
         return Err(ApiError::BadRequest("passphrase must not be empty".into()));
     }
     let actor = actor(&caller);
     match state.vault.unseal(&*state.cluster, &passphrase, &actor).await {
-        Ok(out) => Ok(Json(json!({"initialized": true, "sealed": false, "created": out.created}))),
+        Ok(out) => Ok(Json(Unsealed { initialized: true, sealed: false, created: out.created })),
         Err(e) => Err(refused(&state, &actor, ip, e).await),
     }
 }
@@ -123,22 +242,22 @@ pub async fn rekey(
     caller: Caller,
     ip: Option<Extension<ClientIp>>,
     JsonBody(body): JsonBody<RekeyBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Rekeyed>, ApiError> {
     let (current, new) = (zeroize::Zeroizing::new(body.current_passphrase), zeroize::Zeroizing::new(body.new_passphrase));
     if current.is_empty() {
         return Err(ApiError::BadRequest("current_passphrase must not be empty".into()));
     }
     let actor = actor(&caller);
     match state.vault.rekey(&*state.cluster, &current, &new, &actor).await {
-        Ok(key_id) => Ok(Json(json!({"rekeyed": true, "key_id": key_id}))),
+        Ok(key_id) => Ok(Json(Rekeyed { rekeyed: true, key_id })),
         Err(e) => Err(refused(&state, &actor, ip, e).await),
     }
 }
 
 /// `POST /api/v1/admin/vault/seal`: seals the vault on every router.
-pub async fn seal(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn seal(State(state): State<AppState>, caller: Caller) -> Result<Json<Sealed>, ApiError> {
     state.vault.seal(&*state.cluster, &actor(&caller)).await?;
-    Ok(Json(json!({"sealed": true})))
+    Ok(Json(Sealed { sealed: true }))
 }
 
 /// Query of `GET /api/v1/admin/vault/secrets`.
@@ -153,9 +272,9 @@ pub async fn list_secrets(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SecretPaths>, ApiError> {
     let paths = state.vault.list(&*state.cluster, &actor(&caller), &q.prefix).await?;
-    Ok(Json(json!({"prefix": q.prefix, "total": paths.len(), "paths": paths})))
+    Ok(Json(SecretPaths { prefix: q.prefix, total: paths.len(), paths }))
 }
 
 /// The schema of a JSON value that is not null.
@@ -186,50 +305,62 @@ pub async fn put_secret(
     caller: Caller,
     Path(path): Path<String>,
     JsonBody(body): JsonBody<PutBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<SecretWritten>), ApiError> {
     let Some(value) = body.value.filter(|v| !v.is_null()) else {
         return Err(ApiError::BadRequest("value is required (any JSON value but null)".into()));
     };
     let created = state.vault.put(&*state.cluster, &actor(&caller), &path, &value).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(json!({"path": path, "created": created}))))
+    Ok((status, Json(SecretWritten { path, created })))
 }
 
 /// `GET /api/v1/admin/vault/secrets/{*path}` → the decrypted value.
-pub async fn get_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<SecretView>, ApiError> {
     let s = state.vault.get(&*state.cluster, &actor(&caller), &path).await?;
-    Ok(Json(json!({
-        "path": s.record.path, "value": s.value, "version": s.record.version,
-        "created_at": iso8601_ms(s.record.created_at_ms), "updated_at": iso8601_ms(s.record.updated_at_ms),
-        "updated_by": s.record.updated_by,
-    })))
+    Ok(Json(SecretView {
+        created_at: iso8601_ms(s.record.created_at_ms),
+        updated_at: iso8601_ms(s.record.updated_at_ms),
+        path: s.record.path,
+        value: s.value,
+        version: s.record.version,
+        updated_by: s.record.updated_by,
+    }))
 }
 
 /// `DELETE /api/v1/admin/vault/secrets/{*path}`.
-pub async fn delete_secret(State(state): State<AppState>, caller: Caller, Path(path): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<String>,
+) -> Result<Json<SecretDeleted>, ApiError> {
     state.vault.delete(&*state.cluster, &actor(&caller), &path).await?;
-    Ok(Json(json!({"path": path, "deleted": true})))
+    Ok(Json(SecretDeleted { path, deleted: true }))
 }
 
-fn policy_json(p: &VaultPolicyRecord) -> Value {
-    json!({
-        "name": p.name, "username": p.username, "role": p.role, "paths": p.paths, "capabilities": p.capabilities,
-        "created_at": iso8601_ms(p.created_at_ms), "updated_at": iso8601_ms(p.updated_at_ms),
-    })
+fn policy_view(p: &VaultPolicyRecord) -> PolicyView {
+    PolicyView {
+        name: p.name.clone(),
+        username: p.username.clone(),
+        role: p.role.clone(),
+        paths: p.paths.clone(),
+        capabilities: p.capabilities.clone(),
+        created_at: iso8601_ms(p.created_at_ms),
+        updated_at: iso8601_ms(p.updated_at_ms),
+    }
 }
 
 /// `GET /api/v1/admin/vault/policies`.
-pub async fn list_policies(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list_policies(State(state): State<AppState>) -> Result<Json<PolicyList>, ApiError> {
     let ps = state.vault.list_policies(&*state.cluster).await?;
-    let list: Vec<Value> = ps.iter().map(policy_json).collect();
-    Ok(Json(json!({"total": list.len(), "policies": list})))
+    let policies: Vec<PolicyView> = ps.iter().map(policy_view).collect();
+    Ok(Json(PolicyList { total: policies.len(), policies }))
 }
 
 /// `GET /api/v1/admin/vault/policies/{name}`.
-pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_policy(State(state): State<AppState>, Path(name): Path<String>) -> Result<Json<PolicyView>, ApiError> {
     let ps = state.vault.list_policies(&*state.cluster).await?;
     let p = ps.iter().find(|p| p.name == name).ok_or_else(|| ApiError::NotFound(format!("vault policy {name} does not exist")))?;
-    Ok(Json(policy_json(p)))
+    Ok(Json(policy_view(p)))
 }
 
 /// Body of `PUT /api/v1/admin/vault/policies/{name}`.
@@ -257,7 +388,7 @@ pub async fn put_policy(
     caller: Caller,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<PolicyBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<PolicyView>), ApiError> {
     let mut capabilities = body.capabilities;
     capabilities.sort_by_key(|c| *c as u8);
     capabilities.dedup();
@@ -274,13 +405,17 @@ pub async fn put_policy(
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     let ps = state.vault.list_policies(&*state.cluster).await?;
     let stored = ps.iter().find(|p| p.name == policy.name).unwrap_or(&policy);
-    Ok((status, Json(policy_json(stored))))
+    Ok((status, Json(policy_view(stored))))
 }
 
 /// `DELETE /api/v1/admin/vault/policies/{name}`.
-pub async fn delete_policy(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn delete_policy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<PolicyDeleted>, ApiError> {
     state.vault.delete_policy(&*state.cluster, &actor(&caller), &name).await?;
-    Ok(Json(json!({"name": name, "deleted": true})))
+    Ok(Json(PolicyDeleted { name, deleted: true }))
 }
 
 /// Query of `GET /api/v1/admin/vault/audit`.
@@ -291,20 +426,24 @@ pub struct AuditQuery {
 }
 
 /// `GET /api/v1/admin/vault/audit?limit=` (default 100, at most 10000), newest first.
-pub async fn audit(State(state): State<AppState>, QueryParams(q): QueryParams<AuditQuery>) -> Result<Json<Value>, ApiError> {
+pub async fn audit(State(state): State<AppState>, QueryParams(q): QueryParams<AuditQuery>) -> Result<Json<VaultEvents>, ApiError> {
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > tessera_api::meta::VAULT_AUDIT_KEEP {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::VAULT_AUDIT_KEEP)));
     }
     let records = state.vault.audit_trail(&*state.cluster, limit).await?;
-    let events: Vec<Value> = records
+    let events: Vec<VaultEvent> = records
         .iter()
-        .map(|r| {
-            json!({
-                "id": r.id, "at": iso8601_ms(r.at_ms), "event": r.event, "actor": r.actor, "router": r.router,
-                "path": r.path, "success": r.success, "detail": r.detail,
-            })
+        .map(|r| VaultEvent {
+            id: r.id.clone(),
+            at: iso8601_ms(r.at_ms),
+            event: r.event.clone(),
+            actor: r.actor.clone(),
+            router: r.router.clone(),
+            path: r.path.clone(),
+            success: r.success,
+            detail: r.detail.clone(),
         })
         .collect();
-    Ok(Json(json!({"total": events.len(), "events": events})))
+    Ok(Json(VaultEvents { total: events.len(), events }))
 }
