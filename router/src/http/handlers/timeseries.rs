@@ -155,7 +155,8 @@ pub struct Written {
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct PointView {
     timestamp: String,
-    value: f64,
+    /// Null where an aggregate is not a finite number (a sum or variance beyond f64).
+    value: Option<f64>,
 }
 
 /// One series of a query's answer.
@@ -355,7 +356,7 @@ pub async fn query(
         .map(|s| SeriesView {
             metric: req.metric.clone(),
             tags: s.tags.clone(),
-            points: s.points.iter().map(|(t, v)| PointView { timestamp: iso8601_ms(*t), value: *v }).collect(),
+            points: s.points.iter().map(|(t, v)| PointView { timestamp: iso8601_ms(*t), value: v.is_finite().then_some(*v) }).collect(),
         })
         .collect();
     Ok((
