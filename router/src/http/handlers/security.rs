@@ -7,8 +7,7 @@ use std::net::IpAddr;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{AlertRecord, BlockRecord, SecurityOp, SecurityQuery, SecurityQueryResult, SecurityResponse};
@@ -28,35 +27,104 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/admin/security/alerts", P("read:cluster"), list_alerts)
         .post("/api/v1/admin/security/alerts/{alert_id}/acknowledge", P("manage:security"), acknowledge)
         .post("/api/v1/admin/security/block-ip", P("manage:security"), block_ip)
+        .answers(&[201])
         .get("/api/v1/admin/security/blocked-ips", P("read:cluster"), list_blocks)
         .delete("/api/v1/admin/security/blocked-ips/{ip}", P("manage:security"), unblock)
 }
 
-fn alert_view(a: &AlertRecord) -> Value {
-    json!({
-        "id": a.id,
-        "kind": a.kind,
-        "severity": a.severity,
-        "source_ip": a.source_ip,
-        "username": a.username,
-        "message": a.message,
-        "created_at": iso8601_ms(a.created_at_ms),
-        "acknowledged": a.acknowledged,
-        "acknowledged_by": a.acknowledged_by,
-        "acknowledged_at": a.acknowledged_at_ms.map(iso8601_ms),
-    })
+// ---------------------------------------------------------------- answers
+
+/// A security alert.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AlertView {
+    id: String,
+    kind: String,
+    severity: String,
+    source_ip: Option<String>,
+    username: Option<String>,
+    message: String,
+    created_at: String,
+    acknowledged: bool,
+    acknowledged_by: Option<String>,
+    acknowledged_at: Option<String>,
 }
 
-fn block_view(b: &BlockRecord) -> Value {
-    json!({
-        "ip_address": b.ip,
-        "reason": b.reason,
-        "blocked_at": iso8601_ms(b.created_at_ms),
-        "expires_at": iso8601_ms(b.expires_at_ms),
-        "remaining_secs": ((b.expires_at_ms - now_ms()).max(0) + 999) / 1000,
-        "blocked_by": b.created_by,
-        "automatic": b.automatic,
-    })
+fn alert_view(a: &AlertRecord) -> AlertView {
+    AlertView {
+        id: a.id.clone(),
+        kind: a.kind.clone(),
+        severity: a.severity.clone(),
+        source_ip: a.source_ip.clone(),
+        username: a.username.clone(),
+        message: a.message.clone(),
+        created_at: iso8601_ms(a.created_at_ms),
+        acknowledged: a.acknowledged,
+        acknowledged_by: a.acknowledged_by.clone(),
+        acknowledged_at: a.acknowledged_at_ms.map(iso8601_ms),
+    }
+}
+
+/// An active IP block.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BlockView {
+    ip_address: String,
+    reason: String,
+    blocked_at: String,
+    expires_at: String,
+    remaining_secs: i64,
+    blocked_by: String,
+    /// Set by the brute-force detector rather than an administrator.
+    automatic: bool,
+}
+
+fn block_view(b: &BlockRecord) -> BlockView {
+    BlockView {
+        ip_address: b.ip.clone(),
+        reason: b.reason.clone(),
+        blocked_at: iso8601_ms(b.created_at_ms),
+        expires_at: iso8601_ms(b.expires_at_ms),
+        remaining_secs: ((b.expires_at_ms - now_ms()).max(0) + 999) / 1000,
+        blocked_by: b.created_by.clone(),
+        automatic: b.automatic,
+    }
+}
+
+/// Answer of `GET /api/v1/admin/security/alerts`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AlertList {
+    alerts: Vec<AlertView>,
+    count: usize,
+    /// Alerts matching the filter, beyond the limit too.
+    total: u64,
+    unacknowledged: u64,
+}
+
+/// Answer of an acknowledgement.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Acknowledged {
+    success: bool,
+    alert: AlertView,
+}
+
+/// Answer of a block.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Blocked {
+    success: bool,
+    blocked: BlockView,
+}
+
+/// Answer of `GET /api/v1/admin/security/blocked-ips`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BlockList {
+    blocked_ips: Vec<BlockView>,
+    count: usize,
+}
+
+/// Answer of an unblock.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Unblocked {
+    success: bool,
+    ip_address: String,
 }
 
 fn username(caller: &Caller) -> String {
@@ -97,7 +165,7 @@ pub struct AlertParams {
 }
 
 /// `GET /api/v1/admin/security/alerts`: newest first (default 100, at most 1000).
-pub async fn list_alerts(State(state): State<AppState>, QueryParams(p): QueryParams<AlertParams>) -> Result<Json<Value>, ApiError> {
+pub async fn list_alerts(State(state): State<AppState>, QueryParams(p): QueryParams<AlertParams>) -> Result<Json<AlertList>, ApiError> {
     let limit = p.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
@@ -105,19 +173,18 @@ pub async fn list_alerts(State(state): State<AppState>, QueryParams(p): QueryPar
     let q = SecurityQuery::Alerts { acknowledged: p.acknowledged, limit };
     let listed = shape!(SecurityQueryResult::Alerts { alerts, total, unacknowledged });
     let (alerts, total, unacknowledged) = read(&state, q, listed).await?;
-    Ok(Json(json!({
-        "alerts": alerts.iter().map(alert_view).collect::<Vec<_>>(),
-        "count": alerts.len(),
-        "total": total,
-        "unacknowledged": unacknowledged,
-    })))
+    Ok(Json(AlertList { alerts: alerts.iter().map(alert_view).collect(), count: alerts.len(), total, unacknowledged }))
 }
 
 /// `POST /api/v1/admin/security/alerts/{alert_id}/acknowledge` (no body needed).
-pub async fn acknowledge(State(state): State<AppState>, caller: Caller, Path(alert_id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn acknowledge(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(alert_id): Path<String>,
+) -> Result<Json<Acknowledged>, ApiError> {
     let op = SecurityOp::AcknowledgeAlert { id: alert_id, by: username(&caller) };
     let a = write(&state, op, shape!(SecurityResponse::Alert)).await?;
-    Ok(Json(json!({"success": true, "alert": alert_view(&a)})))
+    Ok(Json(Acknowledged { success: true, alert: alert_view(&a) }))
 }
 
 /// Body of `POST /api/v1/admin/security/block-ip`.
@@ -148,7 +215,7 @@ pub async fn block_ip(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<BlockRequest>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Blocked>), ApiError> {
     let ip = parse_ip(&req.ip_address)?;
     let duration_secs = match (req.duration_hours, req.duration_secs) {
         (Some(h), None) if (1..=87_600).contains(&h) => h * 3600,
@@ -172,21 +239,18 @@ pub async fn block_ip(
     let b = write(&state, op, shape!(SecurityResponse::Block)).await?;
     state.security.blocks.insert(&b);
     warn!(ip = %b.ip, by = %b.created_by, "SECURITY: blocked until {}: {}", iso8601_ms(b.expires_at_ms), b.reason);
-    Ok((StatusCode::CREATED, Json(json!({"success": true, "blocked": block_view(&b)}))))
+    Ok((StatusCode::CREATED, Json(Blocked { success: true, blocked: block_view(&b) })))
 }
 
 /// `GET /api/v1/admin/security/blocked-ips`: the blocks still active.
-pub async fn list_blocks(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list_blocks(State(state): State<AppState>) -> Result<Json<BlockList>, ApiError> {
     let list = read(&state, SecurityQuery::Blocks, shape!(SecurityQueryResult::Blocks)).await?;
     state.security.blocks.replace(list.clone());
-    Ok(Json(json!({
-        "blocked_ips": list.iter().map(block_view).collect::<Vec<_>>(),
-        "count": list.len(),
-    })))
+    Ok(Json(BlockList { blocked_ips: list.iter().map(block_view).collect(), count: list.len() }))
 }
 
 /// `DELETE /api/v1/admin/security/blocked-ips/{ip}`: lifts a block (404 if none is active).
-pub async fn unblock(State(state): State<AppState>, Path(ip): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn unblock(State(state): State<AppState>, Path(ip): Path<String>) -> Result<Json<Unblocked>, ApiError> {
     let ip = parse_ip(&ip)?;
     let op = SecurityOp::UnblockIp { ip: ip.to_string() };
     let active = write(&state, op, shape!(SecurityResponse::Unblocked)).await?;
@@ -194,5 +258,5 @@ pub async fn unblock(State(state): State<AppState>, Path(ip): Path<String>) -> R
     if !active {
         return Err(ApiError::NotFound(format!("{ip} is not blocked")));
     }
-    Ok(Json(json!({"success": true, "ip_address": ip.to_string()})))
+    Ok(Json(Unblocked { success: true, ip_address: ip.to_string() }))
 }
