@@ -62,8 +62,9 @@ impl Host {
     /// committed.
     ///
     /// With `expected` (a compare-and-set), refused unless the voters are
-    /// `expected` now or `voters` already: a caller planning from a stale map
-    /// cannot bring back a voter set the group has left.
+    /// `expected` now or `voters` already, or the group is half-way (joint)
+    /// into a change to `voters`: a caller planning from a stale map cannot
+    /// bring back a voter set the group has left.
     pub async fn replace_voters(
         &self,
         group: GroupId,
@@ -77,7 +78,13 @@ impl Host {
         if current == voters && learners == 0 {
             return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
         }
-        if let Some(expected) = expected.filter(|e| *e != current && current != voters) {
+        // A change to exactly `voters` that stopped half-way (its leader lost the
+        // leadership between the joint and the final membership) is finished, not
+        // refused: the joint's voters are neither the planned ones nor the target,
+        // and nothing else would ever complete it.
+        let joint = m.membership_config.membership().get_joint_config();
+        let finishing = joint.len() > 1 && joint.last() == Some(&voters);
+        if let Some(expected) = expected.filter(|e| *e != current && current != voters && !finishing) {
             return Err(HostError::Unavailable(format!(
                 "group {group}'s voters are {current:?}, not the {expected:?} the caller planned from: it planned on stale data"
             )));
