@@ -230,6 +230,31 @@ pub struct ActivitiesParams {
     kind: Option<String>,
 }
 
+/// One recorded activity.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ActivityView {
+    id: String,
+    /// `query`, `login`, `config` or `admin`.
+    #[serde(rename = "type")]
+    kind: String,
+    timestamp: String,
+    user: String,
+    method: String,
+    route: String,
+    status: u16,
+    duration_ms: u64,
+    detail: String,
+    /// The router that served it.
+    router: String,
+}
+
+/// Answer of `GET /api/v1/admin/activities`, newest first.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ActivityList {
+    activities: Vec<ActivityView>,
+    count: usize,
+}
+
 /// Activities `limit` gives when it is not given, and the most it may ask.
 const DEFAULT_ACTIVITIES: usize = 100;
 
@@ -242,7 +267,7 @@ pub async fn activities(
     State(state): State<AppState>,
     _caller: Caller,
     super::QueryParams(p): super::QueryParams<ActivitiesParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ActivityList>, ApiError> {
     let limit = p.limit.unwrap_or(DEFAULT_ACTIVITIES);
     if !(1..=tessera_api::meta::ACTIVITIES_KEEP).contains(&limit) {
         return Err(ApiError::BadRequest(format!("limit must be 1 to {}", tessera_api::meta::ACTIVITIES_KEEP)));
@@ -255,15 +280,20 @@ pub async fn activities(
     state.activities.flush(&*state.cluster).await?;
     let answer = state.cluster.meta_read(MetaQuery::Activities { limit, kind: p.kind }).await?;
     let records = typed::pick(answer, shape!(MetaQueryResult::Activities))?;
-    let items: Vec<Value> = records
+    let activities: Vec<ActivityView> = records
         .iter()
-        .map(|r| {
-            json!({
-                "id": r.id, "type": r.kind, "timestamp": iso8601_ms(r.at_ms), "user": r.user,
-                "method": r.method, "route": r.route, "status": r.status, "duration_ms": r.duration_ms,
-                "detail": r.detail, "router": r.router,
-            })
+        .map(|r| ActivityView {
+            id: r.id.clone(),
+            kind: r.kind.clone(),
+            timestamp: iso8601_ms(r.at_ms),
+            user: r.user.clone(),
+            method: r.method.clone(),
+            route: r.route.clone(),
+            status: r.status,
+            duration_ms: r.duration_ms,
+            detail: r.detail.clone(),
+            router: r.router.clone(),
         })
         .collect();
-    Ok(Json(json!({"activities": items, "count": items.len()})))
+    Ok(Json(ActivityList { count: activities.len(), activities }))
 }

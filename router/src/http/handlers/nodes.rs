@@ -98,6 +98,15 @@ pub struct LogsParams {
     lines: Option<u32>,
 }
 
+/// Answer of a node's log tail.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct NodeLogs {
+    node_id: u64,
+    count: usize,
+    /// Oldest first.
+    lines: Vec<String>,
+}
+
 /// `GET /api/v1/admin/nodes/{node_id}/logs?lines=`: the newest lines (100 by
 /// default, at most 5000) of that node's log, read from the node; 404 for a
 /// node the cluster does not have, 503 when it does not answer.
@@ -106,14 +115,14 @@ pub async fn logs(
     _caller: Caller,
     Path(node_id): Path<String>,
     QueryParams(p): QueryParams<LogsParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<NodeLogs>, ApiError> {
     let lines = p.lines.unwrap_or(DEFAULT_LOG_LINES);
     if !(1..=MAX_LOG_LINES).contains(&lines) {
         return Err(ApiError::BadRequest(format!("lines must be 1 to {MAX_LOG_LINES}")));
     }
     let node = find_node(&state, &node_id)?;
     let lines = state.cluster.node_logs(&node, lines).await?;
-    Ok(Json(json!({"node_id": node.id, "count": lines.len(), "lines": lines})))
+    Ok(Json(NodeLogs { node_id: node.id, count: lines.len(), lines }))
 }
 
 /// Node `node_id` of the cluster map; 404 for any other id.
