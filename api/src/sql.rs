@@ -63,3 +63,51 @@ pub enum SqlResult {
     /// Catalog answers (table list, table schema, databases) as JSON.
     Catalog(serde_json::Value),
 }
+
+/// Table list entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TableSummary {
+    pub name: String,
+    pub columns: usize,
+    pub rows: u64,
+}
+
+/// Column description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ColumnSchema {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: String,
+    pub nullable: bool,
+    pub default: Option<String>,
+    pub primary_key: bool,
+    pub unique: bool,
+}
+
+/// Index description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IndexSchema {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// "BTREE" or "HASH".
+    pub method: String,
+}
+
+/// Constraint description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConstraintSchema {
+    pub name: String,
+    /// PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK.
+    pub kind: String,
+    pub definition: String,
+}
+
+/// A table's schema, as `GET /api/v1/tables/{name}` answers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TableSchema {
+    pub name: String,
+    pub columns: Vec<ColumnSchema>,
+    pub indexes: Vec<IndexSchema>,
+    pub constraints: Vec<ConstraintSchema>,
+}

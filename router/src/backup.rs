@@ -466,7 +466,7 @@ impl Backups {
     /// With `hold`, each data group stays held after its swap (it answers only
     /// this restore's own reads and writes, see [`crate::cluster::as_restore`])
     /// until [`Backups::release`]: the caller re-applies later erasures first.
-    pub async fn restore(&self, cluster: &dyn ClusterClient, id: &str, hold: bool) -> Result<serde_json::Value, BackupError> {
+    pub async fn restore(&self, cluster: &dyn ClusterClient, id: &str, hold: bool) -> Result<Restored, BackupError> {
         let started = Instant::now();
         let m = self.manifest(id)?;
         if m.state != "complete" {
@@ -524,13 +524,16 @@ impl Backups {
                 }
             }
             write(RestoreOp::End { backup_id: id.to_string(), hold: hold && part.group != META_GROUP }).await?;
-            restored.push(serde_json::json!({"group": part.group, "records": part.records, "applied_index_in_backup": part.applied_index}));
+            restored.push(RestoredGroup { group: part.group, records: part.records, applied_index_in_backup: part.applied_index });
         }
         tracing::info!(backup = id, groups = restored.len(), took_ms = started.elapsed().as_millis() as u64, "backup restored");
-        Ok(serde_json::json!({
-            "backup_id": id, "restored": true, "groups": restored, "held": hold,
-            "took_ms": started.elapsed().as_millis() as u64,
-        }))
+        Ok(Restored {
+            backup_id: id.to_string(),
+            restored: true,
+            groups: restored,
+            held: hold,
+            took_ms: started.elapsed().as_millis() as u64,
+        })
     }
 
     /// Lifts the hold a `restore(…, hold: true)` of backup `id` left on every
@@ -546,6 +549,27 @@ impl Backups {
         });
         futures::future::try_join_all(releases).await.map(|_| ())
     }
+}
+
+/// A group brought back by a restore.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RestoredGroup {
+    pub group: GroupId,
+    pub records: u64,
+    /// The group's applied index when the backup was taken.
+    pub applied_index_in_backup: u64,
+}
+
+/// What a restore brought back.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Restored {
+    pub backup_id: String,
+    pub restored: bool,
+    pub groups: Vec<RestoredGroup>,
+    /// Whether the data groups were held (answering 503) until the erasures
+    /// issued after the backup were re-applied.
+    pub held: bool,
+    pub took_ms: u64,
 }
 
 #[cfg(test)]

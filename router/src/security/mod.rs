@@ -236,14 +236,3 @@ pub fn raise_unusual_access(state: &AppState, caller: &Caller, message: &str) {
     };
     raise_in_background(state, alert);
 }
-
-/// Adds `metadata.security_flags` to a SQL response body when the query was flagged.
-pub fn flag_body(body: &mut serde_json::Value, flags: &[String]) {
-    if flags.is_empty() {
-        return;
-    }
-    if !body.get("metadata").is_some_and(serde_json::Value::is_object) {
-        body["metadata"] = serde_json::json!({});
-    }
-    body["metadata"]["security_flags"] = serde_json::json!(flags);
-}

@@ -9,6 +9,8 @@ pub mod block_list;
 pub mod classification;
 pub mod compliance;
 pub mod ids;
+pub mod monitoring;
+pub mod nodes;
 pub mod rate_limits;
 pub mod request_stats;
 pub mod security_state;

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 use tessera_api::command::{MetaOp, Response as Reply};
 use tessera_api::meta::{RouteStatsRecord, RouterStatsRecord};
 
@@ -88,18 +89,70 @@ impl RouteFigures {
         f
     }
 
-    /// `{requests, client_errors, server_errors, p50_ms, p90_ms, p99_ms, max_ms}`.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "requests": self.requests,
-            "client_errors": self.client_errors,
-            "server_errors": self.server_errors,
-            "p50_ms": ms(self.latency.value_at_quantile(0.5)),
-            "p90_ms": ms(self.latency.value_at_quantile(0.9)),
-            "p99_ms": ms(self.latency.value_at_quantile(0.99)),
-            "max_ms": ms(self.latency.max()),
-        })
+    /// Counts and latency percentiles.
+    pub fn view(&self) -> Figures {
+        Figures {
+            requests: self.requests,
+            client_errors: self.client_errors,
+            server_errors: self.server_errors,
+            p50_ms: ms(self.latency.value_at_quantile(0.5)),
+            p90_ms: ms(self.latency.value_at_quantile(0.9)),
+            p99_ms: ms(self.latency.value_at_quantile(0.99)),
+            max_ms: ms(self.latency.max()),
+        }
     }
+}
+
+/// Counts and latencies (milliseconds) of a route, a model or everything.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Figures {
+    pub requests: u64,
+    pub client_errors: u64,
+    pub server_errors: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// One route's figures.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RouteSummary {
+    pub method: String,
+    /// The route's template (`/api/v1/kv/keys/{*key}`).
+    pub route: String,
+    pub model: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// One model's figures.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelSummary {
+    pub model: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// Figures in total, by model and by route.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Summary {
+    pub totals: Figures,
+    pub by_model: Vec<ModelSummary>,
+    pub by_route: Vec<RouteSummary>,
+}
+
+/// The last minute's figures, as answered.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LastMinuteView {
+    pub requests: u64,
+    pub rate_per_sec: f64,
+    pub client_errors: u64,
+    pub server_errors: u64,
+    /// Server errors per request.
+    pub error_rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
 }
 
 fn ms(micros: u64) -> f64 {
@@ -141,16 +194,16 @@ impl LastMinute {
         if self.requests == 0 { 0.0 } else { self.server_errors as f64 / self.requests as f64 }
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "requests": self.requests,
-            "rate_per_sec": (self.requests as f64 / WINDOW.as_secs_f64() * 100.0).round() / 100.0,
-            "client_errors": self.client_errors,
-            "server_errors": self.server_errors,
-            "error_rate": (self.error_rate() * 10_000.0).round() / 10_000.0,
-            "p50_ms": self.p50_ms,
-            "p99_ms": self.p99_ms,
-        })
+    pub fn view(&self) -> LastMinuteView {
+        LastMinuteView {
+            requests: self.requests,
+            rate_per_sec: (self.requests as f64 / WINDOW.as_secs_f64() * 100.0).round() / 100.0,
+            client_errors: self.client_errors,
+            server_errors: self.server_errors,
+            error_rate: (self.error_rate() * 10_000.0).round() / 10_000.0,
+            p50_ms: self.p50_ms,
+            p99_ms: self.p99_ms,
+        }
     }
 }
 
@@ -195,7 +248,7 @@ impl RequestStats {
     }
 
     /// Figures since start: in total, by model and by route.
-    pub fn snapshot(&self) -> Value {
+    pub fn snapshot(&self) -> Summary {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         summary(&inner.routes)
     }
@@ -214,7 +267,7 @@ impl RequestStats {
 
     /// This router's figures merged with the `others` routers published: in
     /// total, by model and by route (as [`RequestStats::snapshot`]).
-    pub fn merged_snapshot(&self, others: &[RouterStatsRecord]) -> Value {
+    pub fn merged_snapshot(&self, others: &[RouterStatsRecord]) -> Summary {
         let mut merged: BTreeMap<(String, String), RouteFigures> = BTreeMap::new();
         {
             let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -233,28 +286,22 @@ impl RequestStats {
 }
 
 /// In total, by model and by route, of `routes`.
-fn summary(routes_figures: &BTreeMap<(String, String), RouteFigures>) -> Value {
+fn summary(routes_figures: &BTreeMap<(String, String), RouteFigures>) -> Summary {
     let mut total = RouteFigures::new();
     let mut models: BTreeMap<&'static str, RouteFigures> = BTreeMap::new();
-    let mut routes = Vec::new();
+    let mut by_route = Vec::new();
     for ((method, route), figures) in routes_figures {
         total.merge(figures);
         models.entry(model_of(route)).or_insert_with(RouteFigures::new).merge(figures);
-        let mut entry = figures.to_json();
-        entry["method"] = json!(method);
-        entry["route"] = json!(route);
-        entry["model"] = json!(model_of(route));
-        routes.push(entry);
+        by_route.push(RouteSummary {
+            method: method.clone(),
+            route: route.clone(),
+            model: model_of(route).into(),
+            figures: figures.view(),
+        });
     }
-    let by_model: Vec<Value> = models
-        .iter()
-        .map(|(model, f)| {
-            let mut entry = f.to_json();
-            entry["model"] = json!(model);
-            entry
-        })
-        .collect();
-    json!({"totals": total.to_json(), "by_model": by_model, "by_route": routes})
+    let by_model = models.iter().map(|(model, f)| ModelSummary { model: (*model).into(), figures: f.view() }).collect();
+    Summary { totals: total.view(), by_model, by_route }
 }
 
 /// The data model (or area) a route template belongs to.
@@ -325,7 +372,7 @@ mod tests {
         stats.add("POST", "/api/v1/kv/keys", 400, Duration::from_millis(4));
         stats.add("GET", "/api/v1/kv/keys/{*key}", 503, Duration::from_millis(40));
         stats.add("POST", "/api/v1/query", 200, Duration::from_millis(10));
-        let snap = stats.snapshot();
+        let snap = serde_json::to_value(stats.snapshot()).unwrap();
         assert_eq!(snap["totals"]["requests"], 4);
         assert_eq!(snap["totals"]["client_errors"], 1);
         assert_eq!(snap["totals"]["server_errors"], 1);
@@ -335,7 +382,7 @@ mod tests {
         let minute = stats.last_minute();
         assert_eq!((minute.requests, minute.server_errors), (4, 1));
         assert!((minute.error_rate() - 0.25).abs() < 1e-9);
-        assert!(minute.p50_ms >= 2.0 && minute.p99_ms >= 39.0, "{}", minute.to_json());
+        assert!(minute.p50_ms >= 2.0 && minute.p99_ms >= 39.0, "{:?}", minute.view());
     }
 
     #[test]
@@ -347,13 +394,13 @@ mod tests {
         let this = RequestStats::default();
         this.add("POST", "/api/v1/kv/keys", 200, Duration::from_millis(2));
         this.add("POST", "/api/v1/query", 200, Duration::from_millis(10));
-        let merged = this.merged_snapshot(&[published]);
+        let merged = serde_json::to_value(this.merged_snapshot(&[published])).unwrap();
         assert_eq!(merged["totals"]["requests"], 4);
         assert_eq!(merged["totals"]["server_errors"], 1);
         let kv = merged["by_route"].as_array().unwrap().iter().find(|r| r["route"] == "/api/v1/kv/keys").unwrap();
         assert_eq!(kv["requests"], 3);
         let max = kv["max_ms"].as_f64().unwrap();
         assert!((295.0..=305.0).contains(&max), "the other router's slowest request counts: {kv}");
-        assert_eq!(this.snapshot()["totals"]["requests"], 2, "this router's own figures are unchanged");
+        assert_eq!(this.snapshot().totals.requests, 2, "this router's own figures are unchanged");
     }
 }

@@ -88,9 +88,11 @@ async fn success_bodies_are_typed_or_observed() {
     let entry = &doc["paths"]["/api/v1/kv/keys/{key}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
     let entry = resolve(&doc, entry);
     assert!(entry["properties"]["key"].is_object() && entry["properties"]["value"].is_object(), "{entry}");
-    // An answer built as a JSON value: its observed shape.
+    // A typed answer with nested views.
     let query = &doc["paths"]["/api/v1/query"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
-    assert_eq!(query["properties"]["data"]["properties"]["columns"]["type"], "array", "{query}");
+    let query = resolve(&doc, query);
+    let data = resolve(&doc, &query["properties"]["data"]);
+    assert_eq!(data["properties"]["columns"]["type"], "array", "{data}");
     assert!(query["required"].as_array().unwrap().contains(&json!("success")), "{query}");
     // Errors share one body.
     assert_eq!(doc["paths"]["/api/v1/query"]["post"]["responses"]["400"]["$ref"], "#/components/responses/Error");

@@ -145,53 +145,8 @@ pub struct QueryResult {
     pub truncated: bool,
 }
 
-/// Table list entry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TableSummary {
-    pub name: String,
-    pub columns: usize,
-    pub rows: u64,
-}
-
-/// Column description.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ColumnSchema {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub data_type: String,
-    pub nullable: bool,
-    pub default: Option<String>,
-    pub primary_key: bool,
-    pub unique: bool,
-}
-
-/// Index description.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IndexSchema {
-    pub name: String,
-    pub columns: Vec<String>,
-    pub unique: bool,
-    /// "BTREE" or "HASH".
-    pub method: String,
-}
-
-/// Constraint description.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ConstraintSchema {
-    pub name: String,
-    /// PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK.
-    pub kind: String,
-    pub definition: String,
-}
-
-/// Table schema as returned by `GET /api/v1/tables/:name`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TableSchema {
-    pub name: String,
-    pub columns: Vec<ColumnSchema>,
-    pub indexes: Vec<IndexSchema>,
-    pub constraints: Vec<ConstraintSchema>,
-}
+// The catalog answers are wire types: the router reads them back.
+pub use tessera_api::sql::{ColumnSchema, ConstraintSchema, IndexSchema, TableSchema, TableSummary};
 
 fn is_read_stmt(s: &Statement) -> bool {
     matches!(

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use rand::RngCore;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response as Reply, now_ms};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
 use tessera_api::meta::SessionRecord;
@@ -82,11 +82,11 @@ async fn attempt_login(
         let ttl_ms = (security.mfa_challenge_secs.max(1) * 1000) as i64;
         let op = SecurityOp::BeginMfaLogin { challenge_hash: token_hash(&temp), user_id: user.id.clone(), ttl_ms };
         state.cluster.meta_write(MetaOp::Security(op)).await?;
-        return Ok(Json(json!({
-            "mfa_required": true,
-            "temp_token": temp,
-            "expires_at": iso8601_ms(now_ms() + ttl_ms),
-            "message": "send the 6-digit code from your authenticator to POST /api/v1/auth/mfa/verify {token, code}",
+        return Ok(Json(LoginAnswer::MfaChallenge(MfaChallenge {
+            mfa_required: true,
+            temp_token: temp,
+            expires_at: iso8601_ms(now_ms() + ttl_ms),
+            message: "send the 6-digit code from your authenticator to POST /api/v1/auth/mfa/verify {token, code}".into(),
         }))
         .into_response());
     }
@@ -97,8 +97,27 @@ async fn attempt_login(
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, user_agent, mfa_verified: false };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     let mfa_enrollment_required = state.config.auth.mfa_required;
-    Ok(Json(LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required })
-        .into_response())
+    let session = LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required };
+    Ok(Json(LoginAnswer::Session(session)).into_response())
+}
+
+/// The answer of a login: a session, or (for a user with MFA) a challenge.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum LoginAnswer {
+    Session(LoginResponse),
+    MfaChallenge(MfaChallenge),
+}
+
+/// A login's second step: the code from the user's authenticator is sent
+/// with `temp_token` to `POST /api/v1/auth/mfa/verify`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct MfaChallenge {
+    pub mfa_required: bool,
+    pub temp_token: String,
+    /// When the challenge expires (ISO 8601 UTC).
+    pub expires_at: String,
+    pub message: String,
 }
 
 /// Answer of a logout.

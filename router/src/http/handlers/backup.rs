@@ -101,7 +101,7 @@ pub async fn restore(
     State(state): State<AppState>,
     caller: Caller,
     OptionalJsonBody(req): OptionalJsonBody<RestoreBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RestoreAnswer>, ApiError> {
     let id = req
         .backup_id
         .filter(|id| !id.is_empty())
@@ -124,7 +124,7 @@ pub async fn restore(
     // With erasures to re-apply, every data group stays held from its swap
     // until they are: no read sees the restored records of an erased subject.
     let hold = !later.is_empty();
-    let mut answer = state.backups.restore(state.cluster.as_ref(), &id, hold).await?;
+    let restored = state.backups.restore(state.cluster.as_ref(), &id, hold).await?;
     let (done, pending) = crate::cluster::as_restore(&id, super::compliance_erasure::reapply_after_restore(&state, later, &id)).await;
     if !pending.is_empty() {
         return Err(ApiError::Unavailable(format!(
@@ -137,9 +137,18 @@ pub async fn restore(
         state.backups.release(state.cluster.as_ref(), &id).await?;
     }
     let re_recorded = record_audit_again(&state, &caller, &id, began_ms, live_audit, done.len()).await?;
-    answer["erasures_reapplied"] = Value::Array(done);
-    answer["audit_entries_re_recorded"] = re_recorded.into();
-    Ok(Json(answer))
+    Ok(Json(RestoreAnswer { restored, erasures_reapplied: done, audit_entries_re_recorded: re_recorded }))
+}
+
+/// The answer of a restore.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct RestoreAnswer {
+    #[serde(flatten)]
+    restored: crate::backup::Restored,
+    /// The erasures issued after the backup, applied again to what it brought back.
+    erasures_reapplied: Vec<Value>,
+    /// Audit entries recorded since the backup began, recorded again after the restored chain.
+    audit_entries_re_recorded: usize,
 }
 
 /// The audit entries recorded at or after `from_ms`, oldest first.

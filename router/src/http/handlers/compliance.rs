@@ -6,9 +6,11 @@
 //! CCPA alias paths for them; and the audit trail, a hash chain every consent
 //! change is appended to in the same apply, with its verification.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Path, State};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_api::command::now_ms;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response};
@@ -18,7 +20,7 @@ use tessera_api::compliance::{
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
 };
-use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
+use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery, IncidentStats};
 use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, OptionalJsonBody, QueryParams};
@@ -62,6 +64,7 @@ pub fn routes() -> RouteTable {
         .get("/api/v1/gdpr/consent", P("read:compliance"), gdpr_consent_status)
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
         .post(format!("{C}/export"), P("manage:compliance"), super::compliance_subject::export)
+        .returns::<super::compliance_subject::ExportAnswer>()
         .get(format!("{C}/exports/{{export_id}}"), P("manage:compliance"), super::compliance_subject::download)
         .body::<super::compliance_subject::ExportRequest>(false)
         .delete(format!("{C}/data-subject/{{id}}"), P("manage:compliance"), super::compliance_erasure::erase)
@@ -77,8 +80,11 @@ pub fn routes() -> RouteTable {
         .get(format!("{C}/certificates/{{id}}"), P("read:compliance"), super::compliance_erasure::get)
         .get(format!("{C}/certificates/{{id}}/verify"), P("read:compliance"), super::compliance_erasure::verify)
         .get("/api/v1/gdpr/export", P("manage:compliance"), super::compliance_subject::export_get)
+        .returns::<super::compliance_subject::ExportAnswer>()
         .get("/api/v1/gdpr/access", P("manage:compliance"), super::compliance_subject::export_get)
+        .returns::<super::compliance_subject::ExportAnswer>()
         .get("/api/v1/ccpa/access", P("manage:compliance"), super::compliance_subject::export_get)
+        .returns::<super::compliance_subject::ExportAnswer>()
         .get("/api/v1/admin/compliance/status", P("read:compliance"), super::compliance_reports::status)
         .get("/api/v1/admin/compliance/soc2-report", P("read:compliance"), super::compliance_reports::soc2_report)
 }
@@ -111,22 +117,92 @@ async fn write(state: &AppState, op: ConsentOp) -> Result<Response, ApiError> {
     }
 }
 
-fn record_json(r: &ConsentRecord, now: i64) -> Value {
-    json!({
-        "consent_id": r.consent_id, "subject_id": r.subject_id, "purpose": r.purpose,
-        "granted": r.granted, "active": r.active(now), "source": r.source, "version": r.version,
-        "metadata": r.metadata, "lawful_basis": r.lawful_basis,
-        "expiry": r.expiry_ms.map(iso8601_ms), "recorded_at": iso8601_ms(r.recorded_at_ms),
-        "withdrawal_reason": r.withdrawal_reason,
-    })
+/// A subject's current consent for one purpose.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentView {
+    consent_id: String,
+    subject_id: String,
+    purpose: String,
+    granted: bool,
+    /// Granted and not lapsed now.
+    active: bool,
+    source: String,
+    version: String,
+    /// The caller's own data recorded with the consent.
+    metadata: Value,
+    lawful_basis: Option<String>,
+    /// When the consent lapses; null: it does not.
+    expiry: Option<String>,
+    recorded_at: String,
+    withdrawal_reason: Option<String>,
 }
 
-fn change_json(c: &ConsentChange) -> Value {
-    json!({
-        "seq": c.seq, "consent_id": c.consent_id, "subject_id": c.subject_id, "purpose": c.purpose,
-        "action": c.action, "granted": c.granted, "source": c.source, "version": c.version,
-        "reason": c.reason, "timestamp": iso8601_ms(c.at_ms),
-    })
+impl ConsentView {
+    fn new(r: &ConsentRecord, now: i64) -> ConsentView {
+        ConsentView {
+            consent_id: r.consent_id.clone(),
+            subject_id: r.subject_id.clone(),
+            purpose: r.purpose.clone(),
+            granted: r.granted,
+            active: r.active(now),
+            source: r.source.clone(),
+            version: r.version.clone(),
+            metadata: r.metadata.clone(),
+            lawful_basis: r.lawful_basis.clone(),
+            expiry: r.expiry_ms.map(iso8601_ms),
+            recorded_at: iso8601_ms(r.recorded_at_ms),
+            withdrawal_reason: r.withdrawal_reason.clone(),
+        }
+    }
+}
+
+/// One change of a subject's consent, as kept in its history.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentChangeView {
+    /// Position in the consent history (increasing).
+    seq: u64,
+    consent_id: String,
+    subject_id: String,
+    purpose: String,
+    /// `granted`, `denied` or `withdrawn`.
+    action: String,
+    granted: bool,
+    source: String,
+    version: String,
+    reason: Option<String>,
+    timestamp: String,
+}
+
+impl From<&ConsentChange> for ConsentChangeView {
+    fn from(c: &ConsentChange) -> ConsentChangeView {
+        ConsentChangeView {
+            seq: c.seq,
+            consent_id: c.consent_id.clone(),
+            subject_id: c.subject_id.clone(),
+            purpose: c.purpose.clone(),
+            action: c.action.clone(),
+            granted: c.granted,
+            source: c.source.clone(),
+            version: c.version.clone(),
+            reason: c.reason.clone(),
+            timestamp: iso8601_ms(c.at_ms),
+        }
+    }
+}
+
+/// Answer of a consent recorded for one or more purposes.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentRecorded {
+    success: bool,
+    consent_id: String,
+    /// The subject, purpose, grant and time of the first consent recorded.
+    subject_id: String,
+    purpose: String,
+    granted: bool,
+    recorded_at: String,
+    /// Every consent recorded, one per purpose.
+    consents: Vec<ConsentView>,
+    message: String,
 }
 
 /// Body of `POST /api/v1/compliance/consent`: one purpose, or several
@@ -160,7 +236,7 @@ async fn record_consent(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(b): JsonBody<ConsentBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsentRecorded>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &b.subject_id)?;
     let purposes: Vec<String> = match (b.purpose, b.purposes) {
@@ -210,37 +286,52 @@ async fn record_consent(
     };
     let now = now_ms();
     let first = stored.first().ok_or_else(|| ApiError::Internal("no consent was stored".into()))?;
-    Ok(Json(json!({
-        "success": true,
-        "consent_id": consent_id,
-        "subject_id": first.subject_id,
-        "purpose": first.purpose,
-        "granted": first.granted,
-        "recorded_at": iso8601_ms(first.recorded_at_ms),
-        "consents": stored.iter().map(|r| record_json(r, now)).collect::<Vec<_>>(),
-        "message": format!("consent recorded for {} purpose(s)", stored.len()),
-    })))
+    Ok(Json(ConsentRecorded {
+        success: true,
+        consent_id,
+        subject_id: first.subject_id.clone(),
+        purpose: first.purpose.clone(),
+        granted: first.granted,
+        recorded_at: iso8601_ms(first.recorded_at_ms),
+        consents: stored.iter().map(|r| ConsentView::new(r, now)).collect(),
+        message: format!("consent recorded for {} purpose(s)", stored.len()),
+    }))
 }
 
-async fn status_of(state: &AppState, subject_id: &str) -> Result<Value, ApiError> {
+/// A subject's current consents.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentStatus {
+    subject_id: String,
+    consents: Vec<ConsentView>,
+    /// Purpose → whether it is granted and not lapsed now.
+    purposes: BTreeMap<String, bool>,
+    total: usize,
+    /// Whether the subject's `do_not_sell` purpose is granted.
+    do_not_sell: bool,
+}
+
+async fn status_of(state: &AppState, subject_id: &str) -> Result<ConsentStatus, ApiError> {
     check_field("subject_id", subject_id)?;
     let ConsentAnswer::Records(records) = read(state, ConsentQuery::Subject { subject_id: subject_id.into() }).await? else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
     let now = now_ms();
-    let purposes: serde_json::Map<String, Value> = records.iter().map(|r| (r.purpose.clone(), json!(r.active(now)))).collect();
-    Ok(json!({
-        "subject_id": subject_id,
-        "consents": records.iter().map(|r| record_json(r, now)).collect::<Vec<_>>(),
-        "purposes": purposes,
-        "total": records.len(),
-        "do_not_sell": records.iter().any(|r| r.purpose == DO_NOT_SELL && r.granted),
-    }))
+    Ok(ConsentStatus {
+        subject_id: subject_id.to_string(),
+        consents: records.iter().map(|r| ConsentView::new(r, now)).collect(),
+        purposes: records.iter().map(|r| (r.purpose.clone(), r.active(now))).collect(),
+        total: records.len(),
+        do_not_sell: records.iter().any(|r| r.purpose == DO_NOT_SELL && r.granted),
+    })
 }
 
 /// `GET /api/v1/compliance/consent/{subject_id}`: the subject's current consents
 /// (an empty list for a subject without any).
-async fn consent_status(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn consent_status(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(subject_id): Path<String>,
+) -> Result<Json<ConsentStatus>, ApiError> {
     enabled(&state)?;
     Ok(Json(status_of(&state, &subject_id).await?))
 }
@@ -256,36 +347,74 @@ async fn gdpr_consent_status(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(p): QueryParams<SubjectParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsentStatus>, ApiError> {
     enabled(&state)?;
     let subject = p.subject_id.ok_or_else(|| ApiError::BadRequest("the subject_id query parameter is required".into()))?;
     Ok(Json(status_of(&state, &subject).await?))
 }
 
+/// A subject's consent history.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentHistory {
+    subject_id: String,
+    /// Oldest first.
+    history: Vec<ConsentChangeView>,
+    total: usize,
+}
+
 /// `GET /api/v1/compliance/consent/{subject_id}/history`: every change, oldest first.
-async fn consent_history(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn consent_history(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(subject_id): Path<String>,
+) -> Result<Json<ConsentHistory>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     let ConsentAnswer::History(changes) = read(&state, ConsentQuery::History { subject_id: subject_id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
-    Ok(Json(json!({"subject_id": subject_id, "history": changes.iter().map(change_json).collect::<Vec<_>>(), "total": changes.len()})))
+    Ok(Json(ConsentHistory { subject_id, history: changes.iter().map(ConsentChangeView::from).collect(), total: changes.len() }))
+}
+
+/// A subject's consents and consent history, exported.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentExport {
+    subject_id: String,
+    exported_at: String,
+    /// Always `json`.
+    format: String,
+    consents: Vec<ConsentView>,
+    /// Oldest first.
+    history: Vec<ConsentChangeView>,
 }
 
 /// `GET /api/v1/compliance/consent/{subject_id}/export`: current consents and history.
-async fn consent_export(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn consent_export(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(subject_id): Path<String>,
+) -> Result<Json<ConsentExport>, ApiError> {
     enabled(&state)?;
     let status = status_of(&state, &subject_id).await?;
     let ConsentAnswer::History(changes) = read(&state, ConsentQuery::History { subject_id: subject_id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
-    Ok(Json(json!({
-        "subject_id": subject_id,
-        "exported_at": iso8601_ms(now_ms()),
-        "format": "json",
-        "consents": status["consents"],
-        "history": changes.iter().map(change_json).collect::<Vec<_>>(),
-    })))
+    Ok(Json(ConsentExport {
+        subject_id,
+        exported_at: iso8601_ms(now_ms()),
+        format: "json".into(),
+        consents: status.consents,
+        history: changes.iter().map(ConsentChangeView::from).collect(),
+    }))
+}
+
+/// Whether a subject's purpose is granted now.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentCheck {
+    subject_id: String,
+    purpose: String,
+    /// False when never recorded, withdrawn or lapsed.
+    granted: bool,
 }
 
 /// `GET /api/v1/compliance/consent/{subject_id}/check/{purpose}`: whether the
@@ -294,17 +423,30 @@ async fn consent_check(
     State(state): State<AppState>,
     _caller: Caller,
     Path((subject_id, purpose)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsentCheck>, ApiError> {
     enabled(&state)?;
     check_purpose(&purpose)?;
     let status = status_of(&state, &subject_id).await?;
-    let granted = status["purposes"][&purpose].as_bool().unwrap_or(false);
-    Ok(Json(json!({"subject_id": subject_id, "purpose": purpose, "granted": granted})))
+    let granted = status.purposes.get(&purpose).copied().unwrap_or(false);
+    Ok(Json(ConsentCheck { subject_id, purpose, granted }))
 }
 
 #[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
 struct WithdrawBody {
     reason: Option<String>,
+}
+
+/// Answer of a consent withdrawn.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentWithdrawn {
+    success: bool,
+    subject_id: String,
+    purpose: String,
+    /// Always false.
+    granted: bool,
+    withdrawn_at: String,
+    reason: Option<String>,
+    message: String,
 }
 
 /// `DELETE /api/v1/compliance/consent/{subject_id}/{purpose}` `{reason}`: sets
@@ -314,7 +456,7 @@ async fn withdraw_consent(
     caller: Caller,
     Path((subject_id, purpose)): Path<(String, String)>,
     OptionalJsonBody(b): OptionalJsonBody<WithdrawBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsentWithdrawn>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     check_purpose(&purpose)?;
@@ -327,40 +469,68 @@ async fn withdraw_consent(
         return Err(ApiError::Internal("the meta group answered a withdrawal with another reply".into()));
     };
     let at = stored.first().map_or_else(now_ms, |r| r.recorded_at_ms);
-    Ok(Json(json!({
-        "success": true, "subject_id": subject_id, "purpose": purpose, "granted": false,
-        "withdrawn_at": iso8601_ms(at), "reason": b.reason,
-        "message": format!("consent for {purpose} withdrawn"),
-    })))
+    let message = format!("consent for {purpose} withdrawn");
+    Ok(Json(ConsentWithdrawn {
+        success: true,
+        subject_id,
+        purpose,
+        granted: false,
+        withdrawn_at: iso8601_ms(at),
+        reason: b.reason,
+        message,
+    }))
+}
+
+/// Answer of a subject's consent data erased.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentErased {
+    success: bool,
+    subject_id: String,
+    /// Consent records and history entries removed.
+    deleted_records: u64,
+    message: String,
 }
 
 /// `DELETE /api/v1/compliance/consent/{subject_id}`: every consent record and
 /// history entry of the subject is removed.
-async fn erase_consent(State(state): State<AppState>, caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn erase_consent(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(subject_id): Path<String>,
+) -> Result<Json<ConsentErased>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     let Response::Deleted(n) = write(&state, ConsentOp::Erase { subject_id: subject_id.clone(), actor: actor(&caller) }).await? else {
         return Err(ApiError::Internal("the meta group answered an erasure with another reply".into()));
     };
-    Ok(Json(json!({
-        "success": true, "subject_id": subject_id, "deleted_records": n,
-        "message": format!("all consent data of {subject_id} deleted"),
-    })))
+    let message = format!("all consent data of {subject_id} deleted");
+    Ok(Json(ConsentErased { success: true, subject_id, deleted_records: n, message }))
+}
+
+/// Consent statistics.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ConsentStatsView {
+    total_subjects: u64,
+    total_records: u64,
+    total_history_entries: u64,
+    do_not_sell_count: u64,
+    /// Purpose → `[granted, denied]` records.
+    consents_by_purpose: BTreeMap<String, [u64; 2]>,
 }
 
 /// `GET /api/v1/compliance/consent/stats`.
-async fn consent_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn consent_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<ConsentStatsView>, ApiError> {
     enabled(&state)?;
     let ConsentAnswer::Stats(s) = read(&state, ConsentQuery::Stats).await? else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
-    let by_purpose: serde_json::Map<String, Value> =
-        s.consents_by_purpose.iter().map(|(p, (granted, denied))| (p.clone(), json!([granted, denied]))).collect();
-    Ok(Json(json!({
-        "total_subjects": s.total_subjects, "total_records": s.total_records,
-        "total_history_entries": s.total_history_entries, "do_not_sell_count": s.do_not_sell_count,
-        "consents_by_purpose": by_purpose,
-    })))
+    Ok(Json(ConsentStatsView {
+        total_subjects: s.total_subjects,
+        total_records: s.total_records,
+        total_history_entries: s.total_history_entries,
+        do_not_sell_count: s.do_not_sell_count,
+        consents_by_purpose: s.consents_by_purpose.into_iter().map(|(p, (granted, denied))| (p, [granted, denied])).collect(),
+    }))
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
@@ -369,13 +539,32 @@ struct PageParams {
     limit: Option<usize>,
 }
 
+/// A subject on the do-not-sell list.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DoNotSellView {
+    subject_id: String,
+    opted_out_at: String,
+    /// The channel the opt-out came through (the consent's `source`).
+    verification_method: String,
+}
+
+/// A page of the do-not-sell list.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct DoNotSellPage {
+    subjects: Vec<DoNotSellView>,
+    /// Subjects on the whole list.
+    total: u64,
+    page: usize,
+    limit: usize,
+}
+
 /// `GET /api/v1/compliance/do-not-sell?page=&limit=`: subjects whose
 /// `do_not_sell` consent is granted, by subject id (pages from 1).
 async fn do_not_sell(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(p): QueryParams<PageParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DoNotSellPage>, ApiError> {
     enabled(&state)?;
     let page = p.page.unwrap_or(1);
     let limit = p.limit.unwrap_or(DEFAULT_PAGE);
@@ -386,11 +575,15 @@ async fn do_not_sell(
     let ConsentAnswer::DoNotSell { subjects, total } = read(&state, q).await? else {
         return Err(ApiError::Internal("unexpected consent answer".into()));
     };
-    let listed: Vec<Value> = subjects
-        .iter()
-        .map(|s| json!({"subject_id": s.subject_id, "opted_out_at": iso8601_ms(s.opted_out_at_ms), "verification_method": s.verification_method}))
+    let subjects = subjects
+        .into_iter()
+        .map(|s| DoNotSellView {
+            subject_id: s.subject_id,
+            opted_out_at: iso8601_ms(s.opted_out_at_ms),
+            verification_method: s.verification_method,
+        })
         .collect();
-    Ok(Json(json!({"subjects": listed, "total": total, "page": page, "limit": limit})))
+    Ok(Json(DoNotSellPage { subjects, total, page, limit }))
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
@@ -400,9 +593,23 @@ struct OptOutBody {
     verification_method: Option<String>,
 }
 
+/// Answer of a CCPA opt-out.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct OptedOut {
+    success: bool,
+    subject_id: String,
+    /// Always true.
+    opted_out: bool,
+    opted_out_at: String,
+}
+
 /// `POST /api/v1/ccpa/opt-out {consumer_id | subject_id}`: puts the subject on
 /// the do-not-sell list (grants its `do_not_sell` purpose).
-async fn ccpa_opt_out(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<OptOutBody>) -> Result<Json<Value>, ApiError> {
+async fn ccpa_opt_out(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(b): JsonBody<OptOutBody>,
+) -> Result<Json<OptedOut>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &b.subject_id)?;
     let source = b.verification_method.unwrap_or_else(|| "ccpa_opt_out".into());
@@ -424,36 +631,81 @@ async fn ccpa_opt_out(State(state): State<AppState>, caller: Caller, JsonBody(b)
         return Err(ApiError::Internal("the meta group answered an opt-out with another reply".into()));
     };
     let at = stored.first().map_or_else(now_ms, |r| r.recorded_at_ms);
-    Ok(Json(json!({"success": true, "subject_id": b.subject_id, "opted_out": true, "opted_out_at": iso8601_ms(at)})))
+    Ok(Json(OptedOut { success: true, subject_id: b.subject_id, opted_out: true, opted_out_at: iso8601_ms(at) }))
 }
 
-fn audit_json(e: &AuditEntry) -> Value {
-    json!({
-        "id": e.id, "seq": e.seq, "event_type": e.event_type, "timestamp": iso8601_ms(e.timestamp_ms),
-        "actor": e.actor, "subject_id": e.subject_id, "details": e.details,
-        "prev_hash": e.prev_hash, "hash": e.hash,
-    })
+/// One entry of the audit trail's hash chain.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AuditEntryView {
+    /// `aud-<seq, 12 digits>`.
+    id: String,
+    seq: u64,
+    event_type: String,
+    timestamp: String,
+    actor: String,
+    /// The data subject the action concerns, when there is one.
+    subject_id: Option<String>,
+    /// What the action recorded (free-form).
+    details: Value,
+    /// The hash of the entry before it (64 zeros for the first).
+    prev_hash: String,
+    /// SHA-256 (hex) of the entry's canonical form.
+    hash: String,
+}
+
+impl From<&AuditEntry> for AuditEntryView {
+    fn from(e: &AuditEntry) -> AuditEntryView {
+        AuditEntryView {
+            id: e.id.clone(),
+            seq: e.seq,
+            event_type: e.event_type.clone(),
+            timestamp: iso8601_ms(e.timestamp_ms),
+            actor: e.actor.clone(),
+            subject_id: e.subject_id.clone(),
+            details: e.details.clone(),
+            prev_hash: e.prev_hash.clone(),
+            hash: e.hash.clone(),
+        }
+    }
+}
+
+/// The audit entries concerning a subject.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AuditTrail {
+    subject_id: String,
+    /// Oldest first.
+    entries: Vec<AuditEntryView>,
+    total: usize,
 }
 
 /// `GET /api/v1/compliance/audit/{subject_id}`: the audit entries concerning a
 /// subject, oldest first.
-async fn audit_trail(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn audit_trail(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<AuditTrail>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
     let AuditAnswer::Entries(entries) = audit(&state, AuditQuery::Subject { subject_id: subject_id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected audit answer".into()));
     };
-    Ok(Json(json!({"subject_id": subject_id, "entries": entries.iter().map(audit_json).collect::<Vec<_>>(), "total": entries.len()})))
+    Ok(Json(AuditTrail { subject_id, entries: entries.iter().map(AuditEntryView::from).collect(), total: entries.len() }))
+}
+
+/// The audit chain's verification.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AuditVerification {
+    valid: bool,
+    entries_verified: u64,
+    /// Names the entry where a broken chain breaks.
+    message: String,
 }
 
 /// `GET /api/v1/compliance/audit/verify`: walks the whole chain; `valid: false`
 /// with a message naming the entry where it breaks.
-async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<Json<AuditVerification>, ApiError> {
     enabled(&state)?;
     let AuditAnswer::Verified { valid, entries_verified, message } = audit(&state, AuditQuery::Verify).await? else {
         return Err(ApiError::Internal("unexpected audit answer".into()));
     };
-    Ok(Json(json!({"valid": valid, "entries_verified": entries_verified, "message": message})))
+    Ok(Json(AuditVerification { valid, entries_verified, message }))
 }
 
 /// One column to classify: `classification` is a level's name (Public,
@@ -508,16 +760,65 @@ fn to_column(mut item: ClassifyItem, by: &str, default_level: &str) -> Result<Co
     })
 }
 
-fn classification_json(c: &ColumnClassification) -> Value {
-    json!({
-        "table": c.table, "column": c.column, "level": c.level,
-        "classification": CLASSIFICATION_LEVELS[usize::from(c.level)],
-        "reason": c.reason, "classified_by": c.classified_by,
-        "classified_at": (c.classified_at_ms > 0).then(|| iso8601_ms(c.classified_at_ms)),
-    })
+/// The classification of one column.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ClassificationView {
+    table: String,
+    column: String,
+    /// 0 (Public) to 5 (Restricted).
+    level: u8,
+    /// The level's name: Public, Internal, Confidential, PHI, PII or Restricted.
+    classification: String,
+    reason: Option<String>,
+    classified_by: String,
+    /// Null until the meta group has fixed it.
+    classified_at: Option<String>,
 }
 
-async fn classify(State(state): State<AppState>, caller: Caller, JsonBody(b): JsonBody<ClassifyBody>) -> Result<Json<Value>, ApiError> {
+impl From<&ColumnClassification> for ClassificationView {
+    fn from(c: &ColumnClassification) -> ClassificationView {
+        ClassificationView {
+            table: c.table.clone(),
+            column: c.column.clone(),
+            level: c.level,
+            classification: CLASSIFICATION_LEVELS[usize::from(c.level)].to_string(),
+            reason: c.reason.clone(),
+            classified_by: c.classified_by.clone(),
+            classified_at: (c.classified_at_ms > 0).then(|| iso8601_ms(c.classified_at_ms)),
+        }
+    }
+}
+
+/// Answer of `POST /api/v1/compliance/classify`: a batch, or one column.
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Classified {
+    /// `{classifications: [...]}` was given.
+    Batch {
+        success: bool,
+        /// How many columns were classified.
+        classified: usize,
+        classifications: Vec<ClassificationView>,
+        message: String,
+    },
+    /// One column was given.
+    One {
+        success: bool,
+        table: String,
+        column: String,
+        /// The level's name.
+        classification: String,
+        level: u8,
+        message: String,
+    },
+}
+
+/// `POST /api/v1/compliance/classify`.
+async fn classify(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(b): JsonBody<ClassifyBody>,
+) -> Result<Json<Classified>, ApiError> {
     enabled(&state)?;
     let by = actor(&caller);
     let (batch, items) = match (b.classifications, b.single) {
@@ -537,18 +838,23 @@ async fn classify(State(state): State<AppState>, caller: Caller, JsonBody(b): Js
     }
     state.classification.invalidate().await;
     if batch {
-        return Ok(Json(json!({
-            "success": true, "classified": columns.len(),
-            "classifications": columns.iter().map(classification_json).collect::<Vec<_>>(),
-            "message": format!("{} columns classified", columns.len()),
-        })));
+        return Ok(Json(Classified::Batch {
+            success: true,
+            classified: columns.len(),
+            classifications: columns.iter().map(ClassificationView::from).collect(),
+            message: format!("{} columns classified", columns.len()),
+        }));
     }
     let c = &columns[0];
     let name = CLASSIFICATION_LEVELS[usize::from(c.level)];
-    Ok(Json(json!({
-        "success": true, "table": c.table, "column": c.column, "classification": name, "level": c.level,
-        "message": format!("{}.{} classified as {name} (level {})", c.table, c.column, c.level),
-    })))
+    Ok(Json(Classified::One {
+        success: true,
+        table: c.table.clone(),
+        column: c.column.clone(),
+        classification: name.to_string(),
+        level: c.level,
+        message: format!("{}.{} classified as {name} (level {})", c.table, c.column, c.level),
+    }))
 }
 
 /// Level 5 (Restricted) columns are encrypted at rest: a column is classified
@@ -579,12 +885,19 @@ struct TableParams {
     table: Option<String>,
 }
 
+/// The classified columns.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ClassificationList {
+    classifications: Vec<ClassificationView>,
+    total_count: usize,
+}
+
 /// `GET /api/v1/compliance/classifications?table=`: `{classifications, total_count}`.
 async fn classifications(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(p): QueryParams<TableParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ClassificationList>, ApiError> {
     enabled(&state)?;
     if let Some(t) = &p.table {
         check_field("table", t)?;
@@ -593,28 +906,134 @@ async fn classifications(
         MetaQueryResult::Classifications(list) => list,
         other => return Err(ApiError::unexpected(other)),
     };
-    Ok(Json(json!({"classifications": list.iter().map(classification_json).collect::<Vec<_>>(), "total_count": list.len()})))
+    Ok(Json(ClassificationList { classifications: list.iter().map(ClassificationView::from).collect(), total_count: list.len() }))
 }
 
-fn incident_json(i: &Incident, now: i64) -> Value {
-    json!({
-        "incident_id": i.incident_id, "id": i.incident_id, "detected_at": iso8601_ms(i.detected_at_ms),
-        "type": i.event_type, "severity": i.severity, "description": i.description,
-        "affected_subjects": i.affected_subjects, "involved_ips": i.involved_ips,
-        "affected_subjects_estimate": i.affected_subjects.len(), "source_ip": i.involved_ips.first(),
-        "status": i.status, "source": i.source, "acknowledged": i.acknowledged_by.is_some(),
-        "acknowledged_by": i.acknowledged_by, "acknowledged_at": i.acknowledged_at_ms.map(iso8601_ms), "notes": i.notes,
-        "resolved_by": i.resolved_by, "resolved_at": i.resolved_at_ms.map(iso8601_ms),
-        "resolution_notes": i.resolution_notes, "remediation_steps_taken": i.remediation_steps,
-        "notification_deadline": iso8601_ms(i.notification_deadline_ms),
-        "notification_overdue": i.status == "open" && now > i.notification_deadline_ms,
-        "affected_records_estimate": i.affected_records_estimate(),
-        "hipaa_notification_deadline": i.hipaa_deadline_ms().map(iso8601_ms),
-        "webhook": {
-            "status": i.webhook.status, "attempts": i.webhook.attempts, "last_error": i.webhook.last_error,
-            "delivered_at": i.webhook.delivered_at_ms.map(iso8601_ms),
-        },
-    })
+/// How an incident's delivery to the breach webhook stands.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WebhookDeliveryView {
+    /// `pending`, `delivering`, `delivered` or `failed`; empty for incidents
+    /// older than the webhook.
+    status: String,
+    /// Requests sent.
+    attempts: u32,
+    last_error: Option<String>,
+    delivered_at: Option<String>,
+}
+
+/// A breach incident.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentView {
+    /// `inc-<12 digits>`.
+    incident_id: String,
+    /// The same as `incident_id`.
+    id: String,
+    detected_at: String,
+    /// The breach event type.
+    #[serde(rename = "type")]
+    event_type: String,
+    severity: String,
+    description: String,
+    affected_subjects: Vec<String>,
+    involved_ips: Vec<String>,
+    affected_subjects_estimate: usize,
+    /// The first involved address, if any.
+    source_ip: Option<String>,
+    /// `open`, `acknowledged`, `resolved` or `false_positive`.
+    status: String,
+    source: String,
+    acknowledged: bool,
+    acknowledged_by: Option<String>,
+    acknowledged_at: Option<String>,
+    notes: Option<String>,
+    resolved_by: Option<String>,
+    resolved_at: Option<String>,
+    resolution_notes: Option<String>,
+    remediation_steps_taken: Vec<String>,
+    /// When the breach must be notified (detection + 72 h).
+    notification_deadline: String,
+    /// Open past its notification deadline.
+    notification_overdue: bool,
+    affected_records_estimate: usize,
+    /// HIPAA's notice deadline, when the breach affects 500 people or more.
+    hipaa_notification_deadline: Option<String>,
+    webhook: WebhookDeliveryView,
+}
+
+impl IncidentView {
+    fn new(i: &Incident, now: i64) -> IncidentView {
+        IncidentView {
+            incident_id: i.incident_id.clone(),
+            id: i.incident_id.clone(),
+            detected_at: iso8601_ms(i.detected_at_ms),
+            event_type: i.event_type.clone(),
+            severity: i.severity.clone(),
+            description: i.description.clone(),
+            affected_subjects: i.affected_subjects.clone(),
+            involved_ips: i.involved_ips.clone(),
+            affected_subjects_estimate: i.affected_subjects.len(),
+            source_ip: i.involved_ips.first().cloned(),
+            status: i.status.clone(),
+            source: i.source.clone(),
+            acknowledged: i.acknowledged_by.is_some(),
+            acknowledged_by: i.acknowledged_by.clone(),
+            acknowledged_at: i.acknowledged_at_ms.map(iso8601_ms),
+            notes: i.notes.clone(),
+            resolved_by: i.resolved_by.clone(),
+            resolved_at: i.resolved_at_ms.map(iso8601_ms),
+            resolution_notes: i.resolution_notes.clone(),
+            remediation_steps_taken: i.remediation_steps.clone(),
+            notification_deadline: iso8601_ms(i.notification_deadline_ms),
+            notification_overdue: i.status == "open" && now > i.notification_deadline_ms,
+            affected_records_estimate: i.affected_records_estimate(),
+            hipaa_notification_deadline: i.hipaa_deadline_ms().map(iso8601_ms),
+            webhook: WebhookDeliveryView {
+                status: i.webhook.status.clone(),
+                attempts: i.webhook.attempts,
+                last_error: i.webhook.last_error.clone(),
+                delivered_at: i.webhook.delivered_at_ms.map(iso8601_ms),
+            },
+        }
+    }
+}
+
+/// Breach incidents, newest first.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentList {
+    incidents: Vec<IncidentView>,
+    total_count: usize,
+    /// Of those listed.
+    open_count: usize,
+    /// Of those listed.
+    acknowledged_count: usize,
+}
+
+/// Breach statistics.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BreachStats {
+    total_incidents: u64,
+    open_incidents: u64,
+    acknowledged_incidents: u64,
+    resolved_incidents: u64,
+    false_positives: u64,
+    /// Severity → incidents.
+    by_severity: BTreeMap<String, u64>,
+    /// Event type → incidents.
+    by_type: BTreeMap<String, u64>,
+}
+
+impl From<IncidentStats> for BreachStats {
+    fn from(s: IncidentStats) -> BreachStats {
+        BreachStats {
+            total_incidents: s.total_incidents,
+            open_incidents: s.open_incidents,
+            acknowledged_incidents: s.acknowledged_incidents,
+            resolved_incidents: s.resolved_incidents,
+            false_positives: s.false_positives,
+            by_severity: s.by_severity,
+            by_type: s.by_type,
+        }
+    }
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
@@ -628,7 +1047,7 @@ async fn list_breaches(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(f): QueryParams<BreachFilter>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentList>, ApiError> {
     enabled(&state)?;
     if let Some(s) = &f.status
         && !["open", "acknowledged", "resolved", "false_positive"].contains(&s.as_str())
@@ -645,19 +1064,21 @@ async fn list_breaches(
     };
     let now = now_ms();
     let count = |s: &str| list.iter().filter(|i| i.status == s).count();
-    Ok(Json(json!({
-        "incidents": list.iter().map(|i| incident_json(i, now)).collect::<Vec<_>>(),
-        "total_count": list.len(), "open_count": count("open"), "acknowledged_count": count("acknowledged"),
-    })))
+    Ok(Json(IncidentList {
+        incidents: list.iter().map(|i| IncidentView::new(i, now)).collect(),
+        total_count: list.len(),
+        open_count: count("open"),
+        acknowledged_count: count("acknowledged"),
+    }))
 }
 
 /// `GET /api/v1/compliance/breaches/stats`.
-async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<BreachStats>, ApiError> {
     enabled(&state)?;
     let IncidentAnswer::Stats(s) = incidents(&state, IncidentQuery::Stats).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
-    Ok(Json(serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?))
+    Ok(Json(s.into()))
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
@@ -720,6 +1141,33 @@ struct EventFilter {
     event_type: Option<String>,
 }
 
+/// A recorded security event.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecurityEventView {
+    /// `evt-<12 digits>`, increasing.
+    event_id: String,
+    event_type: String,
+    /// `low`, `medium`, `high` or `critical`.
+    severity: String,
+    timestamp: String,
+    source_ip: Option<String>,
+    /// The user name involved, if any.
+    user_id: Option<String>,
+    description: String,
+}
+
+/// Recorded security events, newest first.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SecurityEventList {
+    events: Vec<SecurityEventView>,
+    /// Events in this answer.
+    count: usize,
+    /// Events recorded (of `event_type`, when given).
+    total_count: u64,
+    /// The `event_type` filter, null without one.
+    event_type: Option<String>,
+}
+
 /// `GET /api/v1/compliance/security-events?limit=&event_type=`: the recorded
 /// security events (each failed login, each permission refused, every alert
 /// raised), newest first; 100 by default, at most 1000.
@@ -727,7 +1175,7 @@ async fn security_events(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(f): QueryParams<EventFilter>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SecurityEventList>, ApiError> {
     enabled(&state)?;
     let limit = f.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
@@ -745,26 +1193,29 @@ async fn security_events(
     else {
         return Err(ApiError::Internal("unexpected security answer".into()));
     };
-    let items: Vec<Value> = events
-        .iter()
-        .map(|e| {
-            json!({
-                "event_id": e.id, "event_type": e.event_type, "severity": e.severity, "timestamp": iso8601_ms(e.at_ms),
-                "source_ip": e.source_ip, "user_id": e.username, "description": e.description,
-            })
+    let items: Vec<SecurityEventView> = events
+        .into_iter()
+        .map(|e| SecurityEventView {
+            event_id: e.id,
+            event_type: e.event_type,
+            severity: e.severity,
+            timestamp: iso8601_ms(e.at_ms),
+            source_ip: e.source_ip,
+            user_id: e.username,
+            description: e.description,
         })
         .collect();
-    Ok(Json(json!({"events": items, "count": items.len(), "total_count": total, "event_type": f.event_type})))
+    Ok(Json(SecurityEventList { count: items.len(), events: items, total_count: total, event_type: f.event_type }))
 }
 
 /// `GET /api/v1/compliance/breaches/{id}`.
-async fn get_breach(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn get_breach(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<IncidentView>, ApiError> {
     enabled(&state)?;
     let IncidentAnswer::One(found) = incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;
-    Ok(Json(incident_json(&i, now_ms())))
+    Ok(Json(IncidentView::new(&i, now_ms())))
 }
 
 async fn move_incident(state: &AppState, op: IncidentOp) -> Result<Incident, ApiError> {
@@ -782,6 +1233,16 @@ struct AcknowledgeBody {
     classification: Option<String>,
 }
 
+/// Answer of an incident acknowledged.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentAcknowledged {
+    success: bool,
+    incident_id: String,
+    status: String,
+    acknowledged_by: Option<String>,
+    acknowledged_at: Option<String>,
+}
+
 /// `POST /api/v1/compliance/breaches/{id}/acknowledge {acknowledged_by, notes?}`:
 /// open → acknowledged (409 from any other state).
 async fn acknowledge_breach(
@@ -789,7 +1250,7 @@ async fn acknowledge_breach(
     caller: Caller,
     Path(id): Path<String>,
     OptionalJsonBody(b): OptionalJsonBody<AcknowledgeBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentAcknowledged>, ApiError> {
     enabled(&state)?;
     let by = b.acknowledged_by.unwrap_or_else(|| actor(&caller));
     check_field("acknowledged_by", &by)?;
@@ -798,10 +1259,13 @@ async fn acknowledge_breach(
         (n, c) => n.or(c.map(|c| format!("classification: {c}"))),
     };
     let i = move_incident(&state, IncidentOp::Acknowledge { id, by, notes }).await?;
-    Ok(Json(json!({
-        "success": true, "incident_id": i.incident_id, "status": i.status,
-        "acknowledged_by": i.acknowledged_by, "acknowledged_at": i.acknowledged_at_ms.map(iso8601_ms),
-    })))
+    Ok(Json(IncidentAcknowledged {
+        success: true,
+        incident_id: i.incident_id,
+        status: i.status,
+        acknowledged_by: i.acknowledged_by,
+        acknowledged_at: i.acknowledged_at_ms.map(iso8601_ms),
+    }))
 }
 
 #[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
@@ -814,6 +1278,19 @@ struct ResolveBody {
     remediation_steps_taken: Vec<String>,
 }
 
+/// Answer of an incident resolved (or found a false positive).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentResolved {
+    success: bool,
+    incident_id: String,
+    /// `resolved` or `false_positive`.
+    status: String,
+    false_positive: bool,
+    resolved_by: Option<String>,
+    resolved_at: Option<String>,
+    resolution_notes: Option<String>,
+}
+
 /// `POST /api/v1/compliance/breaches/{id}/resolve {resolution_notes,
 /// false_positive}` (alternate: `resolved_by`, `remediation_steps_taken`):
 /// open or acknowledged → resolved, or false_positive (409 once ended).
@@ -822,7 +1299,7 @@ async fn resolve_breach(
     caller: Caller,
     Path(id): Path<String>,
     OptionalJsonBody(b): OptionalJsonBody<ResolveBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentResolved>, ApiError> {
     enabled(&state)?;
     let by = b.resolved_by.unwrap_or_else(|| actor(&caller));
     check_field("resolved_by", &by)?;
@@ -834,23 +1311,38 @@ async fn resolve_breach(
         remediation_steps: b.remediation_steps_taken,
     };
     let i = move_incident(&state, op).await?;
-    Ok(Json(json!({
-        "success": true, "incident_id": i.incident_id, "status": i.status, "false_positive": i.status == "false_positive",
-        "resolved_by": i.resolved_by, "resolved_at": i.resolved_at_ms.map(iso8601_ms), "resolution_notes": i.resolution_notes,
-    })))
+    Ok(Json(IncidentResolved {
+        success: true,
+        false_positive: i.status == "false_positive",
+        incident_id: i.incident_id,
+        status: i.status,
+        resolved_by: i.resolved_by,
+        resolved_at: i.resolved_at_ms.map(iso8601_ms),
+        resolution_notes: i.resolution_notes,
+    }))
 }
 
 /// Ended incidents are kept this long before a cleanup removes them.
 const ENDED_INCIDENTS_KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
 
+/// Answer of a cleanup of ended incidents.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentsCleaned {
+    success: bool,
+    /// Incidents removed.
+    removed: u64,
+    /// Ended incidents detected before this time were removed.
+    older_than: String,
+}
+
 /// `POST /api/v1/compliance/breaches/cleanup`: removes resolved and
 /// false-positive incidents detected more than 30 days ago.
-async fn cleanup_breaches(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn cleanup_breaches(State(state): State<AppState>, _caller: Caller) -> Result<Json<IncidentsCleaned>, ApiError> {
     enabled(&state)?;
     let before_ms = now_ms() - ENDED_INCIDENTS_KEEP_MS;
     let n = match state.cluster.meta_write(MetaOp::Incident(IncidentOp::Cleanup { before_ms })).await? {
         Response::Deleted(n) => n,
         other => return Err(ApiError::unexpected(other)),
     };
-    Ok(Json(json!({"success": true, "removed": n, "older_than": iso8601_ms(before_ms)})))
+    Ok(Json(IncidentsCleaned { success: true, removed: n, older_than: iso8601_ms(before_ms) }))
 }

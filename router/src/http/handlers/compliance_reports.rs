@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::compliance::{AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, IncidentAnswer, IncidentQuery};
 use tessera_api::http::iso8601_ms;
@@ -397,23 +398,54 @@ const FRAMEWORKS: [(&str, &[&str]); 5] = [
     ),
 ];
 
+/// One control as judged now, with the evidence it was judged from.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ControlView {
+    control: String,
+    /// `met` or `not_met`.
+    status: String,
+    evidence: String,
+}
+
+/// The controls `ids`, as `controls` judged them.
+fn judged(controls: &BTreeMap<&'static str, (bool, String)>, ids: &[&str]) -> Vec<ControlView> {
+    ids.iter()
+        .map(|c| {
+            let (met, evidence) = &controls[c];
+            ControlView { control: c.to_string(), status: if *met { "met" } else { "not_met" }.to_string(), evidence: evidence.clone() }
+        })
+        .collect()
+}
+
+/// One framework's standing.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct FrameworkView {
+    /// GDPR, CCPA, HIPAA, FERPA or SOC2.
+    framework: String,
+    /// `compliant`, `partial` or `non_compliant`.
+    status: String,
+    controls_met: usize,
+    controls_total: usize,
+    controls: Vec<ControlView>,
+}
+
+/// Answer of `GET /api/v1/admin/compliance/status`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ComplianceStatus {
+    generated_at: String,
+    frameworks: Vec<FrameworkView>,
+}
+
 /// `GET /api/v1/admin/compliance/status`: per framework (GDPR, CCPA, HIPAA,
 /// FERPA, SOC 2) `compliant` when every control it needs is met, `partial`
 /// when some are, `non_compliant` when none is; each control with its evidence.
-pub async fn status(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn status(State(state): State<AppState>, _caller: Caller) -> Result<Json<ComplianceStatus>, ApiError> {
     enabled(&state)?;
     let facts = Facts::gather(&state).await?;
     let controls = facts.controls();
-    let frameworks: Vec<Value> = FRAMEWORKS
+    let frameworks = FRAMEWORKS
         .iter()
         .map(|(name, needed)| {
-            let judged: Vec<Value> = needed
-                .iter()
-                .map(|c| {
-                    let (met, evidence) = &controls[c];
-                    json!({"control": c, "status": if *met { "met" } else { "not_met" }, "evidence": evidence})
-                })
-                .collect();
             let met = needed.iter().filter(|c| controls[*c].0).count();
             let status = if met == needed.len() {
                 "compliant"
@@ -422,10 +454,54 @@ pub async fn status(State(state): State<AppState>, _caller: Caller) -> Result<Js
             } else {
                 "non_compliant"
             };
-            json!({"framework": name, "status": status, "controls_met": met, "controls_total": needed.len(), "controls": judged})
+            FrameworkView {
+                framework: name.to_string(),
+                status: status.to_string(),
+                controls_met: met,
+                controls_total: needed.len(),
+                controls: judged(&controls, needed),
+            }
         })
         .collect();
-    Ok(Json(json!({"generated_at": iso8601_ms(tessera_api::command::now_ms()), "frameworks": frameworks})))
+    Ok(Json(ComplianceStatus { generated_at: iso8601_ms(tessera_api::command::now_ms()), frameworks }))
+}
+
+/// The nodes of the cluster, and those answering now.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Availability {
+    nodes: usize,
+    nodes_answering: usize,
+}
+
+/// Incident response: the notification control and the breach statistics.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IncidentResponse {
+    controls: Vec<ControlView>,
+    incidents: super::compliance::BreachStats,
+}
+
+/// Who has access: users, admins (with MFA) and custom roles.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AccessSummary {
+    users: usize,
+    admins: usize,
+    admins_with_mfa: usize,
+    custom_roles: usize,
+}
+
+/// Answer of `GET /api/v1/admin/compliance/soc2-report`: the evidence per trust criterion.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Soc2Report {
+    /// Always `SOC 2 evidence`.
+    report: String,
+    generated_at: String,
+    security: Vec<ControlView>,
+    availability: Availability,
+    processing_integrity: Vec<ControlView>,
+    change_management: Vec<ControlView>,
+    monitoring: Vec<ControlView>,
+    incident_response: IncidentResponse,
+    access: AccessSummary,
 }
 
 /// `GET /api/v1/admin/compliance/soc2-report`: the evidence behind SOC 2's
@@ -433,30 +509,28 @@ pub async fn status(State(state): State<AppState>, _caller: Caller) -> Result<Js
 /// role, MFA, custom roles), change management (activity records), monitoring
 /// (alerts), incident response (incidents by status, notification), the audit
 /// trail's verification and encryption.
-pub async fn soc2_report(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn soc2_report(State(state): State<AppState>, _caller: Caller) -> Result<Json<Soc2Report>, ApiError> {
     enabled(&state)?;
     let facts = Facts::gather(&state).await?;
     let controls = facts.controls();
     let IncidentAnswer::Stats(incident_stats) = incidents(&state, IncidentQuery::Stats).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
-    let criteria = |ids: &[&str]| -> Vec<Value> {
-        ids.iter()
-            .map(|c| {
-                let (met, evidence) = &controls[c];
-                json!({"control": c, "status": if *met { "met" } else { "not_met" }, "evidence": evidence})
-            })
-            .collect()
-    };
-    Ok(Json(json!({
-        "report": "SOC 2 evidence",
-        "generated_at": iso8601_ms(tessera_api::command::now_ms()),
-        "security": criteria(&["access_control", "admin_mfa", "encryption_in_transit", "encryption_at_rest"]),
-        "availability": {"nodes": facts.nodes, "nodes_answering": facts.nodes_answering},
-        "processing_integrity": criteria(&["audit_trail"]),
-        "change_management": criteria(&["change_log"]),
-        "monitoring": criteria(&["monitoring", "breach_detection"]),
-        "incident_response": {"controls": criteria(&["breach_notification"]), "incidents": incident_stats},
-        "access": {"users": facts.users, "admins": facts.admins, "admins_with_mfa": facts.admins_with_mfa, "custom_roles": facts.custom_roles},
-    })))
+    let criteria = |ids: &[&str]| judged(&controls, ids);
+    Ok(Json(Soc2Report {
+        report: "SOC 2 evidence".into(),
+        generated_at: iso8601_ms(tessera_api::command::now_ms()),
+        security: criteria(&["access_control", "admin_mfa", "encryption_in_transit", "encryption_at_rest"]),
+        availability: Availability { nodes: facts.nodes, nodes_answering: facts.nodes_answering },
+        processing_integrity: criteria(&["audit_trail"]),
+        change_management: criteria(&["change_log"]),
+        monitoring: criteria(&["monitoring", "breach_detection"]),
+        incident_response: IncidentResponse { controls: criteria(&["breach_notification"]), incidents: incident_stats.into() },
+        access: AccessSummary {
+            users: facts.users,
+            admins: facts.admins,
+            admins_with_mfa: facts.admins_with_mfa,
+            custom_roles: facts.custom_roles,
+        },
+    }))
 }

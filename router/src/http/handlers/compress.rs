@@ -10,7 +10,7 @@ use std::time::Instant;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::command::{Operation, Response as Reply};
 use tessera_api::document::{DocOp, DocResponse};
 use tessera_api::timeseries::{TsOp, TsResponse};
@@ -38,7 +38,41 @@ pub struct CompressBody {
     older_than: Option<serde_json::Value>,
 }
 
-pub async fn compress(State(state): State<AppState>, _caller: Caller, prefs: ReadPrefs, body: Bytes) -> Result<Json<Value>, ApiError> {
+/// What time-series compaction did, summed over the data groups.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct TimeSeriesCompaction {
+    pub series_compacted: u64,
+    pub blocks_merged: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// What document compression did, summed over the data groups.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct DocumentCompression {
+    pub collections: usize,
+    pub collection_names: std::collections::BTreeSet<String>,
+    pub documents_compressed: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// The answer of `POST /api/v1/admin/compress`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Compression {
+    pub success: bool,
+    pub older_than_ms: i64,
+    pub timeseries: TimeSeriesCompaction,
+    pub documents: DocumentCompression,
+    pub duration_ms: u64,
+}
+
+pub async fn compress(
+    State(state): State<AppState>,
+    _caller: Caller,
+    prefs: ReadPrefs,
+    body: Bytes,
+) -> Result<Json<Compression>, ApiError> {
     let started = Instant::now();
     let older_than_ms = if body.iter().all(u8::is_ascii_whitespace) {
         DEFAULT_OLDER_THAN_MS
@@ -80,22 +114,22 @@ pub async fn compress(State(state): State<AppState>, _caller: Caller, prefs: Rea
         doc_before += bytes_before;
         doc_after += bytes_after;
     }
-    Ok(Json(json!({
-        "success": true,
-        "older_than_ms": older_than_ms,
-        "timeseries": {
-            "series_compacted": series,
-            "blocks_merged": merged,
-            "bytes_before": ts_before,
-            "bytes_after": ts_after,
+    Ok(Json(Compression {
+        success: true,
+        older_than_ms,
+        timeseries: TimeSeriesCompaction {
+            series_compacted: series,
+            blocks_merged: merged,
+            bytes_before: ts_before,
+            bytes_after: ts_after,
         },
-        "documents": {
-            "collections": collections.len(),
-            "collection_names": collections,
-            "documents_compressed": documents,
-            "bytes_before": doc_before,
-            "bytes_after": doc_after,
+        documents: DocumentCompression {
+            collections: collections.len(),
+            collection_names: collections,
+            documents_compressed: documents,
+            bytes_before: doc_before,
+            bytes_after: doc_after,
         },
-        "duration_ms": started.elapsed().as_millis() as u64,
-    })))
+        duration_ms: started.elapsed().as_millis() as u64,
+    }))
 }

@@ -14,7 +14,8 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde::Serialize;
+use tessera_api::NodeId;
 
 use crate::error::ApiError;
 use crate::services::auth::Caller;
@@ -23,13 +24,64 @@ use crate::state::AppState;
 /// How long one node may take (snapshot files and a full compaction).
 const PER_NODE: Duration = Duration::from_secs(300);
 
+/// One node's part of a re-encryption, or why it could not.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct NodeReseal {
+    pub node_id: NodeId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the node encrypts at rest at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    /// Whether it was given previous keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_keys: Option<bool>,
+    /// Values re-sealed under the current key since it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resealed: Option<u64>,
+    /// Stored values and snapshot files that still need a previous key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needing_previous_keys: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub took_ms: Option<u64>,
+}
+
+impl NodeReseal {
+    fn failed(node_id: NodeId, error: String) -> NodeReseal {
+        NodeReseal {
+            node_id,
+            error: Some(error),
+            encrypted: None,
+            previous_keys: None,
+            resealed: None,
+            needing_previous_keys: None,
+            took_ms: None,
+        }
+    }
+}
+
+/// The answer of a re-encryption (200), or of one a node could not do (503,
+/// with `error` and `code` as an error body has them, and every node's answer).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Reencryption {
+    pub nodes: Vec<NodeReseal>,
+    pub needing_previous_keys: u64,
+    /// Every node holds its data under its current key.
+    pub complete: bool,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
 /// Every node of the map re-seals, one after another, then every node counts;
 /// 503 (with every node's answer) when a node could not.
 pub async fn reencrypt(
     State(state): State<AppState>,
     _caller: Caller,
     body: axum::body::Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Reencryption>), ApiError> {
     super::nodes::lifecycle_body(&body)?;
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     let mut failed = Vec::new();
@@ -47,7 +99,7 @@ pub async fn reencrypt(
     let mut without_previous = Vec::new();
     for node in &map.nodes {
         if let Some((_, e)) = failed.iter().find(|(id, _)| *id == node.id) {
-            nodes.push(json!({"node_id": node.id, "error": e}));
+            nodes.push(NodeReseal::failed(node.id, e.clone()));
             continue;
         }
         match state.cluster.reseal(node, true, PER_NODE).await {
@@ -56,18 +108,19 @@ pub async fn reencrypt(
                 if r.encrypted && !r.previous_keys {
                     without_previous.push(node.id);
                 }
-                nodes.push(json!({
-                    "node_id": node.id,
-                    "encrypted": r.encrypted,
-                    "previous_keys": r.previous_keys,
-                    "resealed": r.resealed.max(resealed.get(&node.id).copied().unwrap_or(0)),
-                    "needing_previous_keys": r.needing_previous_keys,
-                    "took_ms": r.took_ms,
-                }));
+                nodes.push(NodeReseal {
+                    node_id: node.id,
+                    error: None,
+                    encrypted: Some(r.encrypted),
+                    previous_keys: Some(r.previous_keys),
+                    resealed: Some(r.resealed.max(resealed.get(&node.id).copied().unwrap_or(0))),
+                    needing_previous_keys: Some(r.needing_previous_keys),
+                    took_ms: Some(r.took_ms),
+                });
             }
             Err(e) => {
                 failed.push((node.id, e.to_string()));
-                nodes.push(json!({"node_id": node.id, "error": e.to_string()}));
+                nodes.push(NodeReseal::failed(node.id, e.to_string()));
             }
         }
     }
@@ -85,12 +138,12 @@ pub async fn reencrypt(
     } else {
         format!("{needing} values or snapshot files still need a previous key; run the call again")
     };
-    let mut body = json!({"nodes": nodes, "needing_previous_keys": needing, "complete": complete, "message": message});
+    let mut body = Reencryption { nodes, needing_previous_keys: needing, complete, message, error: None, code: None };
     if failed.is_empty() {
         Ok((StatusCode::OK, Json(body)))
     } else {
-        body["error"] = json!(message);
-        body["code"] = json!("UNAVAILABLE");
+        body.error = Some(body.message.clone());
+        body.code = Some("UNAVAILABLE".into());
         Ok((StatusCode::SERVICE_UNAVAILABLE, Json(body)))
     }
 }

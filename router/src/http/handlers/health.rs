@@ -5,7 +5,6 @@ use std::sync::atomic::Ordering;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::{Value, json};
 use tessera_api::http::Health;
 
 use crate::state::AppState;
@@ -47,22 +46,32 @@ pub async fn metrics(State(state): State<AppState>) -> (StatusCode, [(axum::http
     (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
+/// The answer of `/livez` and `/readyz`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Probe {
+    /// `ok` (live), `ready` or `not ready`.
+    pub status: String,
+    /// Why the router is not ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// `GET /livez`: the process is up.
-pub async fn livez() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+pub async fn livez() -> Json<Probe> {
+    Json(Probe { status: "ok".into(), reason: None })
 }
 
 /// `GET /readyz`: 200 once every group has a reachable leader and start-up
 /// provisioning is done; 503 with the reason otherwise.
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Probe>) {
     let reason = match state.cluster.readiness() {
         Err(reason) => Some(reason),
         Ok(()) if !state.provisioning_done.load(Ordering::Relaxed) => Some("provisioning the admin user from the environment".to_string()),
         Ok(()) => None,
     };
     match reason {
-        None => (StatusCode::OK, Json(json!({"status": "ready"}))),
-        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "reason": reason}))),
+        None => (StatusCode::OK, Json(Probe { status: "ready".into(), reason: None })),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, Json(Probe { status: "not ready".into(), reason: Some(reason) })),
     }
 }
 

@@ -12,9 +12,8 @@ use std::time::Instant;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::command::{KvOp, Operation, Response as Reply};
 use tessera_api::document::{DocOp, validate_collection_name};
@@ -50,25 +49,18 @@ struct Report {
     started: Instant,
     imported: u64,
     skipped: u64,
-    errors: Vec<Value>,
+    errors: Vec<ItemError>,
     /// Status of the first failure (200 while none).
     status: StatusCode,
-    extra: serde_json::Map<String, Value>,
+    /// The ids of imported documents.
+    ids: Option<Vec<String>>,
     /// How errors name a bad item: `line` (SQL) or `index` (documents, pairs).
     position: &'static str,
 }
 
 impl Report {
     fn new(position: &'static str) -> Self {
-        Report {
-            position,
-            started: Instant::now(),
-            imported: 0,
-            skipped: 0,
-            errors: Vec::new(),
-            status: StatusCode::OK,
-            extra: serde_json::Map::new(),
-        }
+        Report { position, started: Instant::now(), imported: 0, skipped: 0, errors: Vec::new(), status: StatusCode::OK, ids: None }
     }
 
     /// Adds a batch's outcome; false when it failed (and the import stops).
@@ -91,7 +83,7 @@ impl Report {
         if self.status == StatusCode::OK {
             self.status = ApiError::Unavailable(message.clone()).status_and_code().0;
         }
-        self.errors.push(json!({self.position: 0, "message": message}));
+        self.errors.push(self.item_error(0, message, None));
     }
 
     /// Adds the outcomes of batches run together; false when one failed.
@@ -114,30 +106,60 @@ impl Report {
         if self.status == StatusCode::OK {
             self.status = ApiError::from(r.clone()).status_and_code().0;
         }
-        let mut e = json!({self.position: f.line, "message": r.message});
         // Model-specific codes (SQL's) are shown; the generic ones are the status.
-        if !matches!(r.code, ErrorCode::NotFound | ErrorCode::Conflict | ErrorCode::Invalid) {
-            e["code"] = json!(r.code.as_str());
-        }
-        self.errors.push(e);
+        let code = (!matches!(r.code, ErrorCode::NotFound | ErrorCode::Conflict | ErrorCode::Invalid)).then(|| r.code.as_str().to_string());
+        self.errors.push(self.item_error(f.line, r.message.clone(), code));
     }
 
-    fn into_response(self) -> Response {
-        let mut body = json!({
-            "success": self.errors.is_empty(),
-            "rows_imported": self.imported,
-            "rows_skipped": self.skipped,
-            "errors": self.errors,
-            "duration_ms": self.started.elapsed().as_millis() as u64,
-        });
-        if let Some(first) = self.errors.first() {
-            body["error"] = first["message"].clone();
-        }
-        for (k, v) in self.extra {
-            body[k] = v;
-        }
-        (self.status, Json(body)).into_response()
+    /// An error naming the bad item by this import's position field.
+    fn item_error(&self, at: u64, message: String, code: Option<String>) -> ItemError {
+        let (line, index) = if self.position == "line" { (Some(at), None) } else { (None, Some(at)) };
+        ItemError { line, index, message, code }
     }
+
+    fn into_answer(self) -> (StatusCode, Json<ImportReport>) {
+        let report = ImportReport {
+            success: self.errors.is_empty(),
+            rows_imported: self.imported,
+            rows_skipped: self.skipped,
+            error: self.errors.first().map(|e| e.message.clone()),
+            errors: self.errors,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            ids: self.ids,
+        };
+        (self.status, Json(report))
+    }
+}
+
+/// A bad item of an import: where it is (`line` of SQL, `index` of
+/// documents and pairs, from 0) and why.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ItemError {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+    pub message: String,
+    /// A model-specific code (SQL's); generic ones are the status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// The answer of an import: 200 when everything was imported, else the status
+/// of the first failure, with what was imported before it.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ImportReport {
+    pub success: bool,
+    pub rows_imported: u64,
+    pub rows_skipped: u64,
+    pub errors: Vec<ItemError>,
+    pub duration_ms: u64,
+    /// The first error's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The ids of the imported documents, in input order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<String>>,
 }
 
 /// A bad item found before anything was proposed.
@@ -257,7 +279,7 @@ pub async fn import_sql(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<SqlImportRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     caller.require("write:sql")?;
     let mut report = Report::new("line");
     let options = req.options.unwrap_or_default();
@@ -298,7 +320,7 @@ pub async fn import_sql(
         })
         .collect();
     run_by_group(&state, &mut report, BTreeMap::from([(group, batches)]), prefs.consistency).await;
-    Ok(report.into_response())
+    Ok(report.into_answer())
 }
 
 // ---------------------------------------------------------------- documents
@@ -324,7 +346,7 @@ pub async fn import_documents(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<DocImportRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     caller.require("write:documents")?;
     let mut report = Report::new("index");
     validate_collection_name(&req.collection).map_err(ApiError::BadRequest)?;
@@ -344,7 +366,7 @@ pub async fn import_documents(
         };
         if let Some(message) = problem {
             report.fail(&invalid(i, format!("documents[{i}]: {message}")));
-            return Ok(report.into_response());
+            return Ok(report.into_answer());
         }
     }
     let docs: Vec<ImportDoc> =
@@ -371,8 +393,8 @@ pub async fn import_documents(
         })
         .collect();
     run_by_group(&state, &mut report, by_group, prefs.consistency).await;
-    report.extra.insert("ids".into(), json!(ids));
-    Ok(report.into_response())
+    report.ids = Some(ids);
+    Ok(report.into_answer())
 }
 
 // ---------------------------------------------------------------- key-value
@@ -404,14 +426,14 @@ pub async fn import_kv(
     caller: Caller,
     prefs: ReadPrefs,
     JsonBody(req): JsonBody<KvImportRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<(StatusCode, Json<ImportReport>), ApiError> {
     caller.require("write:kv")?;
     let mut report = Report::new("index");
     let size = import::batch_size(req.batch_size).map_err(ApiError::BadRequest)?;
     for (i, p) in req.pairs.iter().enumerate() {
         if let Err(message) = super::kv::check_pair(&state, &p.key, &p.value) {
             report.fail(&invalid(i, format!("pairs[{i}]: {message}")));
-            return Ok(report.into_response());
+            return Ok(report.into_answer());
         }
     }
     // Range sharding: a batch is routed anew when its keys' range moved (split) mid-import.
@@ -427,7 +449,7 @@ pub async fn import_kv(
                 }
             }
         }
-        return Ok(report.into_response());
+        return Ok(report.into_answer());
     }
     let mut pairs_by_group: BTreeMap<GroupId, Vec<(String, Value)>> = BTreeMap::new();
     for p in req.pairs {
@@ -447,5 +469,5 @@ pub async fn import_kv(
         })
         .collect();
     run_by_group(&state, &mut report, by_group, prefs.consistency).await;
-    Ok(report.into_response())
+    Ok(report.into_answer())
 }

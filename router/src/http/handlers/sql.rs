@@ -11,11 +11,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::routing::RoutingKey;
-use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, TableSchema, TableSummary};
 
 use super::{JsonBody, QueryParams, ReadPrefs};
 use crate::cluster::typed::{self, Sql, shape};
@@ -29,6 +29,7 @@ use crate::state::AppState;
 pub fn routes() -> RouteTable {
     RouteTable::new()
         .post("/api/v1/query", P("read:sql"), query)
+        .returns::<QueryAnswer>()
         .get("/api/v1/tables", P("read:sql"), list_tables)
         .get("/api/v1/tables/{name}", P("read:sql"), describe_table)
         .get("/api/v1/databases", P("read:sql"), list_databases)
@@ -141,24 +142,26 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
                 crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, r.rows_affected, &statement);
             }
             crate::security::watch_volume(&state, &caller, crate::security::Volume::ReadOut, r.row_count as u64, &statement);
-            let mut body = json!({
-                "success": true,
-                "data": {"columns": r.columns, "rows": r.rows, "row_count": r.row_count},
-                "rows_affected": r.rows_affected,
-                "execution_time_ms": elapsed,
-            });
+            let mut metadata = QueryMetadata::default();
+            let mut cut_rows = None;
             if r.truncated {
-                body["rows"] = body["data"]["rows"].clone();
-                body["metadata"] = json!({
-                    "rows_returned": r.row_count,
-                    "truncated": true,
-                    "message": format!("the result was cut at max_result_rows = {}", limits.max_result_rows),
-                });
+                cut_rows = Some(r.rows.clone());
+                metadata.rows_returned = Some(r.row_count);
+                metadata.truncated = Some(true);
+                metadata.message = Some(format!("the result was cut at max_result_rows = {}", limits.max_result_rows));
             }
-            if !masked.is_empty() {
-                body["masked_columns"] = json!(masked);
+            if !security_flags.is_empty() {
+                metadata.security_flags = Some(security_flags);
             }
-            crate::security::flag_body(&mut body, &security_flags);
+            let body = QueryAnswer {
+                success: true,
+                data: QueryRows { columns: r.columns, rows: r.rows, row_count: r.row_count },
+                rows_affected: r.rows_affected,
+                execution_time_ms: elapsed,
+                rows: cut_rows,
+                metadata: (metadata != QueryMetadata::default()).then_some(metadata),
+                masked_columns: (!masked.is_empty()).then_some(masked),
+            };
             let response = Json(body).into_response();
             let bytes = axum::body::HttpBody::size_hint(response.body()).exact().unwrap_or(0);
             crate::security::watch_bytes(&state, &caller, bytes, &statement);
@@ -166,6 +169,46 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
         }
         SqlResult::Catalog(v) => Json(v).into_response(),
     })
+}
+
+/// A query's rows.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct QueryRows {
+    pub columns: Vec<String>,
+    /// One array per row, values in column order.
+    pub rows: Vec<Vec<Value>>,
+    pub row_count: usize,
+}
+
+/// What the router adds about a query: a result cut at `max_result_rows`,
+/// and the injection patterns it was flagged for.
+#[derive(serde::Serialize, schemars::JsonSchema, Default, PartialEq)]
+pub struct QueryMetadata {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_returned: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security_flags: Option<Vec<String>>,
+}
+
+/// The answer of `POST /api/v1/query`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct QueryAnswer {
+    pub success: bool,
+    pub data: QueryRows,
+    pub rows_affected: u64,
+    pub execution_time_ms: u64,
+    /// The rows again, when the result was cut (as `metadata` says).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Vec<Vec<Value>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<QueryMetadata>,
+    /// Columns whose values were masked for this caller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub masked_columns: Option<Vec<String>>,
 }
 
 /// `?database=` of the catalog routes.
@@ -190,16 +233,37 @@ fn database_param(p: DatabaseParam) -> String {
     p.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string())
 }
 
+/// Answer of `GET /api/v1/tables`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct TableList {
+    database: String,
+    tables: Vec<TableSummary>,
+}
+
+/// Answer of `GET /api/v1/tables/{name}`: the table's columns, indexes and
+/// constraints, and its database.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct TableDescription {
+    #[serde(flatten)]
+    schema: TableSchema,
+    database: String,
+}
+
+/// A catalog answer read back as its wire type.
+fn catalog_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
+    serde_json::from_value(v).map_err(|e| ApiError::Internal(format!("an unreadable catalog answer: {e}")))
+}
+
 /// `GET /api/v1/tables?database=`: `{database, tables: [{name, columns, rows}]}`.
 pub async fn list_tables(
     State(state): State<AppState>,
     _caller: Caller,
     prefs: ReadPrefs,
     QueryParams(p): QueryParams<DatabaseParam>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<TableList>, ApiError> {
     let database = database_param(p);
     let tables = catalog(&state, &prefs, &database, SqlQuery::ListTables { database: database.clone() }).await?;
-    Ok(Json(json!({"database": database, "tables": tables})).into_response())
+    Ok(Json(TableList { database, tables: catalog_as(tables)? }))
 }
 
 /// `GET /api/v1/tables/{name}?database=`: columns, indexes and constraints.
@@ -209,12 +273,11 @@ pub async fn describe_table(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     QueryParams(p): QueryParams<DatabaseParam>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<TableDescription>, ApiError> {
     let database = database_param(p);
     let q = SqlQuery::DescribeTable { database: database.clone(), name };
-    let mut schema = catalog(&state, &prefs, &database, q).await?;
-    schema["database"] = json!(database);
-    Ok(Json(schema).into_response())
+    let schema = catalog_as(catalog(&state, &prefs, &database, q).await?)?;
+    Ok(Json(TableDescription { schema, database }))
 }
 
 /// Answer of `GET /api/v1/databases`.
@@ -247,7 +310,7 @@ pub async fn vacuum(
     caller: Caller,
     prefs: ReadPrefs,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vacuumed>, ApiError> {
     let started = Instant::now();
     let (table, database) = vacuum_target(&body)?;
     let databases = match (&table, database) {
@@ -274,12 +337,27 @@ pub async fn vacuum(
             max_memory_mb: limits.max_memory_mb,
         };
         typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value.map_err(|r| ApiError::sql(r, &sql))?;
-        vacuumed.push(json!({"database": database, "table": table, "all_tables": table.is_none()}));
+        vacuumed.push(VacuumedDatabase { database, table: table.clone(), all_tables: table.is_none() });
     }
-    Ok(Json(json!({
-        "success": true, "vacuumed": vacuumed, "count": vacuumed.len(),
-        "execution_time_ms": started.elapsed().as_millis() as u64,
-    })))
+    Ok(Json(Vacuumed { success: true, count: vacuumed.len(), vacuumed, execution_time_ms: started.elapsed().as_millis() as u64 }))
+}
+
+/// A database (or one table of it) vacuumed.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct VacuumedDatabase {
+    pub database: String,
+    /// The table, when one was named.
+    pub table: Option<String>,
+    pub all_tables: bool,
+}
+
+/// The answer of `POST /api/v1/admin/vacuum`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Vacuumed {
+    pub success: bool,
+    pub vacuumed: Vec<VacuumedDatabase>,
+    pub count: usize,
+    pub execution_time_ms: u64,
 }
 
 /// `(table_name, database)` of a vacuum body (both optional; empty body = `{}`).

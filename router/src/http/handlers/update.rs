@@ -12,11 +12,10 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use tessera_api::META_GROUP;
+use serde::{Deserialize, Serialize};
 use tessera_api::meta::{NodeInfo, NodeState};
 use tessera_api::rpc::{Consistency, StatusReply};
+use tessera_api::{GroupId, META_GROUP, NodeId};
 
 use crate::error::ApiError;
 use crate::services::auth::Caller;
@@ -33,10 +32,71 @@ pub struct UpdateBody {
     version: Option<String>,
 }
 
+/// One check an update must pass before it starts.
+#[derive(Serialize, schemars::JsonSchema, Clone)]
+pub struct Check {
+    pub check: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// One node's place in the update order.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PlannedStep {
+    pub step: usize,
+    pub node_id: NodeId,
+    pub address: String,
+    /// The version it runs now.
+    pub version: String,
+    pub leads_meta_group: bool,
+    pub groups_led: Vec<GroupId>,
+}
+
+/// The answer of the plan call.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct UpdatePlan {
+    pub ready: bool,
+    pub binary: Option<String>,
+    pub order: Vec<PlannedStep>,
+    /// What is done to each node, in order.
+    pub per_node: Vec<String>,
+    pub checks: Vec<Check>,
+}
+
+/// A node updated.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct NodeUpdated {
+    pub node_id: NodeId,
+    pub version_before: String,
+    pub version_after: String,
+    pub took_ms: u64,
+}
+
+/// The node whose update failed.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct UpdateFailure {
+    pub node_id: NodeId,
+    pub error: String,
+}
+
+/// The answer of the execute call.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct UpdateOutcome {
+    pub completed: bool,
+    pub binary: String,
+    pub updated: Vec<NodeUpdated>,
+    /// The first failure, which stopped the update (`null`: none).
+    pub failed: Option<UpdateFailure>,
+    /// Nodes the update did not reach (after a failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_started: Option<Vec<NodeId>>,
+    pub took_ms: u64,
+}
+
 /// What a plan found: the order, each node's facts, and the checks.
 struct Plan {
     order: Vec<(NodeInfo, StatusReply)>,
-    checks: Vec<Value>,
+    checks: Vec<Check>,
     ready: bool,
     binary: Option<String>,
 }
@@ -61,7 +121,7 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
     let map = state.cluster.map().ok_or_else(|| ApiError::Unavailable("the cluster map is not known yet".into()))?;
     let statuses = state.cluster.node_statuses().await?;
     let mut checks = Vec::new();
-    let mut check = |name: &str, ok: bool, detail: String| checks.push(json!({"check": name, "ok": ok, "detail": detail}));
+    let mut check = |name: &str, ok: bool, detail: String| checks.push(Check { check: name.into(), ok, detail });
     let silent: Vec<u64> = statuses.iter().filter(|(_, s)| s.is_err()).map(|(n, _)| n.id).collect();
     check("every node answers", silent.is_empty(), format!("not answering: {silent:?}"));
     let changing: Vec<String> =
@@ -94,35 +154,43 @@ async fn plan(state: &AppState, body: &UpdateBody) -> Result<Plan, ApiError> {
             );
         }
     }
-    let ready = checks.iter().all(|c| c["ok"] == true);
+    let ready = checks.iter().all(|c| c.ok);
     Ok(Plan { order, checks, ready, binary: body.binary.clone() })
 }
 
-fn plan_json(p: &Plan) -> Value {
+fn plan_view(p: &Plan) -> UpdatePlan {
     let steps = [
         "give up leadership (ReleaseLeadership)",
         "stop the groups and run the new binary",
         "wait until back and caught up (consistency all)",
     ];
-    json!({
-        "ready": p.ready,
-        "binary": p.binary,
-        "order": p.order.iter().enumerate().map(|(i, (n, s))| json!({
-            "step": i + 1, "node_id": n.id, "address": n.addr, "version": s.version,
-            "leads_meta_group": s.groups.iter().any(|g| g.group_id == META_GROUP && g.leader_id == s.node_id),
-            "groups_led": s.groups.iter().filter(|g| g.leader_id == s.node_id).map(|g| g.group_id).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "per_node": steps,
-        "checks": p.checks,
-    })
+    UpdatePlan {
+        ready: p.ready,
+        binary: p.binary.clone(),
+        order: p
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, (n, s))| PlannedStep {
+                step: i + 1,
+                node_id: n.id,
+                address: n.addr.clone(),
+                version: s.version.clone(),
+                leads_meta_group: s.groups.iter().any(|g| g.group_id == META_GROUP && g.leader_id == s.node_id),
+                groups_led: s.groups.iter().filter(|g| g.leader_id == s.node_id).map(|g| g.group_id).collect(),
+            })
+            .collect(),
+        per_node: steps.iter().map(|s| s.to_string()).collect(),
+        checks: p.checks.clone(),
+    }
 }
 
 /// `POST /api/v1/admin/update/plan` `{"binary": "/path/to/tessera-node", "version"?}`:
 /// the order (meta followers first, one node at a time, the meta leader last),
 /// the steps per node and the checks; changes nothing.
-pub async fn plan_update(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn plan_update(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<UpdatePlan>, ApiError> {
     let body = parse_body(&body)?;
-    Ok(Json(plan_json(&plan(&state, &body).await?)))
+    Ok(Json(plan_view(&plan(&state, &body).await?)))
 }
 
 /// `POST /api/v1/admin/update/execute` `{"binary": "/path/to/tessera-node"}`:
@@ -130,15 +198,18 @@ pub async fn plan_update(State(state): State<AppState>, _caller: Caller, body: a
 /// it gives up leadership, restarts onto `binary`, and is waited for until it
 /// answers as a new process with every replica caught up; the first failure
 /// stops the update and is reported with what was done.
-pub async fn execute_update(State(state): State<AppState>, _caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn execute_update(
+    State(state): State<AppState>,
+    _caller: Caller,
+    body: axum::body::Bytes,
+) -> Result<Json<UpdateOutcome>, ApiError> {
     let body = parse_body(&body)?;
     let Some(binary) = body.binary.clone() else {
         return Err(ApiError::BadRequest(r#"execute needs the new binary: {"binary": "/path/to/tessera-node"}"#.into()));
     };
     let plan = plan(&state, &body).await?;
     if !plan.ready {
-        let failed: Vec<String> =
-            plan.checks.iter().filter(|c| c["ok"] != true).map(|c| format!("{}: {}", c["check"], c["detail"])).collect();
+        let failed: Vec<String> = plan.checks.iter().filter(|c| !c.ok).map(|c| format!("{:?}: {:?}", c.check, c.detail)).collect();
         return Err(ApiError::Conflict(format!("the update cannot start: {}", failed.join("; "))));
     }
     let started = Instant::now();
@@ -151,28 +222,37 @@ pub async fn execute_update(State(state): State<AppState>, _caller: Caller, body
                 tracing::warn!(node = node.id, ?still_leading, "update: the node still leads groups; restarting it anyway");
             }
             state.cluster.restart_node(node, Some(&binary)).await?;
-            crate::http::handlers::nodes::wait_back(&state, node, asked, Consistency::All).await
+            crate::services::nodes::wait_back(&state, node, asked, Consistency::All).await
         };
         match step.await {
             Ok(after) => {
                 tracing::info!(node = node.id, binary, took_ms = asked.elapsed().as_millis() as u64, "update: node back on the new binary");
-                updated.push(json!({
-                    "node_id": node.id, "version_before": before.version, "version_after": after.version,
-                    "took_ms": asked.elapsed().as_millis() as u64,
-                }));
+                updated.push(NodeUpdated {
+                    node_id: node.id,
+                    version_before: before.version.clone(),
+                    version_after: after.version,
+                    took_ms: asked.elapsed().as_millis() as u64,
+                });
             }
             Err(e) => {
-                return Ok(Json(json!({
-                    "completed": false, "binary": binary, "updated": updated,
-                    "failed": {"node_id": node.id, "error": e.to_string()},
-                    "not_started": plan.order.iter().skip(updated.len() + 1).map(|(n, _)| n.id).collect::<Vec<_>>(),
-                    "took_ms": started.elapsed().as_millis() as u64,
-                })));
+                let not_started = plan.order.iter().skip(updated.len() + 1).map(|(n, _)| n.id).collect();
+                return Ok(Json(UpdateOutcome {
+                    completed: false,
+                    binary,
+                    updated,
+                    failed: Some(UpdateFailure { node_id: node.id, error: e.to_string() }),
+                    not_started: Some(not_started),
+                    took_ms: started.elapsed().as_millis() as u64,
+                }));
             }
         }
     }
-    Ok(Json(json!({
-        "completed": true, "binary": binary, "updated": updated, "failed": null,
-        "took_ms": started.elapsed().as_millis() as u64,
-    })))
+    Ok(Json(UpdateOutcome {
+        completed: true,
+        binary,
+        updated,
+        failed: None,
+        not_started: None,
+        took_ms: started.elapsed().as_millis() as u64,
+    }))
 }

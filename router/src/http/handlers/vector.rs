@@ -65,6 +65,7 @@ pub fn routes() -> RouteTable {
         .delete(format!("{C}/{{name}}/vectors/{{*id}}"), P("write:vectors"), delete_record)
         .get("/api/v1/admin/vectors/{name}/export", P("manage:backup"), ncb::export_collection)
         .post("/api/v1/admin/vectors/{name}/import", P("manage:backup"), ncb::import_collection)
+        .answers(&[201])
 }
 
 /// The home group of a collection: where its name hashes.
@@ -155,7 +156,7 @@ fn collection_view(c: &CollectionConfig, home: GroupId, per_shard: &[(GroupId, u
 
 /// A collection: its configuration, live count, and shards.
 #[derive(schemars::JsonSchema, Serialize)]
-struct CollectionView {
+pub(crate) struct CollectionView {
     name: String,
     dim: u32,
     #[schemars(pattern(crate::http::openapi::formats::VECTOR_METRIC))]

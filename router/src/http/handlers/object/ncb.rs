@@ -43,7 +43,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_api::object::{CHUNK_BYTES, Fnv1a64, ObjectMeta, ObjectOp, ObjectQuery, ObjectQueryResult, validate_bucket_name};
 use tessera_api::rpc::Consistency;
 use tokio::sync::mpsc;
@@ -324,7 +324,7 @@ pub async fn import_bucket(
     Path(bucket): Path<String>,
     QueryParams(p): QueryParams<ImportParams>,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<BucketImport>, ApiError> {
     let overwrite = match p.on_conflict.as_deref().unwrap_or("skip") {
         "skip" => false,
         "overwrite" => true,
@@ -445,10 +445,19 @@ pub async fn import_bucket(
         imported += 1;
         bytes += size;
     }
-    Ok(Json(json!({
-        "bucket": bucket, "objects_imported": imported, "bytes": bytes, "skipped": skipped,
-        "bucket_created": created,
-    })))
+    Ok(Json(BucketImport { bucket, objects_imported: imported, bytes, skipped, bucket_created: created }))
+}
+
+/// The answer of a bucket import.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct BucketImport {
+    pub bucket: String,
+    pub objects_imported: u64,
+    /// Bytes of the imported objects.
+    pub bytes: u64,
+    /// Objects left as they were (`on_conflict=skip`).
+    pub skipped: u64,
+    pub bucket_created: bool,
 }
 
 async fn abort_blob(state: &AppState, bucket: &str, key: &str, blob_id: &str, chunks: u32) {

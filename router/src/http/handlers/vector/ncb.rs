@@ -209,7 +209,7 @@ pub async fn import_collection(
     prefs: ReadPrefs,
     Path(name): Path<String>,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CollectionImport>), ApiError> {
     let file = axum::body::to_bytes(body, MAX_FILE_BYTES)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(format!("a vectors.ncb import is at most {MAX_FILE_BYTES} bytes")))?;
@@ -232,5 +232,13 @@ pub async fn import_collection(
         imported += batch.len();
         upsert_records(&state, &prefs, &name, batch).await?;
     }
-    Ok((StatusCode::CREATED, Json(json!({"collection": created.0, "imported": imported}))))
+    Ok((StatusCode::CREATED, Json(CollectionImport { collection: created.0, imported })))
+}
+
+/// The answer of a collection import: the collection created, and how many
+/// records it holds.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct CollectionImport {
+    collection: super::CollectionView,
+    imported: usize,
 }
