@@ -59,3 +59,31 @@ pub async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAns
         other => Err(ApiError::unexpected(other)),
     }
 }
+
+/// Breach statistics.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct BreachStats {
+    pub total_incidents: u64,
+    open_incidents: u64,
+    acknowledged_incidents: u64,
+    resolved_incidents: u64,
+    false_positives: u64,
+    /// Severity → incidents.
+    by_severity: std::collections::BTreeMap<String, u64>,
+    /// Event type → incidents.
+    by_type: std::collections::BTreeMap<String, u64>,
+}
+
+impl From<tessera_api::compliance::IncidentStats> for BreachStats {
+    fn from(s: tessera_api::compliance::IncidentStats) -> BreachStats {
+        BreachStats {
+            total_incidents: s.total_incidents,
+            open_incidents: s.open_incidents,
+            acknowledged_incidents: s.acknowledged_incidents,
+            resolved_incidents: s.resolved_incidents,
+            false_positives: s.false_positives,
+            by_severity: s.by_severity,
+            by_type: s.by_type,
+        }
+    }
+}

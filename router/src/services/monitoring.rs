@@ -22,7 +22,7 @@ use crate::state::AppState;
 /// Whose request figures a stats answer holds.
 #[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+pub enum StatsScope {
     /// Every router that published within the last ten minutes.
     Cluster,
     /// This router's alone (the meta group did not answer).
@@ -46,7 +46,7 @@ pub struct RouterFigures {
 pub struct Stats {
     #[serde(flatten)]
     pub figures: Summary,
-    pub scope: Scope,
+    pub scope: StatsScope,
     /// With `scope: cluster`, the routers whose figures are in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routers: Option<Vec<RouterFigures>>,
@@ -85,9 +85,9 @@ pub async fn stats(state: &AppState) -> Result<Stats, ApiError> {
                 published_at: Some(iso8601_ms(r.at_ms)),
                 requests: r.routes.iter().map(|x| x.requests).sum(),
             }));
-            (state.request_stats.merged_snapshot(&others), Scope::Cluster, Some(routers))
+            (state.request_stats.merged_snapshot(&others), StatsScope::Cluster, Some(routers))
         }
-        None => (state.request_stats.snapshot(), Scope::Router, None),
+        None => (state.request_stats.snapshot(), StatsScope::Router, None),
     };
     Ok(Stats {
         figures,
@@ -107,7 +107,7 @@ async fn live(state: &AppState) -> Result<Live, ApiError> {
 
 /// One raised alert, with since when this router has seen it.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct AlertView {
+pub struct RaisedAlert {
     /// `type:subject`, the same while the alert stays raised.
     pub id: String,
     #[serde(rename = "type")]
@@ -121,20 +121,20 @@ pub struct AlertView {
 
 /// `GET /api/v1/admin/alerts`.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct AlertList {
-    pub alerts: Vec<AlertView>,
+pub struct RaisedAlerts {
+    pub alerts: Vec<RaisedAlert>,
     pub count: usize,
 }
 
 /// The alerts raised now, as answered.
-fn raised(state: &AppState, live: &Live) -> Vec<AlertView> {
+fn raised(state: &AppState, live: &Live) -> Vec<RaisedAlert> {
     let inputs = AlertInputs { thresholds: &state.config.alerts, tls: &state.config.tls, last_minute: state.request_stats.last_minute() };
     let alerts = live.alerts(&inputs);
     state
         .alerts
         .raise(alerts, tessera_api::command::now_ms())
         .into_iter()
-        .map(|r| AlertView {
+        .map(|r| RaisedAlert {
             id: r.id,
             kind: r.alert.kind.into(),
             severity: r.alert.severity.into(),
@@ -146,17 +146,17 @@ fn raised(state: &AppState, live: &Live) -> Vec<AlertView> {
 }
 
 /// The alerts the cluster's state raises now (see `services/alerts.rs`).
-pub async fn alerts(state: &AppState) -> Result<AlertList, ApiError> {
+pub async fn alerts(state: &AppState) -> Result<RaisedAlerts, ApiError> {
     let live = live(state).await?;
     let alerts = raised(state, &live);
-    Ok(AlertList { count: alerts.len(), alerts })
+    Ok(RaisedAlerts { count: alerts.len(), alerts })
 }
 
 /// `healthy`, `degraded` (a warning or critical alert) or `unavailable` (a
 /// group without a leader).
 #[derive(Serialize, schemars::JsonSchema, PartialEq, Eq, Debug)]
 #[serde(rename_all = "lowercase")]
-pub enum Health {
+pub enum ClusterHealth {
     Healthy,
     Degraded,
     Unavailable,
@@ -193,13 +193,13 @@ pub struct AlertCounts {
     pub critical: usize,
     pub warning: usize,
     pub info: usize,
-    pub items: Vec<AlertView>,
+    pub items: Vec<RaisedAlert>,
 }
 
 /// `GET /api/v1/admin/dashboard`.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct Dashboard {
-    pub health: Health,
+    pub health: ClusterHealth,
     pub nodes: NodeCounts,
     pub groups: GroupCounts,
     pub requests_last_minute: LastMinuteView,
@@ -219,11 +219,11 @@ pub async fn dashboard(state: &AppState) -> Result<Dashboard, ApiError> {
     let count = |severity: &str| items.iter().filter(|a| a.severity == severity).count();
     let without_leader = live.groups_without_leader();
     let health = if !without_leader.is_empty() {
-        Health::Unavailable
+        ClusterHealth::Unavailable
     } else if count("critical") + count("warning") > 0 {
-        Health::Degraded
+        ClusterHealth::Degraded
     } else {
-        Health::Healthy
+        ClusterHealth::Healthy
     };
     let up = live.answered().count();
     Ok(Dashboard {

@@ -63,7 +63,7 @@ pub struct WireVersions {
 /// `reachable: false`, its `error`, the groups the map places on it, and
 /// `null` for what only it could tell.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct NodeView {
+pub struct NodeStatus {
     pub id: NodeId,
     pub address: String,
     /// `joining`, `active`, `draining` or `removing`.
@@ -124,7 +124,7 @@ pub struct ReplicaMove {
 /// `GET /api/v1/admin/nodes`.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct NodeList {
-    pub nodes: Vec<NodeView>,
+    pub nodes: Vec<NodeStatus>,
     pub count: usize,
     pub spread: Spread,
     /// The replica move in flight, if any.
@@ -273,7 +273,7 @@ pub async fn list(state: &AppState) -> Result<NodeList, ApiError> {
     let map = state.cluster.map();
     let leader_applied = leaders_applied(&statuses);
     let mut led_by: BTreeMap<NodeId, usize> = BTreeMap::new();
-    let nodes: Vec<NodeView> = statuses
+    let nodes: Vec<NodeStatus> = statuses
         .iter()
         .map(|(node, status)| match status {
             Ok(s) => {
@@ -285,7 +285,7 @@ pub async fn list(state: &AppState) -> Result<NodeList, ApiError> {
                     .max()
                     .unwrap_or(0);
                 led_by.insert(node.id, led.len());
-                NodeView {
+                NodeStatus {
                     id: node.id,
                     address: node.addr.clone(),
                     state: node.state.as_str().into(),
@@ -306,7 +306,7 @@ pub async fn list(state: &AppState) -> Result<NodeList, ApiError> {
             }
             Err(e) => {
                 led_by.insert(node.id, 0);
-                NodeView {
+                NodeStatus {
                     id: node.id,
                     address: node.addr.clone(),
                     state: node.state.as_str().into(),

@@ -20,7 +20,7 @@ use tessera_api::compliance::{
 use tessera_api::compliance::{
     ConsentAnswer, ConsentChange, ConsentOp, ConsentQuery, ConsentRecord, DO_NOT_SELL, MAX_FIELD_BYTES, PURPOSES,
 };
-use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery, IncidentStats};
+use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
 use tessera_api::http::iso8601_ms;
 
 use super::{JsonBody, OptionalJsonBody, QueryParams};
@@ -29,7 +29,7 @@ use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::{Caller, new_id};
 use crate::services::compliance::consent as read;
-use crate::services::compliance::{actor, audit, enabled, incidents};
+use crate::services::compliance::{BreachStats, actor, audit, enabled, incidents};
 use crate::state::AppState;
 
 /// Subjects a do-not-sell page lists without a `limit`, and at most.
@@ -1006,34 +1006,6 @@ pub struct IncidentList {
     open_count: usize,
     /// Of those listed.
     acknowledged_count: usize,
-}
-
-/// Breach statistics.
-#[derive(Serialize, schemars::JsonSchema)]
-pub struct BreachStats {
-    total_incidents: u64,
-    open_incidents: u64,
-    acknowledged_incidents: u64,
-    resolved_incidents: u64,
-    false_positives: u64,
-    /// Severity → incidents.
-    by_severity: BTreeMap<String, u64>,
-    /// Event type → incidents.
-    by_type: BTreeMap<String, u64>,
-}
-
-impl From<IncidentStats> for BreachStats {
-    fn from(s: IncidentStats) -> BreachStats {
-        BreachStats {
-            total_incidents: s.total_incidents,
-            open_incidents: s.open_incidents,
-            acknowledged_incidents: s.acknowledged_incidents,
-            resolved_incidents: s.resolved_incidents,
-            false_positives: s.false_positives,
-            by_severity: s.by_severity,
-            by_type: s.by_type,
-        }
-    }
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]

@@ -16,7 +16,7 @@ use axum::extract::{Path, State};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use ed25519_dalek::{Signer, SigningKey, Verifier, VerifyingKey};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Operation, Response};
@@ -47,13 +47,104 @@ pub struct EraseRequest {
     secure_erase: bool,
 }
 
+/// A deletion certificate, as it was signed and recorded.
+// Kept as the JSON its signature covers (see `canonical`), never retyped.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SignedCertificate(#[schemars(with = "CertificateFields")] Value);
+
+/// A deletion certificate: its Ed25519 `signature` covers every other field,
+/// as compact JSON with object keys sorted.
+// Documentation only: certificates are built, signed and kept as JSON (`run`).
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct CertificateFields {
+    /// `DEL-<YYYYMMDDHHMMSS>-<first 8 characters of the subject>`.
+    id: String,
+    /// The same as `id`.
+    certificate_id: String,
+    subject_id: String,
+    /// The same as `subject_id`.
+    subject_identifier: String,
+    /// When it was issued (RFC 3339).
+    timestamp: String,
+    /// The same as `timestamp`.
+    deleted_at: String,
+    /// When it was issued, in Unix milliseconds.
+    issued_at_ms: i64,
+    /// Records erased.
+    total_items: u64,
+    /// The same as `total_items`.
+    records_deleted: u64,
+    /// Stored bytes of the records erased.
+    total_bytes: u64,
+    items_by_store: ItemsByStore,
+    /// Every `store:place` a record was erased from (sorted).
+    tables_affected: Vec<String>,
+    /// SHA-256 (hex) of the subject and every erased record's store, place, id and size.
+    verification_hash: String,
+    /// The router that issued it.
+    verified_by: String,
+    /// The `requestor`, else the caller.
+    deleted_by: String,
+    requestor: Option<String>,
+    reason: Option<String>,
+    /// `scope.type` of the request: `all`, `specific_collections` or `exclude_audit_logs`.
+    scope: String,
+    secure_erase_performed: bool,
+    /// The request's scope, which a restore of older data re-applies (null: the whole subject).
+    erasure_scope: Option<Scope>,
+    /// Where the subject's data is gone, and how backups are covered.
+    covers: Option<CertificateCoverage>,
+    /// `Ed25519`.
+    signature_algorithm: String,
+    /// The signing key (base64 of its 32 bytes).
+    public_key: String,
+    /// Ed25519 signature (base64) over the certificate without `signature`,
+    /// as compact JSON with object keys sorted.
+    signature: String,
+}
+
+/// Records erased from each store.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct ItemsByStore {
+    kv: u64,
+    document: u64,
+    sql: u64,
+    graph: u64,
+    object: u64,
+    vector: u64,
+    timeseries: u64,
+    stream: u64,
+}
+
+/// What an erasure reached.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct CertificateCoverage {
+    /// Always true: the records left every store.
+    live_stores: bool,
+    /// True for a secure erasure: every node purged its logs and snapshots and compacted its files.
+    logs_snapshots_and_files: bool,
+    /// How backups older than the erasure are covered.
+    backups: String,
+}
+
+/// Answer of an erasure.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Erased {
+    success: bool,
+    certificate: SignedCertificate,
+    message: String,
+}
+
 /// `DELETE /api/v1/compliance/data-subject/{id}` (admin only).
 pub async fn erase(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Erased>, ApiError> {
     enabled(&state)?;
     let req: EraseRequest = parse(&body)?;
     if let Some(named) = req.subject_id.as_ref().or(req.subject_identifier.as_ref()).or(req.consumer_id.as_ref())
@@ -65,7 +156,7 @@ pub async fn erase(
 }
 
 /// `DELETE /api/v1/gdpr/erasure`, `/api/v1/ccpa/delete` with the subject in the body.
-pub async fn erase_by_body(State(state): State<AppState>, caller: Caller, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn erase_by_body(State(state): State<AppState>, caller: Caller, body: axum::body::Bytes) -> Result<Json<Erased>, ApiError> {
     enabled(&state)?;
     let req: EraseRequest = parse(&body)?;
     let id = req.subject_id.clone().or_else(|| req.subject_identifier.clone()).or_else(|| req.consumer_id.clone());
@@ -80,7 +171,7 @@ fn parse(body: &[u8]) -> Result<EraseRequest, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("body: {e}")))
 }
 
-async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseRequest) -> Result<Json<Value>, ApiError> {
+async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseRequest) -> Result<Json<Erased>, ApiError> {
     if subject.trim().is_empty() || subject.len() > 256 {
         return Err(ApiError::BadRequest("the subject id is 1 to 256 characters".into()));
     }
@@ -254,10 +345,11 @@ async fn run(state: &AppState, caller: &Caller, subject: String, req: EraseReque
         tracing::warn!("the erasure was not audited: {}", r.message);
     }
     tracing::info!(subject = %subject, certificate = %cert_id, items = erased.len(), "data subject erased");
-    Ok(Json(json!({
-        "success": true, "certificate": certificate,
-        "message": format!("erased {} items ({} bytes) of subject {subject}", erased.len(), total_bytes),
-    })))
+    Ok(Json(Erased {
+        success: true,
+        certificate: SignedCertificate(certificate),
+        message: format!("erased {} items ({} bytes) of subject {subject}", erased.len(), total_bytes),
+    }))
 }
 
 /// Re-applies the erasures of `certificates` after a restore of `backup_id`
@@ -282,7 +374,7 @@ pub(crate) async fn reapply_after_restore(state: &AppState, certificates: Vec<Va
             ..EraseRequest::default()
         };
         match run(state, &Caller::Bootstrap, subject.to_string(), req).await {
-            Ok(Json(answer)) => {
+            Ok(Json(Erased { certificate: SignedCertificate(issued), .. })) => {
                 let again = MetaOp::RecordCertificate { id: id.to_string(), certificate: original.clone() };
                 match state.cluster.meta_write(again).await {
                     Ok(Response::Rejected(r)) if !r.message.contains("exists") => {
@@ -293,7 +385,7 @@ pub(crate) async fn reapply_after_restore(state: &AppState, certificates: Vec<Va
                 }
                 done.push(json!({
                     "certificate_id": id, "subject_id": subject,
-                    "reapplied_by": answer["certificate"]["certificate_id"], "items_erased": answer["certificate"]["total_items"],
+                    "reapplied_by": issued["certificate_id"], "items_erased": issued["total_items"],
                 }));
             }
             Err(e) => pending.push(format!("certificate {id} (subject {subject}): {e}")),
@@ -366,30 +458,89 @@ fn job_items(job: &Value) -> Vec<SubjectItem> {
     serde_json::from_value(job["items"].clone()).unwrap_or_default()
 }
 
+/// An erasure job: what it found and how far it got.
+// Read back from the JSON `open_job` and `run` record.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ErasureJobRecord {
+    /// `ERJ-<YYYYMMDDHHMMSS>-<8 hex digits>`.
+    id: String,
+    subject_id: String,
+    /// `running` until every store confirmed, then `complete`.
+    state: String,
+    created_at_ms: i64,
+    created_at: String,
+    updated_at_ms: i64,
+    /// Attempts made so far (a failed one is finished by sending the request again).
+    attempts: u64,
+    /// What the last attempt could not do; empty once complete.
+    pending: Vec<String>,
+    /// What the job found at its start and what any attempt erased since.
+    items: Vec<ErasedItem>,
+    /// A digest of the erasure's command (rule, places, secure_erase): a running
+    /// job continues only with the same.
+    params: String,
+    requestor: Option<String>,
+    reason: Option<String>,
+    secure_erase: bool,
+    /// The deletion certificate issued; absent until complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate_id: Option<String>,
+}
+
+/// One record of an erasure job: where it was, its id and size (never its data).
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ErasedItem {
+    /// `kv`, `document`, `sql`, `graph`, `object`, `vector`, `timeseries` or `stream`.
+    store: String,
+    /// The collection, graph, `database.table`, bucket or other place of the store.
+    location: String,
+    item_id: String,
+    /// Always null: a job never keeps the data.
+    data: Value,
+    /// Its stored size.
+    bytes: u64,
+    /// When it was last written (Unix milliseconds), where the store keeps it.
+    at_ms: Option<i64>,
+}
+
+/// An erasure job with its totals.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ErasureJobView {
+    #[serde(flatten)]
+    job: ErasureJobRecord,
+    /// Records in `items`.
+    total_items: usize,
+    /// Their stored bytes.
+    total_bytes: u64,
+}
+
+/// Every erasure job.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ErasureJobList {
+    jobs: Vec<ErasureJobView>,
+    total_count: usize,
+}
+
 /// `GET /api/v1/compliance/erasure-jobs`: every erasure job, oldest first.
-pub async fn list_jobs(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn list_jobs(State(state): State<AppState>, _caller: Caller) -> Result<Json<ErasureJobList>, ApiError> {
     enabled(&state)?;
     let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
-    let summaries: Vec<Value> = jobs.iter().map(job_summary).collect();
-    Ok(Json(json!({"jobs": summaries, "total_count": summaries.len()})))
+    let summaries: Vec<ErasureJobView> = jobs.iter().map(job_summary).collect::<Result<_, _>>()?;
+    Ok(Json(ErasureJobList { total_count: summaries.len(), jobs: summaries }))
 }
 
 /// `GET /api/v1/compliance/erasure-jobs/{id}`.
-pub async fn get_job(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_job(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<ErasureJobView>, ApiError> {
     enabled(&state)?;
     let jobs = typed::pick(state.cluster.meta_read(MetaQuery::ErasureJobs).await?, typed::shape!(MetaQueryResult::ErasureJobs))?;
-    jobs.iter()
-        .find(|j| j["id"] == id)
-        .map(|j| Json(job_summary(j)))
-        .ok_or_else(|| ApiError::NotFound(format!("erasure job {id} does not exist")))
+    let job = jobs.iter().find(|j| j["id"] == id).ok_or_else(|| ApiError::NotFound(format!("erasure job {id} does not exist")))?;
+    Ok(Json(job_summary(job)?))
 }
 
-fn job_summary(job: &Value) -> Value {
-    let mut summary = job.clone();
-    let items = job_items(job);
-    summary["total_items"] = json!(items.len());
-    summary["total_bytes"] = json!(items.iter().map(|i| i.bytes).sum::<u64>());
-    summary
+fn job_summary(job: &Value) -> Result<ErasureJobView, ApiError> {
+    let job: ErasureJobRecord = serde_json::from_value(job.clone())
+        .map_err(|e| ApiError::Internal(format!("erasure job {} is malformed: {e}", job["id"].as_str().unwrap_or_default())))?;
+    Ok(ErasureJobView { total_items: job.items.len(), total_bytes: job.items.iter().map(|i| i.bytes).sum(), job })
 }
 
 /// Deletes the subject's rows of one table (`VACUUM` after it is not needed:
@@ -483,15 +634,26 @@ async fn recorded_key(state: &AppState) -> Result<Option<SigningKey>, ApiError> 
     Ok(Some(SigningKey::from_bytes(&bytes)))
 }
 
+/// The key deletion certificates are signed with.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct PublicKeyView {
+    /// `Ed25519`.
+    algorithm: String,
+    /// Base64 of the key's 32 bytes.
+    public_key: String,
+    /// The key as a PEM SubjectPublicKeyInfo (RFC 8410).
+    public_key_pem: String,
+}
+
 /// `GET /api/v1/compliance/certificates/public-key`: the key certificates verify with.
-pub async fn public_key(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn public_key(State(state): State<AppState>, _caller: Caller) -> Result<Json<PublicKeyView>, ApiError> {
     enabled(&state)?;
     let key = signing_key(&state).await?.verifying_key();
     // SubjectPublicKeyInfo of an Ed25519 key (RFC 8410): a fixed prefix, then the 32 bytes.
     let mut der = vec![0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
     der.extend_from_slice(&key.to_bytes());
     let pem = format!("-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n", B64.encode(der));
-    Ok(Json(json!({"algorithm": "Ed25519", "public_key": B64.encode(key.to_bytes()), "public_key_pem": pem})))
+    Ok(Json(PublicKeyView { algorithm: "Ed25519".into(), public_key: B64.encode(key.to_bytes()), public_key_pem: pem }))
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]
@@ -509,16 +671,23 @@ fn time_param(v: &Option<String>, name: &str) -> Result<Option<i64>, ApiError> {
         .ok_or_else(|| ApiError::BadRequest(format!("{name} must be Unix milliseconds or an RFC 3339 date")))
 }
 
+/// Deletion certificates.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CertificateList {
+    certificates: Vec<SignedCertificate>,
+    total_count: usize,
+}
+
 /// `GET /api/v1/compliance/certificates?from=&to=`: issued in the range, oldest first.
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     QueryParams(r): QueryParams<CertificateRange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CertificateList>, ApiError> {
     enabled(&state)?;
     let q = MetaQuery::Certificates { from_ms: time_param(&r.from, "from")?, to_ms: time_param(&r.to, "to")? };
     let certs = typed::pick(state.cluster.meta_read(q).await?, typed::shape!(MetaQueryResult::Certificates))?;
-    Ok(Json(json!({"certificates": certs, "total_count": certs.len()})))
+    Ok(Json(CertificateList { total_count: certs.len(), certificates: certs.into_iter().map(SignedCertificate).collect() }))
 }
 
 async fn certificate(state: &AppState, id: &str) -> Result<Value, ApiError> {
@@ -528,20 +697,33 @@ async fn certificate(state: &AppState, id: &str) -> Result<Value, ApiError> {
 }
 
 /// `GET /api/v1/compliance/certificates/{id}`.
-pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<SignedCertificate>, ApiError> {
     enabled(&state)?;
-    Ok(Json(certificate(&state, &id).await?))
+    Ok(Json(SignedCertificate(certificate(&state, &id).await?)))
+}
+
+/// Whether a certificate's signature verifies, and why not.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CertificateVerification {
+    /// Its Ed25519 signature over its content verifies with the cluster's key.
+    valid: bool,
+    certificate: SignedCertificate,
+    message: String,
 }
 
 /// `GET /api/v1/compliance/certificates/{id}/verify`: `{valid, certificate,
 /// message}`: valid when its Ed25519 signature over its content verifies with
 /// the cluster's key (a changed field, a foreign key or signature fails).
-pub async fn verify(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn verify(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<CertificateVerification>, ApiError> {
     enabled(&state)?;
     let cert = certificate(&state, &id).await?;
     let key = signing_key(&state).await?.verifying_key();
     let (valid, message) = check(&cert, &key);
-    Ok(Json(json!({"valid": valid, "certificate": cert, "message": message})))
+    Ok(Json(CertificateVerification { valid, certificate: SignedCertificate(cert), message }))
 }
 
 /// Whether `cert` is signed by `key`, and why not.

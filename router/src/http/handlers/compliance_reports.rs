@@ -477,7 +477,7 @@ pub struct Availability {
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct IncidentResponse {
     controls: Vec<ControlView>,
-    incidents: super::compliance::BreachStats,
+    incidents: crate::services::compliance::BreachStats,
 }
 
 /// Who has access: users, admins (with MFA) and custom roles.

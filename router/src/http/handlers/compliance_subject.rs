@@ -9,10 +9,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_api::command::{Query, QueryResult};
-use tessera_api::compliance::{SubjectItem, SubjectRule};
+use tessera_api::compliance::{ColumnClassification, SubjectItem, SubjectRule};
 use tessera_api::http::iso8601_ms;
 use tessera_api::rpc::Consistency;
 use tessera_api::sql::{SqlQuery, SqlResult};
@@ -234,6 +234,90 @@ pub fn compact_timestamp(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map(|t| t.format("%Y%m%d%H%M%S").to_string()).unwrap_or_default()
 }
 
+/// A JSON export, as kept for download.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ExportContent {
+    success: bool,
+    /// `EXP-<YYYYMMDDHHMMSS>-<8 characters>`.
+    export_id: String,
+    subject_id: String,
+    /// `json`.
+    format: String,
+    generated_at: String,
+    /// Records exported.
+    total_items: usize,
+    /// Their stored bytes.
+    size_bytes: u64,
+    /// The same as `total_items`.
+    record_count: usize,
+    data: ExportData,
+}
+
+/// A JSON export's answer: the export, and where it can be downloaded again.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ExportAnswer {
+    #[serde(flatten)]
+    export: ExportContent,
+    /// `/api/v1/compliance/exports/{export_id}`; null when it was not kept (too large, or not recorded).
+    download_url: Option<String>,
+    /// Until when it can be downloaded; null when it was not kept.
+    expires_at: Option<String>,
+}
+
+/// The subject's records, by store.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ExportData {
+    subject_id: String,
+    kv: Vec<ExportItem>,
+    document: Vec<ExportItem>,
+    sql: Vec<ExportItem>,
+    graph: Vec<ExportItem>,
+    object: Vec<ExportItem>,
+    vector: Vec<ExportItem>,
+    timeseries: Vec<ExportItem>,
+    stream: Vec<ExportItem>,
+}
+
+/// One record of the subject.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ExportItem {
+    /// The collection, graph, `database.table`, bucket or other place of its store.
+    location: String,
+    item_id: String,
+    /// The record as stored.
+    data: Value,
+    /// The classifications of its table's columns: SQL rows of classified
+    /// tables only, unless `include_metadata` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    classification: Option<Vec<ExportClassification>>,
+}
+
+/// The classification of one column, as recorded.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ExportClassification {
+    table: String,
+    column: String,
+    /// 0 (Public) to 5 (Restricted).
+    level: u8,
+    reason: Option<String>,
+    classified_by: String,
+    /// Unix milliseconds; 0 until the meta group has fixed it.
+    classified_at_ms: i64,
+}
+
+impl From<&ColumnClassification> for ExportClassification {
+    fn from(c: &ColumnClassification) -> ExportClassification {
+        ExportClassification {
+            table: c.table.clone(),
+            column: c.column.clone(),
+            level: c.level,
+            reason: c.reason.clone(),
+            classified_by: c.classified_by.clone(),
+            classified_at_ms: c.classified_at_ms,
+        }
+    }
+}
+
 /// `POST /api/v1/compliance/export {subject_id, format: json|csv|xml, date_range, scope}`
 /// (admin only): every record of the subject in the key-value, document, SQL
 /// and graph stores, as `{success, export_id: EXP-<ts>-<8>, subject_id, format,
@@ -279,18 +363,19 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
     let now = tessera_api::command::now_ms();
     let export_id = format!("EXP-{}-{}", compact_timestamp(now), random_suffix());
     let classifications = if req.include_metadata.unwrap_or(true) { classifications(state).await? } else { Vec::new() };
-    let item_json = |i: &SubjectItem| {
-        let mut v = json!({"location": i.location, "item_id": i.item_id, "data": i.data});
+    let item_view = |i: &SubjectItem| {
+        let mut classification = None;
         if i.store == "sql" {
             let table = i.location.split_once('.').map_or(i.location.as_str(), |(_, t)| t);
-            let meta: Vec<&Value> = classifications.iter().filter(|c| c["table"] == table).collect();
+            let meta: Vec<ExportClassification> =
+                classifications.iter().filter(|c| c.table == table).map(ExportClassification::from).collect();
             if !meta.is_empty() {
-                v["classification"] = json!(meta);
+                classification = Some(meta);
             }
         }
-        v
+        ExportItem { location: i.location.clone(), item_id: i.item_id.clone(), data: i.data.clone(), classification }
     };
-    let by_store = |store: &str| items.iter().filter(|i| i.store == store).map(item_json).collect::<Vec<_>>();
+    let by_store = |store: &str| items.iter().filter(|i| i.store == store).map(item_view).collect::<Vec<_>>();
     tracing::info!(subject = %subject, export_id, items = items.len(), "data subject export");
     match format.as_str() {
         "csv" => {
@@ -326,20 +411,34 @@ async fn run_export(state: &AppState, req: ExportRequest) -> Result<Response, Ap
             Ok(with_location(file(&export_id, "xml", "application/xml", x.into_bytes()), kept))
         }
         _ => {
-            let mut answer = json!({
-                "success": true, "export_id": export_id, "subject_id": subject, "format": "json",
-                "generated_at": iso8601_ms(now), "total_items": items.len(),
-                "size_bytes": items.iter().map(|i| i.bytes).sum::<u64>(), "record_count": items.len(),
-                "data": {
-                    "subject_id": subject, "kv": by_store("kv"), "document": by_store("document"), "sql": by_store("sql"), "graph": by_store("graph"),
-                    "object": by_store("object"), "vector": by_store("vector"), "timeseries": by_store("timeseries"), "stream": by_store("stream"),
+            let export = ExportContent {
+                success: true,
+                export_id: export_id.clone(),
+                subject_id: subject.clone(),
+                format: "json".into(),
+                generated_at: iso8601_ms(now),
+                total_items: items.len(),
+                size_bytes: items.iter().map(|i| i.bytes).sum::<u64>(),
+                record_count: items.len(),
+                data: ExportData {
+                    subject_id: subject.clone(),
+                    kv: by_store("kv"),
+                    document: by_store("document"),
+                    sql: by_store("sql"),
+                    graph: by_store("graph"),
+                    object: by_store("object"),
+                    vector: by_store("vector"),
+                    timeseries: by_store("timeseries"),
+                    stream: by_store("stream"),
                 },
-            });
-            let bytes = serde_json::to_vec(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
+            };
+            let bytes = serde_json::to_vec(&export).map_err(|e| ApiError::Internal(e.to_string()))?;
             let kept = keep(state, &export_id, &subject, "json", "application/json", &bytes, now).await;
-            answer["download_url"] = json!(kept.as_ref().map(|(url, _)| url));
-            answer["expires_at"] = json!(kept.as_ref().map(|(_, at)| iso8601_ms(*at)));
-            Ok(Json(answer).into_response())
+            let (download_url, expires_at) = match kept {
+                Some((url, at)) => (Some(url), Some(iso8601_ms(at))),
+                None => (None, None),
+            };
+            Ok(Json(ExportAnswer { export, download_url, expires_at }).into_response())
         }
     }
 }
@@ -416,11 +515,11 @@ pub async fn download(
     Ok((headers, kept.bytes).into_response())
 }
 
-/// Every column classification, as `GET /api/v1/compliance/classifications` lists them.
-async fn classifications(state: &AppState) -> Result<Vec<Value>, ApiError> {
+/// Every column classification.
+async fn classifications(state: &AppState) -> Result<Vec<ColumnClassification>, ApiError> {
     use tessera_api::command::{MetaQuery, MetaQueryResult};
     match state.cluster.meta_read(MetaQuery::Classifications { table: None }).await? {
-        MetaQueryResult::Classifications(list) => Ok(list.iter().map(|c| serde_json::to_value(c).unwrap_or(Value::Null)).collect()),
+        MetaQueryResult::Classifications(list) => Ok(list),
         other => Err(ApiError::unexpected(other)),
     }
 }

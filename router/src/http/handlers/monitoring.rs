@@ -6,7 +6,7 @@ use axum::extract::State;
 
 use crate::error::ApiError;
 use crate::services::auth::Caller;
-use crate::services::monitoring::{self, ActivityList, AlertList, Dashboard, EffectiveConfig, Stats, StorageReport};
+use crate::services::monitoring::{self, ActivityList, Dashboard, EffectiveConfig, RaisedAlerts, Stats, StorageReport};
 use crate::state::AppState;
 
 /// `GET /api/v1/admin/stats`: request counts and latency percentiles since
@@ -25,7 +25,7 @@ pub async fn stats(State(state): State<AppState>, _caller: Caller) -> Result<Jso
 /// in the last minute, a data filesystem under 10 % free (critical under 5 %),
 /// a node using over 90 % of its machine's memory (warnings), a node leaving (info); raised from the
 /// cluster's state when asked, so an alert clears as soon as its cause does.
-pub async fn alerts(State(state): State<AppState>, _caller: Caller) -> Result<Json<AlertList>, ApiError> {
+pub async fn alerts(State(state): State<AppState>, _caller: Caller) -> Result<Json<RaisedAlerts>, ApiError> {
     Ok(Json(monitoring::alerts(&state).await?))
 }
 

@@ -29,7 +29,7 @@ use crate::state::AppState;
 pub fn routes() -> RouteTable {
     RouteTable::new()
         .post("/api/v1/query", P("read:sql"), query)
-        .returns::<QueryAnswer>()
+        .returns::<SqlAnswer>()
         .get("/api/v1/tables", P("read:sql"), list_tables)
         .get("/api/v1/tables/{name}", P("read:sql"), describe_table)
         .get("/api/v1/databases", P("read:sql"), list_databases)
@@ -153,7 +153,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
             if !security_flags.is_empty() {
                 metadata.security_flags = Some(security_flags);
             }
-            let body = QueryAnswer {
+            let body = SqlAnswer {
                 success: true,
                 data: QueryRows { columns: r.columns, rows: r.rows, row_count: r.row_count },
                 rows_affected: r.rows_affected,
@@ -196,7 +196,7 @@ pub struct QueryMetadata {
 
 /// The answer of `POST /api/v1/query`.
 #[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct QueryAnswer {
+pub struct SqlAnswer {
     pub success: bool,
     pub data: QueryRows,
     pub rows_affected: u64,
