@@ -28,8 +28,8 @@ use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::{Caller, new_id};
-use crate::services::compliance::consent as read;
-use crate::services::compliance::{BreachStats, actor, audit, enabled, incidents};
+use crate::services::compliance::read_consent as read;
+use crate::services::compliance::{BreachStats, actor, enabled, read_audit, read_incidents};
 use crate::state::AppState;
 
 /// Subjects a do-not-sell page lists without a `limit`, and at most.
@@ -683,7 +683,7 @@ pub struct AuditTrail {
 async fn audit_trail(State(state): State<AppState>, _caller: Caller, Path(subject_id): Path<String>) -> Result<Json<AuditTrail>, ApiError> {
     enabled(&state)?;
     check_field("subject_id", &subject_id)?;
-    let AuditAnswer::Entries(entries) = audit(&state, AuditQuery::Subject { subject_id: subject_id.clone() }).await? else {
+    let AuditAnswer::Entries(entries) = read_audit(&state, AuditQuery::Subject { subject_id: subject_id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected audit answer".into()));
     };
     Ok(Json(AuditTrail { subject_id, entries: entries.iter().map(AuditEntryView::from).collect(), total: entries.len() }))
@@ -702,7 +702,7 @@ pub struct AuditVerification {
 /// with a message naming the entry where it breaks.
 async fn audit_verify(State(state): State<AppState>, _caller: Caller) -> Result<Json<AuditVerification>, ApiError> {
     enabled(&state)?;
-    let AuditAnswer::Verified { valid, entries_verified, message } = audit(&state, AuditQuery::Verify).await? else {
+    let AuditAnswer::Verified { valid, entries_verified, message } = read_audit(&state, AuditQuery::Verify).await? else {
         return Err(ApiError::Internal("unexpected audit answer".into()));
     };
     Ok(Json(AuditVerification { valid, entries_verified, message }))
@@ -1031,7 +1031,7 @@ async fn list_breaches(
     {
         return Err(ApiError::BadRequest(format!("severity must be low, medium, high or critical, not {s:?}")));
     }
-    let IncidentAnswer::List(list) = incidents(&state, IncidentQuery::List { status: f.status, severity: f.severity }).await? else {
+    let IncidentAnswer::List(list) = read_incidents(&state, IncidentQuery::List { status: f.status, severity: f.severity }).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let now = now_ms();
@@ -1047,7 +1047,7 @@ async fn list_breaches(
 /// `GET /api/v1/compliance/breaches/stats`.
 async fn breach_stats(State(state): State<AppState>, _caller: Caller) -> Result<Json<BreachStats>, ApiError> {
     enabled(&state)?;
-    let IncidentAnswer::Stats(s) = incidents(&state, IncidentQuery::Stats).await? else {
+    let IncidentAnswer::Stats(s) = read_incidents(&state, IncidentQuery::Stats).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     Ok(Json(s.into()))
@@ -1075,7 +1075,7 @@ async fn breach_report(
     if format != "json" && format != "pdf" {
         return Err(ApiError::BadRequest(format!("format must be json or pdf, not {format:?}")));
     }
-    let IncidentAnswer::One(found) = incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
+    let IncidentAnswer::One(found) = read_incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;
@@ -1183,7 +1183,7 @@ async fn security_events(
 /// `GET /api/v1/compliance/breaches/{id}`.
 async fn get_breach(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<IncidentView>, ApiError> {
     enabled(&state)?;
-    let IncidentAnswer::One(found) = incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
+    let IncidentAnswer::One(found) = read_incidents(&state, IncidentQuery::Get { id: id.clone() }).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let i = found.ok_or_else(|| ApiError::NotFound(format!("incident {id} does not exist")))?;

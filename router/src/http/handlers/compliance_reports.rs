@@ -19,8 +19,8 @@ use tessera_api::meta::Role;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::services::auth::Caller;
-use crate::services::compliance::consent as read;
-use crate::services::compliance::{audit, enabled, incidents};
+use crate::services::compliance::read_consent as read;
+use crate::services::compliance::{enabled, read_audit, read_incidents};
 use crate::state::AppState;
 
 /// The consent purposes CCPA counts as selling or sharing personal data: a
@@ -78,13 +78,13 @@ impl Facts {
         let now = tessera_api::command::now_ms();
         let statuses = state.cluster.node_statuses().await?;
         let answering: Vec<_> = statuses.iter().filter_map(|(_, s)| s.as_ref().ok()).collect();
-        let AuditAnswer::Verified { valid, entries_verified, message } = audit(state, AuditQuery::Verify).await? else {
+        let AuditAnswer::Verified { valid, entries_verified, message } = read_audit(state, AuditQuery::Verify).await? else {
             return Err(ApiError::Internal("unexpected audit answer".into()));
         };
         let ConsentAnswer::Stats(consent) = read(state, ConsentQuery::Stats).await? else {
             return Err(ApiError::Internal("unexpected consent answer".into()));
         };
-        let IncidentAnswer::List(list) = incidents(state, IncidentQuery::List { status: None, severity: None }).await? else {
+        let IncidentAnswer::List(list) = read_incidents(state, IncidentQuery::List { status: None, severity: None }).await? else {
             return Err(ApiError::Internal("unexpected incident answer".into()));
         };
         let overdue =
@@ -513,7 +513,7 @@ pub async fn soc2_report(State(state): State<AppState>, _caller: Caller) -> Resu
     enabled(&state)?;
     let facts = Facts::gather(&state).await?;
     let controls = facts.controls();
-    let IncidentAnswer::Stats(incident_stats) = incidents(&state, IncidentQuery::Stats).await? else {
+    let IncidentAnswer::Stats(incident_stats) = read_incidents(&state, IncidentQuery::Stats).await? else {
         return Err(ApiError::Internal("unexpected incident answer".into()));
     };
     let criteria = |ids: &[&str]| judged(&controls, ids);

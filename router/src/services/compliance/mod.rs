@@ -2,6 +2,16 @@
 //! reads of the meta group's consent, audit and incident records every
 //! compliance handler and report shares.
 
+pub mod audit;
+pub mod classify;
+pub mod consent;
+pub mod erasure;
+pub mod expiry;
+pub mod export;
+pub mod incidents;
+pub mod reports;
+pub mod webhooks;
+
 use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::compliance::{
     AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, DEFAULT_SUBJECT_FIELDS, IncidentAnswer, IncidentQuery, SubjectRule,
@@ -37,7 +47,7 @@ pub fn actor(caller: &Caller) -> String {
 }
 
 /// Answers a consent query from the meta group.
-pub async fn consent(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
+pub async fn read_consent(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Consent(q)).await? {
         MetaQueryResult::Consent(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),
@@ -45,7 +55,7 @@ pub async fn consent(state: &AppState, q: ConsentQuery) -> Result<ConsentAnswer,
 }
 
 /// Answers an audit-trail query from the meta group.
-pub async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
+pub async fn read_audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Audit(q)).await? {
         MetaQueryResult::Audit(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),
@@ -53,7 +63,7 @@ pub async fn audit(state: &AppState, q: AuditQuery) -> Result<AuditAnswer, ApiEr
 }
 
 /// Answers an incident query from the meta group.
-pub async fn incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
+pub async fn read_incidents(state: &AppState, q: IncidentQuery) -> Result<IncidentAnswer, ApiError> {
     match state.cluster.meta_read(MetaQuery::Incident(q)).await? {
         MetaQueryResult::Incident(answer) => Ok(answer),
         other => Err(ApiError::unexpected(other)),

@@ -1,0 +1,1 @@
+//! Column classification: recording and listing the levels the router enforces.
