@@ -125,7 +125,7 @@ pub struct RetentionSection {
     pub audit_log_retention_days: Option<u64>,
     /// With `compliance.enabled`: personal data past `pii_retention_days` and
     /// time-series points past `default_retention_days` are deleted by every
-    /// router's expiry task (see `compliance_tasks::expire_once`).
+    /// router's expiry task (see `services::compliance::expiry::expire_once`).
     pub auto_delete_expired: bool,
     /// Seconds between two runs of the expiry task (3600).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,14 +7,12 @@ mod backup;
 mod catalog;
 mod classification;
 mod cluster;
-mod compliance_tasks;
 mod config;
 mod error;
 mod http;
 use http::handlers;
 mod idempotency;
 mod import;
-mod incident_report;
 mod route_access;
 mod secrets;
 mod security;
@@ -280,9 +278,9 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     tokio::spawn(state.rate_limits.clone().prune_loop());
     tokio::spawn(state.activities.clone().flush_loop(state.cluster.clone()));
     tokio::spawn(state.request_stats.clone().publish_loop(state.cluster.clone(), state.router_instance.clone()));
-    tokio::spawn(compliance_tasks::deliver_loop(state.clone()));
-    tokio::spawn(compliance_tasks::audit_retention_loop(state.clone()));
-    tokio::spawn(compliance_tasks::expiry_loop(state.clone()));
+    tokio::spawn(services::compliance::webhooks::deliver_loop(state.clone()));
+    tokio::spawn(services::compliance::audit::retention_loop(state.clone()));
+    tokio::spawn(services::compliance::expiry::expiry_loop(state.clone()));
     let streams = state.streams.clone();
     let mut asked_to_stop = state.shutdown.subscribe();
 

@@ -233,14 +233,15 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
         router.post("/api/v1/auth/login", &json!({"username": "admin", "password": "not the password"})).await.expect(401);
     }
     let webhook =
-        crate::compliance_tasks::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())]).unwrap();
-    assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(1));
+        crate::services::compliance::webhooks::Webhook::new(url, Some("hook-secret".into()), vec![("X-Api-Key".into(), "k-123".into())])
+            .unwrap();
+    assert_eq!(crate::services::compliance::webhooks::deliver_due(&router.state, &webhook).await.unwrap(), 1);
 
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "one failed request, one retry");
     let (headers, body) = &seen[1];
     assert_eq!(headers["x-api-key"], "k-123");
-    assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::compliance_tasks::signature("hook-secret", body));
+    assert_eq!(headers["x-tessera-signature"].to_str().unwrap(), crate::services::compliance::webhooks::signature("hook-secret", body));
     let payload: serde_json::Value = serde_json::from_slice(body).unwrap();
     assert_eq!(
         (payload["type"].clone(), payload["severity"].clone(), payload["status"].clone()),
@@ -262,7 +263,7 @@ async fn a_breach_reaches_the_webhook_signed_after_a_retry() {
         (json!("delivered"), json!(2)),
         "{incident}"
     );
-    assert_eq!(crate::compliance_tasks::deliver_due(&router.state, &webhook).await, Ok(0), "delivered once");
+    assert_eq!(crate::services::compliance::webhooks::deliver_due(&router.state, &webhook).await.unwrap(), 0, "delivered once");
 }
 
 /// Failed logins, a refused permission and the alert the failures raise are
@@ -641,11 +642,11 @@ async fn personal_data_past_its_retention_is_erased_and_the_rest_stays() {
     const DAY: i64 = 86_400_000;
     let now = tessera_api::command::now_ms();
 
-    let young = crate::compliance_tasks::expire_once(&router.state, now + 29 * DAY).await.unwrap();
+    let young = crate::services::compliance::expiry::expire_once(&router.state, now + 29 * DAY).await.unwrap();
     assert!(young.is_empty(), "nothing is 30 days old yet: {young:?}");
     router.get("/api/v1/kv/keys/orders/1").await.expect(200);
 
-    let expired = crate::compliance_tasks::expire_once(&router.state, now + 31 * DAY).await.unwrap();
+    let expired = crate::services::compliance::expiry::expire_once(&router.state, now + 31 * DAY).await.unwrap();
     assert_eq!(expired.get("kv"), Some(&1), "{expired:?}");
     assert_eq!(expired.get("document"), Some(&1), "{expired:?}");
     router.get("/api/v1/kv/keys/orders/1").await.expect(404);

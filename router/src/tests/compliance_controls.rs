@@ -373,7 +373,7 @@ async fn time_series_points_past_the_default_retention_are_dropped_by_the_expiry
     let now = tessera_api::command::now_ms();
     let points = json!([{"timestamp": now - 3 * 86_400_000, "value": 1.0}, {"timestamp": now - 60_000, "value": 2.0}]);
     router.post("/api/v1/timeseries/write", &json!({"metric": "temp", "points": points})).await.expect(200);
-    crate::compliance_tasks::expire_once(&router.state, now).await.unwrap();
+    crate::services::compliance::expiry::expire_once(&router.state, now).await.unwrap();
     let left = router.post("/api/v1/timeseries/query", &json!({"metric": "temp", "start": 0})).await.expect(200);
     assert_eq!(left["total_points"], json!(1), "the three-day-old point is gone, the recent one stays: {left}");
 }

@@ -1,6 +1,9 @@
-//! Compliance (spec 02): the switch, the actor the audit trail names, and the
-//! reads of the meta group's consent, audit and incident records every
-//! compliance handler and report shares.
+//! Compliance (spec 02), one module per duty: consent, the audit trail,
+//! classification, incidents and their reports, breach webhooks, the
+//! retention expiry, erasure with its certificates, subject export, and the
+//! compliance reports. Here: the switch, the actor the audit trail names, the
+//! field rule, and the reads of the meta group's consent, audit and incident
+//! records they share.
 
 pub mod audit;
 pub mod classify;
@@ -8,13 +11,15 @@ pub mod consent;
 pub mod erasure;
 pub mod expiry;
 pub mod export;
+pub mod incident_report;
 pub mod incidents;
 pub mod reports;
 pub mod webhooks;
 
 use tessera_api::command::{MetaQuery, MetaQueryResult};
 use tessera_api::compliance::{
-    AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, DEFAULT_SUBJECT_FIELDS, IncidentAnswer, IncidentQuery, SubjectRule,
+    AuditAnswer, AuditQuery, ConsentAnswer, ConsentQuery, DEFAULT_SUBJECT_FIELDS, IncidentAnswer, IncidentQuery, MAX_FIELD_BYTES,
+    SubjectRule,
 };
 
 use crate::error::ApiError;
@@ -36,6 +41,18 @@ pub fn enabled(state: &AppState) -> Result<(), ApiError> {
     } else {
         Err(ApiError::NotFound("the compliance interface is off: start the router with SERVICE_COMPLIANCE_ENABLED=true".into()))
     }
+}
+
+/// Entries a page lists without a `limit`, and at most.
+pub const DEFAULT_PAGE: usize = 100;
+pub const MAX_PAGE: usize = 1000;
+
+/// A free-text field of a compliance record: 1 to `MAX_FIELD_BYTES` bytes without NUL.
+pub fn check_field(what: &str, value: &str) -> Result<(), ApiError> {
+    if value.is_empty() || value.len() > MAX_FIELD_BYTES || value.contains('\0') {
+        return Err(ApiError::BadRequest(format!("{what} must be 1 to {MAX_FIELD_BYTES} bytes without NUL")));
+    }
+    Ok(())
 }
 
 /// Who acts, as the audit trail names them.
