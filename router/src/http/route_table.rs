@@ -105,6 +105,15 @@ impl RouteTable {
         self
     }
 
+    /// Documents the last declared route's success answer as `T` in JSON or,
+    /// when the request asks for it, a file of `media` type (a PDF document).
+    pub fn returns_or_file<T: JsonSchema>(mut self, media: &'static str) -> Self {
+        let last = self.decisions.last_mut().expect("a route declared before its answer");
+        last.doc.response = Some(|g| g.subschema_for::<T>());
+        last.doc.file_media = Some(media);
+        self
+    }
+
     /// Documents the last declared route's JSON body as `T`, for a handler
     /// that reads its body by hand (to word its own errors) rather than
     /// through [`crate::http::handlers::JsonBody`]; `required` false when an empty

@@ -20,6 +20,7 @@ use crate::services::compliance::consent::{self, ConsentBody, ConsentCheck, Cons
 use crate::services::compliance::consent::{ConsentRecorded, ConsentStatsView, ConsentStatus, ConsentWithdrawn, DoNotSellPage};
 use crate::services::compliance::consent::{OptOutBody, OptedOut, WithdrawBody};
 use crate::services::compliance::incidents::{self, AcknowledgeBody, IncidentAcknowledged, IncidentList, IncidentResolved};
+use crate::services::compliance::incident_report::{self, IncidentReport};
 use crate::services::compliance::incidents::{IncidentView, IncidentsCleaned, ResolveBody, SecurityEventList};
 use crate::services::compliance::{BreachStats, actor, enabled};
 use crate::state::AppState;
@@ -41,6 +42,7 @@ pub fn routes() -> RouteTable {
         .post(format!("{C}/breaches/cleanup"), P("manage:compliance"), cleanup_breaches)
         .get(format!("{C}/breaches/{{id}}"), P("read:compliance"), get_breach)
         .get(format!("{C}/breaches/{{id}}/report"), P("read:compliance"), breach_report)
+        .returns_or_file::<IncidentReport>("application/pdf")
         .get(format!("{C}/security-events"), P("read:compliance"), security_events)
         .post(format!("{C}/breaches/{{id}}/acknowledge"), P("manage:compliance"), acknowledge_breach)
         .post(format!("{C}/breaches/{{id}}/resolve"), P("manage:compliance"), resolve_breach)
@@ -286,13 +288,13 @@ async fn breach_report(
     }
     let report = incidents::report(&state, id).await?;
     if format == "json" {
-        return Ok(Json(report.report).into_response());
+        return Ok(Json(report).into_response());
     }
     let headers = [
         (axum::http::header::CONTENT_TYPE, "application/pdf".to_string()),
-        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}\"", report.pdf_name)),
+        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}-report.pdf\"", report.incident.incident_id)),
     ];
-    Ok((headers, report.pdf()).into_response())
+    Ok((headers, incident_report::pdf(&report)).into_response())
 }
 
 #[derive(schemars::JsonSchema, Debug, Deserialize)]

@@ -119,7 +119,11 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
         let schema = schema(generator).to_value();
         let statuses: &[u16] = if d.doc.statuses.is_empty() { &[200] } else { d.doc.statuses };
         for status in statuses {
-            out.insert(status.to_string(), json_answer(schema.clone()));
+            let mut answer = json_answer(schema.clone());
+            if let Some(media) = d.doc.file_media {
+                answer["content"][media] = json!({"schema": {"type": "string", "format": "binary"}});
+            }
+            out.insert(status.to_string(), answer);
         }
         also_answered(d, takes_consistency, &mut out);
         return out;

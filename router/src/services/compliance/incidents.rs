@@ -3,12 +3,12 @@
 //! and the recorded security events.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::compliance::{Incident, IncidentAnswer, IncidentOp, IncidentQuery};
 use tessera_api::http::iso8601_ms;
 use tessera_api::security::{SecurityQuery, SecurityQueryResult};
 
+use super::incident_report::{self, IncidentReport, SecurityEventView};
 use super::{BreachStats, DEFAULT_PAGE, MAX_PAGE, check_field, read_incidents};
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
@@ -146,20 +146,6 @@ pub async fn stats(state: &AppState) -> Result<BreachStats, ApiError> {
     Ok(s.into())
 }
 
-/// A breach incident's report, and the name of its PDF rendering.
-pub struct IncidentReport {
-    pub report: Value,
-    /// `<incident id>-report.pdf`.
-    pub pdf_name: String,
-}
-
-impl IncidentReport {
-    /// The report as a PDF document.
-    pub fn pdf(&self) -> Vec<u8> {
-        super::incident_report::pdf(&self.report)
-    }
-}
-
 /// The incident, its timeline, its notification duties (GDPR 72 h, HIPAA media
 /// notice at 500 subjects, the webhook delivery) and the security events
 /// within an hour of its detection from its addresses or subjects.
@@ -177,29 +163,14 @@ pub async fn report(state: &AppState, id: String) -> Result<IncidentReport, ApiE
     };
     let related: Vec<_> = events
         .into_iter()
-        .filter(|e| (e.at_ms - i.detected_at_ms).abs() <= super::incident_report::RELATED_WINDOW_MS)
+        .filter(|e| (e.at_ms - i.detected_at_ms).abs() <= incident_report::RELATED_WINDOW_MS)
         .filter(|e| {
             e.source_ip.as_ref().is_some_and(|ip| i.involved_ips.contains(ip))
                 || e.username.as_ref().is_some_and(|u| i.affected_subjects.contains(u))
         })
         .rev()
         .collect();
-    Ok(IncidentReport { report: super::incident_report::report(&i, &related, now_ms()), pdf_name: format!("{}-report.pdf", i.incident_id) })
-}
-
-/// A recorded security event.
-#[derive(Serialize, schemars::JsonSchema)]
-pub struct SecurityEventView {
-    /// `evt-<12 digits>`, increasing.
-    event_id: String,
-    event_type: String,
-    /// `low`, `medium`, `high` or `critical`.
-    severity: String,
-    timestamp: String,
-    source_ip: Option<String>,
-    /// The user name involved, if any.
-    user_id: Option<String>,
-    description: String,
+    Ok(incident_report::report(&i, related, now_ms()))
 }
 
 /// Recorded security events, newest first.
@@ -232,18 +203,7 @@ pub async fn security_events(state: &AppState, limit: Option<usize>, event_type:
     else {
         return Err(ApiError::Internal("unexpected security answer".into()));
     };
-    let items: Vec<SecurityEventView> = events
-        .into_iter()
-        .map(|e| SecurityEventView {
-            event_id: e.id,
-            event_type: e.event_type,
-            severity: e.severity,
-            timestamp: iso8601_ms(e.at_ms),
-            source_ip: e.source_ip,
-            user_id: e.username,
-            description: e.description,
-        })
-        .collect();
+    let items: Vec<SecurityEventView> = events.into_iter().map(SecurityEventView::from).collect();
     Ok(SecurityEventList { count: items.len(), events: items, total_count: total, event_type })
 }
 
