@@ -482,7 +482,7 @@ async fn erasure_removes_the_subject_everywhere_and_certifies_it() {
     assert!(key["public_key_pem"].as_str().unwrap().starts_with("-----BEGIN PUBLIC KEY-----"));
     let pk: [u8; 32] = base64::engine::general_purpose::STANDARD.decode(key["public_key"].as_str().unwrap()).unwrap().try_into().unwrap();
     let pk = ed25519_dalek::VerifyingKey::from_bytes(&pk).unwrap();
-    assert!(crate::http::handlers::compliance_erasure::check(&cert, &pk).0, "offline verification");
+    assert!(crate::services::compliance::erasure::check(&cert, &pk).0, "offline verification");
 
     // An altered certificate fails.
     let mut forged = cert.clone();

@@ -125,7 +125,8 @@ pub async fn restore(
     // until they are: no read sees the restored records of an erased subject.
     let hold = !later.is_empty();
     let restored = state.backups.restore(state.cluster.as_ref(), &id, hold).await?;
-    let (done, pending) = crate::cluster::as_restore(&id, super::compliance_erasure::reapply_after_restore(&state, later, &id)).await;
+    let (done, pending) =
+        crate::cluster::as_restore(&id, crate::services::compliance::erasure::reapply_after_restore(&state, later, &id)).await;
     if !pending.is_empty() {
         return Err(ApiError::Unavailable(format!(
             "backup {id} was restored, but erasures issued after it are not all re-applied: {}; the data groups stay held \
