@@ -46,9 +46,9 @@ pub struct RouteDoc {
     pub statuses: &'static [u16],
     /// The handler answers bytes or a stream rather than a JSON value.
     pub raw_response: bool,
-    /// Besides its typed JSON answer, the route answers a file of this media
-    /// type when asked (an incident report as a PDF document).
-    pub file_media: Option<&'static str>,
+    /// Besides its typed JSON answer, the route answers a file of one of
+    /// these media types when asked (an incident report as a PDF document).
+    pub file_media: &'static [&'static str],
     /// Its success answer is the resource's own bytes, in the media type they
     /// were stored with, and never a JSON body of Tessera's (an object's content).
     pub bytes_only: bool,

@@ -106,11 +106,12 @@ impl RouteTable {
     }
 
     /// Documents the last declared route's success answer as `T` in JSON or,
-    /// when the request asks for it, a file of `media` type (a PDF document).
-    pub fn returns_or_file<T: JsonSchema>(mut self, media: &'static str) -> Self {
+    /// when the request asks for it, a file of one of the `media` types (a PDF
+    /// document; an export as CSV or XML).
+    pub fn returns_or_files<T: JsonSchema>(mut self, media: &'static [&'static str]) -> Self {
         let last = self.decisions.last_mut().expect("a route declared before its answer");
         last.doc.response = Some(|g| g.subschema_for::<T>());
-        last.doc.file_media = Some(media);
+        last.doc.file_media = media;
         self
     }
 

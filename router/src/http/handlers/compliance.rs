@@ -19,8 +19,8 @@ use crate::services::compliance::classify::{self, ClassificationList, Classified
 use crate::services::compliance::consent::{self, ConsentBody, ConsentCheck, ConsentErased, ConsentExport, ConsentHistory};
 use crate::services::compliance::consent::{ConsentRecorded, ConsentStatsView, ConsentStatus, ConsentWithdrawn, DoNotSellPage};
 use crate::services::compliance::consent::{OptOutBody, OptedOut, WithdrawBody};
-use crate::services::compliance::incidents::{self, AcknowledgeBody, IncidentAcknowledged, IncidentList, IncidentResolved};
 use crate::services::compliance::incident_report::{self, IncidentReport};
+use crate::services::compliance::incidents::{self, AcknowledgeBody, IncidentAcknowledged, IncidentList, IncidentResolved};
 use crate::services::compliance::incidents::{IncidentView, IncidentsCleaned, ResolveBody, SecurityEventList};
 use crate::services::compliance::{BreachStats, actor, enabled};
 use crate::state::AppState;
@@ -42,7 +42,7 @@ pub fn routes() -> RouteTable {
         .post(format!("{C}/breaches/cleanup"), P("manage:compliance"), cleanup_breaches)
         .get(format!("{C}/breaches/{{id}}"), P("read:compliance"), get_breach)
         .get(format!("{C}/breaches/{{id}}/report"), P("read:compliance"), breach_report)
-        .returns_or_file::<IncidentReport>("application/pdf")
+        .returns_or_files::<IncidentReport>(&["application/pdf"])
         .get(format!("{C}/security-events"), P("read:compliance"), security_events)
         .post(format!("{C}/breaches/{{id}}/acknowledge"), P("manage:compliance"), acknowledge_breach)
         .post(format!("{C}/breaches/{{id}}/resolve"), P("manage:compliance"), resolve_breach)
@@ -55,8 +55,9 @@ pub fn routes() -> RouteTable {
         .post("/api/v1/ccpa/opt-out", P("write:compliance"), ccpa_opt_out)
         .post(format!("{C}/export"), P("manage:compliance"), super::compliance_subject::export)
         .returns::<super::compliance_subject::ExportAnswer>()
+        .body::<super::compliance_subject::ExportRequest>(true)
         .get(format!("{C}/exports/{{export_id}}"), P("manage:compliance"), super::compliance_subject::download)
-        .body::<super::compliance_subject::ExportRequest>(false)
+        .returns_or_files::<crate::services::compliance::export::ExportContent>(&["text/csv", "application/xml"])
         .delete(format!("{C}/data-subject/{{id}}"), P("manage:compliance"), super::compliance_erasure::erase)
         .body::<super::compliance_erasure::EraseRequest>(false)
         .delete("/api/v1/gdpr/erasure", P("manage:compliance"), super::compliance_erasure::erase_by_body)

@@ -120,8 +120,8 @@ fn success_responses(d: &Decision, generator: &mut SchemaGenerator) -> Map<Strin
         let statuses: &[u16] = if d.doc.statuses.is_empty() { &[200] } else { d.doc.statuses };
         for status in statuses {
             let mut answer = json_answer(schema.clone());
-            if let Some(media) = d.doc.file_media {
-                answer["content"][media] = json!({"schema": {"type": "string", "format": "binary"}});
+            for media in d.doc.file_media {
+                answer["content"][*media] = json!({"schema": {"type": "string", "format": "binary"}});
             }
             out.insert(status.to_string(), answer);
         }

@@ -45,8 +45,9 @@ impl<'de> Deserialize<'de> for DateRange {
     }
 }
 
-/// `scope` of a request (spec 02 "Erasure scope").
-#[derive(schemars::JsonSchema, Debug, Default, Clone, Deserialize, serde::Serialize)]
+/// `scope` of a request (spec 02 "Erasure scope"); its schema is stated by hand
+/// (see the `JsonSchema` impl) since `specific_collections` needs collections.
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
 pub struct Scope {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -54,8 +55,9 @@ pub struct Scope {
     collections: Vec<String>,
 }
 
-/// The body of an export (the alternate shape's names accepted).
-#[derive(schemars::JsonSchema, Debug, Default, Deserialize)]
+/// The body of an export (the alternate shape's names accepted); its schema is
+/// stated by hand (see the `JsonSchema` impl): one of the subject fields is required.
+#[derive(Debug, Default, Deserialize)]
 pub struct ExportRequest {
     subject_id: Option<String>,
     subject_identifier: Option<String>,
@@ -64,6 +66,52 @@ pub struct ExportRequest {
     date_range: Option<DateRange>,
     scope: Option<Scope>,
     include_metadata: Option<bool>,
+}
+
+impl schemars::JsonSchema for Scope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names = json!({"type": "array", "items": {"type": "string"}});
+        schemars::json_schema!({
+            "description": "`scope` of a request (spec 02 \"Erasure scope\"): everything (`all`, the default, or `exclude_audit_logs`), or the places `collections` names (`specific_collections`: a collection, graph, `database.table`, `database` or `kv`; at least one).",
+            "type": "object",
+            "properties": {"type": {"type": "string", "nullable": true, "enum": ["all", "specific_collections", "exclude_audit_logs", null]}, "collections": names},
+            "anyOf": [
+                {"properties": {"type": {"type": "string", "nullable": true, "enum": ["all", "exclude_audit_logs", null]}}},
+                {"required": ["type", "collections"], "properties": {"type": {"type": "string", "enum": ["specific_collections"]}, "collections": {"type": "array", "items": {"type": "string"}, "minItems": 1}}},
+            ],
+        })
+    }
+}
+
+impl schemars::JsonSchema for ExportRequest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ExportRequest".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let subject = json!({"type": "string", "nullable": true, "minLength": 1, "maxLength": 256, "pattern": "\\S",
+            "description": "1 to 256 bytes, not only blanks."});
+        let bound = json!({"nullable": true, "description": "Unix milliseconds, an RFC 3339 time or a `YYYY-MM-DD` day (UTC).",
+            "anyOf": [{"type": "integer", "format": "int64"}, {"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}]});
+        let one_of_the_subject_fields =
+            ["subject_id", "subject_identifier", "consumer_id"].map(|f| json!({"required": [f], "properties": {f: {"type": "string"}}}));
+        schemars::json_schema!({
+            "description": "The body of an export: the subject (`subject_id`, or the alternate shape's `subject_identifier` or `consumer_id`; the first given is used), the format (JSON by default, or a CSV or XML file), the places and the time range covered, and whether SQL columns carry their classification (`include_metadata`, on by default).",
+            "type": "object",
+            "properties": {
+                "subject_id": subject, "subject_identifier": subject, "consumer_id": subject,
+                "format": {"type": "string", "nullable": true, "enum": ["json", "csv", "xml", null]},
+                "date_range": {"type": "object", "nullable": true, "additionalProperties": false, "properties": {"start": bound, "end": bound}},
+                "scope": generator.subschema_for::<Option<Scope>>(),
+                "include_metadata": {"type": "boolean", "nullable": true},
+            },
+            "anyOf": one_of_the_subject_fields,
+        })
+    }
 }
 
 impl Scope {
