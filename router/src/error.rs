@@ -170,11 +170,11 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<crate::backup::BackupError> for ApiError {
+impl From<crate::services::backup::BackupError> for ApiError {
     /// A corrupt, truncated or unreadable backup is the request's fault (400):
     /// nothing was written.
-    fn from(e: crate::backup::BackupError) -> Self {
-        use crate::backup::BackupError as B;
+    fn from(e: crate::services::backup::BackupError) -> Self {
+        use crate::services::backup::BackupError as B;
         match e {
             B::NotFound(id) => ApiError::NotFound(format!("backup {id} does not exist")),
             B::BadRequest(m) | B::Corrupt(m) => ApiError::BadRequest(m),

@@ -2,27 +2,19 @@
 //! Authenticates callers, maps each request to its shard, forwards it to the
 //! right replica with the requested consistency, and merges fan-out results.
 
-mod activity;
-mod backup;
-mod catalog;
-mod classification;
 mod cluster;
 mod config;
 mod error;
 mod http;
 use http::handlers;
-mod idempotency;
-mod import;
 mod route_access;
 mod secrets;
-mod security;
 mod services;
 mod state;
 mod stream_hub;
 #[cfg(test)]
 mod tests;
 mod tls;
-mod vault;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -270,7 +262,7 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
         }
     });
     tokio::spawn(services::auth::provision_admin(state.clone()));
-    tokio::spawn(vault::unseal::unseal_at_start(state.clone()));
+    tokio::spawn(services::vault::unseal::unseal_at_start(state.clone()));
     let blocks_of = state.clone();
     tokio::spawn(services::block_list::refresh_loop(state.cluster.clone(), state.config.security.block_refresh_ms, move |list| {
         blocks_of.security.blocks.replace(list)

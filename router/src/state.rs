@@ -30,7 +30,7 @@ pub struct Inner {
     /// Block-list and caller caches (see `security`).
     pub security: crate::services::security_state::SecurityState,
     /// This router's view of the secrets vault (the unsealed key lives here only).
-    pub vault: crate::vault::Vault,
+    pub vault: crate::services::vault::Vault,
     /// Vector collection layouts this router has seen.
     pub vector_layouts: crate::services::vector_layouts::Layouts,
     /// Every route's access decision, from the route table the router was built
@@ -41,7 +41,7 @@ pub struct Inner {
     /// Set by `POST /api/v1/admin/cluster/shutdown`: the router stops serving.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Activities noted and not yet written to the meta group.
-    pub activities: Arc<crate::activity::Activities>,
+    pub activities: Arc<crate::services::activity::Activities>,
     /// This router's `host:port` (names it in activity records).
     pub router_name: String,
     /// This router process: `host:port` and a random instance id (keys its
@@ -54,7 +54,7 @@ pub struct Inner {
     /// The classifications this router enforces, cached, and its access counts.
     pub classification: crate::services::classification::ClassificationState,
     /// This router's backups (`backup.dir`, `backup.key`).
-    pub backups: crate::backup::Backups,
+    pub backups: crate::services::backup::Backups,
 }
 
 impl AppState {
@@ -62,10 +62,11 @@ impl AppState {
     pub fn new(config: RouterConfig, cluster: Arc<dyn ClusterClient>) -> anyhow::Result<AppState> {
         let default_consistency = parse_consistency(&config.replication.consistency_level)
             .ok_or_else(|| anyhow::anyhow!("replication.consistency_level must be one, quorum or all"))?;
-        let vault = crate::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
+        let vault = crate::services::vault::Vault::new(config.vault.default_deny, format!("{}:{}", config.server.host, config.server.port));
         let router_name = format!("{}:{}", config.server.host, config.server.port);
         let backup_key = config.backup.key.as_ref().or(config.backup.encryption_key.as_ref()).map(|k| k.expose().to_string());
-        let backups = crate::backup::Backups::new(config.backup.dir.clone(), backup_key.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+        let backups =
+            crate::services::backup::Backups::new(config.backup.dir.clone(), backup_key.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
         let request_slots =
             (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {

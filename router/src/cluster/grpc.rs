@@ -635,7 +635,7 @@ impl ClusterClient for GrpcCluster {
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
         // One id for every attempt: a retry after a lost answer cannot apply twice
         // (and with an Idempotency-Key, neither can the client's own retry).
-        self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
+        self.write_as(group, op, consistency, crate::services::idempotency::request_id(group)).await
     }
     async fn write_as(
         &self,

@@ -286,7 +286,7 @@ impl ClusterClient for MemoryCluster {
     }
 
     async fn write(&self, group: GroupId, op: &Operation, consistency: Consistency) -> Result<Served<Response>, ClusterError> {
-        self.write_as(group, op, consistency, crate::idempotency::request_id(group)).await
+        self.write_as(group, op, consistency, crate::services::idempotency::request_id(group)).await
     }
 
     async fn write_as(&self, group: GroupId, op: &Operation, _: Consistency, request_id: String) -> Result<Served<Response>, ClusterError> {

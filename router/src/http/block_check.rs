@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tessera_api::http::iso8601_ms;
 
-use crate::security::ClientIp;
+use crate::services::security::ClientIp;
 use crate::state::AppState;
 
 /// The middleware: resolves the client IP (as the rate limiter does), answers

@@ -35,7 +35,7 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(caller) = parts.extensions.get::<Caller>() {
             return Ok(caller.clone());
         }
-        let ip = parts.extensions.get::<crate::security::ClientIp>().and_then(|c| c.0);
+        let ip = parts.extensions.get::<crate::services::security::ClientIp>().and_then(|c| c.0);
         let presented = Presented {
             token: bearer(parts).map(str::to_string).or_else(|| websocket_query_token(parts)),
             client: SessionClient { ip: ip.map(|i| i.to_string()), agent: user_agent(&parts.headers) },

@@ -70,7 +70,7 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
             "this cluster requires a second factor (auth.mfa_required): turn it on with POST /api/v1/auth/mfa/enable if you have not, then log in again with a code".into(),
         )
         .into_response();
-        refused.extensions_mut().insert(crate::activity::ActivityUser(user.username.clone()));
+        refused.extensions_mut().insert(crate::services::activity::ActivityUser(user.username.clone()));
         return refused;
     }
     if let Access::Permission(p) = access
@@ -79,14 +79,14 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
         let mut refused = ApiError::Forbidden(format!("this route needs the {p} permission")).into_response();
         if let Caller::User { user, .. } = &caller {
             // Names the caller in the security event a refusal records.
-            refused.extensions_mut().insert(crate::activity::ActivityUser(user.username.clone()));
+            refused.extensions_mut().insert(crate::services::activity::ActivityUser(user.username.clone()));
         }
         return refused;
     }
-    let idempotency = match parts.headers.get(crate::idempotency::HEADER).map(|v| v.to_str()) {
+    let idempotency = match parts.headers.get(crate::services::idempotency::HEADER).map(|v| v.to_str()) {
         None => None,
-        Some(Ok(key)) if crate::idempotency::valid_key(key) => match &caller {
-            Caller::User { user, .. } => Some(crate::idempotency::Scope::new(&user.id, key)),
+        Some(Ok(key)) if crate::services::idempotency::valid_key(key) => match &caller {
+            Caller::User { user, .. } => Some(crate::services::idempotency::Scope::new(&user.id, key)),
             Caller::Bootstrap => None,
         },
         Some(_) => {
@@ -100,9 +100,9 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
     parts.extensions.insert(caller);
     let req = Request::from_parts(parts, body);
     let mut response = match idempotency {
-        Some(scope) => crate::idempotency::with_scope(scope, next.run(req)).await,
+        Some(scope) => crate::services::idempotency::with_scope(scope, next.run(req)).await,
         None => next.run(req).await,
     };
-    response.extensions_mut().insert(crate::activity::ActivityUser(user));
+    response.extensions_mut().insert(crate::services::activity::ActivityUser(user));
     response
 }

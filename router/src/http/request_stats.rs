@@ -44,7 +44,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route));
         return response;
     }
-    let kind = crate::activity::kind_of(req.method(), &route);
+    let kind = crate::services::activity::kind_of(req.method().as_str(), &route);
     let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
     let client_ip = state.rate_limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer);
     // The request's span: the root of its trace (exported when `telemetry` is on),
@@ -63,7 +63,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     span.record("http.status_code", status);
     if status == 403 {
         // A refused permission is a security event (spec 02 `unauthorized_access`).
-        let user = response.extensions().get::<crate::activity::ActivityUser>().map(|u| u.0.clone());
+        let user = response.extensions().get::<crate::services::activity::ActivityUser>().map(|u| u.0.clone());
         state.activities.note_event(tessera_api::security::NewSecurityEvent {
             at_ms: Some(tessera_api::command::now_ms()),
             event_type: "unauthorized_access".into(),
@@ -85,12 +85,12 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
             id: crate::services::auth::new_id(),
             at_ms: tessera_api::command::now_ms(),
             kind: kind.to_string(),
-            user: ext.get::<crate::activity::ActivityUser>().map_or_else(|| "anonymous".to_string(), |u| u.0.clone()),
+            user: ext.get::<crate::services::activity::ActivityUser>().map_or_else(|| "anonymous".to_string(), |u| u.0.clone()),
             method,
             route,
             status: response.status().as_u16(),
             duration_ms: elapsed.as_millis() as u64,
-            detail: ext.get::<crate::activity::ActivityDetail>().map(|d| d.0.clone()).unwrap_or_default(),
+            detail: ext.get::<crate::services::activity::ActivityDetail>().map(|d| d.0.clone()).unwrap_or_default(),
             router: state.router_name.clone(),
         });
     }

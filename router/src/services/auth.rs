@@ -162,7 +162,7 @@ pub async fn check_session_binding(state: &AppState, caller: &Caller, now: &Sess
         |c: &SessionClient| format!("{} ({})", c.ip.as_deref().unwrap_or("unknown address"), c.agent.as_deref().unwrap_or("no User-Agent"));
     let message = format!("{}'s session opened from {} is used from {}", user.username, shown(opened_by), shown(now));
     let dedupe = format!("session_hijacking:{token_hash}:{}:{}", now.ip.as_deref().unwrap_or(""), now.agent.as_deref().unwrap_or(""));
-    crate::security::raise_session_hijacking(state, caller, &message, dedupe);
+    crate::services::security::raise_session_hijacking(state, caller, &message, dedupe);
     if policy == "end" {
         state.security.callers.evict(token_hash);
         state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;

@@ -21,8 +21,8 @@ use tracing::warn;
 use super::JsonBody;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
-use crate::security::{ClientIp, record_login_failure};
 use crate::services::auth::{Caller, new_token, token_hash, users_exist, verify_password};
+use crate::services::security::{ClientIp, record_login_failure};
 use crate::state::AppState;
 
 fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
@@ -40,8 +40,8 @@ pub async fn login(
     // The activity record names who tried, whether or not it worked.
     let name: String = req.username.chars().take(128).collect();
     let mut response = attempt_login(state, ip, crate::http::caller::user_agent(&headers), req).await.into_response();
-    response.extensions_mut().insert(crate::activity::ActivityUser(name.clone()));
-    response.extensions_mut().insert(crate::activity::ActivityDetail(name));
+    response.extensions_mut().insert(crate::services::activity::ActivityUser(name.clone()));
+    response.extensions_mut().insert(crate::services::activity::ActivityDetail(name));
     response
 }
 

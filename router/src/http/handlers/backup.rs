@@ -1,5 +1,5 @@
 //! `POST /api/v1/admin/backup` and the backups it makes: list, get, delete,
-//! and `POST /api/v1/admin/restore` (see [`crate::backup`]).
+//! and `POST /api/v1/admin/restore` (see [`crate::services::backup`]).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::OptionalJsonBody;
-use crate::backup::BackupView;
 use crate::error::ApiError;
 use crate::services::auth::Caller;
+use crate::services::backup::BackupView;
 use crate::state::AppState;
 
 /// The body of `POST /api/v1/admin/backup` (both fields optional; others refused).
@@ -145,7 +145,7 @@ pub async fn restore(
 #[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct RestoreAnswer {
     #[serde(flatten)]
-    restored: crate::backup::Restored,
+    restored: crate::services::backup::Restored,
     /// The erasures issued after the backup, applied again to what it brought back.
     erasures_reapplied: Vec<Value>,
     /// Audit entries recorded since the backup began, recorded again after the restored chain.

@@ -18,8 +18,8 @@ use tessera_api::timeseries::{TsOp, TsResponse};
 use super::ReadPrefs;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
-use crate::import::parse_duration_ms;
 use crate::services::auth::Caller;
+use crate::services::import::parse_duration_ms;
 use crate::state::AppState;
 
 /// Default age of cold data.

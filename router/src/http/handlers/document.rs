@@ -26,13 +26,13 @@ use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
 use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
-use crate::catalog::{Catalog, all_ok};
 use crate::cluster::Served;
 use crate::cluster::typed::{self, Document, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::{Caller, new_id};
+use crate::services::catalog::{Catalog, all_ok};
 use crate::state::AppState;
 
 /// The document routes, merged into the router's table.

@@ -1,5 +1,5 @@
 //! Bulk import routes (spec 01): `POST /api/v1/import/sql`, `/import/documents`,
-//! `/import/kv`. Parsing and batching live in [`crate::import`]; each batch is
+//! `/import/kv`. Parsing and batching live in [`crate::services::import`]; each batch is
 //! one Raft command, applied all or nothing (documents and pairs are grouped by
 //! shard first, so a batch never spans shards). Batches run in order and the
 //! import stops at the first batch that fails: earlier batches stay imported,
@@ -28,8 +28,8 @@ use crate::cluster::typed::{self, Kv, KvReply, Sql, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
-use crate::import::{self, ParseError};
 use crate::services::auth::{Caller, new_id};
+use crate::services::import::{self, ParseError};
 use crate::state::AppState;
 
 /// Largest request body the import routes accept (413 beyond).

@@ -216,10 +216,10 @@ pub async fn delete_prefix(
         Ok(served.into_iter().map(|s| s.value).sum())
     })
     .await?;
-    crate::security::watch_volume(
+    crate::services::security::watch_volume(
         &state,
         &caller,
-        crate::security::Volume::Deleted,
+        crate::services::security::Volume::Deleted,
         deleted,
         &format!("DELETE /api/v1/kv/keys?prefix={prefix}"),
     );

@@ -21,11 +21,11 @@ use tessera_api::routing::RoutingKey;
 use tessera_api::rpc::Consistency;
 
 use super::{JsonBody, QueryParams, ReadPrefs, require_writer, served_headers};
-use crate::catalog::Catalog;
 use crate::cluster::Served;
 use crate::cluster::typed::{self, ObjectReply, Objects, shape};
 use crate::error::ApiError;
 use crate::services::auth::{Caller, new_id};
+use crate::services::catalog::Catalog;
 use crate::state::AppState;
 
 pub mod ncb;

@@ -78,9 +78,9 @@ fn looks_read_only(sql: &str) -> bool {
 /// activity record.
 pub async fn query(state: State<AppState>, caller: Caller, prefs: ReadPrefs, JsonBody(req): JsonBody<QueryRequest>) -> Response {
     let detail = if state.config.data_classification.mask_phi_in_logs {
-        crate::activity::ActivityDetail::of(&crate::classification::mask_literals(&req.sql))
+        crate::services::activity::ActivityDetail::of(&crate::services::classification::guard::mask_literals(&req.sql))
     } else {
-        crate::activity::ActivityDetail::of(&req.sql)
+        crate::services::activity::ActivityDetail::of(&req.sql)
     };
     let mut response = run_query(state, caller, prefs, req).await.into_response();
     response.extensions_mut().insert(detail);
@@ -92,7 +92,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     if req.sql.trim().is_empty() {
         return Err(ApiError::BadRequest("sql must not be empty".into()));
     }
-    let security_flags = crate::security::screen_sql(&state, &caller, &req.sql);
+    let security_flags = crate::services::security::screen_sql(&state, &caller, &req.sql);
     let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
     let sql_database = database.clone();
     let group = database_group(&state, &database)?;
@@ -131,17 +131,31 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
     let elapsed = started.elapsed().as_millis() as u64;
     Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
         SqlResult::Rows(mut r) => {
-            let masked = crate::classification::guard_rows(&state, &caller, &sql_database, &req.sql, &r.columns, &mut r.rows).await?;
+            let masked =
+                crate::services::classification::guard::guard_rows(&state, &caller, &sql_database, &req.sql, &r.columns, &mut r.rows)
+                    .await?;
             let logged = if state.config.data_classification.mask_phi_in_logs {
-                crate::classification::mask_literals(&req.sql)
+                crate::services::classification::guard::mask_literals(&req.sql)
             } else {
                 req.sql.clone()
             };
             let statement: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
             if req.sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
-                crate::security::watch_volume(&state, &caller, crate::security::Volume::Deleted, r.rows_affected, &statement);
+                crate::services::security::watch_volume(
+                    &state,
+                    &caller,
+                    crate::services::security::Volume::Deleted,
+                    r.rows_affected,
+                    &statement,
+                );
             }
-            crate::security::watch_volume(&state, &caller, crate::security::Volume::ReadOut, r.row_count as u64, &statement);
+            crate::services::security::watch_volume(
+                &state,
+                &caller,
+                crate::services::security::Volume::ReadOut,
+                r.row_count as u64,
+                &statement,
+            );
             let mut metadata = QueryMetadata::default();
             let mut cut_rows = None;
             if r.truncated {
@@ -164,7 +178,7 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
             };
             let response = Json(body).into_response();
             let bytes = axum::body::HttpBody::size_hint(response.body()).exact().unwrap_or(0);
-            crate::security::watch_bytes(&state, &caller, bytes, &statement);
+            crate::services::security::watch_bytes(&state, &caller, bytes, &statement);
             response
         }
         SqlResult::Catalog(v) => Json(v).into_response(),

@@ -260,7 +260,7 @@ pub async fn update_user(
             tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
     }
     meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
-    crate::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);
+    crate::services::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);
     Ok(Json(user_view(&u)))
 }
 

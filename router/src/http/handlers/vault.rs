@@ -1,7 +1,7 @@
 //! The vault's admin routes (`/api/v1/admin/vault/...`): status, unseal, seal,
 //! secrets, access policies and the audit trail. Every route needs
 //! `manage:vault` (decided in the route table, `routes()` below); the logic is in
-//! [`crate::vault`].
+//! [`crate::services::vault`].
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -15,11 +15,11 @@ use super::{JsonBody, QueryParams};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
-use crate::security::ClientIp;
 use crate::services::auth::Caller;
+use crate::services::security::ClientIp;
+use crate::services::vault::policy::Subject;
+use crate::services::vault::{Actor, VaultError};
 use crate::state::AppState;
-use crate::vault::policy::Subject;
-use crate::vault::{Actor, VaultError};
 
 /// The vault routes.
 pub fn routes() -> RouteTable {
@@ -221,7 +221,7 @@ pub async fn unseal(
 async fn refused(state: &AppState, actor: &Actor, ip: Option<Extension<ClientIp>>, e: VaultError) -> ApiError {
     if matches!(e, VaultError::WrongPassphrase) {
         let ip = ip.and_then(|Extension(ClientIp(ip))| ip).map(|ip| ip.to_string());
-        crate::vault::unseal::alert_unseal_failure(state, actor, ip).await;
+        crate::services::vault::unseal::alert_unseal_failure(state, actor, ip).await;
     }
     e.into()
 }

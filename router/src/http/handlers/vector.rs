@@ -36,12 +36,12 @@ use tessera_api::vector::{
 use std::collections::HashMap;
 
 use super::{JsonBody, ReadPrefs, require_writer};
-use crate::catalog::Catalog;
 use crate::cluster::typed::{self, Vector, shape};
 use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::{Caller, new_id};
+use crate::services::catalog::Catalog;
 use crate::services::vector_layouts::Layout;
 use crate::state::AppState;
 

@@ -1,6 +1,8 @@
 //! This router's copy of the data classifications (read from the meta group,
 //! cached briefly) and its per-user counts of classified reads.
 
+pub mod guard;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

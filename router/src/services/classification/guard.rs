@@ -134,7 +134,7 @@ pub async fn guard_rows(
     if hits.is_empty() {
         return Ok(Vec::new());
     }
-    let (user, _) = crate::security::identity(caller);
+    let (user, _) = crate::services::security::identity(caller);
     let mut names: Vec<String> = hits.iter().map(|(_, c)| format!("{}.{}", c.table, c.column)).collect();
     names.sort();
     names.dedup();
@@ -189,7 +189,7 @@ fn watch_unusual_access(state: &AppState, caller: &Caller, user: Option<&str>, l
     let who = user.unwrap_or("anonymous").to_string();
     let count = state.classification.count_read(&who, minute);
     if count == limit + 1 {
-        crate::security::raise_unusual_access(
+        crate::services::security::raise_unusual_access(
             state,
             caller,
             &format!("{who} read classified columns {count} times within a minute (threshold {limit})"),

@@ -16,7 +16,7 @@ pub async fn alert_unseal_failure(state: &AppState, actor: &Actor, source_ip: Op
         username: actor.subject.as_ref().map(|s| s.username.clone()),
         message: format!("a vault unseal by {} on router {} failed: wrong passphrase", actor.name, state.vault.router),
     };
-    crate::security::raise(state, alert).await;
+    crate::services::security::raise(state, alert).await;
 }
 
 /// Unseals this router at start with `SERVICE_VAULT_PASSPHRASE`, retrying while
