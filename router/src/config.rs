@@ -70,17 +70,23 @@ impl RouterConfig {
         if self.retention.auto_delete_expired && !self.compliance.enabled {
             return Err("retention.auto_delete_expired = true needs the compliance interface: set compliance.enabled (SERVICE_COMPLIANCE_ENABLED=true)".into());
         }
-        let method = self.auth.method.trim().to_ascii_lowercase();
-        if !matches!(method.as_str(), "local" | "password" | "") {
-            return Err(format!(
-                "auth.method = {:?} is not supported: users are Tessera's own (auth.method = local, POST /api/v1/admin/users)",
-                self.auth.method
-            ));
-        }
-        for (section, set) in [("auth.ldap", self.auth.ldap.is_some()), ("auth.oauth2", self.auth.oauth2.is_some())] {
-            if set {
-                return Err(format!("{section} is not supported: users are Tessera's own (auth.method = local); remove the section"));
+        match self.auth.method.trim().to_ascii_lowercase().as_str() {
+            "local" | "password" | "" => {}
+            "ldap" => match &self.auth.ldap {
+                Some(ldap) => ldap.check()?,
+                None => {
+                    return Err("auth.method = ldap needs an [auth.ldap] section (url, and a service account or a user_dn_template)".into());
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "auth.method = {:?} is not supported: use local (Tessera's own users, POST /api/v1/admin/users) or ldap ([auth.ldap])",
+                    self.auth.method
+                ));
             }
+        }
+        if self.auth.oauth2.is_some() {
+            return Err("auth.oauth2 is not supported yet (auth.method = local or ldap); remove the section".into());
         }
         if tessera_api::meta::Role::parse(&self.rbac.default_role).is_none() {
             return Err(format!("rbac.default_role must be admin, operator or viewer, not {:?}", self.rbac.default_role));
@@ -481,13 +487,115 @@ pub struct AuthSection {
     pub admin_email: Option<String>,
     /// Serve anonymous reads while no user exists (logged as a warning each time).
     pub open_bootstrap: bool,
-    /// How users authenticate: `local` (Tessera's own users and passwords), the
-    /// only method; `ldap` and `oauth2` are refused at start, as are their sections.
+    /// How users authenticate: `local` (Tessera's own users and passwords) or
+    /// `ldap` (a directory, `[auth.ldap]`; local users still sign in unless
+    /// `auth.ldap.allow_local_users = false`); `oauth2` is refused at start, as is its section.
     pub method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ldap: Option<serde_json::Value>,
+    pub ldap: Option<LdapSection>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oauth2: Option<serde_json::Value>,
+}
+
+/// `[auth.ldap]`: sign-in against an LDAP directory (`auth.method = ldap`; see
+/// docs/configuration.md and docs/security.md "External identity").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LdapSection {
+    /// `ldap://host:port` or `ldaps://host:port`.
+    pub url: String,
+    /// Upgrade an `ldap://` connection with StartTLS before binding.
+    pub start_tls: bool,
+    /// PEM CA certificates the directory's certificate must chain to (LDAPS and
+    /// StartTLS); without it, the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The service account that searches for users and their groups (search-then-bind).
+    pub bind_dn: Option<String>,
+    pub bind_password: Option<tessera_api::secret::SecretString>,
+    /// Direct bind: the user's DN with `{username}` (escaped) in it, e.g.
+    /// `uid={username},ou=people,dc=example,dc=org`; no service account needed.
+    pub user_dn_template: Option<String>,
+    /// Where users are searched (search-then-bind), or read (direct bind: the user's own entry).
+    pub user_base_dn: String,
+    /// The user's entry: `{username}` is replaced by the escaped name. Exclude
+    /// disabled accounts here (e.g. `(&(uid={username})(!(employeeType=disabled)))`).
+    pub user_filter: String,
+    /// Where groups are searched; none: no groups (only `default_role`).
+    pub group_base_dn: Option<String>,
+    /// A group the user belongs to: `{dn}` is the user's DN, `{username}` the name.
+    pub group_filter: String,
+    /// The attribute naming a group in `role_mapping`.
+    pub group_name_attribute: String,
+    /// The attribute holding the user's e-mail address.
+    pub email_attribute: String,
+    /// Directory group → Tessera role (`admin`, `operator`, `viewer` or a custom
+    /// role). Several built-in roles: the highest; custom roles add up.
+    pub role_mapping: std::collections::BTreeMap<String, String>,
+    /// The role of a directory user no group maps (none: such a user is refused, 403).
+    pub default_role: Option<String>,
+    /// How often a signed-in directory user is looked up again (removed,
+    /// disabled or moved to other groups); 0: only at sign-in.
+    pub recheck_interval_secs: u64,
+    /// Seconds one directory operation may take.
+    pub timeout_secs: u64,
+    /// Tessera's own users still sign in with their passwords (break-glass admins).
+    pub allow_local_users: bool,
+}
+
+impl Default for LdapSection {
+    fn default() -> Self {
+        LdapSection {
+            url: String::new(),
+            start_tls: false,
+            ca_file: None,
+            bind_dn: None,
+            bind_password: None,
+            user_dn_template: None,
+            user_base_dn: String::new(),
+            user_filter: "(uid={username})".into(),
+            group_base_dn: None,
+            group_filter: "(member={dn})".into(),
+            group_name_attribute: "cn".into(),
+            email_attribute: "mail".into(),
+            role_mapping: Default::default(),
+            default_role: None,
+            recheck_interval_secs: 300,
+            timeout_secs: 10,
+            allow_local_users: true,
+        }
+    }
+}
+
+impl LdapSection {
+    /// Whether the section can work: a URL, a way to find users, filters naming the user.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.url.starts_with("ldap://") || self.url.starts_with("ldaps://")) {
+            return Err(format!("auth.ldap.url must be ldap://host:port or ldaps://host:port, not {:?}", self.url));
+        }
+        if self.start_tls && self.url.starts_with("ldaps://") {
+            return Err("auth.ldap.start_tls upgrades an ldap:// connection; an ldaps:// one is TLS already".into());
+        }
+        let searches = self.bind_dn.is_some() && self.bind_password.as_ref().is_some_and(|p| !p.is_blank());
+        match &self.user_dn_template {
+            Some(t) if !t.contains("{username}") => return Err("auth.ldap.user_dn_template must contain {username}".into()),
+            Some(_) => {}
+            None if !searches => {
+                return Err("auth.ldap needs a service account (bind_dn and bind_password) or a user_dn_template".into());
+            }
+            None if self.user_base_dn.trim().is_empty() => return Err("auth.ldap.user_base_dn is required to search users".into()),
+            None => {}
+        }
+        if !self.user_filter.contains("{username}") {
+            return Err("auth.ldap.user_filter must contain {username}".into());
+        }
+        if self.group_base_dn.is_some() && !(self.group_filter.contains("{dn}") || self.group_filter.contains("{username}")) {
+            return Err("auth.ldap.group_filter must contain {dn} or {username}".into());
+        }
+        if self.timeout_secs == 0 {
+            return Err("auth.ldap.timeout_secs must be at least 1".into());
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -767,11 +875,16 @@ mod tests {
         assert_eq!(config.tls.cert.as_deref(), Some(Path::new("/etc/tessera/cert.pem")));
         assert_eq!(config.tls.key.as_deref(), Some(Path::new("/etc/tessera/key.pem")));
         assert_eq!(config.server.worker_threads, 2);
-        // Only Tessera's own users: another method, or an LDAP section, is refused at start.
+        // LDAP needs its section, and a section that can find users; OAuth2 is refused.
         std::fs::write(&file, "[auth]\nmethod = \"ldap\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("[auth.ldap]"));
+        std::fs::write(&file, "[auth]\nmethod = \"ldap\"\n[auth.ldap]\nurl = \"ldap://x\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("service account"));
+        let direct = "[auth]\nmethod = \"ldap\"\n[auth.ldap]\nurl = \"ldap://x\"\nuser_dn_template = \"uid={username},dc=x\"\n";
+        std::fs::write(&file, direct).unwrap();
+        RouterConfig::load(Some(&file)).unwrap().check_access().unwrap();
+        std::fs::write(&file, "[auth]\nmethod = \"oauth2\"\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.method"));
-        std::fs::write(&file, "[auth.ldap]\nurl = \"ldap://x\"\n").unwrap();
-        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.ldap"));
         std::fs::write(&file, "[auth]\nmethod = \"local\"\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().is_ok());
         // Spec 02's sections: breach detection thresholds and the audit retention.
@@ -820,7 +933,15 @@ mod documented {
         // The sections only given in a file (spec 01's places) have keys too.
         config.server.query_safety = Some(Default::default());
         config.server.tls = Some(Default::default());
-        config.auth.ldap = Some(serde_json::json!({}));
+        config.auth.ldap = Some(super::LdapSection {
+            ca_file: Some("ca.pem".into()),
+            bind_dn: Some("cn=x".into()),
+            bind_password: Some("x".into()),
+            user_dn_template: Some("uid={username}".into()),
+            group_base_dn: Some("ou=groups".into()),
+            default_role: Some("viewer".into()),
+            ..Default::default()
+        });
         config.auth.oauth2 = Some(serde_json::json!({}));
         let bd = &mut config.breach_detection;
         (bd.enabled, bd.failed_login_threshold, bd.failed_login_window_minutes) = (Some(true), Some(5), Some(5));

@@ -55,6 +55,8 @@ pub struct Inner {
     pub classification: crate::services::classification::ClassificationState,
     /// This router's backups (`backup.dir`, `backup.key`).
     pub backups: crate::services::backup::Backups,
+    /// The directory users sign in against (`auth.method = ldap`).
+    pub directory: Option<Arc<crate::services::ldap::Directory>>,
 }
 
 impl AppState {
@@ -67,6 +69,12 @@ impl AppState {
         let backup_key = config.backup.key.as_ref().or(config.backup.encryption_key.as_ref()).map(|k| k.expose().to_string());
         let backups =
             crate::services::backup::Backups::new(config.backup.dir.clone(), backup_key.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+        let directory = match (config.auth.method.trim().eq_ignore_ascii_case("ldap"), &config.auth.ldap) {
+            (true, Some(section)) => {
+                Some(Arc::new(crate::services::ldap::Directory::new(section.clone()).map_err(|e| anyhow::anyhow!(e))?))
+            }
+            _ => None,
+        };
         let request_slots =
             (config.server.max_connections > 0).then(|| Arc::new(tokio::sync::Semaphore::new(config.server.max_connections)));
         Ok(AppState {
@@ -92,6 +100,7 @@ impl AppState {
                 alerts: Default::default(),
                 classification: Default::default(),
                 backups,
+                directory,
             }),
         })
     }

@@ -118,6 +118,9 @@ pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Calle
     };
     match state.cluster.meta_read(MetaQuery::UserById { id: session.user_id }).await? {
         MetaQueryResult::User(Some(mut user)) => {
+            if let Some(directory) = &state.directory {
+                crate::services::ldap::recheck(state, directory, &mut user).await?;
+            }
             if !state.config.rbac.enabled {
                 // `rbac.enabled = false`: every authenticated user acts as an admin.
                 user.role = Role::Admin;

@@ -13,6 +13,7 @@ pub mod compliance;
 pub mod idempotency;
 pub mod ids;
 pub mod import;
+pub mod ldap;
 pub mod monitoring;
 pub mod nodes;
 pub mod rate_limits;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response as Reply, now_ms};
 use tessera_api::http::{LoginRequest, LoginResponse, UserView, iso8601_ms};
-use tessera_api::meta::SessionRecord;
+use tessera_api::meta::{SessionRecord, UserRecord};
 use tessera_api::security::{MfaOutcome, SecurityOp, SecurityResponse, totp};
 use tracing::warn;
 
@@ -22,6 +22,7 @@ use super::JsonBody;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::services::auth::{Caller, new_token, token_hash, users_exist, verify_password};
+use crate::services::ldap;
 use crate::services::security::{ClientIp, record_login_failure};
 use crate::state::AppState;
 
@@ -51,30 +52,36 @@ async fn attempt_login(
     user_agent: Option<String>,
     req: LoginRequest,
 ) -> Result<Response, ApiError> {
-    if !users_exist(&state).await? {
+    // With a directory, its users need no local user to exist first.
+    if state.directory.is_none() && !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
     let answer = state.cluster.meta_read(MetaQuery::UserByName { username: req.username.clone() }).await?;
     // A reply of another shape is reported by its variant only: a user record holds a password hash.
     let user = typed::pick(answer, shape!(MetaQueryResult::User))?;
-    // Verify against a dummy hash for unknown users too, so timing does not tell them apart.
-    let phc = user.as_ref().map(|u| u.password_hash.clone());
-    let password = req.password;
-    let ok = tokio::task::spawn_blocking(move || match phc {
-        Some(phc) => verify_password(&password, &phc),
-        None => {
-            let _ = crate::services::auth::hash_password(&password);
-            false
+    let user = match (state.directory.clone(), user) {
+        // A directory user, or a name only the directory may know.
+        (Some(directory), user) if user.as_ref().is_none_or(ldap::is_directory_user) => {
+            match ldap::sign_in(&state, &directory, &req.username, &req.password).await? {
+                ldap::SignIn::User(user) => *user,
+                ldap::SignIn::Refused => {
+                    record_login_failure(&state, client_ip(&ip), &req.username).await;
+                    return Err(ApiError::Unauthorized("invalid username or password".into()));
+                }
+                ldap::SignIn::NoRole => {
+                    return Err(ApiError::Forbidden(format!(
+                        "the directory knows {} but none of their groups maps to a Tessera role (auth.ldap.role_mapping)",
+                        req.username
+                    )));
+                }
+            }
         }
-    })
-    .await
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let user = match (ok, user) {
-        (true, Some(u)) => u,
-        _ => {
+        // A local user while the directory is the only way in.
+        (Some(directory), Some(_)) if !directory.allows_local_users() => {
             record_login_failure(&state, client_ip(&ip), &req.username).await;
-            return Err(ApiError::Unauthorized("invalid username or password".into()));
+            return Err(ApiError::Unauthorized("invalid username or password (local users are off: auth.ldap.allow_local_users)".into()));
         }
+        (_, user) => verify_local(&state, &ip, &req.username, req.password, user).await?,
     };
     let security = &state.config.security;
     if user.mfa_enabled {
@@ -99,6 +106,34 @@ async fn attempt_login(
     let mfa_enrollment_required = state.config.auth.mfa_required;
     let session = LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required };
     Ok(Json(LoginAnswer::Session(session)).into_response())
+}
+
+/// A local user's password checked (against a dummy hash for an unknown name,
+/// so timing does not tell them apart); a failure feeds the detector.
+async fn verify_local(
+    state: &AppState,
+    ip: &Option<Extension<ClientIp>>,
+    username: &str,
+    password: String,
+    user: Option<UserRecord>,
+) -> Result<UserRecord, ApiError> {
+    let phc = user.as_ref().map(|u| u.password_hash.clone());
+    let ok = tokio::task::spawn_blocking(move || match phc {
+        Some(phc) => verify_password(&password, &phc),
+        None => {
+            let _ = crate::services::auth::hash_password(&password);
+            false
+        }
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    match (ok, user) {
+        (true, Some(u)) => Ok(u),
+        _ => {
+            record_login_failure(state, client_ip(ip), username).await;
+            Err(ApiError::Unauthorized("invalid username or password".into()))
+        }
+    }
 }
 
 /// The answer of a login: a session, or (for a user with MFA) a challenge.

@@ -1,0 +1,364 @@
+//! Sign-in against an LDAP directory (`auth.method = ldap`, `[auth.ldap]`).
+//!
+//! A user is found by a service account's search (`bind_dn`, `user_base_dn`,
+//! `user_filter`) and proved by a bind as that entry with the password given,
+//! or bound directly through `user_dn_template`. Their groups (`group_base_dn`,
+//! `group_filter`) map to Tessera roles (`role_mapping`). A directory user
+//! signs in as a Tessera user record kept in the meta group (so sessions,
+//! roles, MFA and audit work as for local users) whose password hash is
+//! [`EXTERNAL_PASSWORD`]: it never verifies, so such a user cannot sign in
+//! locally. Every `recheck_interval_secs` a signed-in directory user is looked
+//! up again: removed or disabled (no longer matching `user_filter`), their
+//! sessions stop working; moved to other groups, their role follows.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ldap3::{Ldap, LdapConnAsync, LdapConnSettings, Scope, SearchEntry, dn_escape, ldap_escape};
+use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
+use tessera_api::meta::{Role, UserRecord};
+
+use crate::config::LdapSection;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The password hash of a directory user's record: not a PHC string, so no
+/// password ever verifies against it.
+pub const EXTERNAL_PASSWORD: &str = "external:ldap";
+
+/// Whether `user` signs in through the directory.
+pub fn is_directory_user(user: &UserRecord) -> bool {
+    user.password_hash == EXTERNAL_PASSWORD
+}
+
+/// A user as the directory describes them.
+#[derive(Debug, Clone)]
+pub struct DirectoryUser {
+    pub dn: String,
+    pub email: Option<String>,
+    /// The names (`group_name_attribute`) of the groups they belong to.
+    pub groups: Vec<String>,
+}
+
+/// The directory this router signs users in against, and when it last
+/// looked up each signed-in user.
+pub struct Directory {
+    section: LdapSection,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    checked: Mutex<HashMap<String, Instant>>,
+}
+
+impl Directory {
+    /// The directory of `section` (already checked by `LdapSection::check`).
+    pub fn new(section: LdapSection) -> Result<Directory, String> {
+        let tls = match &section.ca_file {
+            Some(ca) => {
+                let roots = tessera_api::tls::root_store(ca).map_err(|e| format!("auth.ldap.ca_file: {e}"))?;
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let config = rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| format!("auth.ldap: {e}"))?
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                Some(Arc::new(config))
+            }
+            None => None,
+        };
+        Ok(Directory { section, tls, checked: Mutex::new(HashMap::new()) })
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.section.timeout_secs.max(1))
+    }
+
+    /// An open connection (StartTLS or LDAPS as configured, the certificate checked).
+    async fn connect(&self) -> Result<Ldap, ApiError> {
+        let mut settings = LdapConnSettings::new().set_conn_timeout(self.timeout()).set_starttls(self.section.start_tls);
+        if let Some(tls) = &self.tls {
+            settings = settings.set_config(tls.clone());
+        }
+        let (conn, mut ldap) = LdapConnAsync::with_settings(settings, &self.section.url).await.map_err(unreachable)?;
+        ldap3::drive!(conn);
+        ldap.with_timeout(self.timeout());
+        Ok(ldap)
+    }
+
+    /// A connection bound as the service account (`None` without one).
+    async fn service(&self) -> Result<Option<Ldap>, ApiError> {
+        let (Some(dn), Some(password)) = (&self.section.bind_dn, &self.section.bind_password) else {
+            return Ok(None);
+        };
+        let mut ldap = self.connect().await?;
+        ldap.simple_bind(dn, password.expose())
+            .await
+            .and_then(|r| r.success())
+            .map_err(|e| ApiError::Unavailable(format!("the directory refused the service account (auth.ldap.bind_dn): {e}")))?;
+        Ok(Some(ldap))
+    }
+
+    /// The entries under `base` matching `filter`, with `attrs`.
+    async fn search(&self, ldap: &mut Ldap, base: &str, scope: Scope, filter: &str, attrs: &[&str]) -> Result<Vec<SearchEntry>, ApiError> {
+        let ldap3::SearchResult(entries, result) = ldap.search(base, scope, filter, attrs.to_vec()).await.map_err(unreachable)?;
+        // 32: noSuchObject (the base itself is gone): nothing matches.
+        if result.rc != 0 && result.rc != 32 {
+            return Err(ApiError::Unavailable(format!("the directory refused a search under {base}: {result}")));
+        }
+        Ok(entries.into_iter().map(SearchEntry::construct).collect())
+    }
+
+    /// The user's own entry (matching `user_filter`), read over `ldap`.
+    async fn find(&self, ldap: &mut Ldap, username: &str) -> Result<Option<SearchEntry>, ApiError> {
+        let filter = self.section.user_filter.replace("{username}", &ldap_escape(username));
+        let attrs = [self.section.email_attribute.as_str()];
+        let mut found = match &self.section.user_dn_template {
+            // Direct bind: the entry is at its DN; the filter still says whether it may sign in.
+            Some(template) => {
+                let dn = template.replace("{username}", &dn_escape(username));
+                self.search(ldap, &dn, Scope::Base, &filter, &attrs).await?
+            }
+            None => self.search(ldap, &self.section.user_base_dn, Scope::Subtree, &filter, &attrs).await?,
+        };
+        // Two entries for one name: refuse rather than guess.
+        Ok(if found.len() == 1 { found.pop() } else { None })
+    }
+
+    /// The names of the groups `dn` (`username`) belongs to.
+    async fn groups(&self, ldap: &mut Ldap, dn: &str, username: &str) -> Result<Vec<String>, ApiError> {
+        let Some(base) = &self.section.group_base_dn else { return Ok(Vec::new()) };
+        let filter = self.section.group_filter.replace("{dn}", &ldap_escape(dn)).replace("{username}", &ldap_escape(username));
+        let attr = self.section.group_name_attribute.as_str();
+        let entries = self.search(ldap, base, Scope::Subtree, &filter, &[attr]).await?;
+        Ok(entries.into_iter().filter_map(|mut e| e.attrs.remove(attr).and_then(|mut v| v.pop())).collect())
+    }
+
+    fn described(&self, entry: SearchEntry, groups: Vec<String>) -> DirectoryUser {
+        let email = entry.attrs.get(&self.section.email_attribute).and_then(|v| v.first()).cloned();
+        DirectoryUser { dn: entry.dn, email, groups }
+    }
+
+    /// The directory user `username` proved by `password`; `None` when the
+    /// directory does not know them, refuses the password, or they are disabled.
+    pub async fn authenticate(&self, username: &str, password: &str) -> Result<Option<DirectoryUser>, ApiError> {
+        // An empty password is an unauthenticated bind (RFC 4513 5.1.2), which
+        // many directories "accept": never a proof.
+        if username.is_empty() || password.is_empty() {
+            return Ok(None);
+        }
+        let (dn, service) = match &self.section.user_dn_template {
+            Some(template) => (template.replace("{username}", &dn_escape(username)), self.service().await?),
+            None => {
+                let mut service = self.service().await?.ok_or_else(|| ApiError::Internal("auth.ldap has no service account".into()))?;
+                match self.find(&mut service, username).await? {
+                    Some(entry) => (entry.dn, Some(service)),
+                    None => return Ok(None),
+                }
+            }
+        };
+        let mut as_user = self.connect().await?;
+        match as_user.simple_bind(&dn, password).await.map_err(unreachable)?.success() {
+            Ok(_) => {}
+            // 49: invalidCredentials (wrong password, locked or unknown entry).
+            Err(ldap3::LdapError::LdapResult { result }) if result.rc == 49 => return Ok(None),
+            Err(e) => return Err(ApiError::Unavailable(format!("the directory refused the sign-in bind: {e}"))),
+        }
+        // Read the entry and groups as the service account when there is one, else as the user.
+        let mut reader = service.unwrap_or(as_user);
+        let Some(entry) = self.find(&mut reader, username).await? else { return Ok(None) };
+        let groups = self.groups(&mut reader, &entry.dn, username).await?;
+        let _ = reader.unbind().await;
+        Ok(Some(self.described(entry, groups)))
+    }
+
+    /// `username` as the directory describes them now (the service account's
+    /// search); `None`: removed or disabled. Without a service account the
+    /// directory cannot be asked between sign-ins: the user stays as signed in.
+    pub async fn lookup(&self, username: &str) -> Result<Option<Option<DirectoryUser>>, ApiError> {
+        let Some(mut ldap) = self.service().await? else { return Ok(None) };
+        let Some(entry) = self.find(&mut ldap, username).await? else { return Ok(Some(None)) };
+        let groups = self.groups(&mut ldap, &entry.dn, username).await?;
+        let _ = ldap.unbind().await;
+        Ok(Some(Some(self.described(entry, groups))))
+    }
+
+    /// Whether `username` is due a recheck (and marks it checked now).
+    fn due(&self, username: &str) -> bool {
+        let interval = Duration::from_secs(self.section.recheck_interval_secs);
+        if interval.is_zero() {
+            return false;
+        }
+        let mut checked = self.checked.lock().expect("recheck map");
+        let due = checked.get(username).is_none_or(|at| at.elapsed() >= interval);
+        if due {
+            checked.insert(username.to_string(), Instant::now());
+        }
+        due
+    }
+
+    /// The built-in role and custom roles `groups` map to; `None`: no group
+    /// maps and there is no `default_role`.
+    pub fn roles_of(&self, groups: &[String]) -> Option<(Role, Vec<String>)> {
+        let mut builtin: Option<Role> = None;
+        let mut custom: Vec<String> = Vec::new();
+        let named: Vec<&String> = groups.iter().filter_map(|g| self.section.role_mapping.get(g)).collect();
+        let named = if named.is_empty() { self.section.default_role.iter().collect() } else { named };
+        for role in named {
+            match Role::parse(role) {
+                Some(r) => builtin = Some(builtin.map_or(r, |b| highest(b, r))),
+                None if !custom.contains(role) => custom.push(role.clone()),
+                None => {}
+            }
+        }
+        match (builtin, custom.is_empty()) {
+            (None, true) => None,
+            // Custom roles alone: the least built-in role, plus theirs.
+            (None, false) => Some((Role::Viewer, custom)),
+            (Some(b), _) => Some((b, custom)),
+        }
+    }
+
+    /// Whether local users may still sign in with a password.
+    pub fn allows_local_users(&self) -> bool {
+        self.section.allow_local_users
+    }
+}
+
+fn rank(r: Role) -> u8 {
+    match r {
+        Role::Viewer => 0,
+        Role::Operator => 1,
+        Role::Admin => 2,
+    }
+}
+
+fn highest(a: Role, b: Role) -> Role {
+    if rank(a) >= rank(b) { a } else { b }
+}
+
+fn unreachable(e: ldap3::LdapError) -> ApiError {
+    ApiError::Unavailable(format!("the directory (auth.ldap.url) did not answer: {e}"))
+}
+
+/// How a directory sign-in ended.
+pub enum SignIn {
+    /// The user's record (created or brought up to date from the directory).
+    User(Box<UserRecord>),
+    /// Unknown, wrong password or disabled.
+    Refused,
+    /// The directory knows them, but no group maps to a Tessera role.
+    NoRole,
+}
+
+/// Signs `username` in against the directory and keeps their user record in
+/// step with it (role from their groups, e-mail).
+pub async fn sign_in(state: &AppState, directory: &Directory, username: &str, password: &str) -> Result<SignIn, ApiError> {
+    let Some(found) = directory.authenticate(username, password).await? else { return Ok(SignIn::Refused) };
+    let Some((role, roles)) = directory.roles_of(&found.groups) else {
+        tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, "directory sign-in refused: no group maps to a role");
+        return Ok(SignIn::NoRole);
+    };
+    tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, ?role, "directory sign-in");
+    let existing = match state.cluster.meta_read(MetaQuery::UserByName { username: username.to_string() }).await? {
+        MetaQueryResult::User(u) => u,
+        other => return Err(ApiError::unexpected(other)),
+    };
+    let user = match existing {
+        // A local user of the same name is not taken over by a directory entry.
+        Some(u) if !is_directory_user(&u) => return Ok(SignIn::Refused),
+        Some(mut u) => {
+            let email = found.email.clone().unwrap_or_else(|| u.email.clone());
+            if u.role != role || u.roles != roles || u.email != email {
+                (u.role, u.roles, u.email) = (role, roles, email);
+                write(state, MetaOp::UpdateUser(u.clone())).await?;
+            }
+            u
+        }
+        None => {
+            let u = UserRecord {
+                id: crate::services::ids::new_id(),
+                username: username.to_string(),
+                email: found.email.clone().unwrap_or_default(),
+                role,
+                password_hash: EXTERNAL_PASSWORD.into(),
+                mfa_enabled: false,
+                created_at_ms: now_ms(),
+                roles,
+            };
+            write(state, MetaOp::CreateUser(u.clone())).await?;
+            state.users_exist.store(true, std::sync::atomic::Ordering::Relaxed);
+            u
+        }
+    };
+    directory.checked.lock().expect("recheck map").insert(username.to_string(), Instant::now());
+    Ok(SignIn::User(Box::new(user)))
+}
+
+/// A signed-in directory user, looked up again when due: `Err(Unauthorized)`
+/// once the directory no longer lists them (or grants them no role); their
+/// record follows a change of groups.
+pub async fn recheck(state: &AppState, directory: &Directory, user: &mut UserRecord) -> Result<(), ApiError> {
+    if !is_directory_user(user) || !directory.due(&user.username) {
+        return Ok(());
+    }
+    let found = match directory.lookup(&user.username).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            // The directory being down does not end sessions; the next request asks again.
+            directory.checked.lock().expect("recheck map").remove(&user.username);
+            tracing::warn!(user = %user.username, "directory recheck not done: {e}");
+            return Ok(());
+        }
+    };
+    let roles = found.as_ref().and_then(|f| directory.roles_of(&f.groups));
+    let Some((role, roles)) = roles else {
+        tracing::info!(user = %user.username, "the directory no longer lists this user (or grants no role): their sessions end");
+        return Err(ApiError::Unauthorized("the directory no longer lets this user sign in".into()));
+    };
+    if user.role != role || user.roles != roles {
+        (user.role, user.roles) = (role, roles);
+        write(state, MetaOp::UpdateUser(user.clone())).await?;
+    }
+    Ok(())
+}
+
+async fn write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
+    match state.cluster.meta_write(op).await? {
+        Response::Rejected(r) => Err(r.into()),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn directory(mapping: &[(&str, &str)], default_role: Option<&str>) -> Directory {
+        let section = LdapSection {
+            url: "ldap://127.0.0.1:1".into(),
+            role_mapping: mapping.iter().map(|(g, r)| (g.to_string(), r.to_string())).collect(),
+            default_role: default_role.map(str::to_string),
+            ..Default::default()
+        };
+        Directory::new(section).unwrap()
+    }
+
+    #[test]
+    fn groups_map_to_the_highest_role_and_custom_roles_add_up() {
+        let d = directory(&[("admins", "admin"), ("eng", "operator"), ("audit", "auditor"), ("ops", "Operator")], None);
+        let groups = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(d.roles_of(&groups(&["eng", "admins"])), Some((Role::Admin, vec![])));
+        assert_eq!(d.roles_of(&groups(&["eng", "audit"])), Some((Role::Operator, vec!["auditor".to_string()])));
+        assert_eq!(d.roles_of(&groups(&["audit"])), Some((Role::Viewer, vec!["auditor".to_string()])));
+        assert_eq!(d.roles_of(&groups(&["unmapped"])), None, "no mapped group and no default role: refused");
+        let with_default = directory(&[("admins", "admin")], Some("viewer"));
+        assert_eq!(with_default.roles_of(&groups(&["unmapped"])), Some((Role::Viewer, vec![])));
+    }
+
+    #[tokio::test]
+    async fn an_empty_password_is_never_a_proof() {
+        // No directory listens on port 1: the refusal comes before any connection.
+        let d = directory(&[], None);
+        assert!(d.authenticate("alice", "").await.unwrap().is_none());
+    }
+}
