@@ -78,15 +78,20 @@ impl RouterConfig {
                     return Err("auth.method = ldap needs an [auth.ldap] section (url, and a service account or a user_dn_template)".into());
                 }
             },
+            "oauth2" | "oidc" => match &self.auth.oauth2 {
+                Some(oidc) => oidc.check()?,
+                None => {
+                    return Err(
+                        "auth.method = oauth2 needs an [auth.oauth2] section (issuer, client_id, client_secret, redirect_uri)".into()
+                    );
+                }
+            },
             _ => {
                 return Err(format!(
-                    "auth.method = {:?} is not supported: use local (Tessera's own users, POST /api/v1/admin/users) or ldap ([auth.ldap])",
+                    "auth.method = {:?} is not supported: use local (Tessera's own users, POST /api/v1/admin/users), ldap ([auth.ldap]) or oauth2 ([auth.oauth2])",
                     self.auth.method
                 ));
             }
-        }
-        if self.auth.oauth2.is_some() {
-            return Err("auth.oauth2 is not supported yet (auth.method = local or ldap); remove the section".into());
         }
         if tessera_api::meta::Role::parse(&self.rbac.default_role).is_none() {
             return Err(format!("rbac.default_role must be admin, operator or viewer, not {:?}", self.rbac.default_role));
@@ -488,13 +493,14 @@ pub struct AuthSection {
     /// Serve anonymous reads while no user exists (logged as a warning each time).
     pub open_bootstrap: bool,
     /// How users authenticate: `local` (Tessera's own users and passwords) or
-    /// `ldap` (a directory, `[auth.ldap]`; local users still sign in unless
-    /// `auth.ldap.allow_local_users = false`); `oauth2` is refused at start, as is its section.
+    /// `ldap` (a directory, `[auth.ldap]`) or `oauth2` (an OpenID Connect
+    /// provider, `[auth.oauth2]`); local users still sign in unless the
+    /// section's `allow_local_users = false`.
     pub method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ldap: Option<LdapSection>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub oauth2: Option<serde_json::Value>,
+    pub oauth2: Option<OidcSection>,
 }
 
 /// `[auth.ldap]`: sign-in against an LDAP directory (`auth.method = ldap`; see
@@ -593,6 +599,105 @@ impl LdapSection {
         }
         if self.timeout_secs == 0 {
             return Err("auth.ldap.timeout_secs must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// `[auth.oauth2]`: sign-in through an OpenID Connect provider
+/// (`auth.method = oauth2`; see docs/configuration.md and docs/security.md
+/// "External identity: OpenID Connect").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OidcSection {
+    /// The provider's issuer URL; its discovery document is at
+    /// `<issuer>/.well-known/openid-configuration`, and tokens must name it as `iss`.
+    pub issuer: String,
+    pub client_id: String,
+    /// The client's secret (`client_secret_post`); it also keys the sealed login state.
+    pub client_secret: Option<tessera_api::secret::SecretString>,
+    /// This router's callback as registered with the provider:
+    /// `https://<router>/api/v1/auth/oidc/callback`.
+    pub redirect_uri: String,
+    /// Scopes asked for at sign-in (space-separated; `openid` is always asked).
+    pub scopes: String,
+    /// Accepted `aud` values of bearer tokens; empty: the client id.
+    pub audiences: Vec<String>,
+    /// The claim holding the user's name (falls back to `sub`).
+    pub username_claim: String,
+    pub email_claim: String,
+    /// The claim holding groups or roles (a string or an array; a dotted path
+    /// reaches into objects, e.g. `realm_access.roles`).
+    pub role_claim: String,
+    /// Claim value → Tessera role (`admin`, `operator`, `viewer` or a custom role).
+    pub role_mapping: std::collections::BTreeMap<String, String>,
+    /// The role of a user no claim value maps (none: such a user is refused, 403).
+    pub default_role: Option<String>,
+    /// Signature algorithms accepted (asymmetric only: never `none`, never HS*).
+    pub algorithms: Vec<String>,
+    /// Seconds of clock skew allowed on `exp`, `nbf` and `iat`.
+    pub clock_skew_secs: u64,
+    /// Provider tokens (`Authorization: Bearer <JWT>`) are accepted on every route.
+    pub accept_bearer_tokens: bool,
+    /// PEM CA certificates the provider's HTTPS certificate must chain to (none: the system's roots).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Seconds one call to the provider may take.
+    pub timeout_secs: u64,
+    /// Seconds a started sign-in may take before its callback.
+    pub login_ttl_secs: u64,
+    /// Tessera's own users still sign in with their passwords (break-glass admins).
+    pub allow_local_users: bool,
+}
+
+impl Default for OidcSection {
+    fn default() -> Self {
+        OidcSection {
+            issuer: String::new(),
+            client_id: String::new(),
+            client_secret: None,
+            redirect_uri: String::new(),
+            scopes: "openid email profile".into(),
+            audiences: Vec::new(),
+            username_claim: "preferred_username".into(),
+            email_claim: "email".into(),
+            role_claim: "roles".into(),
+            role_mapping: Default::default(),
+            default_role: None,
+            algorithms: ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"].map(String::from).to_vec(),
+            clock_skew_secs: 60,
+            accept_bearer_tokens: true,
+            ca_file: None,
+            timeout_secs: 10,
+            login_ttl_secs: 600,
+            allow_local_users: true,
+        }
+    }
+}
+
+impl OidcSection {
+    /// Whether the section can work.
+    pub fn check(&self) -> Result<(), String> {
+        for (key, url) in [("issuer", &self.issuer), ("redirect_uri", &self.redirect_uri)] {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(format!("auth.oauth2.{key} must be an http(s) URL, not {url:?}"));
+            }
+        }
+        if self.client_id.trim().is_empty() {
+            return Err("auth.oauth2.client_id is required".into());
+        }
+        if self.client_secret.as_ref().is_none_or(|s| s.is_blank()) {
+            return Err("auth.oauth2.client_secret is required (the router is a confidential client; it also seals the login state)".into());
+        }
+        if self.algorithms.is_empty() {
+            return Err("auth.oauth2.algorithms must name at least one algorithm".into());
+        }
+        for alg in &self.algorithms {
+            if !["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"].contains(&alg.as_str()) {
+                return Err(format!("auth.oauth2.algorithms: {alg:?} is not an accepted signature algorithm (asymmetric ones only)"));
+            }
+        }
+        if self.timeout_secs == 0 || self.login_ttl_secs == 0 {
+            return Err("auth.oauth2.timeout_secs and login_ttl_secs must be at least 1".into());
         }
         Ok(())
     }
@@ -884,6 +989,8 @@ mod tests {
         std::fs::write(&file, direct).unwrap();
         RouterConfig::load(Some(&file)).unwrap().check_access().unwrap();
         std::fs::write(&file, "[auth]\nmethod = \"oauth2\"\n").unwrap();
+        assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("[auth.oauth2]"));
+        std::fs::write(&file, "[auth]\nmethod = \"kerberos\"\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().unwrap_err().contains("auth.method"));
         std::fs::write(&file, "[auth]\nmethod = \"local\"\n").unwrap();
         assert!(RouterConfig::load(Some(&file)).unwrap().check_access().is_ok());
@@ -942,7 +1049,12 @@ mod documented {
             default_role: Some("viewer".into()),
             ..Default::default()
         });
-        config.auth.oauth2 = Some(serde_json::json!({}));
+        config.auth.oauth2 = Some(super::OidcSection {
+            client_secret: Some("x".into()),
+            default_role: Some("viewer".into()),
+            ca_file: Some("ca.pem".into()),
+            ..Default::default()
+        });
         let bd = &mut config.breach_detection;
         (bd.enabled, bd.failed_login_threshold, bd.failed_login_window_minutes) = (Some(true), Some(5), Some(5));
         (bd.anomaly_detection, bd.data_exfiltration_threshold_mb) = (Some(true), Some(1));

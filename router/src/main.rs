@@ -57,6 +57,8 @@ fn route_table() -> RouteTable {
         .get("/api/v1/openapi.json", Public, health::openapi)
         .post("/api/v1/auth/login", Public, auth::login)
         .returns::<auth::LoginAnswer>()
+        .get("/api/v1/auth/oidc/login", Public, auth::oidc_login)
+        .get("/api/v1/auth/oidc/callback", Public, auth::oidc_callback)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)
         .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)
         .post("/api/v1/auth/mfa/verify", Public, auth::mfa_verify)

@@ -57,6 +57,8 @@ pub struct Inner {
     pub backups: crate::services::backup::Backups,
     /// The directory users sign in against (`auth.method = ldap`).
     pub directory: Option<Arc<crate::services::ldap::Directory>>,
+    /// The OpenID provider users sign in through (`auth.method = oauth2`).
+    pub oidc: Option<Arc<crate::services::oidc::Provider>>,
 }
 
 impl AppState {
@@ -72,6 +74,12 @@ impl AppState {
         let directory = match (config.auth.method.trim().eq_ignore_ascii_case("ldap"), &config.auth.ldap) {
             (true, Some(section)) => {
                 Some(Arc::new(crate::services::ldap::Directory::new(section.clone()).map_err(|e| anyhow::anyhow!(e))?))
+            }
+            _ => None,
+        };
+        let oidc = match (config.auth.method.trim().to_ascii_lowercase().as_str(), &config.auth.oauth2) {
+            ("oauth2" | "oidc", Some(section)) => {
+                Some(Arc::new(crate::services::oidc::Provider::new(section.clone()).map_err(|e| anyhow::anyhow!(e))?))
             }
             _ => None,
         };
@@ -101,6 +109,7 @@ impl AppState {
                 classification: Default::default(),
                 backups,
                 directory,
+                oidc,
             }),
         })
     }

@@ -6,7 +6,7 @@
 //! `group_filter`) map to Tessera roles (`role_mapping`). A directory user
 //! signs in as a Tessera user record kept in the meta group (so sessions,
 //! roles, MFA and audit work as for local users) whose password hash is
-//! [`EXTERNAL_PASSWORD`]: it never verifies, so such a user cannot sign in
+//! `external:ldap` (`services/external_users.rs`): it never verifies, so such a user cannot sign in
 //! locally. Every `recheck_interval_secs` a signed-in directory user is looked
 //! up again: removed or disabled (no longer matching `user_filter`), their
 //! sessions stop working; moved to other groups, their role follows.
@@ -16,20 +16,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ldap3::{Ldap, LdapConnAsync, LdapConnSettings, Scope, SearchEntry, dn_escape, ldap_escape};
-use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::meta::{Role, UserRecord};
 
 use crate::config::LdapSection;
 use crate::error::ApiError;
+use crate::services::external_users::{self, External};
 use crate::state::AppState;
-
-/// The password hash of a directory user's record: not a PHC string, so no
-/// password ever verifies against it.
-pub const EXTERNAL_PASSWORD: &str = "external:ldap";
 
 /// Whether `user` signs in through the directory.
 pub fn is_directory_user(user: &UserRecord) -> bool {
-    user.password_hash == EXTERNAL_PASSWORD
+    user.password_hash == external_users::marker("ldap")
 }
 
 /// A user as the directory describes them.
@@ -195,44 +191,15 @@ impl Directory {
         due
     }
 
-    /// The built-in role and custom roles `groups` map to; `None`: no group
-    /// maps and there is no `default_role`.
+    /// The built-in role and custom roles `groups` map to (see [`external_users::roles_of`]).
     pub fn roles_of(&self, groups: &[String]) -> Option<(Role, Vec<String>)> {
-        let mut builtin: Option<Role> = None;
-        let mut custom: Vec<String> = Vec::new();
-        let named: Vec<&String> = groups.iter().filter_map(|g| self.section.role_mapping.get(g)).collect();
-        let named = if named.is_empty() { self.section.default_role.iter().collect() } else { named };
-        for role in named {
-            match Role::parse(role) {
-                Some(r) => builtin = Some(builtin.map_or(r, |b| highest(b, r))),
-                None if !custom.contains(role) => custom.push(role.clone()),
-                None => {}
-            }
-        }
-        match (builtin, custom.is_empty()) {
-            (None, true) => None,
-            // Custom roles alone: the least built-in role, plus theirs.
-            (None, false) => Some((Role::Viewer, custom)),
-            (Some(b), _) => Some((b, custom)),
-        }
+        external_users::roles_of(&self.section.role_mapping, self.section.default_role.as_ref(), groups)
     }
 
     /// Whether local users may still sign in with a password.
     pub fn allows_local_users(&self) -> bool {
         self.section.allow_local_users
     }
-}
-
-fn rank(r: Role) -> u8 {
-    match r {
-        Role::Viewer => 0,
-        Role::Operator => 1,
-        Role::Admin => 2,
-    }
-}
-
-fn highest(a: Role, b: Role) -> Role {
-    if rank(a) >= rank(b) { a } else { b }
 }
 
 fn unreachable(e: ldap3::LdapError) -> ApiError {
@@ -258,37 +225,9 @@ pub async fn sign_in(state: &AppState, directory: &Directory, username: &str, pa
         return Ok(SignIn::NoRole);
     };
     tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, ?role, "directory sign-in");
-    let existing = match state.cluster.meta_read(MetaQuery::UserByName { username: username.to_string() }).await? {
-        MetaQueryResult::User(u) => u,
-        other => return Err(ApiError::unexpected(other)),
-    };
-    let user = match existing {
-        // A local user of the same name is not taken over by a directory entry.
-        Some(u) if !is_directory_user(&u) => return Ok(SignIn::Refused),
-        Some(mut u) => {
-            let email = found.email.clone().unwrap_or_else(|| u.email.clone());
-            if u.role != role || u.roles != roles || u.email != email {
-                (u.role, u.roles, u.email) = (role, roles, email);
-                write(state, MetaOp::UpdateUser(u.clone())).await?;
-            }
-            u
-        }
-        None => {
-            let u = UserRecord {
-                id: crate::services::ids::new_id(),
-                username: username.to_string(),
-                email: found.email.clone().unwrap_or_default(),
-                role,
-                password_hash: EXTERNAL_PASSWORD.into(),
-                mfa_enabled: false,
-                created_at_ms: now_ms(),
-                roles,
-            };
-            write(state, MetaOp::CreateUser(u.clone())).await?;
-            state.users_exist.store(true, std::sync::atomic::Ordering::Relaxed);
-            u
-        }
-    };
+    let who = External { username, email: found.email.clone(), role, roles, marker: external_users::marker("ldap") };
+    // A local user of the same name is not taken over by a directory entry.
+    let Some(user) = external_users::upsert(state, who).await? else { return Ok(SignIn::Refused) };
     directory.checked.lock().expect("recheck map").insert(username.to_string(), Instant::now());
     Ok(SignIn::User(Box::new(user)))
 }
@@ -315,50 +254,21 @@ pub async fn recheck(state: &AppState, directory: &Directory, user: &mut UserRec
         tracing::info!(user = %user.username, "the directory no longer lists this user (or grants no role): their sessions end");
         return Err(ApiError::Unauthorized("the directory no longer lets this user sign in".into()));
     };
-    if user.role != role || user.roles != roles {
-        (user.role, user.roles) = (role, roles);
-        write(state, MetaOp::UpdateUser(user.clone())).await?;
-    }
-    Ok(())
-}
-
-async fn write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
-    match state.cluster.meta_write(op).await? {
-        Response::Rejected(r) => Err(r.into()),
-        _ => Ok(()),
-    }
+    external_users::set_roles(state, user, role, roles).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn directory(mapping: &[(&str, &str)], default_role: Option<&str>) -> Directory {
-        let section = LdapSection {
-            url: "ldap://127.0.0.1:1".into(),
-            role_mapping: mapping.iter().map(|(g, r)| (g.to_string(), r.to_string())).collect(),
-            default_role: default_role.map(str::to_string),
-            ..Default::default()
-        };
-        Directory::new(section).unwrap()
-    }
-
-    #[test]
-    fn groups_map_to_the_highest_role_and_custom_roles_add_up() {
-        let d = directory(&[("admins", "admin"), ("eng", "operator"), ("audit", "auditor"), ("ops", "Operator")], None);
-        let groups = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(d.roles_of(&groups(&["eng", "admins"])), Some((Role::Admin, vec![])));
-        assert_eq!(d.roles_of(&groups(&["eng", "audit"])), Some((Role::Operator, vec!["auditor".to_string()])));
-        assert_eq!(d.roles_of(&groups(&["audit"])), Some((Role::Viewer, vec!["auditor".to_string()])));
-        assert_eq!(d.roles_of(&groups(&["unmapped"])), None, "no mapped group and no default role: refused");
-        let with_default = directory(&[("admins", "admin")], Some("viewer"));
-        assert_eq!(with_default.roles_of(&groups(&["unmapped"])), Some((Role::Viewer, vec![])));
+    fn directory() -> Directory {
+        Directory::new(LdapSection { url: "ldap://127.0.0.1:1".into(), ..Default::default() }).unwrap()
     }
 
     #[tokio::test]
     async fn an_empty_password_is_never_a_proof() {
         // No directory listens on port 1: the refusal comes before any connection.
-        let d = directory(&[], None);
+        let d = directory();
         assert!(d.authenticate("alice", "").await.unwrap().is_none());
     }
 }

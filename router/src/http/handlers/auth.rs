@@ -22,8 +22,8 @@ use super::JsonBody;
 use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::services::auth::{Caller, new_token, token_hash, users_exist, verify_password};
-use crate::services::ldap;
 use crate::services::security::{ClientIp, record_login_failure};
+use crate::services::{ldap, oidc};
 use crate::state::AppState;
 
 fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
@@ -52,8 +52,8 @@ async fn attempt_login(
     user_agent: Option<String>,
     req: LoginRequest,
 ) -> Result<Response, ApiError> {
-    // With a directory, its users need no local user to exist first.
-    if state.directory.is_none() && !users_exist(&state).await? {
+    // With a directory or a provider, their users need no local user to exist first.
+    if state.directory.is_none() && state.oidc.is_none() && !users_exist(&state).await? {
         return Err(ApiError::NotProvisioned);
     }
     let answer = state.cluster.meta_read(MetaQuery::UserByName { username: req.username.clone() }).await?;
@@ -61,7 +61,7 @@ async fn attempt_login(
     let user = typed::pick(answer, shape!(MetaQueryResult::User))?;
     let user = match (state.directory.clone(), user) {
         // A directory user, or a name only the directory may know.
-        (Some(directory), user) if user.as_ref().is_none_or(ldap::is_directory_user) => {
+        (Some(directory), user) if user.as_ref().is_none_or(crate::services::external_users::is_external) => {
             match ldap::sign_in(&state, &directory, &req.username, &req.password).await? {
                 ldap::SignIn::User(user) => *user,
                 ldap::SignIn::Refused => {
@@ -81,31 +81,129 @@ async fn attempt_login(
             record_login_failure(&state, client_ip(&ip), &req.username).await;
             return Err(ApiError::Unauthorized("invalid username or password (local users are off: auth.ldap.allow_local_users)".into()));
         }
+        // Local users while a provider is the way in.
+        (None, _) if state.oidc.as_ref().is_some_and(|p| !p.allows_local_users()) => {
+            record_login_failure(&state, client_ip(&ip), &req.username).await;
+            return Err(ApiError::Unauthorized(
+                "invalid username or password (local users are off: auth.oauth2.allow_local_users; sign in at /api/v1/auth/oidc/login)"
+                    .into(),
+            ));
+        }
         (_, user) => verify_local(&state, &ip, &req.username, req.password, user).await?,
     };
+    Ok(Json(open_session(&state, &user, client_ip(&ip), user_agent).await?).into_response())
+}
+
+/// A session for `user` who proved who they are, or (with MFA on) the challenge
+/// their code answers.
+async fn open_session(
+    state: &AppState,
+    user: &UserRecord,
+    ip: Option<std::net::IpAddr>,
+    user_agent: Option<String>,
+) -> Result<LoginAnswer, ApiError> {
     let security = &state.config.security;
     if user.mfa_enabled {
         let temp = new_token();
         let ttl_ms = (security.mfa_challenge_secs.max(1) * 1000) as i64;
         let op = SecurityOp::BeginMfaLogin { challenge_hash: token_hash(&temp), user_id: user.id.clone(), ttl_ms };
         state.cluster.meta_write(MetaOp::Security(op)).await?;
-        return Ok(Json(LoginAnswer::MfaChallenge(MfaChallenge {
+        return Ok(LoginAnswer::MfaChallenge(MfaChallenge {
             mfa_required: true,
             temp_token: temp,
             expires_at: iso8601_ms(now_ms() + ttl_ms),
             message: "send the 6-digit code from your authenticator to POST /api/v1/auth/mfa/verify {token, code}".into(),
-        }))
-        .into_response());
+        }));
     }
     let token = new_token();
     let now = now_ms();
     let expires_at_ms = now + (state.config.auth.session_timeout as i64) * 1000;
-    let client_ip = client_ip(&ip).map(|i| i.to_string());
+    let client_ip = ip.map(|i| i.to_string());
     let session = SessionRecord { user_id: user.id.clone(), created_at_ms: now, expires_at_ms, client_ip, user_agent, mfa_verified: false };
     state.cluster.meta_write(MetaOp::CreateSession { token_hash: token_hash(&token), session }).await?;
     let mfa_enrollment_required = state.config.auth.mfa_required;
-    let session = LoginResponse { token, user: UserView::from(&user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required };
-    Ok(Json(LoginAnswer::Session(session)).into_response())
+    let session = LoginResponse { token, user: UserView::from(user), expires_at: iso8601_ms(expires_at_ms), mfa_enrollment_required };
+    Ok(LoginAnswer::Session(session))
+}
+
+/// `GET /api/v1/auth/oidc/login`: starts an OpenID Connect sign-in (`auth.method
+/// = oauth2`): 302 to the provider's authorization endpoint, with the cookie
+/// that binds the sign-in to this browser.
+pub async fn oidc_login(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let provider = state.oidc.clone().ok_or_else(oidc_off)?;
+    let started = provider.begin().await?;
+    let cookie = format!(
+        "{}={}; Path=/api/v1/auth/oidc; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        oidc::LOGIN_COOKIE,
+        started.cookie,
+        started.cookie_max_age_secs,
+        if state.config.tls.cert.is_some() { "; Secure" } else { "" }
+    );
+    let headers = [(axum::http::header::LOCATION, started.authorization_url), (axum::http::header::SET_COOKIE, cookie)];
+    Ok((StatusCode::FOUND, headers).into_response())
+}
+
+/// What the provider sends the browser back with.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct OidcCallback {
+    code: Option<String>,
+    state: Option<String>,
+    /// The provider's refusal (`access_denied`, ...), instead of a code.
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// `GET /api/v1/auth/oidc/callback?code=&state=`: finishes the sign-in the
+/// login route started (same browser, within `login_ttl_secs`) and opens a
+/// Tessera session for the provider's user, as `POST /api/v1/auth/login` does.
+pub async fn oidc_callback(
+    State(state): State<AppState>,
+    ip: Option<Extension<ClientIp>>,
+    headers: axum::http::HeaderMap,
+    super::QueryParams(q): super::QueryParams<OidcCallback>,
+) -> Result<Json<LoginAnswer>, ApiError> {
+    let provider = state.oidc.clone().ok_or_else(oidc_off)?;
+    if let Some(error) = q.error {
+        return Err(ApiError::Unauthorized(format!(
+            "the provider refused the sign-in: {error} {}",
+            q.error_description.unwrap_or_default()
+        )));
+    }
+    let (Some(code), Some(sign_in_state)) = (q.code, q.state) else {
+        return Err(ApiError::BadRequest("the callback needs code and state".into()));
+    };
+    let cookie = headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == oidc::LOGIN_COOKIE)
+        .map(|(_, value)| value.to_string());
+    let claims = match provider.finish(&code, &sign_in_state, cookie.as_deref()).await {
+        Ok(claims) => claims,
+        Err(e @ ApiError::Unauthorized(_)) => {
+            record_login_failure(&state, client_ip(&ip), "(openid)").await;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    let user = match oidc::sign_in(&state, &provider, &claims).await? {
+        oidc::SignIn::User(user) => *user,
+        oidc::SignIn::NoRole => {
+            return Err(ApiError::Forbidden(
+                "the provider's user has no role claim that maps to a Tessera role (auth.oauth2.role_mapping)".into(),
+            ));
+        }
+        oidc::SignIn::NameTaken => return Err(ApiError::Conflict("a local user holds this name; it is not taken over".into())),
+        oidc::SignIn::NoName => return Err(ApiError::Unauthorized("the provider's ID token names no user".into())),
+    };
+    let user_agent = crate::http::caller::user_agent(&headers);
+    Ok(Json(open_session(&state, &user, client_ip(&ip), user_agent).await?))
+}
+
+fn oidc_off() -> ApiError {
+    ApiError::NotFound("OpenID Connect sign-in is off (auth.method = oauth2 with an [auth.oauth2] section)".into())
 }
 
 /// A local user's password checked (against a dummy hash for an unknown name,
