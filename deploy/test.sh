@@ -15,6 +15,12 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 test_packages=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || test_packages+=(postgresql)
 command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
+# External identity peers: a real OpenLDAP server (tests/tests/ldap_login.rs) and
+# Node.js for the OpenID provider oidc-provider (tests/tests/oidc_login.rs).
+[[ -x /usr/sbin/slapd ]] || test_packages+=(slapd)
+command -v ldapadd >/dev/null 2>&1 || test_packages+=(ldap-utils)
+command -v node >/dev/null 2>&1 || test_packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || test_packages+=(npm)
 if ((${#test_packages[@]})); then
   echo "installing: ${test_packages[*]} (test peers and tools)" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo

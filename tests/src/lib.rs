@@ -20,6 +20,7 @@
 pub mod certs;
 pub mod chaos;
 pub mod fuzz;
+pub mod ldap;
 pub mod pods;
 pub mod ws;
 
