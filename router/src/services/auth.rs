@@ -127,7 +127,7 @@ pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Calle
     match state.cluster.meta_read(MetaQuery::UserById { id: session.user_id }).await? {
         MetaQueryResult::User(Some(mut user)) => {
             if let Some(directory) = &state.directory {
-                crate::services::ldap::recheck(state, directory, &mut user).await?;
+                crate::services::external_users::directory_recheck(state, directory, &mut user).await?;
             }
             if !state.config.rbac.enabled {
                 // `rbac.enabled = false`: every authenticated user acts as an admin.
@@ -160,7 +160,7 @@ async fn provider_caller(
     hash: String,
     ip: Option<std::net::IpAddr>,
 ) -> Result<Caller, ApiError> {
-    use crate::services::oidc::{SignIn, sign_in};
+    use crate::services::external_users::{ProviderSignIn as SignIn, provider_sign_in as sign_in};
     let claims = provider.validate(token, None).await?;
     let mut user = match sign_in(state, provider, &claims).await? {
         SignIn::User(user) => *user,

@@ -1,62 +1,19 @@
-//! Users whose identity lives elsewhere (an LDAP directory, an OpenID
-//! provider): the roles their groups or claims map to, and the Tessera user
-//! record each signs in as, kept in the meta group so sessions, permissions,
-//! MFA and audit work as for local users. Such a record's password hash is a
-//! marker (`external:<method>`), not a PHC string: no password verifies
-//! against it, so the account cannot sign in locally.
+//! The Tessera user records of users whose identity lives elsewhere: created
+//! at their first sign-in through a directory (`ldap.rs`) or a provider
+//! (`oidc.rs`), brought up to date at each, and for a directory's users
+//! rechecked while they are signed in. Records are kept in the meta group so
+//! sessions, permissions, MFA and audit work as for local users; their
+//! password hash is a marker (`external_roles.rs`).
 
-use std::collections::BTreeMap;
-
+use serde_json::Value;
 use tessera_api::command::{MetaOp, MetaQuery, MetaQueryResult, Response, now_ms};
 use tessera_api::meta::{Role, UserRecord};
 
 use crate::error::ApiError;
+use crate::services::external_roles::marker;
+use crate::services::ldap::{self, Directory};
+use crate::services::oidc::Provider;
 use crate::state::AppState;
-
-/// The password-hash marker of a user signing in through `method` (`ldap`, `oidc`).
-pub fn marker(method: &str) -> String {
-    format!("external:{method}")
-}
-
-/// Whether `user` signs in through a directory or a provider.
-pub fn is_external(user: &UserRecord) -> bool {
-    user.password_hash.starts_with("external:")
-}
-
-/// The built-in role and custom roles that `names` (groups, role claims) map
-/// to by `mapping`: the highest built-in role, every custom role; `default_role`
-/// when none maps; `None` when none maps and there is no default.
-pub fn roles_of(mapping: &BTreeMap<String, String>, default_role: Option<&String>, names: &[String]) -> Option<(Role, Vec<String>)> {
-    let mut builtin: Option<Role> = None;
-    let mut custom: Vec<String> = Vec::new();
-    let mapped: Vec<&String> = names.iter().filter_map(|g| mapping.get(g)).collect();
-    let mapped = if mapped.is_empty() { default_role.into_iter().collect() } else { mapped };
-    for role in mapped {
-        match Role::parse(role) {
-            Some(r) => builtin = Some(builtin.map_or(r, |b| highest(b, r))),
-            None if !custom.contains(role) => custom.push(role.clone()),
-            None => {}
-        }
-    }
-    match (builtin, custom.is_empty()) {
-        (None, true) => None,
-        // Custom roles alone: the least built-in role, plus theirs.
-        (None, false) => Some((Role::Viewer, custom)),
-        (Some(b), _) => Some((b, custom)),
-    }
-}
-
-fn rank(r: Role) -> u8 {
-    match r {
-        Role::Viewer => 0,
-        Role::Operator => 1,
-        Role::Admin => 2,
-    }
-}
-
-fn highest(a: Role, b: Role) -> Role {
-    if rank(a) >= rank(b) { a } else { b }
-}
 
 /// Who an external sign-in names, and what they may do.
 pub struct External<'a> {
@@ -120,21 +77,84 @@ async fn write(state: &AppState, op: MetaOp) -> Result<(), ApiError> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// How a directory sign-in ended.
+pub enum DirectorySignIn {
+    /// The user's record (created or brought up to date from the directory).
+    User(Box<UserRecord>),
+    /// Unknown, wrong password or disabled.
+    Refused,
+    /// The directory knows them, but no group maps to a Tessera role.
+    NoRole,
+}
 
-    #[test]
-    fn names_map_to_the_highest_role_and_custom_roles_add_up() {
-        let mapping: BTreeMap<String, String> = [("admins", "admin"), ("eng", "operator"), ("audit", "auditor"), ("ops", "Operator")]
-            .iter()
-            .map(|(g, r)| (g.to_string(), r.to_string()))
-            .collect();
-        let names = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(roles_of(&mapping, None, &names(&["eng", "admins"])), Some((Role::Admin, vec![])));
-        assert_eq!(roles_of(&mapping, None, &names(&["eng", "audit"])), Some((Role::Operator, vec!["auditor".to_string()])));
-        assert_eq!(roles_of(&mapping, None, &names(&["audit"])), Some((Role::Viewer, vec!["auditor".to_string()])));
-        assert_eq!(roles_of(&mapping, None, &names(&["unmapped"])), None, "no mapped name and no default role: refused");
-        assert_eq!(roles_of(&mapping, Some(&"viewer".to_string()), &names(&["unmapped"])), Some((Role::Viewer, vec![])));
+/// Signs `username` in against the directory and keeps their user record in
+/// step with it (role from their groups, e-mail).
+pub async fn directory_sign_in(
+    state: &AppState,
+    directory: &Directory,
+    username: &str,
+    password: &str,
+) -> Result<DirectorySignIn, ApiError> {
+    let Some(found) = directory.authenticate(username, password).await? else { return Ok(DirectorySignIn::Refused) };
+    let Some((role, roles)) = directory.roles_of(&found.groups) else {
+        tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, "directory sign-in refused: no group maps to a role");
+        return Ok(DirectorySignIn::NoRole);
+    };
+    tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, ?role, "directory sign-in");
+    let who = External { username, email: found.email.clone(), role, roles, marker: marker("ldap") };
+    // A local user of the same name is not taken over by a directory entry.
+    let Some(user) = upsert(state, who).await? else { return Ok(DirectorySignIn::Refused) };
+    directory.mark_checked(username);
+    Ok(DirectorySignIn::User(Box::new(user)))
+}
+
+/// A signed-in directory user, looked up again when due: `Err(Unauthorized)`
+/// once the directory no longer lists them (or grants them no role); their
+/// record follows a change of groups.
+pub async fn directory_recheck(state: &AppState, directory: &Directory, user: &mut UserRecord) -> Result<(), ApiError> {
+    if !ldap::is_directory_user(user) || !directory.due(&user.username) {
+        return Ok(());
     }
+    let found = match directory.lookup(&user.username).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            // The directory being down does not end sessions; the next request asks again.
+            directory.forget(&user.username);
+            tracing::warn!(user = %user.username, "directory recheck not done: {e}");
+            return Ok(());
+        }
+    };
+    let roles = found.as_ref().and_then(|f| directory.roles_of(&f.groups));
+    let Some((role, roles)) = roles else {
+        tracing::info!(user = %user.username, "the directory no longer lists this user (or grants no role): their sessions end");
+        return Err(ApiError::Unauthorized("the directory no longer lets this user sign in".into()));
+    };
+    set_roles(state, user, role, roles).await
+}
+
+/// How a provider sign-in ended.
+pub enum ProviderSignIn {
+    User(Box<UserRecord>),
+    /// A local user (or a directory's) holds the name.
+    NameTaken,
+    /// No claim value maps to a Tessera role.
+    NoRole,
+    /// The claims name no usable user.
+    NoName,
+}
+
+/// The Tessera user a checked token's `claims` sign in as (created or brought up to date).
+pub async fn provider_sign_in(state: &AppState, provider: &Provider, claims: &Value) -> Result<ProviderSignIn, ApiError> {
+    let Some(username) = provider.username_of(claims) else { return Ok(ProviderSignIn::NoName) };
+    let Some((role, roles)) = provider.roles_of(claims) else {
+        tracing::info!(user = %username, "OpenID sign-in refused: no claim maps to a role");
+        return Ok(ProviderSignIn::NoRole);
+    };
+    let email = provider.email_of(claims);
+    let who = External { username: &username, email, role, roles, marker: marker("oidc") };
+    Ok(match upsert(state, who).await? {
+        Some(user) => ProviderSignIn::User(Box::new(user)),
+        None => ProviderSignIn::NameTaken,
+    })
 }

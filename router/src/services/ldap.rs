@@ -20,12 +20,11 @@ use tessera_api::meta::{Role, UserRecord};
 
 use crate::config::LdapSection;
 use crate::error::ApiError;
-use crate::services::external_users::{self, External};
-use crate::state::AppState;
+use crate::services::external_roles;
 
 /// Whether `user` signs in through the directory.
 pub fn is_directory_user(user: &UserRecord) -> bool {
-    user.password_hash == external_users::marker("ldap")
+    user.password_hash == external_roles::marker("ldap")
 }
 
 /// A user as the directory describes them.
@@ -177,8 +176,18 @@ impl Directory {
         Ok(Some(Some(self.described(entry, groups))))
     }
 
+    /// Notes that `username` was just looked up.
+    pub fn mark_checked(&self, username: &str) {
+        self.checked.lock().expect("recheck map").insert(username.to_string(), Instant::now());
+    }
+
+    /// Forgets when `username` was looked up (the next request asks again).
+    pub fn forget(&self, username: &str) {
+        self.checked.lock().expect("recheck map").remove(username);
+    }
+
     /// Whether `username` is due a recheck (and marks it checked now).
-    fn due(&self, username: &str) -> bool {
+    pub fn due(&self, username: &str) -> bool {
         let interval = Duration::from_secs(self.section.recheck_interval_secs);
         if interval.is_zero() {
             return false;
@@ -191,9 +200,9 @@ impl Directory {
         due
     }
 
-    /// The built-in role and custom roles `groups` map to (see [`external_users::roles_of`]).
+    /// The built-in role and custom roles `groups` map to (see [`external_roles::roles_of`]).
     pub fn roles_of(&self, groups: &[String]) -> Option<(Role, Vec<String>)> {
-        external_users::roles_of(&self.section.role_mapping, self.section.default_role.as_ref(), groups)
+        external_roles::roles_of(&self.section.role_mapping, self.section.default_role.as_ref(), groups)
     }
 
     /// Whether local users may still sign in with a password.
@@ -204,57 +213,6 @@ impl Directory {
 
 fn unreachable(e: ldap3::LdapError) -> ApiError {
     ApiError::Unavailable(format!("the directory (auth.ldap.url) did not answer: {e}"))
-}
-
-/// How a directory sign-in ended.
-pub enum SignIn {
-    /// The user's record (created or brought up to date from the directory).
-    User(Box<UserRecord>),
-    /// Unknown, wrong password or disabled.
-    Refused,
-    /// The directory knows them, but no group maps to a Tessera role.
-    NoRole,
-}
-
-/// Signs `username` in against the directory and keeps their user record in
-/// step with it (role from their groups, e-mail).
-pub async fn sign_in(state: &AppState, directory: &Directory, username: &str, password: &str) -> Result<SignIn, ApiError> {
-    let Some(found) = directory.authenticate(username, password).await? else { return Ok(SignIn::Refused) };
-    let Some((role, roles)) = directory.roles_of(&found.groups) else {
-        tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, "directory sign-in refused: no group maps to a role");
-        return Ok(SignIn::NoRole);
-    };
-    tracing::info!(user = username, dn = %found.dn, groups = ?found.groups, ?role, "directory sign-in");
-    let who = External { username, email: found.email.clone(), role, roles, marker: external_users::marker("ldap") };
-    // A local user of the same name is not taken over by a directory entry.
-    let Some(user) = external_users::upsert(state, who).await? else { return Ok(SignIn::Refused) };
-    directory.checked.lock().expect("recheck map").insert(username.to_string(), Instant::now());
-    Ok(SignIn::User(Box::new(user)))
-}
-
-/// A signed-in directory user, looked up again when due: `Err(Unauthorized)`
-/// once the directory no longer lists them (or grants them no role); their
-/// record follows a change of groups.
-pub async fn recheck(state: &AppState, directory: &Directory, user: &mut UserRecord) -> Result<(), ApiError> {
-    if !is_directory_user(user) || !directory.due(&user.username) {
-        return Ok(());
-    }
-    let found = match directory.lookup(&user.username).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok(()),
-        Err(e) => {
-            // The directory being down does not end sessions; the next request asks again.
-            directory.checked.lock().expect("recheck map").remove(&user.username);
-            tracing::warn!(user = %user.username, "directory recheck not done: {e}");
-            return Ok(());
-        }
-    };
-    let roles = found.as_ref().and_then(|f| directory.roles_of(&f.groups));
-    let Some((role, roles)) = roles else {
-        tracing::info!(user = %user.username, "the directory no longer lists this user (or grants no role): their sessions end");
-        return Err(ApiError::Unauthorized("the directory no longer lets this user sign in".into()));
-    };
-    external_users::set_roles(state, user, role, roles).await
 }
 
 #[cfg(test)]

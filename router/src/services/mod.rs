@@ -10,6 +10,7 @@ pub mod block_list;
 pub mod catalog;
 pub mod classification;
 pub mod compliance;
+pub mod external_roles;
 pub mod external_users;
 pub mod idempotency;
 pub mod ids;

@@ -15,7 +15,7 @@
 //! again on an unknown `kid`: key rotation), with an allow-list of asymmetric
 //! algorithms (never `none`, never HS*), and its `iss`, `aud`, `exp`, `nbf`
 //! and `iat` within `clock_skew_secs`. Claims map to roles as LDAP groups do
-//! (`services/external_users.rs`).
+//! (`services/external_roles.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -30,13 +30,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tessera_api::command::now_ms;
-use tessera_api::meta::{Role, UserRecord};
+use tessera_api::meta::Role;
 use tokio::sync::RwLock;
 
 use crate::config::OidcSection;
 use crate::error::ApiError;
-use crate::services::external_users::{self, External};
-use crate::state::AppState;
+use crate::services::external_roles;
 
 /// The cookie binding a started sign-in to its browser.
 pub const LOGIN_COOKIE: &str = "tessera_oidc";
@@ -311,9 +310,14 @@ impl Provider {
         }
     }
 
+    /// The e-mail address a token's claims give (`email_claim`).
+    pub fn email_of(&self, claims: &Value) -> Option<String> {
+        claims.get(&self.section.email_claim).and_then(Value::as_str).map(str::to_string)
+    }
+
     /// The built-in role and custom roles a token's claims map to.
     pub fn roles_of(&self, claims: &Value) -> Option<(Role, Vec<String>)> {
-        external_users::roles_of(&self.section.role_mapping, self.section.default_role.as_ref(), &self.role_names(claims))
+        external_roles::roles_of(&self.section.role_mapping, self.section.default_role.as_ref(), &self.role_names(claims))
     }
 }
 
@@ -321,32 +325,6 @@ fn random_b64() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     B64.encode(bytes)
-}
-
-/// How a provider sign-in ended.
-pub enum SignIn {
-    User(Box<UserRecord>),
-    /// A local user (or a directory's) holds the name.
-    NameTaken,
-    /// No claim value maps to a Tessera role.
-    NoRole,
-    /// The claims name no usable user.
-    NoName,
-}
-
-/// The Tessera user a checked token's `claims` sign in as (created or brought up to date).
-pub async fn sign_in(state: &AppState, provider: &Provider, claims: &Value) -> Result<SignIn, ApiError> {
-    let Some(username) = provider.username_of(claims) else { return Ok(SignIn::NoName) };
-    let Some((role, roles)) = provider.roles_of(claims) else {
-        tracing::info!(user = %username, "OpenID sign-in refused: no claim maps to a role");
-        return Ok(SignIn::NoRole);
-    };
-    let email = claims.get(&provider.section.email_claim).and_then(Value::as_str).map(str::to_string);
-    let who = External { username: &username, email, role, roles, marker: external_users::marker("oidc") };
-    Ok(match external_users::upsert(state, who).await? {
-        Some(user) => SignIn::User(Box::new(user)),
-        None => SignIn::NameTaken,
-    })
 }
 
 #[cfg(test)]

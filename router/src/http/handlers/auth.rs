@@ -23,7 +23,7 @@ use crate::cluster::typed::{self, shape};
 use crate::error::ApiError;
 use crate::services::auth::{Caller, new_token, token_hash, users_exist, verify_password};
 use crate::services::security::{ClientIp, record_login_failure};
-use crate::services::{ldap, oidc};
+use crate::services::{external_users, oidc};
 use crate::state::AppState;
 
 fn client_ip(ip: &Option<Extension<ClientIp>>) -> Option<std::net::IpAddr> {
@@ -61,14 +61,14 @@ async fn attempt_login(
     let user = typed::pick(answer, shape!(MetaQueryResult::User))?;
     let user = match (state.directory.clone(), user) {
         // A directory user, or a name only the directory may know.
-        (Some(directory), user) if user.as_ref().is_none_or(crate::services::external_users::is_external) => {
-            match ldap::sign_in(&state, &directory, &req.username, &req.password).await? {
-                ldap::SignIn::User(user) => *user,
-                ldap::SignIn::Refused => {
+        (Some(directory), user) if user.as_ref().is_none_or(crate::services::external_roles::is_external) => {
+            match external_users::directory_sign_in(&state, &directory, &req.username, &req.password).await? {
+                external_users::DirectorySignIn::User(user) => *user,
+                external_users::DirectorySignIn::Refused => {
                     record_login_failure(&state, client_ip(&ip), &req.username).await;
                     return Err(ApiError::Unauthorized("invalid username or password".into()));
                 }
-                ldap::SignIn::NoRole => {
+                external_users::DirectorySignIn::NoRole => {
                     return Err(ApiError::Forbidden(format!(
                         "the directory knows {} but none of their groups maps to a Tessera role (auth.ldap.role_mapping)",
                         req.username
@@ -188,15 +188,17 @@ pub async fn oidc_callback(
         }
         Err(e) => return Err(e),
     };
-    let user = match oidc::sign_in(&state, &provider, &claims).await? {
-        oidc::SignIn::User(user) => *user,
-        oidc::SignIn::NoRole => {
+    let user = match external_users::provider_sign_in(&state, &provider, &claims).await? {
+        external_users::ProviderSignIn::User(user) => *user,
+        external_users::ProviderSignIn::NoRole => {
             return Err(ApiError::Forbidden(
                 "the provider's user has no role claim that maps to a Tessera role (auth.oauth2.role_mapping)".into(),
             ));
         }
-        oidc::SignIn::NameTaken => return Err(ApiError::Conflict("a local user holds this name; it is not taken over".into())),
-        oidc::SignIn::NoName => return Err(ApiError::Unauthorized("the provider's ID token names no user".into())),
+        external_users::ProviderSignIn::NameTaken => {
+            return Err(ApiError::Conflict("a local user holds this name; it is not taken over".into()));
+        }
+        external_users::ProviderSignIn::NoName => return Err(ApiError::Unauthorized("the provider's ID token names no user".into())),
     };
     let user_agent = crate::http::caller::user_agent(&headers);
     Ok(Json(open_session(&state, &user, client_ip(&ip), user_agent).await?))
