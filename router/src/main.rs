@@ -187,9 +187,23 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     tessera_api::runtime::prometheus();
     // The router's own secrets: secrets manager, then environment, then defaults.
     let path_default = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    let defaults = [("tls_cert_path", path_default(&config.tls.cert)), ("tls_key_path", path_default(&config.tls.key))];
+    let configured = |s: Option<&tessera_api::secret::SecretString>| s.map(|s| s.expose().to_string());
+    let defaults = [
+        ("tls_cert_path", path_default(&config.tls.cert)),
+        ("tls_key_path", path_default(&config.tls.key)),
+        ("ldap_bind_password", configured(config.auth.ldap.as_ref().and_then(|l| l.bind_password.as_ref()))),
+        ("oauth2_client_secret", configured(config.auth.oauth2.as_ref().and_then(|o| o.client_secret.as_ref()))),
+    ];
     let resolved = secrets::resolve_all(&config, &defaults).await?;
     resolved.log_sources();
+    // The directory's and the provider's secrets: secrets manager, then environment, then the file.
+    let mut config = config;
+    if let (Some(ldap), Some(v)) = (config.auth.ldap.as_mut(), &resolved.ldap_bind_password.value) {
+        ldap.bind_password = Some(v.clone());
+    }
+    if let (Some(oidc), Some(v)) = (config.auth.oauth2.as_mut(), &resolved.oauth2_client_secret.value) {
+        oidc.client_secret = Some(v.clone());
+    }
 
     // TLS: the certificate paths resolved above (secrets manager, then environment)
     // win over the `tls` section of the file.

@@ -11,11 +11,13 @@ use crate::config::RouterConfig;
 pub use tessera_api::secret::SecretString;
 
 /// The names resolved, with their environment variables.
-pub const NAMES: [(&str, &str); 4] = [
+pub const NAMES: [(&str, &str); 6] = [
     ("tls_cert_path", "SERVICE_TLS_CERT"),
     ("tls_key_path", "SERVICE_TLS_KEY"),
     ("db_password", "SERVICE_DB_PASSWORD"),
     ("jwt_secret", "SERVICE_JWT_SECRET"),
+    ("ldap_bind_password", "SERVICE_LDAP_BIND_PASSWORD"),
+    ("oauth2_client_secret", "SERVICE_OAUTH2_CLIENT_SECRET"),
 ];
 
 /// Where a value came from.
@@ -53,6 +55,10 @@ pub struct Secrets {
     pub tls_key_path: Resolved,
     pub db_password: Resolved,
     pub jwt_secret: Resolved,
+    /// `auth.ldap.bind_password`.
+    pub ldap_bind_password: Resolved,
+    /// `auth.oauth2.client_secret`.
+    pub oauth2_client_secret: Resolved,
 }
 
 impl Secrets {
@@ -63,6 +69,8 @@ impl Secrets {
             tls_key_path = self.tls_key_path.source.as_str(),
             db_password = self.db_password.source.as_str(),
             jwt_secret = self.jwt_secret.source.as_str(),
+            ldap_bind_password = self.ldap_bind_password.source.as_str(),
+            oauth2_client_secret = self.oauth2_client_secret.source.as_str(),
             "resolved the router's secrets (sources only)"
         );
     }
@@ -158,7 +166,14 @@ pub async fn resolve_with(
     }
     let mut it = out.into_iter();
     let mut next = || it.next().expect("one per name");
-    Ok(Secrets { tls_cert_path: next(), tls_key_path: next(), db_password: next(), jwt_secret: next() })
+    Ok(Secrets {
+        tls_cert_path: next(),
+        tls_key_path: next(),
+        db_password: next(),
+        jwt_secret: next(),
+        ldap_bind_password: next(),
+        oauth2_client_secret: next(),
+    })
 }
 
 #[cfg(test)]
@@ -224,21 +239,35 @@ mod tests {
         let (url, seen) = fake_manager(HashMap::from([
             ("tls_cert_path".to_string(), "/manager/cert.pem".to_string()),
             ("db_password".to_string(), "manager-db-pass".to_string()),
+            ("ldap_bind_password".to_string(), "manager-ldap-pass".to_string()),
         ]))
         .await;
-        let env = HashMap::from([("SERVICE_DB_PASSWORD", "env-db-pass"), ("SERVICE_JWT_SECRET", "env-jwt")]);
-        let defaults = [("tls_cert_path", Some("/default/cert.pem".to_string())), ("tls_key_path", Some("/default/key.pem".to_string()))];
+        let env = HashMap::from([
+            ("SERVICE_DB_PASSWORD", "env-db-pass"),
+            ("SERVICE_JWT_SECRET", "env-jwt"),
+            ("SERVICE_LDAP_BIND_PASSWORD", "env-ldap-pass"),
+        ]);
+        let defaults = [
+            ("tls_cert_path", Some("/default/cert.pem".to_string())),
+            ("tls_key_path", Some("/default/key.pem".to_string())),
+            ("oauth2_client_secret", Some("file-client-secret".to_string())),
+        ];
         let s = resolve_with(&config(Some(url), "root-token"), &defaults, |k| env.get(k).map(|v| v.to_string())).await.unwrap();
         assert_eq!((value(&s.tls_cert_path), s.tls_cert_path.source), (Some("/manager/cert.pem"), Source::SecretsManager));
         assert_eq!((value(&s.tls_key_path), s.tls_key_path.source), (Some("/default/key.pem"), Source::Default));
         assert_eq!((value(&s.db_password), s.db_password.source), (Some("manager-db-pass"), Source::SecretsManager));
         assert_eq!((value(&s.jwt_secret), s.jwt_secret.source), (Some("env-jwt"), Source::Environment));
+        assert_eq!((value(&s.ldap_bind_password), s.ldap_bind_password.source), (Some("manager-ldap-pass"), Source::SecretsManager));
+        assert_eq!((value(&s.oauth2_client_secret), s.oauth2_client_secret.source), (Some("file-client-secret"), Source::Default));
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 4, "one lookup per name: {seen:?}");
+        assert_eq!(seen.len(), 6, "one lookup per name: {seen:?}");
         assert!(seen.iter().all(|(_, t)| t.as_deref() == Some("root-token")));
         // Nothing prints a value.
         let printed = format!("{s:?}");
-        assert!(!printed.contains("manager-db-pass") && !printed.contains("env-jwt"), "{printed}");
+        assert!(
+            !printed.contains("manager-db-pass") && !printed.contains("env-jwt") && !printed.contains("manager-ldap-pass"),
+            "{printed}"
+        );
     }
 
     #[test]
