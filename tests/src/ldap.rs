@@ -11,6 +11,13 @@
 //! - `ou=groups` (groupOfNames, `member` = user DNs): `tessera-admins` {alice},
 //!   `engineers` {bob, dave}, `unmapped` {carol}.
 //!
+//! [`Slapd::start_with_tls`] does the same and also gives slapd a server
+//! certificate (SAN IP 127.0.0.1 and DNS localhost) issued by a test CA made
+//! with `tessera_api::certs` (as the harness makes the cluster's, see
+//! [`crate::certs`]): slapd then answers StartTLS on its `ldap://` port and
+//! TLS on a second, `ldaps://`, port ([`Slapd::ldaps_url`]); [`Slapd::ca_file`]
+//! is the CA that signed the certificate, [`other_ca`] one that did not.
+//!
 //! The server is killed (and reaped) when the [`Slapd`] is dropped; if the test
 //! panicked its log tail is printed and its temp dir kept.
 //!
@@ -67,7 +74,31 @@ pub struct Slapd {
     port: u16,
     log: PathBuf,
     tools: Tools,
+    tls: Option<Tls>,
     tempdir: Option<tempfile::TempDir>,
+}
+
+/// The TLS side of a [`Slapd::start_with_tls`] server.
+#[derive(Clone, Debug)]
+struct Tls {
+    /// The `ldaps://` port.
+    ldaps_port: u16,
+    /// The CA (PEM) that signed slapd's certificate.
+    ca_file: PathBuf,
+    /// An empty `ldap.conf` the TLS client checks name (`LDAPCONF`).
+    empty_conf: PathBuf,
+}
+
+/// The hosts slapd's certificate is valid for.
+fn cert_hosts() -> Vec<String> {
+    vec!["127.0.0.1".into(), "localhost".into()]
+}
+
+/// A CA made in `dir` (`ca.pem`, `ca.key`) that signed no certificate slapd
+/// holds: a client trusting only it must refuse slapd's TLS. Answers `ca.pem`.
+pub fn other_ca(dir: &Path) -> Result<PathBuf> {
+    tessera_api::certs::init_dir(dir, &[], &cert_hosts()).with_context(|| format!("making a CA in {}", dir.display()))?;
+    Ok(dir.join("ca.pem"))
 }
 
 /// Paths of the OpenLDAP programs.
@@ -163,6 +194,18 @@ impl Slapd {
     /// Starts a seeded slapd on a free loopback port (see the module docs).
     /// Blocks until it answers (at most 30 s).
     pub fn start() -> Result<Slapd> {
+        Slapd::launch(false)
+    }
+
+    /// Like [`Slapd::start`], with a server certificate from a test CA
+    /// ([`Slapd::ca_file`]): StartTLS on [`Slapd::url`] and TLS on
+    /// [`Slapd::ldaps_url`]. Blocks until both answer, the certificate
+    /// verified against the CA (at most 30 s).
+    pub fn start_with_tls() -> Result<Slapd> {
+        Slapd::launch(true)
+    }
+
+    fn launch(with_tls: bool) -> Result<Slapd> {
         let tools = Tools::find()?;
         let schemas = schema_files()?;
         let tempdir = tempfile::Builder::new().prefix("tessera-slapd-").tempdir()?;
@@ -177,6 +220,26 @@ impl Slapd {
         if let Some(dir) = module_dir() {
             conf.push_str(&format!("modulepath {}\nmoduleload back_mdb\n", dir.display()));
         }
+        let tls = if with_tls {
+            // The key is written 0600 by the current user; slapd runs as that
+            // user (no `-u`), so it reads it.
+            let certs = root.join("certs");
+            tessera_api::certs::init_dir(&certs, &[(tessera_api::certs::Role::Node, "slapd".into())], &cert_hosts())
+                .context("making slapd's test CA and certificate")?;
+            let (cert, key) = tessera_api::certs::cert_files(&certs, "slapd");
+            let ca_file = certs.join("ca.pem");
+            conf.push_str(&format!(
+                "TLSCACertificateFile {}\nTLSCertificateFile {}\nTLSCertificateKeyFile {}\nTLSVerifyClient never\n",
+                ca_file.display(),
+                cert.display(),
+                key.display()
+            ));
+            let empty_conf = root.join("ldap-client.conf");
+            std::fs::write(&empty_conf, "")?;
+            Some(Tls { ldaps_port: crate::pick_port()?, ca_file, empty_conf })
+        } else {
+            None
+        };
         conf.push_str(&format!(
             "\ndatabase mdb\nmaxsize 67108864\nsuffix \"{BASE_DN}\"\nrootdn \"{ADMIN_DN}\"\nrootpw {ADMIN_PASSWORD}\n\
              directory {}\nindex objectClass eq\nindex uid eq\nindex member eq\n\
@@ -188,16 +251,25 @@ impl Slapd {
 
         let port = crate::pick_port()?;
         let log = root.join("slapd.log");
-        let url = format!("ldap://127.0.0.1:{port}/");
+        let mut urls = format!("ldap://127.0.0.1:{port}/");
+        if let Some(tls) = &tls {
+            urls.push_str(&format!(" ldaps://127.0.0.1:{}/", tls.ldaps_port));
+        }
         let conf_path = root.join("slapd.conf").display().to_string();
-        let args: Vec<String> = ["-d", "0", "-h", url.as_str(), "-f", conf_path.as_str()].map(String::from).into();
+        let args: Vec<String> = ["-d", "0", "-h", urls.as_str(), "-f", conf_path.as_str()].map(String::from).into();
         let child = crate::spawn_with_args(&tools.slapd, &args, &[], &log, &root, "slapd")?;
-        let mut slapd = Slapd { child: Some(child), port, log, tools, tempdir: Some(tempdir) };
+        let mut slapd = Slapd { child: Some(child), port, log, tools, tls, tempdir: Some(tempdir) };
         slapd.wait_answering()?;
+        if let Some(tls) = &slapd.tls {
+            slapd.tls_search(&tls.ca_file).context("slapd's TLS, checked with ldapsearch and the test CA")?;
+        }
         slapd.add(&seed_ldif()).context("seeding the directory")?;
         let base = slapd.search(BASE_DN, "base", "(objectClass=*)", &["dn"])?;
         ensure!(base.contains(&format!("dn: {BASE_DN}")), "the seeded base entry is not found: {base}");
-        eprintln!("[ldap] slapd answering on {} (dir {})", slapd.url(), root.display());
+        match slapd.ldaps_url() {
+            Some(ldaps) => eprintln!("[ldap] slapd answering on {} and {ldaps} (dir {})", slapd.url(), root.display()),
+            None => eprintln!("[ldap] slapd answering on {} (dir {})", slapd.url(), root.display()),
+        }
         Ok(slapd)
     }
 
@@ -238,6 +310,54 @@ impl Slapd {
     /// The port slapd listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// `ldaps://127.0.0.1:PORT` (a [`Slapd::start_with_tls`] server only).
+    pub fn ldaps_url(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| format!("ldaps://127.0.0.1:{}", t.ldaps_port))
+    }
+
+    /// The `ldaps://` port (a [`Slapd::start_with_tls`] server only).
+    pub fn ldaps_port(&self) -> Option<u16> {
+        self.tls.as_ref().map(|t| t.ldaps_port)
+    }
+
+    /// The test CA (PEM) that signed slapd's certificate (a
+    /// [`Slapd::start_with_tls`] server only).
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|t| t.ca_file.as_path())
+    }
+
+    /// Searches the root DSE over StartTLS and over LDAPS with `ldapsearch`
+    /// trusting only `ca_file` (`TLS_REQCERT demand`); with the test CA, this
+    /// tells a failure of the router's TLS from one of slapd's.
+    pub fn tls_search(&self, ca_file: &Path) -> Result<()> {
+        let tls = self.tls.as_ref().context("slapd was started without TLS")?;
+        let ldaps = self.ldaps_url().context("no ldaps:// URL")?;
+        let plain = self.url();
+        for (what, args) in [("StartTLS", vec!["-ZZ", "-H", plain.as_str()]), ("LDAPS", vec!["-H", ldaps.as_str()])] {
+            let mut cmd = Command::new(&self.tools.ldapsearch);
+            cmd.args(["-x", "-LLL", "-o", "nettimeout=5"])
+                .args(&args)
+                .args(["-b", "", "-s", "base", "(objectClass=*)", "namingContexts"])
+                // Only this CA: no ldap.conf/.ldaprc of the machine (LDAPNOINIT
+                // would also drop the LDAPTLS_* variables).
+                .env_remove("LDAPNOINIT")
+                .env("LDAPCONF", &tls.empty_conf)
+                .env("LDAPRC", "tessera-no-such-ldaprc")
+                .env("LDAPTLS_CACERT", ca_file)
+                .env("LDAPTLS_REQCERT", "demand")
+                .stdin(Stdio::null());
+            let out = cmd.output().with_context(|| format!("running {}", self.tools.ldapsearch.display()))?;
+            ensure!(
+                out.status.success(),
+                "ldapsearch over {what}: {}; slapd log {}:\n{}",
+                describe(&out),
+                self.log.display(),
+                crate::tail(&self.log, 40)
+            );
+        }
+        Ok(())
     }
 
     /// `dc=tessera,dc=test`.
@@ -358,6 +478,22 @@ mod tests {
     fn a_missing_program_names_the_packages() {
         let e = find_program("tessera-no-such-ldap-program").unwrap_err().to_string();
         assert!(e.contains("`slapd` and `ldap-utils`"), "{e}");
+    }
+
+    /// The TLS fixture: ldapsearch verifies slapd's certificate against the
+    /// test CA over StartTLS and LDAPS, and refuses it with another CA.
+    #[test]
+    fn slapd_tls_verifies_against_its_ca_only() -> Result<()> {
+        let slapd = Slapd::start_with_tls()?;
+        let ca = slapd.ca_file().context("no CA")?.to_path_buf();
+        slapd.tls_search(&ca)?;
+        let dir = tempfile::tempdir()?;
+        let other = other_ca(dir.path())?;
+        ensure!(std::fs::read(&other)? != std::fs::read(&ca)?, "the other CA is the test CA");
+        ensure!(slapd.tls_search(&other).is_err(), "ldapsearch accepted slapd's certificate with a CA that did not sign it");
+        // Plain LDAP still works on the StartTLS port.
+        ensure!(slapd.whoami(&user_dn("alice"), ALICE_PASSWORD)? == format!("dn:{}", user_dn("alice")), "alice's bind");
+        Ok(())
     }
 
     /// The fixture alone: users bind with their passwords, dave is found only
