@@ -17,7 +17,9 @@
 //! mid-session: within seconds both of his tokens answer 401 and he cannot sign
 //! in again, while alice's session goes on. Finally the LDAP router is stopped
 //! and started again with the same configuration: alice's token still works,
-//! bob's stays refused, and alice can sign in again.
+//! bob's stays refused, and alice can sign in again. Last, a router binding
+//! users directly by DN (`user_dn_template`, no service account) signs alice
+//! in as admin and refuses a wrong password, dave and an empty password.
 //!
 //! Needs the Debian packages `slapd` and `ldap-utils`; without them the test
 //! fails saying so (it never skips).
@@ -73,6 +75,30 @@ recheck_interval_secs = 1
         url = slapd.url(),
         bind_dn = slapd.admin_dn(),
         bind_password = slapd.admin_password(),
+        people = ldap::PEOPLE_DN,
+        groups = ldap::GROUPS_DN,
+    )
+}
+
+/// The `SERVICE_CONFIG` file of a router binding users directly by DN: no
+/// service account; the entry and groups are read as the user.
+fn direct_bind_config(slapd: &Slapd) -> String {
+    format!(
+        r#"[auth]
+method = "ldap"
+
+[auth.ldap]
+url = "{url}"
+user_dn_template = "uid={{username}},{people}"
+user_filter = "(&(objectClass=inetOrgPerson)(uid={{username}})(!(employeeType=disabled)))"
+group_base_dn = "{groups}"
+group_filter = "(member={{dn}})"
+
+[auth.ldap.role_mapping]
+"tessera-admins" = "admin"
+"engineers" = "operator"
+"#,
+        url = slapd.url(),
         people = ldap::PEOPLE_DN,
         groups = ldap::GROUPS_DN,
     )
@@ -190,5 +216,19 @@ async fn scenario(c: &mut Cluster, slapd: &Slapd) -> Result<()> {
     let r = router.with_token(bob.token().context("bob's token")?).get(KEYS).await?;
     ensure!(r.status == 401, "bob's token after the LDAP router restarted: expected HTTP 401, got {r}");
     sign_in(&router, "alice", ALICE_PASSWORD, "admin").await.context("alice after the restart")?;
+
+    // 9. Direct bind (user_dn_template, no service account): alice binds as her
+    // own DN and reads her groups as herself; a wrong password and a user the
+    // filter excludes are refused.
+    let direct = c.root().join("ldap-direct-router.toml");
+    std::fs::write(&direct, direct_bind_config(slapd))?;
+    let direct = direct.display().to_string();
+    let (_, direct_router) = c.start_router(&[("SERVICE_CONFIG", direct.as_str())]).await.context("starting the direct-bind router")?;
+    let anon = direct_router.anonymous();
+    let alice = sign_in(&anon, "alice", ALICE_PASSWORD, "admin").await.context("alice by direct bind")?;
+    alice.get(ADMIN_ROUTE).await?.ensure_status(200).context("alice (direct bind) on the admin route")?;
+    refused("alice by direct bind with a wrong password", anon.login("alice", "Not-Alice-Passw0rd!").await?, 401)?;
+    refused("dave by direct bind (disabled)", anon.login("dave", DAVE_PASSWORD).await?, 401)?;
+    refused("an empty password by direct bind", anon.login("alice", "").await?, 401)?;
     Ok(())
 }
