@@ -19,7 +19,9 @@
 //! (`MetaOp::BeginMove`); each step is idempotent, so a driver that takes over
 //! after a crash mid-move finishes the recorded move before anything else.
 //! Recording the group's new members ends it. Node states are recorded too,
-//! so an addition or drain goes on under the next meta leader.
+//! so an addition or drain goes on under the next meta leader. A source
+//! replica whose drop failed at a move's end is dropped by a later sweep
+//! ([`strays`]).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -31,13 +33,15 @@ use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lif
 use tracing::{debug, info, warn};
 
 use super::leader_call::on_leader;
-use super::{Answer, Call, ControlError, ControlHost, meta_write};
+use super::{Answer, Call, ControlError, ControlHost, meta_write, strays};
 
 /// How long one leadership move may take: the old leader stays silent at most
 /// this long, and the successor campaigns at most this long.
 const LEADER_MOVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the driver looks for recorded moves and nodes joining or leaving.
 const LIFECYCLE_TICK: Duration = Duration::from_millis(500);
+/// How often it looks for replicas the map no longer lists ([`strays`]).
+const STRAY_SWEEP_PERIOD: Duration = Duration::from_secs(5);
 
 /// Starts the placement driver (see the module documentation); `rebalance_every`
 /// is `Some` with `sharding.auto_rebalance`.
@@ -57,6 +61,7 @@ async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Durati
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     let mut last_rebalance = Instant::now();
+    let mut last_sweep = Instant::now();
     loop {
         tick.tick().await;
         if host.is_stopping() {
@@ -73,6 +78,14 @@ async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Durati
             Err(e) => {
                 warn!("placement driver: {e}; trying again");
                 continue;
+            }
+        }
+        if last_sweep.elapsed() >= STRAY_SWEEP_PERIOD {
+            last_sweep = Instant::now();
+            if let Some(term) = host.confirm_meta_leadership().await
+                && let Some(map) = host.recorded_map()
+            {
+                strays::drop_stray_replicas(&host, &map, term).await;
             }
         }
         let Some(period) = rebalance_every else { continue };
@@ -275,9 +288,10 @@ async fn move_replica<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMov
             warn!(group = mv.group, node = old.id, "the moved-away replica is kept for now: {e}");
             return Ok(index);
         }
-        // A node that does not answer keeps a stale replica the group no longer counts.
+        // A node that does not answer keeps a replica the group no longer
+        // counts, until the stray sweep drops it.
         if let Err(e) = host.drop_group(old, mv.group, term).await {
-            warn!(group = mv.group, node = old.id, "the moved-away replica was not dropped: {e}");
+            warn!(group = mv.group, node = old.id, "the moved-away replica was not dropped (the stray sweep will): {e}");
         }
     }
     Ok(index)

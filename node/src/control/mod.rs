@@ -14,6 +14,7 @@ pub mod driver;
 pub mod leader_call;
 mod node_host;
 pub mod splitter;
+mod strays;
 #[cfg(test)]
 mod tests;
 

@@ -15,7 +15,7 @@ use tessera_api::rpc::{GroupStatus, StatusReply};
 use tessera_api::{GroupId, META_GROUP, NodeId};
 
 use super::splitter::{LastSeen, SplitThresholds, split_one};
-use super::{Answer, Call, ControlError, ControlHost, Reply, driver, leader_call};
+use super::{Answer, Call, ControlError, ControlHost, Reply, driver, leader_call, strays};
 
 /// A cluster held in memory, seen from node `me`.
 struct FakeCluster {
@@ -40,6 +40,13 @@ struct State {
     /// Each replica's applied index, and each group's last index.
     applied: BTreeMap<(NodeId, GroupId), u64>,
     last_index: BTreeMap<GroupId, u64>,
+    /// The replicas each node hosts (the map's members at the start).
+    hosted: BTreeSet<(NodeId, GroupId)>,
+    /// Nodes that refuse to drop a replica (they saw a newer meta term).
+    refusing_drops: BTreeSet<NodeId>,
+    /// A group's voters as its leader reports them, where they differ from
+    /// the map's members.
+    raft_voters: BTreeMap<GroupId, Vec<NodeId>>,
     /// Key-value range sizes and splits, per group.
     ranges: BTreeMap<GroupId, RangeInfo>,
     /// Every step asked of the cluster, in order.
@@ -72,6 +79,7 @@ fn cluster(me: NodeId, nodes: &[NodeId], data_groups: GroupId, members: &[NodeId
         state.last_index.insert(g, 10);
         for &m in members {
             state.applied.insert((m, g), 10);
+            state.hosted.insert((m, g));
         }
     }
     state.map = Some(map);
@@ -236,13 +244,23 @@ impl ControlHost for FakeCluster {
     }
 
     async fn host_group(&self, node: &NodeInfo, group: GroupId, term: u64) -> Result<(), ControlError> {
-        self.with(|s| s.step(format!("node {}: host group {group} (term {term})", node.id)));
+        self.with(|s| {
+            s.step(format!("node {}: host group {group} (term {term})", node.id));
+            s.hosted.insert((node.id, group));
+        });
         Ok(())
     }
 
     async fn drop_group(&self, node: &NodeInfo, group: GroupId, term: u64) -> Result<(), ControlError> {
-        self.with(|s| s.step(format!("node {}: drop group {group} (term {term})", node.id)));
-        Ok(())
+        self.with(|s| {
+            if s.refusing_drops.contains(&node.id) {
+                s.step(format!("node {}: refused to drop group {group} (term {term})", node.id));
+                return Err(ControlError::Node { node: node.id, message: "a newer meta term".into() });
+            }
+            s.step(format!("node {}: drop group {group} (term {term})", node.id));
+            s.hosted.remove(&(node.id, group));
+            Ok(())
+        })
     }
 
     async fn applied_index(&self, node: &NodeInfo, group: GroupId) -> Option<u64> {
@@ -254,11 +272,19 @@ impl ControlHost for FakeCluster {
             if s.down.contains(&node.id) {
                 return None;
             }
-            let groups = s
-                .leaders
-                .iter()
-                .filter(|(_, l)| **l == node.id)
-                .map(|(&g, &l)| GroupStatus { group_id: g, leader_id: l, voters: s.members(g), ..Default::default() })
+            // Every group it hosts or leads, with the leader it believes in.
+            let led = s.leaders.iter().filter(|(_, l)| **l == node.id).map(|(g, _)| *g);
+            let hosted = s.hosted.iter().filter(|(n, _)| *n == node.id).map(|(_, g)| *g);
+            let groups: BTreeSet<GroupId> = led.chain(hosted).collect();
+            let groups = groups
+                .into_iter()
+                .map(|g| GroupStatus {
+                    group_id: g,
+                    leader_id: s.leaders.get(&g).copied().unwrap_or(0),
+                    term: 7,
+                    voters: s.raft_voters.get(&g).cloned().unwrap_or_else(|| s.members(g)),
+                    ..Default::default()
+                })
                 .collect();
             Some(StatusReply { node_id: node.id, groups, ..Default::default() })
         })
@@ -391,6 +417,47 @@ async fn the_source_replica_stays_until_the_target_applied_the_new_membership() 
     let steps = c.steps();
     assert!(steps.contains(&"meta group 2 members [1, 2, 4]".to_string()), "{steps:#?}");
     assert!(!steps.iter().any(|s| s.contains("drop group")), "the source replica was dropped: {steps:#?}");
+}
+
+#[tokio::test]
+async fn a_moved_away_replica_whose_drop_failed_is_dropped_by_a_later_sweep() {
+    // The move of group 2 from node 3 to node 4 ends, but node 3 refuses the
+    // drop (it saw a newer meta term while cut off): the move is over all the same.
+    let c = cluster(1, &[1, 2, 3, 4], 2, &[1, 2, 3]);
+    c.with(|s| {
+        s.map.as_mut().unwrap().moving = Some(ReplicaMove { group: 2, from: 3, to: 4 });
+        s.refusing_drops.insert(3);
+    });
+    driver::run_lifecycle(&c).await.expect("the move ends though the drop is refused");
+    assert!(c.map().moving.is_none());
+    assert!(c.with(|s| s.hosted.contains(&(3, 2))), "node 3 still hosts group 2");
+    // Node 3 answers again: the next sweep drops the replica the map no longer lists.
+    c.with(|s| s.refusing_drops.clear());
+    assert_eq!(strays::drop_stray_replicas(&c, &c.map(), 7).await, 1, "{:#?}", c.steps());
+    assert_eq!(c.steps().last().map(String::as_str), Some("node 3: drop group 2 (term 7)"));
+    assert!(!c.with(|s| s.hosted.contains(&(3, 2))));
+    // Nothing is left to sweep.
+    assert_eq!(strays::drop_stray_replicas(&c, &c.map(), 7).await, 0);
+}
+
+#[tokio::test]
+async fn a_replica_the_group_may_still_need_is_never_swept() {
+    let c = cluster(1, &[1, 2, 3, 4], 3, &[1, 2, 3]);
+    c.with(|s| {
+        // A split's child the map has not recorded yet.
+        s.hosted.insert((3, 9));
+        // Group 2's leader still counts node 4 as a voter.
+        s.hosted.insert((4, 2));
+        s.raft_voters.insert(2, vec![1, 2, 3, 4]);
+    });
+    assert_eq!(strays::drop_stray_replicas(&c, &c.map(), 7).await, 0, "{:#?}", c.steps());
+    // While a move is in flight its source and target hold unlisted replicas: no sweep.
+    c.with(|s| {
+        s.raft_voters.clear();
+        s.map.as_mut().unwrap().moving = Some(ReplicaMove { group: 3, from: 3, to: 4 });
+    });
+    assert_eq!(strays::drop_stray_replicas(&c, &c.map(), 7).await, 0, "{:#?}", c.steps());
+    assert!(!c.steps().iter().any(|s| s.contains("drop group")), "{:#?}", c.steps());
 }
 
 #[tokio::test]

@@ -297,14 +297,16 @@ impl Host {
 
     /// Fencing of the control plane: admits a call a placement driver made as
     /// the meta leader of term `meta_term` (0: an unfenced call, from a router),
-    /// unless this node has seen a newer meta term — a fenced call's, or its own
-    /// meta replica's (it heard of a newer election). A deposed meta leader that
-    /// has not noticed yet is refused here.
+    /// unless this node has seen a newer meta leadership — a fenced call's, or
+    /// the one its own meta replica follows. A deposed meta leader that has not
+    /// noticed yet is refused here. Terms of elections nobody won (this node's
+    /// own failed candidacies while cut off) do not count: they would refuse
+    /// the legitimate leader until the next election.
     pub fn admit_control(&self, meta_term: u64, what: &str) -> Result<(), HostError> {
         if meta_term == 0 {
             return Ok(());
         }
-        let own = self.group(META_GROUP).map_or(0, |g| g.raft.metrics().borrow().current_term);
+        let own = self.group(META_GROUP).map_or(0, |g| leadership_term(&g.raft.metrics().borrow().vote));
         let seen = self.control_fence.fetch_max(meta_term, Ordering::SeqCst).max(own);
         if meta_term < seen {
             warn!(meta_term, newer = seen, what, "refused a control-plane call of a deposed meta leader");
@@ -314,6 +316,12 @@ impl Host {
         }
         Ok(())
     }
+}
+
+/// The term of the leadership `vote` stands for: its term once a leader won
+/// it (committed), else 0 (a candidacy, won by nobody yet).
+fn leadership_term(vote: &openraft::Vote<NodeId>) -> u64 {
+    if vote.is_committed() { vote.leader_id().term } else { 0 }
 }
 
 /// Starts split-off groups whenever a hosted group applied a split or
@@ -357,5 +365,21 @@ pub(super) async fn follow_lifecycle_state(host: Arc<Host>) {
         {
             warn!("draining as the cluster map asks: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leadership_term;
+
+    #[test]
+    fn only_a_won_election_fences_the_control_plane() {
+        // Cut off, this node stood for the meta leadership up to term 12 and lost:
+        // the leader of term 10 is still the legitimate one.
+        let candidacy = openraft::Vote::new(12, 2);
+        assert_eq!(leadership_term(&candidacy), 0);
+        // Once a leader of term 12 is known, calls of term 10 come from a deposed one.
+        let won = openraft::Vote::new_committed(12, 3);
+        assert_eq!(leadership_term(&won), 12);
     }
 }
