@@ -21,6 +21,10 @@ command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
 command -v ldapadd >/dev/null 2>&1 || test_packages+=(ldap-utils)
 command -v node >/dev/null 2>&1 || test_packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || test_packages+=(npm)
+# Test speech for the meetings application's transcription scenario: espeak-ng
+# speaks known sentences, sox converts them to 16 kHz mono PCM.
+command -v espeak-ng >/dev/null 2>&1 || test_packages+=(espeak-ng)
+command -v sox >/dev/null 2>&1 || test_packages+=(sox)
 if ((${#test_packages[@]})); then
   echo "installing: ${test_packages[*]} (test peers and tools)" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo

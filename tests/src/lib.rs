@@ -21,6 +21,7 @@ pub mod certs;
 pub mod chaos;
 pub mod fuzz;
 pub mod ldap;
+pub mod meetings;
 pub mod oidc;
 pub mod pods;
 pub mod ws;

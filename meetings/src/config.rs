@@ -1,0 +1,144 @@
+//! The application's configuration, from the environment (spec 03 part C).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use url::Url;
+
+/// The shortest `JWT_SECRET` accepted.
+pub const MIN_JWT_SECRET_LEN: usize = 48;
+
+/// Where the database is and who the application is there.
+#[derive(Clone)]
+pub struct DatabaseUrl {
+    /// The router's base URL (`http://host:port` or `https://…`).
+    pub router: String,
+    pub user: String,
+    pub password: String,
+    /// The Tessera SQL database the application's tables live in.
+    pub database: String,
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} as {}", self.router, self.database, self.user)
+    }
+}
+
+impl DatabaseUrl {
+    /// Parses `tessera://USER:PASSWORD@HOST:PORT/DATABASE` (plain HTTP to the
+    /// router) or `tesseras://…` / `https://…` (TLS); `http://` works as `tessera://`.
+    /// User and password are percent-decoded.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let url = Url::parse(text).map_err(|e| format!("DATABASE_URL is not a URL: {e}"))?;
+        let scheme = match url.scheme() {
+            "tessera" | "http" => "http",
+            "tesseras" | "https" => "https",
+            other => return Err(format!("DATABASE_URL: scheme {other:?} is not tessera://, tesseras://, http:// or https://")),
+        };
+        let host = url.host_str().ok_or("DATABASE_URL names no host")?;
+        let port = url.port().unwrap_or(9090);
+        let decode =
+            |s: &str| url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes()).next().map(|(_, v)| v.into_owned());
+        let user = decode(url.username())
+            .filter(|u| !u.is_empty())
+            .ok_or("DATABASE_URL names no user (tessera://USER:PASSWORD@HOST:PORT/DATABASE)")?;
+        let password = decode(url.password().unwrap_or("")).unwrap_or_default();
+        let database = url.path().trim_matches('/').to_string();
+        let database = if database.is_empty() { "meetings".to_string() } else { database };
+        Ok(DatabaseUrl { router: format!("{scheme}://{host}:{port}"), user, password, database })
+    }
+}
+
+/// Everything the application reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database: DatabaseUrl,
+    /// HS256 key of access tokens (`JWT_SECRET`, at least 48 characters).
+    pub jwt_secret: String,
+    /// A text-generation service for meeting summaries (`AI_SERVICE_URL`); optional.
+    pub ai_service_url: Option<String>,
+    /// The mail service's key (`EMAIL_SERVICE_API_KEY`); without it invitations are logged, not sent.
+    pub email_api_key: Option<String>,
+    /// The API's address (`MEETINGS_API_ADDR`, default 0.0.0.0:8080).
+    pub api_addr: SocketAddr,
+    /// The web frontend's address (`MEETINGS_WEB_ADDR`, default 0.0.0.0:3000).
+    pub web_addr: SocketAddr,
+    /// The PocketSphinx acoustic model, language model and dictionary
+    /// (`MEETINGS_SPEECH_MODEL`, default Debian's `pocketsphinx-en-us`).
+    pub speech_model_dir: PathBuf,
+    /// Access-token lifetime (`MEETINGS_ACCESS_TTL_SECS`, default 900).
+    pub access_ttl_secs: u64,
+    /// Refresh-token lifetime (`MEETINGS_REFRESH_TTL_SECS`, default 30 days).
+    pub refresh_ttl_secs: u64,
+    /// Requests per minute per client address on the API (`MEETINGS_RATE_LIMIT_PER_MIN`, default 600; 0 turns it off).
+    pub rate_limit_per_min: u64,
+}
+
+impl Config {
+    /// Reads the environment; refuses a missing `DATABASE_URL` or a short `JWT_SECRET`.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let database =
+            DatabaseUrl::parse(&get("DATABASE_URL").ok_or("DATABASE_URL is not set (tessera://USER:PASSWORD@HOST:PORT/DATABASE)")?)?;
+        let jwt_secret = get("JWT_SECRET").ok_or("JWT_SECRET is not set")?;
+        if jwt_secret.chars().count() < MIN_JWT_SECRET_LEN {
+            return Err(format!("JWT_SECRET must be at least {MIN_JWT_SECRET_LEN} characters (it has {})", jwt_secret.chars().count()));
+        }
+        let addr = |key: &str, default: &str| -> Result<SocketAddr, String> {
+            get(key).unwrap_or_else(|| default.to_string()).parse().map_err(|e| format!("{key}: {e}"))
+        };
+        let number = |key: &str, default: u64| -> Result<u64, String> {
+            get(key).map_or(Ok(default), |v| v.parse().map_err(|e| format!("{key}: {e}")))
+        };
+        Ok(Config {
+            database,
+            jwt_secret,
+            ai_service_url: get("AI_SERVICE_URL").filter(|s| !s.is_empty()),
+            email_api_key: get("EMAIL_SERVICE_API_KEY").filter(|s| !s.is_empty()),
+            api_addr: addr("MEETINGS_API_ADDR", "0.0.0.0:8080")?,
+            web_addr: addr("MEETINGS_WEB_ADDR", "0.0.0.0:3000")?,
+            speech_model_dir: get("MEETINGS_SPEECH_MODEL")
+                .map_or_else(|| PathBuf::from("/usr/share/pocketsphinx/model/en-us"), PathBuf::from),
+            access_ttl_secs: number("MEETINGS_ACCESS_TTL_SECS", 900)?,
+            refresh_ttl_secs: number("MEETINGS_REFRESH_TTL_SECS", 30 * 24 * 3600)?,
+            rate_limit_per_min: number("MEETINGS_RATE_LIMIT_PER_MIN", 600)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_database_url_names_the_router_the_user_and_the_database() {
+        let db = DatabaseUrl::parse("tessera://meet%40app:p%2Fss+w@127.0.0.1:9090/meetings").unwrap();
+        assert_eq!(
+            (db.router.as_str(), db.user.as_str(), db.password.as_str(), db.database.as_str()),
+            ("http://127.0.0.1:9090", "meet@app", "p/ss+w", "meetings")
+        );
+        assert_eq!(DatabaseUrl::parse("tesseras://u:p@db.example:443/m").unwrap().router, "https://db.example:443");
+        assert!(DatabaseUrl::parse("postgres://u:p@h/db").is_err());
+        assert!(DatabaseUrl::parse("tessera://h:9090/db").is_err());
+    }
+
+    #[test]
+    fn a_short_jwt_secret_is_refused() {
+        let err = Config::from_lookup(env(&[("DATABASE_URL", "tessera://u:p@h:1/d"), ("JWT_SECRET", "short")])).unwrap_err();
+        assert!(err.contains("at least 48"), "{err}");
+        let cfg = Config::from_lookup(env(&[("DATABASE_URL", "tessera://u:p@h:1/d"), ("JWT_SECRET", SECRET)])).unwrap();
+        assert_eq!(cfg.api_addr.port(), 8080);
+        assert_eq!(cfg.web_addr.port(), 3000);
+        assert!(cfg.email_api_key.is_none());
+    }
+}

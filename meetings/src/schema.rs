@@ -1,0 +1,21 @@
+//! The application's tables, created at start (idempotent: every statement is
+//! `CREATE TABLE IF NOT EXISTS`); each service owns its own.
+
+use crate::db::{Db, DbError};
+
+/// Creates every service's tables that do not exist yet.
+pub async fn ensure(db: &Db) -> Result<(), DbError> {
+    let all = [
+        crate::auth::SCHEMA,
+        crate::meetings::SCHEMA,
+        crate::webhooks::SCHEMA,
+        crate::orgs::SCHEMA,
+        crate::privacy::SCHEMA,
+        crate::rate_limit::SCHEMA,
+        crate::search::SCHEMA,
+    ];
+    for statement in all.iter().flat_map(|s| s.iter()) {
+        db.sql(statement, &[]).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! What every request handler shares.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::live::Hub;
+use crate::speech::SpeechModel;
+use crate::webhooks::Dispatcher;
+
+/// The application's state: configuration, the database client, the live
+/// meeting hub, the speech model and the webhook dispatcher.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub db: Db,
+    pub hub: Hub,
+    pub speech: Option<SpeechModel>,
+    pub webhooks: Dispatcher,
+}
+
+impl AppState {
+    pub fn new(inner: Inner) -> Self {
+        AppState(Arc::new(inner))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
