@@ -8,6 +8,9 @@
 #   deploy/cluster.sh bench MODE [ARGS]          tessera-bench against this cluster (e.g. kv)
 #   deploy/cluster.sh backup [--encrypted]       back up every group into $TESSERA_BACKUPS
 #   deploy/cluster.sh restore BACKUP_ID          restore a backup into this (new, empty) cluster
+#   deploy/cluster.sh meetings up|down           the meetings application beside the cluster
+#                                                (API :8080, web :3000; MEETINGS_API_ADDR /
+#                                                MEETINGS_WEB_ADDR move them)
 #
 # Backups live in $TESSERA_BACKUPS (default ./data/backups, outside the cluster's
 # data, so a new cluster can restore them); SERVICE_BACKUP_KEY encrypts them.
@@ -217,6 +220,31 @@ remove_node() {
   mkdir -p "$DATA/node-$n" && touch "$DATA/node-$n/removed"
 }
 
+# The meetings application (spec 03 part C) against this cluster's router: its
+# tables live in the Tessera database `meetings`, reached as the admin; its JWT
+# secret is made once in $TESSERA_DATA/meetings-jwt-secret.
+start_meetings() {
+  if running meetings; then log "meetings already running (pid $(cat "$(pidfile meetings)"))"; return; fi
+  credentials
+  local secret_file="$DATA/meetings-jwt-secret"
+  [[ -f "$secret_file" ]] || (umask 077; head -c 48 /dev/urandom | base64 | tr -d '/+=\n' >"$secret_file")
+  local user pass
+  user="$(python3 -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1],safe=""))' "$ADMIN_USER" 2>/dev/null || echo "$ADMIN_USER")"
+  pass="$(python3 -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1],safe=""))' "$ADMIN_PASS" 2>/dev/null || echo "$ADMIN_PASS")"
+  mkdir -p "$DATA/pids" "$DATA/logs"
+  DATABASE_URL="tessera://$user:$pass@127.0.0.1:$ROUTER_PORT/meetings" JWT_SECRET="$(cat "$secret_file")" \
+    MEETINGS_API_ADDR="${MEETINGS_API_ADDR:-127.0.0.1:8080}" MEETINGS_WEB_ADDR="${MEETINGS_WEB_ADDR:-127.0.0.1:3000}" \
+    nohup "$BIN/tessera-meetings" >>"$DATA/logs/meetings.log" 2>&1 &
+  echo $! >"$(pidfile meetings)"
+  local api="http://${MEETINGS_API_ADDR:-127.0.0.1:8080}" deadline=$((SECONDS + 120))
+  until curl -fsS "$api/health" >/dev/null 2>&1; do
+    running meetings || { log "meetings exited during start-up; its log ($DATA/logs/meetings.log) ends with:"; tail -n 15 "$DATA/logs/meetings.log" >&2; exit 1; }
+    ((SECONDS < deadline)) || { log "meetings not healthy after 120 s; logs: $DATA/logs/meetings.log"; exit 1; }
+    sleep 0.5
+  done
+  log "meetings started (pid $(cat "$(pidfile meetings)")): API $api, web http://${MEETINGS_WEB_ADDR:-127.0.0.1:3000}"
+}
+
 case "${1:-}" in
   up)
     build
@@ -236,6 +264,7 @@ Tessera is ready at $URL
 TXT
     ;;
   down)
+    stop meetings
     stop router
     for n in $(node_ids); do stop "node-$n"; done
     ;;
@@ -275,6 +304,12 @@ TXT
       -d "{\"backup_id\": \"$2\"}" "$URL/api/v1/admin/restore"
     echo
     log "restored: users and passwords are the backup's now (log in again)" ;;
+  meetings)
+    case "${2:-}" in
+      up) build; start_meetings ;;
+      down) stop meetings ;;
+      *) log "usage: $0 meetings up|down"; exit 2 ;;
+    esac ;;
   *)
-    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | add-node N | remove-node N | bench MODE | backup [--encrypted] | restore BACKUP_ID"; exit 2 ;;
+    log "usage: $0 up | down | status | stop-node N | start-node N | logs N|router [LINES] | add-node N | remove-node N | bench MODE | backup [--encrypted] | restore BACKUP_ID | meetings up|down"; exit 2 ;;
 esac

@@ -25,6 +25,9 @@ command -v npm >/dev/null 2>&1 || test_packages+=(npm)
 # speaks known sentences, sox converts them to 16 kHz mono PCM.
 command -v espeak-ng >/dev/null 2>&1 || test_packages+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || test_packages+=(sox)
+# The meetings frontend is driven in headless Chromium over WebDriver.
+command -v chromium >/dev/null 2>&1 || test_packages+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || test_packages+=(chromium-driver)
 if ((${#test_packages[@]})); then
   echo "installing: ${test_packages[*]} (test peers and tools)" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo

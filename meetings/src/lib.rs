@@ -31,6 +31,7 @@ pub mod schema;
 pub mod search;
 pub mod speech;
 pub mod state;
+pub mod stream_client;
 pub mod web;
 pub mod webhooks;
 

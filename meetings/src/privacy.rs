@@ -335,6 +335,8 @@ pub async fn export(db: &Db, caller: &Caller) -> AppResult<Value> {
         std::slice::from_ref(&me),
     )
     .await?;
+    let comments =
+        all_rows(db, "SELECT id, meeting_id, text, created_at FROM comments WHERE user_id = $1", std::slice::from_ref(&me)).await?;
     let webhooks = db
         .sql("SELECT id, url, events, created_at FROM webhooks WHERE user_id = $1 ORDER BY created_at, id", std::slice::from_ref(&me))
         .await?;
@@ -373,6 +375,7 @@ pub async fn export(db: &Db, caller: &Caller) -> AppResult<Value> {
         "sessions": sessions.objects().into_iter().map(exported).collect::<Vec<_>>(),
         "meetings": meetings.into_iter().map(exported).collect::<Vec<_>>(),
         "segments": segments.into_iter().map(exported).collect::<Vec<_>>(),
+        "comments": comments.into_iter().map(exported).collect::<Vec<_>>(),
         "webhooks": hooks,
         "organizations": organizations.objects().into_iter().map(exported).collect::<Vec<_>>(),
         "invitations": invitations.objects().into_iter().map(exported).collect::<Vec<_>>(),
@@ -423,13 +426,25 @@ fn segment_deletes(meetings: &[String]) -> Vec<(String, Vec<Value>)> {
         .chunks(IN_CHUNK)
         .map(|chunk| {
             let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-            (format!("DELETE FROM segments WHERE meeting_id IN ({})", marks.join(", ")), chunk.iter().map(|m| json!(m)).collect())
+            let marks = marks.join(", ");
+            let sql = format!("DELETE FROM segments WHERE meeting_id IN ({marks}); DELETE FROM comments WHERE meeting_id IN ({marks})");
+            (sql, chunk.iter().map(|m| json!(m)).collect())
         })
         .collect()
 }
 
 /// The statements that delete what remains of user `$1` (email `$2`), in one transaction.
-pub const DELETE_USER: &str = "DELETE FROM webhook_deliveries WHERE user_id = $1; \
+/// The search index goes with the texts: the user's own index (documents of
+/// their meetings) and the entries of what they said or wrote in others' meetings.
+pub const DELETE_USER: &str = "DELETE FROM search_postings WHERE doc_id IN (SELECT id FROM segments WHERE user_id = $1); \
+     DELETE FROM search_docs WHERE id IN (SELECT id FROM segments WHERE user_id = $1); \
+     DELETE FROM search_postings WHERE doc_id IN (SELECT id FROM comments WHERE user_id = $1); \
+     DELETE FROM search_docs WHERE id IN (SELECT id FROM comments WHERE user_id = $1); \
+     DELETE FROM search_postings WHERE owner_id = $1; \
+     DELETE FROM search_docs WHERE owner_id = $1; \
+     DELETE FROM search_stats WHERE owner_id = $1; \
+     DELETE FROM comments WHERE user_id = $1; \
+     DELETE FROM webhook_deliveries WHERE user_id = $1; \
      DELETE FROM webhooks WHERE user_id = $1; \
      DELETE FROM segments WHERE user_id = $1; \
      DELETE FROM meetings WHERE owner_id = $1; \
@@ -632,7 +647,7 @@ mod tests {
         let deletes = segment_deletes(&meetings);
         assert_eq!(deletes.len(), 2);
         assert_eq!(deletes[0].1.len(), IN_CHUNK);
-        assert_eq!(deletes[1].0, "DELETE FROM segments WHERE meeting_id IN ($1)");
+        assert_eq!(deletes[1].0, "DELETE FROM segments WHERE meeting_id IN ($1); DELETE FROM comments WHERE meeting_id IN ($1)");
         assert!(segment_deletes(&[]).is_empty());
     }
 }

@@ -24,6 +24,7 @@ pub mod ldap;
 pub mod meetings;
 pub mod oidc;
 pub mod pods;
+pub mod webdriver;
 pub mod ws;
 
 use std::collections::{BTreeMap, BTreeSet};

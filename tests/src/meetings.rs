@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail, ensure};
+use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 
 use crate::{ADMIN_PASSWORD, ADMIN_USER, Cluster, Http, binary, pick_port, signal, spawn, wait_until};
 
@@ -176,4 +180,48 @@ pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
         }
     }
     row[h.len()] as f64 / r.len().max(1) as f64
+}
+
+/// A meeting's WebSocket.
+pub type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// `user`'s connection to `meeting`'s WebSocket on `app`.
+pub async fn connect(app: &MeetingsApp, user: &AppUser, meeting: &str) -> Result<Socket> {
+    let url = format!("{}/ws/meeting/{meeting}?access_token={}", app.url.replacen("http://", "ws://", 1), user.access_token);
+    let (socket, _) = tokio_tungstenite::connect_async(url).await.context("WebSocket upgrade")?;
+    Ok(socket)
+}
+
+/// The next JSON message of `kind` on `socket` (others are kept in `seen`).
+pub async fn next_of(socket: &mut Socket, kind: &str, seen: &mut Vec<Value>, within: Duration) -> Result<Value> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let msg = tokio::time::timeout(left, socket.next())
+            .await
+            .with_context(|| format!("no {kind} message within {within:?}; saw {seen:#?}"))?;
+        match msg {
+            Some(Ok(Message::Text(text))) => {
+                let v: Value = serde_json::from_str(text.as_str())?;
+                if v["type"] == kind {
+                    return Ok(v);
+                }
+                seen.push(v);
+            }
+            Some(Ok(_)) => {}
+            other => bail!("socket ended waiting for {kind}: {other:?}"),
+        }
+    }
+}
+
+/// Streams `samples` in 100 ms frames at real-time pace, then one second of silence.
+pub async fn stream(socket: &mut Socket, samples: &[i16]) -> Result<()> {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let silence = vec![0i16; 16_000];
+    for chunk in samples.chunks(1_600).chain(silence.chunks(1_600)) {
+        tick.tick().await;
+        let bytes: Vec<u8> = chunk.iter().flat_map(|s| s.to_le_bytes()).collect();
+        socket.send(Message::Binary(bytes.into())).await?;
+    }
+    Ok(())
 }

@@ -9,16 +9,12 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use futures::{SinkExt, StreamExt};
+use anyhow::{Context, Result, ensure};
+use futures::SinkExt;
 use serde_json::Value;
-use tessera_tests::meetings::{AppUser, MeetingsApp, register_and_login, speak, word_error_rate};
+use tessera_tests::meetings::{AppUser, MeetingsApp, connect, next_of, register_and_login, speak, stream, word_error_rate};
 use tessera_tests::{Cluster, ClusterOptions, json};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 const SCRIPT: &[&str] = &[
     "the meeting will start at ten o'clock",
@@ -37,46 +33,6 @@ async fn meetings_transcription() {
     if let Err(e) = scenario(&cluster).await {
         panic!("meetings_transcription scenario failed: {e:?}");
     }
-}
-
-async fn connect(app: &MeetingsApp, user: &AppUser, meeting: &str) -> Result<Socket> {
-    let url = format!("{}/ws/meeting/{meeting}?access_token={}", app.url.replacen("http://", "ws://", 1), user.access_token);
-    let (socket, _) = tokio_tungstenite::connect_async(url).await.context("WebSocket upgrade")?;
-    Ok(socket)
-}
-
-/// The next JSON message of `kind` on `socket` (others are kept in `seen`).
-async fn next_of(socket: &mut Socket, kind: &str, seen: &mut Vec<Value>, within: Duration) -> Result<Value> {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let msg = tokio::time::timeout(left, socket.next())
-            .await
-            .with_context(|| format!("no {kind} message within {within:?}; saw {seen:#?}"))?;
-        match msg {
-            Some(Ok(Message::Text(text))) => {
-                let v: Value = serde_json::from_str(text.as_str())?;
-                if v["type"] == kind {
-                    return Ok(v);
-                }
-                seen.push(v);
-            }
-            Some(Ok(_)) => {}
-            other => bail!("socket ended waiting for {kind}: {other:?}"),
-        }
-    }
-}
-
-/// Streams `samples` in 100 ms frames at real-time pace, then one second of silence.
-async fn stream(socket: &mut Socket, samples: &[i16]) -> Result<()> {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let silence = vec![0i16; 16_000];
-    for chunk in samples.chunks(1_600).chain(silence.chunks(1_600)) {
-        tick.tick().await;
-        let bytes: Vec<u8> = chunk.iter().flat_map(|s| s.to_le_bytes()).collect();
-        socket.send(Message::Binary(bytes.into())).await?;
-    }
-    Ok(())
 }
 
 async fn new_active_meeting(user: &AppUser, title: &str) -> Result<String> {
