@@ -4,9 +4,10 @@
 //! with 409), page and filter their list, and never see another user's
 //! meetings; comments and meetings are found by a ranked search. A second instance shares everything with the first: a refresh
 //! token rotated on one, then reused on the other, revokes the whole
-//! session. The first admin is made with one SQL statement.
+//! session. The first admin is made with one SQL statement. Rate limits
+//! answer 429 with Retry-After.
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use tessera_tests::meetings::{MeetingsApp, register_and_login};
 use tessera_tests::{Cluster, ClusterOptions, json};
 
@@ -184,5 +185,24 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
     let admin = root.http.get("/api/v1/users/me").await?.ensure_status(200)?;
     ensure!(admin.json["role"] == "admin", "{admin}");
     root.http.get(&format!("/api/v1/meetings/{id}")).await?.ensure_status(200)?;
+
+    // Rate limits are counted in Tessera, per client address: an instance with a
+    // budget of 5 a minute answers 429 with Retry-After within six requests.
+    let c = MeetingsApp::start(cluster, "meetings", "c", &[("MEETINGS_RATE_LIMIT_PER_MIN", "5")]).await?;
+    let limited = root.on(&c.http());
+    let mut throttled = None;
+    for _ in 0..6 {
+        let r = limited.get("/api/v1/users/me").await?;
+        if r.status == 429 {
+            throttled = Some(r);
+            break;
+        }
+        r.ensure_status(200)?;
+    }
+    let throttled = throttled.context("no 429 within six requests")?;
+    ensure!(throttled.header("retry-after").and_then(|s| s.parse::<u64>().ok()).is_some_and(|s| (1..=60).contains(&s)), "{throttled}");
+    refused(throttled, 429, "rate_limited")?;
+    c.http().get("/health").await?.ensure_status(200)?;
+    root.http.get("/api/v1/users/me").await?.ensure_status(200)?;
     Ok(())
 }

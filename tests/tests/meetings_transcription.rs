@@ -105,6 +105,20 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
     let refused = next_of(&mut late, "error", &mut Vec::new(), Duration::from_secs(30)).await?;
     ensure!(refused["error"] == "conflict", "{refused}");
 
+    // The command-line client streams a PCM file and prints what is recognized.
+    let meeting_cli = new_active_meeting(&ada, "From the command line").await?;
+    let pcm = cluster.root().join("sentence.raw");
+    std::fs::write(&pcm, speech[1].iter().flat_map(|s| s.to_le_bytes()).collect::<Vec<u8>>())?;
+    let out = tokio::process::Command::new(tessera_tests::binary("tessera-meetings")?)
+        .args(["stream", "--url", &a.url.replacen("http://", "ws://", 1), "--token", &ada.access_token, "--meeting", &meeting_cli])
+        .arg(&pcm)
+        .output()
+        .await?;
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    ensure!(out.status.success() && printed.starts_with("Ada: "), "stream printed {printed:?}, stderr {}", String::from_utf8_lossy(&out.stderr));
+    let transcript = ada.http.get(&format!("/api/v1/meetings/{meeting_cli}/transcript")).await?.ensure_status(200)?;
+    ensure!(transcript.json["text"].as_str() == Some(printed.trim_end().trim_start_matches("Ada: ")), "{transcript} vs {printed:?}");
+
     // An instance killed mid-stream: what it pushed is in Tessera.
     let mut b = MeetingsApp::start(cluster, "meetings", "b", &[]).await?;
     let meeting = new_active_meeting(&ada, "Retro").await?;
