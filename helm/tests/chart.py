@@ -138,6 +138,32 @@ def check_secure_defaults():
           " HTTPS routers with a certificate of the same CA, /metrics behind a kept token; cert-manager Certificates on request")
 
 
+def check_meetings():
+    """tessera-meetings: nothing by default; enabled, a Deployment probing
+    /health on its API port that signs in with the admin credentials'
+    Secret (referenced, not copied), reaches the router Service by its
+    in-cluster name, and takes its JWT key from a kept, generated Secret."""
+    assert not [m for m in render({}) if "meetings" in m["template"]], "meetings off by default"
+    docs = [m["manifest"] for m in render({"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True}})]
+    named = lambda kind: {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+    deploy = named("Deployment")["tessera-meetings"]
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["MEETINGS_DB_ROUTER"]["value"] == "tessera://tessera-router.default.svc.cluster.local:9090", env
+    assert env["MEETINGS_DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "tessera-secrets", "key": "admin-password"}
+    assert env["JWT_SECRET"]["valueFrom"]["secretKeyRef"] == {"name": "tessera-meetings", "key": "jwt-secret"}
+    assert "DATABASE_URL" in container["args"][0] and "exec /usr/local/bin/tessera-meetings" in container["args"][0]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": "api"}, container[probe]
+    secret = named("Secret")["tessera-meetings"]
+    assert len(secret["data"]["jwt-secret"]) >= 64 and secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    ports = sorted(p["port"] for p in named("Service")["tessera-meetings"]["spec"]["ports"])
+    assert ports == [3000, 8080], ports
+    own = [m["manifest"] for m in render({"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True, "jwtSecret": {"existingSecret": "jwt"}}})]
+    assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"] == "tessera-meetings"], "no Secret when the JWT key is given"
+    print("ok  meetings: off by default; a Deployment probing /health, signed in through the admin Secret, JWT key generated and kept")
+
+
 def check():
     report = helm.lint(CHART, strict=True, kube_version=f"v{KUBE_VERSION}")
     problems = [m for m in report.get("messages", []) if m.get("severity", 0) >= 2] + report.get("errors", [])
@@ -153,6 +179,7 @@ def check():
         if problems:
             raise SystemExit(f"helm lint --strict -f {path.name}: {json.dumps(problems, indent=2)}")
         check_values(path.name, values)
+    check_meetings()
     # Values the schema or the templates must refuse.
     for label, bad in [
         ("an unknown key", {"nodes": {"replicas": 3}}),
@@ -162,6 +189,9 @@ def check():
         ("peer hosts that do not match the replicas", {"node": {"peerHosts": ["a", "b"]}}),
         ("encryption without a key", {"encryption": {"enabled": True}}),
         ("cert-manager without an issuer", {"tls": {"certManager": {"enabled": True}}}),
+        ("meetings behind the chart's HTTPS routers (it cannot trust the chart's CA)", {"meetings": {"enabled": True}}),
+        ("a meetings JWT secret under 48 characters", {"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True, "jwtSecret": {"value": "short"}}}),
+        ("a meetings router URL with a path", {"meetings": {"enabled": True, "routerUrl": "https://db.example.com/api"}}),
     ]:
         try:
             render(bad)

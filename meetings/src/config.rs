@@ -37,7 +37,8 @@ impl DatabaseUrl {
             other => return Err(format!("DATABASE_URL: scheme {other:?} is not tessera://, tesseras://, http:// or https://")),
         };
         let host = url.host_str().ok_or("DATABASE_URL names no host")?;
-        let port = url.port().unwrap_or(9090);
+        // No port: the router's default over plain HTTP, 443 over TLS.
+        let port = url.port().unwrap_or(if scheme == "https" { 443 } else { 9090 });
         let decode =
             |s: &str| url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes()).next().map(|(_, v)| v.into_owned());
         let user = decode(url.username())
@@ -64,6 +65,9 @@ pub struct Config {
     pub api_addr: SocketAddr,
     /// The web frontend's address (`MEETINGS_WEB_ADDR`, default 0.0.0.0:3000).
     pub web_addr: SocketAddr,
+    /// A PEM file of CA certificates the router's HTTPS certificate is checked
+    /// against, besides the public roots (`MEETINGS_DATABASE_CA_FILE`).
+    pub database_ca_file: Option<PathBuf>,
     /// The PocketSphinx acoustic model, language model and dictionary
     /// (`MEETINGS_SPEECH_MODEL`, default Debian's `pocketsphinx-en-us`).
     pub speech_model_dir: PathBuf,
@@ -101,6 +105,7 @@ impl Config {
             email_api_key: get("EMAIL_SERVICE_API_KEY").filter(|s| !s.is_empty()),
             api_addr: addr("MEETINGS_API_ADDR", "0.0.0.0:8080")?,
             web_addr: addr("MEETINGS_WEB_ADDR", "0.0.0.0:3000")?,
+            database_ca_file: get("MEETINGS_DATABASE_CA_FILE").filter(|s| !s.is_empty()).map(PathBuf::from),
             speech_model_dir: get("MEETINGS_SPEECH_MODEL")
                 .map_or_else(|| PathBuf::from("/usr/share/pocketsphinx/model/en-us"), PathBuf::from),
             access_ttl_secs: number("MEETINGS_ACCESS_TTL_SECS", 900)?,
@@ -128,6 +133,9 @@ mod tests {
             ("http://127.0.0.1:9090", "meet@app", "p/ss+w", "meetings")
         );
         assert_eq!(DatabaseUrl::parse("tesseras://u:p@db.example:443/m").unwrap().router, "https://db.example:443");
+        assert_eq!(DatabaseUrl::parse("https://u:p@db.example:443/m").unwrap().router, "https://db.example:443");
+        assert_eq!(DatabaseUrl::parse("https://u:p@db.example/m").unwrap().router, "https://db.example:443");
+        assert_eq!(DatabaseUrl::parse("tessera://u:p@db.example/m").unwrap().router, "http://db.example:9090");
         assert!(DatabaseUrl::parse("postgres://u:p@h/db").is_err());
         assert!(DatabaseUrl::parse("tessera://h:9090/db").is_err());
     }

@@ -84,11 +84,22 @@ pub struct Db {
 const ATTEMPTS: u32 = 8;
 
 impl Db {
-    pub fn new(url: DatabaseUrl) -> Result<Self, DbError> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| DbError::Unavailable(format!("HTTP client: {e}")))?;
+    /// A client of the database at `url`; `ca_file` (PEM) adds the CA
+    /// certificates a router's HTTPS certificate may chain to.
+    pub fn new(url: DatabaseUrl, ca_file: Option<&std::path::Path>) -> Result<Self, DbError> {
+        let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(30));
+        if let Some(path) = ca_file {
+            let pem = std::fs::read(path).map_err(|e| DbError::Unavailable(format!("reading {}: {e}", path.display())))?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| DbError::Unavailable(format!("{}: {e}", path.display())))?;
+            if certs.is_empty() {
+                return Err(DbError::Unavailable(format!("{} holds no PEM certificate", path.display())));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder.build().map_err(|e| DbError::Unavailable(format!("HTTP client: {e}")))?;
         Ok(Db { url, http, token: RwLock::new(None) })
     }
 
@@ -110,12 +121,25 @@ impl Db {
         let answer: Value = resp.json().await.unwrap_or(Value::Null);
         match answer["token"].as_str() {
             Some(token) if status.is_success() => Ok(token.to_string()),
-            _ if status.is_server_error() => Err(DbError::Unavailable(format!("sign-in to the database answered {status}: {answer}"))),
+            _ if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS => {
+                Err(DbError::Unavailable(format!("sign-in to the database answered {status}: {answer}")))
+            }
             _ => Err(DbError::Refused {
                 code: "SIGN_IN".into(),
                 message: format!("the database refused user {}: {status} {answer}", self.url.user),
             }),
         }
+    }
+
+    /// The router's base URL (`http://host:port`).
+    pub fn router(&self) -> &str {
+        &self.url.router
+    }
+
+    /// A session token of the application's database user (for the router's
+    /// WebSocket routes); `renew` signs in again.
+    pub async fn session_token(&self, renew: bool) -> Result<String, DbError> {
+        self.token(renew).await
     }
 
     async fn token(&self, renew: bool) -> Result<String, DbError> {
@@ -185,7 +209,7 @@ impl Db {
                 Value::String(m) => (body["code"].as_str().unwrap_or("").to_string(), m.clone()),
                 _ => (String::new(), text.clone()),
             };
-            return Err(if status.is_server_error() {
+            return Err(if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 DbError::Unavailable(format!("{status}: {message}"))
             } else if code == "CONSTRAINT_VIOLATION" || status == reqwest::StatusCode::CONFLICT {
                 DbError::Constraint(message)
@@ -252,7 +276,7 @@ impl Db {
                 _ => (String::new(), text.clone()),
             };
             let message = format!("{method} {path} answered {status}: {message}");
-            return Err(if status.is_server_error() {
+            return Err(if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 DbError::Unavailable(message)
             } else {
                 DbError::Refused { code: if code.is_empty() { status.as_u16().to_string() } else { code }, message }

@@ -78,6 +78,8 @@ impl IntoResponse for AppError {
         }
         let retry_after = match &self {
             AppError::RateLimited { retry_after_secs, .. } => Some(*retry_after_secs),
+            // The database is busy or electing: worth retrying shortly.
+            AppError::Unavailable(_) => Some(1),
             _ => None,
         };
         let mut response = (self.status(), Json(ErrorBody { error: self.code(), message: self.to_string() })).into_response();

@@ -43,7 +43,7 @@ use crate::state::{AppState, Inner};
 /// Connects to Tessera, creates the tables, starts the webhook deliveries and
 /// serves the API and the frontend until the process is stopped.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    let db = db::Db::new(config.database.clone())?;
+    let db = db::Db::new(config.database.clone(), config.database_ca_file.as_deref())?;
     // The cluster may still be starting: wait for it rather than fail.
     let mut waited = 0;
     loop {
@@ -70,6 +70,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let state =
         AppState::new(Inner { config: config.clone(), db, hub: live::Hub::default(), speech, webhooks: webhooks::Dispatcher::new() });
     webhooks::spawn_delivery_loop(state.clone());
+    live::spawn_relay(state.clone());
     let api = tokio::net::TcpListener::bind(config.api_addr).await?;
     let web = tokio::net::TcpListener::bind(config.web_addr).await?;
     tracing::info!(api = %api.local_addr()?, web = %web.local_addr()?, database = ?config.database, "tessera-meetings serving");

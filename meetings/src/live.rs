@@ -5,6 +5,11 @@
 //! `participant_joined`, `participant_left`, `transcript_segment`, and
 //! `speaker_update` when the connection that carried the audio changes.
 //! A text frame `{"type":"flush"}` ends the utterance in progress.
+//!
+//! Participants of one meeting may be connected to different instances:
+//! every message is also published on the Tessera stream `meetings-live`, to
+//! which each instance subscribes (the router's WebSocket); an instance
+//! passes on the messages other instances published to its own participants.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,9 +25,13 @@ use crate::speech::{Recognizer, Utterance, pcm_from_le_bytes};
 use crate::state::AppState;
 use crate::webhooks;
 
+/// The Tessera stream every instance publishes its meetings' messages on.
+pub const RELAY_CHANNEL: &str = "meetings-live";
+
 /// The live meetings of this instance: one broadcast channel each.
-#[derive(Default)]
 pub struct Hub {
+    /// This instance's id in the relayed messages (its own are not passed on twice).
+    instance: String,
     meetings: Mutex<HashMap<String, broadcast::Sender<String>>>,
     /// Each live meeting's current speaker (the user whose audio was heard last).
     speakers: Mutex<HashMap<String, String>>,
@@ -36,9 +45,78 @@ impl Hub {
     }
 
     /// Sends `message` to every participant of `meeting` connected here.
-    pub fn publish(&self, meeting: &str, message: &Value) {
+    fn deliver(&self, meeting: &str, message: &Value) {
         let _ = self.channel(meeting).send(message.to_string());
     }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub { instance: uuid::Uuid::new_v4().to_string(), meetings: Mutex::default(), speakers: Mutex::default() }
+    }
+}
+
+/// Sends `message` to every participant of `meeting`: here at once, and
+/// through the relay stream to the other instances (in the background).
+pub fn publish(state: &AppState, meeting: &str, message: Value) {
+    state.hub.deliver(meeting, &message);
+    let state = state.clone();
+    let body = json!({"channel": RELAY_CHANNEL, "event_type": "meeting", "data": {"instance": state.hub.instance, "meeting_id": meeting, "message": message}});
+    tokio::spawn(async move {
+        if let Err(e) = state.db.call(reqwest::Method::POST, "/api/v1/streaming/publish", Some(&body)).await {
+            tracing::warn!("relaying a meeting message to the other instances: {e}");
+        }
+    });
+}
+
+/// Passes the messages other instances publish on the relay stream to this
+/// instance's participants, for as long as the process runs (reconnecting
+/// after the last event it saw).
+pub fn spawn_relay(state: AppState) {
+    tokio::spawn(async move {
+        let create = json!({"name": RELAY_CHANNEL, "retention": "1h"});
+        // The channel may exist already (another instance made it): any answer will do.
+        let _ = state.db.call(reqwest::Method::POST, "/api/v1/streaming/channels", Some(&create)).await;
+        let mut after: Option<u64> = None;
+        loop {
+            if let Err(e) = relay_once(&state, &mut after).await {
+                tracing::warn!("the relay of meeting messages stopped ({e}); reconnecting");
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    });
+}
+
+async fn relay_once(state: &AppState, after: &mut Option<u64>) -> anyhow::Result<()> {
+    let token = state.db.session_token(false).await?;
+    let base = state.db.router().replacen("http", "ws", 1);
+    let mut url = format!("{base}/api/v1/streaming/{RELAY_CHANNEL}?token={token}");
+    if let Some(a) = after {
+        url.push_str(&format!("&after={a}"));
+    }
+    let (mut socket, _) = match tokio_tungstenite::connect_async(&url).await {
+        Ok(s) => s,
+        Err(e) => {
+            // An expired session: sign in again for the next attempt.
+            let _ = state.db.session_token(true).await;
+            anyhow::bail!("subscribing to {RELAY_CHANNEL}: {e}");
+        }
+    };
+    while let Some(frame) = futures::StreamExt::next(&mut socket).await {
+        let tokio_tungstenite::tungstenite::Message::Text(text) = frame? else { continue };
+        let event: Value = serde_json::from_str(text.as_str()).unwrap_or(Value::Null);
+        if let Some(id) = event["id"].as_u64() {
+            *after = Some(id);
+        }
+        let data = &event["data"];
+        if data["instance"] == state.hub.instance.as_str() {
+            continue;
+        }
+        if let Some(meeting) = data["meeting_id"].as_str() {
+            state.hub.deliver(meeting, &data["message"]);
+        }
+    }
+    Ok(())
 }
 
 /// What the recognizer thread sends back.
@@ -52,9 +130,10 @@ pub async fn run(state: AppState, caller: Caller, meeting_id: String, mut socket
     let hub_tx = state.hub.channel(&meeting_id);
     let mut hub_rx = hub_tx.subscribe();
     let participant = json!({"user_id": caller.user.id, "display_name": caller.user.display_name});
-    state.hub.publish(
+    publish(
+        &state,
         &meeting_id,
-        &json!({"type": "participant_joined", "meeting_id": meeting_id, "participant": participant, "at": iso(now_ms())}),
+        json!({"type": "participant_joined", "meeting_id": meeting_id, "participant": participant, "at": iso(now_ms())}),
     );
     if let Ok(m) = meetings::get(&state.db, &caller, &meeting_id).await {
         webhooks::emit(&state, &m.owner_id, "participant.joined", json!({"meeting_id": meeting_id, "participant": participant})).await;
@@ -110,9 +189,10 @@ pub async fn run(state: AppState, caller: Caller, meeting_id: String, mut socket
             }
         }
     }
-    state.hub.publish(
+    publish(
+        &state,
         &meeting_id,
-        &json!({"type": "participant_left", "meeting_id": meeting_id, "participant": participant, "at": iso(now_ms())}),
+        json!({"type": "participant_left", "meeting_id": meeting_id, "participant": participant, "at": iso(now_ms())}),
     );
     if let Ok(m) = meetings::get(&state.db, &caller, &meeting_id).await {
         webhooks::emit(&state, &m.owner_id, "participant.left", json!({"meeting_id": meeting_id, "participant": participant})).await;
@@ -148,11 +228,9 @@ async fn record_utterance(state: &AppState, caller: &Caller, meeting_id: &str, u
         meetings::add_segment(&state.db, caller, &meeting, &u.text, u.start_ms as i64, u.end_ms as i64, f64::from(u.confidence)).await?;
     let speaker = json!({"user_id": caller.user.id, "display_name": caller.user.display_name});
     if state.hub.swap_speaker(meeting_id, &caller.user.id) {
-        state
-            .hub
-            .publish(meeting_id, &json!({"type": "speaker_update", "meeting_id": meeting_id, "speaker": speaker, "at": iso(now_ms())}));
+        publish(state, meeting_id, json!({"type": "speaker_update", "meeting_id": meeting_id, "speaker": speaker, "at": iso(now_ms())}));
     }
-    state.hub.publish(meeting_id, &json!({"type": "transcript_segment", "meeting_id": meeting_id, "segment": segment}));
+    publish(state, meeting_id, json!({"type": "transcript_segment", "meeting_id": meeting_id, "segment": segment}));
     Ok(())
 }
 

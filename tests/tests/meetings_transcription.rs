@@ -4,8 +4,9 @@
 //! to every participant, with `participant_joined/left` and
 //! `speaker_update`. The recognized words are checked against the script
 //! (word error rate printed), the transcript is read back, audio into a
-//! meeting that is not active is refused, and an instance killed mid-stream
-//! loses none of the segments it had pushed.
+//! meeting that is not active is refused, participants on two instances
+//! hear each other, and an instance killed mid-stream loses none of the
+//! segments it had pushed.
 
 use std::time::{Duration, Instant};
 
@@ -115,18 +116,30 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
         .output()
         .await?;
     let printed = String::from_utf8_lossy(&out.stdout).to_string();
-    ensure!(out.status.success() && printed.starts_with("Ada: "), "stream printed {printed:?}, stderr {}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success() && printed.starts_with("Ada: "),
+        "stream printed {printed:?}, stderr {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let transcript = ada.http.get(&format!("/api/v1/meetings/{meeting_cli}/transcript")).await?.ensure_status(200)?;
     ensure!(transcript.json["text"].as_str() == Some(printed.trim_end().trim_start_matches("Ada: ")), "{transcript} vs {printed:?}");
 
-    // An instance killed mid-stream: what it pushed is in Tessera.
+    // Participants on two instances: a listener on A hears what a speaker on B
+    // says (relayed through a Tessera stream). Then B is killed mid-stream:
+    // what it pushed is in Tessera.
     let mut b = MeetingsApp::start(cluster, "meetings", "b", &[]).await?;
     let meeting = new_active_meeting(&ada, "Retro").await?;
+    let mut listener = connect(&a, &ada, &meeting).await?;
+    next_of(&mut listener, "participant_joined", &mut Vec::new(), Duration::from_secs(10)).await?;
     let mut socket = connect(&b, &ada, &meeting).await?;
+    let joined = next_of(&mut listener, "participant_joined", &mut Vec::new(), Duration::from_secs(30)).await?;
+    ensure!(joined["participant"]["user_id"] == ada.id.as_str(), "the join on B reaches A: {joined}");
     let mut pushed = Vec::new();
     for samples in &speech[..2] {
         stream(&mut socket, samples).await?;
         let segment = next_of(&mut socket, "transcript_segment", &mut Vec::new(), Duration::from_secs(30)).await?;
+        let relayed = next_of(&mut listener, "transcript_segment", &mut Vec::new(), Duration::from_secs(30)).await?;
+        ensure!(relayed["segment"] == segment["segment"], "A relays B's segment: {relayed} vs {segment}");
         pushed.push(segment["segment"]["id"].clone());
     }
     // Killed while the third sentence is half streamed.

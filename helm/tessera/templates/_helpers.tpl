@@ -144,3 +144,46 @@ podAntiAffinity:
 {{- define "tessera.metricsSecret" -}}
 {{- default (include "tessera.secretName" .) .Values.metrics.existingSecret -}}
 {{- end -}}
+
+{{/* The meetings application (tessera-meetings): its objects' name and image. */}}
+{{- define "tessera.meetingsName" -}}{{ include "tessera.fullname" . }}-meetings{{- end -}}
+{{- define "tessera.meetingsImage" -}}
+{{- $image := .Values.meetings.image -}}
+{{- printf "%s:%s" (default .Values.image.repository $image.repository) (default (default .Chart.AppVersion .Values.image.tag) $image.tag) -}}
+{{- end -}}
+
+{{/* The Secret holding the Tessera user tessera-meetings signs in as: by default the admin credentials' (no copy). */}}
+{{- define "tessera.meetingsCredentialsSecret" -}}
+{{- default (include "tessera.authSecret" .) .Values.meetings.credentials.existingSecret -}}
+{{- end -}}
+
+{{/* The Secrets holding tessera-meetings' JWT secret (key jwt-secret) and mail service key (key email-api-key). */}}
+{{- define "tessera.meetingsJwtSecret" -}}
+{{- default (include "tessera.meetingsName" .) .Values.meetings.jwtSecret.existingSecret -}}
+{{- end -}}
+{{- define "tessera.meetingsEmailSecret" -}}
+{{- default (include "tessera.meetingsName" .) .Values.meetings.emailApiKey.existingSecret -}}
+{{- end -}}
+
+{{/*
+The router tessera-meetings calls, as scheme://host:port: meetings.routerUrl, or
+the chart's router Service by its in-cluster DNS name. The application checks
+HTTPS certificates against the public web PKI roots only (reqwest with
+webpki-roots), so it cannot trust the chart's own CA: with tls.http.enabled the
+chart's router needs meetings.routerUrl instead.
+*/}}
+{{- define "tessera.meetingsRouter" -}}
+{{- $m := .Values.meetings -}}
+{{- if $m.routerUrl -}}
+{{- $u := urlParse $m.routerUrl -}}
+{{- if or (not (has $u.scheme (list "tessera" "tesseras" "http" "https"))) (not (regexMatch ":[0-9]+$" $u.host)) (not (has $u.path (list "" "/"))) $u.userinfo $u.query -}}
+{{- fail (printf "meetings.routerUrl %q: give scheme://host:port (tessera, tesseras, http or https; the port too), no user, path or query" $m.routerUrl) -}}
+{{- end -}}
+{{- /* tessera:// and tesseras:// keep a default port (443) in the URL; the application takes a missing port for 9090. */ -}}
+{{- printf "%s://%s" (get (dict "http" "tessera" "https" "tesseras" "tessera" "tessera" "tesseras" "tesseras") $u.scheme) $u.host -}}
+{{- else if .Values.tls.http.enabled -}}
+{{- fail "meetings.enabled with tls.http.enabled: tessera-meetings verifies HTTPS against the public web PKI roots only and cannot trust the chart's CA; set tls.http.enabled=false (plain HTTP inside the cluster) or meetings.routerUrl to a router URL whose certificate a public CA issued" -}}
+{{- else -}}
+{{- printf "tessera://%s.%s.svc.%s:%d" (include "tessera.routerName" .) .Release.Namespace .Values.clusterDomain (int .Values.router.service.port) -}}
+{{- end -}}
+{{- end -}}

@@ -11,6 +11,7 @@
 //! tessera-bench timeseries --url … --password … [--rows 1000000] # batched points/s, bytes/point ± compress
 //! tessera-bench graph --url … --password … [--rows 100000]    # batch-built graph of N edges, 3-hop traversal time
 //! tessera-bench streaming|memory|groupcommit …                # see streaming.rs, system.rs
+//! tessera-bench meetings --url … --password … [--rows 100000] # the meetings app: list req/s, search latency, recognizer
 //! tessera-bench --help
 //! ```
 //!
@@ -25,6 +26,7 @@
 
 mod documents;
 mod graph;
+mod meetings;
 mod objects;
 mod streaming;
 mod system;
@@ -91,6 +93,9 @@ enum Mode {
     Graph,
     /// Streaming publishes/s and publish-to-WebSocket latency.
     Streaming,
+    /// The meetings application: list requests/s over two instances, search
+    /// latency at 10k and --rows segments, the recognizer's real-time factor.
+    Meetings,
     /// Node RSS idle and under KV load (starts its own cluster).
     Memory,
     /// fsync latency and KV write rate with group commit (starts its own cluster).
@@ -516,6 +521,7 @@ async fn run(a: Args) -> Result<()> {
         Mode::Timeseries => timeseries::run(c, a.rows).await,
         Mode::Graph => graph::run(c, a.rows).await,
         Mode::Streaming => streaming::run(c, a.seconds, a.rows).await,
+        Mode::Meetings => meetings::run(c, &user, &password, a.seconds, a.rows).await,
         Mode::Memory | Mode::Groupcommit | Mode::Snapshot => unreachable!("handled above"),
     }
 }
