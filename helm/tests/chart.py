@@ -11,6 +11,7 @@
 """
 
 import argparse
+import base64
 import json
 import pathlib
 import sys
@@ -138,18 +139,51 @@ def check_secure_defaults():
           " HTTPS routers with a certificate of the same CA, /metrics behind a kept token; cert-manager Certificates on request")
 
 
+def der_dns_names(pem_b64):
+    """The DNS names of a base64 PEM certificate's subjectAltName (the dNSName
+    entries, context tag [2], read off the DER without an X.509 library)."""
+    pem = base64.b64decode(pem_b64).decode()
+    der = base64.b64decode("".join(l for l in pem.splitlines() if l and not l.startswith("-----")))
+    names, i = set(), 0
+    while (i := der.find(b"\x82", i)) >= 0:
+        n = der[i + 1] if i + 1 < len(der) else 0
+        text = der[i + 2:i + 2 + n]
+        if 0 < n < 0x80 and len(text) == n and all(c in b"abcdefghijklmnopqrstuvwxyz0123456789.-" for c in text):
+            names.add(text.decode())
+        i += 1
+    return names
+
+
+def meetings_pod(docs):
+    deploy = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}["tessera-meetings"]
+    spec = deploy["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    return container, env, mounts, volumes
+
+
 def check_meetings():
     """tessera-meetings: nothing by default; enabled, a Deployment probing
     /health on its API port that signs in with the admin credentials'
     Secret (referenced, not copied), reaches the router Service by its
-    in-cluster name, and takes its JWT key from a kept, generated Secret."""
+    in-cluster name over HTTPS, trusting the chart's CA (only ca.crt of the
+    routers' HTTPS Secret, mounted read-only; the certificate names that
+    host), and takes its JWT key from a kept, generated Secret. Plain HTTP
+    with tls.http off; meetings.routerUrl and meetings.routerCa as given."""
     assert not [m for m in render({}) if "meetings" in m["template"]], "meetings off by default"
-    docs = [m["manifest"] for m in render({"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True}})]
+    docs = [m["manifest"] for m in render({"meetings": {"enabled": True}})]
     named = lambda kind: {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
-    deploy = named("Deployment")["tessera-meetings"]
-    (container,) = deploy["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e for e in container["env"]}
-    assert env["MEETINGS_DB_ROUTER"]["value"] == "tessera://tessera-router.default.svc.cluster.local:9090", env
+    container, env, mounts, volumes = meetings_pod(docs)
+    host = "tessera-router.default.svc.cluster.local"
+    assert env["MEETINGS_DB_ROUTER"]["value"] == f"tesseras://{host}:9090", env
+    assert env["MEETINGS_DATABASE_CA_FILE"]["value"] == "/etc/tessera/router-ca/ca.crt", env
+    assert mounts["router-ca"] == {"name": "router-ca", "mountPath": "/etc/tessera/router-ca", "readOnly": True}, mounts
+    assert volumes["router-ca"]["secret"]["secretName"] == "tessera-http-tls", volumes
+    assert volumes["router-ca"]["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}], "only the CA, not the router's key"
+    http_tls = named("Secret")["tessera-http-tls"]["data"]
+    assert host in der_dns_names(http_tls["tls.crt"]), ("the router certificate lacks the host meetings calls", der_dns_names(http_tls["tls.crt"]))
     assert env["MEETINGS_DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "tessera-secrets", "key": "admin-password"}
     assert env["JWT_SECRET"]["valueFrom"]["secretKeyRef"] == {"name": "tessera-meetings", "key": "jwt-secret"}
     assert "DATABASE_URL" in container["args"][0] and "exec /usr/local/bin/tessera-meetings" in container["args"][0]
@@ -159,9 +193,36 @@ def check_meetings():
     assert len(secret["data"]["jwt-secret"]) >= 64 and secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     ports = sorted(p["port"] for p in named("Service")["tessera-meetings"]["spec"]["ports"])
     assert ports == [3000, 8080], ports
-    own = [m["manifest"] for m in render({"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True, "jwtSecret": {"existingSecret": "jwt"}}})]
+    own = [m["manifest"] for m in render({"meetings": {"enabled": True, "jwtSecret": {"existingSecret": "jwt"}}})]
     assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"] == "tessera-meetings"], "no Secret when the JWT key is given"
-    print("ok  meetings: off by default; a Deployment probing /health, signed in through the admin Secret, JWT key generated and kept")
+    # cert-manager's certificate names the same host; its Secret's ca.crt is mounted.
+    cm = [m["manifest"] for m in render({"tls": {"certManager": {"enabled": True, "issuerRef": {"name": "ca"}}}, "meetings": {"enabled": True}})]
+    (cert,) = [d for d in cm if d["kind"] == "Certificate" and d["spec"]["secretName"] == "tessera-http-tls"]
+    assert host in cert["spec"]["dnsNames"], cert["spec"]["dnsNames"]
+    assert meetings_pod(cm)[3]["router-ca"]["secret"]["secretName"] == "tessera-http-tls"
+    # Plain HTTP routers: plain HTTP, no CA.
+    plain = [m["manifest"] for m in render({"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True}})]
+    container, env, mounts, volumes = meetings_pod(plain)
+    assert env["MEETINGS_DB_ROUTER"]["value"] == f"tessera://{host}:9090", env
+    assert "MEETINGS_DATABASE_CA_FILE" not in env and "router-ca" not in mounts and "router-ca" not in volumes
+    # A router URL: public roots only, or the given CA; a TLS URL without a port means 443.
+    for values, router, ca in [
+        ({"routerUrl": "https://db.example.com"}, "tesseras://db.example.com:443", None),
+        ({"routerUrl": "https://db.example.com:8443", "routerCa": {"existingSecret": "db-ca", "key": "root.pem"}}, "tesseras://db.example.com:8443", ("db-ca", "root.pem")),
+        ({"routerUrl": "http://db.example.com"}, "tessera://db.example.com:80", None),
+        ({"routerCa": {"existingSecret": "db-ca"}}, f"tesseras://{host}:9090", ("db-ca", "ca.crt")),
+    ]:
+        _, env, mounts, volumes = meetings_pod([m["manifest"] for m in render({"meetings": {"enabled": True, **values}})])
+        assert env["MEETINGS_DB_ROUTER"]["value"] == router, (values, env["MEETINGS_DB_ROUTER"])
+        if ca is None:
+            assert "MEETINGS_DATABASE_CA_FILE" not in env and "router-ca" not in volumes, values
+        else:
+            assert env["MEETINGS_DATABASE_CA_FILE"]["value"] == "/etc/tessera/router-ca/ca.crt" and mounts["router-ca"]["readOnly"]
+            secret = volumes["router-ca"]["secret"]
+            assert (secret["secretName"], secret["items"]) == (ca[0], [{"key": ca[1], "path": "ca.crt"}]), (values, secret)
+    print("ok  meetings: off by default; a Deployment probing /health, signed in through the admin Secret, JWT key generated and kept;"
+          f" calls tesseras://{host}:9090 trusting ca.crt of tessera-http-tls (mounted read-only, the certificate names the host);"
+          " plain HTTP with tls.http off; routerUrl/routerCa as given")
 
 
 def check():
@@ -189,8 +250,8 @@ def check():
         ("peer hosts that do not match the replicas", {"node": {"peerHosts": ["a", "b"]}}),
         ("encryption without a key", {"encryption": {"enabled": True}}),
         ("cert-manager without an issuer", {"tls": {"certManager": {"enabled": True}}}),
-        ("meetings behind the chart's HTTPS routers (it cannot trust the chart's CA)", {"meetings": {"enabled": True}}),
-        ("a meetings JWT secret under 48 characters", {"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True, "jwtSecret": {"value": "short"}}}),
+        ("a meetings CA for a plain-HTTP router", {"tls": {"http": {"enabled": False}}, "meetings": {"enabled": True, "routerCa": {"existingSecret": "ca"}}}),
+        ("a meetings JWT secret under 48 characters", {"meetings": {"enabled": True, "jwtSecret": {"value": "short"}}}),
         ("a meetings router URL with a path", {"meetings": {"enabled": True, "routerUrl": "https://db.example.com/api"}}),
     ]:
         try:

@@ -59,6 +59,8 @@ pub struct Config {
     pub jwt_secret: String,
     /// A text-generation service for meeting summaries (`AI_SERVICE_URL`); optional.
     pub ai_service_url: Option<String>,
+    /// The model named in summary requests (`AI_MODEL`, default `default`).
+    pub ai_model: String,
     /// The mail service's key (`EMAIL_SERVICE_API_KEY`); without it invitations are logged, not sent.
     pub email_api_key: Option<String>,
     /// The API's address (`MEETINGS_API_ADDR`, default 0.0.0.0:8080).
@@ -102,6 +104,7 @@ impl Config {
             database,
             jwt_secret,
             ai_service_url: get("AI_SERVICE_URL").filter(|s| !s.is_empty()),
+            ai_model: get("AI_MODEL").filter(|s| !s.is_empty()).unwrap_or_else(|| "default".to_string()),
             email_api_key: get("EMAIL_SERVICE_API_KEY").filter(|s| !s.is_empty()),
             api_addr: addr("MEETINGS_API_ADDR", "0.0.0.0:8080")?,
             web_addr: addr("MEETINGS_WEB_ADDR", "0.0.0.0:3000")?,

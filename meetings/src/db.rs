@@ -121,9 +121,7 @@ impl Db {
         let answer: Value = resp.json().await.unwrap_or(Value::Null);
         match answer["token"].as_str() {
             Some(token) if status.is_success() => Ok(token.to_string()),
-            _ if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS => {
-                Err(DbError::Unavailable(format!("sign-in to the database answered {status}: {answer}")))
-            }
+            _ if is_busy(status) => Err(DbError::Unavailable(format!("sign-in to the database answered {status}: {answer}"))),
             _ => Err(DbError::Refused {
                 code: "SIGN_IN".into(),
                 message: format!("the database refused user {}: {status} {answer}", self.url.user),
@@ -153,80 +151,50 @@ impl Db {
     }
 
     /// Runs `sql` (one or several statements, one transaction) with `params`
-    /// bound to `$1`, `$2`, …
+    /// bound to `$1`, `$2`, …, read and written at `quorum`.
     pub async fn sql(&self, sql: &str, params: &[Value]) -> Result<Rows, DbError> {
         let body = json!({"sql": sql, "params": params, "database": self.url.database});
-        // The same key on every attempt: a write retried after a lost answer applies once.
-        let idempotency_key = uuid::Uuid::new_v4().to_string();
-        let mut renewed = false;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let token = self.token(false).await?;
-            let sent = self
-                .http
-                .post(format!("{}/api/v1/query", self.url.router))
-                .bearer_auth(&token)
-                .header("x-consistency", "quorum")
-                .header("idempotency-key", &idempotency_key)
-                .json(&body)
-                .send()
-                .await;
-            let resp = match sent {
-                Ok(resp) => resp,
-                Err(e) if attempt < ATTEMPTS => {
-                    tracing::debug!("database call failed, trying again: {e}");
-                    tokio::time::sleep(backoff(attempt)).await;
-                    continue;
-                }
-                Err(e) => return Err(DbError::Unavailable(e.to_string())),
-            };
-            let status = resp.status();
-            if status == reqwest::StatusCode::UNAUTHORIZED && !renewed {
-                renewed = true;
-                self.token(true).await?;
-                continue;
-            }
-            if (status == reqwest::StatusCode::SERVICE_UNAVAILABLE || status == reqwest::StatusCode::TOO_MANY_REQUESTS)
-                && attempt < ATTEMPTS
-            {
-                tokio::time::sleep(backoff(attempt)).await;
-                continue;
-            }
-            let text = resp.text().await.map_err(|e| DbError::Unavailable(e.to_string()))?;
-            if status.is_success() {
-                let answer: QueryAnswer = serde_json::from_str(&text)
-                    .map_err(|e| DbError::Unavailable(format!("an answer that does not parse ({e}): {text}")))?;
-                let data = answer.data.unwrap_or(QueryData { columns: Vec::new(), rows: Vec::new() });
-                return Ok(Rows { columns: data.columns, rows: data.rows, affected: answer.rows_affected });
-            }
-            let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
-            let (code, message) = match &body["error"] {
-                Value::Object(e) => (
-                    e.get("code").and_then(Value::as_str).unwrap_or("").to_string(),
-                    e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                ),
-                Value::String(m) => (body["code"].as_str().unwrap_or("").to_string(), m.clone()),
-                _ => (String::new(), text.clone()),
-            };
-            return Err(if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                DbError::Unavailable(format!("{status}: {message}"))
-            } else if code == "CONSTRAINT_VIOLATION" || status == reqwest::StatusCode::CONFLICT {
-                DbError::Constraint(message)
-            } else {
-                DbError::Refused { code: if code.is_empty() { status.to_string() } else { code }, message }
-            });
+        let (status, text) = self.exchange(&reqwest::Method::POST, "/api/v1/query", Some(&body)).await?;
+        if status.is_success() {
+            let answer: QueryAnswer =
+                serde_json::from_str(&text).map_err(|e| DbError::Unavailable(format!("an answer that does not parse ({e}): {text}")))?;
+            let data = answer.data.unwrap_or(QueryData { columns: Vec::new(), rows: Vec::new() });
+            return Ok(Rows { columns: data.columns, rows: data.rows, affected: answer.rows_affected });
         }
+        let (code, message) = error_of(&text);
+        Err(if is_busy(status) {
+            DbError::Unavailable(format!("{status}: {message}"))
+        } else if code == "CONSTRAINT_VIOLATION" || status == reqwest::StatusCode::CONFLICT {
+            DbError::Constraint(message)
+        } else {
+            DbError::Refused { code: if code.is_empty() { status.to_string() } else { code }, message }
+        })
     }
 
-    /// Calls another endpoint of the router (the compliance API) as the
-    /// application's database user: `method` on `path` (from `/api/v1/…`)
-    /// with an optional JSON `body`; answers the JSON answer of a 2xx. Signs
-    /// in again on a 401 and retries 503/429 and lost connections briefly, with
-    /// one `Idempotency-Key` for every attempt, as [`Db::sql`] does. A 4xx is
-    /// [`DbError::Refused`] with the router's code and message, a 5xx or no
-    /// answer [`DbError::Unavailable`].
+    /// Calls another endpoint of the router (the compliance API, streams) as
+    /// the application's database user: `method` on `path` (from `/api/v1/…`)
+    /// with an optional JSON `body`; answers the JSON answer of a 2xx. A 4xx
+    /// is [`DbError::Refused`] with the router's code and message, a 5xx, a
+    /// lasting 429 or no answer [`DbError::Unavailable`].
     pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value, DbError> {
+        let (status, text) = self.exchange(&method, path, body).await?;
+        if status.is_success() {
+            return Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)));
+        }
+        let (code, message) = error_of(&text);
+        let message = format!("{method} {path} answered {status}: {message}");
+        Err(if is_busy(status) {
+            DbError::Unavailable(message)
+        } else {
+            DbError::Refused { code: if code.is_empty() { status.as_u16().to_string() } else { code }, message }
+        })
+    }
+
+    /// Sends one request to the router and answers its final status and body:
+    /// signs in again once on a 401, and retries 503/429 and lost connections
+    /// briefly, with one `Idempotency-Key` for every attempt (a write retried
+    /// after a lost answer applies once).
+    async fn exchange(&self, method: &reqwest::Method, path: &str, body: Option<&Value>) -> Result<(reqwest::StatusCode, String), DbError> {
         let idempotency_key = uuid::Uuid::new_v4().to_string();
         let mut renewed = false;
         let mut attempt = 0;
@@ -237,6 +205,7 @@ impl Db {
                 .http
                 .request(method.clone(), format!("{}{path}", self.url.router))
                 .bearer_auth(&token)
+                .header("x-consistency", "quorum")
                 .header("idempotency-key", &idempotency_key);
             if let Some(body) = body {
                 request = request.json(body);
@@ -263,25 +232,27 @@ impl Db {
                 continue;
             }
             let text = resp.text().await.map_err(|e| DbError::Unavailable(e.to_string()))?;
-            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
-            if status.is_success() {
-                return Ok(answer);
-            }
-            let (code, message) = match &answer["error"] {
-                Value::Object(e) => (
-                    e.get("code").and_then(Value::as_str).unwrap_or("").to_string(),
-                    e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                ),
-                Value::String(m) => (answer["code"].as_str().unwrap_or("").to_string(), m.clone()),
-                _ => (String::new(), text.clone()),
-            };
-            let message = format!("{method} {path} answered {status}: {message}");
-            return Err(if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                DbError::Unavailable(message)
-            } else {
-                DbError::Refused { code: if code.is_empty() { status.as_u16().to_string() } else { code }, message }
-            });
+            return Ok((status, text));
         }
+    }
+}
+
+/// A failure the database may get over: a 5xx, or a 429 that outlasted the retries.
+fn is_busy(status: reqwest::StatusCode) -> bool {
+    status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS
+}
+
+/// The router's error code and message in a failed answer (`{error: {code,
+/// message}}` of SQL, or `{error: message, code}` of the other routes).
+fn error_of(text: &str) -> (String, String) {
+    let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    match &body["error"] {
+        Value::Object(e) => (
+            e.get("code").and_then(Value::as_str).unwrap_or("").to_string(),
+            e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+        ),
+        Value::String(m) => (body["code"].as_str().unwrap_or("").to_string(), m.clone()),
+        _ => (String::new(), text.to_string()),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::error::{AppError, AppResult};
 use crate::meetings::{self, Comment, ListQuery, Meeting, NewComment, NewMeeting, Page, Transcript};
 use crate::search::{self, Results, SearchQuery};
 use crate::state::AppState;
-use crate::{live, orgs, privacy, rate_limit, webhooks};
+use crate::{live, orgs, privacy, rate_limit, summary, webhooks};
 
 /// Every route of the API.
 pub fn routes(state: AppState) -> Router {
@@ -140,6 +140,7 @@ async fn stop_meeting(State(state): State<AppState>, caller: Caller, Path(id): P
         json!({"meeting_id": id, "segments": transcript.segments.len(), "text": transcript.text}),
     )
     .await;
+    summary::spawn_summary(&state, &id, transcript.text);
     Ok(Json(meeting))
 }
 

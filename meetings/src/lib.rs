@@ -32,6 +32,7 @@ pub mod search;
 pub mod speech;
 pub mod state;
 pub mod stream_client;
+pub mod summary;
 pub mod web;
 pub mod webhooks;
 

@@ -15,12 +15,12 @@ use crate::search;
 
 /// The tables this service owns.
 pub const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS meetings (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, organization_id TEXT, title TEXT NOT NULL, description TEXT NOT NULL, scheduled_at BIGINT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, started_at BIGINT, ended_at BIGINT)",
+    "CREATE TABLE IF NOT EXISTS meetings (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, organization_id TEXT, title TEXT NOT NULL, description TEXT NOT NULL, scheduled_at BIGINT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, started_at BIGINT, ended_at BIGINT, summary TEXT)",
     "CREATE TABLE IF NOT EXISTS comments (id TEXT PRIMARY KEY, meeting_id TEXT NOT NULL, user_id TEXT NOT NULL, author TEXT NOT NULL, text TEXT NOT NULL, created_at BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS segments (id TEXT PRIMARY KEY, meeting_id TEXT NOT NULL, user_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, confidence DOUBLE PRECISION NOT NULL, created_at BIGINT NOT NULL)",
 ];
 
-const COLUMNS: &str = "id, owner_id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at";
+const COLUMNS: &str = "id, owner_id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at, summary";
 
 /// A meeting as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -35,6 +35,8 @@ pub struct Meeting {
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
+    /// Made by the text-generation service after the meeting ended (`AI_SERVICE_URL`).
+    pub summary: Option<String>,
 }
 
 impl Meeting {
@@ -52,6 +54,7 @@ impl Meeting {
             created_at: time("created_at").unwrap_or_default(),
             started_at: time("started_at"),
             ended_at: time("ended_at"),
+            summary: row.get("summary").and_then(Value::as_str).map(str::to_string),
         }
     }
 }
@@ -93,7 +96,7 @@ pub async fn create(db: &Db, caller: &Caller, m: NewMeeting) -> AppResult<Meetin
         search::Doc { id: &id, doc_type: "meeting", owner_id: &caller.user.id, meeting_id: &id, title, body: &body, at_ms: scheduled };
     search::write_indexed(
         db,
-        &format!("INSERT INTO meetings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, 'scheduled', $7, NULL, NULL)"),
+        &format!("INSERT INTO meetings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, 'scheduled', $7, NULL, NULL, NULL)"),
         vec![json!(id), json!(caller.user.id), json!(m.organization_id), json!(title), json!(m.description), json!(scheduled), json!(now)],
         &doc,
     )

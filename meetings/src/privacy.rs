@@ -325,7 +325,7 @@ pub async fn export(db: &Db, caller: &Caller) -> AppResult<Value> {
         .await?;
     let meetings = all_rows(
         db,
-        "SELECT id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at FROM meetings WHERE owner_id = $1",
+        "SELECT id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at, summary FROM meetings WHERE owner_id = $1",
         std::slice::from_ref(&me),
     )
     .await?;

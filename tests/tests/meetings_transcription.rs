@@ -3,7 +3,8 @@
 //! recognizes them offline with PocketSphinx and pushes `transcript_segment`
 //! to every participant, with `participant_joined/left` and
 //! `speaker_update`. The recognized words are checked against the script
-//! (word error rate printed), the transcript is read back, audio into a
+//! (word error rate printed), the transcript is read back and summarized
+//! by a text-generation service, audio into a
 //! meeting that is not active is refused, participants on two instances
 //! hear each other, and an instance killed mid-stream loses none of the
 //! segments it had pushed.
@@ -43,8 +44,21 @@ async fn new_active_meeting(user: &AppUser, title: &str) -> Result<String> {
     Ok(id)
 }
 
+/// A text-generation service speaking the OpenAI chat-completions shape: it
+/// answers how many words the transcript it was sent has.
+async fn complete(axum::Json(req): axum::Json<Value>) -> axum::Json<Value> {
+    let words = req["messages"][1]["content"].as_str().map_or(0, |t| t.split_whitespace().count());
+    axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": format!("A meeting of {words} words.")}}]}))
+}
+
 async fn scenario(cluster: &Cluster) -> Result<()> {
-    let a = MeetingsApp::start(cluster, "meetings", "a", &[]).await?;
+    let ai = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let ai_url = format!("http://{}", ai.local_addr()?);
+    let ai_server = tokio::spawn(async move {
+        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(complete));
+        let _ = axum::serve(ai, app).await;
+    });
+    let a = MeetingsApp::start(cluster, "meetings", "a", &[("AI_SERVICE_URL", &ai_url)]).await?;
     let ada = register_and_login(&a.http(), "ada@example.com", "correct horse battery", "Ada").await?;
     let speech: Vec<Vec<i16>> = SCRIPT.iter().map(|s| speak(s, cluster.root())).collect::<Result<_>>()?;
     let audio_secs: f64 = speech.iter().map(|s| s.len() as f64 / 16_000.0).sum();
@@ -100,6 +114,15 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
 
     // Speech into a meeting that is not active is refused.
     ada.http.post(&format!("/api/v1/meetings/{meeting}/stop"), &json!({})).await?.ensure_status(200)?;
+    // With AI_SERVICE_URL, the ended meeting gets a summary from the service.
+    let words = heard.iter().map(|h| h.split_whitespace().count()).sum::<usize>();
+    let summary = tessera_tests::wait_for(Duration::from_secs(30), "the meeting's summary", async || {
+        let m = ada.http.get(&format!("/api/v1/meetings/{meeting}")).await?;
+        Ok(m.json["summary"].as_str().map(str::to_string))
+    })
+    .await?;
+    ensure!(summary == format!("A meeting of {words} words."), "{summary}");
+    ai_server.abort();
     let mut late = connect(&a, &ada, &meeting).await?;
     stream(&mut late, &speech[0]).await?;
     late.send(Message::Text(json!({"type": "flush"}).to_string().into())).await?;

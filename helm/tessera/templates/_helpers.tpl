@@ -166,24 +166,50 @@ podAntiAffinity:
 {{- end -}}
 
 {{/*
-The router tessera-meetings calls, as scheme://host:port: meetings.routerUrl, or
-the chart's router Service by its in-cluster DNS name. The application checks
-HTTPS certificates against the public web PKI roots only (reqwest with
-webpki-roots), so it cannot trust the chart's own CA: with tls.http.enabled the
-chart's router needs meetings.routerUrl instead.
+The router tessera-meetings calls, as scheme://host:port (tessera:// plain
+HTTP, tesseras:// HTTPS; the application's DATABASE_URL schemes):
+meetings.routerUrl, or the chart's router Service by its in-cluster DNS name
+<router>.<namespace>.svc.<clusterDomain> and port, over HTTPS when the routers
+serve it (tls.http.enabled; the HTTPS certificate names that host, see
+tessera.routerHosts, and its CA is mounted: tessera.meetingsRouterCa). A
+routerUrl without a port gets its scheme's: 80 (http), 443 (https,
+tesseras), 9090 (tessera, the router's).
 */}}
 {{- define "tessera.meetingsRouter" -}}
 {{- $m := .Values.meetings -}}
+{{- $url := "" -}}
 {{- if $m.routerUrl -}}
 {{- $u := urlParse $m.routerUrl -}}
-{{- if or (not (has $u.scheme (list "tessera" "tesseras" "http" "https"))) (not (regexMatch ":[0-9]+$" $u.host)) (not (has $u.path (list "" "/"))) $u.userinfo $u.query -}}
-{{- fail (printf "meetings.routerUrl %q: give scheme://host:port (tessera, tesseras, http or https; the port too), no user, path or query" $m.routerUrl) -}}
+{{- $scheme := get (dict "http" "tessera" "https" "tesseras" "tessera" "tessera" "tesseras" "tesseras") $u.scheme -}}
+{{- if or (not $scheme) (not $u.hostname) (hasSuffix ":" $u.host) (not (has $u.path (list "" "/"))) $u.userinfo $u.query $u.fragment $u.opaque -}}
+{{- fail (printf "meetings.routerUrl %q: give scheme://host[:port] (tessera, tesseras, http or https), no user, path or query" $m.routerUrl) -}}
 {{- end -}}
-{{- /* tessera:// and tesseras:// keep a default port (443) in the URL; the application takes a missing port for 9090. */ -}}
-{{- printf "%s://%s" (get (dict "http" "tessera" "https" "tesseras" "tessera" "tessera" "tesseras" "tesseras") $u.scheme) $u.host -}}
-{{- else if .Values.tls.http.enabled -}}
-{{- fail "meetings.enabled with tls.http.enabled: tessera-meetings verifies HTTPS against the public web PKI roots only and cannot trust the chart's CA; set tls.http.enabled=false (plain HTTP inside the cluster) or meetings.routerUrl to a router URL whose certificate a public CA issued" -}}
+{{- $host := $u.host -}}
+{{- if not (regexMatch ":[0-9]+$" $host) -}}
+{{- $host = printf "%s:%d" $host (int (get (dict "http" 80 "https" 443 "tessera" 9090 "tesseras" 443) $u.scheme)) -}}
+{{- end -}}
+{{- $url = printf "%s://%s" $scheme $host -}}
 {{- else -}}
-{{- printf "tessera://%s.%s.svc.%s:%d" (include "tessera.routerName" .) .Release.Namespace .Values.clusterDomain (int .Values.router.service.port) -}}
+{{- $url = printf "%s://%s.%s.svc.%s:%d" (ternary "tesseras" "tessera" .Values.tls.http.enabled) (include "tessera.routerName" .) .Release.Namespace .Values.clusterDomain (int .Values.router.service.port) -}}
+{{- end -}}
+{{- if and $m.routerCa.existingSecret (hasPrefix "tessera://" $url) -}}
+{{- fail (printf "meetings.routerCa names a CA (Secret %q) but tessera-meetings calls the router in plain HTTP (%s): give an https:// meetings.routerUrl, or turn tls.http.enabled on, or drop meetings.routerCa" $m.routerCa.existingSecret $url) -}}
+{{- end -}}
+{{- $url -}}
+{{- end -}}
+
+{{/*
+The CA tessera-meetings trusts for the router's HTTPS certificate besides the
+public roots, as JSON {"secret": name, "key": key}, or nothing (public roots
+only): meetings.routerCa; else, with the chart's router over HTTPS, ca.crt of
+the routers' HTTPS certificate Secret (the chart's, cert-manager's, or
+tls.http.existingSecret, which must then hold ca.crt).
+*/}}
+{{- define "tessera.meetingsRouterCa" -}}
+{{- $m := .Values.meetings -}}
+{{- if $m.routerCa.existingSecret -}}
+{{- dict "secret" $m.routerCa.existingSecret "key" $m.routerCa.key | toJson -}}
+{{- else if and (not $m.routerUrl) .Values.tls.http.enabled -}}
+{{- dict "secret" (include "tessera.httpTlsSecret" .) "key" "ca.crt" | toJson -}}
 {{- end -}}
 {{- end -}}
