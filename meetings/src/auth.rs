@@ -166,6 +166,8 @@ pub async fn register(db: &Db, r: Registration) -> AppResult<User> {
     if inserted.affected == 0 {
         return Err(AppError::Conflict(format!("a user with email {} exists", user.email)));
     }
+    // Organizations that invited this email before it registered.
+    crate::orgs::join_invited(db, &user.id, &user.email).await?;
     Ok(user)
 }
 

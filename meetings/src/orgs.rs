@@ -20,8 +20,9 @@
 //!   Mail: the application has no mail integration yet. Invitations are
 //!   never sent, whether `EMAIL_SERVICE_API_KEY` is set or not: the
 //!   invitation is logged (the email and the organization, never the token)
-//!   and the answer says `"delivery": "logged"`. There is no route to accept
-//!   a pending invitation yet either.
+//!   and the answer says `"delivery": "logged"`. A pending invitation is
+//!   accepted when its email registers ([`join_invited`]): the new user
+//!   becomes a member with the invited role (unless it expired).
 //! - `GET /api/v1/organizations/{org_id}/usage` (members only), computed from
 //!   the data at each call: `meetings` (meetings with this
 //!   `organization_id`), `segments`, `minutes_transcribed` (the sum of
@@ -499,6 +500,31 @@ async fn invite_route(
 
 async fn usage_route(State(state): State<AppState>, caller: Caller, Path(org): Path<String>) -> AppResult<Json<Usage>> {
     Ok(Json(usage(&state.db, &caller, &org).await?))
+}
+
+/// Makes a newly registered user a member of every organization that has a
+/// pending, unexpired invitation for their email, with the invited role, and
+/// marks those invitations `accepted`; answers how many it accepted.
+pub async fn join_invited(db: &Db, user_id: &str, email: &str) -> AppResult<usize> {
+    let now = now_ms();
+    let pending = db
+        .sql(
+            "SELECT id, org_id, role FROM org_invitations WHERE email = $1 AND status = 'pending' AND expires_at > $2 ORDER BY created_at, id",
+            &[json!(email), json!(now)],
+        )
+        .await?;
+    let mut joined = 0;
+    for inv in pending.objects() {
+        let text = |k: &str| inv.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        db.sql(
+            "INSERT INTO org_members (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, user_id) DO NOTHING;\n\
+             UPDATE org_invitations SET status = 'accepted' WHERE id = $5",
+            &[json!(text("org_id")), json!(user_id), json!(text("role")), json!(now), json!(text("id"))],
+        )
+        .await?;
+        joined += 1;
+    }
+    Ok(joined)
 }
 
 #[cfg(test)]

@@ -194,6 +194,10 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
         403,
         "forbidden",
     )?;
+    // Carol registers after her invitation: she is a member with the invited role.
+    let carol = register_and_login(&api, "carol@example.com", PASSWORD, "Carol").await?;
+    let seen = carol.http.get(&format!("/api/v1/organizations/{org_id}")).await?.ensure_status(200)?;
+    ensure!(seen.json["role"] == "editor", "{seen}");
     bob.http.get(&format!("/api/v1/organizations/{org_id}")).await?.ensure_status(200)?;
     // An organization's meeting is visible to its members; usage counts it.
     let shared = ada_http
@@ -203,7 +207,7 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
     let shared_id = shared.json["id"].as_str().context("meeting id")?.to_string();
     bob.http.get(&format!("/api/v1/meetings/{shared_id}")).await?.ensure_status(200)?;
     let usage = ada_http.get(&format!("/api/v1/organizations/{org_id}/usage")).await?.ensure_status(200)?;
-    ensure!(usage.json["meetings"] == 1 && usage.json["members"] == 2, "{usage}");
+    ensure!(usage.json["meetings"] == 1 && usage.json["members"] == 3, "{usage}");
     ensure!(usage.json["storage_bytes"] == ("All hands".len() + "twelve bytes".len()) as u64, "{usage}");
     ensure!(usage.json["minutes_transcribed"].as_f64() == Some(0.0), "{usage}");
 
