@@ -1,4 +1,12 @@
 //! The application's configuration, from the environment (spec 03 part C).
+//!
+//! Besides the variables of spec 03, `MEETINGS_WEBHOOK_ALLOW_PRIVATE`
+//! (`true`/`false`, default `false`) lets webhooks point at private and
+//! internal addresses (loopback, RFC 1918, link-local and cloud metadata,
+//! unique-local IPv6, …), at registration and at delivery. It is off by
+//! default so that a user cannot make the server POST into its own network
+//! (SSRF); turn it on only for tests and for operators whose receivers live
+//! on a private network (see `crate::webhooks`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -79,6 +87,9 @@ pub struct Config {
     pub refresh_ttl_secs: u64,
     /// Requests per minute per client address on the API (`MEETINGS_RATE_LIMIT_PER_MIN`, default 600; 0 turns it off).
     pub rate_limit_per_min: u64,
+    /// Whether webhook URLs may point at private or internal addresses
+    /// (`MEETINGS_WEBHOOK_ALLOW_PRIVATE`, default `false`; see the module documentation).
+    pub webhook_allow_private: bool,
 }
 
 impl Config {
@@ -100,6 +111,13 @@ impl Config {
         let number = |key: &str, default: u64| -> Result<u64, String> {
             get(key).map_or(Ok(default), |v| v.parse().map_err(|e| format!("{key}: {e}")))
         };
+        let flag = |key: &str| -> Result<bool, String> {
+            match get(key).unwrap_or_default().trim().to_ascii_lowercase().as_str() {
+                "" | "false" | "0" | "no" | "off" => Ok(false),
+                "true" | "1" | "yes" | "on" => Ok(true),
+                other => Err(format!("{key}: {other:?} is not true or false")),
+            }
+        };
         Ok(Config {
             database,
             jwt_secret,
@@ -114,6 +132,7 @@ impl Config {
             access_ttl_secs: number("MEETINGS_ACCESS_TTL_SECS", 900)?,
             refresh_ttl_secs: number("MEETINGS_REFRESH_TTL_SECS", 30 * 24 * 3600)?,
             rate_limit_per_min: number("MEETINGS_RATE_LIMIT_PER_MIN", 600)?,
+            webhook_allow_private: flag("MEETINGS_WEBHOOK_ALLOW_PRIVATE")?,
         })
     }
 }
@@ -151,5 +170,23 @@ mod tests {
         assert_eq!(cfg.api_addr.port(), 8080);
         assert_eq!(cfg.web_addr.port(), 3000);
         assert!(cfg.email_api_key.is_none());
+        assert!(!cfg.webhook_allow_private, "private webhook destinations are refused by default");
+    }
+
+    #[test]
+    fn private_webhook_destinations_are_an_explicit_opt_in() {
+        let base = [("DATABASE_URL", "tessera://u:p@h:1/d"), ("JWT_SECRET", SECRET)];
+        let with = |v: &'static str| {
+            let mut pairs = base.to_vec();
+            pairs.push(("MEETINGS_WEBHOOK_ALLOW_PRIVATE", v));
+            Config::from_lookup(env(&pairs)).map(|c| c.webhook_allow_private)
+        };
+        for yes in ["true", "TRUE", "1", "yes", "on"] {
+            assert_eq!(with(yes), Ok(true), "{yes}");
+        }
+        for no in ["false", "0", "no", "off", ""] {
+            assert_eq!(with(no), Ok(false), "{no}");
+        }
+        assert!(with("maybe").unwrap_err().contains("MEETINGS_WEBHOOK_ALLOW_PRIVATE"));
     }
 }

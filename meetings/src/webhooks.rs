@@ -5,15 +5,45 @@
 //!
 //! - `GET /api/v1/webhooks`: the caller's webhooks, `{webhooks, total}`.
 //! - `POST /api/v1/webhooks` `{url, events, secret}` → 201 with the webhook:
-//!   `url` is http(s), `events` a non-empty list of [`EVENTS`], `secret` 16 to
-//!   256 characters. The secret is never shown again: every answer carries
-//!   `secret_hint` (its last four characters) instead.
+//!   `url` is http(s) and points at a public address (see below), `events` a
+//!   non-empty list of [`EVENTS`], `secret` 16 to 256 characters. The secret
+//!   is never shown again: every answer carries `secret_hint` (its last four
+//!   characters) instead. Anything else answers 400 `validation_error`.
 //! - `GET /api/v1/webhooks/{id}`, `DELETE /api/v1/webhooks/{id}` (204; its
 //!   deliveries go with it): the caller's own only, others answer 404.
 //! - `GET /api/v1/webhooks/{id}/deliveries?limit=&status=`: the delivery log,
 //!   newest first: `event`, `status` (`pending`, `delivered`, `failed`),
 //!   `attempts`, `last_status_code`, `last_error`, `next_attempt_at`,
 //!   `created_at`, `delivered_at`.
+//!
+//! There is no update route: a webhook's URL is only ever set by `POST`.
+//!
+//! # Destinations (SSRF)
+//!
+//! A webhook makes the server send requests wherever its owner says, so by
+//! default it may only point at public addresses ([`is_public_address`]):
+//! not loopback (127/8, `::1`), private (10/8, 172.16/12, 192.168/16,
+//! `fc00::/7`), link-local (169.254/16 with the cloud metadata address
+//! 169.254.169.254, `fe80::/10`), unspecified (`0.0.0.0`, `::`), multicast,
+//! shared (100.64/10), reserved or documentation ranges, nor IPv6 forms that
+//! embed such an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, NAT64, 6to4).
+//! This is checked twice:
+//!
+//! - at registration ([`valid_destination`]): an IP address in the URL must be
+//!   public, and a host name must not resolve to any address that is not (a
+//!   name that does not resolve yet is accepted: the delivery check below
+//!   still applies);
+//! - at every attempt, against the addresses actually connected to: an IP
+//!   address in the URL is checked again, and host names are resolved by
+//!   [`PublicOnlyResolver`], which refuses the name when any of its addresses
+//!   is not public and otherwise hands exactly the checked addresses to the
+//!   connection, so a name re-pointed at an internal address after
+//!   registration (DNS rebinding) is refused too. Such an attempt fails with
+//!   the reason in `last_error`, and is retried like any failure. Deliveries
+//!   connect directly: `HTTP_PROXY`-style variables are not used for them.
+//!
+//! `MEETINGS_WEBHOOK_ALLOW_PRIVATE=true` (see [`crate::config`]) turns both
+//! checks off, for tests and for receivers on a private network.
 //!
 //! # Deliveries
 //!
@@ -27,17 +57,27 @@
 //! User-Agent: tessera-meetings-webhooks/<version>
 //! X-Tessera-Event: meeting.started
 //! X-Tessera-Delivery: <delivery id>            (the same on every retry)
-//! X-Tessera-Timestamp: <Unix seconds of this attempt>
-//! X-Tessera-Signature: sha256=<hex HMAC-SHA256 of the body bytes, keyed with the webhook's secret>
+//! X-Tessera-Timestamp: <t: Unix seconds of this attempt>
+//! X-Tessera-Signature: t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body bytes>", keyed with the webhook's secret>
 //!
 //! {"id":"<delivery id>","event":"meeting.started","created_at":"2026-11-29T10:00:00.000Z","data":{…}}
 //! ```
 //!
-//! A receiver recomputes the HMAC over the raw body it received and compares
-//! it in constant time with the header's hex digest. The signature covers the
-//! body only; the body carries the delivery's `id` and `created_at`, so a
-//! receiver refuses replays by remembering ids (deliveries are at least once,
-//! see below) and may refuse old `created_at`s.
+//! The signature covers the attempt's timestamp and the body (Stripe's
+//! scheme), so a captured request cannot be replayed later with a fresh
+//! timestamp. A receiver ([`verify_signature`] does exactly this):
+//!
+//! 1. takes `t` and every `v1` from `X-Tessera-Signature` (the same `t` as
+//!    `X-Tessera-Timestamp`);
+//! 2. refuses the request if `t` is more than [`SIGNATURE_TOLERANCE`] (5
+//!    minutes) away from its own clock;
+//! 3. computes HMAC-SHA256 over the bytes `t`, `.`, then the raw body as
+//!    received, keyed with the secret, and compares its hex digest in constant
+//!    time with a `v1`.
+//!
+//! Every retry is signed anew with its own timestamp. Within the tolerance a
+//! receiver still refuses replays by remembering delivery ids (deliveries are
+//! at least once, see below).
 //!
 //! An attempt succeeds on a 2xx answer within [`ATTEMPT_TIMEOUT`] (redirects
 //! are not followed: a 3xx is a failure). A failed attempt is retried after
@@ -55,6 +95,8 @@
 //! that expires after [`CLAIM_LEASE`], and another instance then retries the
 //! delivery: delivery is at least once, never concurrent.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -101,15 +143,166 @@ const CONCURRENCY: usize = 8;
 const MAX_WEBHOOKS_PER_USER: u64 = 50;
 /// The longest `last_error` kept.
 const MAX_ERROR_LEN: usize = 500;
+/// How long registration waits for a URL's host name to resolve.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How far from its own clock a receiver accepts a delivery's timestamp
+/// (see the module documentation).
+pub const SIGNATURE_TOLERANCE: Duration = Duration::from_secs(300);
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// The value of `X-Tessera-Signature` for `body` under `secret`:
-/// `sha256=<hex HMAC-SHA256>`.
-pub fn signature(secret: &str, body: &[u8]) -> String {
+/// HMAC-SHA256, keyed with `secret`, of `<timestamp>.<body>`.
+fn signed_payload_mac(secret: &str, timestamp: i64, body: &[u8]) -> HmacSha256 {
     let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
     mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    mac
+}
+
+/// The value of `X-Tessera-Signature` for an attempt at `timestamp` (Unix
+/// seconds) sending `body` under `secret`: `t=<timestamp>,v1=<hex
+/// HMAC-SHA256 of "<timestamp>.<body>">`.
+pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    let digest = signed_payload_mac(secret, timestamp, body).finalize().into_bytes();
+    format!("t={timestamp},v1={}", hex::encode(digest))
+}
+
+/// What a receiver does with a delivery (the reference for the documented
+/// scheme): parses `t=…,v1=…` from the `X-Tessera-Signature` value `header`,
+/// refuses a `t` more than [`SIGNATURE_TOLERANCE`] away from `now_secs`, and
+/// checks in constant time that one `v1` is the HMAC of `<t>.<body>`.
+pub fn verify_signature(secret: &str, header: &str, body: &[u8], now_secs: i64) -> Result<(), String> {
+    let mut timestamp = None;
+    let mut candidates = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", t)) => timestamp = Some(t.parse::<i64>().map_err(|_| format!("not a timestamp: {t:?}"))?),
+            Some(("v1", v)) => candidates.push(v),
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or("no t= in the signature")?;
+    if timestamp.abs_diff(now_secs) > SIGNATURE_TOLERANCE.as_secs() {
+        return Err(format!("timestamp {timestamp} is more than {} s from now ({now_secs})", SIGNATURE_TOLERANCE.as_secs()));
+    }
+    let mac = signed_payload_mac(secret, timestamp, body);
+    let matches = |hex_digest: &&str| hex::decode(hex_digest).is_ok_and(|digest| mac.clone().verify_slice(&digest).is_ok());
+    if candidates.iter().any(matches) { Ok(()) } else { Err("no v1 signature matches".into()) }
+}
+
+/// Whether a webhook may be sent to `ip` without `MEETINGS_WEBHOOK_ALLOW_PRIVATE`:
+/// a public unicast address, not a loopback, private, link-local (cloud
+/// metadata), unspecified, multicast, shared, reserved or documentation one.
+/// IPv6 addresses that embed an IPv4 address (IPv4-mapped, NAT64, 6to4) are
+/// judged by the IPv4 address.
+pub fn is_public_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    let internal = a == 0 // 0.0.0.0/8 "this network", with the unspecified 0.0.0.0
+        || a == 10 // 10/8 private
+        || (a == 100 && (64..128).contains(&b)) // 100.64/10 shared (carrier-grade NAT)
+        || a == 127 // 127/8 loopback
+        || (a == 169 && b == 254) // 169.254/16 link-local, cloud metadata 169.254.169.254
+        || (a == 172 && (16..32).contains(&b)) // 172.16/12 private
+        || (a == 192 && b == 0 && (c == 0 || c == 2)) // 192.0.0/24 protocol assignments, 192.0.2/24 documentation
+        || (a == 192 && b == 168) // 192.168/16 private
+        || (a == 198 && (b == 18 || b == 19)) // 198.18/15 benchmarking
+        || (a == 198 && b == 51 && c == 100) // 198.51.100/24 documentation
+        || (a == 203 && b == 0 && c == 113) // 203.0.113/24 documentation
+        || a >= 224; // 224/4 multicast, 240/4 reserved, 255.255.255.255 broadcast
+    !internal
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    // ::ffff:a.b.c.d (IPv4-mapped) and 64:ff9b::a.b.c.d (NAT64) reach the IPv4 address.
+    if (s[..5] == [0; 5] && s[5] == 0xffff) || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return is_public_v4(v4(s[6], s[7]));
+    }
+    // 2002:AABB:CCDD::/48 (6to4) routes to a.b.c.d.
+    if s[0] == 0x2002 {
+        return is_public_v4(v4(s[1], s[2]));
+    }
+    // Only 2000::/3 is global unicast: this leaves out ::/8 (unspecified
+    // `::`, loopback `::1`, IPv4-compatible `::a.b.c.d`), 64:ff9b:1::/48
+    // (local NAT64), 100::/64 (discard), fc00::/7 (unique local), fe80::/10
+    // (link-local), fec0::/10 (site-local) and ff00::/8 (multicast).
+    let global_unicast = (s[0] & 0xe000) == 0x2000;
+    let special = match s[0] {
+        // 2001::/23 protocol assignments (Teredo, benchmarking, ORCHID), 2001:db8::/32 documentation.
+        0x2001 => s[1] < 0x0200 || s[1] == 0x0db8,
+        // 3fff::/20 documentation.
+        0x3fff => s[1] < 0x1000,
+        _ => false,
+    };
+    global_unicast && !special
+}
+
+/// Refuses `url` when its host is an IP address that is not public, or
+/// `localhost` or a name under it (RFC 6761, with or without a final dot);
+/// other host names are checked where they are resolved.
+fn check_literal_host(url: &url::Url) -> Result<(), String> {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            if name == "localhost" || name.ends_with(".localhost") {
+                return Err(private_address(&name, IpAddr::V4(Ipv4Addr::LOCALHOST)));
+            }
+            return Ok(());
+        }
+        None => return Err("url: names no host".into()),
+    };
+    if is_public_address(ip) { Ok(()) } else { Err(private_address(&ip.to_string(), ip)) }
+}
+
+fn private_address(host: &str, ip: IpAddr) -> String {
+    let via = if host == ip.to_string() { String::new() } else { format!(" ({host} resolves to it)") };
+    format!(
+        "url: {ip}{via} is a private, internal or reserved address; webhooks must point at public addresses \
+         (MEETINGS_WEBHOOK_ALLOW_PRIVATE=true allows them)"
+    )
+}
+
+/// Refuses `host` when any of `addrs` is not public.
+fn check_resolved(host: &str, addrs: &[SocketAddr]) -> Result<(), String> {
+    match addrs.iter().find(|a| !is_public_address(a.ip())) {
+        Some(a) => Err(private_address(host, a.ip())),
+        None => Ok(()),
+    }
+}
+
+/// Resolves the host names of webhook deliveries (when private destinations
+/// are not allowed): refuses a name if any of its addresses is not public,
+/// and otherwise answers exactly the addresses it checked, which are the ones
+/// the connection then uses: a name re-pointed at an internal address after
+/// its webhook was registered (DNS rebinding) cannot reach it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PublicOnlyResolver;
+
+impl reqwest::dns::Resolve for PublicOnlyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            // reqwest puts the URL's port on the addresses answered.
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} resolves to no address").into());
+            }
+            check_resolved(&host, &addrs)?;
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
 }
 
 /// The wait before the next attempt after `attempts` failed ones (1 → 1 s,
@@ -142,7 +335,11 @@ pub fn next_step(success: bool, attempts: u32, now_ms: i64) -> Next {
 pub struct Dispatcher {
     /// Wakes the delivery loop when new deliveries are recorded.
     pub wake: tokio::sync::Notify,
+    /// Resolves host names through [`PublicOnlyResolver`].
     http: reqwest::Client,
+    /// Resolves host names as the system does: used only with
+    /// `MEETINGS_WEBHOOK_ALLOW_PRIVATE=true`.
+    http_any_address: reqwest::Client,
     /// This instance, as `claimed_by` names it.
     instance: String,
 }
@@ -155,18 +352,29 @@ impl Default for Dispatcher {
 
 impl Dispatcher {
     pub fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(ATTEMPT_TIMEOUT)
-            .connect_timeout(ATTEMPT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("tessera-meetings-webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
-        Dispatcher { wake: tokio::sync::Notify::new(), http, instance: uuid::Uuid::new_v4().to_string() }
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(ATTEMPT_TIMEOUT)
+                .connect_timeout(ATTEMPT_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                // Through a proxy, the address check would only ever see the proxy's address.
+                .no_proxy()
+                .user_agent(concat!("tessera-meetings-webhooks/", env!("CARGO_PKG_VERSION")))
+        };
+        let http = builder().dns_resolver(Arc::new(PublicOnlyResolver)).build().unwrap_or_default();
+        let http_any_address = builder().build().unwrap_or_default();
+        Dispatcher { wake: tokio::sync::Notify::new(), http, http_any_address, instance: uuid::Uuid::new_v4().to_string() }
+    }
+
+    /// The client of an attempt: unless `allow_private`, one that refuses
+    /// names resolving to non-public addresses.
+    fn client(&self, allow_private: bool) -> &reqwest::Client {
+        if allow_private { &self.http_any_address } else { &self.http }
     }
 }
 
-/// Checks a webhook's URL: absolute http or https with a host, at most 2048 characters.
+/// Checks a webhook's URL: absolute http or https with a host, at most 2048
+/// characters (where it points is [`valid_destination`]'s business).
 pub fn valid_url(text: &str) -> Result<(), String> {
     if text.len() > 2048 {
         return Err("url: at most 2048 characters".into());
@@ -180,6 +388,28 @@ pub fn valid_url(text: &str) -> Result<(), String> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("url: must not carry credentials".into());
+    }
+    Ok(())
+}
+
+/// Checks a webhook's URL ([`valid_url`]) and, unless `allow_private`, where
+/// it points: an IP address must be public ([`is_public_address`]), a host
+/// name must not resolve to any address that is not. A name that does not
+/// resolve (within a few seconds) is accepted: every delivery checks again.
+pub async fn valid_destination(text: &str, allow_private: bool) -> Result<(), String> {
+    valid_url(text)?;
+    if allow_private {
+        return Ok(());
+    }
+    let url = url::Url::parse(text).map_err(|e| format!("url: not a URL ({e})"))?;
+    check_literal_host(&url)?;
+    if let Some(url::Host::Domain(name)) = url.host() {
+        let port = url.port_or_known_default().unwrap_or(80);
+        match tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((name, port))).await {
+            Ok(Ok(addrs)) => check_resolved(name, &addrs.collect::<Vec<_>>())?,
+            Ok(Err(e)) => tracing::debug!(host = name, "webhook host does not resolve at registration: {e}"),
+            Err(_) => tracing::debug!(host = name, "webhook host did not resolve within {RESOLVE_TIMEOUT:?} at registration"),
+        }
     }
     Ok(())
 }
@@ -260,11 +490,20 @@ pub struct WebhookList {
 
 const WEBHOOK_COLUMNS: &str = "id, user_id, url, events, secret, created_at";
 
-pub async fn create(db: &Db, caller: &Caller, w: NewWebhook) -> AppResult<Webhook> {
+/// Checks a new webhook (400 `validation_error` when invalid); answers its
+/// trimmed URL and its events without duplicates. `allow_private` is
+/// `MEETINGS_WEBHOOK_ALLOW_PRIVATE`.
+pub async fn validate_new(w: &NewWebhook, allow_private: bool) -> AppResult<(String, Vec<String>)> {
     let url = w.url.trim().to_string();
-    valid_url(&url).map_err(AppError::Validation)?;
+    valid_destination(&url, allow_private).await.map_err(AppError::Validation)?;
     let events = valid_events(&w.events).map_err(AppError::Validation)?;
     valid_secret(&w.secret).map_err(AppError::Validation)?;
+    Ok((url, events))
+}
+
+/// Records a new webhook of the caller; `allow_private` is `MEETINGS_WEBHOOK_ALLOW_PRIVATE`.
+pub async fn create(db: &Db, caller: &Caller, w: NewWebhook, allow_private: bool) -> AppResult<Webhook> {
+    let (url, events) = validate_new(&w, allow_private).await?;
     let count = db.sql("SELECT COUNT(*) AS n FROM webhooks WHERE user_id = $1", &[json!(caller.user.id)]).await?;
     if count.rows.first().and_then(|r| r.first()).and_then(Value::as_u64).unwrap_or(0) >= MAX_WEBHOOKS_PER_USER {
         return Err(AppError::Validation(format!("at most {MAX_WEBHOOKS_PER_USER} webhooks per user: delete one first")));
@@ -544,7 +783,7 @@ async fn claim_and_send(state: &AppState, d: Claimed) -> Result<bool, DbError> {
     if claimed.affected != 1 {
         return Ok(false);
     }
-    let outcome = send(&state.webhooks.http, &d).await;
+    let outcome = send(&state.webhooks, state.config.webhook_allow_private, &d).await;
     let attempts = d.attempts + 1;
     let done = now_ms();
     let (success, code, error) = match &outcome {
@@ -577,14 +816,22 @@ async fn claim_and_send(state: &AppState, d: Claimed) -> Result<bool, DbError> {
 }
 
 /// One attempt: the HTTP status the endpoint answered, or why there was none.
-async fn send(http: &reqwest::Client, d: &Claimed) -> Result<u16, String> {
-    let response = http
+/// Unless `allow_private`, an IP address in the URL is checked again and host
+/// names resolve through [`PublicOnlyResolver`] (see the module documentation).
+async fn send(dispatcher: &Dispatcher, allow_private: bool, d: &Claimed) -> Result<u16, String> {
+    if !allow_private {
+        let url = url::Url::parse(&d.url).map_err(|e| format!("url: not a URL ({e})"))?;
+        check_literal_host(&url)?;
+    }
+    let timestamp = now_ms() / 1000;
+    let response = dispatcher
+        .client(allow_private)
         .post(&d.url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header("X-Tessera-Event", &d.event)
         .header("X-Tessera-Delivery", &d.id)
-        .header("X-Tessera-Timestamp", (now_ms() / 1000).to_string())
-        .header("X-Tessera-Signature", signature(&d.secret, d.body.as_bytes()))
+        .header("X-Tessera-Timestamp", timestamp.to_string())
+        .header("X-Tessera-Signature", signature(&d.secret, timestamp, d.body.as_bytes()))
         .body(d.body.clone())
         .send()
         .await
@@ -631,7 +878,7 @@ async fn create_route(
     body: Result<Json<NewWebhook>, JsonRejection>,
 ) -> AppResult<(StatusCode, Json<Webhook>)> {
     let Json(w) = body?;
-    Ok((StatusCode::CREATED, Json(create(&state.db, &caller, w).await?)))
+    Ok((StatusCode::CREATED, Json(create(&state.db, &caller, w, state.config.webhook_allow_private).await?)))
 }
 
 async fn get_route(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> AppResult<Json<Webhook>> {
@@ -658,19 +905,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_signature_is_hex_hmac_sha256_of_the_body() {
-        // RFC 4231, test case 2.
+    fn the_signature_covers_the_timestamp_and_the_body() {
+        // HMAC-SHA256("Jefe", "1790000000.what do ya want for nothing?"), computed independently.
         assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            signature("Jefe", 1_790_000_000, b"what do ya want for nothing?"),
+            "t=1790000000,v1=79368d676f0012602ea15029a7cad98cbcca320c179f8dfbfb27122c189b86d4"
         );
-        // The same body and secret give the same signature; any change another.
         let body = delivery_body("d1", "meeting.started", 1_790_000_000_123, &json!({"meeting": {"id": "m1"}}));
         assert_eq!(body, r#"{"id":"d1","event":"meeting.started","created_at":"2026-09-21T14:13:20.123Z","data":{"meeting":{"id":"m1"}}}"#);
-        let secret = "0123456789abcdef";
-        assert_eq!(signature(secret, body.as_bytes()), signature(secret, body.as_bytes()));
-        assert_ne!(signature(secret, body.as_bytes()), signature("0123456789abcdeg", body.as_bytes()));
-        assert_ne!(signature(secret, body.as_bytes()), signature(secret, body.replace("m1", "m2").as_bytes()));
+        let (secret, t) = ("0123456789abcdef", 1_790_000_000);
+        let header = signature(secret, t, body.as_bytes());
+        assert_eq!(header, signature(secret, t, body.as_bytes()));
+        assert_ne!(header, signature("0123456789abcdeg", t, body.as_bytes()));
+        assert_ne!(header, signature(secret, t, body.replace("m1", "m2").as_bytes()));
+        assert_ne!(header, signature(secret, t + 1, body.as_bytes()), "the timestamp is signed");
+
+        // What a receiver accepts: the signature within five minutes of its clock, either way.
+        assert_eq!(verify_signature(secret, &header, body.as_bytes(), t), Ok(()));
+        assert_eq!(verify_signature(secret, &header, body.as_bytes(), t + 300), Ok(()));
+        assert_eq!(verify_signature(secret, &header, body.as_bytes(), t - 300), Ok(()));
+        // A captured delivery replayed later is refused...
+        assert!(verify_signature(secret, &header, body.as_bytes(), t + 301).unwrap_err().contains("more than 300 s"));
+        assert!(verify_signature(secret, &header, body.as_bytes(), t - 301).is_err());
+        // ...and so is its old digest under a fresh timestamp.
+        let v1 = header.split_once(",v1=").unwrap().1;
+        let forged = format!("t={},v1={v1}", t + 3600);
+        assert!(verify_signature(secret, &forged, body.as_bytes(), t + 3600).unwrap_err().contains("no v1"));
+        // A changed body, another secret, or a malformed header fail.
+        assert!(verify_signature(secret, &header, body.replace("m1", "m2").as_bytes(), t).is_err());
+        assert!(verify_signature("0123456789abcdeg", &header, body.as_bytes(), t).is_err());
+        for bad in ["", "v1=00", &format!("t={t}"), &format!("t=soon,v1={v1}"), &format!("t={t},v1=zz")] {
+            assert!(verify_signature(secret, bad, body.as_bytes(), t).is_err(), "{bad}");
+        }
+        // Several v1 values (as during a secret rotation): one matching is enough.
+        assert_eq!(verify_signature(secret, &format!("t={t},v1=00ff,v1={v1}"), body.as_bytes(), t), Ok(()));
+        // The digest is over "<t>.<body>", as an independent receiver computes it.
+        let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{t}.{body}").as_bytes());
+        assert_eq!(v1, hex::encode(mac.finalize().into_bytes()));
     }
 
     #[test]
@@ -717,5 +989,234 @@ mod tests {
     fn long_errors_are_cut_on_a_character_boundary() {
         assert_eq!(truncate("short", 10), "short");
         assert_eq!(truncate("ééééé", 3), "é…");
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn private_internal_and_reserved_addresses_are_not_public() {
+        let internal = [
+            // IPv4: this network and unspecified, private, loopback, link-local with cloud metadata.
+            "0.0.0.0",
+            "0.1.2.3",
+            "10.0.0.0",
+            "10.255.255.255",
+            "127.0.0.1",
+            "127.255.255.254",
+            "169.254.0.1",
+            "169.254.169.254",
+            "172.16.0.0",
+            "172.31.255.255",
+            "192.168.0.1",
+            "192.168.255.255",
+            // Shared, protocol assignments, documentation, benchmarking.
+            "100.64.0.1",
+            "100.127.255.255",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.19.255.255",
+            "198.51.100.7",
+            "203.0.113.9",
+            // Multicast, reserved, broadcast.
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            // IPv6: unspecified, loopback, IPv4-compatible, unique local, link-local, site-local, multicast.
+            "::",
+            "::1",
+            "::127.0.0.1",
+            "::8.8.8.8",
+            "fc00::1",
+            "fd12:3456:789a::1",
+            "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "fe80::1",
+            "febf::1",
+            "fec0::1",
+            "ff02::1",
+            "ff0e::1",
+            // Discard, protocol assignments (Teredo), documentation, local NAT64.
+            "100::1",
+            "2001::1",
+            "2001:2::1",
+            "2001:db8::1",
+            "3fff::1",
+            "64:ff9b:1::1",
+            // IPv4-mapped, NAT64 and 6to4 forms of internal IPv4 addresses.
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:172.16.0.1",
+            "::ffff:192.168.1.1",
+            "::ffff:0.0.0.0",
+            "::ffff:224.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::1",
+            "2002:c0a8:101::1",
+        ];
+        for text in internal {
+            assert!(!is_public_address(ip(text)), "{text} is not public");
+        }
+        let public = [
+            "1.1.1.1",
+            "8.8.8.8",
+            "93.184.216.34",
+            // The neighbours of the internal ranges.
+            "9.255.255.255",
+            "11.0.0.0",
+            "100.63.255.255",
+            "100.128.0.0",
+            "126.255.255.255",
+            "128.0.0.0",
+            "169.253.255.255",
+            "169.255.0.0",
+            "172.15.255.255",
+            "172.32.0.0",
+            "192.167.255.255",
+            "192.169.0.0",
+            "223.255.255.255",
+            "2001:4860:4860::8888",
+            "2606:4700:4700::1111",
+            "2a00:1450:4001::1",
+            "2001:200::1",
+            "3fff:1000::1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ];
+        for text in public {
+            assert!(is_public_address(ip(text)), "{text} is public");
+        }
+        // A name is refused when any of its addresses is internal.
+        let addrs = |v: &[&str]| v.iter().map(|a| SocketAddr::new(ip(a), 443)).collect::<Vec<_>>();
+        assert!(check_resolved("hooks.example", &addrs(&["8.8.8.8", "2606:4700:4700::1111"])).is_ok());
+        let mixed = check_resolved("rebind.example", &addrs(&["8.8.8.8", "169.254.169.254"])).unwrap_err();
+        assert!(mixed.contains("169.254.169.254 (rebind.example resolves to it)"), "{mixed}");
+    }
+
+    fn new_webhook(url: &str) -> NewWebhook {
+        NewWebhook { url: url.to_string(), events: vec!["meeting.started".to_string()], secret: "0123456789abcdef".to_string() }
+    }
+
+    #[tokio::test]
+    async fn private_destinations_are_refused_at_registration_unless_allowed() {
+        let refused = [
+            "http://127.0.0.1:9/x",
+            "http://169.254.169.254/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://10.0.0.5/hook",
+            "http://172.20.1.1/hook",
+            "http://192.168.1.1/hook",
+            "http://0.0.0.0:8080/",
+            "http://224.0.0.1/",
+            "http://[::1]:8080/",
+            "http://[::]/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:a9fe:a9fe]/",
+            // Other spellings of 127.0.0.1 that URL parsing normalizes.
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://127.1/",
+            // Host names resolving to loopback.
+            "http://localhost:8080/hook",
+            "https://LOCALHOST./",
+            "http://api.localhost/",
+        ];
+        for url in refused {
+            let err = validate_new(&new_webhook(url), false).await.expect_err(url);
+            assert_eq!((err.status(), err.code()), (StatusCode::BAD_REQUEST, "validation_error"), "{url}");
+            assert!(err.to_string().contains("MEETINGS_WEBHOOK_ALLOW_PRIVATE"), "{url}: {err}");
+            // What the client sees: spec 03's validation error.
+            let response = axum::response::IntoResponse::into_response(err);
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{url}");
+            let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["error"], "validation_error", "{url}: {body}");
+            assert!(body["message"].as_str().is_some_and(|m| m.contains("private")), "{url}: {body}");
+            // With MEETINGS_WEBHOOK_ALLOW_PRIVATE=true, it is accepted.
+            let (kept, events) = validate_new(&new_webhook(url), true).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!((kept.as_str(), events.as_slice()), (url, ["meeting.started".to_string()].as_slice()));
+        }
+        // Public addresses are accepted without the opt-out.
+        for url in ["https://93.184.216.34/hook", "http://8.8.8.8:8080/x", "https://[2606:4700:4700::1111]/hook"] {
+            assert!(validate_new(&new_webhook(url), false).await.is_ok(), "{url}");
+        }
+        // The opt-out allows addresses, not other schemes or bad URLs.
+        for url in ["ftp://127.0.0.1/", "file:///etc/passwd", "gopher://127.0.0.1:6379/_", "http://user:pw@127.0.0.1/"] {
+            let err = validate_new(&new_webhook(url), true).await.expect_err(url);
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{url}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_of_internal_addresses() {
+        let refused = reqwest::dns::Resolve::resolve(&PublicOnlyResolver, "localhost".parse().unwrap()).await;
+        let err = refused.err().expect("localhost is refused").to_string();
+        assert!(err.contains("localhost resolves to it"), "{err}");
+    }
+
+    /// A receiver on loopback that records each request's headers and body.
+    async fn receiver() -> (SocketAddr, Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, axum::body::Bytes)>>>) {
+        let got: Arc<std::sync::Mutex<Vec<_>>> = Arc::default();
+        let seen = got.clone();
+        let app = Router::new().route(
+            "/hook",
+            routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push((headers, body));
+                    StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (addr, got)
+    }
+
+    #[tokio::test]
+    async fn deliveries_check_the_address_they_connect_to_and_are_signed() {
+        let (addr, got) = receiver().await;
+        let dispatcher = Dispatcher::new();
+        let secret = "whsec-0123456789abcdef";
+        let body = delivery_body("d1", "meeting.started", now_ms(), &json!({"meeting": {"id": "m1"}}));
+        let claimed = |url: String| Claimed {
+            id: "d1".into(),
+            url,
+            secret: secret.into(),
+            event: "meeting.started".into(),
+            body: body.clone(),
+            attempts: 0,
+        };
+        // Without the opt-out, neither the address nor a name resolving to it is reached.
+        for url in [format!("http://{addr}/hook"), format!("http://localhost:{}/hook", addr.port())] {
+            let err = send(&dispatcher, false, &claimed(url.clone())).await.expect_err(&url);
+            assert!(err.contains("private, internal or reserved address"), "{url}: {err}");
+        }
+        // The client itself resolves names through PublicOnlyResolver (`localhost`
+        // is refused before, by name: this is the path of any other name).
+        let err = dispatcher.client(false).post(format!("http://localhost:{}/hook", addr.port())).send().await.unwrap_err();
+        assert!(error_chain(&err).contains("localhost resolves to it"), "{}", error_chain(&err));
+        assert!(got.lock().unwrap().is_empty(), "nothing reached the receiver");
+
+        // With it, the delivery arrives, signed with its timestamp.
+        assert_eq!(send(&dispatcher, true, &claimed(format!("http://{addr}/hook"))).await, Ok(204));
+        let (headers, received) = got.lock().unwrap().pop().expect("one request");
+        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        assert_eq!(received, body.as_bytes());
+        let t: i64 = header("x-tessera-timestamp").parse().unwrap();
+        assert!(t.abs_diff(now_ms() / 1000) <= 5);
+        let signed = header("x-tessera-signature");
+        assert!(signed.starts_with(&format!("t={t},v1=")), "{signed}");
+        assert_eq!(verify_signature(secret, &signed, &received, now_ms() / 1000), Ok(()));
+        // Replayed six minutes later, the receiver refuses it.
+        assert!(verify_signature(secret, &signed, &received, t + 360).is_err());
     }
 }

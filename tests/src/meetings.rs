@@ -30,7 +30,8 @@ pub struct MeetingsApp {
 
 impl MeetingsApp {
     /// Starts an instance on the cluster's router 0 with database `database`,
-    /// plus `env`, and waits until `/health` answers 200.
+    /// plus `env` (which wins over the defaults here, among them
+    /// `MEETINGS_WEBHOOK_ALLOW_PRIVATE=true`), and waits until `/health` answers 200.
     pub async fn start(cluster: &Cluster, database: &str, label: &str, env: &[(&str, &str)]) -> Result<MeetingsApp> {
         let bin = binary("tessera-meetings")?;
         let router = cluster.router_url(0);
@@ -46,6 +47,9 @@ impl MeetingsApp {
             ("JWT_SECRET".into(), JWT_SECRET.into()),
             ("MEETINGS_API_ADDR".into(), format!("127.0.0.1:{api}")),
             ("MEETINGS_WEB_ADDR".into(), format!("127.0.0.1:{web}")),
+            // The scenarios' webhook receivers listen on 127.0.0.1, which the app
+            // refuses by default (SSRF); a scenario may pass `false` in `env`.
+            ("MEETINGS_WEBHOOK_ALLOW_PRIVATE".into(), "true".into()),
             ("RUST_LOG".into(), "info".into()),
         ];
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));

@@ -1,8 +1,10 @@
 //! Scenario: the meetings application's webhooks, organizations and privacy
 //! operations on a real cluster (compliance on).
 //!
-//! - Webhooks: deliveries to a local receiver are signed (HMAC-SHA256 of the
-//!   body under the webhook's secret); a receiver that fails is retried with
+//! - Webhooks: deliveries to a local receiver (allowed by the fixture's
+//!   `MEETINGS_WEBHOOK_ALLOW_PRIVATE=true`) are signed (HMAC-SHA256 of
+//!   `<timestamp>.<body>` under the webhook's secret, the timestamp fresh);
+//!   a receiver that fails is retried with
 //!   backoff; a delivery still pending when the app is killed is sent by the
 //!   next instance; the delivery log says what happened.
 //! - Organizations: unique slugs, invitations by role, usage computed from
@@ -36,7 +38,8 @@ async fn meetings_features() {
     }
 }
 
-/// What the receiver got: event, delivery id, body, and whether the signature matched.
+/// What the receiver got: event, delivery id, body, and whether the signature
+/// matched with a fresh timestamp.
 #[derive(Clone, Debug)]
 struct Received {
     event: String,
@@ -61,14 +64,20 @@ async fn receive(axum::extract::State(r): axum::extract::State<Receiver>, header
         }
     }
     let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    // `t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, `t` as in X-Tessera-Timestamp
+    // and within five minutes of now.
+    let t = header("x-tessera-timestamp");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
+    let fresh = t.parse::<u64>().is_ok_and(|t| t.abs_diff(now) <= 300);
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).expect("any key length");
+    mac.update(format!("{t}.").as_bytes());
     mac.update(&body);
-    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let expected = format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()));
     let got = Received {
         event: header("x-tessera-event"),
         delivery: header("x-tessera-delivery"),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-        signed: header("x-tessera-signature") == expected,
+        signed: fresh && header("x-tessera-signature") == expected,
     };
     r.got.lock().unwrap().push(got);
     StatusCode::NO_CONTENT
