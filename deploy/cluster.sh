@@ -142,7 +142,7 @@ start_router() {
 
 wait_ready() {
   local deadline=$((SECONDS + ${TESSERA_READY_TIMEOUT:-120}))
-  until curl -fsS "$URL/readyz" >/dev/null 2>&1; do
+  until curl -fsS "$URL/readyz?groups=all" >/dev/null 2>&1; do
     for name in node-1 node-2 node-3 router; do
       if ! running "$name"; then
         log "$name exited during start-up; its log ($DATA/logs/$name.log) ends with:"
@@ -151,7 +151,7 @@ wait_ready() {
       fi
     done
     if ((SECONDS > deadline)); then
-      log "cluster not ready after ${TESSERA_READY_TIMEOUT:-120}s: $(curl -sS "$URL/readyz" 2>&1 || true)"
+      log "cluster not ready after ${TESSERA_READY_TIMEOUT:-120}s: $(curl -sS "$URL/readyz?groups=all" 2>&1 || true)"
       log "logs: $DATA/logs"
       exit 1
     fi
@@ -176,7 +176,7 @@ status() {
   for name in $(node_ids | sed 's/^/node-/') router; do
     if running "$name"; then echo "$name: running (pid $(cat "$(pidfile "$name")"))"; else echo "$name: stopped"; fi
   done
-  echo "readyz: $(curl -sS "$URL/readyz" 2>/dev/null || echo unreachable)"
+  echo "readyz: $(curl -sS "$URL/readyz?groups=all" 2>/dev/null || echo unreachable)"
 }
 
 # A session token of the admin (credentials as `up` printed them).

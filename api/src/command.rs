@@ -155,6 +155,12 @@ pub enum MetaOp {
     AddNode {
         node: crate::meta::NodeInfo,
     },
+    /// Record the locality a node reports (`Applied(false)` when recorded
+    /// already; refused for a node the map does not have or a malformed one).
+    SetNodeLocality {
+        node: crate::NodeId,
+        locality: String,
+    },
     /// Record that `parent` split at `at` into the new group `child` on
     /// `members` (range sharding; `Applied(false)` when recorded already).
     RecordSplit {

@@ -14,13 +14,49 @@ pub struct NodeInfo {
     /// `active` unless an operator asked to drain it.
     #[serde(default, skip_serializing_if = "NodeState::is_active")]
     pub state: NodeState,
+    /// Where the node runs, as `key=value` tiers from the widest
+    /// (`zone=a,rack=3`; `cluster.locality`), empty when not configured. The
+    /// placement driver spreads each group's replicas over distinct first
+    /// tiers ([`NodeInfo::failure_domain`]) when it can.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub locality: String,
 }
 
 impl NodeInfo {
     /// An active node.
     pub fn new(id: NodeId, addr: impl Into<String>) -> NodeInfo {
-        NodeInfo { id, addr: addr.into(), state: NodeState::Active }
+        NodeInfo { id, addr: addr.into(), state: NodeState::Active, locality: String::new() }
     }
+
+    /// The same node in `state`.
+    pub fn in_state(mut self, state: NodeState) -> NodeInfo {
+        self.state = state;
+        self
+    }
+
+    /// The widest tier of the node's locality (`zone=a` of `zone=a,rack=3`):
+    /// what one failure may take down with it. `None` without a locality (the
+    /// node is its own failure domain).
+    pub fn failure_domain(&self) -> Option<&str> {
+        self.locality.split(',').next().map(str::trim).filter(|t| !t.is_empty())
+    }
+}
+
+/// Checks a locality (`key=value` tiers separated by commas, e.g.
+/// `region=eu,zone=a`; empty for none): every tier has a non-empty key and
+/// value of letters, digits, `-`, `_`, `.` and `/`.
+pub fn check_locality(locality: &str) -> Result<(), String> {
+    if locality.is_empty() {
+        return Ok(());
+    }
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    for tier in locality.split(',') {
+        match tier.split_once('=') {
+            Some((k, v)) if word(k) && word(v) => {}
+            _ => return Err(format!("locality {locality:?}: tier {tier:?} is not key=value (e.g. zone=a,rack=3)")),
+        }
+    }
+    Ok(())
 }
 
 /// Where a node is in its lifecycle. A removed node leaves the map altogether.

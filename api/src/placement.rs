@@ -127,13 +127,76 @@ pub fn replica_load(map: &ClusterMap) -> BTreeMap<NodeId, usize> {
     load
 }
 
+/// How many of `members` share a failure domain with another member (the
+/// first tier of their locality, [`crate::meta::NodeInfo::failure_domain`]):
+/// 0 when every replica sits in a domain of its own. A node without a
+/// locality is a domain of its own, so a cluster without localities is
+/// always spread.
+pub fn crowding(map: &ClusterMap, members: &[NodeId]) -> usize {
+    let mut seen = BTreeSet::new();
+    members
+        .iter()
+        .filter(|&&m| {
+            let domain = map.node(m).and_then(|n| n.failure_domain()).map_or_else(|| format!("node {m}"), str::to_string);
+            !seen.insert(domain)
+        })
+        .count()
+}
+
+/// [`crowding`] of `members` once `from`'s replica moved to `to`.
+fn crowding_after(map: &ClusterMap, members: &[NodeId], from: NodeId, to: NodeId) -> usize {
+    let after: Vec<NodeId> = members.iter().map(|&m| if m == from { to } else { m }).collect();
+    crowding(map, &after)
+}
+
+/// The groups whose replicas share a failure domain (see [`crowding`]): the
+/// ones that could lose a quorum with one zone. [`next_spread_move`] fixes
+/// those it can; the rest are reported.
+pub fn crowded_groups(map: &ClusterMap) -> Vec<GroupId> {
+    map.groups.iter().filter(|g| crowding(map, &g.members) > 0).map(|g| g.id).collect()
+}
+
+/// The next replica move that puts a group's replicas in more distinct
+/// failure domains: from a member whose domain another member shares to the
+/// least loaded active node of a domain that makes the group less crowded
+/// (the meta group first, then data groups newest first). `None` while a node
+/// joins or leaves, while a move is in flight, or when no move helps (fewer
+/// domains than replicas): the driver runs it whatever
+/// `sharding.auto_rebalance` says, as configuring localities asks for it.
+pub fn next_spread_move(map: &ClusterMap) -> Option<ReplicaMove> {
+    if map.moving.is_some() || map.nodes.iter().any(|n| n.state != NodeState::Active) {
+        return None;
+    }
+    let load = replica_load(map);
+    let meta_first =
+        map.groups.iter().filter(|g| g.id == crate::META_GROUP).chain(map.groups.iter().rev().filter(|g| g.id != crate::META_GROUP));
+    for g in meta_first {
+        let now = crowding(map, &g.members);
+        if now == 0 {
+            continue;
+        }
+        let mut givers = g.members.clone();
+        givers.sort_by_key(|m| (std::cmp::Reverse(load.get(m).copied().unwrap_or(0)), *m));
+        let mut takers: Vec<NodeId> =
+            map.nodes.iter().filter(|n| n.state == NodeState::Active && !g.members.contains(&n.id)).map(|n| n.id).collect();
+        takers.sort_by_key(|n| (load.get(n).copied().unwrap_or(0), *n));
+        for &from in &givers {
+            if let Some(&to) = takers.iter().find(|&&to| crowding_after(map, &g.members, from, to) < now) {
+                return Some(ReplicaMove { group: g.id, from, to });
+            }
+        }
+    }
+    None
+}
+
 /// The next replica move that evens out how many data-group replicas the
 /// active nodes hold: from a node holding at least two more than another to
 /// that node, of a group the receiver lacks; the most loaded giver and the
 /// least loaded receiver first, and among their groups the newest (a range
 /// just split off lands on its parent's nodes). `None` while a node joins or
 /// leaves (those calls move replicas themselves), while a move is in flight,
-/// or when the spread is even (within one).
+/// or when the spread is even (within one). A move never crowds its group's
+/// failure domains more ([`crowding`]).
 pub fn next_replica_move(map: &ClusterMap) -> Option<ReplicaMove> {
     if map.moving.is_some() || map.nodes.iter().any(|n| n.state != NodeState::Active) {
         return None;
@@ -146,12 +209,11 @@ pub fn next_replica_move(map: &ClusterMap) -> Option<ReplicaMove> {
             if most < fewest + 2 {
                 break;
             }
-            let group = map
-                .groups
-                .iter()
-                .rev()
-                .filter(|g| g.id != crate::META_GROUP)
-                .find(|g| g.members.contains(&from) && !g.members.contains(&to));
+            let group = map.groups.iter().rev().filter(|g| g.id != crate::META_GROUP).find(|g| {
+                g.members.contains(&from)
+                    && !g.members.contains(&to)
+                    && crowding_after(map, &g.members, from, to) <= crowding(map, &g.members)
+            });
             if let Some(g) = group {
                 return Some(ReplicaMove { group: g.id, from, to });
             }
@@ -190,7 +252,8 @@ pub fn next_lifecycle_step(map: &ClusterMap, led_by_draining: &BTreeSet<GroupId>
 }
 
 /// The next replica of the draining `node` to move: to the active node with
-/// the fewest data replicas among those its group lacks, while there is one
+/// the fewest data replicas among those its group lacks (among them, one that
+/// crowds the group's failure domains least first), while there is one
 /// (in a three-node cluster there is none: the replicas stay until the node is
 /// removed, and the groups shrink). Data groups first, the meta group last, so
 /// the meta group keeps its size too when a node outside it can take its
@@ -203,7 +266,7 @@ pub fn drain_move(map: &ClusterMap, node: NodeId, skip: &BTreeSet<GroupId>) -> O
         map.nodes
             .iter()
             .filter(|n| n.state == NodeState::Active && n.id != node && !g.members.contains(&n.id))
-            .min_by_key(|n| (load(n.id), n.id))
+            .min_by_key(|n| (crowding_after(map, &g.members, node, n.id), load(n.id), n.id))
             .map(|target| ReplicaMove { group: g.id, from: node, to: target.id })
     })
 }
@@ -216,7 +279,10 @@ pub fn drain_done(map: &ClusterMap, node: NodeId) -> bool {
 
 /// The replica moves that give node `new` its share of the data groups'
 /// replicas (total / nodes, rounded down), as `(group, from)`: each takes a
-/// group from the most loaded node among those the new node is not in yet.
+/// group from the most loaded node among those the new node is not in yet,
+/// never one that would crowd the group's failure domains more ([`crowding`]:
+/// a node of zone `a` takes replicas from nodes of zone `a`, or of a zone the
+/// group holds twice).
 pub fn join_moves(map: &ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
     let data: Vec<&crate::meta::GroupInfo> = map.groups.iter().filter(|g| g.id != crate::META_GROUP).collect();
     let hosts: Vec<NodeId> = map.nodes.iter().filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining)).map(|n| n.id).collect();
@@ -234,8 +300,18 @@ pub fn join_moves(map: &ClusterMap, new: NodeId) -> Vec<(GroupId, NodeId)> {
     while load.get(&new).copied().unwrap_or(0) < target {
         let mut donors: Vec<(NodeId, usize)> = load.iter().filter(|(n, _)| **n != new).map(|(n, l)| (*n, *l)).collect();
         donors.sort_by_key(|(n, l)| (std::cmp::Reverse(*l), *n));
-        let found = donors.iter().find_map(|(from, _)| {
-            data.iter().find(|g| g.members.contains(from) && !g.members.contains(&new) && !taken.contains(&g.id)).map(|g| (g.id, *from))
+        let mine = load.get(&new).copied().unwrap_or(0);
+        // A donor gives only while it keeps at least as many as the new node
+        // (with zones, the new node may take from its own zone's nodes alone).
+        let found = donors.iter().filter(|(_, l)| *l >= mine + 2).find_map(|(from, _)| {
+            data.iter()
+                .find(|g| {
+                    g.members.contains(from)
+                        && !g.members.contains(&new)
+                        && !taken.contains(&g.id)
+                        && crowding_after(map, &g.members, *from, new) <= crowding(map, &g.members)
+                })
+                .map(|g| (g.id, *from))
         });
         let Some((group, from)) = found else { break };
         taken.insert(group);
@@ -379,5 +455,57 @@ mod tests {
         assert!(drain_done(&m, 1));
         let three = map(&[1, 2, 3], &[(0, &[1, 2, 3]), (1, &[1, 2, 3])]);
         assert!(drain_done(&three, 1), "with three nodes nothing can move");
+    }
+
+    /// `map` with node `n` in zone `zones[n - 1]`.
+    fn zoned(mut m: ClusterMap, zones: &[&str]) -> ClusterMap {
+        for n in &mut m.nodes {
+            n.locality = format!("zone={},rack={}", zones[n.id as usize - 1], n.id);
+        }
+        m
+    }
+
+    #[test]
+    fn nodes_joining_in_three_zones_keep_every_group_in_three_zones() {
+        let groups: Vec<(GroupId, &[NodeId])> = (0..=6).map(|g| (g, &[1, 2, 3][..])).collect();
+        let mut m = zoned(map(&[1, 2, 3], &groups), &["a", "b", "c", "a", "b", "c"]);
+        for new in 4..=6 {
+            m.nodes.push(NodeInfo::new(new, format!("n{new}")).in_state(NodeState::Joining));
+            m = zoned(m, &["a", "b", "c", "a", "b", "c"]);
+            let moves = join_moves(&m, new);
+            assert_eq!(moves.len(), 3, "node {new} takes its share, from its own zone: {moves:?}");
+            for (group, from) in moves {
+                apply(&mut m, ReplicaMove { group, from, to: new });
+            }
+            m.nodes.iter_mut().for_each(|n| n.state = NodeState::Active);
+        }
+        assert_eq!(crowded_groups(&m), Vec::<GroupId>::new(), "{:?}", m.groups);
+        assert!(replica_load(&m).values().all(|l| *l == 3), "{:?}", replica_load(&m));
+        assert_eq!(next_replica_move(&m), None, "even already");
+    }
+
+    #[test]
+    fn a_group_crowded_into_one_zone_is_spread_when_a_node_of_another_zone_exists() {
+        // Group 1 sits on nodes 1 and 4 (both zone a); node 6 (zone c) holds none of it.
+        let mut m = zoned(map(&[1, 2, 3, 4, 5, 6], &[(0, &[1, 2, 3]), (1, &[1, 4, 5]), (2, &[2, 3, 4])]), &["a", "b", "c", "a", "b", "c"]);
+        assert_eq!(crowded_groups(&m), vec![1]);
+        let mv = next_spread_move(&m).expect("a move");
+        assert_eq!(mv, ReplicaMove { group: 1, from: 4, to: 6 }, "from the most loaded of zone a to the least loaded of zone c");
+        apply(&mut m, mv);
+        assert_eq!(crowded_groups(&m), Vec::<GroupId>::new());
+        assert_eq!(next_spread_move(&m), None);
+        // Two zones for three replicas: nothing helps, the group is reported.
+        let two = zoned(map(&[1, 2, 3, 4], &[(0, &[1, 2, 3]), (1, &[1, 2, 3])]), &["a", "b", "a", "b"]);
+        assert_eq!(crowded_groups(&two), vec![0, 1]);
+        assert_eq!(next_spread_move(&two), None);
+        // Without localities every node is its own domain.
+        assert_eq!(crowded_groups(&map(&[1, 2, 3], &[(0, &[1, 2, 3])])), Vec::<GroupId>::new());
+    }
+
+    #[test]
+    fn a_draining_node_hands_its_replicas_to_its_own_zone_first() {
+        let m = zoned(map(&[1, 2, 3, 4, 5], &[(0, &[1, 2, 3]), (1, &[1, 2, 3])]), &["a", "b", "c", "b", "a"]);
+        let mv = drain_move(&m, 1, &BTreeSet::new()).expect("a move");
+        assert_eq!(mv.to, 5, "node 5 is in zone a like node 1: {mv:?}");
     }
 }

@@ -7,7 +7,17 @@
 //! `SERVICE_CLUSTER_NAME`, `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
 //! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
 //! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
-//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_DIAL_OVERRIDES`.
+//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_DIAL_OVERRIDES`,
+//! `SERVICE_ADVERTISE_ADDR`.
+//!
+//! `SERVICE_ADVERTISE_ADDR` (`cluster.advertise_addr`) is the `host:port` other
+//! nodes reach this one at. It matters only for a node that `SERVICE_PEERS`
+//! does not list: such a node adds itself to its peers at that address
+//! ([`NodeConfig::peers`]), takes part in no bootstrap and starts into the
+//! existing cluster ([`NodeConfig::joins_existing`]). The Helm chart lists only
+//! the bootstrap nodes in `SERVICE_PEERS` and gives every pod
+//! `$(POD_NAME).<headless service>...:<port>`, so that its pod template does
+//! not change when the StatefulSet grows.
 
 use std::path::{Path, PathBuf};
 
@@ -257,8 +267,15 @@ pub struct ClusterSection {
     /// (`SERVICE_NODE_ID_FROM_HOSTNAME`; the name is read from `HOSTNAME`).
     pub node_id_from_hostname: bool,
     pub name: String,
-    /// Every node of the cluster (this one included) as `id=host:port`.
+    /// Every node of the cluster (this one included) as `id=host:port`; or
+    /// the bootstrap nodes, when a node added later gives its own address in
+    /// `advertise_addr`.
     pub peers: NodeList,
+    /// `host:port` other nodes reach this node at (`SERVICE_ADVERTISE_ADDR`);
+    /// used only when `peers` does not list this node: it then counts itself
+    /// among the peers at this address and joins the existing cluster (see
+    /// the module documentation).
+    pub advertise_addr: Option<String>,
     /// Optional `id=host:port` entries: this node dials peer `id` at that address
     /// instead of the one in the membership (the chaos suite's per-link proxies).
     pub dial_overrides: NodeList,
@@ -284,6 +301,18 @@ pub struct ClusterSection {
     /// the cluster's mutual TLS (`tls.cluster_ca`, `tls.cert`, `tls.key`) and
     /// refuses to start without. For a network that is trusted as a whole.
     pub insecure: bool,
+    /// Where this node runs, as `key=value` tiers from the widest, e.g.
+    /// `zone=a,rack=3` (`SERVICE_LOCALITY`; the Helm chart takes the zone from
+    /// the pod's topology label). The placement driver records it in the map
+    /// and spreads each group's replicas over distinct first tiers (zones)
+    /// when it can. Empty: the node is a failure domain of its own.
+    pub locality: String,
+    /// A node that was removed from the cluster and starts again on its old
+    /// data directory discards that data and starts empty, into the existing
+    /// cluster, waiting to be added again (`SERVICE_REJOIN_WHEN_REMOVED`; the
+    /// Helm chart sets it, as a StatefulSet keeps volumes across scale-downs).
+    /// Off: such a node refuses to start.
+    pub rejoin_when_removed: bool,
 }
 
 /// See [`ClusterSection::initial_state`].
@@ -302,11 +331,14 @@ impl Default for ClusterSection {
             node_id_from_hostname: false,
             name: "tessera".into(),
             peers: NodeList::default(),
+            advertise_addr: None,
             dial_overrides: NodeList::default(),
             initial_state: InitialState::New,
             initial_nodes: 0,
             max_clock_offset_ms: tessera_api::clock::DEFAULT_MAX_OFFSET_MS,
             insecure: false,
+            locality: String::new(),
+            rejoin_when_removed: false,
         }
     }
 }
@@ -387,6 +419,9 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("health_addr", "server.health_addr"),
     ("metrics_token", "server.metrics_token"),
     ("peers", "cluster.peers"),
+    ("advertise_addr", "cluster.advertise_addr"),
+    ("locality", "cluster.locality"),
+    ("rejoin_when_removed", "cluster.rejoin_when_removed"),
     ("dial_overrides", "cluster.dial_overrides"),
     ("initial_cluster_state", "cluster.initial_state"),
     ("initial_nodes", "cluster.initial_nodes"),
@@ -457,10 +492,18 @@ pub enum ConfigError {
     Figment(#[from] Box<figment::Error>),
     #[error("peer entry {0:?} is not of the form id=host:port")]
     BadPeer(String),
-    #[error("cluster.peers does not list this node ({0})")]
+    #[error(
+        "cluster.peers (SERVICE_PEERS) does not list this node ({0}): list it, or give its own address in cluster.advertise_addr (SERVICE_ADVERTISE_ADDR)"
+    )]
     SelfNotInPeers(NodeId),
     #[error("{0}")]
     Invalid(String),
+}
+
+/// `locality` without its tiers of empty value: `zone=,region=eu` (a
+/// topology label the platform did not set) is `region=eu`.
+fn without_empty_tiers(locality: &str) -> String {
+    locality.split(',').map(str::trim).filter(|t| !t.is_empty() && !t.ends_with('=')).collect::<Vec<_>>().join(",")
 }
 
 impl NodeConfig {
@@ -476,12 +519,15 @@ impl NodeConfig {
                 ))
             })?;
         }
+        cfg.cluster.locality = without_empty_tiers(&cfg.cluster.locality);
         cfg.validate()?;
         Ok(cfg)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.storage.tuning()?;
+        tessera_api::meta::check_locality(&self.cluster.locality).map_err(ConfigError::Invalid)?;
+        self.validate_advertise_addr()?;
         let peers = self.peers()?;
         if !peers.iter().any(|p| p.id == self.cluster.node_id) {
             return Err(ConfigError::SelfNotInPeers(self.cluster.node_id));
@@ -509,9 +555,10 @@ impl NodeConfig {
     }
 
     /// The nodes that bootstrap the cluster (ids up to `cluster.initial_nodes`,
-    /// or every peer), in id order.
+    /// or every configured peer), in id order: never a node that is not in
+    /// `cluster.peers` and only advertises itself.
     pub fn bootstrap_peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
-        let peers = self.peers()?;
+        let peers = self.configured_peers()?;
         Ok(match self.cluster.initial_nodes {
             0 => peers,
             n => peers.into_iter().filter(|p| p.id <= n).collect(),
@@ -519,20 +566,58 @@ impl NodeConfig {
     }
 
     /// Whether this node starts into an existing cluster (configured so, or
-    /// added after bootstrap: an id past `cluster.initial_nodes`).
+    /// added after bootstrap: an id past `cluster.initial_nodes`, or a node
+    /// `cluster.peers` does not list that advertises itself).
     pub fn joins_existing(&self) -> bool {
         self.cluster.initial_state == InitialState::Existing
             || (self.cluster.initial_nodes > 0 && self.cluster.node_id > self.cluster.initial_nodes)
+            || self.configured_peers().is_ok_and(|peers| self.advertised_self(&peers).is_some())
     }
 
-    /// The cluster's nodes in id order.
+    /// The cluster's nodes in id order: `cluster.peers` (this node alone at
+    /// its gRPC address when empty), and this node at `cluster.advertise_addr`
+    /// when they do not list it.
     pub fn peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
+        let mut peers = self.configured_peers()?;
+        if let Some(addr) = self.advertised_self(&peers) {
+            peers.push(NodeInfo::new(self.cluster.node_id, addr.to_string()));
+            peers.sort_by_key(|p| p.id);
+        }
+        Ok(peers)
+    }
+
+    /// `cluster.peers` in id order (this node alone at its gRPC address when empty).
+    fn configured_peers(&self) -> Result<Vec<NodeInfo>, ConfigError> {
         let mut peers = parse_peers(&self.cluster.peers)?;
         if peers.is_empty() {
             peers.push(NodeInfo::new(self.cluster.node_id, self.server.grpc_addr.clone()));
         }
         peers.sort_by_key(|p| p.id);
         Ok(peers)
+    }
+
+    /// This node's advertised address, when `configured` (the configured
+    /// peers) does not list it and `cluster.advertise_addr` is set.
+    fn advertised_self<'a>(&'a self, configured: &[NodeInfo]) -> Option<&'a str> {
+        let addr = self.cluster.advertise_addr.as_deref().map(str::trim).filter(|a| !a.is_empty())?;
+        (!configured.iter().any(|p| p.id == self.cluster.node_id)).then_some(addr)
+    }
+
+    /// `cluster.advertise_addr`, when set, is `host:port` with every `$(VAR)`
+    /// expanded (Kubernetes leaves a reference to an undefined variable as written).
+    fn validate_advertise_addr(&self) -> Result<(), ConfigError> {
+        let Some(addr) = self.cluster.advertise_addr.as_deref().map(str::trim).filter(|a| !a.is_empty()) else {
+            return Ok(());
+        };
+        if addr.contains("$(") {
+            return Err(ConfigError::Invalid(format!(
+                "cluster.advertise_addr (SERVICE_ADVERTISE_ADDR) {addr:?} holds an unexpanded $(VAR) reference: define the variable before it in the pod's environment"
+            )));
+        }
+        match addr.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => Ok(()),
+            _ => Err(ConfigError::Invalid(format!("cluster.advertise_addr (SERVICE_ADVERTISE_ADDR) {addr:?} is not host:port"))),
+        }
     }
 
     /// Peer id → address this node dials instead of the membership's address.
@@ -758,6 +843,52 @@ mod tests {
         assert_eq!(parse_size("1048576"), Some(1 << 20));
         assert_eq!(parse_size("2 GiB"), Some(2 << 30));
         assert_eq!(parse_size("0"), None);
+    }
+
+    /// Issue item 5a: the chart lists only the bootstrap nodes in
+    /// SERVICE_PEERS; a pod added later (node 5 of 3 bootstrap nodes) counts
+    /// itself among the peers at its advertised address, bootstraps nothing
+    /// and joins the existing cluster. A listed node ignores the address.
+    #[test]
+    fn a_locality_tier_without_a_value_is_ignored() {
+        assert_eq!(super::without_empty_tiers("zone=,region=eu"), "region=eu");
+        assert_eq!(super::without_empty_tiers("zone="), "");
+        assert_eq!(super::without_empty_tiers("zone=a, rack=3"), "zone=a,rack=3");
+        assert!(tessera_api::meta::check_locality("zone=a,rack").is_err());
+        assert!(tessera_api::meta::check_locality("zone=a b").is_err());
+    }
+
+    #[test]
+    fn a_node_the_peers_do_not_list_adds_itself_at_its_advertised_address() {
+        let bootstrap = "1=db-node-0.h:9191,2=db-node-1.h:9191,3=db-node-2.h:9191";
+        let node = |id: u64, advertise: Option<&str>| NodeConfig {
+            cluster: ClusterSection {
+                node_id: id,
+                peers: tessera_api::runtime::NodeList::Csv(bootstrap.into()),
+                advertise_addr: advertise.map(str::to_string),
+                ..insecure()
+            },
+            ..NodeConfig::default()
+        };
+        let added = node(5, Some("db-node-4.h:9191"));
+        added.validate().expect("an added node with its own address is valid");
+        let peers: Vec<(u64, String)> = added.peers().unwrap().into_iter().map(|p| (p.id, p.addr)).collect();
+        assert_eq!(peers.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [1, 2, 3, 5]);
+        assert_eq!(peers[3].1, "db-node-4.h:9191");
+        assert_eq!(added.bootstrap_peers().unwrap().iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3], "it bootstraps nothing");
+        assert!(added.joins_existing(), "without SERVICE_INITIAL_NODES too, it starts into the existing cluster");
+        // A bootstrap node keeps its listed address and bootstraps.
+        let listed = node(2, Some("db-node-1.h:9191"));
+        listed.validate().unwrap();
+        assert_eq!(listed.peers().unwrap().len(), 3);
+        assert!(!listed.joins_existing());
+        // Neither listed nor advertised: refused, naming the way out.
+        let lost = node(5, None).validate().unwrap_err().to_string();
+        assert!(lost.contains("SERVICE_ADVERTISE_ADDR"), "{lost}");
+        // A reference Kubernetes could not expand, or no port: refused.
+        let unexpanded = node(5, Some("$(POD_NAME).h:9191")).validate().unwrap_err().to_string();
+        assert!(unexpanded.contains("unexpanded"), "{unexpanded}");
+        assert!(node(5, Some("db-node-4.h")).validate().unwrap_err().to_string().contains("host:port"));
     }
 
     #[test]

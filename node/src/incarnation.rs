@@ -150,9 +150,39 @@ impl Incarnations {
         recorded.max(generation)
     }
 
+    /// Forgets what was recorded of `node` (its incarnation and generation):
+    /// it was removed from the cluster, and whatever data directory it comes
+    /// back with is recorded anew when first heard.
+    pub fn forget(&self, node: NodeId) {
+        let Some(store) = &self.store else { return };
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.remove(&node).is_some() {
+            tracing::info!(node, "forgot the removed node's incarnation: it is recorded anew when it comes back");
+            if let Ok(bytes) = serde_json::to_vec(&*known)
+                && let Err(e) = store.record_node_record(NODE_PEER_INCARNATIONS, &bytes)
+            {
+                warn!(node, "forgetting a peer's incarnation failed: {e}");
+            }
+        }
+        drop(known);
+        let mut generations = self.peer_generations.lock().unwrap_or_else(|e| e.into_inner());
+        if generations.remove(&node).is_some()
+            && let Ok(bytes) = serde_json::to_vec(&*generations)
+            && let Err(e) = store.put_node_record_unsynced(NODE_PEER_GENERATIONS, &bytes)
+        {
+            warn!(node, "forgetting a peer's generation failed: {e}");
+        }
+        self.reported.lock().unwrap_or_else(|e| e.into_inner()).retain(|(n, _)| *n != node);
+    }
+
     /// This node's incarnation (0: unchecked).
     pub fn own(&self) -> u64 {
         self.own
+    }
+
+    /// The nodes whose incarnation is recorded.
+    pub fn recorded_nodes(&self) -> Vec<NodeId> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect()
     }
 
     /// The incarnation recorded for `node` (0: none).
@@ -236,6 +266,23 @@ mod tests {
         drop(store);
         let wiped = tempfile::tempdir().unwrap();
         assert_ne!(Incarnations::open(&Store::open(wiped.path()).unwrap()).unwrap().own(), own);
+    }
+
+    #[test]
+    fn a_removed_peer_is_forgotten_and_recorded_anew_when_it_comes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let inc = Incarnations::open(&store).unwrap();
+        assert!(inc.check(2, 7).is_ok());
+        inc.note_generation(2, 7, 9);
+        assert!(inc.check(2, 8).is_err(), "a replaced directory is refused while the node is a member");
+        inc.forget(2);
+        assert_eq!(inc.recorded(2), 0);
+        assert!(inc.check(2, 8).is_ok(), "after its removal, its new directory is first heard");
+        assert_eq!(inc.note_generation(2, 8, 1), 1, "its old directory's generation is forgotten too");
+        drop(inc);
+        let inc = Incarnations::open(&store).unwrap();
+        assert_eq!(inc.recorded(2), 8, "the new record survives a restart");
     }
 
     #[test]

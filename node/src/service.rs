@@ -183,7 +183,14 @@ impl DataService for NodeService {
 
     async fn status(&self, req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
         let ask = req.into_inner();
-        let cluster_map = match self.host.recorded_map() {
+        let map = self.host.recorded_map();
+        // A node the map no longer lists was removed: what was recorded of its
+        // data directory is forgotten, so that it can come back on a new one
+        // (a removed node rejoining asks this before anything else).
+        if ask.from_node != 0 && map.as_ref().is_some_and(|m| m.node(ask.from_node).is_none()) {
+            self.host.pool.incarnations.forget(ask.from_node);
+        }
+        let cluster_map = match map {
             Some(map) => encode(&map)?,
             None => Vec::new(),
         };
@@ -211,6 +218,7 @@ impl DataService for NodeService {
             cert_not_after_ms: self.host.cert_not_after_ms.load(std::sync::atomic::Ordering::Relaxed),
             encrypted_at_rest: self.host.store.encrypted(),
             addr: self.host.addr.clone(),
+            locality: self.host.locality.clone(),
         }))
     }
 

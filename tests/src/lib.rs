@@ -677,6 +677,8 @@ pub struct ClusterOptions {
     pub shard_count: u32,
     /// Extra env for every node.
     pub node_env: Vec<(String, String)>,
+    /// Extra env for one bootstrap node (id → pairs), e.g. its locality.
+    pub node_env_of: BTreeMap<u64, Vec<(String, String)>>,
     /// Extra env for the first router.
     pub router_env: Vec<(String, String)>,
     /// Deadline for `/readyz` after (re)starts.
@@ -697,6 +699,7 @@ impl Default for ClusterOptions {
             admin: true,
             shard_count: 8,
             node_env: Vec::new(),
+            node_env_of: BTreeMap::new(),
             router_env: Vec::new(),
             ready_timeout: Duration::from_secs(ready_secs),
             https_ca: None,
@@ -773,7 +776,7 @@ impl Cluster {
                 id,
                 NodeProc {
                     port: pick_port()?,
-                    env: Vec::new(),
+                    env: opts.node_env_of.get(&id).cloned().unwrap_or_default(),
                     data_dir,
                     log: root.join(format!("node-{id}.log")),
                     child: None,
@@ -948,6 +951,11 @@ impl Cluster {
     /// `POST /api/v1/admin/nodes`; answers its gRPC address. Its peers list every
     /// node the harness runs, itself included.
     pub fn start_new_node(&mut self, id: u64) -> Result<String> {
+        self.start_new_node_with(id, &[])
+    }
+
+    /// As [`Cluster::start_new_node`] with extra env for the new node.
+    pub fn start_new_node_with(&mut self, id: u64, extra_env: &[(&str, &str)]) -> Result<String> {
         ensure!(!self.nodes.contains_key(&id), "node {id} exists already");
         let data_dir = self.root.join(format!("node-{id}"));
         std::fs::create_dir_all(&data_dir)?;
@@ -956,7 +964,11 @@ impl Cluster {
             id,
             NodeProc {
                 port,
-                env: vec![("SERVICE_INITIAL_CLUSTER_STATE".into(), "existing".into())],
+                env: [("SERVICE_INITIAL_CLUSTER_STATE", "existing")]
+                    .iter()
+                    .chain(extra_env)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 data_dir,
                 log: self.root.join(format!("node-{id}.log")),
                 child: None,
@@ -1160,7 +1172,7 @@ impl Cluster {
         let mut last: String;
         loop {
             self.check_children()?;
-            match http.get("/readyz").await {
+            match http.get("/readyz?groups=all").await {
                 Ok(r) if r.status == 200 => {
                     eprintln!("[harness] router {idx} ready after {:?}", started.elapsed());
                     return Ok(());

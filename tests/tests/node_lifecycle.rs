@@ -5,7 +5,9 @@
 //! draining meanwhile (409), draining node 3 again is harmless.
 //! `DELETE …/nodes/3` with `all` answers once every remaining replica applied
 //! the memberships without it; node 3 then stops by itself and refuses to start
-//! on its data directory again. No writer saw an error, every acknowledged write
+//! on its data directory again — unless told to rejoin
+//! (`SERVICE_REJOIN_WHEN_REMOVED`): then it discards that data, starts empty
+//! and is added again. No writer saw an error, every acknowledged write
 //! reads back, and a write with `all` succeeds on the two remaining nodes (it
 //! would time out if node 3 were still a voter).
 
@@ -37,7 +39,8 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     remove_takes_the_node_out(c).await?;
     let (kv, sql) = writers.stop().await?;
     nothing_acknowledged_is_lost(&api, &kv, &sql).await?;
-    the_two_remaining_nodes_serve_everything(&api).await
+    the_two_remaining_nodes_serve_everything(&api).await?;
+    comes_back_on_its_old_volume(c).await
 }
 
 async fn refusals_before_anything_changes(api: &Http) -> Result<()> {
@@ -100,6 +103,30 @@ async fn remove_takes_the_node_out(c: &mut Cluster) -> Result<()> {
     Ok(())
 }
 
+/// With `SERVICE_REJOIN_WHEN_REMOVED` (what a StatefulSet pod scaled back up on
+/// its kept volume gets), the removed node discards its old data, starts empty
+/// and is added again: it takes replicas and serves them.
+async fn comes_back_on_its_old_volume(c: &mut Cluster) -> Result<()> {
+    let api = c.http.clone();
+    c.set_node_env(LEAVING, "SERVICE_REJOIN_WHEN_REMOVED", "true")?;
+    c.start_node(LEAVING)?;
+    let addr = c.node_addr(LEAVING)?;
+    let added = api
+        .consistency("all")
+        .timeout(Duration::from_secs(180))
+        .post("/api/v1/admin/nodes", &json!({"node_id": LEAVING, "address": addr}))
+        .await?
+        .ensure_status(200)?;
+    ensure!(added.json["added"] == true && added.json["replicas_moved"].as_u64() > Some(0), "{added}");
+    ensure!(c.node_running(LEAVING), "the node runs after its re-addition");
+    let log = c.node_log_text(LEAVING)?;
+    ensure!(log.contains("discards its old data"), "the node says it started anew");
+    let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
+    let back = node_entry(&nodes, LEAVING)?;
+    ensure!(back["state"] == "active" && back["groups_hosted"].as_array().is_some_and(|g| !g.is_empty()), "{back}");
+    nothing_acknowledged_is_lost_after(&api).await
+}
+
 async fn nothing_acknowledged_is_lost(api: &Http, kv: &[u64], sql: &[u64]) -> Result<()> {
     ensure!(kv.len() > 20 && sql.len() > 20, "the writers made progress during the moves: kv {} sql {}", kv.len(), sql.len());
     for i in kv {
@@ -110,6 +137,15 @@ async fn nothing_acknowledged_is_lost(api: &Http, kv: &[u64], sql: &[u64]) -> Re
     let stored: Vec<u64> = r.json["data"]["rows"].as_array().context("rows")?.iter().filter_map(|row| row[0].as_u64()).collect();
     let missing: Vec<&u64> = sql.iter().filter(|i| !stored.contains(i)).collect();
     ensure!(missing.is_empty(), "acknowledged SQL rows missing: {missing:?}");
+    Ok(())
+}
+
+/// The writes made while node 3 was out read back at `all` (node 3 included).
+async fn nothing_acknowledged_is_lost_after(api: &Http) -> Result<()> {
+    for i in 0..8 {
+        let r = api.consistency("all").kv_get(&format!("after/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "after/{i}: {r}");
+    }
     Ok(())
 }
 

@@ -15,6 +15,13 @@
 //!   ranges split off onto their parent's nodes leave the spread uneven), then
 //!   leaderships.
 //!
+//! - Every 5 s it records the locality each node reports (`cluster.locality`,
+//!   [`localities`]), and once no node joins or drains it moves replicas that
+//!   share a failure domain (zone) with another of their group's to a node of
+//!   a zone the group lacks, one move at a time
+//!   ([`tessera_api::placement::next_spread_move`]); additions, drains and the
+//!   rebalancer never crowd a group into fewer zones.
+//!
 //! A replica move is recorded in the meta group before its first step
 //! (`MetaOp::BeginMove`); each step is idempotent, so a driver that takes over
 //! after a crash mid-move finishes the recorded move before anything else.
@@ -29,18 +36,19 @@ use std::time::{Duration, Instant};
 use tessera_api::META_GROUP;
 use tessera_api::command::MetaOp;
 use tessera_api::meta::{ClusterMap, NodeInfo, NodeState, ReplicaMove};
-use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move};
+use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move, next_spread_move};
 use tracing::{debug, info, warn};
 
 use super::leader_call::on_leader;
-use super::{Answer, Call, ControlError, ControlHost, meta_write, strays};
+use super::{Answer, Call, ControlError, ControlHost, localities, meta_write, strays};
 
 /// How long one leadership move may take: the old leader stays silent at most
 /// this long, and the successor campaigns at most this long.
 const LEADER_MOVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the driver looks for recorded moves and nodes joining or leaving.
 const LIFECYCLE_TICK: Duration = Duration::from_millis(500);
-/// How often it looks for replicas the map no longer lists ([`strays`]).
+/// How often it looks for replicas the map no longer lists ([`strays`]) and
+/// for node localities to record ([`localities`]).
 const STRAY_SWEEP_PERIOD: Duration = Duration::from_secs(5);
 
 /// Starts the placement driver (see the module documentation); `rebalance_every`
@@ -61,7 +69,8 @@ async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Durati
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     let mut last_rebalance = Instant::now();
-    let mut last_sweep = Instant::now();
+    // The first pass records the nodes' localities before any move is planned.
+    let mut last_sweep = Instant::now() - STRAY_SWEEP_PERIOD;
     loop {
         tick.tick().await;
         if host.is_stopping() {
@@ -71,6 +80,11 @@ async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Durati
         // 0.9 does not step down by itself): confirm with a quorum first.
         if !host.leads(META_GROUP) || host.confirm_meta_leadership().await.is_none() {
             continue;
+        }
+        if last_sweep.elapsed() >= STRAY_SWEEP_PERIOD
+            && let Some(map) = host.recorded_map()
+        {
+            localities::record_localities(&host, &map).await;
         }
         match run_lifecycle(&host).await {
             Ok(true) => balance_leaderships(&host).await,
@@ -122,7 +136,12 @@ pub(super) async fn run_lifecycle<H: ControlHost>(host: &H) -> Result<bool, Cont
         }
         let draining = map.nodes.iter().find(|n| n.state == NodeState::Draining).map(|n| n.id);
         if draining.is_none() && !map.nodes.iter().any(|n| n.state == NodeState::Joining) {
-            return Ok(false);
+            // Replicas sharing a failure domain move apart once nothing else moves.
+            let Some(mv) = next_spread_move(&map) else { return Ok(false) };
+            begin_move(host, mv).await?;
+            info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: moving a replica to spread its group over more zones");
+            finish_move(host, &map, mv, false, term).await?;
+            continue;
         }
         // A draining node's groups move once their leadership has left it.
         let led_by_draining: BTreeSet<u64> = match draining {

@@ -12,6 +12,7 @@
 
 pub mod driver;
 pub mod leader_call;
+mod localities;
 mod node_host;
 pub mod splitter;
 mod strays;

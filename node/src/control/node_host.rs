@@ -165,7 +165,12 @@ impl ControlHost for Arc<Host> {
 
     async fn status(&self, node: &NodeInfo) -> Option<StatusReply> {
         if node.id == self.id {
-            return Some(StatusReply { node_id: self.id, groups: self.group_statuses(), ..Default::default() });
+            return Some(StatusReply {
+                node_id: self.id,
+                groups: self.group_statuses(),
+                locality: self.locality.clone(),
+                ..Default::default()
+            });
         }
         let mut client = self.client(node).ok()?;
         let mut req = tonic::Request::new(StatusRequest { from_node: self.id, ..Default::default() });

@@ -316,7 +316,7 @@ impl ControlHost for FakeCluster {
 fn join(c: &FakeCluster, id: NodeId) {
     c.with(|s| {
         let map = s.map.as_mut().unwrap();
-        map.nodes.push(NodeInfo { id, addr: addr(id), state: NodeState::Joining });
+        map.nodes.push(NodeInfo::new(id, addr(id)).in_state(NodeState::Joining));
     });
 }
 

@@ -185,6 +185,8 @@ pub struct Host {
     pub started: Instant,
     /// The address the node serves on, as configured.
     pub addr: String,
+    /// Where the node runs (`cluster.locality`), told in its status.
+    pub locality: String,
     /// The node's data directory.
     pub data_dir: std::path::PathBuf,
     /// The data directory's size and when it was measured (routers ask for the
@@ -230,12 +232,26 @@ impl Host {
                  completed a write's quorum, the cluster can lose that acknowledged write"
             );
         }
-        let store = Store::open_tuned(cfg.storage.data_dir.join("rocksdb"), cfg.crypt()?, &tuning)?;
+        let store_dir = cfg.storage.data_dir.join("rocksdb");
+        let mut store = Store::open_tuned(&store_dir, cfg.crypt()?, &tuning)?;
+        let mut rejoining = false;
         if store.node_record(tessera_storage::NODE_REMOVED)?.is_some() {
-            anyhow::bail!(
-                "node {id} was removed from the cluster (DELETE /api/v1/admin/nodes/{id}); it does not start on this \
-                 data directory again. To bring the machine back, wipe the data directory and add it as a new node"
+            if !cfg.cluster.rejoin_when_removed {
+                anyhow::bail!(
+                    "node {id} was removed from the cluster (DELETE /api/v1/admin/nodes/{id}); it does not start on this \
+                     data directory again. To bring the machine back, wipe the data directory and add it as a new node \
+                     (or start it with SERVICE_REJOIN_WHEN_REMOVED=true, which does that)"
+                );
+            }
+            // Its groups live on other nodes since its removal: the old data is
+            // of no use, and is not kept (it may hold records erased since).
+            warn!(
+                "this node was removed from the cluster: cluster.rejoin_when_removed discards its old data; it starts empty and waits to be added again"
             );
+            drop(store);
+            std::fs::remove_dir_all(&store_dir)?;
+            store = Store::open_tuned(&store_dir, cfg.crypt()?, &tuning)?;
+            rejoining = true;
         }
         store.remove_leftover_exports()?;
         let drained = store.node_record(tessera_storage::NODE_DRAINED)?.is_some();
@@ -245,7 +261,7 @@ impl Host {
         if store.encrypted() {
             info!("encryption at rest is on (AES-256-GCM, HKDF-SHA256 keys)");
         }
-        let existing = cfg.joins_existing();
+        let existing = cfg.joins_existing() || rejoining;
         // A new (or wiped) data directory starting into an existing cluster takes
         // the cluster's current map and id from a peer: replicas may have moved
         // since bootstrap, and a node added later is in no bootstrap placement.
@@ -375,6 +391,7 @@ impl Host {
             stopping: AtomicBool::new(false),
             started: Instant::now(),
             addr: cfg.server.grpc_addr.clone(),
+            locality: cfg.cluster.locality.clone(),
             data_dir: cfg.storage.data_dir.clone(),
             disk_usage: Default::default(),
             restart: tokio::sync::watch::Sender::new(false),

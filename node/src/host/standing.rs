@@ -144,7 +144,15 @@ pub(super) async fn advance_generation_periodically(host: Arc<Host>) {
         if host.is_stopping() {
             return;
         }
-        let map = host.recorded_map().unwrap_or_else(|| host.map.clone());
+        let recorded = host.recorded_map();
+        // Nodes removed since: what was recorded of them is forgotten (see
+        // `Incarnations::forget`), on the map this node's meta replica applied.
+        if let Some(map) = &recorded {
+            for node in inc.recorded_nodes().into_iter().filter(|n| map.node(*n).is_none()) {
+                inc.forget(node);
+            }
+        }
+        let map = recorded.unwrap_or_else(|| host.map.clone());
         let tells = map.nodes.iter().filter(|n| n.id != host.id).map(|n| {
             let pool = host.pool.clone();
             let (addr, peer, from_node, from_incarnation) = (n.addr.clone(), n.id, host.id, inc.own());

@@ -17,7 +17,7 @@ use tessera_api::rpc::{
     RemoveVoterRequest, RestartRequest, RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
     WriteRequest,
 };
-use tessera_api::{GroupId, NodeId, codec};
+use tessera_api::{GroupId, META_GROUP, NodeId, codec};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
@@ -79,6 +79,15 @@ struct View {
     identity: HashMap<NodeId, (u64, u64)>,
     /// A node's refusal of this router's wire version, at the last refresh.
     refused: Option<String>,
+}
+
+/// `Ok` when `group` has a leader this router reached at its last refresh.
+fn group_led(view: &View, group: GroupId) -> Result<(), String> {
+    match view.leaders.get(&group) {
+        Some(l) if view.reachable.get(l).copied().unwrap_or(false) => Ok(()),
+        Some(l) => Err(format!("the leader ({l}) of group {group} is unreachable")),
+        None => Err(format!("group {group} has no known leader")),
+    }
 }
 
 /// The cluster client of one router, over the nodes' gRPC.
@@ -549,7 +558,7 @@ impl ClusterClient for GrpcCluster {
                 match client.export_group(req).await {
                     Ok(reply) => {
                         let state = self.map().and_then(|m| m.node(id).map(|n| n.state)).unwrap_or(tessera_api::meta::NodeState::Active);
-                        return Ok((NodeInfo { id, addr, state }, reply.into_inner()));
+                        return Ok((NodeInfo::new(id, addr).in_state(state), reply.into_inner()));
                     }
                     Err(s) => last_error = format!("node {id}: {}", s.message()),
                 }
@@ -595,15 +604,14 @@ impl ClusterClient for GrpcCluster {
         if let Some(refused) = &view.refused {
             return Err(refused.clone());
         }
+        view.map.as_ref().ok_or("the cluster map is not known yet")?;
+        group_led(&view, META_GROUP)
+    }
+    fn every_group_led(&self) -> Result<(), String> {
+        self.readiness()?;
+        let view = self.view.read().expect("view lock");
         let map = view.map.as_ref().ok_or("the cluster map is not known yet")?;
-        for g in &map.groups {
-            match view.leaders.get(&g.id) {
-                Some(l) if view.reachable.get(l).copied().unwrap_or(false) => {}
-                Some(l) => return Err(format!("the leader ({l}) of group {} is unreachable", g.id)),
-                None => return Err(format!("group {} has no known leader", g.id)),
-            }
-        }
-        Ok(())
+        map.groups.iter().try_for_each(|g| group_led(&view, g.id))
     }
     fn map(&self) -> Option<ClusterMap> {
         self.view.read().expect("view lock").map.clone()
@@ -674,5 +682,52 @@ impl ClusterClient for GrpcCluster {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_api::meta::{GroupInfo, ShardingStrategy};
+
+    use super::*;
+
+    /// A router that reached nodes 1 and 2 but not 3, and learned the leaders
+    /// `leaders` (group → node) of a map with the meta group and groups 1–3.
+    fn router_seeing(leaders: &[(GroupId, NodeId)]) -> Arc<GrpcCluster> {
+        let cluster = GrpcCluster::new(vec![(Some(1), "127.0.0.1:1".into())], Duration::from_secs(1), None);
+        {
+            let mut view = cluster.view.write().unwrap();
+            view.map = Some(ClusterMap {
+                nodes: (1..=3).map(|id| NodeInfo::new(id, format!("127.0.0.1:{id}"))).collect(),
+                strategy: ShardingStrategy::Hash,
+                replication_factor: 3,
+                groups: (0..=3).map(|g| GroupInfo::new(g, vec![1, 2, 3])).collect(),
+                epoch: 1,
+                ranges: vec![],
+                moving: None,
+                pending_splits: Default::default(),
+                last_group_id: 3,
+            });
+            view.leaders = leaders.iter().copied().collect();
+            view.reachable = [(1, true), (2, true), (3, false)].into_iter().collect();
+        }
+        cluster
+    }
+
+    #[test]
+    fn a_group_without_quorum_leaves_the_router_ready_but_not_the_whole_cluster() {
+        let cluster = router_seeing(&[(0, 1), (1, 2), (2, 3)]); // group 2's leader unreachable, group 3 leaderless
+        assert_eq!(cluster.readiness(), Ok(()));
+        let whole = cluster.every_group_led().unwrap_err();
+        assert!(whole.contains("group 2"), "{whole}");
+    }
+
+    #[test]
+    fn a_router_that_cannot_reach_the_meta_leader_is_not_ready() {
+        let cluster = router_seeing(&[(0, 3), (1, 1), (2, 1), (3, 1)]);
+        let reason = cluster.readiness().unwrap_err();
+        assert!(reason.contains("group 0"), "{reason}");
+        assert!(router_seeing(&[(1, 1)]).readiness().unwrap_err().contains("group 0 has no known leader"));
+        assert_eq!(router_seeing(&[(0, 1), (1, 1), (2, 2), (3, 2)]).every_group_led(), Ok(()));
     }
 }

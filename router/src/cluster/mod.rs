@@ -94,8 +94,16 @@ pub struct Served<T> {
 pub trait ClusterClient: Send + Sync {
     /// Learns the map, leaders and liveness anew.
     async fn refresh(&self);
-    /// `Ok` when the map is known and every group has a reachable leader.
+    /// `Ok` when this router can serve: it was not refused by the nodes, knows
+    /// the map and reaches the meta group's leader. One data group without a
+    /// quorum does not make it unready (that group's requests answer 503; its
+    /// health is in `/api/v1/admin/cluster`, alerts and metrics).
     fn readiness(&self) -> Result<(), String>;
+    /// `Ok` when, besides [`ClusterClient::readiness`], every group has a
+    /// reachable leader (`/readyz?groups=all`: the whole cluster is serving).
+    fn every_group_led(&self) -> Result<(), String> {
+        self.readiness()
+    }
     /// The cluster map, once learned.
     fn map(&self) -> Option<ClusterMap>;
     /// Per node, as of the last refresh: (WAL syncs, log entries they made durable).

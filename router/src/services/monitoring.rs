@@ -177,6 +177,10 @@ pub struct NodeCounts {
 pub struct GroupCounts {
     pub total: usize,
     pub without_leader: Vec<GroupId>,
+    /// Groups with two replicas in one failure domain (the first tier of the
+    /// nodes' `cluster.locality`): one zone's loss could take their quorum.
+    /// The placement driver spreads them when a node of another zone exists.
+    pub sharing_a_zone: Vec<GroupId>,
 }
 
 /// The dashboard's storage.
@@ -234,7 +238,11 @@ pub async fn dashboard(state: &AppState) -> Result<Dashboard, ApiError> {
             down: live.statuses.len() - up,
             leaving: live.map.nodes.iter().filter(|n| n.state != NodeState::Active).count(),
         },
-        groups: GroupCounts { total: live.map.groups.len(), without_leader },
+        groups: GroupCounts {
+            total: live.map.groups.len(),
+            without_leader,
+            sharing_a_zone: tessera_api::placement::crowded_groups(&live.map),
+        },
         requests_last_minute: state.request_stats.last_minute().view(),
         storage: StorageUse {
             disk_used_bytes: live.answered().map(|s| s.disk_bytes).sum(),

@@ -68,6 +68,10 @@ pub struct NodeStatus {
     pub address: String,
     /// `joining`, `active`, `draining` or `removing`.
     pub state: String,
+    /// Where the node runs as the map records it (`cluster.locality`, e.g.
+    /// `zone=a,rack=3`); absent when not configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locality: Option<String>,
     pub reachable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -289,6 +293,7 @@ pub async fn list(state: &AppState) -> Result<NodeList, ApiError> {
                     id: node.id,
                     address: node.addr.clone(),
                     state: node.state.as_str().into(),
+                    locality: Some(node.locality.clone()).filter(|l| !l.is_empty()),
                     reachable: true,
                     error: None,
                     groups_hosted: s.groups.iter().map(|g| g.group_id).collect(),
@@ -310,6 +315,7 @@ pub async fn list(state: &AppState) -> Result<NodeList, ApiError> {
                     id: node.id,
                     address: node.addr.clone(),
                     state: node.state.as_str().into(),
+                    locality: Some(node.locality.clone()).filter(|l| !l.is_empty()),
                     reachable: false,
                     error: Some(e.to_string()),
                     groups_hosted: placed_groups(map.as_ref(), node),
@@ -548,7 +554,7 @@ pub async fn add(state: &AppState, node_id: NodeId, address: &str, consistency: 
             return Err(ApiError::Conflict(format!("node {} is already in the cluster ({})", existing.id, existing.state.as_str())));
         }
     }
-    let node = NodeInfo { id: node_id, addr: address.to_string(), state: NodeState::Joining };
+    let mut node = NodeInfo::new(node_id, address).in_state(NodeState::Joining);
     // A node started a moment ago may still be taking the map from its peers.
     let deadline = Instant::now() + NEW_NODE_GRACE;
     let status = loop {
@@ -563,6 +569,8 @@ pub async fn add(state: &AppState, node_id: NodeId, address: &str, consistency: 
             }
         }
     };
+    // Placed by its failure domain from its first replica on.
+    node.locality = status.locality.clone();
     if status.node_id != node.id {
         return Err(ApiError::Conflict(format!("the node at {} is node {}, not node {}", node.addr, status.node_id, node.id)));
     }

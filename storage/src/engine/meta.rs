@@ -289,7 +289,28 @@ impl Engine for MetaEngine {
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
                 Ok(Response::Applied(true))
             }
+            MetaOp::SetNodeLocality { node, locality } => {
+                if let Err(e) = tessera_api::meta::check_locality(locality) {
+                    return reject(ErrorCode::Invalid, e);
+                }
+                let Some(mut map) = cluster_map(tx.view())? else {
+                    return reject(ErrorCode::NotFound, "no cluster map is recorded");
+                };
+                let Some(entry) = map.nodes.iter_mut().find(|n| n.id == *node) else {
+                    return reject(ErrorCode::NotFound, format!("node {node} does not exist"));
+                };
+                if entry.locality == *locality {
+                    return Ok(Response::Applied(false));
+                }
+                entry.locality = locality.clone();
+                map.epoch += 1;
+                tx.put(MAP_KEY, &serde_json::to_vec(&map)?);
+                Ok(Response::Applied(true))
+            }
             MetaOp::AddNode { node } => {
+                if let Err(e) = tessera_api::meta::check_locality(&node.locality) {
+                    return reject(ErrorCode::Invalid, e);
+                }
                 let Some(mut map) = cluster_map(tx.view())? else {
                     return reject(ErrorCode::NotFound, "no cluster map is recorded");
                 };
@@ -308,7 +329,7 @@ impl Engine for MetaEngine {
                 if let Some(mv) = map.moving {
                     return reject(ErrorCode::Conflict, in_flight(&mv));
                 }
-                map.nodes.push(tessera_api::meta::NodeInfo { id: node.id, addr: node.addr.clone(), state: NodeState::Joining });
+                map.nodes.push(node.clone().in_state(NodeState::Joining));
                 map.nodes.sort_by_key(|n| n.id);
                 map.epoch += 1;
                 tx.put(MAP_KEY, &serde_json::to_vec(&map)?);

@@ -217,7 +217,7 @@ impl ChaosCluster {
         let mut last: String;
         loop {
             self.check_children()?;
-            match http.get("/readyz").await {
+            match http.get("/readyz?groups=all").await {
                 Ok(r) if r.status == 200 => return Ok(()),
                 Ok(r) => last = r.to_string(),
                 Err(e) => last = format!("{e:#}"),

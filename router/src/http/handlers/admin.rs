@@ -26,6 +26,9 @@ pub struct ClusterNode {
     pub cluster_id: Option<String>,
     /// Its data directory's incarnation (hex; `null` until heard).
     pub incarnation: Option<String>,
+    /// Where it runs (`cluster.locality`, e.g. `zone=a,rack=3`); absent when not configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locality: Option<String>,
     pub reachable: bool,
     pub wal: WalCounters,
 }
@@ -38,6 +41,9 @@ pub struct ClusterGroup {
     pub term: Option<u64>,
     pub members: Vec<NodeId>,
     pub preferred_leader: Option<NodeId>,
+    /// Two of its replicas share a failure domain (the first tier of their
+    /// nodes' localities): losing that zone could take its quorum.
+    pub shares_a_zone: bool,
 }
 
 /// How the router reaches the nodes: mutual TLS, or plaintext asked for by name.
@@ -98,6 +104,7 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
                 addr: n.addr.clone(),
                 cluster_id: hex(cluster_id),
                 incarnation: hex(incarnation),
+                locality: Some(n.locality.clone()).filter(|l| !l.is_empty()),
                 reachable: reachable.get(&n.id).copied().unwrap_or(false),
                 wal: WalCounters { syncs, log_entries_synced },
             }
@@ -112,6 +119,7 @@ pub async fn cluster(State(state): State<AppState>, _caller: Caller) -> Result<J
             term: terms.get(&g.id).copied(),
             members: g.members.clone(),
             preferred_leader: g.preferred_leader,
+            shares_a_zone: tessera_api::placement::crowding(&map, &g.members) > 0,
         })
         .collect();
     let strategy = serde_json::to_value(map.strategy).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();

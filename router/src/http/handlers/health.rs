@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use tessera_api::http::Health;
 
+use crate::http::handlers::QueryParams;
 use crate::state::AppState;
 
 /// `GET /health`: status, version and uptime in seconds.
@@ -42,6 +43,10 @@ pub async fn metrics(State(state): State<AppState>) -> (StatusCode, [(axum::http
             }
         }
     }
+    let (leaders, reachable) = state.cluster.leaders_and_liveness();
+    let groups = state.cluster.map().map(|m| m.groups).unwrap_or_default();
+    let leaderless = groups.iter().filter(|g| !leaders.get(&g.id).is_some_and(|l| reachable.get(l).copied().unwrap_or(false))).count();
+    metrics::gauge!("tessera_router_groups_without_leader").set(leaderless as f64);
     let text = tessera_api::runtime::prometheus().render();
     (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
@@ -61,10 +66,31 @@ pub async fn livez() -> Json<Probe> {
     Json(Probe { status: "ok".into(), reason: None })
 }
 
-/// `GET /readyz`: 200 once every group has a reachable leader and start-up
-/// provisioning is done; 503 with the reason otherwise.
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Probe>) {
-    let reason = match state.cluster.readiness() {
+/// What `/readyz` checks: `?groups=all` waits for the whole cluster.
+#[derive(serde::Deserialize, schemars::JsonSchema, Default)]
+pub struct ReadyzParams {
+    /// `all`: ready only once every group has a reachable leader too.
+    groups: Option<ReadyzGroups>,
+}
+
+/// The groups `/readyz` waits for besides the meta group.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadyzGroups {
+    All,
+}
+
+/// `GET /readyz`: 200 once this router can serve (it knows the map, reaches the
+/// meta group's leader and start-up provisioning is done); with `?groups=all`
+/// also once every data group has a reachable leader. 503 with the reason
+/// otherwise. A group without quorum leaves the router ready: its requests
+/// answer 503, and `/api/v1/admin/cluster`, alerts and `/metrics` report it.
+pub async fn readyz(State(state): State<AppState>, QueryParams(params): QueryParams<ReadyzParams>) -> (StatusCode, Json<Probe>) {
+    let checked = match params.groups {
+        Some(ReadyzGroups::All) => state.cluster.every_group_led(),
+        None => state.cluster.readiness(),
+    };
+    let reason = match checked {
         Err(reason) => Some(reason),
         Ok(()) if !state.provisioning_done.load(Ordering::Relaxed) => Some("provisioning the admin user from the environment".to_string()),
         Ok(()) => None,
