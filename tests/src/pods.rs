@@ -59,6 +59,10 @@ pub struct Pod<'a> {
     pub name: String,
     /// The address standing for the pod's IP (`status.podIP`).
     pub ip: String,
+    /// Labels the platform puts on the pod besides its template's, e.g.
+    /// `topology.kubernetes.io/zone` (copied from its Kubernetes node by the
+    /// PodTopologyLabels admission); read by `metadata.labels['...']` references.
+    pub labels: BTreeMap<String, String>,
     /// Where the pod's volumes are laid out.
     pub root: PathBuf,
 }
@@ -194,10 +198,17 @@ impl Pod<'_> {
             let value = if let Some(v) = e["value"].as_str() {
                 local(&expand(v, &env))
             } else if let Some(field) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
-                match field {
-                    "status.podIP" => self.ip.clone(),
-                    "metadata.name" => self.name.clone(),
-                    other => bail!("fieldRef {other} is not emulated"),
+                match (field, label_reference(field)) {
+                    ("status.podIP", _) => self.ip.clone(),
+                    ("metadata.name", _) => self.name.clone(),
+                    // A label the pod lacks reads as empty, as in Kubernetes.
+                    (_, Some(label)) => self
+                        .labels
+                        .get(label)
+                        .cloned()
+                        .or_else(|| self.template["metadata"]["labels"][label].as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    (other, None) => bail!("fieldRef {other} is not emulated"),
                 }
             } else if e["valueFrom"]["secretKeyRef"].is_object() {
                 let r = &e["valueFrom"]["secretKeyRef"];
@@ -229,6 +240,12 @@ impl Pod<'_> {
     }
 }
 
+/// The label key of a downward-API `metadata.labels['key']` field path.
+fn label_reference(field: &str) -> Option<&str> {
+    let key = field.strip_prefix("metadata.labels[")?.strip_suffix(']')?;
+    key.strip_prefix('\'').and_then(|k| k.strip_suffix('\'')).or_else(|| key.strip_prefix('"').and_then(|k| k.strip_suffix('"')))
+}
+
 /// `$(VAR)` references to variables defined earlier in the list expanded, as
 /// Kubernetes does (`$$` escapes; unknown references stay as written).
 pub fn expand(value: &str, earlier: &[(String, String)]) -> String {
@@ -258,7 +275,14 @@ pub fn expand(value: &str, earlier: &[(String, String)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, label_reference};
+
+    #[test]
+    fn label_references_name_their_key() {
+        assert_eq!(label_reference("metadata.labels['topology.kubernetes.io/zone']"), Some("topology.kubernetes.io/zone"));
+        assert_eq!(label_reference("metadata.labels[\"app\"]"), Some("app"));
+        assert_eq!(label_reference("metadata.name"), None);
+    }
 
     #[test]
     fn references_expand_like_kubernetes() {

@@ -52,10 +52,18 @@ fn chart_python() -> Result<PathBuf> {
 }
 
 fn render(values: &Value) -> Result<Rendered> {
+    render_with(values, &[])
+}
+
+/// The chart rendered with `values` and more arguments of `chart.py render`
+/// (`--existing-replicas N`: the upgrade of a release that runs N pods).
+fn render_with(values: &Value, args: &[&str]) -> Result<Rendered> {
     let script = tessera_tests::manifest_dir().join("../helm/tests/chart.py");
     let out = Command::new(chart_python()?)
         .arg(&script)
-        .args(["render", "--name", "tessera", "--namespace", "db", "--set-json"])
+        .args(["render", "--name", "tessera", "--namespace", "db"])
+        .args(args)
+        .arg("--set-json")
         .arg(values.to_string())
         .output()
         .context("running helm/tests/chart.py")?;
@@ -98,12 +106,15 @@ async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
     result
 }
 
-/// Starts every pod of the rendered StatefulSet (pod N on `hosts[N]`) and one
-/// router pod; answers the prepared node containers (with their pod IPs) and the router's.
+/// Starts every pod of the rendered StatefulSet (pod N on `hosts[N]`, in
+/// zone `zones[N]` when given: its `topology.kubernetes.io/zone` label) and
+/// one router pod; answers the prepared node containers (with their pod IPs)
+/// and the router's.
 fn start_pods(
     rendered: &Rendered,
     root: &std::path::Path,
     hosts: &[&str],
+    zones: &[&str],
     procs: &mut Processes,
 ) -> Result<(Vec<(String, tessera_tests::pods::Prepared)>, tessera_tests::pods::Prepared)> {
     let sts = rendered.object("StatefulSet", None)?;
@@ -118,6 +129,7 @@ fn start_pods(
             template: &sts["spec"]["template"],
             name: format!("{sts_name}-{ordinal}"),
             ip: ip.to_string(),
+            labels: zone_label(zones.get(ordinal).copied()),
             root: root.to_path_buf(),
         };
         let prepared = pod.prepare("node", &bin_dir()?)?;
@@ -131,6 +143,7 @@ fn start_pods(
         template: &deploy["spec"]["template"],
         name: format!("{}-5d9c7b-x2x4q", deploy["metadata"]["name"].as_str().context("Deployment name")?),
         ip: "127.0.0.1".into(),
+        labels: Default::default(),
         root: root.to_path_buf(),
     };
     let router = router_pod.prepare("router", &bin_dir()?)?;
@@ -139,8 +152,13 @@ fn start_pods(
     Ok((nodes, router))
 }
 
+/// The labels of a pod the platform put in `zone`.
+fn zone_label(zone: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    zone.map(|z| ("topology.kubernetes.io/zone".to_string(), z.to_string())).into_iter().collect()
+}
+
 async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
-    let (nodes, router) = start_pods(rendered, root, hosts, procs)?;
+    let (nodes, router) = start_pods(rendered, root, hosts, &[], procs)?;
 
     // The rendered probes: startup, then readiness, of every node and the router.
     for (ordinal, (ip, node)) in nodes.iter().enumerate() {
@@ -314,79 +332,179 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scaling_the_statefulset_adds_nodes_through_the_registration_job() -> Result<()> {
+async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -> Result<()> {
     binary("tessera-node")?;
     binary("tessera-router")?;
     let (grpc, health, http) = (pick_port()?, pick_port()?, pick_port()?);
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"];
-    // A release installed with three nodes, upgraded to four.
-    let rendered = render(&json!({
-        "node": {"peerHosts": hosts, "ports": {"grpc": grpc, "health": health}, "replicas": 4, "initialReplicas": 3},
-        "router": {"port": http},
-        "cluster": {"shardCount": 4},
-        "registration": {"url": format!("http://127.0.0.1:{http}"), "timeoutSeconds": 120},
-        // Plain HTTP on the router: this scenario is about the registration Job.
-        "tls": {"http": {"enabled": false}},
-    }))?;
+    // A release installed with three nodes, upgraded to four. The routers
+    // serve HTTPS (the chart's certificate names 127.0.0.1); the Jobs call
+    // them there, verifying it against the chart's CA.
+    let values = |replicas: usize| {
+        json!({
+            "node": {"peerHosts": hosts[..replicas].to_vec(), "ports": {"grpc": grpc, "health": health}, "replicas": replicas, "initialReplicas": 3},
+            "router": {"port": http},
+            "cluster": {"shardCount": 4},
+            "registration": {"url": format!("https://127.0.0.1:{http}"), "timeoutSeconds": 120},
+        })
+    };
+    let rendered = render(&values(4))?;
+    // The upgrade back to three, rendered against a release that runs four
+    // pods (lookup finds the StatefulSet): the scale-down hook.
+    let shrunk = render_with(&values(3), &["--existing-replicas", "4"])?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-scale-").tempdir()?;
     let mut procs = Processes(Vec::new());
-    let result = scale(&rendered, dir.path(), &hosts, http, &mut procs).await;
+    let result = scale(&rendered, &shrunk, dir.path(), &hosts, http, &mut procs).await;
     if let Err(e) = &result {
         eprintln!("{e:#}\n{}", procs.tails());
     }
     result
 }
 
-async fn scale(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
-    let (nodes, _router) = start_pods(rendered, root, hosts, procs)?;
+/// Runs the container of the rendered Job `name` (its template from
+/// `job_from`, its Secrets from `rendered`: the running release's) to
+/// completion; answers its output, or fails with it.
+async fn run_job(rendered: &Rendered, job_from: &Rendered, name: &str, root: &std::path::Path, hook: &str, wait: u64) -> Result<String> {
+    let job = job_from.object("Job", Some(name))?;
+    ensure!(job["metadata"]["annotations"]["helm.sh/hook"].as_str().is_some_and(|h| h.split(',').any(|e| e == hook)), "{job}");
+    let container = job["spec"]["template"]["spec"]["containers"][0]["name"].as_str().context("container name")?;
+    // A pod name (and so a log) of its own for every run.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pod = Pod {
+        rendered,
+        template: &job["spec"]["template"],
+        name: format!("{name}-x7k2p{run}"),
+        ip: "127.0.0.1".into(),
+        labels: Default::default(),
+        root: root.to_path_buf(),
+    };
+    let prepared = pod.prepare(container, &bin_dir()?)?;
+    ensure!(
+        prepared.env.iter().any(|(k, v)| k == "TESSERA_CA_FILE" && std::path::Path::new(v).is_file()),
+        "the Job verifies the router with the chart's CA"
+    );
+    let (mut child, log) = pod.start(&prepared)?;
+    let status = wait_for(Duration::from_secs(wait), &format!("the Job {name} to finish"), async || Ok(child.try_wait()?)).await?;
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("----- the Job {name} -----\n{output}");
+    ensure!(status.success(), "the Job {name} failed: {output}");
+    Ok(output)
+}
+
+/// The nodes the cluster lists, by id.
+async fn listed_nodes(api: &Http) -> Result<Vec<Value>> {
+    let mut nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json["nodes"].as_array().cloned().unwrap_or_default();
+    nodes.sort_by_key(|n| n["id"].as_u64());
+    Ok(nodes)
+}
+
+/// Waits until node `id` is active holding `share` data replicas.
+async fn wait_active_with_share(api: &Http, id: u64, share: usize) -> Result<()> {
+    wait_for(Duration::from_secs(120), &format!("node {id} active with {share} data replicas"), || async {
+        let nodes = listed_nodes(api).await?;
+        let node = nodes.iter().find(|n| n["id"] == id).cloned().unwrap_or_default();
+        let data = node["groups_hosted"].as_array().map_or(0, |g| g.iter().filter(|g| g.as_u64() != Some(0)).count());
+        Ok((nodes.len() == 4 && nodes.iter().all(|n| n["state"] == "active") && data == share).then_some(()))
+    })
+    .await
+}
+
+async fn scale(
+    rendered: &Rendered,
+    shrunk: &Rendered,
+    root: &std::path::Path,
+    hosts: &[&str],
+    http: u16,
+    procs: &mut Processes,
+) -> Result<()> {
+    let zones = ["a", "b", "c", "a"];
+    let (nodes, _router) = start_pods(rendered, root, hosts, &zones, procs)?;
     for (ip, node) in &nodes {
         let (path, port) = node.probe("readinessProbe")?;
         let url = format!("http://{ip}:{port}{path}");
         wait_for(Duration::from_secs(90), &format!("{url} ready"), || async { Ok(probe_ok(&url).await.then_some(())) }).await?;
     }
-    let ready = format!("http://127.0.0.1:{http}/readyz");
-    wait_for(Duration::from_secs(90), "router ready", || async { Ok(probe_ok(&ready).await.then_some(())) }).await?;
+    let ca = rendered.secret_value("tessera-http-tls", "ca.crt")?;
+    let https = reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes())?).build()?;
+    let ready = format!("https://127.0.0.1:{http}/readyz");
+    wait_for(Duration::from_secs(90), "router ready", || async {
+        Ok(https.get(&ready).send().await.is_ok_and(|r| r.status().is_success()).then_some(()))
+    })
+    .await?;
     let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
-    let api = Http::new(format!("http://127.0.0.1:{http}"))
+    let api = Http::with_root_ca(format!("https://127.0.0.1:{http}"), ca.as_bytes())?
         .login_as(&rendered.secret_value(&secret, "admin-username")?, &rendered.secret_value(&secret, "admin-password")?)
         .await?;
     for i in 0..20 {
         api.kv_put(&format!("scale/{i}"), json!(i), None).await?.ensure_status(200)?;
     }
-    let before = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
-    ensure!(before["nodes"].as_array().map(Vec::len) == Some(3), "pod 3 waits to be added: {before}");
+    let before = listed_nodes(&api).await?;
+    ensure!(before.len() == 3, "pod 3 waits to be added: {before:?}");
 
-    // The post-upgrade hook: the rendered Job's container, run to completion.
-    let job = rendered.object("Job", None)?;
-    ensure!(job["metadata"]["annotations"]["helm.sh/hook"].as_str().is_some_and(|h| h.contains("post-upgrade")), "{job}");
-    let pod = Pod {
-        rendered,
-        template: &job["spec"]["template"],
-        name: "register-nodes-x7k2p".into(),
-        ip: "127.0.0.1".into(),
-        root: root.to_path_buf(),
-    };
-    let register = pod.prepare("register", &bin_dir()?)?;
-    let (mut child, log) = pod.start(&register)?;
-    let status = wait_for(Duration::from_secs(150), "the registration Job to finish", async || Ok(child.try_wait()?)).await?;
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    ensure!(status.success(), "the registration Job failed: {output}");
-    ensure!(output.contains("node 4 added"), "{output}");
-
-    let after = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
-    let listed = after["nodes"].as_array().cloned().unwrap_or_default();
-    ensure!(listed.len() == 4 && listed.iter().all(|n| n["state"] == "active"), "{after}");
-    let new = listed.iter().find(|n| n["id"] == 4).cloned().unwrap_or_default();
-    let data = new["groups_hosted"].as_array().map_or(0, |g| g.iter().filter(|g| g.as_u64() != Some(0)).count());
-    ensure!(data == 3, "node 4 holds its share (3 of 12 data replicas): {new}");
+    // The post-upgrade hook: it returns once node 4 is recorded joining; the
+    // cluster then moves node 4's share to it by itself.
+    let output = run_job(rendered, rendered, "tessera-register-nodes", root, "post-upgrade", 150).await?;
+    ensure!(output.contains("node 4 added") && output.contains("does not wait for the data to move"), "{output}");
+    // Node 4 shares zone a with node 1: it takes half of zone a's replicas
+    // (one of each of the 4 data groups), 2, and no group gets two replicas in one zone.
+    wait_active_with_share(&api, 4, 2).await?;
+    // Each node reports the zone of its pod's topology label (SERVICE_LOCALITY=zone=$(TESSERA_ZONE)).
+    for node in listed_nodes(&api).await? {
+        let id = node["id"].as_u64().context("id")? as usize;
+        ensure!(node["locality"] == format!("zone={}", zones[id - 1]), "node {id} in zone {}: {node}", zones[id - 1]);
+    }
+    let cluster = api.get("/api/v1/admin/cluster").await?.ensure_status(200)?.json;
+    let crowded: Vec<&Value> = cluster["groups"].as_array().context("groups")?.iter().filter(|g| g["shares_a_zone"] != false).collect();
+    ensure!(crowded.is_empty(), "groups with two replicas in one zone: {crowded:?}");
     for i in 0..20 {
         let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
         ensure!(r.json["value"] == json!(i), "{r}");
     }
     // Run again (the next upgrade), the Job leaves the member as it is.
-    let (mut child, log) = pod.start(&register)?;
-    let status = wait_for(Duration::from_secs(60), "the second registration run", async || Ok(child.try_wait()?)).await?;
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    ensure!(status.success() && output.contains("member already"), "{output}");
+    let output = run_job(rendered, rendered, "tessera-register-nodes", root, "post-upgrade", 60).await?;
+    ensure!(output.contains("node 4 is a member already (active)"), "{output}");
+
+    // Back to three: the pre-upgrade hook drains and removes node 4 before its pod would go.
+    ensure!(shrunk.object("StatefulSet", None)?["spec"]["replicas"] == 3, "the upgrade shrinks the StatefulSet");
+    let output = run_job(rendered, shrunk, "tessera-scale-down", root, "pre-upgrade", 300).await?;
+    ensure!(output.contains("node 4 drained") && output.contains("node 4 removed"), "{output}");
+    let after = listed_nodes(&api).await?;
+    ensure!(after.len() == 3 && after.iter().all(|n| n["state"] == "active" && n["id"] != 4), "node 4 left: {after:?}");
+    for i in 0..20 {
+        let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "{r}");
+    }
+    // Run again (a retried upgrade): node 4 is no member, nothing to do.
+    let output = run_job(rendered, shrunk, "tessera-scale-down", root, "pre-upgrade", 60).await?;
+    ensure!(output.contains("node 4 is not a member"), "{output}");
+    // Told it was removed, node 4's process stopped (the StatefulSet would now delete its pod).
+    let pod3 = procs.0.iter_mut().find(|(name, _, _)| name == "tessera-node-3").context("pod 3")?;
+    let stopped = wait_for(Duration::from_secs(30), "node 4's process to stop", async || Ok(pod3.1.try_wait()?)).await?;
+    ensure!(stopped.success(), "node 4 stopped with {stopped}");
+
+    // Scaled up again, pod 3 starts on its kept volume: SERVICE_REJOIN_WHEN_REMOVED
+    // discards the removed node's data and it waits to be added; the
+    // registration Job of that upgrade adds it like any new node.
+    let sts = rendered.object("StatefulSet", None)?;
+    let pod = Pod {
+        rendered,
+        template: &sts["spec"]["template"],
+        name: "tessera-node-3".into(),
+        ip: hosts[3].to_string(),
+        labels: zone_label(Some(zones[3])),
+        root: root.to_path_buf(),
+    };
+    let (child, log) = pod.start(&nodes[3].1)?;
+    procs.0.push((pod.name.clone(), child, log.clone()));
+    let output = run_job(rendered, rendered, "tessera-register-nodes", root, "post-upgrade", 150).await?;
+    ensure!(output.contains("node 4 added"), "{output}");
+    wait_active_with_share(&api, 4, 2).await?;
+    let text = std::fs::read_to_string(&log)?;
+    ensure!(text.contains("discards its old data"), "pod 3 rejoined on its old volume: {text}");
+    for i in 0..20 {
+        let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "{r}");
+    }
     Ok(())
 }
