@@ -15,7 +15,7 @@ use crate::error::{AppError, AppResult};
 use crate::meetings::{self, Comment, ListQuery, Meeting, NewComment, NewMeeting, Page, Transcript};
 use crate::search::{self, Results, SearchQuery};
 use crate::state::AppState;
-use crate::{live, orgs, privacy, rate_limit, summary, webhooks};
+use crate::{live, orgs, privacy, rate_limit, webhooks};
 
 /// Every route of the API.
 pub fn routes(state: AppState) -> Router {
@@ -130,7 +130,13 @@ async fn start_meeting(State(state): State<AppState>, caller: Caller, Path(id): 
 }
 
 async fn stop_meeting(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> AppResult<Json<Meeting>> {
-    let meeting = meetings::transition(&state.db, &caller, &id, "active", "completed").await?;
+    // With AI_SERVICE_URL, the stop records the summary as pending (in Tessera,
+    // for whichever instance's loop claims it) and wakes this instance's loop.
+    let summarize = state.config.ai_service_url.is_some();
+    let meeting = meetings::stop(&state.db, &caller, &id, summarize).await?;
+    if summarize {
+        state.summaries.wake.notify_one();
+    }
     webhooks::emit(&state, &meeting.owner_id, "meeting.ended", json!({"meeting": meeting})).await;
     let transcript = meetings::transcript(&state.db, &caller, &id).await?;
     webhooks::emit(
@@ -140,7 +146,6 @@ async fn stop_meeting(State(state): State<AppState>, caller: Caller, Path(id): P
         json!({"meeting_id": id, "segments": transcript.segments.len(), "text": transcript.text}),
     )
     .await;
-    summary::spawn_summary(&state, &id, transcript.text);
     Ok(Json(meeting))
 }
 

@@ -1,7 +1,7 @@
 //! Tessera meetings (spec 03 part C): meetings transcribed in real time,
 //! built on Tessera. Every byte of state (users, refresh-token families,
-//! meetings, transcript segments, webhooks and their deliveries,
-//! organizations, rate-limit buckets, the search index) lives in Tessera,
+//! meetings, transcript segments, pending summaries, webhooks and their
+//! deliveries, organizations, rate-limit buckets, the search index) lives in Tessera,
 //! reached through the router's public HTTP API: two instances behind one
 //! address behave as one.
 //!
@@ -11,8 +11,9 @@
 //!   application's tables.
 //! - Services, each owning its tables: [`auth`] (users, passwords, tokens),
 //!   [`meetings`], [`webhooks`], [`orgs`], [`privacy`], [`search`],
-//!   [`rate_limit`]; [`speech`] recognizes audio with PocketSphinx and
-//!   [`live`] runs a meeting's WebSocket.
+//!   [`rate_limit`]; [`speech`] recognizes audio with PocketSphinx,
+//!   [`live`] runs a meeting's WebSocket and [`summary`] makes meetings'
+//!   summaries.
 //! - [`http`]: the routes (thin adapters over the services); [`web`]: the
 //!   browser frontend.
 
@@ -42,7 +43,8 @@ use crate::config::Config;
 use crate::state::{AppState, Inner};
 
 /// Connects to Tessera, creates the tables, starts the webhook deliveries and
-/// serves the API and the frontend until the process is stopped.
+/// the meeting summaries (with `AI_SERVICE_URL`), and serves the API and the
+/// frontend until the process is stopped.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let db = db::Db::new(config.database.clone(), config.database_ca_file.as_deref())?;
     // The cluster may still be starting: wait for it rather than fail.
@@ -68,9 +70,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if config.email_api_key.is_none() {
         tracing::info!("EMAIL_SERVICE_API_KEY is not set: invitations are recorded and logged, not sent");
     }
-    let state =
-        AppState::new(Inner { config: config.clone(), db, hub: live::Hub::default(), speech, webhooks: webhooks::Dispatcher::new() });
+    let state = AppState::new(Inner {
+        config: config.clone(),
+        db,
+        hub: live::Hub::default(),
+        speech,
+        webhooks: webhooks::Dispatcher::new(),
+        summaries: summary::Summarizer::new(),
+    });
     webhooks::spawn_delivery_loop(state.clone());
+    summary::spawn_summary_loop(state.clone());
     live::spawn_relay(state.clone());
     let api = tokio::net::TcpListener::bind(config.api_addr).await?;
     let web = tokio::net::TcpListener::bind(config.web_addr).await?;

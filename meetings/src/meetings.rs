@@ -2,25 +2,28 @@
 //!
 //! A meeting moves `scheduled` → `active` (start) → `completed` (stop); any
 //! other move answers 409. Each move is one conditional UPDATE, so two
-//! instances starting the same meeting at once cannot both succeed.
+//! instances starting the same meeting at once cannot both succeed. Stopping
+//! records in that same UPDATE that the meeting's summary is pending, when
+//! summaries are made (see [`crate::summary`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::clock::{iso, now_ms, parse_iso};
-use crate::db::Db;
+use crate::db::{Db, DbError};
 use crate::error::{AppError, AppResult};
 use crate::search;
 
 /// The tables this service owns.
 pub const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS meetings (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, organization_id TEXT, title TEXT NOT NULL, description TEXT NOT NULL, scheduled_at BIGINT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, started_at BIGINT, ended_at BIGINT, summary TEXT)",
+    "CREATE TABLE IF NOT EXISTS meetings (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, organization_id TEXT, title TEXT NOT NULL, description TEXT NOT NULL, scheduled_at BIGINT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, started_at BIGINT, ended_at BIGINT, summary TEXT, summary_state TEXT, summary_attempts BIGINT, summary_next_at BIGINT, summary_claimed_by TEXT, summary_claim_until BIGINT)",
     "CREATE TABLE IF NOT EXISTS comments (id TEXT PRIMARY KEY, meeting_id TEXT NOT NULL, user_id TEXT NOT NULL, author TEXT NOT NULL, text TEXT NOT NULL, created_at BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS segments (id TEXT PRIMARY KEY, meeting_id TEXT NOT NULL, user_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, confidence DOUBLE PRECISION NOT NULL, created_at BIGINT NOT NULL)",
 ];
 
-const COLUMNS: &str = "id, owner_id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at, summary";
+const COLUMNS: &str =
+    "id, owner_id, organization_id, title, description, scheduled_at, status, created_at, started_at, ended_at, summary, summary_state";
 
 /// A meeting as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +40,9 @@ pub struct Meeting {
     pub ended_at: Option<String>,
     /// Made by the text-generation service after the meeting ended (`AI_SERVICE_URL`).
     pub summary: Option<String>,
+    /// Where the summary stands: null (none asked for), `pending`, `done`,
+    /// `skipped` (empty transcript) or `failed` (see [`crate::summary`]).
+    pub summary_status: Option<String>,
 }
 
 impl Meeting {
@@ -55,6 +61,7 @@ impl Meeting {
             started_at: time("started_at"),
             ended_at: time("ended_at"),
             summary: row.get("summary").and_then(Value::as_str).map(str::to_string),
+            summary_status: row.get("summary_state").and_then(Value::as_str).map(str::to_string),
         }
     }
 }
@@ -96,7 +103,7 @@ pub async fn create(db: &Db, caller: &Caller, m: NewMeeting) -> AppResult<Meetin
         search::Doc { id: &id, doc_type: "meeting", owner_id: &caller.user.id, meeting_id: &id, title, body: &body, at_ms: scheduled };
     search::write_indexed(
         db,
-        &format!("INSERT INTO meetings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, 'scheduled', $7, NULL, NULL, NULL)"),
+        &format!("INSERT INTO meetings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, 'scheduled', $7, NULL, NULL, NULL, NULL)"),
         vec![json!(id), json!(caller.user.id), json!(m.organization_id), json!(title), json!(m.description), json!(scheduled), json!(now)],
         &doc,
     )
@@ -172,14 +179,30 @@ pub async fn list(db: &Db, caller: &Caller, q: ListQuery) -> AppResult<Page> {
 
 /// Moves a meeting the caller owns from `from` to `to` (start or stop).
 pub async fn transition(db: &Db, caller: &Caller, id: &str, from: &str, to: &str) -> AppResult<Meeting> {
+    move_meeting(db, caller, id, from, to, false).await
+}
+
+/// Stops a meeting the caller owns (`active` → `completed`); with `summarize`
+/// (`AI_SERVICE_URL` is set), the same UPDATE records its summary as pending
+/// for the summary loop ([`crate::summary`]).
+pub async fn stop(db: &Db, caller: &Caller, id: &str, summarize: bool) -> AppResult<Meeting> {
+    move_meeting(db, caller, id, "active", "completed", summarize).await
+}
+
+async fn move_meeting(db: &Db, caller: &Caller, id: &str, from: &str, to: &str, summarize: bool) -> AppResult<Meeting> {
     let meeting = get(db, caller, id).await?;
     if meeting.owner_id != caller.user.id && !caller.user.is_admin() {
         return Err(AppError::Forbidden("only the meeting's owner starts or stops it".into()));
     }
     let stamp = if to == "active" { "started_at" } else { "ended_at" };
+    let pending = if summarize {
+        ", summary_state = 'pending', summary_attempts = 0, summary_next_at = $4, summary_claimed_by = NULL, summary_claim_until = NULL"
+    } else {
+        ""
+    };
     let moved = db
         .sql(
-            &format!("UPDATE meetings SET status = $3, {stamp} = $4 WHERE id = $1 AND status = $2"),
+            &format!("UPDATE meetings SET status = $3, {stamp} = $4{pending} WHERE id = $1 AND status = $2"),
             &[json!(id), json!(from), json!(to), json!(now_ms())],
         )
         .await?;
@@ -350,6 +373,13 @@ pub struct Transcript {
     pub segments: Vec<Segment>,
     /// The segments' text, in order, one line each.
     pub text: String,
+}
+
+/// Meeting `id`'s transcript text (its segments' texts in order, one line
+/// each), for the summary loop: no caller, no check.
+pub async fn transcript_text(db: &Db, id: &str) -> Result<String, DbError> {
+    let rows = db.sql("SELECT text FROM segments WHERE meeting_id = $1 ORDER BY created_at, id", &[json!(id)]).await?;
+    Ok(rows.rows.iter().filter_map(|r| r.first().and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
 }
 
 pub async fn transcript(db: &Db, caller: &Caller, id: &str) -> AppResult<Transcript> {

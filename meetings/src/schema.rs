@@ -1,5 +1,7 @@
 //! The application's tables, created at start (idempotent: every statement is
-//! `CREATE TABLE IF NOT EXISTS`); each service owns its own.
+//! `CREATE TABLE IF NOT EXISTS`, `CREATE INDEX IF NOT EXISTS` or `ALTER TABLE
+//! … ADD COLUMN IF NOT EXISTS`, which upgrades a table made by an earlier
+//! version); each service owns its own.
 
 use crate::db::{Db, DbError};
 
@@ -8,6 +10,8 @@ pub async fn ensure(db: &Db) -> Result<(), DbError> {
     let all = [
         crate::auth::SCHEMA,
         crate::meetings::SCHEMA,
+        // After `meetings`: it adds columns to that table.
+        crate::summary::SCHEMA,
         crate::webhooks::SCHEMA,
         crate::orgs::SCHEMA,
         crate::privacy::SCHEMA,

@@ -6,10 +6,12 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::live::Hub;
 use crate::speech::SpeechModel;
+use crate::summary::Summarizer;
 use crate::webhooks::Dispatcher;
 
 /// The application's state: configuration, the database client, the live
-/// meeting hub, the speech model and the webhook dispatcher.
+/// meeting hub, the speech model, the webhook dispatcher and the summary loop's
+/// per-instance part.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
@@ -19,6 +21,7 @@ pub struct Inner {
     pub hub: Hub,
     pub speech: Option<SpeechModel>,
     pub webhooks: Dispatcher,
+    pub summaries: Summarizer,
 }
 
 impl AppState {
