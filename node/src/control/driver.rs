@@ -70,7 +70,7 @@ async fn drive_placement<H: ControlHost>(host: H, rebalance_every: Option<Durati
     tick.tick().await;
     let mut last_rebalance = Instant::now();
     // The first pass records the nodes' localities before any move is planned.
-    let mut last_sweep = Instant::now() - STRAY_SWEEP_PERIOD;
+    let mut last_sweep = Instant::now().checked_sub(STRAY_SWEEP_PERIOD).unwrap_or_else(Instant::now);
     loop {
         tick.tick().await;
         if host.is_stopping() {
