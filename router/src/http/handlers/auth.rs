@@ -347,8 +347,16 @@ pub async fn mfa_enable(State(state): State<AppState>, caller: Caller) -> Result
 /// Body of `POST /api/v1/auth/mfa/verify`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct VerifyRequest {
+    /// The temporary token the login answered.
+    #[schemars(pattern(r"\S"))]
     token: String,
+    /// Six digits (a string; a number is taken leniently).
+    #[schemars(schema_with = "mfa_code")]
     code: Value,
+}
+
+fn mfa_code(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"anyOf": [{"type": "string", "pattern": "^[0-9]{6}$"}, {"type": "integer", "minimum": 0, "maximum": 999999}]})
 }
 
 /// Accepts the code as a string (or, leniently, a number; leading zeros then lost).

@@ -236,7 +236,8 @@ pub struct SqlImportOptions {
 /// Body of `POST /api/v1/import/sql`.
 #[derive(schemars::JsonSchema, Deserialize)]
 pub struct SqlImportRequest {
-    #[schemars(length(min = 1))]
+    /// The target table (not only white space).
+    #[schemars(pattern(r"\S"))]
     table: String,
     #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
     database: Option<String>,

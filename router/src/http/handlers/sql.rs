@@ -381,8 +381,9 @@ pub struct Vacuumed {
 #[schemars(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct VacuumBody {
-    /// One table (of `database`, `default` unless named): 1 to 128 bytes.
-    #[schemars(length(min = 1))]
+    /// One table (of `database`, `default` unless named): 1 to 128 characters,
+    /// taken as a quoted identifier (an unknown name is 404).
+    #[schemars(length(min = 1, max = 128))]
     table_name: Option<String>,
     /// Every table of this database (or the database of `table_name`).
     #[schemars(pattern(crate::http::openapi::formats::DATABASE))]
@@ -401,8 +402,8 @@ fn vacuum_target(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErr
     let text = |field: &str| -> Result<Option<String>, ApiError> {
         match obj.get(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() && s.len() <= 128 => Ok(Some(s.clone())),
-            Some(_) => Err(ApiError::BadRequest(format!("{field} must be a non-empty string of at most 128 bytes"))),
+            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 128 => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::BadRequest(format!("{field} must be a string of 1 to 128 characters"))),
         }
     };
     Ok((text("table_name")?, text("database")?))
@@ -410,7 +411,16 @@ fn vacuum_target(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErr
 
 #[cfg(test)]
 mod tests {
-    use super::looks_read_only;
+    use super::{looks_read_only, vacuum_target};
+
+    #[test]
+    fn a_vacuum_target_is_any_name_the_schema_allows() {
+        // A whitespace name is a valid quoted identifier: the table is unknown (404), not a bad request.
+        assert_eq!(vacuum_target(br#"{"table_name": "\f", "database": null}"#).unwrap(), (Some("\u{c}".into()), None));
+        assert!(vacuum_target(format!(r#"{{"table_name": "{}"}}"#, "é".repeat(128)).as_bytes()).is_ok());
+        assert!(vacuum_target(br#"{"table_name": ""}"#).is_err());
+        assert!(vacuum_target(format!(r#"{{"table_name": "{}"}}"#, "a".repeat(129)).as_bytes()).is_err());
+    }
 
     #[test]
     fn read_only_guess() {
