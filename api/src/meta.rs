@@ -238,12 +238,26 @@ fn is_zero(n: &GroupId) -> bool {
     *n == 0
 }
 
-/// Group `group`'s replica on node `from` moving to node `to`.
+/// Group `group`'s replica on node `from` moving to node `to`; a move from a
+/// node to itself ([`ReplicaMove::addition`]) adds a replica on it instead (a
+/// group below its replication factor gets its missing replica back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaMove {
     pub group: GroupId,
     pub from: NodeId,
     pub to: NodeId,
+}
+
+impl ReplicaMove {
+    /// A new replica of `group` on node `to`, nothing taken away.
+    pub fn addition(group: GroupId, to: NodeId) -> Self {
+        Self { group, from: to, to }
+    }
+
+    /// Whether this move adds a replica rather than moving one.
+    pub fn is_addition(&self) -> bool {
+        self.from == self.to
+    }
 }
 
 impl ClusterMap {
@@ -351,7 +365,11 @@ impl ClusterMap {
             }
         }
         let group = self.groups.iter().find(|g| g.id == mv.group).ok_or_else(|| format!("group {} does not exist", mv.group))?;
-        if !group.members.contains(&mv.from) {
+        if mv.is_addition() {
+            if group.members.len() >= self.target_replicas(mv.group) {
+                return Err(format!("group {} has its {} replicas already", mv.group, group.members.len()));
+            }
+        } else if !group.members.contains(&mv.from) {
             return Err(format!("node {} holds no replica of group {}", mv.from, mv.group));
         }
         if group.members.contains(&mv.to) {
@@ -363,6 +381,13 @@ impl ClusterMap {
         self.moving = Some(mv);
         self.epoch += 1;
         Ok(true)
+    }
+
+    /// How many replicas `group` should have: the replication factor, and at
+    /// least three for the meta group (as at bootstrap), nodes permitting.
+    pub fn target_replicas(&self, group: GroupId) -> usize {
+        let wanted = if group == crate::META_GROUP { self.replication_factor.max(3) } else { self.replication_factor };
+        wanted.min(self.nodes.iter().filter(|n| n.state != NodeState::Draining).count()).max(1)
     }
 
     /// Clears the move in flight of `group`, if any; whether there was one.

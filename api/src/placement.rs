@@ -189,6 +189,37 @@ pub fn next_spread_move(map: &ClusterMap) -> Option<ReplicaMove> {
     None
 }
 
+/// The next replica to add to a group that has fewer replicas than it should
+/// ([`ClusterMap::target_replicas`]: a node it lived on was removed, in a
+/// cluster that then had no other node to take it): on the node lacking the
+/// group that crowds its failure domains least, then holds the fewest
+/// replicas (the meta group first, then data groups in id order). While a
+/// node joins, only that node takes replicas (it needs them anyway). `None`
+/// while a move is in flight, while a node drains, or when every group has
+/// its replicas or no node can take one.
+pub fn next_repair_move(map: &ClusterMap) -> Option<ReplicaMove> {
+    if map.moving.is_some() || map.nodes.iter().any(|n| n.state == NodeState::Draining) {
+        return None;
+    }
+    let joining = map.nodes.iter().find(|n| n.state == NodeState::Joining).map(|n| n.id);
+    let load = replica_load(map);
+    let load_of = |id: NodeId| load.get(&id).copied().unwrap_or(0);
+    map.groups.iter().filter(|g| g.members.len() < map.target_replicas(g.id)).find_map(|g| {
+        map.nodes
+            .iter()
+            .filter(|n| !g.members.contains(&n.id))
+            .filter(|n| match joining {
+                Some(j) => n.id == j,
+                None => n.state == NodeState::Active,
+            })
+            .min_by_key(|n| {
+                let with: Vec<NodeId> = g.members.iter().copied().chain([n.id]).collect();
+                (crowding(map, &with), load_of(n.id), n.id)
+            })
+            .map(|n| ReplicaMove::addition(g.id, n.id))
+    })
+}
+
 /// The next replica move that evens out how many data-group replicas the
 /// active nodes hold: from a node holding at least two more than another to
 /// that node, of a group the receiver lacks; the most loaded giver and the
@@ -344,7 +375,49 @@ mod tests {
     /// Moves `mv` in `map` as the driver would.
     fn apply(map: &mut ClusterMap, mv: ReplicaMove) {
         let g = map.groups.iter_mut().find(|g| g.id == mv.group).unwrap();
-        g.members.iter_mut().filter(|m| **m == mv.from).for_each(|m| *m = mv.to);
+        if mv.is_addition() {
+            g.members.push(mv.to);
+        } else {
+            g.members.iter_mut().filter(|m| **m == mv.from).for_each(|m| *m = mv.to);
+        }
+    }
+
+    #[test]
+    fn a_node_added_back_gets_the_replicas_its_removal_took() {
+        // Node 3 of three was drained (nothing could take its replicas) and removed.
+        let mut m = map(&[1, 2], &[(0, &[1, 2]), (1, &[1, 2]), (2, &[2, 1])]);
+        assert_eq!(next_repair_move(&m), None, "no node to add a replica to");
+        m.nodes.push(NodeInfo::new(3, "n3").in_state(NodeState::Joining));
+        let mut added = Vec::new();
+        while let Some(mv) = next_repair_move(&m) {
+            assert!(mv.is_addition() && mv.to == 3, "{mv:?}");
+            m.begin_move(mv).unwrap();
+            m.end_move(mv.group);
+            apply(&mut m, mv);
+            added.push(mv.group);
+        }
+        assert_eq!(added, vec![0, 1, 2], "the meta group first, then the data groups");
+        assert!(m.groups.iter().all(|g| g.members.len() == 3));
+        assert_eq!(join_moves(&m, 3), Vec::new(), "the node holds its share already");
+    }
+
+    #[test]
+    fn a_missing_replica_goes_to_the_least_loaded_node_of_a_zone_the_group_lacks() {
+        let mut m = map(&[1, 2, 3, 4, 5], &[(0, &[1, 2, 3]), (1, &[1, 2]), (2, &[3, 4, 5]), (3, &[3, 4, 5])]);
+        assert_eq!(next_repair_move(&m), Some(ReplicaMove::addition(1, 3)), "nodes 3-5 hold two replicas each: the lowest id");
+        m.nodes[0].locality = "zone=a".into();
+        m.nodes[2].locality = "zone=a".into();
+        assert_eq!(next_repair_move(&m), Some(ReplicaMove::addition(1, 4)), "node 3 would put two replicas in zone a");
+        m.nodes[1].state = NodeState::Draining;
+        assert_eq!(next_repair_move(&m), None, "a drain first");
+        m.nodes[1].state = NodeState::Active;
+        m.moving = Some(ReplicaMove { group: 2, from: 3, to: 1 });
+        assert_eq!(next_repair_move(&m), None, "one move at a time");
+        m.moving = None;
+        m.groups[1].members.push(3);
+        assert_eq!(next_repair_move(&m), None, "every group has its replicas");
+        let addition = ReplicaMove::addition(1, 4);
+        assert!(m.begin_move(addition).unwrap_err().contains("has its 3 replicas"));
     }
 
     #[test]

@@ -467,7 +467,8 @@ def sts_of(docs):
 def check_no_needless_restarts():
     """Issue item 5: the StatefulSet's pod template (what rolls the database)
     does not change (a) with node.replicas (SERVICE_PEERS lists the bootstrap
-    nodes, each pod advertises its own address from its name), (b) with the
+    nodes, each pod advertises its own address from its name; the routers'
+    SERVICE_NODES too, the rest comes from the cluster map), (b) with the
     router's configuration (checksum/config hashes node.toml alone; the
     router's, router.toml alone), (c) with the chart's version (helm.sh/chart
     is on object metadata, not on pod templates)."""
@@ -475,6 +476,8 @@ def check_no_needless_restarts():
     five = docs_of(render({"node": {"replicas": 5, "initialReplicas": 3}}))
     a, b = sts_of(three)["spec"]["template"], sts_of(five)["spec"]["template"]
     assert a == b, f"scaling node.replicas 3 -> 5 changes the StatefulSet's pod template (every node restarts):\n{diff(a, b)}"
+    ra, rb = pod_templates(three)[("Deployment", "tessera-router")], pod_templates(five)[("Deployment", "tessera-router")]
+    assert ra == rb, f"scaling node.replicas 3 -> 5 changes the routers' pod template (every router restarts):\n{diff(ra, rb)}"
     (container,) = b["spec"]["containers"]
     names = [e["name"] for e in container["env"]]
     env = {e["name"]: e for e in container["env"]}
@@ -483,7 +486,7 @@ def check_no_needless_restarts():
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name", env["POD_NAME"]
     assert env["SERVICE_ADVERTISE_ADDR"]["value"] == "$(POD_NAME).tessera-node-headless.default.svc.cluster.local:9191", env["SERVICE_ADVERTISE_ADDR"]
     assert names.index("POD_NAME") < names.index("SERVICE_ADVERTISE_ADDR"), "$(POD_NAME) expands only from an earlier variable"
-    (job,) = [d for d in five if d["kind"] == "Job"]
+    (job,) = hook_jobs(five, "registration")
     added = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}["NODES_TO_ADD"]
     assert added == f"4={host.format(3)},5={host.format(4)}", added
     peer_hosts = docs_of(render({"node": {"replicas": 4, "initialReplicas": 3, "peerHosts": ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]}}))
@@ -513,8 +516,9 @@ def check_no_needless_restarts():
     for key in old:
         assert old[key] == new[key], f"a chart version change rolls {key}:\n{diff(old[key], new[key])}"
     assert all(d["metadata"]["labels"]["helm.sh/chart"].startswith("tessera-99.0.0-") for d in after), "helm.sh/chart stays on the objects"
-    print("ok  no needless restarts: the StatefulSet's pod template is the same for 3 and 5 replicas (bootstrap peers +"
-          " SERVICE_ADVERTISE_ADDR from $(POD_NAME)), for another router configuration and another chart version")
+    print("ok  no needless restarts: the StatefulSet's and the routers' pod templates are the same for 3 and 5 replicas (bootstrap"
+          " peers, SERVICE_ADVERTISE_ADDR from $(POD_NAME), routers learn the others from the map), for another router"
+          " configuration and another chart version")
 
 
 # Name limits: a StatefulSet's pods carry controller-revision-hash =
@@ -699,41 +703,57 @@ def job_env(job):
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 
 
+def hooks_of(job):
+    return set(job["metadata"]["annotations"].get("helm.sh/hook", "").split(","))
+
+
 def check_scale_down():
     """Issue item (day two): going from 5 to 4 nodes must not delete pod 4
-    while the cluster still counts node 5. An upgrade that finds (`lookup`)
-    the StatefulSet with more replicas than node.replicas renders a
-    pre-upgrade,pre-rollback hook Job that drains and removes the departing
-    nodes (highest first) through the admin API before the StatefulSet
-    shrinks; an upgrade that keeps or raises node.replicas, or that renders
-    without the cluster, has none."""
+    while the cluster still counts node 5, and neither may a rollback to a
+    revision with fewer nodes. An upgrade that finds (`lookup`) the
+    StatefulSet with more replicas than node.replicas renders a
+    pre-upgrade,pre-rollback hook Job that drains and removes the members
+    above node.replicas (highest first) through the admin API before the
+    StatefulSet shrinks; every other render (install, an upgrade that keeps or
+    raises node.replicas, a render without the cluster) stores the same Job as
+    a pre-rollback hook alone, since `helm rollback` runs the hooks of the
+    revision it goes back to."""
     five = {"node": {"replicas": 5, "initialReplicas": 3}}
+    (guard,) = hook_jobs(docs_of(render(five)), "scale-down")
+    assert hooks_of(guard) == {"pre-rollback"}, f"the install stores no rollback guard: {guard['metadata']['annotations']}"
+    assert job_env(guard).get("REPLICAS_AFTER") == "5", job_env(guard)
     with FakeCluster() as cluster:
         cluster.install(five)
         assert cluster.statefulset("tessera-node")["spec"]["replicas"] == 5
-        for replicas, departing in ((4, "5"), (3, "5 4")):
+        for replicas in (4, 3):
             docs = docs_of(cluster.render_upgrade({"node": {"replicas": replicas, "initialReplicas": 3}}))
             jobs = hook_jobs(docs, "scale-down")
             assert len(jobs) == 1, f"5 -> {replicas} nodes: no scale-down hook Job rendered ({sorted(d['metadata']['name'] for d in docs if d['kind'] == 'Job')})"
             (job,) = jobs
-            hooks = set(job["metadata"]["annotations"].get("helm.sh/hook", "").split(","))
-            assert {"pre-upgrade", "pre-rollback"} <= hooks, job["metadata"]["annotations"]
+            assert hooks_of(job) == {"pre-upgrade", "pre-rollback"}, job["metadata"]["annotations"]
             env = job_env(job)
-            assert env.get("DEPARTING_NODES") == departing, f"5 -> {replicas}: the Job targets {env.get('DEPARTING_NODES')!r}, not {departing!r}"
+            assert env.get("REPLICAS_AFTER") == str(replicas), f"5 -> {replicas}: the Job keeps {env.get('REPLICAS_AFTER')!r} nodes"
             kubernetes_validate.validate(job, KUBE_VERSION, strict=True)
         # The release's manifest (what is applied after the hooks) does not hold it: it is a hook.
         assert not hook_jobs(docs_of(cluster.upgrade({"node": {"replicas": 4, "initialReplicas": 3}})), "scale-down")
-        same = docs_of(cluster.render_upgrade(five))
-        assert not hook_jobs(same, "scale-down"), "5 -> 5 nodes renders a scale-down Job"
+        (same,) = hook_jobs(docs_of(cluster.render_upgrade(five)), "scale-down")
+        assert hooks_of(same) == {"pre-rollback"}, "5 -> 5 nodes runs a scale-down Job before the upgrade"
     with FakeCluster() as cluster:
         cluster.install({"node": {"replicas": 4, "initialReplicas": 3}})
-        up = docs_of(cluster.render_upgrade(five))
-        assert not hook_jobs(up, "scale-down"), "4 -> 5 nodes renders a scale-down Job"
-    # Without the cluster (helm template, --dry-run=client, GitOps): lookup finds nothing, no Job.
+        (up,) = hook_jobs(docs_of(cluster.render_upgrade(five)), "scale-down")
+        assert hooks_of(up) == {"pre-rollback"}, "4 -> 5 nodes runs a scale-down Job before the upgrade"
+    # Without the cluster (helm template, --dry-run=client, GitOps): lookup finds nothing, a rollback guard only.
     given = {"auth": {"adminPassword": "Given-Passw0rd!"}, "metrics": {"token": "t"}, "tls": {"allowNewCaOnUpgrade": True}}
-    assert not hook_jobs(docs_of(render({**given, "node": {"replicas": 4, "initialReplicas": 3}}, upgrade=True)), "scale-down")
+    (offline,) = hook_jobs(docs_of(render({**given, "node": {"replicas": 4, "initialReplicas": 3}}, upgrade=True)), "scale-down")
+    assert hooks_of(offline) == {"pre-rollback"}, offline["metadata"]["annotations"]
     print("ok  scale-down guard: an upgrade from 5 to 4 (3) nodes that finds the StatefulSet renders a pre-upgrade,pre-rollback"
-          " hook Job draining and removing node 5 (5, 4) first; none for 5 -> 5, 4 -> 5 or without the cluster")
+          " hook Job draining and removing the members above 4 (3); install, 5 -> 5, 4 -> 5 and offline renders store it as a"
+          " pre-rollback hook only (a rollback to a revision with fewer nodes drains and removes the extra ones first)")
+
+
+def members(*ids):
+    """A GET /api/v1/admin/nodes answer listing `ids` (active), as the router serializes it."""
+    return {"nodes": [{"id": i, "address": f"tessera-node-{i - 1}:9191", "state": "active", "locality": ""} for i in ids], "count": len(ids)}
 
 
 class FakeAdminApi:
@@ -940,7 +960,7 @@ def check_admin_jobs():
         meta, spec = down["metadata"]["annotations"], down["spec"]
         assert meta["helm.sh/hook-delete-policy"] == "before-hook-creation", meta
         assert (spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"]) == (3600, 86400), spec
-        assert job_env(down)["DEPARTING_NODES"] == "7 6 5", job_env(down)
+        assert job_env(down)["REPLICAS_AFTER"] == "4", job_env(down)
         dscript = down["spec"]["template"]["spec"]["containers"][0]["command"][2]
         assert "x-consistency: all" in dscript and " -k" not in dscript and dscript.count("curl ") == 1 and "| curl " in dscript
         assert [v for v in down["spec"]["template"]["spec"]["volumes"] if v["name"] == "router-ca"] == [v for v in pod["volumes"] if v["name"] == "router-ca"]
@@ -951,25 +971,42 @@ def check_admin_jobs():
             ("POST", node.format(6) + "/drain"): [(409, {"error": "node 7 is removing: one node leaves at a time (remove it first)"}), (404, {"error": "node 6 does not exist"})],
             ("POST", node.format(5) + "/drain"): [(409, {"error": "node 5 is being removed"})],
             ("DELETE", node.format(5)): [(404, {"error": "node 5 does not exist"})],
-            ("GET", "/api/v1/admin/nodes"): [(200, nodes)],
+            ("GET", "/api/v1/admin/nodes"): [(503, {"error": "no meta leader"}), (200, members(1, 2, 3, 4, 5, 6, 7)), (200, nodes)],
         }
         with FakeAdminApi(plan, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
             status, out = run_job(down, api.url, tmp, ca_file=files["ca.crt"])
             assert status == 0, out
-            assert api.requests() == [("POST", node.format(7) + "/drain")] * 2 + [("DELETE", node.format(7))] * 2 + [
+            assert api.requests() == [("GET", "/api/v1/admin/nodes")] * 2 + [("POST", node.format(7) + "/drain")] * 2 + [("DELETE", node.format(7))] * 2 + [
                 ("POST", node.format(6) + "/drain")] * 2 + [("POST", node.format(5) + "/drain"), ("DELETE", node.format(5)), ("GET", "/api/v1/admin/nodes")], api.requests()
             levels = {(c[0], c[2].get("x-consistency")) for c in api.calls if c[0] != "GET" and c[1] != "/api/v1/auth/login"}
             assert levels == {("POST", "all"), ("DELETE", "quorum")}, levels
             assert "node 7 removed" in out and "node 6 is not a member" in out, out
         for reply, needle in [((409, {"error": "node 7 holds the last replica of group 2"}), "node 7 could not be removed: 409"),
                               ((403, {"error": "missing manage:cluster"}), "node 7 could not be removed: 403")]:
-            plan = {("POST", node.format(7) + "/drain"): [(200, {})], ("DELETE", node.format(7)): [reply]}
+            plan = {("POST", node.format(7) + "/drain"): [(200, {})], ("DELETE", node.format(7)): [reply],
+                    ("GET", "/api/v1/admin/nodes"): [(200, members(1, 2, 3, 4, 5, 6, 7))]}
             with FakeAdminApi(plan, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
                 status, out = run_job(down, api.url, tmp, ca_file=files["ca.crt"])
                 assert status != 0 and needle in out and ("POST", node.format(6) + "/drain") not in api.requests(), out
-        with FakeAdminApi({("POST", node.format(7) + "/drain"): [(504, {"error": "no progress"})]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
+        with FakeAdminApi({("POST", node.format(7) + "/drain"): [(504, {"error": "no progress"})],
+                           ("GET", "/api/v1/admin/nodes"): [(200, members(1, 2, 3, 4, 5, 6, 7))]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
             status, out = run_job(down, api.url, tmp, env={"TIMEOUT_SECONDS": "1"}, ca_file=files["ca.crt"])
             assert status != 0 and "not drained within 1s" in out and not api.requests("DELETE"), out
+        # A rollback to a revision of 4 nodes: the members above 4 leave; none when there are none.
+        with FakeAdminApi({("GET", "/api/v1/admin/nodes"): [(200, members(1, 2, 3, 5))], ("POST", node.format(5) + "/drain"): [(200, {})],
+                           ("DELETE", node.format(5)): [(200, {})]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
+            status, out = run_job(down, api.url, tmp, ca_file=files["ca.crt"])
+            assert status == 0 and api.requests("POST") == [("POST", node.format(5) + "/drain")] and api.requests("DELETE") == [("DELETE", node.format(5))], out
+        with FakeAdminApi({("GET", "/api/v1/admin/nodes"): [(200, members(1, 2, 3, 4))]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
+            status, out = run_job(down, api.url, tmp, ca_file=files["ca.crt"])
+            assert status == 0 and "no member above node 4" in out and api.requests() == [("GET", "/api/v1/admin/nodes")], out
+        for reply in [(403, {"error": "missing manage:cluster"})]:
+            with FakeAdminApi({("GET", "/api/v1/admin/nodes"): [reply]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
+                status, out = run_job(down, api.url, tmp, ca_file=files["ca.crt"])
+                assert status != 0 and "the members could not be listed: 403" in out, out
+        with FakeAdminApi({("GET", "/api/v1/admin/nodes"): [(503, {"error": "no meta leader"})]}, NASTY_USERNAME, NASTY_PASSWORD, **tls) as api:
+            status, out = run_job(down, api.url, tmp, env={"TIMEOUT_SECONDS": "1"}, ca_file=files["ca.crt"])
+            assert status != 0 and "could not be listed within 1s" in out and not api.requests("POST"), out
     print("ok  admin-API Jobs: registration (X-Consistency: one; members in any state accepted, draining/removing warned;"
           " retried only while a node does not answer or another change runs, bounded) and scale-down (drain with"
           " X-Consistency: all, remove, 404 = done, highest first, stops at the first failure) run against a fake admin API"

@@ -352,9 +352,11 @@ async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -
     // The upgrade back to three, rendered against a release that runs four
     // pods (lookup finds the StatefulSet): the scale-down hook.
     let shrunk = render_with(&values(3), &["--existing-replicas", "4"])?;
+    // The install's revision (three nodes), whose hooks a rollback to it runs.
+    let installed = render(&values(3))?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-scale-").tempdir()?;
     let mut procs = Processes(Vec::new());
-    let result = scale(&rendered, &shrunk, dir.path(), &hosts, http, &mut procs).await;
+    let result = scale(&rendered, &shrunk, &installed, dir.path(), &hosts, http, &mut procs).await;
     if let Err(e) = &result {
         eprintln!("{e:#}\n{}", procs.tails());
     }
@@ -413,6 +415,7 @@ async fn wait_active_with_share(api: &Http, id: u64, share: usize) -> Result<()>
 async fn scale(
     rendered: &Rendered,
     shrunk: &Rendered,
+    installed: &Rendered,
     root: &std::path::Path,
     hosts: &[&str],
     http: u16,
@@ -477,7 +480,7 @@ async fn scale(
     }
     // Run again (a retried upgrade): node 4 is no member, nothing to do.
     let output = run_job(rendered, shrunk, "tessera-scale-down", root, "pre-upgrade", 60).await?;
-    ensure!(output.contains("node 4 is not a member"), "{output}");
+    ensure!(output.contains("no member above node 3"), "{output}");
     // Told it was removed, node 4's process stopped (the StatefulSet would now delete its pod).
     let pod3 = procs.0.iter_mut().find(|(name, _, _)| name == "tessera-node-3").context("pod 3")?;
     let stopped = wait_for(Duration::from_secs(30), "node 4's process to stop", async || Ok(pod3.1.try_wait()?)).await?;
@@ -502,6 +505,17 @@ async fn scale(
     wait_active_with_share(&api, 4, 2).await?;
     let text = std::fs::read_to_string(&log)?;
     ensure!(text.contains("discards its old data"), "pod 3 rejoined on its old volume: {text}");
+    for i in 0..20 {
+        let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
+        ensure!(r.json["value"] == json!(i), "{r}");
+    }
+
+    // `helm rollback` to the three-node install runs the hooks stored with that
+    // revision: its pre-rollback guard removes node 4 before its pod would go.
+    let output = run_job(rendered, installed, "tessera-scale-down", root, "pre-rollback", 300).await?;
+    ensure!(output.contains("node 4 drained") && output.contains("node 4 removed"), "{output}");
+    let after = listed_nodes(&api).await?;
+    ensure!(after.len() == 3 && after.iter().all(|n| n["state"] == "active" && n["id"] != 4), "node 4 left: {after:?}");
     for i in 0..20 {
         let r = api.kv_get(&format!("scale/{i}")).await?.ensure_status(200)?;
         ensure!(r.json["value"] == json!(i), "{r}");

@@ -7,7 +7,8 @@
 //! the memberships without it; node 3 then stops by itself and refuses to start
 //! on its data directory again — unless told to rejoin
 //! (`SERVICE_REJOIN_WHEN_REMOVED`): then it discards that data, starts empty
-//! and is added again. No writer saw an error, every acknowledged write
+//! and is added again, and every group, left two replicas by the removal,
+//! gets its third back on it. No writer saw an error, every acknowledged write
 //! reads back, and a write with `all` succeeds on the two remaining nodes (it
 //! would time out if node 3 were still a voter).
 
@@ -124,6 +125,15 @@ async fn comes_back_on_its_old_volume(c: &mut Cluster) -> Result<()> {
     let nodes = api.get("/api/v1/admin/nodes").await?.ensure_status(200)?.json;
     let back = node_entry(&nodes, LEAVING)?;
     ensure!(back["state"] == "active" && back["groups_hosted"].as_array().is_some_and(|g| !g.is_empty()), "{back}");
+    // The removal left every group two replicas; the node's return gave each its third back.
+    let cluster = c.cluster_info().await?;
+    for g in cluster["groups"].as_array().context("groups")? {
+        ensure!(g["members"].as_array().is_some_and(|m| m.len() == 3 && m.contains(&json!(LEAVING))), "three replicas again: {g}");
+    }
+    ensure!(
+        added.json["moves"].as_array().is_some_and(|m| m.iter().all(|m| m["from"] == json!(LEAVING) && m["to"] == json!(LEAVING))),
+        "replicas added, none taken from nodes 1 and 2: {added}"
+    );
     nothing_acknowledged_is_lost_after(&api).await
 }
 

@@ -15,6 +15,11 @@
 //!   ranges split off onto their parent's nodes leave the spread uneven), then
 //!   leaderships.
 //!
+//! - A group with fewer replicas than the replication factor (a node it lived
+//!   on was removed when no other node could take its replica) gets a new one
+//!   on the node that crowds its zones least and holds the fewest replicas,
+//!   as soon as there is one ([`tessera_api::placement::next_repair_move`]):
+//!   a move from a node to itself, recorded and resumed like any move.
 //! - Every 5 s it records the locality each node reports (`cluster.locality`,
 //!   [`localities`]), and once no node joins or drains it moves replicas that
 //!   share a failure domain (zone) with another of their group's to a node of
@@ -36,7 +41,9 @@ use std::time::{Duration, Instant};
 use tessera_api::META_GROUP;
 use tessera_api::command::MetaOp;
 use tessera_api::meta::{ClusterMap, NodeInfo, NodeState, ReplicaMove};
-use tessera_api::placement::{LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_replica_move, next_spread_move};
+use tessera_api::placement::{
+    LeaderMove, LeadershipView, LifecycleStep, next_lifecycle_step, next_repair_move, next_replica_move, next_spread_move,
+};
 use tracing::{debug, info, warn};
 
 use super::leader_call::on_leader;
@@ -132,6 +139,14 @@ pub(super) async fn run_lifecycle<H: ControlHost>(host: &H) -> Result<bool, Cont
         if let Some(mv) = map.moving {
             info!(group = mv.group, from = mv.from, to = mv.to, "placement driver: resuming the replica move recorded in the map");
             finish_move(host, &map, mv, true, term).await?;
+            continue;
+        }
+        // A group left short of replicas (its node removed with nowhere to
+        // move them) gets them back as soon as a node can take them.
+        if let Some(mv) = next_repair_move(&map) {
+            begin_move(host, mv).await?;
+            info!(group = mv.group, to = mv.to, "placement driver: adding a replica to a group below its replication factor");
+            finish_move(host, &map, mv, false, term).await?;
             continue;
         }
         let draining = map.nodes.iter().find(|n| n.state == NodeState::Draining).map(|n| n.id);
@@ -280,10 +295,15 @@ async fn move_replica<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMov
         .node(mv.to)
         .filter(|n| matches!(n.state, NodeState::Active | NodeState::Joining))
         .ok_or_else(|| MoveError::Obsolete(format!("node {} is not an active or joining node", mv.to)))?;
-    if !group.members.contains(&mv.from) && !group.members.contains(&mv.to) {
+    if !mv.is_addition() && !group.members.contains(&mv.from) && !group.members.contains(&mv.to) {
         return Err(MoveError::Obsolete(format!("node {} no longer holds group {}", mv.from, mv.group)));
     }
-    let members: Vec<u64> = group.members.iter().map(|&m| if m == mv.from { mv.to } else { m }).collect();
+    let mut members = group.members.clone();
+    if !mv.is_addition() {
+        members.iter_mut().filter(|m| **m == mv.from).for_each(|m| *m = mv.to);
+    } else if !members.contains(&mv.to) {
+        members.push(mv.to);
+    }
     let failed = |step: &str, e: ControlError| MoveError::Failed(ControlError::Map(format!("{step} of group {}: {e}", mv.group)));
     host.host_group(to, mv.group, term).await.map_err(|e| failed("hosting a replica", e))?;
     let call = Call::AddLearner { node: to.id, addr: to.addr.clone(), meta_term: term };

@@ -381,6 +381,26 @@ async fn a_joining_node_receives_its_share_one_recorded_move_at_a_time_then_is_a
 }
 
 #[tokio::test]
+async fn a_group_short_of_a_replica_gets_one_on_the_node_added_back() {
+    // Node 3 of three was removed when no node could take its replicas: every
+    // group kept two. Added back, it receives one of each, nothing taken away.
+    let c = cluster(1, &[1, 2], 2, &[1, 2]);
+    c.with(|s| s.map.as_mut().unwrap().replication_factor = 3);
+    join(&c, 3);
+    assert!(driver::run_lifecycle(&c).await.expect("lifecycle"), "the node is activated");
+    let steps = c.steps();
+    for group in 0..=2 {
+        let begin = position(&steps, &format!("meta begin move of group {group} from 3 to 3"));
+        let learner = position(&steps, &format!("group {group}: add learner 3"));
+        let voters = position(&steps, &format!("group {group}: voters [1, 2, 3]"));
+        assert!(begin < learner && learner < voters, "{steps:#?}");
+    }
+    assert!(!steps.iter().any(|s| s.contains("drop group")), "{steps:#?}");
+    assert_eq!(steps.last().map(String::as_str), Some("meta node 3 active"));
+    assert!(c.map().groups.iter().all(|g| g.members == [1, 2, 3]), "{:?}", c.map().groups);
+}
+
+#[tokio::test]
 async fn a_recorded_move_is_finished_before_anything_else() {
     // A driver crashed after recording the move of group 2 from node 3 to
     // node 4; a node is draining meanwhile. The next driver finishes the move

@@ -117,7 +117,8 @@ impl Spread {
     }
 }
 
-/// A data-group replica that moved (or is moving) between two nodes.
+/// A data-group replica that moved (or is moving) between two nodes; `from`
+/// = `to` is a replica added to a group short of its replication factor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ReplicaMove {
     pub group: GroupId,
@@ -182,6 +183,8 @@ pub struct Addition {
     pub state: String,
     pub added: bool,
     pub consistency: Level,
+    /// Replicas the node received: moved from another node, or added to a
+    /// group short of its replication factor (a move `from` the node itself).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas_moved: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -475,7 +478,8 @@ pub async fn drain(state: &AppState, node_id: &str, consistency: Consistency) ->
 }
 
 /// The replica moves that took `before` to `after` and involved `node`: groups
-/// it joined (from the member that left) or left (to the member that joined).
+/// it joined (from the member that left, or from itself when the group gained
+/// a replica) or left (to the member that joined).
 fn moves_between(before: &ClusterMap, after: &ClusterMap, node: NodeId) -> Vec<ReplicaMove> {
     let mut moves = Vec::new();
     for g in &after.groups {
@@ -486,7 +490,13 @@ fn moves_between(before: &ClusterMap, after: &ClusterMap, node: NodeId) -> Vec<R
         }
         let other =
             if is { old.members.iter().find(|m| !g.members.contains(m)) } else { g.members.iter().find(|m| !old.members.contains(m)) };
-        let Some(&other) = other else { continue };
+        let Some(&other) = other else {
+            // A replica the group was short of, added on the node (nothing moved away).
+            if is {
+                moves.push(ReplicaMove { group: g.id, from: node, to: node });
+            }
+            continue;
+        };
         moves.push(if is {
             ReplicaMove { group: g.id, from: other, to: node }
         } else {
