@@ -60,6 +60,7 @@ fn route_table() -> RouteTable {
         .get("/api/v1/auth/oidc/login", Public, auth::oidc_login)
         .get("/api/v1/auth/oidc/callback", Public, auth::oidc_callback)
         .post("/api/v1/auth/logout", Authenticated, auth::logout)
+        .get("/api/v1/auth/session", Authenticated, auth::session)
         .post("/api/v1/auth/mfa/enable", Authenticated, auth::mfa_enable)
         .post("/api/v1/auth/mfa/verify", Public, auth::mfa_verify)
         .post("/api/v1/auth/mfa/disable", Authenticated, auth::mfa_disable)

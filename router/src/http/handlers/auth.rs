@@ -297,6 +297,26 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Jso
     Ok(Json(LoggedOut { success: true }))
 }
 
+/// The caller's own session (`GET /api/v1/auth/session`, `tessera whoami`).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct SessionView {
+    pub user: UserView,
+    /// Every permission the user holds, from their role.
+    pub permissions: Vec<String>,
+    /// Whether the session was opened with a second factor.
+    pub mfa_verified: bool,
+}
+
+/// `GET /api/v1/auth/session`: who the caller is and what they may do.
+pub async fn session(caller: Caller) -> Result<Json<SessionView>, ApiError> {
+    let Caller::User { user, permissions, mfa_verified, .. } = caller else {
+        return Err(ApiError::Unauthorized("not logged in".into()));
+    };
+    let mut permissions = permissions;
+    permissions.sort();
+    Ok(Json(SessionView { user: UserView::from(&*user), permissions, mfa_verified }))
+}
+
 /// The development code, only when the router runs in development mode.
 fn dev_code(state: &AppState) -> Option<String> {
     let s = &state.config.security;

@@ -1,0 +1,190 @@
+//! Scenario: a person uses the `tessera` command-line client against a real
+//! three-node cluster through its router. They sign in (the session is kept
+//! in a profile only they can read), run SQL one-shot in each output format,
+//! see a syntax error pointed at under the statement, work with key-value
+//! entries, look at the cluster, and use the interactive SQL shell through a
+//! terminal: a statement over two lines, `\dt`, `\timing`, a failing
+//! statement that does not end the shell, `\q`. Scripts get the documented
+//! exit statuses: 1 refused, 3 unreachable, 4 not signed in or not allowed.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, binary};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_client_against_a_cluster() {
+    let cluster = Cluster::start(ClusterOptions::default()).await.expect("cluster start");
+    let config = tempfile::tempdir().expect("config dir");
+    let cli = Cli { bin: binary("tessera").expect("the tessera binary"), url: cluster.router_url(0), config: config.path().to_path_buf() };
+    let result = tokio::task::spawn_blocking(move || scenario(&cli)).await.expect("scenario thread");
+    if let Err(e) = result {
+        panic!("cli scenario failed: {e:?}\n{}", cluster.log_tails(30));
+    }
+}
+
+fn scenario(cli: &Cli) -> Result<()> {
+    signing_in_keeps_the_session_private(cli)?;
+    sql_one_shot_in_every_format(cli)?;
+    key_value_entries(cli)?;
+    cluster_views(cli)?;
+    the_interactive_shell(cli)?;
+    exit_statuses_for_scripts(cli)
+}
+
+struct Cli {
+    bin: PathBuf,
+    url: String,
+    config: PathBuf,
+}
+
+impl Cli {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args).env("TESSERA_URL", &self.url).env("TESSERA_CONFIG_DIR", &self.config).env_remove("TESSERA_TOKEN");
+        c
+    }
+
+    /// Runs `tessera args` with `stdin` as its standard input.
+    fn run_with(&self, args: &[&str], stdin: &str) -> Result<Output> {
+        let mut child = self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        std::io::Write::write_all(child.stdin.as_mut().context("stdin")?, stdin.as_bytes())?;
+        drop(child.stdin.take());
+        Ok(child.wait_with_output()?)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Output> {
+        self.run_with(args, "")
+    }
+
+    /// Runs it, requiring success; answers standard output.
+    fn ok(&self, args: &[&str]) -> Result<String> {
+        let out = self.run(args)?;
+        ensure!(out.status.success(), "tessera {args:?} failed ({}): {}", out.status, text(&out.stderr));
+        Ok(text(&out.stdout))
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn exit_code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn signing_in_keeps_the_session_private(cli: &Cli) -> Result<()> {
+    let wrong = cli.run_with(&["login", "-u", ADMIN_USER, "--password-stdin"], "not-the-password\n")?;
+    ensure!(exit_code(&wrong) == 4, "a wrong password is exit 4: {wrong:?}");
+    let out = cli.run_with(&["login", "-u", ADMIN_USER, "--password-stdin"], &format!("{ADMIN_PASSWORD}\n"))?;
+    ensure!(out.status.success(), "login: {}", text(&out.stderr));
+    ensure!(text(&out.stdout).contains("as admin (admin)"), "{}", text(&out.stdout));
+    let profiles = cli.config.join("profiles.json");
+    let mode = std::fs::metadata(&profiles)?.permissions().mode() & 0o777;
+    ensure!(mode == 0o600, "the token file is {mode:o}, not 600");
+    ensure!(!std::fs::read_to_string(&profiles)?.contains(ADMIN_PASSWORD), "the password is never saved");
+    let me = cli.ok(&["whoami"])?;
+    ensure!(me.contains("admin (admin)") && me.contains("manage:cluster"), "{me}");
+    Ok(())
+}
+
+fn sql_one_shot_in_every_format(cli: &Cli) -> Result<()> {
+    let out = cli.ok(&[
+        "sql",
+        "-c",
+        "CREATE TABLE people (id INT PRIMARY KEY, name TEXT, age INT); INSERT INTO people VALUES (1, 'ada', 36), (2, 'grace', 45)",
+    ])?;
+    ensure!(out.contains("OK, 2 rows affected"), "{out}");
+    let table = cli.ok(&["sql", "-c", "SELECT id, name, age FROM people ORDER BY id"])?;
+    ensure!(table == " id | name  | age\n----+-------+-----\n  1 | ada   |  36\n  2 | grace |  45\n(2 rows)\n", "{table}");
+    let csv = cli.ok(&["sql", "--format", "csv", "-c", "SELECT name FROM people WHERE id = 2"])?;
+    ensure!(csv == "name\ngrace\n", "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&cli.ok(&["sql", "-o", "json", "-c", "SELECT COUNT(*) AS n FROM people"])?)?;
+    ensure!(json["data"]["rows"][0][0] == 2, "{json}");
+    // A script from a file; statements run one by one, the first error stops it.
+    let script = cli.config.join("script.sql");
+    std::fs::write(&script, "-- two more\nINSERT INTO people VALUES (3, 'linus', 28);\nSELECT COUNT(*) AS n FROM people;\n")?;
+    let out = cli.ok(&["sql", "-f", script.to_str().context("path")?])?;
+    ensure!(out.contains("OK, 1 row affected") && out.contains(" 3\n"), "{out}");
+    let bad = cli.run(&["sql", "-c", "SELECT 1;\nSELEC name FROM people"])?;
+    let err = text(&bad.stderr);
+    ensure!(exit_code(&bad) == 1, "a SQL error is exit 1: {bad:?}");
+    ensure!(
+        err.contains("PARSE_ERROR") && err.contains("LINE 1: SELEC name FROM people\n        ^"),
+        "the position under the statement: {err}"
+    );
+    ensure!(text(&bad.stdout).contains("(1 row)"), "the statement before the error ran");
+    Ok(())
+}
+
+fn key_value_entries(cli: &Cli) -> Result<()> {
+    cli.ok(&["kv", "put", "app/greeting", "hello world"])?;
+    cli.ok(&["kv", "put", "app/limits", r#"{"max": 5}"#])?;
+    cli.ok(&["kv", "put", "app/answer", "42", "--ttl", "600"])?;
+    ensure!(cli.ok(&["kv", "get", "app/greeting"])? == "\"hello world\"\n", "a plain word is a string");
+    let limits: serde_json::Value = serde_json::from_str(&cli.ok(&["kv", "get", "app/limits"])?)?;
+    ensure!(limits == serde_json::json!({"max": 5}), "{limits}");
+    ensure!(cli.ok(&["kv", "count", "--prefix", "app/"])?.trim() == "3");
+    let list = cli.ok(&["kv", "list", "--prefix", "app/"])?;
+    ensure!(list.contains("app/answer") && list.contains("(3 rows)"), "{list}");
+    cli.ok(&["kv", "rm", "app/answer"])?;
+    let missing = cli.run(&["kv", "get", "app/answer"])?;
+    ensure!(exit_code(&missing) == 1 && text(&missing.stderr).contains("not found"), "{missing:?}");
+    ensure!(cli.ok(&["kv", "rm", "--prefix", "app/"])?.contains("deleted 2 keys"));
+    Ok(())
+}
+
+fn cluster_views(cli: &Cli) -> Result<()> {
+    let status = cli.ok(&["cluster", "status"])?;
+    for node in ["127.0.0.1", "active"] {
+        ensure!(status.contains(node), "{status}");
+    }
+    ensure!(status.contains("(3 rows)"), "three nodes: {status}");
+    let nodes: serde_json::Value = serde_json::from_str(&cli.ok(&["node", "list", "-o", "json"])?)?;
+    ensure!(nodes["nodes"].as_array().is_some_and(|n| n.len() == 3), "{nodes}");
+    let bash = cli.ok(&["completions", "bash"])?;
+    ensure!(bash.contains("_tessera") && bash.contains("whoami"), "a bash completion script");
+    Ok(())
+}
+
+fn the_interactive_shell(cli: &Cli) -> Result<()> {
+    let mut shell = expectrl::Session::spawn(cli.command(&["sql"]))?;
+    shell.set_expect_timeout(Some(Duration::from_secs(60)));
+    shell.expect("default=> ")?;
+    shell.send_line("SELECT name")?;
+    shell.expect("default-> ")?;
+    shell.send_line("  FROM people WHERE id = 3;")?;
+    shell.expect("linus")?;
+    shell.expect("(1 row)")?;
+    shell.send_line("\\dt")?;
+    shell.expect("people")?;
+    shell.send_line("\\timing")?;
+    shell.expect("Timing is on.")?;
+    shell.send_line("SELECT nope FROM people;")?;
+    shell.expect("COLUMN_NOT_FOUND")?;
+    shell.send_line("SELECT 40 + 2 AS answer;")?;
+    shell.expect("42")?;
+    shell.expect("Time: ")?;
+    shell.send_line("\\q")?;
+    shell.expect(expectrl::Eof)?;
+    let history = std::fs::read_to_string(cli.config.join("sql_history")).unwrap_or_default();
+    ensure!(history.contains("SELECT 40 + 2 AS answer;"), "the history is kept: {history}");
+    Ok(())
+}
+
+fn exit_statuses_for_scripts(cli: &Cli) -> Result<()> {
+    let nowhere = cli.run(&["--url", "http://127.0.0.1:1", "kv", "count"])?;
+    ensure!(exit_code(&nowhere) == 3 && text(&nowhere.stderr).contains("cannot reach"), "{nowhere:?}");
+    let usage = cli.run(&["kv", "frobnicate"])?;
+    ensure!(exit_code(&usage) == 2, "{usage:?}");
+    cli.ok(&["logout"])?;
+    let out = cli.run(&["whoami"])?;
+    ensure!(exit_code(&out) == 4, "signed out: {out:?}");
+    let anonymous = cli.run(&["sql", "-c", "SELECT 1"])?;
+    ensure!(exit_code(&anonymous) == 4 && text(&anonymous.stderr).contains("tessera login"), "{anonymous:?}");
+    ensure!(Path::new(&cli.config).join("profiles.json").is_file());
+    Ok(())
+}
