@@ -57,9 +57,8 @@ impl Api {
         self.call(Method::DELETE, path, None).await
     }
 
-    /// One request: the answer's JSON body on 2xx (null when empty), else the
-    /// error it stands for.
-    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value> {
+    /// A request to `path` carrying the session and the consistency level.
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         let mut req = self.http.request(method, format!("{}{path}", self.url));
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);
@@ -67,10 +66,41 @@ impl Api {
         if let Some(level) = &self.consistency {
             req = req.header("x-consistency", level);
         }
+        req
+    }
+
+    /// The session token, for the calls that cannot go through [`Api::request`] (WebSocket).
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// One request: the answer's JSON body on 2xx (null when empty), else the
+    /// error it stands for.
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value> {
+        let mut req = self.request(method, path);
         if let Some(body) = body {
             req = req.json(&body);
         }
+        self.json(req).await
+    }
+
+    /// Sends `req`; its JSON answer on 2xx, else the error it stands for.
+    pub async fn json(&self, req: reqwest::RequestBuilder) -> Result<Value> {
+        let resp = self.send(req).await?;
+        let bytes = resp.bytes().await.map_err(|e| CliError::Unavailable(format!("reading the answer of {}: {e}", self.url)))?;
+        Ok(if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        })
+    }
+
+    /// Sends `req`; the response on 2xx (its body unread), else the error it stands for.
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
         let resp = req.send().await.map_err(|e| CliError::Unavailable(unreachable(&self.url, &e)))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
         let status = resp.status().as_u16();
         let bytes = resp.bytes().await.map_err(|e| CliError::Unavailable(format!("reading the answer of {}: {e}", self.url)))?;
         let json: Value = if bytes.is_empty() {
@@ -78,9 +108,6 @@ impl Api {
         } else {
             serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
         };
-        if (200..300).contains(&status) {
-            return Ok(json);
-        }
         let (code, message, position) = error_of(&json);
         Err(match status {
             401 if self.token.is_none() => CliError::Auth(format!("{message} (sign in first: tessera login)")),

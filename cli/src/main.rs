@@ -2,11 +2,14 @@
 //! through the router's public `/api/v1` (no private back door); see the
 //! README, "Command-line client", for a session and the exit statuses.
 
+mod admin;
 mod client;
 mod commands;
 mod error;
+mod models;
 mod output;
 mod profiles;
+mod progress;
 mod sql;
 
 use std::path::PathBuf;
@@ -71,8 +74,73 @@ enum Command {
     /// Add, drain and remove nodes.
     #[command(subcommand)]
     Node(commands::NodeCommand),
+    /// Documents.
+    #[command(subcommand)]
+    Doc(models::DocCommand),
+    /// Time-series.
+    #[command(subcommand)]
+    Ts(models::TsCommand),
+    /// Streams: publish, history, live tail.
+    #[command(subcommand)]
+    Stream(models::StreamCommand),
+    /// Graph queries.
+    #[command(subcommand)]
+    Graph(models::GraphCommand),
+    /// Objects: buckets and files.
+    #[command(subcommand)]
+    Object(models::ObjectCommand),
+    /// Vector search.
+    #[command(subcommand)]
+    Vector(VectorCommand),
+    /// Backups: create (with progress), list, restore.
+    #[command(subcommand)]
+    Backup(admin::BackupCommand),
+    /// Bulk import of a CSV or JSON file, in batches, with a summary.
+    #[command(subcommand)]
+    Import(admin::ImportCommand),
+    /// Users.
+    #[command(subcommand)]
+    User(admin::UserCommand),
+    /// Roles and their permissions.
+    #[command(subcommand)]
+    Role(RoleCommand),
+    /// A data subject's audit trail (`audit verify`: check the hash chain).
+    Audit { subject: String },
+    /// Compliance: erase a data subject everywhere (prints the certificate).
+    #[command(subcommand)]
+    Compliance(ComplianceCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Subcommand)]
+enum VectorCommand {
+    /// The K nearest vectors of COLLECTION to VECTOR (a JSON array).
+    Search {
+        collection: String,
+        vector: String,
+        #[arg(short, default_value_t = 10)]
+        k: u64,
+        /// A metadata filter (a JSON object).
+        #[arg(long)]
+        filter: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RoleCommand {
+    /// The roles.
+    List,
+}
+
+#[derive(Subcommand)]
+enum ComplianceCommand {
+    /// Erase SUBJECT's data in every store (secure erasure) and print the signed certificate.
+    Erase {
+        subject: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -132,6 +200,20 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Kv(c) => commands::kv(&g, c).await,
         Command::Cluster(c) => commands::cluster(&g, c).await,
         Command::Node(c) => commands::node(&g, c).await,
+        Command::Doc(c) => models::doc(&g, c).await,
+        Command::Ts(c) => models::ts(&g, c).await,
+        Command::Stream(c) => models::stream(&g, c).await,
+        Command::Graph(c) => models::graph(&g, c).await,
+        Command::Object(c) => models::object(&g, c).await,
+        Command::Vector(VectorCommand::Search { collection, vector, k, filter }) => {
+            models::vector_search(&g, collection, vector, k, filter).await
+        }
+        Command::Backup(c) => admin::backup(&g, c).await,
+        Command::Import(c) => admin::import(&g, c).await,
+        Command::User(c) => admin::user(&g, c).await,
+        Command::Role(RoleCommand::List) => admin::roles(&g).await,
+        Command::Audit { subject } => admin::audit(&g, subject).await,
+        Command::Compliance(ComplianceCommand::Erase { subject, reason }) => admin::erase(&g, subject, reason).await,
     }
 }
 

@@ -45,6 +45,13 @@ pub fn rows(out: &mut impl Write, columns: &[String], rows: &[Vec<Value>], forma
     }
 }
 
+/// JSON objects as rows of the fields `columns` (a missing field is empty).
+pub fn items(out: &mut impl Write, items: &[Value], columns: &[&str], format: Format) -> Result<()> {
+    let table: Vec<Vec<Value>> = items.iter().map(|item| columns.iter().map(|c| item[*c].clone()).collect()).collect();
+    let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+    rows(out, &names, &table, format)
+}
+
 pub fn json(out: &mut impl Write, v: &Value) -> Result<()> {
     writeln!(out, "{}", serde_json::to_string_pretty(v).unwrap_or_default())?;
     Ok(())

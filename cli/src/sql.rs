@@ -54,7 +54,7 @@ impl Session<'_> {
                     .iter()
                     .map(|t| match t {
                         Value::String(name) => vec![json!(name), Value::Null],
-                        t => vec![t["name"].clone(), t["row_count"].clone()],
+                        t => vec![t["name"].clone(), t["rows"].clone()],
                     })
                     .collect();
                 output::rows(out, &["table".into(), "rows".into()], &rows, self.format)

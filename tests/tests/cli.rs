@@ -2,7 +2,9 @@
 //! three-node cluster through its router. They sign in (the session is kept
 //! in a profile only they can read), run SQL one-shot in each output format,
 //! see a syntax error pointed at under the statement, work with key-value
-//! entries, look at the cluster, and use the interactive SQL shell through a
+//! entries, documents, time-series, a stream followed live, objects (a 3 MB
+//! file up and down), import a CSV file, back up, manage users, erase a data
+//! subject, look at the cluster, and use the interactive SQL shell through a
 //! terminal: a statement over two lines, `\dt`, `\timing`, a failing
 //! statement that does not end the shell, `\q`. Scripts get the documented
 //! exit statuses: 1 refused, 3 unreachable, 4 not signed in or not allowed.
@@ -17,7 +19,8 @@ use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, binary}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_line_client_against_a_cluster() {
-    let cluster = Cluster::start(ClusterOptions::default()).await.expect("cluster start");
+    let options = ClusterOptions { router_env: vec![("SERVICE_COMPLIANCE_ENABLED".into(), "true".into())], ..ClusterOptions::default() };
+    let cluster = Cluster::start(options).await.expect("cluster start");
     let config = tempfile::tempdir().expect("config dir");
     let cli = Cli { bin: binary("tessera").expect("the tessera binary"), url: cluster.router_url(0), config: config.path().to_path_buf() };
     let result = tokio::task::spawn_blocking(move || scenario(&cli)).await.expect("scenario thread");
@@ -31,6 +34,9 @@ fn scenario(cli: &Cli) -> Result<()> {
     sql_one_shot_in_every_format(cli)?;
     key_value_entries(cli)?;
     cluster_views(cli)?;
+    documents_time_series_and_streams(cli)?;
+    objects_with_files(cli)?;
+    operations(cli)?;
     the_interactive_shell(cli)?;
     exit_statuses_for_scripts(cli)
 }
@@ -147,6 +153,75 @@ fn cluster_views(cli: &Cli) -> Result<()> {
     ensure!(nodes["nodes"].as_array().is_some_and(|n| n.len() == 3), "{nodes}");
     let bash = cli.ok(&["completions", "bash"])?;
     ensure!(bash.contains("_tessera") && bash.contains("whoami"), "a bash completion script");
+    Ok(())
+}
+
+fn documents_time_series_and_streams(cli: &Cli) -> Result<()> {
+    ensure!(cli.ok(&["doc", "insert", "pets", r#"{"name": "rex", "age": 3}"#, "--id", "rex"])?.contains("inserted rex"));
+    cli.ok(&["doc", "insert", "pets", r#"{"name": "tom", "age": 9}"#])?;
+    let old = cli.ok(&["doc", "find", "pets", r#"{"age": {"$gt": 5}}"#])?;
+    ensure!(old.contains("tom") && !old.contains("rex") && old.contains("(1 row)"), "{old}");
+    cli.ok(&["doc", "update", "pets", "rex", r#"{"$set": {"age": 4}}"#])?;
+    let rex: serde_json::Value = serde_json::from_str(&cli.ok(&["doc", "get", "pets", "rex"])?)?;
+    ensure!(rex["data"]["age"] == 4, "{rex}");
+    cli.ok(&["doc", "rm", "pets", "rex"])?;
+    ensure!(exit_code(&cli.run(&["doc", "get", "pets", "rex"])?) == 1, "a deleted document is gone");
+
+    cli.ok(&["ts", "write", "cpu", "0.5", "--tag", "host=a", "--at", "1795000000000"])?;
+    cli.ok(&["ts", "write", "cpu", "0.7", "--tag", "host=a", "--at", "1795000001000"])?;
+    let avg = cli.ok(&["ts", "query", "cpu", "--start", "1794999990000", "--end", "1795000010000", "--agg", "avg", "--interval", "1m"])?;
+    ensure!(avg.contains("0.6") && avg.contains("host"), "{avg}");
+
+    // The first event creates the channel; a live tail from event 1 sees it
+    // and the one published while it runs.
+    cli.ok(&["stream", "publish", "orders", "created", r#"{"id": 1}"#])?;
+    let tail =
+        cli.command(&["stream", "tail", "orders", "--from", "1", "-n", "2"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    cli.ok(&["stream", "publish", "orders", "paid", r#"{"id": 1}"#])?;
+    let out = tail.wait_with_output()?;
+    let lines: Vec<serde_json::Value> = text(&out.stdout).lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    ensure!(lines.len() == 2 && lines[0]["event_type"] == "created" && lines[1]["event_type"] == "paid", "{lines:?} {}", text(&out.stderr));
+    let history = cli.ok(&["stream", "history", "orders"])?;
+    ensure!(history.contains("paid") && history.contains("(2 rows)"), "{history}");
+    Ok(())
+}
+
+fn objects_with_files(cli: &Cli) -> Result<()> {
+    let file = cli.config.join("blob.bin");
+    let content: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(&file, &content)?;
+    cli.ok(&["object", "mb", "files"])?;
+    cli.ok(&["object", "put", "files", "dir/blob.bin", file.to_str().context("path")?])?;
+    let listed = cli.ok(&["object", "ls", "files", "--prefix", "dir/"])?;
+    ensure!(listed.contains("dir/blob.bin") && listed.contains("3000000"), "{listed}");
+    let back = cli.config.join("blob.back");
+    cli.ok(&["object", "get", "files", "dir/blob.bin", back.to_str().context("path")?])?;
+    ensure!(std::fs::read(&back)? == content, "the file comes back byte for byte");
+    cli.ok(&["object", "rm", "files", "dir/blob.bin"])?;
+    ensure!(exit_code(&cli.run(&["object", "get", "files", "dir/blob.bin", "-"])?) == 1);
+    Ok(())
+}
+
+fn operations(cli: &Cli) -> Result<()> {
+    let csv = cli.config.join("people.csv");
+    std::fs::write(&csv, "id,name,age\n10,\"Hopper, Grace\",85\n11,Linus,28\n")?;
+    let report = cli.ok(&["import", "sql", csv.to_str().context("path")?, "--table", "people", "--batch", "1"])?;
+    ensure!(report.contains("2 rows read, 2 imported"), "{report}");
+    ensure!(cli.ok(&["sql", "-c", "SELECT name FROM people WHERE id = 10"])?.contains("Hopper, Grace"));
+    let backup = cli.ok(&["backup", "create"])?;
+    ensure!(backup.starts_with("backup bkp-"), "{backup}");
+    let id = backup.split_whitespace().nth(1).context("backup id")?.trim_end_matches(':');
+    ensure!(cli.ok(&["backup", "list"])?.contains(id));
+    let created = cli.run_with(
+        &["user", "add", "carol", "--email", "carol@example.com", "--role", "viewer", "--password-stdin"],
+        "Carol-Passw0rd-12\n",
+    )?;
+    ensure!(created.status.success(), "{}", text(&created.stderr));
+    ensure!(cli.ok(&["user", "list"])?.contains("carol"));
+    ensure!(cli.ok(&["role", "list"])?.contains("operator"));
+    cli.ok(&["kv", "put", "customer/42", r#"{"email": "x@example.com"}"#])?;
+    let erased = cli.ok(&["compliance", "erase", "42", "--reason", "the customer asked"])?;
+    ensure!(erased.contains("certificate"), "{erased}");
     Ok(())
 }
 
