@@ -27,6 +27,8 @@ pub struct RouterConfig {
     pub compliance: ComplianceSection,
     pub rbac: RbacSection,
     pub backup: BackupSection,
+    /// The web console (spec 01's dashboard on port 8000).
+    pub console: ConsoleSection,
     /// Spec 02's `[breach_detection]`, folded into `security` at load.
     pub breach_detection: BreachDetectionSection,
     /// Spec 02's `[retention]`, folded into `compliance` at load.
@@ -160,6 +162,23 @@ pub struct BackupSection {
 impl Default for BackupSection {
     fn default() -> Self {
         BackupSection { dir: "./data/backups".into(), key: None, encryption_key: None }
+    }
+}
+
+/// The web console: static pages built into the router, served with the
+/// whole `/api/v1` on a port of their own (docs/console.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConsoleSection {
+    /// Serve it (`SERVICE_CONSOLE_ENABLED`; `deploy/cluster.sh up` turns it on).
+    pub enabled: bool,
+    /// Its port, on `server.host` (`SERVICE_CONSOLE_PORT`).
+    pub port: u16,
+}
+
+impl Default for ConsoleSection {
+    fn default() -> Self {
+        ConsoleSection { enabled: false, port: 8000 }
     }
 }
 
@@ -779,6 +798,7 @@ impl Default for RouterConfig {
             compliance: ComplianceSection::default(),
             rbac: RbacSection::default(),
             backup: BackupSection::default(),
+            console: ConsoleSection::default(),
             breach_detection: BreachDetectionSection::default(),
             retention: RetentionSection::default(),
             data_classification: Default::default(),
@@ -832,6 +852,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("compliance_enabled", "compliance.enabled"),
     ("data_exfiltration_threshold_mb", "security.data_exfiltration_threshold_mb"),
     ("backup_dir", "backup.dir"),
+    ("console_enabled", "console.enabled"),
+    ("console_port", "console.port"),
     ("backup_key", "backup.key"),
     ("encryption_key", "backup.encryption_key"),
     ("breach_webhook_url", "compliance.breach_webhook_url"),

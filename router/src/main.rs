@@ -4,6 +4,7 @@
 
 mod cluster;
 mod config;
+mod console;
 mod error;
 mod http;
 use http::handlers;
@@ -142,6 +143,34 @@ fn route_table() -> RouteTable {
 
 /// The router: the route table, the permission check its decisions drive, and
 /// the layers every request passes.
+/// Serves `app` on `listener` (over TLS when `https` is set) until `stop` turns true.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    https: Option<std::sync::Arc<tessera_api::tls::LiveServerConfig>>,
+    app: Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    match https {
+        Some(tls_config) => {
+            // `tap_io` is what gives a custom listener's SocketAddr to ConnectInfo.
+            let listener = axum::serve::ListenerExt::tap_io(tls::HttpsListener::new(listener, tls_config)?, |_| {});
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        }
+        None => {
+            // No Nagle delay: a response's head and body are separate writes.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        }
+    }
+    Ok(())
+}
+
 fn routes(state: AppState) -> Router {
     let body_limit = state.config.kv.max_value_bytes + state.config.kv.max_key_bytes + 64 * 1024;
     let (table, decisions) = route_table().build();
@@ -294,29 +323,33 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     let mut asked_to_stop = state.shutdown.subscribe();
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    let app = routes(state).into_make_service_with_connect_info::<SocketAddr>();
-    let shutdown = async move {
+    let console = state.config.console.clone();
+    let api = routes(state);
+    // One stop for every listener: a signal, or the cluster's shutdown.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
         tokio::select! {
             _ = tessera_api::runtime::shutdown_signal() => {}
             _ = asked_to_stop.wait_for(|stop| *stop) => info!("cluster shutdown: this router stops"),
         }
         streams.close(); // WebSockets end with 1001 instead of holding the shutdown
+        let _ = stop.send(true);
+    });
+    let console_server = if console.enabled {
+        let console_addr: SocketAddr = format!("{}:{}", addr.ip(), console.port).parse()?;
+        let console_listener = tokio::net::TcpListener::bind(console_addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("console.port {console_addr}: {e} (SERVICE_CONSOLE_PORT moves it)"))?;
+        info!(addr = %console_addr, https = https.is_some(), "web console listening");
+        let app = console::routes().merge(api.clone());
+        Some(tokio::spawn(serve(console_listener, https.clone(), app, stopped.clone())))
+    } else {
+        None
     };
-    match https {
-        Some(tls_config) => {
-            info!(%addr, "router listening (HTTPS only)");
-            // `tap_io` is what gives a custom listener's SocketAddr to ConnectInfo.
-            let listener = axum::serve::ListenerExt::tap_io(tls::HttpsListener::new(listener, tls_config)?, |_| {});
-            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
-        }
-        None => {
-            info!(%addr, "router listening");
-            // No Nagle delay: a response's head and body are separate writes.
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
-        }
+    info!(%addr, https = https.is_some(), "router listening{}", if https.is_some() { " (HTTPS only)" } else { "" });
+    serve(listener, https, api, stopped).await?;
+    if let Some(console) = console_server {
+        console.await??;
     }
     info!("stopped");
     // Buffered spans are exported before the process ends.

@@ -126,6 +126,24 @@ impl Browser {
         wait_for(Duration::from_secs(30), what, async || Ok(self.text(css).await.ok().filter(|t| ok(t)))).await
     }
 
+    /// Whether an element matches `css` and is displayed.
+    pub async fn visible(&self, css: &str) -> Result<bool> {
+        let Ok(e) = self.find(css).await else { return Ok(false) };
+        Ok(self.call(reqwest::Method::GET, &format!("/element/{}/displayed", e.0), None).await?.as_bool().unwrap_or(false))
+    }
+
+    /// A PNG of the page, written to `path` (a test artifact).
+    pub async fn screenshot(&self, path: &std::path::Path) -> Result<()> {
+        use base64::Engine;
+        let png = self.call(reqwest::Method::GET, "/screenshot", None).await?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().context("a screenshot")?)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, bytes)?;
+        Ok(())
+    }
+
     /// Ends the session (the browser closes).
     pub async fn close(&self) -> Result<()> {
         self.call(reqwest::Method::DELETE, "", None).await.map(|_| ())

@@ -1,0 +1,125 @@
+//! Scenario: the web console (served by the router on its console port) in a
+//! real browser (Debian's headless Chromium through chromedriver). An admin
+//! signs in (after a wrong password is refused on the page), sees the three
+//! nodes and every group led, runs SQL and sees the rows in the grid and a
+//! syntax error pointed at in the statement, adds a key in the key-value
+//! browser, and watches node 3's status change when it is killed. A viewer
+//! signs in next: no admin buttons, and a write the viewer may not make is
+//! refused by the API and said on the page. Screenshots of each page are
+//! kept under `$CARGO_TARGET_DIR/test-artifacts/console/` (or the temporary
+//! directory).
+
+use std::path::PathBuf;
+
+use anyhow::{Result, ensure};
+use serde_json::json;
+use tessera_tests::webdriver::{Browser, Driver};
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, pick_port};
+
+const VIEWER_PASSWORD: &str = "Viewer-Passw0rd-12";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_browser() {
+    let port = pick_port().expect("a port");
+    let options = ClusterOptions {
+        router_env: vec![("SERVICE_CONSOLE_ENABLED".into(), "true".into()), ("SERVICE_CONSOLE_PORT".into(), port.to_string())],
+        ..ClusterOptions::default()
+    };
+    let mut cluster = Cluster::start(options).await.expect("cluster start");
+    if let Err(e) = scenario(&mut cluster, port).await {
+        panic!("console_browser scenario failed: {e:?}\n{}", cluster.log_tails(20));
+    }
+}
+
+fn artifacts() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(std::env::temp_dir, PathBuf::from).join("test-artifacts").join("console")
+}
+
+async fn scenario(cluster: &mut Cluster, port: u16) -> Result<()> {
+    cluster
+        .http
+        .post(
+            "/api/v1/admin/users",
+            &json!({"username": "vera", "email": "vera@example.com", "password": VIEWER_PASSWORD, "role": "viewer"}),
+        )
+        .await?
+        .ensure_status(201)?;
+    let driver = Driver::start()?;
+    let profile = tempfile::tempdir()?;
+    let page = driver.browser(profile.path()).await?;
+    let outcome = drive(&page, cluster, port).await;
+    let _ = page.screenshot(&artifacts().join("last.png")).await;
+    let _ = page.close().await;
+    outcome
+}
+
+async fn sign_in(page: &Browser, user: &str, password: &str) -> Result<()> {
+    page.fill("#username", user).await?;
+    page.fill("#password", password).await?;
+    page.click("#login").await
+}
+
+async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
+    page.goto(&format!("http://127.0.0.1:{port}/")).await?;
+    sign_in(page, ADMIN_USER, "not the password").await?;
+    page.text_when("#error", "a wrong password is refused on the page", |t| !t.is_empty()).await?;
+    sign_in(page, ADMIN_USER, ADMIN_PASSWORD).await?;
+    page.text_when("#who", "the page names the signed-in admin", |t| t == "admin (admin)").await?;
+
+    // The cluster overview: three nodes, every group led, admin actions shown.
+    page.text_when("#health", "the overview", |t| t.starts_with("3 nodes") && t.ends_with("every group led")).await?;
+    page.text_when("#nodes tbody", "the nodes are listed", |t| t.matches("127.0.0.1").count() == 3).await?;
+    ensure!(page.visible("#nodes .drain").await?, "an admin sees the drain buttons");
+    page.screenshot(&artifacts().join("overview.png")).await?;
+
+    // SQL: rows in the grid; an error pointed at in the statement.
+    page.click("[data-page=sql]").await?;
+    for statement in ["CREATE TABLE pets (id INT PRIMARY KEY, name TEXT)", "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom')"] {
+        page.fill("#sql-text", statement).await?;
+        page.click("#sql-run").await?;
+        page.text_when("#sql-status", "the statement ran", |t| t.starts_with("OK")).await?;
+    }
+    page.fill("#sql-text", "SELECT id, name FROM pets ORDER BY id").await?;
+    page.click("#sql-run").await?;
+    page.text_when("#sql-status", "two rows", |t| t.starts_with("2 row(s)")).await?;
+    let grid = page.text("#sql-result").await?;
+    ensure!(grid.contains("id name") && grid.contains("1 rex") && grid.contains("2 tom"), "the grid: {grid:?}");
+    page.fill("#sql-text", "SELECT 1;\nSELEC name FROM pets").await?;
+    page.click("#sql-run").await?;
+    let error = page.text_when("#sql-error", "the error is shown", |t| t.contains("PARSE_ERROR")).await?;
+    ensure!(error.contains("LINE 2: SELEC name FROM pets") && error.contains('^'), "the error points into the statement: {error}");
+    page.screenshot(&artifacts().join("sql.png")).await?;
+
+    // Key-value: a key added on the page is in the database.
+    page.click("[data-page=kv]").await?;
+    page.fill("#kv-key", "console/greeting").await?;
+    page.fill("#kv-value", r#"{"hello": "world"}"#).await?;
+    page.click("#kv-save").await?;
+    page.text_when("#kv-entries tbody", "the new key is listed", |t| t.contains("console/greeting")).await?;
+    let stored = cluster.http.kv_get("console/greeting").await?.ensure_status(200)?;
+    ensure!(stored.json["value"] == json!({"hello": "world"}), "{stored}");
+    page.screenshot(&artifacts().join("kv.png")).await?;
+
+    // A node goes down: the overview says so within a refresh or two.
+    page.click("[data-page=overview]").await?;
+    cluster.kill_node(3)?;
+    page.text_when("#health", "node 3 is reported unreachable", |t| t.starts_with("1 node(s) unreachable")).await?;
+    page.screenshot(&artifacts().join("node-down.png")).await?;
+
+    // A viewer: no admin buttons, and the API refuses a write on the page.
+    page.click("#logout").await?;
+    page.text_when("#error", "signed out", |t| t == "Signed out.").await?;
+    sign_in(page, "vera", VIEWER_PASSWORD).await?;
+    page.text_when("#who", "the viewer is signed in", |t| t == "vera (viewer)").await?;
+    page.text_when("#nodes tbody", "the viewer sees the nodes", |t| t.contains("127.0.0.1")).await?;
+    ensure!(!page.visible("#nodes .drain").await?, "a viewer sees no drain button");
+    page.click("[data-page=kv]").await?;
+    page.text_when("#kv-entries tbody", "the viewer reads the keys", |t| t.contains("console/greeting")).await?;
+    ensure!(!page.visible(".kv-delete").await?, "a viewer sees no delete button");
+    page.fill("#kv-key", "console/viewer").await?;
+    page.fill("#kv-value", "1").await?;
+    page.click("#kv-save").await?;
+    page.text_when("#kv-error", "the refusal is shown", |t| t.contains("write:kv")).await?;
+    cluster.http.kv_get("console/viewer").await?.ensure_status(404)?;
+    Ok(())
+}
