@@ -49,7 +49,7 @@ venv_with "$GENERATOR_VENV" "openapi-python-client==$GENERATOR_VERSION"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 export TESSERA_BIN_DIR="${TESSERA_BIN_DIR:-$CARGO_TARGET_DIR/debug}"
 export TESSERA_DATA; TESSERA_DATA="$(mktemp -d /tmp/tessera-schemathesis.XXXXXX)"
-export TESSERA_ROUTER_PORT=19090 TESSERA_NODE_PORT_BASE=19190
+export TESSERA_ROUTER_PORT=19090 TESSERA_NODE_PORT_BASE=19190 TESSERA_CONSOLE_PORT=18000
 export SERVICE_ADMIN_USERNAME=admin SERVICE_ADMIN_PASSWORD="Fuzz-admin-1-$(head -c 12 /dev/urandom | base64 | tr -dc A-Za-z0-9)"
 # The vault unsealed and a backup key set, so their routes answer; no rate
 # limit, so every generated request reaches its handler.

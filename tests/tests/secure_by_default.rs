@@ -21,6 +21,7 @@ struct Deployed {
     data: tempfile::TempDir,
     node_base: u16,
     router_port: u16,
+    console_port: u16,
 }
 
 impl Deployed {
@@ -33,6 +34,7 @@ impl Deployed {
             .env("TESSERA_BIN_DIR", bin_dir()?)
             .env("TESSERA_NODE_PORT_BASE", self.node_base.to_string())
             .env("TESSERA_ROUTER_PORT", self.router_port.to_string())
+            .env("TESSERA_CONSOLE_PORT", self.console_port.to_string())
             .env_remove("TESSERA_INSECURE")
             .env_remove("TESSERA_CERTS")
             .output()?;
@@ -133,7 +135,8 @@ async fn data_digests(api: &Http) -> Result<Vec<(u64, Value, Value)>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secure_by_default() -> Result<()> {
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-    let deployed = Deployed { data: tempfile::tempdir()?, node_base: node_port_base()?, router_port: pick_port()? };
+    let deployed =
+        Deployed { data: tempfile::tempdir()?, node_base: node_port_base()?, router_port: pick_port()?, console_port: pick_port()? };
     let up = deployed.run(&["up"]).context("cluster.sh up")?;
     let result = scenario(&deployed, &up).await;
     if result.is_err() {
@@ -154,6 +157,11 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
     };
     let (user, password) = (field("admin username")?, field("admin password")?);
     let api = Http::new(format!("http://127.0.0.1:{}", deployed.router_port)).login_as(&user, &password).await?;
+    // The web console is on, at the address `up` printed.
+    let console = format!("http://127.0.0.1:{}", deployed.console_port);
+    ensure!(field("web console")?.starts_with(&console), "{up}");
+    let page = reqwest::get(format!("{console}/")).await?.text().await?;
+    ensure!(page.contains("<title>Tessera console</title>"), "{page}");
     let cluster = api.get("/api/v1/admin/cluster").await?.ensure_status(200)?.json;
     ensure!(cluster["transport"] == json!({"insecure": false, "mutual_tls": true}), "{}", cluster["transport"]);
     for i in 0..20 {
