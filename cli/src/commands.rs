@@ -5,6 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::{Args, Subcommand};
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::client::{Api, segment};
@@ -322,6 +323,48 @@ fn print_nodes(out: &mut impl Write, nodes: &Value, format: Format) -> Result<()
     output::rows(out, &columns, &rows, format)
 }
 
+/// Waits for `call` (the router answers once the change is done, as the
+/// consistency level says) while showing, on a terminal, the node's state and
+/// the replicas it hosts, from the node list once a second.
+async fn with_live_progress(api: &Api, id: u64, call: impl std::future::Future<Output = Result<Value>>) -> Result<Value> {
+    let spinner = crate::progress::spinner(&format!("node {id}"));
+    tokio::pin!(call);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            answer = &mut call => {
+                spinner.finish_and_clear();
+                return answer;
+            }
+            _ = tick.tick(), if !spinner.is_hidden() => {
+                if let Ok(nodes) = api.get("/api/v1/admin/nodes").await {
+                    spinner.set_message(node_progress(&nodes, id));
+                }
+            }
+        }
+    }
+}
+
+/// `node 4: joining, 3 replicas, moving group 5 from node 2 to node 4`.
+fn node_progress(nodes: &Value, id: u64) -> String {
+    let node = nodes["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == id));
+    let mut text = match node {
+        Some(n) => format!(
+            "node {id}: {}, {} replicas, leads {}{}",
+            output::cell(&n["state"]),
+            n["groups_hosted"].as_array().map_or(0, Vec::len),
+            n["groups_led"].as_array().map_or(0, Vec::len),
+            if n["reachable"] == false { ", not answering" } else { "" }
+        ),
+        None => format!("node {id}: not a member"),
+    };
+    let mv = &nodes["replica_move"];
+    if mv.is_object() {
+        text.push_str(&format!(", moving group {} from node {} to node {}", mv["group"], mv["from"], mv["to"]));
+    }
+    text
+}
+
 #[derive(Subcommand)]
 pub enum NodeCommand {
     /// The cluster's nodes.
@@ -332,12 +375,14 @@ pub enum NodeCommand {
     Drain { id: u64 },
     /// Take a drained node out of the cluster (it stops).
     Remove { id: u64 },
+    /// Restart a node's process (its groups stop as on SIGTERM and start again).
+    Restart { id: u64 },
 }
 
 pub async fn node(g: &Global, command: NodeCommand) -> Result<()> {
     let api = connect(g)?;
     let mut out = stdout();
-    let answer = match command {
+    let (id, method, path, body) = match command {
         NodeCommand::List => {
             let nodes = api.get("/api/v1/admin/nodes").await?;
             if g.output == Format::Json {
@@ -345,10 +390,14 @@ pub async fn node(g: &Global, command: NodeCommand) -> Result<()> {
             }
             return print_nodes(&mut out, &nodes, g.output);
         }
-        NodeCommand::Add { id, address } => api.post("/api/v1/admin/nodes", json!({"node_id": id, "address": address})).await?,
-        NodeCommand::Drain { id } => api.post(&format!("/api/v1/admin/nodes/{id}/drain"), json!({})).await?,
-        NodeCommand::Remove { id } => api.delete(&format!("/api/v1/admin/nodes/{id}")).await?,
+        NodeCommand::Add { id, address } => {
+            (id, Method::POST, "/api/v1/admin/nodes".to_string(), Some(json!({"node_id": id, "address": address})))
+        }
+        NodeCommand::Drain { id } => (id, Method::POST, format!("/api/v1/admin/nodes/{id}/drain"), Some(json!({}))),
+        NodeCommand::Remove { id } => (id, Method::DELETE, format!("/api/v1/admin/nodes/{id}"), None),
+        NodeCommand::Restart { id } => (id, Method::POST, format!("/api/v1/admin/nodes/{id}/restart"), Some(json!({}))),
     };
+    let answer = with_live_progress(&api, id, api.call(method, &path, body)).await?;
     if g.output == Format::Json {
         return output::json(&mut out, &answer);
     }
@@ -358,4 +407,19 @@ pub async fn node(g: &Global, command: NodeCommand) -> Result<()> {
     let moved = moves.map(|n| format!(", {n} replica{} moved", if n == 1 { "" } else { "s" })).unwrap_or_default();
     writeln!(out, "node {}{state}: done{moved}{took}", output::cell(&answer["node_id"]))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_names_the_state_the_replicas_and_the_move() {
+        let nodes = json!({
+            "nodes": [{"id": 4, "state": "joining", "groups_hosted": [1, 2, 3], "groups_led": [], "reachable": true}],
+            "replica_move": {"group": 5, "from": 2, "to": 4},
+        });
+        assert_eq!(node_progress(&nodes, 4), "node 4: joining, 3 replicas, leads 0, moving group 5 from node 2 to node 4");
+        assert_eq!(node_progress(&json!({"nodes": []}), 4), "node 4: not a member");
+    }
 }

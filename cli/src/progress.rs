@@ -28,3 +28,13 @@ pub fn items(total: u64, label: &str) -> ProgressBar {
     }
     bar
 }
+
+/// A spinner with a message the caller updates, hidden off a terminal.
+pub fn spinner(label: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner().with_message(label.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}

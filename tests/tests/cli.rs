@@ -151,6 +151,9 @@ fn cluster_views(cli: &Cli) -> Result<()> {
     ensure!(status.contains("(3 rows)"), "three nodes: {status}");
     let nodes: serde_json::Value = serde_json::from_str(&cli.ok(&["node", "list", "-o", "json"])?)?;
     ensure!(nodes["nodes"].as_array().is_some_and(|n| n.len() == 3), "{nodes}");
+    // A restart answers (quorum) once the node is back and its groups are led.
+    let restarted = cli.ok(&["node", "restart", "3"])?;
+    ensure!(restarted.starts_with("node 3") && restarted.contains("done"), "{restarted}");
     let bash = cli.ok(&["completions", "bash"])?;
     ensure!(bash.contains("_tessera") && bash.contains("whoami"), "a bash completion script");
     Ok(())
