@@ -53,6 +53,66 @@ async fn scenario(cluster: &mut Cluster, port: u16) -> Result<()> {
     outcome
 }
 
+/// Documents found by a filter, a time-series plotted, a stream followed
+/// live, an object listed, a backup made with the button.
+async fn other_models(page: &Browser, cluster: &Cluster) -> Result<()> {
+    let api = &cluster.http;
+    api.post("/api/v1/documents/collections", &json!({"name": "animals"})).await?.ensure_status(201)?;
+    for (name, age) in [("rex", 3), ("tom", 9)] {
+        api.post("/api/v1/documents/collections/animals/documents", &json!({"document": {"name": name, "age": age}}))
+            .await?
+            .ensure_status(201)?;
+    }
+    page.click("[data-page=docs]").await?;
+    page.text_when("#docs-collection", "the collections are offered", |t| t.contains("animals")).await?;
+    page.fill("#docs-filter", r#"{"age": {"$gt": 5}}"#).await?;
+    page.click("#docs-find").await?;
+    let found = page.text_when("#docs-result tbody", "the filter's documents", |t| t.contains("tom")).await?;
+    ensure!(!found.contains("rex"), "{found}");
+
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
+    let points: Vec<_> = (0..5u64).map(|i| json!({"timestamp": now_ms - (5 - i) * 60_000, "value": (i * i) as f64})).collect();
+    api.post("/api/v1/timeseries/write", &json!({"metric": "temperature", "points": points, "tags": {"room": "a"}}))
+        .await?
+        .ensure_status(200)?;
+    page.click("[data-page=ts]").await?;
+    page.text_when("#ts-metric", "the metrics are offered", |t| t.contains("temperature")).await?;
+    page.click("#ts-plot").await?;
+    page.text_when("#ts-status", "the points are plotted", |t| t == "5 point(s) in 1 series").await?;
+    ensure!(page.visible("#ts-chart polyline.series").await?, "a line is drawn");
+    page.screenshot(&artifacts().join("timeseries.png")).await?;
+
+    api.post("/api/v1/streaming/channels", &json!({"name": "orders"})).await?.ensure_status(201)?;
+    api.post("/api/v1/streaming/publish", &json!({"channel": "orders", "event_type": "created", "data": {"id": 1}}))
+        .await?
+        .ensure_status(200)?;
+    page.click("[data-page=streams]").await?;
+    page.text_when("#streams-channel", "the channels are offered", |t| t.contains("orders")).await?;
+    page.click("#streams-follow").await?;
+    page.text_when("#streams-status", "the first event", |t| t.ends_with("1 event(s)")).await?;
+    api.post("/api/v1/streaming/publish", &json!({"channel": "orders", "event_type": "paid", "data": {"id": 1}}))
+        .await?
+        .ensure_status(200)?;
+    page.text_when("#streams-events tbody", "a new event appears live", |t| t.contains("paid")).await?;
+
+    api.post("/api/v1/objects/buckets", &json!({"name": "reports"})).await?.ensure_status(201)?;
+    let put = api
+        .send(reqwest::Method::PUT, "/api/v1/objects/buckets/reports/object/q3.txt", Some(b"third quarter".to_vec()), Some("text/plain"))
+        .await?;
+    ensure!(put.status / 100 == 2, "{put}");
+    page.click("[data-page=objects]").await?;
+    page.text_when("#objects-list tbody", "the bucket's objects", |t| t.contains("q3.txt")).await?;
+
+    page.click("[data-page=backups]").await?;
+    page.click("#backup-create").await?;
+    page.text_when("#backups-status", "the backup is made", |t| t.ends_with(": complete")).await?;
+    page.text_when("#backups tbody", "the backup is listed", |t| t.contains("bkp-")).await?;
+    page.click("[data-page=security]").await?;
+    page.text_when("#compliance-status tbody, #security-error", "the security page loads", |_| true).await?;
+    page.screenshot(&artifacts().join("security.png")).await?;
+    Ok(())
+}
+
 async fn sign_in(page: &Browser, user: &str, password: &str) -> Result<()> {
     page.fill("#username", user).await?;
     page.fill("#password", password).await?;
@@ -99,6 +159,8 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
     let stored = cluster.http.kv_get("console/greeting").await?.ensure_status(200)?;
     ensure!(stored.json["value"] == json!({"hello": "world"}), "{stored}");
     page.screenshot(&artifacts().join("kv.png")).await?;
+
+    other_models(page, cluster).await?;
 
     // A node goes down: the overview says so within a refresh or two.
     page.click("[data-page=overview]").await?;

@@ -138,6 +138,260 @@ function go(page) {
   if (page === "overview") { refreshOverview(); state.timer = setInterval(refreshOverview, 2000); }
   if (page === "kv") listKeys();
   if (page === "users") listUsers();
+  if (page === "docs") fillSelect("#docs-collection", "/api/v1/documents/collections", "collections");
+  if (page === "ts") fillSelect("#ts-metric", "/api/v1/timeseries/metrics", "metrics");
+  if (page === "streams") fillSelect("#streams-channel", "/api/v1/streaming/channels", "channels");
+  if (page === "objects") fillSelect("#objects-bucket", "/api/v1/objects/buckets", "buckets").then(listObjects);
+  if (page === "backups") listBackups();
+  if (page === "security") listSecurity();
+}
+
+// The first of `fields` that `item` has.
+function pick(item, ...fields) {
+  for (const f of fields) if (item && item[f] !== undefined && item[f] !== null) return item[f];
+  return null;
+}
+
+// A <select> of names from a list answer (items are names or objects with a name).
+async function fillSelect(sel, path, field) {
+  const select = $(sel);
+  const keep = select.value;
+  try {
+    const answer = await api("GET", path);
+    select.replaceChildren();
+    for (const item of answer[field] || []) {
+      const name = typeof item === "string" ? item : pick(item, "name", "metric", "channel");
+      const option = document.createElement("option");
+      option.value = option.textContent = name;
+      select.append(option);
+    }
+    if (keep) select.value = keep;
+  } catch (e) {
+    show($("#error"), e.message);
+  }
+}
+
+function parseJson(text, what) {
+  if (!text.trim()) return undefined;
+  try { return JSON.parse(text); } catch (_) { throw new Error(`${what} is not JSON`); }
+}
+
+// Documents: a query built from a filter, a sort and a limit.
+async function findDocs(ev) {
+  ev.preventDefault();
+  show($("#docs-error"), "");
+  try {
+    const body = { filter: parseJson($("#docs-filter").value, "The filter") || {}, limit: Number($("#docs-limit").value) || 50 };
+    const sort = parseJson($("#docs-sort").value, "The sort");
+    if (sort) body.sort = sort;
+    const name = encodeURIComponent($("#docs-collection").value);
+    const answer = await api("POST", `/api/v1/documents/collections/${name}/query`, body);
+    fillTable($("#docs-result"), null, (answer.documents || []).map((d) => [d.id, d.data]));
+    $("#docs-status").textContent = `${answer.count} of ${answer.total_matched ?? answer.count} matching (${answer.total_scanned} scanned${answer.index_used ? ", index " + answer.index_used : ""})`;
+  } catch (e) {
+    show($("#docs-error"), e.message);
+  }
+}
+
+// Time-series: the points of the range drawn as one line per series.
+async function plot(ev) {
+  if (ev) ev.preventDefault();
+  show($("#ts-error"), "");
+  const svg = $("#ts-chart");
+  svg.replaceChildren();
+  try {
+    const range = Number($("#ts-range").value);
+    const body = { metric: $("#ts-metric").value };
+    if (range) body.start = Date.now() - range;
+    const answer = await api("POST", "/api/v1/timeseries/query", body);
+    const series = (answer.series || []).map((s) => ({
+      tags: s.tags,
+      points: (s.points || []).map((p) => [Date.parse(p.timestamp) || Number(p.timestamp), Number(p.value)]).filter((p) => !isNaN(p[0]) && !isNaN(p[1])),
+    })).filter((s) => s.points.length);
+    const all = series.flatMap((s) => s.points);
+    $("#ts-status").textContent = `${all.length} point(s) in ${series.length} series`;
+    if (!all.length) return;
+    const [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
+    const [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+    const W = 720, H = 260, L = 60, B = 30, T = 10, R = 10;
+    const x = (t) => L + (x1 === x0 ? (W - L - R) / 2 : ((t - x0) / (x1 - x0)) * (W - L - R));
+    const y = (v) => H - B - (y1 === y0 ? (H - B - T) / 2 : ((v - y0) / (y1 - y0)) * (H - B - T));
+    const ns = "http://www.w3.org/2000/svg";
+    const add = (tag, attrs, text) => {
+      const el = document.createElementNS(ns, tag);
+      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+      if (text !== undefined) el.textContent = text;
+      svg.append(el);
+      return el;
+    };
+    add("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#687086" });
+    add("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#687086" });
+    add("text", { x: 4, y: T + 10, "font-size": 11 }, String(y1));
+    add("text", { x: 4, y: H - B, "font-size": 11 }, String(y0));
+    add("text", { x: L, y: H - 8, "font-size": 11 }, new Date(x0).toISOString());
+    add("text", { x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end" }, new Date(x1).toISOString());
+    const colors = ["#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df"];
+    series.forEach((s, i) => {
+      const line = add("polyline", { class: "series", fill: "none", stroke: colors[i % colors.length], "stroke-width": 2, points: s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ") });
+      const title = document.createElementNS(ns, "title");
+      title.textContent = JSON.stringify(s.tags || {});
+      line.append(title);
+      for (const p of s.points) add("circle", { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, fill: colors[i % colors.length] });
+    });
+  } catch (e) {
+    show($("#ts-error"), e.message);
+  }
+}
+
+// Streams: the channel's events, newest appended, polled every second.
+async function follow(ev) {
+  if (ev) ev.preventDefault();
+  clearInterval(state.timer);
+  show($("#streams-error"), "");
+  const channel = $("#streams-channel").value;
+  const body = $("#streams-events tbody");
+  body.replaceChildren();
+  let last = null;
+  const poll = async () => {
+    try {
+      const after = last === null ? "" : `&after=${last}`;
+      const answer = await api("GET", `/api/v1/streaming/channels/${encodeURIComponent(channel)}/history?limit=200${after}`);
+      for (const e of answer.events || []) {
+        const tr = document.createElement("tr");
+        for (const v of [e.id, e.timestamp, e.event_type, e.data]) { const td = document.createElement("td"); td.textContent = cell(v); tr.append(td); }
+        body.append(tr);
+        last = e.id;
+      }
+      $("#streams-status").textContent = `following ${channel}: ${body.children.length} event(s)`;
+    } catch (e) {
+      show($("#streams-error"), e.message);
+    }
+  };
+  await poll();
+  state.timer = setInterval(poll, 1000);
+}
+
+// Objects: a bucket's objects, uploads and downloads.
+function objectPath(bucket, key) {
+  return `/api/v1/objects/buckets/${encodeURIComponent(bucket)}/object/${encodeURIComponent(key)}`;
+}
+
+async function listObjects() {
+  show($("#objects-error"), "");
+  const bucket = $("#objects-bucket").value;
+  if (!bucket) { fillTable($("#objects-list"), null, []); return; }
+  try {
+    const answer = await api("GET", `/api/v1/objects/buckets/${encodeURIComponent(bucket)}/objects?limit=200`);
+    fillTable($("#objects-list"), null, (answer.objects || []).map((o) => {
+      const get = document.createElement("button");
+      get.type = "button";
+      get.className = "object-download";
+      get.textContent = "Download";
+      get.setAttribute("aria-label", `Download ${o.key}`);
+      get.addEventListener("click", () => download(bucket, o.key));
+      return [o.key, o.size, o.content_type, o.updated_at, get];
+    }));
+  } catch (e) {
+    show($("#objects-error"), e.message);
+  }
+}
+
+async function upload(ev) {
+  ev.preventDefault();
+  show($("#objects-error"), "");
+  const file = $("#objects-file").files[0];
+  if (!file) { show($("#objects-error"), "Choose a file first."); return; }
+  const bucket = $("#objects-bucket").value;
+  $("#objects-status").textContent = `Uploading ${file.name} (${file.size} bytes)…`;
+  try {
+    const resp = await fetch(objectPath(bucket, file.name), {
+      method: "PUT",
+      headers: { authorization: "Bearer " + state.token, "content-type": file.type || "application/octet-stream" },
+      body: file,
+    });
+    if (!resp.ok) throw new Error(errorText(await resp.json().catch(() => null), resp.status));
+    $("#objects-status").textContent = `Uploaded ${file.name}`;
+    await listObjects();
+  } catch (e) {
+    $("#objects-status").textContent = "";
+    show($("#objects-error"), e.message);
+  }
+}
+
+async function download(bucket, key) {
+  try {
+    const resp = await fetch(objectPath(bucket, key), { headers: { authorization: "Bearer " + state.token } });
+    if (!resp.ok) throw new Error(errorText(await resp.json().catch(() => null), resp.status));
+    const url = URL.createObjectURL(await resp.blob());
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = key.split("/").pop();
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    $("#objects-status").textContent = `Downloaded ${key}`;
+  } catch (e) {
+    show($("#objects-error"), e.message);
+  }
+}
+
+// Backups: the list, and a create button followed to the end.
+async function listBackups() {
+  show($("#backups-error"), "");
+  try {
+    const answer = await api("GET", "/api/v1/admin/backups");
+    fillTable($("#backups"), null, (answer.backups || []).map((b) => [b.backup_id, b.state, b.created_at, `${b.groups_done}/${b.groups_total}`, b.size_bytes, b.encrypted ? "yes" : "no"]));
+  } catch (e) {
+    show($("#backups-error"), e.message);
+  }
+}
+
+async function createBackup() {
+  show($("#backups-error"), "");
+  const bar = $("#backup-progress");
+  bar.hidden = false;
+  bar.removeAttribute("value");
+  $("#backups-status").textContent = "Backing up…";
+  try {
+    let b = await api("POST", "/api/v1/admin/backup", {});
+    while (b.state === "running") {
+      bar.max = b.groups_total || 1;
+      bar.value = b.groups_done || 0;
+      await new Promise((r) => setTimeout(r, 500));
+      b = await api("GET", `/api/v1/admin/backups/${encodeURIComponent(b.backup_id)}`);
+    }
+    bar.max = b.groups_total || 1;
+    bar.value = b.groups_done || 0;
+    $("#backups-status").textContent = `Backup ${b.backup_id}: ${b.state}`;
+    await listBackups();
+  } catch (e) {
+    $("#backups-status").textContent = "";
+    show($("#backups-error"), e.message);
+  } finally {
+    bar.hidden = true;
+  }
+}
+
+// Security alerts, blocked addresses and compliance status.
+async function listSecurity() {
+  show($("#security-error"), "");
+  const problems = [];
+  try {
+    const alerts = await api("GET", "/api/v1/admin/security/alerts");
+    fillTable($("#security-alerts"), null, (alerts.alerts || []).map((a) => [pick(a, "timestamp", "created_at", "detected_at"), pick(a, "alert_type", "type", "kind"), pick(a, "severity"), pick(a, "source_ip", "ip", "subject"), pick(a, "details", "message", "description")]));
+    const blocked = await api("GET", "/api/v1/admin/security/blocked-ips");
+    fillTable($("#blocked-ips"), null, (blocked.blocked_ips || []).map((b) => [pick(b, "ip", "address"), pick(b, "reason"), pick(b, "expires_at", "until")]));
+  } catch (e) {
+    problems.push(e.message);
+  }
+  try {
+    const status = await api("GET", "/api/v1/admin/compliance/status");
+    fillTable($("#compliance-status"), null, (status.frameworks || []).map((f) => [pick(f, "framework", "name"), pick(f, "status"), pick(f, "score", "compliance_score")]));
+  } catch (e) {
+    problems.push("Compliance: " + e.message);
+  }
+  show($("#security-error"), problems.join("\n"));
 }
 
 // Cluster overview: nodes and groups, refreshed every two seconds.
@@ -278,5 +532,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#sql-explain").addEventListener("click", () => runSql(null, true));
   $("#kv-search").addEventListener("submit", listKeys);
   $("#kv-put").addEventListener("submit", putKey);
+  $("#docs-form").addEventListener("submit", findDocs);
+  $("#ts-form").addEventListener("submit", plot);
+  $("#streams-form").addEventListener("submit", follow);
+  $("#objects-form").addEventListener("submit", upload);
+  $("#objects-bucket").addEventListener("change", listObjects);
+  $("#backup-create").addEventListener("click", createBackup);
   if (state.token) signedIn().catch(() => signedOut("")); else $("#username").focus();
 });
