@@ -301,6 +301,28 @@ pub async fn roles(g: &Global) -> Result<()> {
     output::items(&mut stdout(), &items, &["name", "builtin", "permissions"], g.output)
 }
 
+pub enum RoleChange {
+    Create,
+    Set,
+    Remove,
+}
+
+/// Creates, changes or deletes a role.
+pub async fn role_change(g: &Global, change: RoleChange, name: String, permissions: Vec<String>) -> Result<()> {
+    let api = connect(g)?;
+    let path = format!("/api/v1/admin/roles/{}", segment(&name));
+    let (answer, done) = match change {
+        RoleChange::Create => (api.post("/api/v1/admin/roles", json!({"name": name, "permissions": permissions})).await?, "created"),
+        RoleChange::Set => (api.call(reqwest::Method::PUT, &path, Some(json!({"permissions": permissions}))).await?, "changed"),
+        RoleChange::Remove => (api.delete(&path).await?, "deleted"),
+    };
+    if g.output == Format::Json {
+        return output::json(&mut stdout(), &answer);
+    }
+    writeln!(stdout(), "{done} role {name}")?;
+    Ok(())
+}
+
 /// A subject's audit trail, or (`verify`) the hash chain's check.
 pub async fn audit(g: &Global, subject: String) -> Result<()> {
     let api = connect(g)?;

@@ -314,12 +314,13 @@ fn print_nodes(out: &mut impl Write, nodes: &Value, format: Format) -> Result<()
                 n["address"].clone(),
                 n["state"].clone(),
                 n["reachable"].clone(),
+                n["applied_lag"].clone(),
                 json!(list(&n["groups_led"])),
                 json!(list(&n["groups_hosted"])),
             ]
         })
         .collect();
-    let columns = ["node", "address", "state", "reachable", "leads", "hosts"].map(String::from);
+    let columns = ["node", "address", "state", "reachable", "lag", "leads", "hosts"].map(String::from);
     output::rows(out, &columns, &rows, format)
 }
 

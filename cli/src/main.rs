@@ -131,6 +131,20 @@ enum VectorCommand {
 enum RoleCommand {
     /// The roles.
     List,
+    /// Create a role with these permissions (e.g. read:kv write:kv).
+    Create {
+        name: String,
+        #[arg(required = true)]
+        permissions: Vec<String>,
+    },
+    /// Replace a role's permissions.
+    Set {
+        name: String,
+        #[arg(required = true)]
+        permissions: Vec<String>,
+    },
+    /// Delete a custom role.
+    Rm { name: String },
 }
 
 #[derive(Subcommand)]
@@ -212,6 +226,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import(c) => admin::import(&g, c).await,
         Command::User(c) => admin::user(&g, c).await,
         Command::Role(RoleCommand::List) => admin::roles(&g).await,
+        Command::Role(RoleCommand::Create { name, permissions }) => {
+            admin::role_change(&g, admin::RoleChange::Create, name, permissions).await
+        }
+        Command::Role(RoleCommand::Set { name, permissions }) => admin::role_change(&g, admin::RoleChange::Set, name, permissions).await,
+        Command::Role(RoleCommand::Rm { name }) => admin::role_change(&g, admin::RoleChange::Remove, name, Vec::new()).await,
         Command::Audit { subject } => admin::audit(&g, subject).await,
         Command::Compliance(ComplianceCommand::Erase { subject, reason }) => admin::erase(&g, subject, reason).await,
     }

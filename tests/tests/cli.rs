@@ -225,6 +225,29 @@ fn operations(cli: &Cli) -> Result<()> {
     cli.ok(&["kv", "put", "customer/42", r#"{"email": "x@example.com"}"#])?;
     let erased = cli.ok(&["compliance", "erase", "42", "--reason", "the customer asked"])?;
     ensure!(erased.contains("certificate"), "{erased}");
+    let trail = cli.ok(&["-o", "json", "audit", "42"])?;
+    ensure!(serde_json::from_str::<serde_json::Value>(&trail)?["subject_id"] == "42", "{trail}");
+    let users: serde_json::Value = serde_json::from_str(&cli.ok(&["user", "list", "-o", "json"])?)?;
+    let carol = users["users"].as_array().and_then(|u| u.iter().find(|u| u["username"] == "carol")).context("carol")?["id"].clone();
+    cli.ok(&["user", "rm", carol.as_str().context("id")?])?;
+    ensure!(!cli.ok(&["user", "list"])?.contains("carol"), "carol is gone");
+    cli.ok(&["role", "create", "auditor", "read:kv", "read:sql"])?;
+    cli.ok(&["role", "set", "auditor", "read:kv"])?;
+    let roles: serde_json::Value = serde_json::from_str(&cli.ok(&["role", "list", "-o", "json"])?)?;
+    let auditor = roles["roles"].as_array().and_then(|r| r.iter().find(|r| r["name"] == "auditor")).context("auditor")?;
+    ensure!(auditor["permissions"] == serde_json::json!(["read:kv"]), "{auditor}");
+    cli.ok(&["role", "rm", "auditor"])?;
+    let pairs = cli.config.join("pairs.json");
+    std::fs::write(&pairs, r#"{"import/a": 1, "import/b": {"x": true}}"#)?;
+    ensure!(cli.ok(&["import", "kv", pairs.to_str().context("path")?])?.contains("2 imported"));
+    ensure!(cli.ok(&["kv", "count", "--prefix", "import/"])?.trim() == "2");
+    // A graph and a vector collection made through the API, queried from the client.
+    let graph = cli.ok(&["graph", "query", "MATCH (p:Person) RETURN p.name"])?;
+    ensure!(graph.contains("(0 rows)"), "{graph}");
+    let missing = cli.run(&["vector", "search", "nothing", "[1, 2]"])?;
+    ensure!(exit_code(&missing) == 1 && text(&missing.stderr).contains("does not exist"), "{missing:?}");
+    let bad = cli.run(&["vector", "search", "nothing", "not json"])?;
+    ensure!(exit_code(&bad) == 2 && text(&bad.stderr).contains("VECTOR is not JSON"), "{bad:?}");
     Ok(())
 }
 
