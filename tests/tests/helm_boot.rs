@@ -88,18 +88,18 @@ async fn probe_json(url: &str) -> Option<Value> {
 async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
     binary("tessera-node")?;
     binary("tessera-router")?;
-    let (grpc, health, http) = (pick_port()?, pick_port()?, pick_port()?);
+    let (grpc, health, http, console) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?);
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
     let rendered = render(&json!({
         "node": {"peerHosts": hosts, "ports": {"grpc": grpc, "health": health}},
-        "router": {"port": http},
+        "router": {"port": http, "console": {"port": console}},
         // Not the binaries' default (8): the groups below show the ConfigMap was read.
         "cluster": {"shardCount": 4},
         "metrics": {"serviceMonitor": {"enabled": true}},
     }))?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-boot-").tempdir()?;
     let mut procs = Processes(Vec::new());
-    let result = boot(&rendered, dir.path(), &hosts, http, &mut procs).await;
+    let result = boot(&rendered, dir.path(), &hosts, http, console, &mut procs).await;
     if let Err(e) = &result {
         eprintln!("{e:#}\n{}", procs.tails());
     }
@@ -157,7 +157,7 @@ fn zone_label(zone: Option<&str>) -> std::collections::BTreeMap<String, String> 
     zone.map(|z| ("topology.kubernetes.io/zone".to_string(), z.to_string())).into_iter().collect()
 }
 
-async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, procs: &mut Processes) -> Result<()> {
+async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, console: u16, procs: &mut Processes) -> Result<()> {
     let (nodes, router) = start_pods(rendered, root, hosts, &[], procs)?;
 
     // The rendered probes: startup, then readiness, of every node and the router.
@@ -189,6 +189,12 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     .await?;
     let (live, _) = router.probe("livenessProbe")?;
     ensure!(https.get(format!("https://127.0.0.1:{port}{live}")).send().await?.status().is_success(), "router liveness probe");
+    // The web console, over the same HTTPS, on the port the router Service names `console`.
+    let service = rendered.object("Service", Some("tessera-router"))?;
+    let ports = service["spec"]["ports"].as_array().context("ports")?;
+    ensure!(ports.iter().any(|p| p["name"] == "console" && p["port"] == json!(console)), "{service}");
+    let page = https.get(format!("https://127.0.0.1:{console}/")).send().await?.text().await?;
+    ensure!(page.contains("<title>Tessera console</title>"), "the console page: {page}");
 
     // The ServiceMonitor's endpoints answer the token of the rendered Secret, and nobody without it.
     let secret = rendered.object("Secret", Some("tessera-secrets"))?["metadata"]["name"].as_str().context("Secret name")?.to_string();
@@ -335,7 +341,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
 async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -> Result<()> {
     binary("tessera-node")?;
     binary("tessera-router")?;
-    let (grpc, health, http) = (pick_port()?, pick_port()?, pick_port()?);
+    let (grpc, health, http, console) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?);
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"];
     // A release installed with three nodes, upgraded to four. The routers
     // serve HTTPS (the chart's certificate names 127.0.0.1); the Jobs call
@@ -343,7 +349,7 @@ async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -
     let values = |replicas: usize| {
         json!({
             "node": {"peerHosts": hosts[..replicas].to_vec(), "ports": {"grpc": grpc, "health": health}, "replicas": replicas, "initialReplicas": 3},
-            "router": {"port": http},
+            "router": {"port": http, "console": {"port": console}},
             "cluster": {"shardCount": 4},
             "registration": {"url": format!("https://127.0.0.1:{http}"), "timeoutSeconds": 120},
         })
