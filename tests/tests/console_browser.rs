@@ -54,7 +54,8 @@ async fn scenario(cluster: &mut Cluster, port: u16) -> Result<()> {
 }
 
 /// Documents found by a filter, a time-series plotted, a stream followed
-/// live, an object listed, a backup made with the button.
+/// live, an object listed, a graph drawn, a vector search, a backup made
+/// with the button.
 async fn other_models(page: &Browser, cluster: &Cluster) -> Result<()> {
     let api = &cluster.http;
     api.post("/api/v1/documents/collections", &json!({"name": "animals"})).await?.ensure_status(201)?;
@@ -102,6 +103,33 @@ async fn other_models(page: &Browser, cluster: &Cluster) -> Result<()> {
     ensure!(put.status / 100 == 2, "{put}");
     page.click("[data-page=objects]").await?;
     page.text_when("#objects-list tbody", "the bucket's objects", |t| t.contains("q3.txt")).await?;
+
+    // A graph drawn: two nodes and the edge between them.
+    for (id, name) in [("ada", "Ada"), ("alan", "Alan")] {
+        api.post("/api/v1/graph/nodes", &json!({"id": id, "label": "Person", "properties": {"name": name}})).await?.ensure_status(201)?;
+    }
+    api.post("/api/v1/graph/edges", &json!({"from_node": "ada", "to_node": "alan", "label": "KNOWS"})).await?.ensure_status(201)?;
+    page.click("[data-page=graph]").await?;
+    page.click("#graph-draw").await?;
+    page.text_when("#graph-status", "the graph is drawn", |t| t.starts_with("2 node(s), 1 edge(s)")).await?;
+    // (A horizontal line has no height, which WebDriver calls not displayed: the nodes are checked, the edge by its label.)
+    ensure!(page.visible("#graph-view circle.node").await?, "the nodes are drawn");
+    let names = page.text("#graph-view").await?;
+    ensure!(names.contains("Ada") && names.contains("Alan") && names.contains("KNOWS"), "{names:?}");
+    page.screenshot(&artifacts().join("graph.png")).await?;
+
+    // Vectors: the collection listed, a search answered.
+    api.post("/api/v1/vector/collections", &json!({"name": "items", "dim": 3, "metric": "l2"})).await?.ensure_status(201)?;
+    for (id, v) in [("a", [1.0, 0.0, 0.0]), ("b", [0.0, 1.0, 0.0])] {
+        api.post("/api/v1/vector/collections/items/upsert", &json!({"id": id, "vector": v})).await?.ensure_status(200)?;
+    }
+    page.click("[data-page=vectors]").await?;
+    page.text_when("#vector-collections tbody", "the collection is listed", |t| t.contains("items")).await?;
+    page.fill("#vector-query", "[0.9, 0.1, 0]").await?;
+    page.fill("#vector-k", "1").await?;
+    page.click("#vector-search").await?;
+    let hits = page.text_when("#vector-hits tbody", "the nearest vector", |t| !t.is_empty()).await?;
+    ensure!(hits.starts_with("a "), "the nearest of [0.9, 0.1, 0] is a: {hits:?}");
 
     page.click("[data-page=backups]").await?;
     page.click("#backup-create").await?;

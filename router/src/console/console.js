@@ -143,6 +143,7 @@ function go(page) {
   if (page === "streams") fillSelect("#streams-channel", "/api/v1/streaming/channels", "channels");
   if (page === "objects") fillSelect("#objects-bucket", "/api/v1/objects/buckets", "buckets").then(listObjects);
   if (page === "backups") listBackups();
+  if (page === "vectors") listVectors();
   if (page === "security") listSecurity();
 }
 
@@ -269,6 +270,92 @@ async function follow(ev) {
   };
   await poll();
   state.timer = setInterval(poll, 1000);
+}
+
+// Graph: nodes on a circle, edges as arrows between them.
+async function drawGraph(ev) {
+  if (ev) ev.preventDefault();
+  show($("#graph-error"), "");
+  const svg = $("#graph-view");
+  svg.replaceChildren();
+  try {
+    const q = new URLSearchParams({ limit: $("#graph-limit").value || "100" });
+    if ($("#graph-name").value) q.set("graph", $("#graph-name").value);
+    if ($("#graph-label").value) q.set("label", $("#graph-label").value);
+    const answer = await api("GET", `/api/v1/graph/data?${q}`);
+    const nodes = answer.nodes || [];
+    const edges = answer.edges || [];
+    $("#graph-status").textContent = `${nodes.length} node(s), ${edges.length} edge(s)` + (answer.truncated ? " (cut at the limit)" : "");
+    const ns = "http://www.w3.org/2000/svg";
+    const add = (tag, attrs, text) => {
+      const el = document.createElementNS(ns, tag);
+      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+      if (text !== undefined) el.textContent = text;
+      svg.append(el);
+      return el;
+    };
+    const defs = add("defs", {});
+    const marker = document.createElementNS(ns, "marker");
+    for (const [k, v] of Object.entries({ id: "arrow", viewBox: "0 0 10 10", refX: 18, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" })) marker.setAttribute(k, v);
+    const tip = document.createElementNS(ns, "path");
+    tip.setAttribute("d", "M0,0 L10,5 L0,10 z");
+    tip.setAttribute("fill", "#687086");
+    marker.append(tip);
+    defs.append(marker);
+    const at = new Map();
+    nodes.forEach((n, i) => {
+      const angle = (2 * Math.PI * i) / Math.max(nodes.length, 1);
+      at.set(n.id, [360 + 190 * Math.cos(angle), 240 + 190 * Math.sin(angle)]);
+    });
+    for (const e of edges) {
+      const [a, b] = [at.get(e.from_node), at.get(e.to_node)];
+      if (!a || !b) continue;
+      add("line", { class: "edge", x1: a[0].toFixed(1), y1: a[1].toFixed(1), x2: b[0].toFixed(1), y2: b[1].toFixed(1), stroke: "#687086", "marker-end": "url(#arrow)" });
+      add("text", { x: ((a[0] + b[0]) / 2).toFixed(1), y: ((a[1] + b[1]) / 2 - 4).toFixed(1), "font-size": 10, fill: "#687086", "text-anchor": "middle" }, e.label);
+    }
+    for (const n of nodes) {
+      const [x, y] = at.get(n.id);
+      const circle = add("circle", { class: "node", cx: x.toFixed(1), cy: y.toFixed(1), r: 12, fill: "#6ea8fe", stroke: "#1f6feb" });
+      const title = document.createElementNS(ns, "title");
+      title.textContent = `${n.label} ${n.id} ${JSON.stringify(n.properties || {})}`;
+      circle.append(title);
+      const name = n.properties && (n.properties.name || n.properties.title);
+      add("text", { class: "node-name", x: x.toFixed(1), y: (y + 26).toFixed(1), "font-size": 11, "text-anchor": "middle" }, name ? String(name) : `${n.label}:${n.id}`);
+    }
+  } catch (e) {
+    show($("#graph-error"), e.message);
+  }
+}
+
+// Vectors: the collections and a search box.
+async function listVectors() {
+  show($("#vectors-error"), "");
+  try {
+    const answer = await api("GET", "/api/v1/vector/collections");
+    const collections = answer.collections || [];
+    fillTable($("#vector-collections"), null, collections.map((c) => [c.name, c.dim, c.metric, c.count, (c.shards || []).length]));
+    const select = $("#vector-collection");
+    const keep = select.value;
+    select.replaceChildren();
+    for (const c of collections) { const o = document.createElement("option"); o.value = o.textContent = c.name; select.append(o); }
+    if (keep) select.value = keep;
+  } catch (e) {
+    show($("#vectors-error"), e.message);
+  }
+}
+
+async function searchVectors(ev) {
+  ev.preventDefault();
+  show($("#vectors-error"), "");
+  try {
+    const vector = parseJson($("#vector-query").value, "The vector");
+    if (!Array.isArray(vector)) throw new Error("The vector is a JSON array of numbers");
+    const name = encodeURIComponent($("#vector-collection").value);
+    const answer = await api("POST", `/api/v1/vector/collections/${name}/search`, { vector, k: Number($("#vector-k").value) || 10 });
+    fillTable($("#vector-hits"), null, (answer.hits || []).map((h) => [h.id, h.score, h.distance, h.metadata]));
+  } catch (e) {
+    show($("#vectors-error"), e.message);
+  }
 }
 
 // Objects: a bucket's objects, uploads and downloads.
@@ -538,5 +625,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#objects-form").addEventListener("submit", upload);
   $("#objects-bucket").addEventListener("change", listObjects);
   $("#backup-create").addEventListener("click", createBackup);
+  $("#graph-form").addEventListener("submit", drawGraph);
+  $("#vector-form").addEventListener("submit", searchVectors);
   if (state.token) signedIn().catch(() => signedOut("")); else $("#username").focus();
 });
