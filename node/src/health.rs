@@ -77,8 +77,8 @@ async fn metrics(host: Arc<Host>) -> (StatusCode, [(axum::http::HeaderName, &'st
         let m = g.raft.metrics().borrow().clone();
         let group = group.to_string();
         gauge!("tessera_raft_term", "group" => group.clone()).set(m.current_term as f64);
-        gauge!("tessera_raft_leader", "group" => group.clone()).set(m.current_leader.unwrap_or(0) as f64);
-        gauge!("tessera_raft_is_leader", "group" => group.clone()).set(if m.current_leader == Some(host.id) { 1.0 } else { 0.0 });
+        gauge!("tessera_raft_leader", "group" => group.clone()).set(crate::host::known_leader(&m, host.id).unwrap_or(0) as f64);
+        gauge!("tessera_raft_is_leader", "group" => group.clone()).set(if crate::host::leads_now(&m, host.id) { 1.0 } else { 0.0 });
         gauge!("tessera_raft_last_log_index", "group" => group.clone()).set(m.last_log_index.unwrap_or(0) as f64);
         gauge!("tessera_raft_applied_index", "group" => group.clone()).set(m.last_applied.map_or(0, |l| l.index) as f64);
         gauge!("tessera_raft_snapshot_index", "group" => group.clone()).set(m.snapshot.map_or(0, |l| l.index) as f64);

@@ -14,15 +14,17 @@
 //! | `snapshot-install-ingested` | the SST is ingested, the received file not yet current |
 //! | `snapshot-install-published` | the received file is current, the purge mark not yet advanced |
 //! | `replica-move-learner-added` | a replica move the placement driver planned (not one it resumed) has its learner caught up, the voters not yet replaced |
+//! | `replica-move-voters-replaced` | such a move has its group's voters replaced (the old replica, its leader perhaps, left the group), the map not yet told |
 
 /// Every crash point, in the order of the table above.
-pub const POINTS: [&str; 6] = [
+pub const POINTS: [&str; 7] = [
     "snapshot-build",
     "log-purged",
     "snapshot-install-pending",
     "snapshot-install-ingested",
     "snapshot-install-published",
     "replica-move-learner-added",
+    "replica-move-voters-replaced",
 ];
 
 /// Environment variable naming the crash points to arm.

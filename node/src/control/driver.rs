@@ -318,6 +318,11 @@ async fn move_replica<H: ControlHost>(host: &H, map: &ClusterMap, mv: ReplicaMov
         Ok(other) => return Err(failed("replacing the voters", ControlError::unexpected("a voter change", other))),
         Err(e) => return Err(failed("replacing the voters", e)),
     };
+    if !resumed {
+        // Tests stop the driver here: the group left `from` (its leader, when
+        // it led), the map does not say so yet; the next meta leader finishes.
+        tessera_storage::crash_point::reached("replica-move-voters-replaced");
+    }
     let record = MetaOp::SetGroupMembers { group: mv.group, members: members.clone(), expected_move: Some(mv) };
     meta_write(host, record, "the group's new members").await.map_err(MoveError::Failed)?;
     if let Some(old) = map.node(mv.from).filter(|_| !members.contains(&mv.from)) {

@@ -83,6 +83,12 @@ async fn call_leader<H: ControlHost>(host: &H, map: &ClusterMap, group: GroupId,
     let members = map.groups.iter().find(|g| g.id == group).map(|g| g.members.clone()).unwrap_or_default();
     let mut to_ask: VecDeque<(NodeId, String)> =
         members.into_iter().filter(|m| *m != host.node_id()).filter_map(|m| map.addr_of(m).map(|a| (m, a.to_string()))).collect();
+    // The leader this node's own replica follows goes first: the map's other
+    // members may all be unable to name it (one left the group it led, one is
+    // down) while the group is led by the node a replica moved to.
+    if let Some(here) = host.leader_here(group) {
+        to_ask.push_front(here);
+    }
     let mut asked = BTreeSet::from([host.node_id()]);
     let mut last = format!("no member of group {group} answered as its leader");
     let mut answers: Vec<String> = Vec::new();

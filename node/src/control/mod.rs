@@ -82,6 +82,9 @@ pub trait ControlHost: Send + Sync + 'static {
     fn is_stopping(&self) -> bool;
     /// This node's replica of `group` believes it leads (a metric, not a proof).
     fn leads(&self, group: GroupId) -> bool;
+    /// The other node this node's replica of `group` follows as its leader,
+    /// with its address (`None` when it hosts no replica or knows no leader).
+    fn leader_here(&self, group: GroupId) -> Option<(NodeId, String)>;
     /// This node's meta leadership confirmed by a quorum: its term, the fence
     /// every control-plane call carries; `None` if it does not lead.
     fn confirm_meta_leadership(&self) -> impl Future<Output = Option<u64>> + Send;

@@ -30,6 +30,12 @@ impl ControlHost for Arc<Host> {
         Host::leads(self, group)
     }
 
+    fn leader_here(&self, group: GroupId) -> Option<(NodeId, String)> {
+        let m = self.group(group).ok()?.raft.metrics().borrow().clone();
+        let leader = crate::host::known_leader(&m, self.id).filter(|l| *l != self.id)?;
+        m.membership_config.membership().get_node(&leader).map(|n| (leader, n.addr.clone()))
+    }
+
     async fn confirm_meta_leadership(&self) -> Option<u64> {
         Host::confirm_meta_leadership(self).await
     }

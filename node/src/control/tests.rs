@@ -212,6 +212,17 @@ impl ControlHost for FakeCluster {
         self.with(|s| s.leaders.get(&group) == Some(&self.me))
     }
 
+    fn leader_here(&self, group: GroupId) -> Option<(NodeId, String)> {
+        self.with(|s| {
+            if !s.members(group).contains(&self.me) {
+                return None;
+            }
+            let leader =
+                s.hints.get(&(self.me, group)).copied().unwrap_or_else(|| s.leaders.get(&group).copied()).filter(|l| *l != self.me)?;
+            Some((leader, format!("node-{leader}")))
+        })
+    }
+
     async fn confirm_meta_leadership(&self) -> Option<u64> {
         self.with(|s| s.meta_term.filter(|_| s.leaders.get(&META_GROUP) == Some(&self.me)))
     }
@@ -327,10 +338,11 @@ fn position(steps: &[String], step: &str) -> usize {
 #[tokio::test]
 async fn a_leader_the_members_name_is_asked_when_the_map_does_not_list_it() {
     // Mid-move, group 3 is led by node 7, the move's target, which the map
-    // does not list yet: node 2 names it, node 3 knows no leader.
+    // does not list yet: node 2 names it, node 3 and this node know no leader.
     let c = cluster(1, &[1, 2, 3, 7], 3, &[1, 2, 3]);
     c.with(|s| {
         s.leaders.insert(3, 7);
+        s.hints.insert((1, 3), None);
         s.hints.insert((3, 3), None);
         s.ranges.insert(3, RangeInfo { keys: 42, ..empty_range() });
     });
@@ -338,6 +350,22 @@ async fn a_leader_the_members_name_is_asked_when_the_map_does_not_list_it() {
     let answer = leader_call::on_leader(&c, &map, 3, Call::Read(Query::Kv(KvQuery::Range))).await.expect("node 7 answers");
     assert!(matches!(answer, Answer::Read(QueryResult::Kv(KvQueryResult::Range(RangeInfo { keys: 42, .. })))), "{answer:?}");
     assert_eq!(c.steps(), ["ask node 2 for group 3's leader", "ask node 3 for group 3's leader", "ask node 7 for group 3's leader"]);
+}
+
+#[tokio::test]
+async fn the_leader_this_node_follows_is_asked_first() {
+    // Group 1 moved off node 2, which led it and still names itself; node 3 is
+    // down; the map lists {1, 2, 3} still. This node's replica follows node 7.
+    let c = cluster(1, &[1, 2, 3, 7], 3, &[1, 2, 3]);
+    c.with(|s| {
+        s.leaders.insert(1, 7);
+        s.hints.insert((2, 1), None);
+        s.down.insert(3);
+        s.ranges.insert(1, RangeInfo { keys: 7, ..empty_range() });
+    });
+    let answer = leader_call::on_leader(&c, &c.map(), 1, Call::Read(Query::Kv(KvQuery::Range))).await.expect("node 7 answers");
+    assert!(matches!(answer, Answer::Read(QueryResult::Kv(KvQueryResult::Range(RangeInfo { keys: 7, .. })))), "{answer:?}");
+    assert_eq!(c.steps(), ["ask node 7 for group 1's leader"]);
 }
 
 #[tokio::test]

@@ -2,7 +2,22 @@
 //! drained voter's last resort), and the meta leadership the control plane
 //! confirms with a quorum.
 
+use openraft::{RaftMetrics, ServerState};
+
 use super::*;
+
+/// The leader the metrics of node `me`'s replica name. openraft derives it
+/// from the vote alone, so a leader that removed itself from its group (a
+/// replica moved off it) keeps naming itself after it stepped down: that
+/// claim is dropped here, and nothing waits on leader work it can no longer do.
+pub(crate) fn known_leader(m: &RaftMetrics<NodeId, BasicNode>, me: NodeId) -> Option<NodeId> {
+    m.current_leader.filter(|l| *l != me || m.state == ServerState::Leader)
+}
+
+/// Whether node `me`'s replica leads its group now (see [`known_leader`]).
+pub(crate) fn leads_now(m: &RaftMetrics<NodeId, BasicNode>, me: NodeId) -> bool {
+    known_leader(m, me) == Some(me)
+}
 
 impl Host {
     /// Drains the node (recorded, so it survives a restart): every group stops
@@ -97,7 +112,7 @@ impl Host {
                 g.raft.runtime_config().elect(true);
                 g.raft.runtime_config().heartbeat(true);
             }
-            let leader = g.raft.metrics().borrow().current_leader;
+            let leader = known_leader(&g.raft.metrics().borrow(), host.id);
             info!(group, ?leader, "leadership hand-off over");
         });
         Ok(true)
@@ -117,7 +132,7 @@ impl Host {
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let leader = g.raft.metrics().borrow().current_leader;
+            let leader = known_leader(&g.raft.metrics().borrow(), self.id);
             if leader == Some(self.id) || (leader.is_some() && leader != previous) || Instant::now() >= deadline {
                 return Ok(leader);
             }
@@ -174,7 +189,7 @@ impl Host {
                     return;
                 }
                 tokio::time::sleep(LAST_RESORT_PAUSE).await;
-                if raft.metrics().borrow().current_leader == Some(id) {
+                if leads_now(&raft.metrics().borrow(), id) {
                     info!(group, "leads as a last resort: its heartbeats stay off, so the followers elect another leader");
                     return;
                 }
@@ -193,7 +208,7 @@ impl Host {
     /// fence its control-plane calls carry. `None` when it does not lead.
     pub async fn confirm_meta_leadership(&self) -> Option<u64> {
         let g = self.group(META_GROUP).ok()?;
-        if self.is_drained() || g.raft.metrics().borrow().current_leader != Some(self.id) {
+        if self.is_drained() || !leads_now(&g.raft.metrics().borrow(), self.id) {
             return None;
         }
         let confirmed = tokio::time::timeout(Duration::from_secs(5), g.raft.ensure_linearizable()).await;
@@ -201,12 +216,12 @@ impl Host {
             return None;
         }
         let m = g.raft.metrics().borrow().clone();
-        (m.current_leader == Some(self.id)).then_some(m.current_term)
+        leads_now(&m, self.id).then_some(m.current_term)
     }
 
     /// Whether this node currently leads `group`.
     pub fn leads(&self, group: GroupId) -> bool {
-        self.group(group).is_ok_and(|g| g.raft.metrics().borrow().current_leader == Some(self.id))
+        self.group(group).is_ok_and(|g| leads_now(&g.raft.metrics().borrow(), self.id))
     }
 }
 

@@ -28,6 +28,7 @@ mod standing;
 mod status;
 
 use leadership::campaign_once_caught_up;
+pub(crate) use leadership::{known_leader, leads_now};
 use replicas::{follow_lifecycle_state, follow_splits};
 use standing::{learn_peer_incarnations, live_map_from_peers, settle_standing};
 pub use status::{filesystem_space, machine_memory_bytes, resident_bytes};

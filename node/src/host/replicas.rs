@@ -34,17 +34,32 @@ impl Host {
             // Added before (a resumed move, or a call that outlived its timeout):
             // answer once it holds what the group had now, as a first call would,
             // never while it is still empty.
+            // The wait ends early when this node stops leading (no replication
+            // progress to watch any more): the caller asks the next leader.
             let target = m.last_log_index.unwrap_or(0);
+            let me = self.id;
             let caught_up = g
                 .raft
                 .wait(Some(LEARNER_CATCH_UP))
                 .metrics(
-                    |m| m.replication.as_ref().and_then(|r| r.get(&node).cloned().flatten()).is_some_and(|matched| matched.index >= target),
+                    |m| {
+                        !leads_now(m, me)
+                            || m.replication
+                                .as_ref()
+                                .and_then(|r| r.get(&node).cloned().flatten())
+                                .is_some_and(|matched| matched.index >= target)
+                    },
                     "the learner catches up",
                 )
                 .await;
-            if let Err(e) = caught_up {
-                return Err(HostError::Unavailable(format!("node {node} has not caught up with group {group} yet: {e}")));
+            match caught_up {
+                Err(e) => return Err(HostError::Unavailable(format!("node {node} has not caught up with group {group} yet: {e}"))),
+                Ok(now) if !leads_now(&now, me) => {
+                    let leader =
+                        known_leader(&now, me).and_then(|l| now.membership_config.membership().get_node(&l).map(|n| (l, n.addr.clone())));
+                    return Err(HostError::NotLeader { group, leader });
+                }
+                Ok(_) => {}
             }
             info!(group, node, target, "the learner added before has caught up");
             return Ok(m.membership_config.log_id().map_or(0, |l| l.index));
@@ -102,8 +117,8 @@ impl Host {
     pub(super) fn leader_group(&self, group: GroupId) -> Result<Arc<Group>, HostError> {
         let g = self.group(group)?;
         let m = g.raft.metrics().borrow().clone();
-        if m.current_leader != Some(self.id) || self.is_drained() {
-            let hint = m.current_leader.filter(|l| *l != self.id);
+        if !leads_now(&m, self.id) || self.is_drained() {
+            let hint = known_leader(&m, self.id).filter(|l| *l != self.id);
             let leader = hint.and_then(|l| m.membership_config.membership().get_node(&l).map(|n| (l, n.addr.clone())));
             return Err(HostError::NotLeader { group, leader });
         }

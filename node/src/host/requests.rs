@@ -40,7 +40,7 @@ impl Host {
         let g = self.group(group)?;
         self.refuse_if_drained_leader(group)?;
         let issued_at_ms = self.stamp(&g);
-        if g.reader.checks_before_propose(&op) && g.raft.metrics().borrow().current_leader == Some(self.id) {
+        if g.reader.checks_before_propose(&op) && super::leadership::leads_now(&g.raft.metrics().borrow(), self.id) {
             let (reader, checked) = (g.reader.clone(), op.clone());
             let refusal = self.queries.run(move || reader.check_before_propose(&checked, issued_at_ms)).await?;
             if let Some(refusal) = refusal {

@@ -30,7 +30,7 @@ impl Host {
             return Err(NotReady::GroupFailed(*failed));
         }
         for (id, g) in self.hosted() {
-            if g.raft.metrics().borrow().current_leader.is_none() {
+            if super::leadership::known_leader(&g.raft.metrics().borrow(), self.id).is_none() {
                 return Err(NotReady::NoLeader(id));
             }
             if !g.may_vote() {

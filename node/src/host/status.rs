@@ -18,7 +18,7 @@ impl Host {
                 let m = g.raft.metrics().borrow().clone();
                 GroupStatus {
                     group_id: *id,
-                    leader_id: m.current_leader.unwrap_or(0),
+                    leader_id: super::leadership::known_leader(&m, self.id).unwrap_or(0),
                     term: m.current_term,
                     last_applied: m.last_applied.map_or(0, |l| l.index),
                     voters: m.membership_config.voter_ids().collect(),
