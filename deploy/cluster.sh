@@ -16,7 +16,8 @@
 # data, so a new cluster can restore them); SERVICE_BACKUP_KEY encrypts them.
 # Nodes 1-3 serve gRPC on 9191-9193, the router HTTP on 9090 (TESSERA_NODE_PORT_BASE
 # and TESSERA_ROUTER_PORT move them: nodes listen on base+1..base+3; the web console
-# is on 8000, TESSERA_CONSOLE_PORT moves it). Data lives under
+# is on 8000, TESSERA_CONSOLE_PORT moves it; PostgreSQL clients connect on 5432,
+# TESSERA_PGWIRE_PORT moves it). Data lives under
 # $TESSERA_DATA (default ./data/cluster). Admin credentials come from
 # SERVICE_ADMIN_USERNAME / SERVICE_ADMIN_PASSWORD, or are generated once and kept
 # in $TESSERA_DATA/admin-credentials. TESSERA_PROFILE=release builds optimized.
@@ -37,6 +38,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tessera/target}"
 BIN="${TESSERA_BIN_DIR:-$CARGO_TARGET_DIR/$PROFILE}"
 ROUTER_PORT="${TESSERA_ROUTER_PORT:-9090}"
 CONSOLE_PORT="${TESSERA_CONSOLE_PORT:-8000}"
+PGWIRE_PORT="${TESSERA_PGWIRE_PORT:-5432}"
 NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
 PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
@@ -138,6 +140,7 @@ start_router() {
   env $transport SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
   SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" SERVICE_BACKUP_DIR="$BACKUPS" \
   SERVICE_METRICS_TOKEN="$METRICS_TOKEN" SERVICE_CONSOLE_ENABLED=true SERVICE_CONSOLE_PORT="$CONSOLE_PORT" \
+  SERVICE_PGWIRE_ENABLED=true SERVICE_PGWIRE_PORT="$PGWIRE_PORT" \
   nohup "$BIN/tessera-router" >>"$DATA/logs/router.log" 2>&1 &
   echo $! >"$(pidfile router)"
   log "router started (pid $!, $URL)"
@@ -262,6 +265,7 @@ Tessera is ready at $URL
   admin password: $ADMIN_PASS
   web console: http://127.0.0.1:$CONSOLE_PORT (sign in as the admin above)
   command line: $BIN/tessera login --url $URL -u $ADMIN_USER
+  psql: PGPASSWORD='$ADMIN_PASS' psql "host=127.0.0.1 port=$PGWIRE_PORT user=$ADMIN_USER"
   try: curl -s $URL/health
   metrics: curl -s -H "authorization: Bearer \$(cat $DATA/metrics-token)" $URL/metrics
   logs: $DATA/logs

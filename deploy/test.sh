@@ -14,6 +14,8 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # (as root it mounts directly).
 test_packages=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || test_packages+=(postgresql)
+# Real PostgreSQL clients for the wire listener (tests/tests/pgwire.rs): psql.
+command -v psql >/dev/null 2>&1 || test_packages+=(postgresql-client)
 command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
 # External identity peers: a real OpenLDAP server (tests/tests/ldap_login.rs) and
 # Node.js for the OpenID provider oidc-provider (tests/tests/oidc_login.rs).

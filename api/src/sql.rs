@@ -111,3 +111,72 @@ pub struct TableSchema {
     pub indexes: Vec<IndexSchema>,
     pub constraints: Vec<ConstraintSchema>,
 }
+
+/// Statements split at `;` outside quotes and comments.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// Whole statements (without their `;`), blank ones left out.
+    pub complete: Vec<String>,
+    /// Text after the last `;`: a statement still being typed.
+    pub rest: String,
+}
+
+/// Splits `text` into statements at semicolons that are not inside a
+/// '…' string, a "…" identifier, a `--` line comment or a `/* */` comment.
+pub fn split_statements(text: &str) -> Split {
+    #[derive(PartialEq)]
+    enum In {
+        Code,
+        Str,
+        Ident,
+        LineComment,
+        BlockComment,
+    }
+    let mut split = Split::default();
+    let mut current = String::new();
+    let mut state = In::Code;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match state {
+            In::Code => match c {
+                ';' => {
+                    if !current.trim().is_empty() {
+                        split.complete.push(current.trim().to_string());
+                    }
+                    current.clear();
+                    continue;
+                }
+                '\'' => state = In::Str,
+                '"' => state = In::Ident,
+                '-' if chars.peek() == Some(&'-') => state = In::LineComment,
+                '/' if chars.peek() == Some(&'*') => state = In::BlockComment,
+                _ => {}
+            },
+            In::Str if c == '\'' => state = In::Code,
+            In::Ident if c == '"' => state = In::Code,
+            In::LineComment if c == '\n' => state = In::Code,
+            In::BlockComment if c == '*' && chars.peek() == Some(&'/') => {
+                current.push(c);
+                current.push(chars.next().expect("peeked"));
+                state = In::Code;
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    split.rest = current;
+    split
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_statements;
+
+    #[test]
+    fn statements_split_at_semicolons_outside_quotes_and_comments() {
+        let s = split_statements("SELECT 'a;b'; -- c;d\nSELECT \"x;y\" /* ; */ FROM t;\n;SELECT 3");
+        assert_eq!(s.complete, vec!["SELECT 'a;b'".to_string(), "-- c;d\nSELECT \"x;y\" /* ; */ FROM t".to_string()]);
+        assert_eq!(s.rest, "SELECT 3");
+    }
+}

@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use tessera_api::sql::split_statements;
 
 use crate::client::{Api, segment};
 use crate::error::{CliError, Position, Result};
@@ -137,63 +138,6 @@ fn print_answer(answer: &Value, format: Format, out: &mut impl Write) -> Result<
         eprintln!("warning: {}", answer["metadata"]["message"].as_str().unwrap_or("the result was cut at the row limit"));
     }
     Ok(())
-}
-
-/// Statements split at `;` outside quotes and comments.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Split {
-    /// Whole statements (without their `;`), blank ones left out.
-    pub complete: Vec<String>,
-    /// Text after the last `;`: a statement still being typed.
-    pub rest: String,
-}
-
-/// Splits `text` into statements at semicolons that are not inside a
-/// '…' string, a "…" identifier, a `--` line comment or a `/* */` comment.
-pub fn split_statements(text: &str) -> Split {
-    #[derive(PartialEq)]
-    enum In {
-        Code,
-        Str,
-        Ident,
-        LineComment,
-        BlockComment,
-    }
-    let mut split = Split::default();
-    let mut current = String::new();
-    let mut state = In::Code;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match state {
-            In::Code => match c {
-                ';' => {
-                    if !current.trim().is_empty() {
-                        split.complete.push(current.trim().to_string());
-                    }
-                    current.clear();
-                    continue;
-                }
-                '\'' => state = In::Str,
-                '"' => state = In::Ident,
-                '-' if chars.peek() == Some(&'-') => state = In::LineComment,
-                '/' if chars.peek() == Some(&'*') => state = In::BlockComment,
-                _ => {}
-            },
-            In::Str if c == '\'' => state = In::Code,
-            In::Ident if c == '"' => state = In::Code,
-            In::LineComment if c == '\n' => state = In::Code,
-            In::BlockComment if c == '*' && chars.peek() == Some(&'/') => {
-                current.push(c);
-                current.push(chars.next().expect("peeked"));
-                state = In::Code;
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    split.rest = current;
-    split
 }
 
 /// `-c SQL` (several statements allowed), `-f FILE` (`-` for standard
@@ -343,13 +287,6 @@ async fn backslash(session: &mut Session<'_>, command: &str, out: &mut impl Writ
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statements_split_at_semicolons_outside_quotes_and_comments() {
-        let s = split_statements("SELECT 'a;b'; -- c;d\nSELECT \"x;y\" /* ; */ FROM t;\n;SELECT 3");
-        assert_eq!(s.complete, vec!["SELECT 'a;b'".to_string(), "-- c;d\nSELECT \"x;y\" /* ; */ FROM t".to_string()]);
-        assert_eq!(s.rest, "SELECT 3");
-    }
 
     #[test]
     fn an_error_shows_its_position_under_the_statement() {

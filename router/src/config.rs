@@ -29,6 +29,8 @@ pub struct RouterConfig {
     pub backup: BackupSection,
     /// The web console (spec 01's dashboard on port 8000).
     pub console: ConsoleSection,
+    /// The PostgreSQL wire protocol listener.
+    pub pgwire: PgwireSection,
     /// Spec 02's `[breach_detection]`, folded into `security` at load.
     pub breach_detection: BreachDetectionSection,
     /// Spec 02's `[retention]`, folded into `compliance` at load.
@@ -179,6 +181,24 @@ pub struct ConsoleSection {
 impl Default for ConsoleSection {
     fn default() -> Self {
         ConsoleSection { enabled: false, port: 8000 }
+    }
+}
+
+/// The PostgreSQL wire protocol: `psql` and PostgreSQL drivers reach
+/// Tessera's SQL on a port of their own (docs/pgwire.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PgwireSection {
+    /// Listen (`SERVICE_PGWIRE_ENABLED`; `deploy/cluster.sh up` turns it on).
+    pub enabled: bool,
+    /// Its port, on `server.host` (`SERVICE_PGWIRE_PORT`); TLS through the
+    /// router's certificate when it serves HTTPS.
+    pub port: u16,
+}
+
+impl Default for PgwireSection {
+    fn default() -> Self {
+        PgwireSection { enabled: false, port: 5432 }
     }
 }
 
@@ -799,6 +819,7 @@ impl Default for RouterConfig {
             rbac: RbacSection::default(),
             backup: BackupSection::default(),
             console: ConsoleSection::default(),
+            pgwire: PgwireSection::default(),
             breach_detection: BreachDetectionSection::default(),
             retention: RetentionSection::default(),
             data_classification: Default::default(),
@@ -854,6 +875,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("backup_dir", "backup.dir"),
     ("console_enabled", "console.enabled"),
     ("console_port", "console.port"),
+    ("pgwire_enabled", "pgwire.enabled"),
+    ("pgwire_port", "pgwire.port"),
     ("backup_key", "backup.key"),
     ("encryption_key", "backup.encryption_key"),
     ("breach_webhook_url", "compliance.breach_webhook_url"),

@@ -7,6 +7,7 @@ mod config;
 mod console;
 mod error;
 mod http;
+mod pgwire;
 use http::handlers;
 mod route_access;
 mod secrets;
@@ -324,6 +325,8 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let console = state.config.console.clone();
+    let pgwire = state.config.pgwire.clone();
+    let pg_state = state.clone();
     let api = routes(state);
     // One stop for every listener: a signal, or the cluster's shutdown.
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -346,10 +349,23 @@ async fn run(config: RouterConfig) -> anyhow::Result<()> {
     } else {
         None
     };
+    let pgwire_server = if pgwire.enabled {
+        let pg_addr: SocketAddr = format!("{}:{}", addr.ip(), pgwire.port).parse()?;
+        let pg_listener = tokio::net::TcpListener::bind(pg_addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("pgwire.port {pg_addr}: {e} (SERVICE_PGWIRE_PORT moves it)"))?;
+        info!(addr = %pg_addr, tls = https.is_some(), "PostgreSQL wire protocol listening");
+        Some(tokio::spawn(pgwire::serve(pg_state, pg_listener, https.clone(), stopped.clone())))
+    } else {
+        None
+    };
     info!(%addr, https = https.is_some(), "router listening{}", if https.is_some() { " (HTTPS only)" } else { "" });
     serve(listener, https, api, stopped).await?;
     if let Some(console) = console_server {
         console.await??;
+    }
+    if let Some(pgwire) = pgwire_server {
+        pgwire.await??;
     }
     info!("stopped");
     // Buffered spans are exported before the process ends.

@@ -24,5 +24,7 @@ pub mod request_stats;
 pub mod security;
 pub mod security_state;
 pub mod sessions;
+pub mod sign_in;
+pub mod sql;
 pub mod vault;
 pub mod vector_layouts;

@@ -1,9 +1,6 @@
 //! SQL routes: `POST /api/v1/query`, `GET /api/v1/tables`, `GET /api/v1/tables/{name}`.
 //!
-//! A database lives in the data group its name hashes to, so its transactions are
-//! single-group. Requests that only read are answered by one replica from a
-//! snapshot (never through the Raft log); anything that writes is proposed as one
-//! command, which every replica executes atomically against the same state.
+//! Queries run in `services::sql` (shared with the PostgreSQL wire listener).
 
 use std::time::Instant;
 
@@ -12,9 +9,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
-use tessera_api::GroupId;
-use tessera_api::error::{ErrorCode, Rejection};
-use tessera_api::routing::RoutingKey;
+use tessera_api::error::Rejection;
 use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, TableSchema, TableSummary};
 
 use super::{JsonBody, QueryParams, ReadPrefs};
@@ -23,6 +18,7 @@ use crate::error::ApiError;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
 use crate::services::auth::Caller;
+use crate::services::sql::{self, DEFAULT_DATABASE, database_group};
 use crate::state::AppState;
 
 /// The SQL routes.
@@ -49,31 +45,6 @@ pub struct QueryRequest {
     database: Option<String>,
 }
 
-const DEFAULT_DATABASE: &str = "default";
-
-fn database_group(state: &AppState, database: &str) -> Result<GroupId, ApiError> {
-    if !(1..=64).contains(&database.len()) || !database.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-        return Err(ApiError::BadRequest(format!("invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'")));
-    }
-    Ok(state.cluster.group_for(&RoutingKey::SqlDatabase(database))?)
-}
-
-/// Whether every statement starts with a reading keyword. A cheap first guess:
-/// the node checks with the real parser and the router then proposes instead.
-fn looks_read_only(sql: &str) -> bool {
-    let mut any = false;
-    for stmt in sql.split(';') {
-        let word: String = stmt.trim_start().chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-        match word.to_ascii_uppercase().as_str() {
-            "" => {}
-            "SELECT" | "SHOW" | "VALUES" | "EXPLAIN" => any = true,
-            "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "END" => {}
-            _ => return false,
-        }
-    }
-    any
-}
-
 /// `POST /api/v1/query {sql, params?, database?}`; its SQL text goes into the
 /// activity record.
 pub async fn query(state: State<AppState>, caller: Caller, prefs: ReadPrefs, JsonBody(req): JsonBody<QueryRequest>) -> Response {
@@ -89,73 +60,11 @@ pub async fn query(state: State<AppState>, caller: Caller, prefs: ReadPrefs, Jso
 
 async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPrefs, req: QueryRequest) -> Result<Response, ApiError> {
     let started = Instant::now();
-    if req.sql.trim().is_empty() {
-        return Err(ApiError::BadRequest("sql must not be empty".into()));
-    }
-    let security_flags = crate::services::security::screen_sql(&state, &caller, &req.sql);
-    let database = req.database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
-    let sql_database = database.clone();
-    let group = database_group(&state, &database)?;
-    let limits = &state.config.query_limits;
-    let mut result = None;
-    if looks_read_only(&req.sql) {
-        let q = SqlQuery::Execute {
-            database: database.clone(),
-            sql: req.sql.clone(),
-            params: req.params.clone(),
-            max_result_rows: limits.max_result_rows,
-            timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
-            max_memory_mb: limits.max_memory_mb,
-        };
-        match typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value {
-            // The guess was wrong: the statement writes, so it is proposed below.
-            Err(r) if r.code == ErrorCode::NotReadOnly => {}
-            answer => result = Some(answer),
-        }
-    }
-    let result = match result {
-        Some(r) => r,
-        None => {
-            caller.require("write:sql")?;
-            let op = SqlOp {
-                database,
-                sql: req.sql.clone(),
-                params: req.params,
-                max_result_rows: limits.max_result_rows,
-                timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
-                max_memory_mb: limits.max_memory_mb,
-            };
-            typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value
-        }
-    };
+    let executed = sql::execute(&state, &caller, prefs, req.database, &req.sql, req.params).await?;
     let elapsed = started.elapsed().as_millis() as u64;
-    Ok(match result.map_err(|r| ApiError::sql(r, &req.sql))? {
-        SqlResult::Rows(mut r) => {
-            let masked =
-                crate::services::classification::guard::guard_rows(&state, &caller, &sql_database, &req.sql, &r.columns, &mut r.rows)
-                    .await?;
-            let logged = if state.config.data_classification.mask_phi_in_logs {
-                crate::services::classification::guard::mask_literals(&req.sql)
-            } else {
-                req.sql.clone()
-            };
-            let statement: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
-            if req.sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
-                crate::services::security::watch_volume(
-                    &state,
-                    &caller,
-                    crate::services::security::Volume::Deleted,
-                    r.rows_affected,
-                    &statement,
-                );
-            }
-            crate::services::security::watch_volume(
-                &state,
-                &caller,
-                crate::services::security::Volume::ReadOut,
-                r.row_count as u64,
-                &statement,
-            );
+    Ok(match executed.outcome {
+        SqlResult::Rows(r) => {
+            let limits = &state.config.query_limits;
             let mut metadata = QueryMetadata::default();
             let mut cut_rows = None;
             if r.truncated {
@@ -164,8 +73,8 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
                 metadata.truncated = Some(true);
                 metadata.message = Some(format!("the result was cut at max_result_rows = {}", limits.max_result_rows));
             }
-            if !security_flags.is_empty() {
-                metadata.security_flags = Some(security_flags);
+            if !executed.security_flags.is_empty() {
+                metadata.security_flags = Some(executed.security_flags);
             }
             let body = SqlAnswer {
                 success: true,
@@ -174,11 +83,11 @@ async fn run_query(State(state): State<AppState>, caller: Caller, prefs: ReadPre
                 execution_time_ms: elapsed,
                 rows: cut_rows,
                 metadata: (metadata != QueryMetadata::default()).then_some(metadata),
-                masked_columns: (!masked.is_empty()).then_some(masked),
+                masked_columns: (!executed.masked.is_empty()).then_some(executed.masked),
             };
             let response = Json(body).into_response();
             let bytes = axum::body::HttpBody::size_hint(response.body()).exact().unwrap_or(0);
-            crate::services::security::watch_bytes(&state, &caller, bytes, &statement);
+            crate::services::security::watch_bytes(&state, &caller, bytes, &executed.statement);
             response
         }
         SqlResult::Catalog(v) => Json(v).into_response(),
@@ -411,7 +320,7 @@ fn vacuum_target(body: &[u8]) -> Result<(Option<String>, Option<String>), ApiErr
 
 #[cfg(test)]
 mod tests {
-    use super::{looks_read_only, vacuum_target};
+    use super::vacuum_target;
 
     #[test]
     fn a_vacuum_target_is_any_name_the_schema_allows() {
@@ -420,15 +329,5 @@ mod tests {
         assert!(vacuum_target(format!(r#"{{"table_name": "{}"}}"#, "é".repeat(128)).as_bytes()).is_ok());
         assert!(vacuum_target(br#"{"table_name": ""}"#).is_err());
         assert!(vacuum_target(format!(r#"{{"table_name": "{}"}}"#, "a".repeat(129)).as_bytes()).is_err());
-    }
-
-    #[test]
-    fn read_only_guess() {
-        assert!(looks_read_only("SELECT 1"));
-        assert!(looks_read_only("BEGIN; SELECT * FROM t; COMMIT;"));
-        assert!(looks_read_only("  show tables"));
-        assert!(!looks_read_only("INSERT INTO t VALUES (1)"));
-        assert!(!looks_read_only("SELECT 1; DELETE FROM t"));
-        assert!(!looks_read_only("BEGIN; COMMIT"));
     }
 }

@@ -1,0 +1,261 @@
+//! The PostgreSQL wire protocol (`[pgwire]`, off unless enabled): `psql` and
+//! PostgreSQL drivers reach Tessera's SQL through the `pgwire` crate's codec.
+//!
+//! - Startup: `SSLRequest` is honoured with the router's HTTPS certificate
+//!   (live, as the HTTPS listener's); the password travels as a cleartext
+//!   password message (use TLS) and is checked by the same sign-in as `POST
+//!   /api/v1/auth/login` (lockout, detectors, blocked addresses, audit). A
+//!   session token (from `tessera login` or the HTTP login, e.g. after an MFA
+//!   code) is accepted as the password too; a user with MFA must come that way.
+//! - `database` names the Tessera database; PostgreSQL's defaults (none, the
+//!   user's own name, `postgres`) mean `default`.
+//! - Simple query protocol: each statement of a message runs as its own
+//!   request, through `services::sql` as over HTTP (permissions, masking,
+//!   detectors). See [`session`] for transaction blocks.
+//!
+//! Not built yet (docs/pgwire.md): the extended protocol, SCRAM, COPY, cancel.
+
+mod session;
+mod types;
+
+use std::fmt::Debug;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::auth::cleartext::CleartextPasswordAuth;
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
+use pgwire::api::auth::{AuthDriver, AuthOutcome, AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
+use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::results::Response;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::services::sign_in::{LoginAnswer, sign_in_with_password};
+use crate::state::AppState;
+use session::Session;
+
+/// Accepts PostgreSQL clients on `listener` until `stop` turns true; with
+/// `tls`, clients may (and with `sslmode=require` do) upgrade to TLS.
+pub async fn serve(
+    state: AppState,
+    listener: TcpListener,
+    tls: Option<Arc<tessera_api::tls::LiveServerConfig>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    loop {
+        let (socket, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    warn!("pgwire: accepting a connection: {e}");
+                    continue;
+                }
+            },
+            _ = stop.wait_for(|s| *s) => return Ok(()),
+        };
+        let _ = socket.set_nodelay(true);
+        let acceptor = tls.as_ref().map(|live| {
+            // The HTTPS configuration offers h2/http1.1 by ALPN; libpq offers "postgresql".
+            let mut config = (*live.current()).clone();
+            config.alpn_protocols = vec![b"postgresql".to_vec()];
+            pgwire::tokio::TlsAcceptor::from(Arc::new(config))
+        });
+        let connection = Arc::new(Connection::new(state.clone(), peer, acceptor.is_some()));
+        tokio::spawn(async move {
+            if let Err(e) = pgwire::tokio::process_socket(socket, acceptor, connection.clone()).await {
+                info!(%peer, "pgwire: connection ended: {e}");
+            }
+            connection.session.close().await;
+        });
+    }
+}
+
+/// One client connection: its address, and its session once signed in.
+struct Connection {
+    state: AppState,
+    ip: IpAddr,
+    /// The router has a certificate: a client that did not upgrade is refused
+    /// (its password would cross the network in clear).
+    tls_required: bool,
+    session: Session,
+    startup: Arc<Startup>,
+}
+
+impl Connection {
+    fn new(state: AppState, peer: SocketAddr, tls_required: bool) -> Self {
+        let session = Session::new(state.clone(), peer.ip());
+        let passwords = Arc::new(Passwords { state: state.clone(), ip: peer.ip() });
+        let startup = Arc::new(Startup { driver: AuthDriver::new(server_parameters()), passwords: CleartextPasswordAuth::new(passwords) });
+        Connection { state, ip: peer.ip(), tls_required, session, startup }
+    }
+}
+
+fn server_parameters() -> DefaultServerParameterProvider {
+    let mut parameters = DefaultServerParameterProvider::default();
+    parameters.server_version = format!("16.0 (Tessera {})", env!("CARGO_PKG_VERSION"));
+    parameters
+}
+
+impl PgWireServerHandlers for Connection {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::new(Queries { session: self.session.clone() })
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::new(StartupFor {
+            startup: self.startup.clone(),
+            session: self.session.clone(),
+            state: self.state.clone(),
+            ip: self.ip,
+            tls_required: self.tls_required,
+        })
+    }
+}
+
+/// The password check: Tessera's sign-in, or a session token as the password.
+struct Passwords {
+    state: AppState,
+    ip: IpAddr,
+}
+
+impl Debug for Passwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passwords").field("ip", &self.ip).finish()
+    }
+}
+
+/// What a successful sign-in leaves: the session token, and whether this
+/// listener opened the session (and closes it at disconnect).
+#[derive(Debug, Clone)]
+struct SignedIn {
+    token: String,
+    opened_here: bool,
+}
+
+#[async_trait]
+impl AuthSource<SignedIn> for Passwords {
+    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
+        Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "28000".into(), "passwords are checked, never read".into()))))
+    }
+
+    async fn verify_password(&self, login: &LoginInfo, presented: &[u8]) -> PgWireResult<Option<SignedIn>> {
+        let user = login.user().unwrap_or_default().to_string();
+        let refused = |code: &str, message: String| PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), code.into(), message)));
+        if let Some(until) = self.state.security.blocks.blocked_until(self.ip) {
+            let message = format!("your address {} is blocked until {}", self.ip, tessera_api::http::iso8601_ms(until));
+            return Err(refused("28000", message));
+        }
+        let presented = String::from_utf8_lossy(presented).into_owned();
+        if session::looks_like_token(&presented) && session::token_names(&self.state, &presented, self.ip, &user).await {
+            return Ok(Some(SignedIn { token: presented, opened_here: false }));
+        }
+        match sign_in_with_password(&self.state, Some(self.ip), Some("pgwire".into()), &user, presented).await {
+            Ok(LoginAnswer::Session(s)) => Ok(Some(SignedIn { token: s.token, opened_here: true })),
+            Ok(LoginAnswer::MfaChallenge(_)) => Err(refused(
+                "28000",
+                format!(
+                    "{user} signs in with a second factor: sign in over HTTP (or `tessera login`) and give the session token as the password"
+                ),
+            )),
+            Err(e) => Err(refused(types::sqlstate_of(&e), format!("password authentication failed for user \"{user}\": {e}"))),
+        }
+    }
+}
+
+/// The startup flow shared by a connection's handlers.
+struct Startup {
+    driver: AuthDriver<DefaultServerParameterProvider, SignedIn>,
+    passwords: CleartextPasswordAuth<Passwords>,
+}
+
+/// A connection's startup handler: pgwire's driver with Tessera's password
+/// check; on success the session is bound to the connection.
+struct StartupFor {
+    startup: Arc<Startup>,
+    session: Session,
+    state: AppState,
+    ip: IpAddr,
+    tls_required: bool,
+}
+
+#[async_trait]
+impl StartupHandler for StartupFor {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                pgwire::api::auth::protocol_negotiation(client, startup).await?;
+                pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
+                if self.tls_required && !client.is_secure() {
+                    let message = "this server takes passwords over TLS only: connect with sslmode=require (or verify-full)";
+                    return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "28000".into(), message.into()))));
+                }
+                let user = client.metadata().get("user").cloned().unwrap_or_default();
+                let named = client.metadata().get("database").cloned();
+                let database = session::database_for(&user, named.as_deref());
+                if let Err(e) = crate::services::sql::database_group(&self.state, &database) {
+                    return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "3D000".into(), e.to_string()))));
+                }
+                self.session.set_database(database);
+                let mechanism = AuthMechanismFactory::<SignedIn>::create(&self.startup.passwords);
+                let outcome = self.startup.driver.begin_authentication(client, mechanism).await?;
+                self.settle(client, outcome).await
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                let outcome = self.startup.driver.advance_authentication(client, message).await?;
+                self.settle(client, outcome).await
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl StartupFor {
+    /// Binds the session of a verified client and completes the startup.
+    async fn settle<C>(&self, client: &mut C, outcome: AuthOutcome<SignedIn>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match outcome {
+            AuthOutcome::Authenticated { identity: Some(signed_in), final_message } => {
+                info!(ip = %self.ip, user = client.metadata().get("user").map(String::as_str).unwrap_or(""), "pgwire: signed in");
+                self.session.bind(signed_in.token, signed_in.opened_here);
+                self.startup.driver.complete_authentication(client, final_message).await
+            }
+            AuthOutcome::Authenticated { identity: None, .. } => {
+                Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "28000".into(), "not signed in".into()))))
+            }
+            AuthOutcome::InProgress => Ok(()),
+        }
+    }
+}
+
+/// The simple query protocol over a connection's session.
+struct Queries {
+    session: Session,
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Queries {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Ok(self.session.run_message(query).await)
+    }
+}

@@ -1,0 +1,211 @@
+//! Tessera's SQL answers in PostgreSQL's terms: column types (OIDs) read off
+//! the values, rows in text format, command tags, and SQLSTATE codes.
+//!
+//! Tessera's rows carry JSON values and no column types, so a column's type is
+//! the narrowest that holds every value in it: `int8` (integers), `float8`
+//! (numbers), `bool`, else `text` (strings as they are, objects and arrays as
+//! JSON text); a column of nulls only is `text`.
+
+use std::sync::Arc;
+
+use futures::stream;
+use pgwire::api::Type;
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::error::{ErrorInfo, PgWireResult};
+use serde_json::Value;
+use tessera_api::error::{ErrorCode, Rejection};
+use tessera_api::sql::SqlRows;
+
+use super::session::first_word;
+use crate::error::ApiError;
+
+/// The type a column's values fit.
+fn column_type(rows: &[Vec<Value>], column: usize) -> Type {
+    let values = || rows.iter().filter_map(|r| r.get(column)).filter(|v| !v.is_null());
+    if values().next().is_none() {
+        Type::TEXT
+    } else if values().all(|v| v.is_i64() || v.is_u64()) {
+        Type::INT8
+    } else if values().all(Value::is_number) {
+        Type::FLOAT8
+    } else if values().all(Value::is_boolean) {
+        Type::BOOL
+    } else {
+        Type::TEXT
+    }
+}
+
+/// A value in PostgreSQL's text format for its column's type: `t`/`f` for
+/// booleans, floats without a trailing `.0` (`4`, `12.5`), JSON as JSON text.
+fn text_of(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::Null => None,
+        Value::Bool(b) => Some(if *b { "t" } else { "f" }.to_string()),
+        Value::Number(n) => Some(match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) => f.to_string(),
+            _ => n.to_string(),
+        }),
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn encode(encoder: &mut DataRowEncoder, value: Option<&Value>) -> PgWireResult<()> {
+    encoder.encode_field(&text_of(value))
+}
+
+/// The answer to a statement: its rows (when it has columns) or its command tag.
+pub fn response(statement: &str, rows: SqlRows) -> Response {
+    if rows.columns.is_empty() {
+        return Response::Execution(tag(statement, rows.rows_affected as usize));
+    }
+    let types: Vec<Type> = (0..rows.columns.len()).map(|c| column_type(&rows.rows, c)).collect();
+    let fields: Vec<FieldInfo> =
+        rows.columns.iter().zip(&types).map(|(name, ty)| FieldInfo::new(name.clone(), None, None, ty.clone(), FieldFormat::Text)).collect();
+    let fields = Arc::new(fields);
+    let mut encoder = DataRowEncoder::new(fields.clone());
+    let encoded: Vec<PgWireResult<_>> = rows
+        .rows
+        .iter()
+        .map(|row| {
+            for c in 0..types.len() {
+                encode(&mut encoder, row.get(c))?;
+            }
+            Ok(encoder.take_row())
+        })
+        .collect();
+    Response::Query(QueryResponse::new(fields, stream::iter(encoded)))
+}
+
+/// A catalog answer (tables, schemas) as one `json` text column.
+pub fn catalog_response(value: Value) -> Response {
+    let rows = SqlRows {
+        columns: vec!["catalog".into()],
+        rows: vec![vec![Value::String(value.to_string())]],
+        row_count: 1,
+        rows_affected: 0,
+        truncated: false,
+    };
+    response("SELECT", rows)
+}
+
+/// The command a statement's tag names (`CREATE TABLE`, `INSERT`, …).
+pub fn command_of(statement: &str) -> String {
+    let mut words = statement.split_whitespace().filter(|w| !w.starts_with("--")).map(str::to_ascii_uppercase);
+    let first = words.next().unwrap_or_default();
+    match first.as_str() {
+        "CREATE" | "DROP" | "ALTER" => {
+            let mut object = words.next().unwrap_or_default();
+            if object == "UNIQUE" {
+                object = "INDEX".into();
+            }
+            format!("{first} {object}")
+        }
+        _ => first,
+    }
+}
+
+/// A command tag as PostgreSQL writes it (`INSERT 0 n`, `UPDATE n`, `SELECT n`).
+fn tag(statement: &str, rows: usize) -> Tag {
+    let command = first_word(statement);
+    match command.as_str() {
+        "INSERT" => Tag::new("INSERT").with_oid(0).with_rows(rows),
+        "UPDATE" | "DELETE" | "SELECT" | "MERGE" => Tag::new(&command).with_rows(rows),
+        _ => Tag::new(&command_of(statement)),
+    }
+}
+
+/// The SQLSTATE of a Tessera error code.
+fn sqlstate(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::ParseError => "42601",
+        ErrorCode::TableNotFound => "42P01",
+        ErrorCode::ColumnNotFound => "42703",
+        ErrorCode::TypeMismatch => "42804",
+        ErrorCode::DivisionByZero => "22012",
+        ErrorCode::ConstraintViolation => "23505",
+        ErrorCode::TableExists => "42P07",
+        ErrorCode::IndexNotFound | ErrorCode::ConstraintNotFound => "42704",
+        ErrorCode::IndexExists => "42P07",
+        ErrorCode::ColumnExists => "42701",
+        ErrorCode::Unsupported => "0A000",
+        ErrorCode::GroupingError => "42803",
+        ErrorCode::TransactionError => "25000",
+        ErrorCode::QueryTimeout => "57014",
+        ErrorCode::QueryMemoryExceeded => "53200",
+        ErrorCode::NotFound => "42704",
+        ErrorCode::Conflict => "40001",
+        ErrorCode::Invalid => "22023",
+        ErrorCode::Unavailable | ErrorCode::RangeMoved | ErrorCode::NotReadOnly => "57P03",
+        ErrorCode::Storage | ErrorCode::Internal => "XX000",
+    }
+}
+
+/// The SQLSTATE of a router error.
+pub fn sqlstate_of(e: &ApiError) -> &'static str {
+    match e {
+        ApiError::Rejected(r) | ApiError::Sql { rejection: r, .. } => sqlstate(r.code),
+        ApiError::Unauthorized(_) | ApiError::NotProvisioned => "28P01",
+        ApiError::Forbidden(_) | ApiError::IpBlocked(_) => "42501",
+        ApiError::RateLimited(_) => "53400",
+        ApiError::BadRequest(_) | ApiError::PayloadTooLarge(_) => "22023",
+        ApiError::NotFound(_) => "42704",
+        ApiError::Conflict(_) => "40001",
+        ApiError::Unavailable(_) | ApiError::RangeMoved(_) | ApiError::VaultSealed(_) => "57P03",
+        ApiError::StillPending(_) => "57014",
+        _ => "XX000",
+    }
+}
+
+/// An error as PostgreSQL reports it: SQLSTATE, message, and the position
+/// (1-based, in characters of `statement`) when Tessera points into the text.
+pub fn error_info(e: &ApiError, statement: &str) -> ErrorInfo {
+    let (message, position) = match e {
+        ApiError::Rejected(r) | ApiError::Sql { rejection: r, .. } => {
+            (format!("{}: {}", r.code.as_str(), r.message), position_of(r, statement))
+        }
+        other => (other.to_string(), None),
+    };
+    let mut info = ErrorInfo::new("ERROR".into(), sqlstate_of(e).into(), message);
+    info.position = position.map(|p| p.to_string());
+    info
+}
+
+/// The character position (1-based) a rejection's line and column point at.
+fn position_of(r: &Rejection, statement: &str) -> Option<usize> {
+    let p = r.position.as_ref()?;
+    let mut chars = 0usize;
+    for (n, line) in statement.split('\n').enumerate() {
+        if n + 1 == p.line as usize {
+            return Some(chars + (p.column as usize).max(1));
+        }
+        chars += line.chars().count() + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_column_takes_the_narrowest_type_of_its_values() {
+        let rows = vec![
+            vec![json!(1), json!(1.5), json!(true), json!("a"), Value::Null],
+            vec![json!(2), json!(2), json!(false), json!({"k": 1}), Value::Null],
+        ];
+        let types: Vec<Type> = (0..5).map(|c| column_type(&rows, c)).collect();
+        assert_eq!(types, [Type::INT8, Type::FLOAT8, Type::BOOL, Type::TEXT, Type::TEXT]);
+    }
+
+    #[test]
+    fn tags_and_positions() {
+        assert_eq!(command_of("create unique index i on t (a)"), "CREATE INDEX");
+        assert_eq!(command_of("DROP TABLE t"), "DROP TABLE");
+        let r = Rejection::new(ErrorCode::ParseError, "x").at(Some(tessera_api::error::Position { line: 2, column: 3, offset: None }));
+        assert_eq!(position_of(&r, "SELECT\nFRM t"), Some(10));
+    }
+}

@@ -1,0 +1,140 @@
+//! Running SQL for a caller, whatever brought it (`POST /api/v1/query`, the
+//! PostgreSQL wire listener).
+//!
+//! A database lives in the data group its name hashes to, so its transactions are
+//! single-group. Requests that only read are answered by one replica from a
+//! snapshot (never through the Raft log); anything that writes is proposed as one
+//! command, which every replica executes atomically against the same state.
+
+use serde_json::Value;
+use tessera_api::GroupId;
+use tessera_api::error::ErrorCode;
+use tessera_api::routing::RoutingKey;
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
+
+use crate::cluster::ReadPrefs;
+use crate::cluster::typed::{self, Sql};
+use crate::error::ApiError;
+use crate::services::auth::Caller;
+use crate::services::classification::guard;
+use crate::services::security::{self, Volume};
+use crate::state::AppState;
+
+/// The database a request names none.
+pub const DEFAULT_DATABASE: &str = "default";
+
+/// The data group that holds `database`; 400 for a malformed name.
+pub fn database_group(state: &AppState, database: &str) -> Result<GroupId, ApiError> {
+    if !(1..=64).contains(&database.len()) || !database.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(ApiError::BadRequest(format!("invalid database name {database:?}: use 1 to 64 letters, digits, '_' or '-'")));
+    }
+    Ok(state.cluster.group_for(&RoutingKey::SqlDatabase(database))?)
+}
+
+/// Whether every statement starts with a reading keyword. A cheap first guess:
+/// the node checks with the real parser and the router then proposes instead.
+pub fn looks_read_only(sql: &str) -> bool {
+    let mut any = false;
+    for stmt in sql.split(';') {
+        let word: String = stmt.trim_start().chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        match word.to_ascii_uppercase().as_str() {
+            "" => {}
+            "SELECT" | "SHOW" | "VALUES" | "EXPLAIN" => any = true,
+            "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "END" => {}
+            _ => return false,
+        }
+    }
+    any
+}
+
+/// What a SQL request came to: its outcome (rows masked for the caller), the
+/// columns masked, the injection patterns it was flagged for, and the start
+/// of its text as the detectors record it.
+pub struct Executed {
+    pub outcome: SqlResult,
+    pub masked: Vec<String>,
+    pub security_flags: Vec<String>,
+    pub statement: String,
+}
+
+/// Runs `sql` (one or more statements) with `params` against `database`
+/// (`default` when `None`) for `caller`: read from a replica when it only
+/// reads, else proposed (`write:sql` required). Rows come back masked for the
+/// caller's clearance, and the volume detectors see what was read or deleted.
+pub async fn execute(
+    state: &AppState,
+    caller: &Caller,
+    prefs: ReadPrefs,
+    database: Option<String>,
+    sql: &str,
+    params: Vec<Value>,
+) -> Result<Executed, ApiError> {
+    if sql.trim().is_empty() {
+        return Err(ApiError::BadRequest("sql must not be empty".into()));
+    }
+    let security_flags = security::screen_sql(state, caller, sql);
+    let database = database.unwrap_or_else(|| DEFAULT_DATABASE.to_string());
+    let group = database_group(state, &database)?;
+    let limits = &state.config.query_limits;
+    let mut result = None;
+    if looks_read_only(sql) {
+        let q = SqlQuery::Execute {
+            database: database.clone(),
+            sql: sql.to_string(),
+            params: params.clone(),
+            max_result_rows: limits.max_result_rows,
+            timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+            max_memory_mb: limits.max_memory_mb,
+        };
+        match typed::ask::<Sql>(&*state.cluster, group, q, prefs.consistency, prefs.replica).await?.value {
+            // The guess was wrong: the statement writes, so it is proposed below.
+            Err(r) if r.code == ErrorCode::NotReadOnly => {}
+            answer => result = Some(answer),
+        }
+    }
+    let result = match result {
+        Some(r) => r,
+        None => {
+            caller.require("write:sql")?;
+            let op = SqlOp {
+                database: database.clone(),
+                sql: sql.to_string(),
+                params,
+                max_result_rows: limits.max_result_rows,
+                timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+                max_memory_mb: limits.max_memory_mb,
+            };
+            typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value
+        }
+    };
+    let logged = if state.config.data_classification.mask_phi_in_logs { guard::mask_literals(sql) } else { sql.to_string() };
+    let statement: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
+    let mut masked = Vec::new();
+    let outcome = match result.map_err(|r| ApiError::sql(r, sql))? {
+        SqlResult::Rows(mut r) => {
+            masked = guard::guard_rows(state, caller, &database, sql, &r.columns, &mut r.rows).await?;
+            if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
+                security::watch_volume(state, caller, Volume::Deleted, r.rows_affected, &statement);
+            }
+            security::watch_volume(state, caller, Volume::ReadOut, r.row_count as u64, &statement);
+            SqlResult::Rows(r)
+        }
+        catalog => catalog,
+    };
+    Ok(Executed { outcome, masked, security_flags, statement })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_read_only;
+
+    #[test]
+    fn read_only_guess() {
+        assert!(looks_read_only("SELECT 1"));
+        assert!(looks_read_only("BEGIN; SELECT * FROM t; COMMIT;"));
+        assert!(looks_read_only("  show tables"));
+        assert!(!looks_read_only("INSERT INTO t VALUES (1)"));
+        assert!(!looks_read_only("SELECT 1; DELETE FROM t"));
+        assert!(!looks_read_only("BEGIN; COMMIT"));
+    }
+}
