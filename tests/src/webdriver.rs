@@ -132,6 +132,19 @@ impl Browser {
         Ok(self.call(reqwest::Method::GET, &format!("/element/{}/displayed", e.0), None).await?.as_bool().unwrap_or(false))
     }
 
+    /// Resizes the browser's window (what a screenshot covers).
+    pub async fn resize(&self, width: u32, height: u32) -> Result<()> {
+        self.call(reqwest::Method::POST, "/window/rect", Some(json!({"width": width, "height": height}))).await.map(|_| ())
+    }
+
+    /// Accepts the dialog the page opened (`confirm()`), once it is open (within 10 s).
+    pub async fn accept_dialog(&self) -> Result<()> {
+        wait_for(Duration::from_secs(10), "the page's dialog", async || {
+            Ok(self.call(reqwest::Method::POST, "/alert/accept", Some(json!({}))).await.ok().map(|_| ()))
+        })
+        .await
+    }
+
     /// A PNG of the page, written to `path` (a test artifact).
     pub async fn screenshot(&self, path: &std::path::Path) -> Result<()> {
         use base64::Engine;

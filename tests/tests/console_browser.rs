@@ -1,20 +1,24 @@
 //! Scenario: the web console (served by the router on its console port) in a
 //! real browser (Debian's headless Chromium through chromedriver). An admin
 //! signs in (after a wrong password is refused on the page), sees the three
-//! nodes and every group led, runs SQL and sees the rows in the grid and a
-//! syntax error pointed at in the statement, adds a key in the key-value
-//! browser, and watches node 3's status change when it is killed. A viewer
-//! signs in next: no admin buttons, and a write the viewer may not make is
-//! refused by the API and said on the page. Screenshots of each page are
-//! kept under `$CARGO_TARGET_DIR/test-artifacts/console/` (or the temporary
-//! directory).
+//! nodes and every group led, runs SQL and sees the rows in the grid, a
+//! syntax error pointed at in the statement and a join's plan drawn as a
+//! tree, adds a key in the key-value browser, acknowledges the incident a
+//! flagged query opened and erases a data subject on the compliance page
+//! (the signed certificate listed and verified), makes a role and a user on
+//! the users page and deletes the user, and watches node 3's status change
+//! when it is killed. A viewer signs in next: no admin buttons or forms, and
+//! a write the viewer may not make is refused by the API and said on the
+//! page. Screenshots of each page are kept under
+//! `$CARGO_TARGET_DIR/test-artifacts/console/` (or the temporary directory).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::json;
 use tessera_tests::webdriver::{Browser, Driver};
-use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, pick_port};
+use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, pick_port, wait_for};
 
 const VIEWER_PASSWORD: &str = "Viewer-Passw0rd-12";
 
@@ -22,7 +26,11 @@ const VIEWER_PASSWORD: &str = "Viewer-Passw0rd-12";
 async fn console_browser() {
     let port = pick_port().expect("a port");
     let options = ClusterOptions {
-        router_env: vec![("SERVICE_CONSOLE_ENABLED".into(), "true".into()), ("SERVICE_CONSOLE_PORT".into(), port.to_string())],
+        router_env: vec![
+            ("SERVICE_CONSOLE_ENABLED".into(), "true".into()),
+            ("SERVICE_CONSOLE_PORT".into(), port.to_string()),
+            ("SERVICE_COMPLIANCE_ENABLED".into(), "true".into()),
+        ],
         ..ClusterOptions::default()
     };
     let mut cluster = Cluster::start(options).await.expect("cluster start");
@@ -47,6 +55,8 @@ async fn scenario(cluster: &mut Cluster, port: u16) -> Result<()> {
     let driver = Driver::start()?;
     let profile = tempfile::tempdir()?;
     let page = driver.browser(profile.path()).await?;
+    // Tall enough for a page's tables and forms to be in its screenshot.
+    page.resize(1280, 1400).await?;
     let outcome = drive(&page, cluster, port).await;
     let _ = page.screenshot(&artifacts().join("last.png")).await;
     let _ = page.close().await;
@@ -135,9 +145,90 @@ async fn other_models(page: &Browser, cluster: &Cluster) -> Result<()> {
     page.click("#backup-create").await?;
     page.text_when("#backups-status", "the backup is made", |t| t.ends_with(": complete")).await?;
     page.text_when("#backups tbody", "the backup is listed", |t| t.contains("bkp-")).await?;
+    Ok(())
+}
+
+/// A query flagged as SQL injection opens an incident, which the compliance
+/// page lists and acknowledges; a data subject erased with the page's form
+/// leaves a signed certificate, listed, shown and verified.
+async fn compliance(page: &Browser, cluster: &Cluster) -> Result<()> {
+    const C: &str = "/api/v1/compliance";
+    let api = &cluster.http;
+    api.post("/api/v1/query", &json!({"sql": "SELECT name FROM pets WHERE name = '' OR '1'='1'"})).await?.ensure_status(200)?;
+    let incident = wait_for(Duration::from_secs(30), "the flagged query opens an incident", async || {
+        let list = api.get(&format!("{C}/breaches")).await?.ensure_status(200)?;
+        let found = list.json["incidents"].as_array().and_then(|all| all.iter().find(|i| i["type"] == "sql_injection").cloned());
+        Ok(found.and_then(|i| i["incident_id"].as_str().map(str::to_string)))
+    })
+    .await?;
+    api.kv_put("customers/zoe", json!({"plan": "pro"}), None).await?.ensure_status(200)?;
+
     page.click("[data-page=security]").await?;
-    page.text_when("#compliance-status tbody, #security-error", "the security page loads", |_| true).await?;
+    page.text_when("#security-alerts tbody", "the flagged query's alert", |t| t.contains("sql_injection")).await?;
     page.screenshot(&artifacts().join("security.png")).await?;
+
+    page.click("[data-page=compliance]").await?;
+    page.text_when("#compliance-status tbody", "the frameworks' status", |t| t.contains("GDPR")).await?;
+    let listed = page.text_when("#incidents tbody", "the incident is listed", |t| t.contains(&incident)).await?;
+    let row = listed.lines().find(|l| l.starts_with(&incident)).unwrap_or_default();
+    ensure!(row.contains("high") && row.contains("open") && row.contains("sql_injection"), "the incident's row: {row:?}");
+    page.click(&format!("[aria-label='Acknowledge incident {incident}']")).await?;
+    page.text_when("#compliance-message", "the incident is acknowledged", |t| t == format!("Incident {incident} acknowledged by admin"))
+        .await?;
+    let stored = api.get(&format!("{C}/breaches/{incident}")).await?.ensure_status(200)?;
+    ensure!(stored.json["status"] == "acknowledged", "{stored}");
+
+    page.fill("#erase-subject", "zoe").await?;
+    page.fill("#erase-reason", "console erasure").await?;
+    page.click("#erase-run").await?;
+    page.accept_dialog().await?;
+    let erased = page.text_when("#compliance-message", "the subject is erased", |t| t.starts_with("Subject zoe erased: ")).await?;
+    ensure!(erased.contains("1 record(s), certificate DEL-"), "{erased}");
+    let certificates = page.text_when("#certificates tbody", "the certificate is listed", |t| t.contains("zoe")).await?;
+    let id = certificates.split_whitespace().find(|w| w.starts_with("DEL-")).context("a certificate id")?.to_string();
+    page.text_when("#compliance-detail-json", "the certificate's JSON", |t| t.contains(r#""signature_algorithm": "Ed25519""#)).await?;
+    api.kv_get("customers/zoe").await?.ensure_status(404)?;
+    page.click(&format!("[aria-label='Verify certificate {id}']")).await?;
+    page.text_when("#compliance-detail-note", "the certificate verifies", |t| t.starts_with("Valid: ")).await?;
+    page.screenshot(&artifacts().join("compliance.png")).await?;
+    Ok(())
+}
+
+/// A role and a user made on the users page (a weak password refused first),
+/// then the user deleted.
+async fn users(page: &Browser, cluster: &Cluster) -> Result<()> {
+    let api = &cluster.http;
+    page.click("[data-page=users]").await?;
+    page.text_when("#users tbody", "the users are listed", |t| t.contains("vera")).await?;
+    page.text_when("#role-permissions", "the permissions are offered", |t| t.contains("read:compliance")).await?;
+    page.fill("#role-name", "auditor").await?;
+    page.click("#perm-read-compliance").await?;
+    page.click("#perm-read-cluster").await?;
+    page.click("#role-save").await?;
+    page.text_when("#roles tbody", "the new role is listed", |t| t.contains("auditor read:compliance, read:cluster")).await?;
+
+    page.fill("#user-name", "carl").await?;
+    page.fill("#user-email", "carl@example.com").await?;
+    page.fill("#user-password", "weak").await?;
+    page.click("#user-role option[value=operator]").await?;
+    page.click("#user-roles option[value=auditor]").await?;
+    page.click("#user-save").await?;
+    page.text_when("#users-error", "a weak password is refused", |t| t.contains("at least 12 characters")).await?;
+    page.fill("#user-password", "Carl-Passw0rd-34").await?;
+    page.click("#user-save").await?;
+    page.text_when("#users-status", "the user is made", |t| t == "User carl created (operator)").await?;
+    page.text_when("#users tbody", "the new user is listed", |t| t.contains("carl carl@example.com operator auditor")).await?;
+    let listed = api.get("/api/v1/admin/users").await?.ensure_status(200)?;
+    let carl = listed.json["users"].as_array().and_then(|u| u.iter().find(|u| u["username"] == "carl").cloned()).context("carl")?;
+    ensure!(carl["role"] == "operator" && carl["roles"] == json!(["auditor"]), "{carl}");
+    page.screenshot(&artifacts().join("users.png")).await?;
+
+    page.click("[aria-label='Delete user carl']").await?;
+    page.accept_dialog().await?;
+    page.text_when("#users-status", "the user is deleted", |t| t == "User carl deleted").await?;
+    page.text_when("#users tbody", "carl is gone from the list", |t| t.contains("vera") && !t.contains("carl")).await?;
+    let listed = api.get("/api/v1/admin/users").await?.ensure_status(200)?;
+    ensure!(!listed.json["users"].as_array().is_some_and(|u| u.iter().any(|u| u["username"] == "carl")), "{listed}");
     Ok(())
 }
 
@@ -162,7 +253,12 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
 
     // SQL: rows in the grid; an error pointed at in the statement.
     page.click("[data-page=sql]").await?;
-    for statement in ["CREATE TABLE pets (id INT PRIMARY KEY, name TEXT)", "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom')"] {
+    for statement in [
+        "CREATE TABLE pets (id INT PRIMARY KEY, name TEXT)",
+        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom')",
+        "CREATE TABLE owners (id INT PRIMARY KEY, pet_id INT)",
+        "INSERT INTO owners VALUES (10, 1), (11, 2)",
+    ] {
         page.fill("#sql-text", statement).await?;
         page.click("#sql-run").await?;
         page.text_when("#sql-status", "the statement ran", |t| t.starts_with("OK")).await?;
@@ -178,6 +274,20 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
     ensure!(error.contains("LINE 2: SELEC name FROM pets") && error.contains('^'), "the error points into the statement: {error}");
     page.screenshot(&artifacts().join("sql.png")).await?;
 
+    // EXPLAIN: the plan as a tree, the join step holding the steps it joined; a step collapses.
+    page.fill("#sql-text", "SELECT o.id, p.name FROM owners o JOIN pets p ON p.id = o.pet_id").await?;
+    page.click("#sql-explain").await?;
+    page.text_when("#sql-status", "the plan", |t| t.starts_with("Plan of")).await?;
+    let plan = page.text("#sql-plan-tree").await?;
+    ensure!(plan.contains("JOIN"), "the plan has a join step: {plan:?}");
+    // The statement holds the join step, which holds the first table's START, which holds its scan.
+    let first = page.text("#sql-plan-tree details details details").await?;
+    ensure!(first.starts_with("START ") && first.contains(" SCAN "), "the first table's steps nested in the join: {plan:?}");
+    ensure!(!page.visible("#sql-result").await?, "the plan replaces the grid");
+    page.screenshot(&artifacts().join("explain.png")).await?;
+    page.click("#sql-plan-tree > li > details > summary").await?;
+    ensure!(!page.visible("#sql-plan-tree details details").await?, "the plan's root closes");
+
     // Key-value: a key added on the page is in the database.
     page.click("[data-page=kv]").await?;
     page.fill("#kv-key", "console/greeting").await?;
@@ -189,6 +299,8 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
     page.screenshot(&artifacts().join("kv.png")).await?;
 
     other_models(page, cluster).await?;
+    compliance(page, cluster).await?;
+    users(page, cluster).await?;
 
     // A node goes down: the overview says so within a refresh or two.
     page.click("[data-page=overview]").await?;
@@ -211,5 +323,17 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
     page.click("#kv-save").await?;
     page.text_when("#kv-error", "the refusal is shown", |t| t.contains("write:kv")).await?;
     cluster.http.kv_get("console/viewer").await?.ensure_status(404)?;
+
+    // The viewer reads incidents, certificates and users, with none of the admin forms.
+    page.click("[data-page=compliance]").await?;
+    page.text_when("#certificates tbody", "the viewer sees the certificate", |t| t.contains("zoe")).await?;
+    page.text_when("#incidents tbody", "the viewer sees the incident", |t| t.contains("sql_injection")).await?;
+    ensure!(!page.visible("#erase-form").await?, "a viewer sees no erasure form");
+    ensure!(!page.visible("#incidents .incident-resolve").await?, "a viewer sees no resolve button");
+    page.click("[data-page=users]").await?;
+    page.text_when("#users tbody", "the viewer sees the users", |t| t.contains("vera")).await?;
+    for admin_only in ["#user-create", "#role-form", ".user-delete", ".role-delete"] {
+        ensure!(!page.visible(admin_only).await?, "a viewer sees no {admin_only}");
+    }
     Ok(())
 }

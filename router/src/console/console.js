@@ -2,8 +2,46 @@
 // build step; every value from the API is put in the page as text.
 "use strict";
 
-const state = { token: sessionStorage.getItem("tessera-token"), permissions: [], page: "overview", timer: null, mfaToken: null };
+const state = {
+  token: sessionStorage.getItem("tessera-token"),
+  permissions: [],
+  user: null,
+  page: "overview",
+  timer: null,
+  mfaToken: null,
+  resolving: null,
+  customRoles: new Set(),
+};
 const $ = (sel) => document.querySelector(sel);
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// An SVG element with its attributes (and text), appended to `parent`.
+function svgEl(parent, tag, attrs, text) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  parent.append(el);
+  return el;
+}
+
+// A button doing `action`; `label` names it for screen readers when its text alone is not enough.
+function actionButton(text, className, label, action) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = className;
+  b.textContent = text;
+  if (label) b.setAttribute("aria-label", label);
+  b.addEventListener("click", action);
+  return b;
+}
+
+// Several elements in one table cell.
+function inCell(...children) {
+  const span = document.createElement("span");
+  span.className = "actions";
+  span.append(...children.filter(Boolean));
+  return span;
+}
 
 async function api(method, path, body) {
   const headers = { "content-type": "application/json" };
@@ -97,24 +135,35 @@ async function login(ev) {
 async function signedIn() {
   const session = await api("GET", "/api/v1/auth/session");
   state.permissions = session.permissions || [];
+  state.user = session.user;
   $("#who").textContent = `${session.user.username} (${session.user.role})`;
   $("#login-page").hidden = true;
   $("#nav").hidden = false;
   $("#session").hidden = false;
   for (const el of document.querySelectorAll(".admin-only")) el.hidden = !may("manage:cluster");
+  // Forms and columns for a permission the user lacks are not shown (the API refuses them anyway).
+  for (const el of document.querySelectorAll("[data-needs]")) el.hidden = !may(el.dataset.needs);
   go(state.page);
 }
 
 function signedOut(message) {
   state.token = null;
   state.permissions = [];
+  state.user = null;
+  state.resolving = null;
   sessionStorage.removeItem("tessera-token");
   clearInterval(state.timer);
   for (const s of document.querySelectorAll("main > section")) s.hidden = true;
   // Nothing of the previous user's stays in the page.
   for (const body of document.querySelectorAll("main tbody")) body.replaceChildren();
-  for (const el of ["#sql-status", "#health", "#who"]) $(el).textContent = "";
-  for (const el of ["#sql-error", "#kv-error", "#users-error"]) show($(el), "");
+  for (const el of ["#sql-status", "#health", "#who", "#compliance-message", "#incidents-count", "#users-status"]) $(el).textContent = "";
+  for (const el of ["#sql-error", "#kv-error", "#users-error", "#compliance-error", "#security-error"]) show($(el), "");
+  $("#sql-plan-tree").replaceChildren();
+  for (const el of ["#sql-plan", "#compliance-detail", "#resolve-form"]) $(el).hidden = true;
+  $("#compliance-detail-json").textContent = "";
+  for (const f of document.querySelectorAll("main section:not(#login-page) form")) f.reset();
+  $("#user-roles").replaceChildren();
+  for (const p of document.querySelectorAll("#role-permissions label")) p.remove();
   $("#login-page").hidden = false;
   $("#nav").hidden = true;
   $("#session").hidden = true;
@@ -145,6 +194,7 @@ function go(page) {
   if (page === "backups") listBackups();
   if (page === "vectors") listVectors();
   if (page === "security") listSecurity();
+  if (page === "compliance") listCompliance();
 }
 
 // The first of `fields` that `item` has.
@@ -217,14 +267,7 @@ async function plot(ev) {
     const W = 720, H = 260, L = 60, B = 30, T = 10, R = 10;
     const x = (t) => L + (x1 === x0 ? (W - L - R) / 2 : ((t - x0) / (x1 - x0)) * (W - L - R));
     const y = (v) => H - B - (y1 === y0 ? (H - B - T) / 2 : ((v - y0) / (y1 - y0)) * (H - B - T));
-    const ns = "http://www.w3.org/2000/svg";
-    const add = (tag, attrs, text) => {
-      const el = document.createElementNS(ns, tag);
-      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-      if (text !== undefined) el.textContent = text;
-      svg.append(el);
-      return el;
-    };
+    const add = (tag, attrs, text) => svgEl(svg, tag, attrs, text);
     add("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#687086" });
     add("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#687086" });
     add("text", { x: 4, y: T + 10, "font-size": 11 }, String(y1));
@@ -234,9 +277,7 @@ async function plot(ev) {
     const colors = ["#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df"];
     series.forEach((s, i) => {
       const line = add("polyline", { class: "series", fill: "none", stroke: colors[i % colors.length], "stroke-width": 2, points: s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ") });
-      const title = document.createElementNS(ns, "title");
-      title.textContent = JSON.stringify(s.tags || {});
-      line.append(title);
+      svgEl(line, "title", {}, JSON.stringify(s.tags || {}));
       for (const p of s.points) add("circle", { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, fill: colors[i % colors.length] });
     });
   } catch (e) {
@@ -286,22 +327,10 @@ async function drawGraph(ev) {
     const nodes = answer.nodes || [];
     const edges = answer.edges || [];
     $("#graph-status").textContent = `${nodes.length} node(s), ${edges.length} edge(s)` + (answer.truncated ? " (cut at the limit)" : "");
-    const ns = "http://www.w3.org/2000/svg";
-    const add = (tag, attrs, text) => {
-      const el = document.createElementNS(ns, tag);
-      for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-      if (text !== undefined) el.textContent = text;
-      svg.append(el);
-      return el;
-    };
+    const add = (tag, attrs, text) => svgEl(svg, tag, attrs, text);
     const defs = add("defs", {});
-    const marker = document.createElementNS(ns, "marker");
-    for (const [k, v] of Object.entries({ id: "arrow", viewBox: "0 0 10 10", refX: 18, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" })) marker.setAttribute(k, v);
-    const tip = document.createElementNS(ns, "path");
-    tip.setAttribute("d", "M0,0 L10,5 L0,10 z");
-    tip.setAttribute("fill", "#687086");
-    marker.append(tip);
-    defs.append(marker);
+    const marker = svgEl(defs, "marker", { id: "arrow", viewBox: "0 0 10 10", refX: 18, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" });
+    svgEl(marker, "path", { d: "M0,0 L10,5 L0,10 z", fill: "#687086" });
     const at = new Map();
     nodes.forEach((n, i) => {
       const angle = (2 * Math.PI * i) / Math.max(nodes.length, 1);
@@ -316,9 +345,7 @@ async function drawGraph(ev) {
     for (const n of nodes) {
       const [x, y] = at.get(n.id);
       const circle = add("circle", { class: "node", cx: x.toFixed(1), cy: y.toFixed(1), r: 12, fill: "#6ea8fe", stroke: "#1f6feb" });
-      const title = document.createElementNS(ns, "title");
-      title.textContent = `${n.label} ${n.id} ${JSON.stringify(n.properties || {})}`;
-      circle.append(title);
+      svgEl(circle, "title", {}, `${n.label} ${n.id} ${JSON.stringify(n.properties || {})}`);
       const name = n.properties && (n.properties.name || n.properties.title);
       add("text", { class: "node-name", x: x.toFixed(1), y: (y + 26).toFixed(1), "font-size": 11, "text-anchor": "middle" }, name ? String(name) : `${n.label}:${n.id}`);
     }
@@ -460,7 +487,7 @@ async function createBackup() {
   }
 }
 
-// Security alerts, blocked addresses and compliance status.
+// Security alerts and blocked addresses.
 async function listSecurity() {
   show($("#security-error"), "");
   const problems = [];
@@ -472,13 +499,158 @@ async function listSecurity() {
   } catch (e) {
     problems.push(e.message);
   }
-  try {
-    const status = await api("GET", "/api/v1/admin/compliance/status");
-    fillTable($("#compliance-status"), null, (status.frameworks || []).map((f) => [pick(f, "framework", "name"), pick(f, "status"), pick(f, "score", "compliance_score")]));
-  } catch (e) {
-    problems.push("Compliance: " + e.message);
-  }
   show($("#security-error"), problems.join("\n"));
+}
+
+// Compliance (spec 02): the frameworks' status, breach incidents and erasure
+// certificates; acknowledging and resolving incidents and erasing a data
+// subject for users with manage:compliance.
+const C = "/api/v1/compliance";
+
+async function listCompliance() {
+  show($("#compliance-error"), "");
+  const problems = new Set();
+  const status = api("GET", "/api/v1/admin/compliance/status").then((answer) => {
+    fillTable($("#compliance-status"), null, (answer.frameworks || []).map((f) => [
+      f.framework,
+      f.status,
+      `${f.controls_met}/${f.controls_total}`,
+      (f.controls || []).filter((c) => c.status !== "met").map((c) => c.control).join(", "),
+    ]));
+  });
+  const parts = [status, listIncidents(), listCertificates()];
+  for (const outcome of await Promise.allSettled(parts)) {
+    if (outcome.status === "rejected") problems.add(outcome.reason.message);
+  }
+  show($("#compliance-error"), [...problems].join("\n"));
+}
+
+async function listIncidents() {
+  const q = new URLSearchParams();
+  if ($("#incidents-status").value) q.set("status", $("#incidents-status").value);
+  if ($("#incidents-severity").value) q.set("severity", $("#incidents-severity").value);
+  const query = q.toString();
+  const answer = await api("GET", `${C}/breaches${query ? "?" + query : ""}`);
+  const manage = may("manage:compliance");
+  fillTable($("#incidents"), null, (answer.incidents || []).map((i) => {
+    const severity = document.createElement("span");
+    severity.className = "severity-" + i.severity;
+    severity.textContent = i.severity;
+    const actions = inCell(
+      actionButton("Details", "incident-details", `Details of incident ${i.incident_id}`, () => incidentDetails(i.incident_id)),
+      manage && i.status === "open" && actionButton("Acknowledge", "incident-ack", `Acknowledge incident ${i.incident_id}`, () => acknowledgeIncident(i.incident_id)),
+      manage && (i.status === "open" || i.status === "acknowledged") && actionButton("Resolve…", "incident-resolve", `Resolve incident ${i.incident_id}`, () => startResolve(i.incident_id)),
+    );
+    return [i.incident_id, severity, i.status + (i.notification_overdue ? " (notice overdue)" : ""), i.detected_at, i.type, i.description, actions];
+  }));
+  $("#incidents-count").textContent = `${answer.total_count} incident(s): ${answer.open_count} open, ${answer.acknowledged_count} acknowledged`;
+}
+
+// The JSON of an incident or a certificate, below the tables.
+function showDetail(title, note, value) {
+  $("#compliance-detail-title").textContent = title;
+  $("#compliance-detail-note").textContent = note || "";
+  $("#compliance-detail-json").textContent = JSON.stringify(value, null, 2);
+  const box = $("#compliance-detail");
+  box.hidden = false;
+  $("#compliance-detail-json").focus();
+  box.scrollIntoView({ block: "nearest" });
+}
+
+async function complianceAction(work) {
+  show($("#compliance-error"), "");
+  try { await work(); } catch (e) { show($("#compliance-error"), e.message); }
+}
+
+function incidentDetails(id) {
+  return complianceAction(async () => {
+    showDetail(`Incident ${id}`, "", await api("GET", `${C}/breaches/${encodeURIComponent(id)}`));
+  });
+}
+
+function acknowledgeIncident(id) {
+  return complianceAction(async () => {
+    const answer = await api("POST", `${C}/breaches/${encodeURIComponent(id)}/acknowledge`, {});
+    await listIncidents();
+    $("#compliance-message").textContent = `Incident ${id} acknowledged by ${answer.acknowledged_by}`;
+  });
+}
+
+function startResolve(id) {
+  state.resolving = id;
+  $("#resolve-id").textContent = id;
+  $("#incident-notes").value = "";
+  $("#incident-false-positive").checked = false;
+  $("#resolve-form").hidden = false;
+  $("#incident-notes").focus();
+}
+
+function resolveIncident(ev) {
+  ev.preventDefault();
+  const id = state.resolving;
+  if (!id) return;
+  return complianceAction(async () => {
+    const body = { resolution_notes: $("#incident-notes").value, false_positive: $("#incident-false-positive").checked };
+    const answer = await api("POST", `${C}/breaches/${encodeURIComponent(id)}/resolve`, body);
+    state.resolving = null;
+    $("#resolve-form").hidden = true;
+    await listIncidents();
+    $("#compliance-message").textContent = `Incident ${id} is ${answer.status === "false_positive" ? "a false positive" : "resolved"}`;
+  });
+}
+
+async function listCertificates() {
+  const answer = await api("GET", `${C}/certificates`);
+  // The API lists them oldest first; the newest is shown first.
+  const certificates = (answer.certificates || []).slice().reverse();
+  fillTable($("#certificates"), null, certificates.map((c) => [
+    c.subject_id,
+    c.timestamp,
+    c.id,
+    c.total_items,
+    c.deleted_by,
+    inCell(
+      actionButton("Show", "certificate-show", `Show certificate ${c.id}`, () => certificate(c.id, false)),
+      actionButton("Verify", "certificate-verify", `Verify certificate ${c.id}`, () => certificate(c.id, true)),
+    ),
+  ]));
+}
+
+function certificate(id, verify) {
+  return complianceAction(async () => {
+    const path = `${C}/certificates/${encodeURIComponent(id)}`;
+    if (!verify) {
+      showDetail(`Certificate ${id}`, "", await api("GET", path));
+      return;
+    }
+    const answer = await api("GET", path + "/verify");
+    showDetail(`Certificate ${id}`, `${answer.valid ? "Valid" : "Not valid"}: ${answer.message}`, answer.certificate);
+  });
+}
+
+function erase(ev) {
+  ev.preventDefault();
+  const subject = $("#erase-subject").value.trim();
+  if (!subject) return;
+  if (!confirm(`Erase every record of subject ${subject} in every store? This cannot be undone.`)) return;
+  return complianceAction(async () => {
+    const body = { scope: { type: $("#erase-scope").value }, secure_erase: $("#erase-secure").checked };
+    if ($("#erase-requestor").value.trim()) body.requestor = $("#erase-requestor").value.trim();
+    if ($("#erase-reason").value.trim()) body.reason = $("#erase-reason").value.trim();
+    $("#compliance-message").textContent = `Erasing ${subject}…`;
+    let answer;
+    try {
+      answer = await api("DELETE", `${C}/data-subject/${encodeURIComponent(subject)}`, body);
+    } catch (e) {
+      $("#compliance-message").textContent = "";
+      throw e;
+    }
+    const cert = answer.certificate || {};
+    $("#erase-subject").value = "";
+    $("#compliance-message").textContent = `Subject ${subject} erased: ${cert.total_items} record(s), certificate ${cert.id}`;
+    showDetail(`Certificate ${cert.id}`, answer.message, cert);
+    await listCertificates();
+  });
 }
 
 // Cluster overview: nodes and groups, refreshed every two seconds.
@@ -521,12 +693,14 @@ async function drainNode(id) {
   try { await api("POST", `/api/v1/admin/nodes/${id}/drain`, {}); refreshOverview(); } catch (e) { show($("#error"), e.message); }
 }
 
-// SQL editor: a result grid, and errors pointed at in the statement.
+// SQL editor: a result grid, EXPLAIN's plan as a tree, and errors pointed at in the statement.
 async function runSql(ev, explain) {
   if (ev) ev.preventDefault();
   const text = $("#sql-text").value;
-  const sql = explain ? "EXPLAIN " + text : text;
+  const sql = explain && !/^\s*EXPLAIN\b/i.test(text) ? "EXPLAIN " + text : text;
   show($("#sql-error"), "");
+  $("#sql-plan").hidden = true;
+  $("#sql-result").hidden = false;
   $("#sql-status").textContent = "Running…";
   const started = performance.now();
   try {
@@ -534,16 +708,130 @@ async function runSql(ev, explain) {
     if (answer.success === false) throw new Error(answer.error);
     const data = answer.data || {};
     const columns = data.columns || [];
-    fillTable($("#sql-result"), columns, data.rows || []);
+    const rows = data.rows || [];
     const ms = Math.round(performance.now() - started);
+    const last = lastStatement(sql);
+    if (/^EXPLAIN\b/i.test(last) && columns.length === 1 && columns[0] === "plan") {
+      fillTable($("#sql-result"), [], []);
+      $("#sql-result").hidden = true;
+      const statement = last.replace(/^EXPLAIN\s+(ANALYZE\s+)?/i, "");
+      drawPlan(planTree(rows.map((r) => String(r[0])), statement));
+      $("#sql-status").textContent = `Plan of ${rows.length} step(s) in ${ms} ms`;
+      return;
+    }
+    fillTable($("#sql-result"), columns, rows);
     $("#sql-status").textContent = columns.length
-      ? `${(data.rows || []).length} row(s) in ${ms} ms` + (answer.metadata && answer.metadata.truncated ? " (cut at the row limit)" : "")
+      ? `${rows.length} row(s) in ${ms} ms` + (answer.metadata && answer.metadata.truncated ? " (cut at the row limit)" : "")
       : `OK, ${answer.rows_affected || 0} row(s) affected in ${ms} ms`;
   } catch (e) {
     $("#sql-status").textContent = "";
     fillTable($("#sql-result"), [], []);
     show($("#sql-error"), sqlError(e, sql));
   }
+}
+
+// The last statement of a request (whose rows the API returns).
+function lastStatement(sql) {
+  const parts = sql.split(";").map((p) => p.trim()).filter(Boolean);
+  return parts.length ? parts[parts.length - 1] : "";
+}
+
+// EXPLAIN answers one `plan` line per step, in the order the steps ran: the
+// access paths (FULL SCAN, PK LOOKUP, INDEX SCAN of a table), then the join
+// steps (START, HASH JOIN, NESTED LOOP, INDEX LOOKUP JOIN of a table or alias,
+// with the rows they made), and with ANALYZE a closing `result:` line. The
+// tree puts each join step above the step before it and the access paths of
+// its table; a START begins a new chain (a subquery's); repeated lookups are
+// folded into one node with their count.
+const ACCESS_STEP = /^(FULL SCAN|PK LOOKUP|INDEX SCAN)\s+(\S+)/;
+const JOIN_STEP = /^(START|HASH JOIN|NESTED LOOP|INDEX LOOKUP JOIN)\s+(\S+)/;
+const SQL_WORDS = "ON|USING|WHERE|JOIN|INNER|LEFT|RIGHT|FULL|CROSS|NATURAL|GROUP|ORDER|LIMIT|OFFSET|HAVING|UNION|EXCEPT|INTERSECT|WINDOW|FROM|SELECT";
+// `FROM t a`, `JOIN t AS a`, `, t a`: a table and its alias (a keyword is no alias, and is left for the next match).
+const TABLE_ALIAS = new RegExp(`(?:\\bFROM|\\bJOIN|,)\\s+([A-Za-z_][\\w.]*)(?:\\s+(?:AS\\s+)?(?!(?:${SQL_WORDS})\\b)([A-Za-z_]\\w*))?`, "gi");
+
+// alias → table, from the statement's FROM and JOIN clauses.
+function tableAliases(sql) {
+  const aliases = new Map();
+  for (const m of sql.matchAll(TABLE_ALIAS)) {
+    if (m[2]) aliases.set(m[2].toLowerCase(), m[1].split(".").pop().toLowerCase());
+  }
+  return aliases;
+}
+
+// Consecutive steps with the same text (before their row counts) as one node.
+function foldRepeats(nodes) {
+  const out = [];
+  for (const n of nodes) {
+    const head = n.text.split(" → ")[0];
+    const prev = out[out.length - 1];
+    if (prev && prev.head === head && !n.children.length && !prev.children.length) {
+      prev.count += 1;
+      prev.text = `${head} (× ${prev.count})`;
+    } else {
+      out.push({ ...n, head, count: 1 });
+    }
+  }
+  return out;
+}
+
+function planTree(lines, statement) {
+  const aliases = tableAliases(statement);
+  const root = { text: statement.length > 120 ? statement.slice(0, 117) + "…" : statement, children: [], notes: [], root: true };
+  const chains = [];
+  let pending = [];
+  let top = null;
+  for (const line of lines) {
+    if (/^(result:|rows scanned:)/.test(line)) { root.notes.push(line); continue; }
+    const join = JOIN_STEP.exec(line);
+    if (join) {
+      const name = join[2].toLowerCase();
+      const table = aliases.get(name) || name;
+      const node = { text: line, children: [] };
+      if (join[1] === "START" && top) { chains.push(top); top = null; }
+      if (top) node.children.push(top);
+      const inputs = pending.filter((n) => n.table === name || n.table === table);
+      pending = pending.filter((n) => !inputs.includes(n));
+      node.children.push(...foldRepeats(inputs));
+      top = node;
+      continue;
+    }
+    const access = ACCESS_STEP.exec(line);
+    pending.push({ text: line, table: access ? access[2].toLowerCase() : null, children: [] });
+  }
+  if (top) chains.push(top);
+  root.children = [...chains, ...foldRepeats(pending)];
+  return root;
+}
+
+function planNode(n) {
+  const li = document.createElement("li");
+  const label = document.createElement("span");
+  label.className = n.root ? "plan-step plan-root" : "plan-step";
+  label.textContent = n.text;
+  if (n.notes && n.notes.length) {
+    const notes = document.createElement("span");
+    notes.className = "muted";
+    notes.textContent = " — " + n.notes.join("; ");
+    label.append(notes);
+  }
+  if (!n.children.length) {
+    li.append(label);
+    return li;
+  }
+  const details = document.createElement("details");
+  details.open = true;
+  const summary = document.createElement("summary");
+  summary.append(label);
+  const ul = document.createElement("ul");
+  for (const c of n.children) ul.append(planNode(c));
+  details.append(summary, ul);
+  li.append(details);
+  return li;
+}
+
+function drawPlan(tree) {
+  $("#sql-plan-tree").replaceChildren(planNode(tree));
+  $("#sql-plan").hidden = false;
 }
 
 function sqlError(e, sql) {
@@ -599,16 +887,126 @@ async function deleteKey(key) {
   try { await api("DELETE", "/api/v1/kv/keys/" + key.split("/").map(encodeURIComponent).join("/")); await listKeys(); } catch (e) { show($("#kv-error"), e.message); }
 }
 
-// Users and roles (read:cluster).
+// Users and roles (read:cluster); creating and deleting users (manage:users),
+// creating, changing and deleting custom roles (manage:roles).
 async function listUsers() {
   show($("#users-error"), "");
   try {
     const [users, roles] = await Promise.all([api("GET", "/api/v1/admin/users"), api("GET", "/api/v1/admin/roles")]);
-    fillTable($("#users"), null, (users.users || []).map((u) => [u.username, u.email, u.role, u.mfa_enabled ? "on" : "off"]));
-    fillTable($("#roles"), null, (roles.roles || []).map((r) => [r.name, (r.permissions || []).join(", ")]));
+    const me = state.user && state.user.id;
+    fillTable($("#users"), null, (users.users || []).map((u) => {
+      const row = [u.username, u.email, u.role, (u.roles || []).join(", "), u.mfa_enabled ? "on" : "off", u.created_at];
+      if (may("manage:users")) {
+        row.push(u.id === me ? "(you)" : actionButton("Delete", "user-delete", `Delete user ${u.username}`, () => deleteUser(u)));
+      }
+      return row;
+    }));
+    const custom = (roles.roles || []).filter((r) => !r.builtin);
+    state.customRoles = new Set(custom.map((r) => r.name));
+    fillTable($("#roles"), null, (roles.roles || []).map((r) => {
+      const row = [r.builtin ? `${r.name} (built in)` : r.name, (r.permissions || []).join(", ")];
+      if (may("manage:roles")) {
+        row.push(r.builtin ? "" : inCell(
+          actionButton("Edit", "role-edit", `Edit role ${r.name}`, () => editRole(r)),
+          actionButton("Delete", "role-delete", `Delete role ${r.name}`, () => deleteRole(r.name)),
+        ));
+      }
+      return row;
+    }));
+    const extra = $("#user-roles");
+    const chosen = new Set([...extra.selectedOptions].map((o) => o.value));
+    extra.replaceChildren();
+    for (const r of custom) {
+      const o = document.createElement("option");
+      o.value = o.textContent = r.name;
+      o.selected = chosen.has(r.name);
+      extra.append(o);
+    }
+    if (may("manage:roles") && !$("#role-permissions input")) await offerPermissions();
   } catch (e) {
     show($("#users-error"), e.message);
   }
+}
+
+// A checkbox per permission a custom role may hold (manage:* stay with admins).
+async function offerPermissions() {
+  const answer = await api("GET", "/api/v1/admin/permissions");
+  const box = $("#role-permissions");
+  for (const p of (answer.permissions || []).filter((p) => !p.startsWith("manage:"))) {
+    const id = "perm-" + p.replace(/[^a-z0-9]+/gi, "-");
+    const label = document.createElement("label");
+    label.className = "permission";
+    label.htmlFor = id;
+    const input = document.createElement("input");
+    input.type = "checkbox";
+    input.id = id;
+    input.value = p;
+    label.append(input, " " + p);
+    box.append(label);
+  }
+}
+
+async function usersAction(work) {
+  show($("#users-error"), "");
+  $("#users-status").textContent = "";
+  try { await work(); } catch (e) { show($("#users-error"), e.message); }
+}
+
+function createUser(ev) {
+  ev.preventDefault();
+  return usersAction(async () => {
+    const body = {
+      username: $("#user-name").value.trim(),
+      email: $("#user-email").value.trim(),
+      password: $("#user-password").value,
+      role: $("#user-role").value,
+      roles: [...$("#user-roles").selectedOptions].map((o) => o.value),
+    };
+    const user = await api("POST", "/api/v1/admin/users", body);
+    $("#user-password").value = "";
+    for (const el of ["#user-name", "#user-email"]) $(el).value = "";
+    for (const o of $("#user-roles").options) o.selected = false;
+    $("#user-role").value = "viewer";
+    await listUsers();
+    $("#users-status").textContent = `User ${user.username} created (${user.role})`;
+  });
+}
+
+function deleteUser(u) {
+  if (!confirm(`Delete user ${u.username}? Their sessions end at once.`)) return;
+  return usersAction(async () => {
+    await api("DELETE", `/api/v1/admin/users/${encodeURIComponent(u.id)}`);
+    await listUsers();
+    $("#users-status").textContent = `User ${u.username} deleted`;
+  });
+}
+
+function editRole(r) {
+  $("#role-name").value = r.name;
+  for (const box of document.querySelectorAll("#role-permissions input")) box.checked = (r.permissions || []).includes(box.value);
+  $("#role-name").focus();
+}
+
+function saveRole(ev) {
+  ev.preventDefault();
+  return usersAction(async () => {
+    const name = $("#role-name").value.trim();
+    const permissions = [...document.querySelectorAll("#role-permissions input:checked")].map((b) => b.value);
+    const exists = state.customRoles.has(name);
+    if (exists) await api("PUT", `/api/v1/admin/roles/${encodeURIComponent(name)}`, { permissions });
+    else await api("POST", "/api/v1/admin/roles", { name, permissions });
+    await listUsers();
+    $("#users-status").textContent = `Role ${name} ${exists ? "updated" : "created"}: ${permissions.length} permission(s)`;
+  });
+}
+
+function deleteRole(name) {
+  if (!confirm(`Delete role ${name}? Users holding it lose its permissions.`)) return;
+  return usersAction(async () => {
+    await api("DELETE", `/api/v1/admin/roles/${encodeURIComponent(name)}`);
+    await listUsers();
+    $("#users-status").textContent = `Role ${name} deleted`;
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -627,5 +1025,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#backup-create").addEventListener("click", createBackup);
   $("#graph-form").addEventListener("submit", drawGraph);
   $("#vector-form").addEventListener("submit", searchVectors);
+  $("#incidents-filter").addEventListener("submit", (ev) => { ev.preventDefault(); complianceAction(listIncidents); });
+  $("#resolve-form").addEventListener("submit", resolveIncident);
+  $("#resolve-cancel").addEventListener("click", () => { state.resolving = null; $("#resolve-form").hidden = true; });
+  $("#erase-form").addEventListener("submit", erase);
+  $("#compliance-detail-close").addEventListener("click", () => { $("#compliance-detail").hidden = true; });
+  $("#user-create").addEventListener("submit", createUser);
+  $("#role-form").addEventListener("submit", saveRole);
   if (state.token) signedIn().catch(() => signedOut("")); else $("#username").focus();
 });
