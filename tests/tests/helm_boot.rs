@@ -88,18 +88,18 @@ async fn probe_json(url: &str) -> Option<Value> {
 async fn the_rendered_chart_boots_a_cluster() -> Result<()> {
     binary("tessera-node")?;
     binary("tessera-router")?;
-    let (grpc, health, http, console) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?);
+    let (grpc, health, http, console, pg) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?, pick_port()?);
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
     let rendered = render(&json!({
         "node": {"peerHosts": hosts, "ports": {"grpc": grpc, "health": health}},
-        "router": {"port": http, "console": {"port": console}},
+        "router": {"port": http, "console": {"port": console}, "pgwire": {"port": pg}},
         // Not the binaries' default (8): the groups below show the ConfigMap was read.
         "cluster": {"shardCount": 4},
         "metrics": {"serviceMonitor": {"enabled": true}},
     }))?;
     let dir = tempfile::Builder::new().prefix("tessera-helm-boot-").tempdir()?;
     let mut procs = Processes(Vec::new());
-    let result = boot(&rendered, dir.path(), &hosts, http, console, &mut procs).await;
+    let result = boot(&rendered, dir.path(), &hosts, Ports { http, console, pg }, &mut procs).await;
     if let Err(e) = &result {
         eprintln!("{e:#}\n{}", procs.tails());
     }
@@ -157,7 +157,15 @@ fn zone_label(zone: Option<&str>) -> std::collections::BTreeMap<String, String> 
     zone.map(|z| ("topology.kubernetes.io/zone".to_string(), z.to_string())).into_iter().collect()
 }
 
-async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http: u16, console: u16, procs: &mut Processes) -> Result<()> {
+/// The router ports a boot test gives the chart.
+struct Ports {
+    http: u16,
+    console: u16,
+    pg: u16,
+}
+
+async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], ports: Ports, procs: &mut Processes) -> Result<()> {
+    let Ports { http, console, pg } = ports;
     let (nodes, router) = start_pods(rendered, root, hosts, &[], procs)?;
 
     // The rendered probes: startup, then readiness, of every node and the router.
@@ -225,6 +233,17 @@ async fn boot(rendered: &Rendered, root: &std::path::Path, hosts: &[&str], http:
     api.post("/api/v1/query", &json!({"sql": "INSERT INTO t VALUES (1, 'chart')"})).await?.ensure_status(200)?;
     let rows = api.post("/api/v1/query", &json!({"sql": "SELECT name FROM t"})).await?.ensure_status(200)?;
     ensure!(rows.json.to_string().contains("chart"), "{}", rows.json);
+    // PostgreSQL clients, over TLS verified against the chart's CA, on the Service's port `postgresql`.
+    ensure!(ports.iter().any(|p| p["name"] == "postgresql" && p["port"] == json!(pg)), "{service}");
+    let ca_path = root.join("http-ca.pem");
+    std::fs::write(&ca_path, &ca)?;
+    let psql = std::process::Command::new("psql")
+        .arg(format!("host=127.0.0.1 port={pg} user={user} sslmode=verify-full sslrootcert={}", ca_path.display()))
+        .args(["--no-psqlrc", "-At", "-c", "SELECT name FROM t"])
+        .env("PGPASSWORD", &password)
+        .env("PGCONNECT_TIMEOUT", "20")
+        .output()?;
+    ensure!(psql.status.success() && String::from_utf8_lossy(&psql.stdout).trim() == "chart", "psql through the chart: {psql:?}");
     // The preStop hook of a node that leads groups hands them to the others.
     let leading = nodes_view_leaders(&api).await?;
     let (ordinal, _) = leading.iter().enumerate().find(|(_, led)| **led > 0).context("some node leads a group")?;
@@ -341,7 +360,7 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
 async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -> Result<()> {
     binary("tessera-node")?;
     binary("tessera-router")?;
-    let (grpc, health, http, console) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?);
+    let (grpc, health, http, console, pg) = (pick_port()?, pick_port()?, pick_port()?, pick_port()?, pick_port()?);
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"];
     // A release installed with three nodes, upgraded to four. The routers
     // serve HTTPS (the chart's certificate names 127.0.0.1); the Jobs call
@@ -349,7 +368,7 @@ async fn scaling_the_statefulset_up_and_down_goes_through_the_admin_api_jobs() -
     let values = |replicas: usize| {
         json!({
             "node": {"peerHosts": hosts[..replicas].to_vec(), "ports": {"grpc": grpc, "health": health}, "replicas": replicas, "initialReplicas": 3},
-            "router": {"port": http, "console": {"port": console}},
+            "router": {"port": http, "console": {"port": console}, "pgwire": {"port": pg}},
             "cluster": {"shardCount": 4},
             "registration": {"url": format!("https://127.0.0.1:{http}"), "timeoutSeconds": 120},
         })
