@@ -171,3 +171,59 @@ impl Psql {
         })
     }
 }
+
+/// Scenario: the `tokio-postgres` driver (the extended protocol: Parse, Bind,
+/// Describe, Execute) on a router without a certificate: prepared statements
+/// with typed parameters, rows decoded by their declared types, an error as
+/// a `DbError` with its SQLSTATE, and an open transaction refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_prepares_binds_and_reads_typed_rows() {
+    let port = pick_port().expect("a port");
+    let options = ClusterOptions {
+        router_env: vec![("SERVICE_PGWIRE_ENABLED".into(), "true".into()), ("SERVICE_PGWIRE_PORT".into(), port.to_string())],
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::start(options).await.expect("cluster start");
+    if let Err(e) = prepared_statements(port).await {
+        panic!("tokio-postgres scenario failed: {e:?}\n{}", cluster.log_tails(30));
+    }
+}
+
+async fn prepared_statements(port: u16) -> Result<()> {
+    use tokio_postgres::types::Type;
+    let config = format!("host=127.0.0.1 port={port} user={ADMIN_USER} password={ADMIN_PASSWORD} connect_timeout=20");
+    let (client, connection) = tokio_postgres::connect(&config, tokio_postgres::NoTls).await?;
+    let driver = tokio::spawn(connection);
+
+    client.batch_execute("CREATE TABLE items (id INT PRIMARY KEY, name TEXT, price FLOAT, sold BOOLEAN)").await?;
+    let insert =
+        client.prepare_typed("INSERT INTO items VALUES ($1, $2, $3, $4)", &[Type::INT8, Type::TEXT, Type::FLOAT8, Type::BOOL]).await?;
+    for i in 0..20i64 {
+        let n = client.execute(&insert, &[&i, &format!("item-{i}"), &(i as f64 * 1.5), &(i % 2 == 0)]).await?;
+        ensure!(n == 1, "insert {i} affected {n} rows");
+    }
+    // A prepared read: its columns are described before any row exists for them.
+    let select = client.prepare_typed("SELECT id, name, price, sold FROM items WHERE id >= $1 ORDER BY id", &[Type::INT8]).await?;
+    let types: Vec<Type> = select.columns().iter().map(|c| c.type_().clone()).collect();
+    ensure!(types == [Type::INT8, Type::TEXT, Type::FLOAT8, Type::BOOL], "described {types:?}");
+    let rows = client.query(&select, &[&17i64]).await?;
+    ensure!(rows.len() == 3, "{} rows", rows.len());
+    let (id, name, price, sold): (i64, String, f64, bool) = (rows[0].get(0), rows[0].get(1), rows[0].get(2), rows[0].get(3));
+    ensure!((id, name.as_str(), price, sold) == (17, "item-17", 25.5, false), "{id} {name} {price} {sold}");
+    // The same statement again, other parameters; then an update's count.
+    ensure!(client.query(&select, &[&0i64]).await?.len() == 20, "all rows");
+    let update = client.prepare_typed("UPDATE items SET sold = $1 WHERE id < $2", &[Type::BOOL, Type::INT8]).await?;
+    ensure!(client.execute(&update, &[&true, &5i64]).await? == 5, "five rows updated");
+    let sold: i64 = client.query_one("SELECT count(*) AS n FROM items WHERE sold = true", &[]).await?.get(0);
+    ensure!(sold == 12, "{sold} sold");
+
+    // Errors carry their SQLSTATE.
+    let err = client.execute(&insert, &[&1i64, &"dup", &1.0f64, &true]).await.expect_err("a duplicate key");
+    let db = err.as_db_error().context("a database error")?;
+    ensure!(db.code().code() == "23505", "{db:?}");
+    let err = client.batch_execute("BEGIN").await.expect_err("an open transaction");
+    ensure!(err.as_db_error().is_some_and(|e| e.code().code() == "0A000"), "{err:?}");
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}

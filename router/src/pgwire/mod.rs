@@ -13,8 +13,11 @@
 //!   request, through `services::sql` as over HTTP (permissions, masking,
 //!   detectors). See [`session`] for transaction blocks.
 //!
-//! Not built yet (docs/pgwire.md): the extended protocol, SCRAM, COPY, cancel.
+//! - Extended query protocol: see [`extended`].
+//!
+//! Not built yet (docs/pgwire.md): open transactions, SCRAM, COPY, cancel, pg_catalog.
 
+mod extended;
 mod session;
 mod types;
 
@@ -27,7 +30,7 @@ use futures::Sink;
 use pgwire::api::auth::cleartext::CleartextPasswordAuth;
 use pgwire::api::auth::mechanism::AuthMechanismFactory;
 use pgwire::api::auth::{AuthDriver, AuthOutcome, AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
-use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers};
@@ -85,6 +88,7 @@ struct Connection {
     tls_required: bool,
     session: Session,
     startup: Arc<Startup>,
+    described: Arc<extended::Described>,
 }
 
 impl Connection {
@@ -92,7 +96,7 @@ impl Connection {
         let session = Session::new(state.clone(), peer.ip());
         let passwords = Arc::new(Passwords { state: state.clone(), ip: peer.ip() });
         let startup = Arc::new(Startup { driver: AuthDriver::new(server_parameters()), passwords: CleartextPasswordAuth::new(passwords) });
-        Connection { state, ip: peer.ip(), tls_required, session, startup }
+        Connection { state, ip: peer.ip(), tls_required, session, startup, described: Arc::default() }
     }
 }
 
@@ -105,6 +109,10 @@ fn server_parameters() -> DefaultServerParameterProvider {
 impl PgWireServerHandlers for Connection {
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
         Arc::new(Queries { session: self.session.clone() })
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::new(extended::Extended { session: self.session.clone(), described: self.described.clone() })
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {

@@ -171,13 +171,48 @@ impl Session {
     }
 
     async fn execute(&self, text: &str) -> Result<SqlResult, ApiError> {
+        self.execute_with(text, Vec::new()).await
+    }
+
+    async fn execute_with(&self, text: &str, params: Vec<serde_json::Value>) -> Result<SqlResult, ApiError> {
         let caller = self.caller().await?;
         caller.require("read:sql")?;
         let database = Some(self.bound().database.clone());
-        let executed = sql::execute(&self.0.state, &caller, ReadPrefs::QUORUM, database, text, Vec::new()).await?;
+        let executed = sql::execute(&self.0.state, &caller, ReadPrefs::QUORUM, database, text, params).await?;
         Ok(executed.outcome)
     }
+
+    /// The declared type of every column of the tables `text` reads (after
+    /// FROM and JOIN), by column name: what a described statement's columns
+    /// are when its rows cannot tell (none, or nulls only).
+    pub async fn declared_types(&self, text: &str) -> std::collections::HashMap<String, pgwire::api::Type> {
+        let mut out = std::collections::HashMap::new();
+        let database = self.bound().database.clone();
+        let words: Vec<String> = words(text).collect();
+        let tables: Vec<&String> = words.windows(2).filter(|w| w[0] == "FROM" || w[0] == "JOIN").map(|w| &w[1]).collect();
+        for table in tables {
+            if let Ok(schema) = sql::describe_table(&self.0.state, &database, &table.to_ascii_lowercase()).await {
+                for c in schema.columns {
+                    out.entry(c.name.to_ascii_lowercase()).or_insert_with(|| types::declared(&c.data_type));
+                }
+            }
+        }
+        out
+    }
+
+    /// One prepared statement with its parameters (the extended protocol),
+    /// its error as PostgreSQL reports it. Transaction control is refused as
+    /// in the simple protocol (a transaction does not span messages yet).
+    pub async fn execute_statement(&self, text: &str, params: Vec<serde_json::Value>) -> Result<SqlResult, ErrorInfo> {
+        if matches!(first_word(text).as_str(), "BEGIN" | "START" | "COMMIT" | "END" | "ROLLBACK" | "ABORT") {
+            return Err(ErrorInfo::new("ERROR".into(), "0A000".into(), OPEN_TRANSACTION.into()));
+        }
+        self.execute_with(text, params).await.map_err(|e| types::error_info(&e, text))
+    }
 }
+
+const OPEN_TRANSACTION: &str = "a transaction held open across messages is not supported yet: send BEGIN … COMMIT in one \
+     message (it runs atomically), or each statement alone (each commits)";
 
 fn not_supported(message: &str) -> Response {
     Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "0A000".into(), message.into())))

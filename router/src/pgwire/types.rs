@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use futures::stream;
 use pgwire::api::Type;
+use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
-use pgwire::error::{ErrorInfo, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use serde_json::Value;
 use tessera_api::error::{ErrorCode, Rejection};
-use tessera_api::sql::SqlRows;
+use tessera_api::sql::{SqlResult, SqlRows};
 
 use super::session::first_word;
 use crate::error::ApiError;
@@ -52,26 +53,107 @@ fn text_of(value: Option<&Value>) -> Option<String> {
     }
 }
 
-fn encode(encoder: &mut DataRowEncoder, value: Option<&Value>) -> PgWireResult<()> {
-    encoder.encode_field(&text_of(value))
+/// A value in its field's format: text as PostgreSQL writes it; binary as the
+/// field's type (`int8`, `float8`, `bool`, else the text's bytes).
+fn encode(encoder: &mut DataRowEncoder, value: Option<&Value>, field: &FieldInfo) -> PgWireResult<()> {
+    if field.format() == FieldFormat::Text || value.is_none_or(Value::is_null) {
+        return encoder.encode_field(&text_of(value));
+    }
+    let v = value.unwrap_or(&Value::Null);
+    let ty = field.datatype();
+    let mismatch =
+        || PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".into(), "22P02".into(), format!("{v} is no {} value", ty.name()))));
+    if *ty == Type::INT8 {
+        encoder.encode_field(&Some(v.as_i64().ok_or_else(mismatch)?))
+    } else if *ty == Type::FLOAT8 {
+        encoder.encode_field(&Some(v.as_f64().ok_or_else(mismatch)?))
+    } else if *ty == Type::BOOL {
+        encoder.encode_field(&Some(v.as_bool().ok_or_else(mismatch)?))
+    } else {
+        encoder.encode_field(&text_of(value))
+    }
 }
 
-/// The answer to a statement: its rows (when it has columns) or its command tag.
+/// The answer to a statement in the simple protocol (text format).
 pub fn response(statement: &str, rows: SqlRows) -> Response {
+    let types = column_types(&rows);
+    let fields = fields(&rows.columns, &types, &Format::UnifiedText);
+    typed_response(statement, SqlResult::Rows(rows), fields)
+}
+
+/// A catalog answer (tables, schemas) as one column of JSON text.
+pub fn catalog_response(value: Value) -> Response {
+    typed_response("SELECT", SqlResult::Catalog(value.clone()), fields(&["catalog".to_string()], &[Type::TEXT], &Format::UnifiedText))
+}
+
+/// Any answer as rows: a catalog answer is one `catalog` column of JSON text.
+pub fn as_rows(result: SqlResult) -> SqlRows {
+    match result {
+        SqlResult::Rows(rows) => rows,
+        SqlResult::Catalog(v) => SqlRows {
+            columns: vec!["catalog".into()],
+            rows: vec![vec![Value::String(v.to_string())]],
+            row_count: 1,
+            rows_affected: 0,
+            truncated: false,
+        },
+    }
+}
+
+/// The PostgreSQL type of a column declared with Tessera's type `name`.
+pub fn declared(name: &str) -> Type {
+    let base = name.split('(').next().unwrap_or_default().trim().to_ascii_uppercase();
+    match base.as_str() {
+        "INT" | "INTEGER" | "BIGINT" | "SMALLINT" | "INT2" | "INT4" | "INT8" | "SERIAL" | "BIGSERIAL" => Type::INT8,
+        "FLOAT" | "REAL" | "DOUBLE" | "DOUBLE PRECISION" | "FLOAT4" | "FLOAT8" | "DECIMAL" | "NUMERIC" => Type::FLOAT8,
+        "BOOL" | "BOOLEAN" => Type::BOOL,
+        _ => Type::TEXT,
+    }
+}
+
+/// Column types from the values, where a column's values say nothing (no
+/// rows, nulls only) from `declared` (by column name).
+pub fn column_types_or_declared(rows: &SqlRows, declared: &std::collections::HashMap<String, Type>) -> Vec<Type> {
+    (0..rows.columns.len())
+        .map(|c| {
+            let known = rows.rows.iter().filter_map(|r| r.get(c)).any(|v| !v.is_null());
+            match (known, declared.get(&rows.columns[c].to_ascii_lowercase())) {
+                (false, Some(t)) => t.clone(),
+                _ => column_type(&rows.rows, c),
+            }
+        })
+        .collect()
+}
+
+/// The type of every column of `rows`.
+pub fn column_types(rows: &SqlRows) -> Vec<Type> {
+    (0..rows.columns.len()).map(|c| column_type(&rows.rows, c)).collect()
+}
+
+/// Row fields with their types, each in the format the client asked for.
+pub fn fields(columns: &[String], types: &[Type], format: &Format) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .zip(types)
+        .enumerate()
+        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
+        .collect()
+}
+
+/// The rows of `result` under `fields` (or its command tag when it has no columns).
+pub fn typed_response(statement: &str, result: SqlResult, fields: Vec<FieldInfo>) -> Response {
+    let rows = as_rows(result);
     if rows.columns.is_empty() {
         return Response::Execution(tag(statement, rows.rows_affected as usize));
     }
-    let types: Vec<Type> = (0..rows.columns.len()).map(|c| column_type(&rows.rows, c)).collect();
-    let fields: Vec<FieldInfo> =
-        rows.columns.iter().zip(&types).map(|(name, ty)| FieldInfo::new(name.clone(), None, None, ty.clone(), FieldFormat::Text)).collect();
     let fields = Arc::new(fields);
     let mut encoder = DataRowEncoder::new(fields.clone());
     let encoded: Vec<PgWireResult<_>> = rows
         .rows
         .iter()
         .map(|row| {
-            for c in 0..types.len() {
-                encode(&mut encoder, row.get(c))?;
+            for (c, field) in fields.iter().enumerate() {
+                encode(&mut encoder, row.get(c), field)?;
             }
             Ok(encoder.take_row())
         })
@@ -79,16 +161,33 @@ pub fn response(statement: &str, rows: SqlRows) -> Response {
     Response::Query(QueryResponse::new(fields, stream::iter(encoded)))
 }
 
-/// A catalog answer (tables, schemas) as one `json` text column.
-pub fn catalog_response(value: Value) -> Response {
-    let rows = SqlRows {
-        columns: vec!["catalog".into()],
-        rows: vec![vec![Value::String(value.to_string())]],
-        row_count: 1,
-        rows_affected: 0,
-        truncated: false,
-    };
-    response("SELECT", rows)
+/// A bound parameter as a JSON value, from its declared type and format.
+pub fn parameter(bytes: &[u8], ty: &Type, binary: bool) -> Result<Value, String> {
+    let bad = || format!("invalid {} parameter", ty.name());
+    if binary {
+        return Ok(match *ty {
+            Type::INT2 => Value::from(i16::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+            Type::INT4 => Value::from(i32::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+            Type::INT8 => Value::from(i64::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+            Type::FLOAT4 => Value::from(f32::from_be_bytes(bytes.try_into().map_err(|_| bad())?) as f64),
+            Type::FLOAT8 => Value::from(f64::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+            Type::BOOL => Value::Bool(bytes.first().is_some_and(|b| *b != 0)),
+            Type::JSONB => serde_json::from_slice(bytes.get(1..).unwrap_or_default()).map_err(|_| bad())?,
+            Type::JSON => serde_json::from_slice(bytes).map_err(|_| bad())?,
+            _ => Value::String(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?),
+        });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+    Ok(match *ty {
+        Type::INT2 | Type::INT4 | Type::INT8 => Value::from(text.trim().parse::<i64>().map_err(|_| bad())?),
+        Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => {
+            let n: f64 = text.trim().parse().map_err(|_| bad())?;
+            serde_json::Number::from_f64(n).map(Value::Number).ok_or_else(bad)?
+        }
+        Type::BOOL => Value::Bool(matches!(text.trim(), "t" | "true" | "TRUE" | "on" | "yes" | "1")),
+        Type::JSON | Type::JSONB => serde_json::from_str(text).map_err(|_| bad())?,
+        _ => Value::String(text.to_string()),
+    })
 }
 
 /// The command a statement's tag names (`CREATE TABLE`, `INSERT`, …).

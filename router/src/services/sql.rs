@@ -124,6 +124,17 @@ pub async fn execute(
     Ok(Executed { outcome, masked, security_flags, statement })
 }
 
+/// The schema of table `name` of `database` (its catalog entry).
+pub async fn describe_table(state: &AppState, database: &str, name: &str) -> Result<tessera_api::sql::TableSchema, ApiError> {
+    let group = database_group(state, database)?;
+    let q = SqlQuery::DescribeTable { database: database.to_string(), name: name.to_string() };
+    let answer = typed::ask::<Sql>(&*state.cluster, group, q, ReadPrefs::QUORUM.consistency, None).await?.value;
+    match answer.map_err(|r| ApiError::sql(r, ""))? {
+        SqlResult::Catalog(v) => serde_json::from_value(v).map_err(|e| ApiError::Internal(format!("an unreadable catalog answer: {e}"))),
+        SqlResult::Rows(_) => Err(ApiError::Internal("a table description answered rows".into())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::looks_read_only;
