@@ -30,7 +30,8 @@ impl Host {
             return Err(NotReady::GroupFailed(*failed));
         }
         for (id, g) in self.hosted() {
-            if super::leadership::known_leader(&g.raft.metrics().borrow(), self.id).is_none() {
+            // A leader that left its group still names itself: that replica is on its way out, not waiting.
+            if g.raft.metrics().borrow().current_leader.is_none() {
                 return Err(NotReady::NoLeader(id));
             }
             if !g.may_vote() {
