@@ -6,10 +6,12 @@
 //! tree, adds a key in the key-value browser, acknowledges the incident a
 //! flagged query opened and erases a data subject on the compliance page
 //! (the signed certificate listed and verified), makes a role and a user on
-//! the users page and deletes the user, and watches node 3's status change
-//! when it is killed. A viewer signs in next: no admin buttons or forms, and
-//! a write the viewer may not make is refused by the API and said on the
-//! page. Screenshots of each page are kept under
+//! the users page, changes its role and password there and deletes it,
+//! acknowledges a security alert, blocks an address and unblocks another on
+//! the security page, downloads an incident's PDF report, and watches node
+//! 3's status change when it is killed. A viewer signs in next: no admin
+//! buttons or forms, and a write the viewer may not make is refused by the
+//! API and said on the page. Screenshots of each page are kept under
 //! `$CARGO_TARGET_DIR/test-artifacts/console/` (or the temporary directory).
 
 use std::path::PathBuf;
@@ -178,6 +180,17 @@ async fn compliance(page: &Browser, cluster: &Cluster) -> Result<()> {
     let stored = api.get(&format!("{C}/breaches/{incident}")).await?.ensure_status(200)?;
     ensure!(stored.json["status"] == "acknowledged", "{stored}");
 
+    // The incident's report, fetched by the page with the session's token and saved as a PDF.
+    page.click(&format!("[aria-label='Download the report of incident {incident}']")).await?;
+    let saved = page
+        .text_when("#compliance-message", "the report is downloaded", |t| {
+            t.starts_with(&format!("Report of incident {incident} downloaded"))
+        })
+        .await?;
+    ensure!(saved.contains("(application/pdf, ") && !saved.contains(", 0 bytes)"), "{saved}");
+    let pdf = api.get(&format!("{C}/breaches/{incident}/report?format=pdf")).await?.ensure_status(200)?;
+    ensure!(pdf.body.starts_with(b"%PDF"), "the report is a PDF: {:?}", pdf.text.chars().take(20).collect::<String>());
+
     page.fill("#erase-subject", "zoe").await?;
     page.fill("#erase-reason", "console erasure").await?;
     page.click("#erase-run").await?;
@@ -194,8 +207,64 @@ async fn compliance(page: &Browser, cluster: &Cluster) -> Result<()> {
     Ok(())
 }
 
+/// The security page's actions: the flagged query's alert acknowledged, an
+/// address blocked through the API unblocked on the page, another blocked
+/// with the page's form (left blocked for the viewer to see).
+async fn security(page: &Browser, cluster: &Cluster) -> Result<()> {
+    const S: &str = "/api/v1/admin/security";
+    let api = &cluster.http;
+    api.post(&format!("{S}/block-ip"), &json!({"ip_address": "203.0.113.9", "reason": "console test", "duration_hours": 1}))
+        .await?
+        .ensure_status(201)?;
+    let alerts = api.get(&format!("{S}/alerts?acknowledged=false")).await?.ensure_status(200)?;
+    let alert = alerts.json["alerts"]
+        .as_array()
+        .and_then(|all| all.iter().find(|a| a["kind"] == "sql_injection"))
+        .and_then(|a| a["id"].as_str())
+        .with_context(|| format!("the flagged query's alert, unacknowledged: {alerts}"))?
+        .to_string();
+
+    page.click("[data-page=security]").await?;
+    page.text_when("#blocked-ips tbody", "the blocked address is listed", |t| t.contains("203.0.113.9 console test admin")).await?;
+    page.click(&format!("[aria-label='Acknowledge alert {alert}']")).await?;
+    page.text_when("#security-message", "the alert is acknowledged", |t| {
+        t == format!("Alert {alert} (sql_injection) acknowledged by admin")
+    })
+    .await?;
+    ensure!(!page.visible(&format!("[aria-label='Acknowledge alert {alert}']")).await?, "an acknowledged alert has no button");
+    let listed = api.get(&format!("{S}/alerts")).await?.ensure_status(200)?;
+    let stored = listed.json["alerts"].as_array().and_then(|all| all.iter().find(|a| a["id"] == alert.as_str())).context("the alert")?;
+    ensure!(stored["acknowledged"] == true && stored["acknowledged_by"] == "admin", "{stored}");
+
+    // An address blocked by hand for two hours.
+    page.fill("#block-ip", "198.51.100.4").await?;
+    page.fill("#block-reason", "port scan").await?;
+    page.fill("#block-duration", "2").await?;
+    page.click("#block-save").await?;
+    page.text_when("#security-message", "the address is blocked", |t| t.starts_with("198.51.100.4 blocked until ")).await?;
+    page.text_when("#blocked-ips tbody", "the new block is listed", |t| t.contains("198.51.100.4 port scan admin")).await?;
+    let blocks = api.get(&format!("{S}/blocked-ips")).await?.ensure_status(200)?;
+    let block = blocks.json["blocked_ips"]
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["ip_address"] == "198.51.100.4"))
+        .with_context(|| format!("the page's block: {blocks}"))?;
+    let remaining = block["remaining_secs"].as_i64().unwrap_or_default();
+    ensure!((7000..=7200).contains(&remaining), "blocked for two hours: {block}");
+
+    page.click("[aria-label='Unblock 203.0.113.9']").await?;
+    page.accept_dialog().await?;
+    page.text_when("#security-message", "the address is unblocked", |t| t == "203.0.113.9 unblocked").await?;
+    page.text_when("#blocked-ips tbody", "the address is gone from the list", |t| !t.contains("203.0.113.9") && t.contains("198.51.100.4"))
+        .await?;
+    let blocks = api.get(&format!("{S}/blocked-ips")).await?.ensure_status(200)?;
+    ensure!(!blocks.text.contains("203.0.113.9"), "the block is lifted: {blocks}");
+    page.screenshot(&artifacts().join("security-actions.png")).await?;
+    Ok(())
+}
+
 /// A role and a user made on the users page (a weak password refused first),
-/// then the user deleted.
+/// the user's role, other roles and password changed with the edit form, then
+/// the user deleted.
 async fn users(page: &Browser, cluster: &Cluster) -> Result<()> {
     let api = &cluster.http;
     page.click("[data-page=users]").await?;
@@ -222,6 +291,24 @@ async fn users(page: &Browser, cluster: &Cluster) -> Result<()> {
     let carl = listed.json["users"].as_array().and_then(|u| u.iter().find(|u| u["username"] == "carl").cloned()).context("carl")?;
     ensure!(carl["role"] == "operator" && carl["roles"] == json!(["auditor"]), "{carl}");
     page.screenshot(&artifacts().join("users.png")).await?;
+
+    // Edited: role viewer, the custom role taken away, a new password.
+    page.click("[aria-label='Edit user carl']").await?;
+    page.text_when("#user-edit-title", "the edit form", |t| t == "Edit user carl").await?;
+    page.click("#user-edit-role option[value=viewer]").await?;
+    page.click("#user-edit-roles option[value=auditor]").await?;
+    page.fill("#user-edit-password", "Carl-N3w-Passw0rd-56").await?;
+    page.screenshot(&artifacts().join("user-edit.png")).await?;
+    page.click("#user-edit-save").await?;
+    page.text_when("#users-status", "the user is changed", |t| t == "User carl updated: role viewer; other roles none; password reset")
+        .await?;
+    ensure!(!page.visible("#user-edit").await?, "the edit form closes");
+    page.text_when("#users tbody", "the new role is listed", |t| t.contains("carl carl@example.com viewer")).await?;
+    let listed = api.get("/api/v1/admin/users").await?.ensure_status(200)?;
+    let carl = listed.json["users"].as_array().and_then(|u| u.iter().find(|u| u["username"] == "carl").cloned()).context("carl")?;
+    ensure!(carl["role"] == "viewer" && carl["roles"] == json!([]), "{carl}");
+    api.login("carl", "Carl-N3w-Passw0rd-56").await?.ensure_status(200)?;
+    api.login("carl", "Carl-Passw0rd-34").await?.ensure_status(401)?;
 
     page.click("[aria-label='Delete user carl']").await?;
     page.accept_dialog().await?;
@@ -300,6 +387,7 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
 
     other_models(page, cluster).await?;
     compliance(page, cluster).await?;
+    security(page, cluster).await?;
     users(page, cluster).await?;
 
     // A node goes down: the overview says so within a refresh or two.
@@ -330,9 +418,27 @@ async fn drive(page: &Browser, cluster: &mut Cluster, port: u16) -> Result<()> {
     page.text_when("#incidents tbody", "the viewer sees the incident", |t| t.contains("sql_injection")).await?;
     ensure!(!page.visible("#erase-form").await?, "a viewer sees no erasure form");
     ensure!(!page.visible("#incidents .incident-resolve").await?, "a viewer sees no resolve button");
+    ensure!(page.visible("#incidents .incident-report").await?, "a viewer may download an incident's report");
+
+    // The viewer's own flagged query raises an alert, which the viewer sees but cannot acknowledge.
+    let vera = cluster.http.login_as("vera", VIEWER_PASSWORD).await?;
+    vera.post("/api/v1/query", &json!({"sql": "SELECT name FROM pets WHERE name = '' OR '1'='1'"})).await?;
+    wait_for(Duration::from_secs(30), "the viewer's flagged query raises an alert", async || {
+        let alerts = cluster.http.get("/api/v1/admin/security/alerts?acknowledged=false").await?.ensure_status(200)?;
+        Ok(alerts.json["alerts"].as_array().is_some_and(|all| all.iter().any(|a| a["username"] == "vera")).then_some(()))
+    })
+    .await?;
+    page.click("[data-page=security]").await?;
+    page.text_when("#security-alerts tbody", "the viewer sees the new alert", |t| t.contains("vera")).await?;
+    page.text_when("#blocked-ips tbody", "the viewer sees the block", |t| t.contains("198.51.100.4")).await?;
+    for admin_only in ["#block-form", ".alert-ack", ".ip-unblock"] {
+        ensure!(!page.visible(admin_only).await?, "a viewer sees no {admin_only}");
+    }
+    page.screenshot(&artifacts().join("viewer-security.png")).await?;
+
     page.click("[data-page=users]").await?;
     page.text_when("#users tbody", "the viewer sees the users", |t| t.contains("vera")).await?;
-    for admin_only in ["#user-create", "#role-form", ".user-delete", ".role-delete"] {
+    for admin_only in ["#user-create", "#user-edit", "#role-form", ".user-edit", ".user-delete", ".role-delete"] {
         ensure!(!page.visible(admin_only).await?, "a viewer sees no {admin_only}");
     }
     Ok(())

@@ -10,6 +10,7 @@ const state = {
   timer: null,
   mfaToken: null,
   resolving: null,
+  editing: null,
   customRoles: new Set(),
 };
 const $ = (sel) => document.querySelector(sel);
@@ -151,18 +152,20 @@ function signedOut(message) {
   state.permissions = [];
   state.user = null;
   state.resolving = null;
+  state.editing = null;
   sessionStorage.removeItem("tessera-token");
   clearInterval(state.timer);
   for (const s of document.querySelectorAll("main > section")) s.hidden = true;
   // Nothing of the previous user's stays in the page.
   for (const body of document.querySelectorAll("main tbody")) body.replaceChildren();
-  for (const el of ["#sql-status", "#health", "#who", "#compliance-message", "#incidents-count", "#users-status"]) $(el).textContent = "";
+  for (const el of ["#sql-status", "#health", "#who", "#compliance-message", "#incidents-count", "#users-status", "#alerts-count", "#security-message"]) $(el).textContent = "";
   for (const el of ["#sql-error", "#kv-error", "#users-error", "#compliance-error", "#security-error"]) show($(el), "");
   $("#sql-plan-tree").replaceChildren();
-  for (const el of ["#sql-plan", "#compliance-detail", "#resolve-form"]) $(el).hidden = true;
+  for (const el of ["#sql-plan", "#compliance-detail", "#resolve-form", "#user-edit"]) $(el).hidden = true;
   $("#compliance-detail-json").textContent = "";
   for (const f of document.querySelectorAll("main section:not(#login-page) form")) f.reset();
   $("#user-roles").replaceChildren();
+  $("#user-edit-roles").replaceChildren();
   for (const p of document.querySelectorAll("#role-permissions label")) p.remove();
   $("#login-page").hidden = false;
   $("#nav").hidden = true;
@@ -432,18 +435,27 @@ async function upload(ev) {
   }
 }
 
+// A file from the API saved by the browser: fetched with the session's token
+// (a bare link would carry none), handed over as an object URL. Answers the blob.
+async function saveFile(path, name) {
+  const resp = await fetch(path, { headers: { authorization: "Bearer " + state.token } });
+  if (resp.status === 401 && state.token) signedOut("Your session ended: sign in again.");
+  if (!resp.ok) throw new Error(errorText(await resp.json().catch(() => null), resp.status));
+  const blob = await resp.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  return blob;
+}
+
 async function download(bucket, key) {
   try {
-    const resp = await fetch(objectPath(bucket, key), { headers: { authorization: "Bearer " + state.token } });
-    if (!resp.ok) throw new Error(errorText(await resp.json().catch(() => null), resp.status));
-    const url = URL.createObjectURL(await resp.blob());
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = key.split("/").pop();
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    await saveFile(objectPath(bucket, key), key.split("/").pop());
     $("#objects-status").textContent = `Downloaded ${key}`;
   } catch (e) {
     show($("#objects-error"), e.message);
@@ -487,19 +499,84 @@ async function createBackup() {
   }
 }
 
-// Security alerts and blocked addresses.
+// Security alerts and blocked addresses (read:cluster); acknowledging alerts,
+// blocking and unblocking addresses for users with manage:security.
+const S = "/api/v1/admin/security";
+
 async function listSecurity() {
   show($("#security-error"), "");
   const problems = [];
-  try {
-    const alerts = await api("GET", "/api/v1/admin/security/alerts");
-    fillTable($("#security-alerts"), null, (alerts.alerts || []).map((a) => [pick(a, "timestamp", "created_at", "detected_at"), pick(a, "alert_type", "type", "kind"), pick(a, "severity"), pick(a, "source_ip", "ip", "subject"), pick(a, "details", "message", "description")]));
-    const blocked = await api("GET", "/api/v1/admin/security/blocked-ips");
-    fillTable($("#blocked-ips"), null, (blocked.blocked_ips || []).map((b) => [pick(b, "ip", "address"), pick(b, "reason"), pick(b, "expires_at", "until")]));
-  } catch (e) {
-    problems.push(e.message);
+  for (const part of [listAlerts, listBlocks]) {
+    try { await part(); } catch (e) { problems.push(e.message); }
   }
   show($("#security-error"), problems.join("\n"));
+}
+
+async function listAlerts() {
+  const only = $("#alerts-unacknowledged").checked;
+  const answer = await api("GET", `${S}/alerts${only ? "?acknowledged=false" : ""}`);
+  const manage = may("manage:security");
+  fillTable($("#security-alerts"), null, (answer.alerts || []).map((a) => {
+    const severity = document.createElement("span");
+    severity.className = "severity-" + a.severity;
+    severity.textContent = a.severity;
+    const source = [a.source_ip, a.username].filter(Boolean).join(" ");
+    const acknowledged = a.acknowledged ? `by ${a.acknowledged_by || "?"}${a.acknowledged_at ? " at " + a.acknowledged_at : ""}` : "no";
+    const row = [a.created_at, a.kind, severity, source, a.message, acknowledged];
+    if (manage) {
+      row.push(a.acknowledged ? "" : actionButton("Acknowledge", "alert-ack", `Acknowledge alert ${a.id}`, () => acknowledgeAlert(a)));
+    }
+    return row;
+  }));
+  $("#alerts-count").textContent = `${answer.count} shown of ${answer.total} alert(s), ${answer.unacknowledged} unacknowledged`;
+}
+
+async function listBlocks() {
+  const answer = await api("GET", `${S}/blocked-ips`);
+  const manage = may("manage:security");
+  fillTable($("#blocked-ips"), null, (answer.blocked_ips || []).map((b) => {
+    const row = [b.ip_address, b.reason, b.automatic ? `${b.blocked_by} (automatic)` : b.blocked_by, b.blocked_at, b.expires_at];
+    if (manage) row.push(actionButton("Unblock", "ip-unblock", `Unblock ${b.ip_address}`, () => unblockIp(b.ip_address)));
+    return row;
+  }));
+}
+
+async function securityAction(work) {
+  show($("#security-error"), "");
+  $("#security-message").textContent = "";
+  try { await work(); } catch (e) { show($("#security-error"), e.message); }
+}
+
+function acknowledgeAlert(a) {
+  return securityAction(async () => {
+    const answer = await api("POST", `${S}/alerts/${encodeURIComponent(a.id)}/acknowledge`, {});
+    await listAlerts();
+    $("#security-message").textContent = `Alert ${a.id} (${a.kind}) acknowledged by ${answer.alert.acknowledged_by}`;
+  });
+}
+
+function unblockIp(ip) {
+  if (!confirm(`Unblock ${ip}? Its requests are served again at once.`)) return;
+  return securityAction(async () => {
+    await api("DELETE", `${S}/blocked-ips/${encodeURIComponent(ip)}`);
+    await listBlocks();
+    $("#security-message").textContent = `${ip} unblocked`;
+  });
+}
+
+function blockIp(ev) {
+  ev.preventDefault();
+  return securityAction(async () => {
+    const amount = Number($("#block-duration").value);
+    if (!Number.isInteger(amount) || amount < 1) throw new Error("The duration is a whole number, at least 1");
+    const body = { ip_address: $("#block-ip").value.trim(), duration_secs: amount * Number($("#block-unit").value) };
+    if ($("#block-reason").value.trim()) body.reason = $("#block-reason").value.trim();
+    const answer = await api("POST", `${S}/block-ip`, body);
+    const b = answer.blocked;
+    for (const el of ["#block-ip", "#block-reason"]) $(el).value = "";
+    await listBlocks();
+    $("#security-message").textContent = `${b.ip_address} blocked until ${b.expires_at}`;
+  });
 }
 
 // Compliance (spec 02): the frameworks' status, breach incidents and erasure
@@ -538,6 +615,7 @@ async function listIncidents() {
     severity.textContent = i.severity;
     const actions = inCell(
       actionButton("Details", "incident-details", `Details of incident ${i.incident_id}`, () => incidentDetails(i.incident_id)),
+      actionButton("Report (PDF)", "incident-report", `Download the report of incident ${i.incident_id}`, () => incidentReport(i.incident_id)),
       manage && i.status === "open" && actionButton("Acknowledge", "incident-ack", `Acknowledge incident ${i.incident_id}`, () => acknowledgeIncident(i.incident_id)),
       manage && (i.status === "open" || i.status === "acknowledged") && actionButton("Resolve…", "incident-resolve", `Resolve incident ${i.incident_id}`, () => startResolve(i.incident_id)),
     );
@@ -565,6 +643,20 @@ async function complianceAction(work) {
 function incidentDetails(id) {
   return complianceAction(async () => {
     showDetail(`Incident ${id}`, "", await api("GET", `${C}/breaches/${encodeURIComponent(id)}`));
+  });
+}
+
+// The incident's report as a PDF document, saved by the browser.
+function incidentReport(id) {
+  return complianceAction(async () => {
+    $("#compliance-message").textContent = `Preparing the report of incident ${id}…`;
+    try {
+      const blob = await saveFile(`${C}/breaches/${encodeURIComponent(id)}/report?format=pdf`, `${id}-report.pdf`);
+      $("#compliance-message").textContent = `Report of incident ${id} downloaded (${blob.type || "no type"}, ${blob.size} bytes)`;
+    } catch (e) {
+      $("#compliance-message").textContent = "";
+      throw e;
+    }
   });
 }
 
@@ -887,7 +979,7 @@ async function deleteKey(key) {
   try { await api("DELETE", "/api/v1/kv/keys/" + key.split("/").map(encodeURIComponent).join("/")); await listKeys(); } catch (e) { show($("#kv-error"), e.message); }
 }
 
-// Users and roles (read:cluster); creating and deleting users (manage:users),
+// Users and roles (read:cluster); creating, editing and deleting users (manage:users),
 // creating, changing and deleting custom roles (manage:roles).
 async function listUsers() {
   show($("#users-error"), "");
@@ -897,7 +989,10 @@ async function listUsers() {
     fillTable($("#users"), null, (users.users || []).map((u) => {
       const row = [u.username, u.email, u.role, (u.roles || []).join(", "), u.mfa_enabled ? "on" : "off", u.created_at];
       if (may("manage:users")) {
-        row.push(u.id === me ? "(you)" : actionButton("Delete", "user-delete", `Delete user ${u.username}`, () => deleteUser(u)));
+        row.push(inCell(
+          actionButton("Edit", "user-edit", `Edit user ${u.username}`, () => editUser(u)),
+          u.id === me ? "(you)" : actionButton("Delete", "user-delete", `Delete user ${u.username}`, () => deleteUser(u)),
+        ));
       }
       return row;
     }));
@@ -981,6 +1076,63 @@ function deleteUser(u) {
   });
 }
 
+// The edit form, filled with the user's email, role and other roles.
+function editUser(u) {
+  state.editing = u;
+  $("#user-edit-name").textContent = u.username;
+  $("#user-edit-email").value = u.email;
+  $("#user-edit-role").value = u.role;
+  $("#user-edit-password").value = "";
+  const extra = $("#user-edit-roles");
+  extra.replaceChildren();
+  // A role the user holds is offered even if the list has not caught up with it.
+  for (const name of new Set([...state.customRoles, ...(u.roles || [])])) {
+    const o = document.createElement("option");
+    o.value = o.textContent = name;
+    o.selected = (u.roles || []).includes(name);
+    extra.append(o);
+  }
+  $("#user-edit").hidden = false;
+  $("#user-edit").scrollIntoView({ block: "nearest" });
+  $("#user-edit-email").focus();
+}
+
+function closeUserEdit() {
+  state.editing = null;
+  $("#user-edit-password").value = "";
+  $("#user-edit").hidden = true;
+}
+
+// PUT /api/v1/admin/users/{id} with the fields changed (a new password only when one is typed).
+function saveUser(ev) {
+  ev.preventDefault();
+  const u = state.editing;
+  if (!u) return;
+  const body = {};
+  const changed = [];
+  const email = $("#user-edit-email").value.trim();
+  if (email !== u.email) { body.email = email; changed.push(`email ${email}`); }
+  const role = $("#user-edit-role").value;
+  if (role !== u.role) { body.role = role; changed.push(`role ${role}`); }
+  const roles = [...$("#user-edit-roles").selectedOptions].map((o) => o.value);
+  const before = u.roles || [];
+  if (roles.length !== before.length || roles.some((r) => !before.includes(r))) {
+    body.roles = roles;
+    changed.push(`other roles ${roles.length ? roles.join(", ") : "none"}`);
+  }
+  const password = $("#user-edit-password").value;
+  if (password) { body.password = password; changed.push("password reset"); }
+  if (!changed.length) { $("#users-status").textContent = `Nothing to change for ${u.username}`; return; }
+  if (state.user && u.id === state.user.id && body.role && !confirm(`Change your own role to ${role}? You lose the permissions of ${u.role} at once.`)) return;
+  return usersAction(async () => {
+    await api("PUT", `/api/v1/admin/users/${encodeURIComponent(u.id)}`, body);
+    closeUserEdit();
+    // Your own role changed: the page follows your new permissions.
+    if (state.user && u.id === state.user.id) await signedIn(); else await listUsers();
+    $("#users-status").textContent = `User ${u.username} updated: ${changed.join("; ")}`;
+  });
+}
+
 function editRole(r) {
   $("#role-name").value = r.name;
   for (const box of document.querySelectorAll("#role-permissions input")) box.checked = (r.permissions || []).includes(box.value);
@@ -1031,6 +1183,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#erase-form").addEventListener("submit", erase);
   $("#compliance-detail-close").addEventListener("click", () => { $("#compliance-detail").hidden = true; });
   $("#user-create").addEventListener("submit", createUser);
+  $("#user-edit").addEventListener("submit", saveUser);
+  $("#user-edit-cancel").addEventListener("click", closeUserEdit);
+  $("#alerts-filter").addEventListener("submit", (ev) => { ev.preventDefault(); securityAction(listAlerts); });
+  $("#block-form").addEventListener("submit", blockIp);
   $("#role-form").addEventListener("submit", saveRole);
   if (state.token) signedIn().catch(() => signedOut("")); else $("#username").focus();
 });
