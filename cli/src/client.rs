@@ -14,6 +14,8 @@ pub struct Api {
     token: Option<String>,
     consistency: Option<String>,
     http: reqwest::Client,
+    /// The PEM of `--cacert`, trusted beside the public roots.
+    cacert: Option<Vec<u8>>,
 }
 
 impl Api {
@@ -25,14 +27,37 @@ impl Api {
             return Err(CliError::Usage(format!("the router URL {url:?} must start with http:// or https://")));
         }
         let mut builder = reqwest::Client::builder().timeout(timeout).connect_timeout(Duration::from_secs(10));
+        let mut ca = None;
         if let Some(path) = cacert {
             let pem = std::fs::read(path).map_err(|e| CliError::Usage(format!("reading the CA file {}: {e}", path.display())))?;
             let cert = reqwest::Certificate::from_pem(&pem)
                 .map_err(|e| CliError::Usage(format!("{} is not a PEM certificate: {e}", path.display())))?;
             builder = builder.add_root_certificate(cert);
+            ca = Some(pem);
         }
         let http = builder.build().map_err(|e| CliError::Local(format!("HTTP client: {e}")))?;
-        Ok(Api { url, token, consistency: None, http })
+        Ok(Api { url, token, consistency: None, http, cacert: ca })
+    }
+
+    /// The TLS configuration of a `wss://` connection: the public roots (as
+    /// for HTTPS) and the `--cacert` certificates.
+    pub fn websocket_tls(&self) -> Result<std::sync::Arc<rustls::ClientConfig>> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        if let Some(pem) = &self.cacert {
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| CliError::Usage(format!("the CA file is not PEM: {e}")))?;
+                roots.add(cert).map_err(|e| CliError::Usage(format!("the CA file's certificate: {e}")))?;
+            }
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| CliError::Local(format!("TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(std::sync::Arc::new(config))
     }
 
     /// Every request carries `X-Consistency: level` from now on.

@@ -284,15 +284,17 @@ async fn tail(api: &Api, channel: &str, after: Option<u64>, from: Option<u64>, c
         (None, Some(f)) => url.push_str(&format!("?from={f}")),
         _ => {}
     }
-    if url.starts_with("wss://") {
-        return Err(CliError::Usage("stream tail over HTTPS (wss://) is not supported yet: use stream history".into()));
-    }
+    let connector = match url.starts_with("wss://") {
+        true => tokio_tungstenite::Connector::Rustls(api.websocket_tls()?),
+        false => tokio_tungstenite::Connector::Plain,
+    };
     let mut request = url.as_str().into_client_request().map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
     if let Some(token) = api.token() {
         let value = format!("Bearer {token}").parse().map_err(|_| CliError::Local("the token is not a header value".into()))?;
         request.headers_mut().insert("authorization", value);
     }
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.map_err(|e| match e {
+    let connecting = tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector));
+    let (mut socket, _) = connecting.await.map_err(|e| match e {
         tokio_tungstenite::tungstenite::Error::Http(resp) if matches!(resp.status().as_u16(), 401 | 403) => {
             CliError::Auth(format!("{} on {url} (tessera login)", resp.status()))
         }

@@ -3,8 +3,9 @@
 //! in a profile only they can read), run SQL one-shot in each output format,
 //! see a syntax error pointed at under the statement, work with key-value
 //! entries, documents, time-series, a stream followed live, objects (a 3 MB
-//! file up and down), import a CSV file, back up, manage users, erase a data
-//! subject, look at the cluster, and use the interactive SQL shell through a
+//! file up and down), import a CSV file, back up (and restore in place), manage users, erase a data
+//! subject, look at the cluster (adding, draining and removing a fourth node),
+//! and use the interactive SQL shell through a
 //! terminal: a statement over two lines, `\dt`, `\timing`, a failing
 //! statement that does not end the shell, `\q`. Scripts get the documented
 //! exit statuses: 1 refused, 3 unreachable, 4 not signed in or not allowed.
@@ -20,20 +21,67 @@ use tessera_tests::{ADMIN_PASSWORD, ADMIN_USER, Cluster, ClusterOptions, binary}
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_line_client_against_a_cluster() {
     let options = ClusterOptions { router_env: vec![("SERVICE_COMPLIANCE_ENABLED".into(), "true".into())], ..ClusterOptions::default() };
-    let cluster = Cluster::start(options).await.expect("cluster start");
+    let mut cluster = Cluster::start(options).await.expect("cluster start");
     let config = tempfile::tempdir().expect("config dir");
     let cli = Cli { bin: binary("tessera").expect("the tessera binary"), url: cluster.router_url(0), config: config.path().to_path_buf() };
-    let result = tokio::task::spawn_blocking(move || scenario(&cli)).await.expect("scenario thread");
+    // A fourth node, started and waiting to be added from the client.
+    let fourth = cluster.start_new_node(4).expect("node 4 started");
+    let result = tokio::task::spawn_blocking(move || scenario(&cli, &fourth)).await.expect("scenario thread");
     if let Err(e) = result {
         panic!("cli scenario failed: {e:?}\n{}", cluster.log_tails(30));
     }
 }
 
-fn scenario(cli: &Cli) -> Result<()> {
+/// Scenario: a router serving HTTPS with its own CA. The client signs in with
+/// `--cacert` (kept in the profile) and follows a stream live over `wss://`,
+/// verified against that CA; without it, the connection is refused as
+/// unreachable (status 3), never made unverified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_follows_a_stream_over_https() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).expect("a certificate");
+    let (cert_path, key_path) = (dir.path().join("router.pem"), dir.path().join("router.key"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("cert written");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key written");
+    let options = ClusterOptions {
+        router_env: vec![
+            ("SERVICE_TLS_CERT".into(), cert_path.display().to_string()),
+            ("SERVICE_TLS_KEY".into(), key_path.display().to_string()),
+        ],
+        https_ca: Some(cert.cert.pem().into_bytes()),
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::start(options).await.expect("cluster start");
+    let cli = Cli { bin: binary("tessera").expect("the tessera binary"), url: cluster.router_url(0), config: dir.path().join("config") };
+    let result = tokio::task::spawn_blocking(move || following_over_tls(&cli, &cert_path)).await.expect("scenario thread");
+    if let Err(e) = result {
+        panic!("cli https scenario failed: {e:?}\n{}", cluster.log_tails(30));
+    }
+}
+
+fn following_over_tls(cli: &Cli, ca: &Path) -> Result<()> {
+    ensure!(cli.url.starts_with("https://"), "{}", cli.url);
+    let ca = ca.display().to_string();
+    let unverified = cli.run_with(&["login", "-u", ADMIN_USER, "--password-stdin"], &format!("{ADMIN_PASSWORD}\n"))?;
+    ensure!(exit_code(&unverified) == 3, "without the CA: {unverified:?}");
+    let out = cli.run_with(&["login", "-u", ADMIN_USER, "--password-stdin", "--cacert", &ca], &format!("{ADMIN_PASSWORD}\n"))?;
+    ensure!(out.status.success(), "login: {}", text(&out.stderr));
+    cli.ok(&["stream", "publish", "orders", "created", r#"{"id": 1}"#])?;
+    let tail =
+        cli.command(&["stream", "tail", "orders", "--from", "1", "-n", "2"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    cli.ok(&["stream", "publish", "orders", "paid", r#"{"id": 1}"#])?;
+    let out = tail.wait_with_output()?;
+    let lines: Vec<serde_json::Value> = text(&out.stdout).lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    ensure!(lines.len() == 2 && lines[1]["event_type"] == "paid", "{lines:?} {}", text(&out.stderr));
+    Ok(())
+}
+
+fn scenario(cli: &Cli, fourth: &str) -> Result<()> {
     signing_in_keeps_the_session_private(cli)?;
     sql_one_shot_in_every_format(cli)?;
     key_value_entries(cli)?;
     cluster_views(cli)?;
+    a_node_joins_and_leaves(cli, fourth)?;
     documents_time_series_and_streams(cli)?;
     objects_with_files(cli)?;
     operations(cli)?;
@@ -159,6 +207,24 @@ fn cluster_views(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
+/// Node 4 (at `addr`) is added, drained and removed from the client; each
+/// command answers once the change is made (`--consistency all`).
+fn a_node_joins_and_leaves(cli: &Cli, addr: &str) -> Result<()> {
+    let count = |cli: &Cli| -> Result<usize> {
+        let nodes: serde_json::Value = serde_json::from_str(&cli.ok(&["node", "list", "-o", "json"])?)?;
+        Ok(nodes["nodes"].as_array().map_or(0, Vec::len))
+    };
+    let added = cli.ok(&["--consistency", "all", "node", "add", "4", addr])?;
+    ensure!(added.starts_with("node 4") && added.contains("done"), "{added}");
+    ensure!(count(cli)? == 4, "four nodes");
+    let drained = cli.ok(&["--consistency", "all", "node", "drain", "4"])?;
+    ensure!(drained.starts_with("node 4") && drained.contains("done"), "{drained}");
+    let removed = cli.ok(&["--consistency", "all", "node", "remove", "4"])?;
+    ensure!(removed.starts_with("node 4") && removed.contains("done"), "{removed}");
+    ensure!(count(cli)? == 3, "three nodes again");
+    Ok(())
+}
+
 fn documents_time_series_and_streams(cli: &Cli) -> Result<()> {
     ensure!(cli.ok(&["doc", "insert", "pets", r#"{"name": "rex", "age": 3}"#, "--id", "rex"])?.contains("inserted rex"));
     cli.ok(&["doc", "insert", "pets", r#"{"name": "tom", "age": 9}"#])?;
@@ -248,6 +314,14 @@ fn operations(cli: &Cli) -> Result<()> {
     ensure!(exit_code(&missing) == 1 && text(&missing.stderr).contains("does not exist"), "{missing:?}");
     let bad = cli.run(&["vector", "search", "nothing", "not json"])?;
     ensure!(exit_code(&bad) == 2 && text(&bad.stderr).contains("VECTOR is not JSON"), "{bad:?}");
+
+    // The backup made above, restored in place: what was written since is
+    // gone, what it holds is back (the session predates it, so it stays).
+    cli.ok(&["kv", "put", "after/backup", "1"])?;
+    let restored = cli.ok(&["backup", "restore", id])?;
+    ensure!(restored.contains(&format!("restored backup {id}")), "{restored}");
+    ensure!(exit_code(&cli.run(&["kv", "get", "after/backup"])?) == 1, "a key written after the backup is gone");
+    ensure!(cli.ok(&["sql", "-c", "SELECT name FROM people WHERE id = 10"])?.contains("Hopper, Grace"), "the backup's rows are back");
     Ok(())
 }
 

@@ -223,6 +223,7 @@ async fn prepared_statements(port: u16) -> Result<()> {
     ensure!(db.code().code() == "23505", "{db:?}");
     let err = client.batch_execute("BEGIN").await.expect_err("an open transaction");
     ensure!(err.as_db_error().is_some_and(|e| e.code().code() == "0A000"), "{err:?}");
+
     drop(client);
     let _ = driver.await;
     Ok(())

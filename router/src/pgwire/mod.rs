@@ -19,6 +19,7 @@
 
 mod extended;
 mod session;
+mod statement;
 mod types;
 
 use std::fmt::Debug;

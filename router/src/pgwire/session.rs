@@ -15,6 +15,7 @@ use pgwire::api::results::{Response, Tag};
 use pgwire::error::ErrorInfo;
 use tessera_api::sql::{SqlResult, split_statements};
 
+use super::statement::{first_word, only_comments, second_word, words};
 use super::types;
 use crate::cluster::ReadPrefs;
 use crate::error::ApiError;
@@ -216,28 +217,6 @@ const OPEN_TRANSACTION: &str = "a transaction held open across messages is not s
 
 fn not_supported(message: &str) -> Response {
     Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "0A000".into(), message.into())))
-}
-
-/// The first word of a statement, upper-cased (comments skipped).
-pub fn first_word(statement: &str) -> String {
-    words(statement).next().unwrap_or_default()
-}
-
-fn second_word(statement: &str) -> String {
-    words(statement).nth(1).unwrap_or_default()
-}
-
-fn words(statement: &str) -> impl Iterator<Item = String> + '_ {
-    let code: String = statement.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
-    code.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_uppercase)
-        .collect::<Vec<_>>()
-        .into_iter()
-}
-
-fn only_comments(text: &str) -> bool {
-    text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with("--"))
 }
 
 /// The Tessera database a startup's `database` names: PostgreSQL's defaults

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tessera_api::error::{ErrorCode, Rejection};
 use tessera_api::sql::{SqlResult, SqlRows};
 
-use super::session::first_word;
+use super::statement::first_word;
 use crate::error::ApiError;
 
 /// The type a column's values fit.
