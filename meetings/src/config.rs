@@ -71,6 +71,12 @@ pub struct Config {
     pub ai_model: String,
     /// The mail service's key (`EMAIL_SERVICE_API_KEY`); without it invitations are logged, not sent.
     pub email_api_key: Option<String>,
+    /// Where mail is posted (`EMAIL_SERVICE_URL`, default Resend's API); see [`crate::mail`].
+    pub email_service_url: String,
+    /// The sender of the application's mail (`EMAIL_FROM`).
+    pub email_from: String,
+    /// The frontend's address as users reach it (`MEETINGS_PUBLIC_URL`), named in mail.
+    pub public_url: String,
     /// The API's address (`MEETINGS_API_ADDR`, default 0.0.0.0:8080).
     pub api_addr: SocketAddr,
     /// The web frontend's address (`MEETINGS_WEB_ADDR`, default 0.0.0.0:3000).
@@ -124,6 +130,13 @@ impl Config {
             ai_service_url: get("AI_SERVICE_URL").filter(|s| !s.is_empty()),
             ai_model: get("AI_MODEL").filter(|s| !s.is_empty()).unwrap_or_else(|| "default".to_string()),
             email_api_key: get("EMAIL_SERVICE_API_KEY").filter(|s| !s.is_empty()),
+            email_service_url: get("EMAIL_SERVICE_URL")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://api.resend.com/emails".to_string()),
+            email_from: get("EMAIL_FROM")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "Tessera Meetings <no-reply@meetings.invalid>".to_string()),
+            public_url: get("MEETINGS_PUBLIC_URL").filter(|s| !s.is_empty()).unwrap_or_else(|| "http://localhost:3000".to_string()),
             api_addr: addr("MEETINGS_API_ADDR", "0.0.0.0:8080")?,
             web_addr: addr("MEETINGS_WEB_ADDR", "0.0.0.0:3000")?,
             database_ca_file: get("MEETINGS_DATABASE_CA_FILE").filter(|s| !s.is_empty()).map(PathBuf::from),

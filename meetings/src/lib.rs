@@ -24,6 +24,7 @@ pub mod db;
 pub mod error;
 pub mod http;
 pub mod live;
+pub mod mail;
 pub mod meetings;
 pub mod orgs;
 pub mod privacy;
@@ -76,9 +77,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         hub: live::Hub::default(),
         speech,
         webhooks: webhooks::Dispatcher::new(),
+        mail: mail::Mailer::new(),
         summaries: summary::Summarizer::new(),
     });
     webhooks::spawn_delivery_loop(state.clone());
+    mail::spawn_mail_loop(state.clone());
     summary::spawn_summary_loop(state.clone());
     live::spawn_relay(state.clone());
     let api = tokio::net::TcpListener::bind(config.api_addr).await?;

@@ -17,10 +17,10 @@
 //!   true`, the invitation `accepted`; a member already answers 409).
 //!   Otherwise the invitation stays `pending`.
 //!
-//!   Mail: the application has no mail integration yet. Invitations are
-//!   never sent, whether `EMAIL_SERVICE_API_KEY` is set or not: the
-//!   invitation is logged (the email and the organization, never the token)
-//!   and the answer says `"delivery": "logged"`. A pending invitation is
+//!   Mail ([`crate::mail`]): with `EMAIL_SERVICE_API_KEY` the invitation's
+//!   message is queued with it and sent by the mail loop (`"delivery":
+//!   "queued"`); without the key it is only logged (the email and the
+//!   organization, never the token; `"delivery": "logged"`). A pending invitation is
 //!   accepted when its email registers ([`join_invited`]): the new user
 //!   becomes a member with the invited role (unless it expired).
 //! - `GET /api/v1/organizations/{org_id}/usage` (members only), computed from
@@ -47,6 +47,7 @@ use crate::auth::{Caller, valid_email};
 use crate::clock::{iso, now_ms};
 use crate::db::Db;
 use crate::error::{AppError, AppResult};
+use crate::mail::InvitationMail;
 use crate::state::AppState;
 
 /// The tables this service owns.
@@ -144,7 +145,8 @@ pub struct Invited {
     pub invitation: Invitation,
     /// The email belongs to a registered user, now a member.
     pub member_added: bool,
-    /// How the invitation reached the invitee: always `logged` (no mail is sent).
+    /// How the invitation reaches the invitee: `queued` (a mail, see
+    /// [`crate::mail`]) or `logged` (no `EMAIL_SERVICE_API_KEY`: no mail).
     pub delivery: &'static str,
 }
 
@@ -323,42 +325,66 @@ pub async fn invite(state: &AppState, caller: &Caller, org: &str, m: NewMember) 
         json!(now),
         json!(now + INVITATION_TTL_MS),
     ];
-    let member_added = match &invitee {
-        Some(user_id) => {
-            let member = db.sql("SELECT role FROM org_members WHERE org_id = $1 AND user_id = $2", &[json!(org), json!(user_id)]).await?;
-            if let Some(existing) = member.first() {
-                let existing = existing.get("role").and_then(Value::as_str).unwrap_or_default().to_string();
-                return Err(AppError::Conflict(format!("{email} is already a member ({existing})")));
-            }
-            let mut params = params.to_vec();
-            params.push(json!(user_id));
-            // One transaction: the member and the invitation that recorded it.
-            db.sql(
-                &format!("{insert_invitation}; INSERT INTO org_members (org_id, user_id, role, created_at) VALUES ($2, $10, $4, $8)"),
-                &params,
+    // With a mail key, the invitation's message is queued in the same transaction (see `crate::mail`).
+    let mail = match &state.config.email_api_key {
+        Some(_) => {
+            let names = db.sql("SELECT name FROM organizations WHERE id = $1", &[json!(org)]).await?;
+            let organization = names.first().and_then(|r| r.get("name").and_then(Value::as_str).map(str::to_string)).unwrap_or_default();
+            Some(
+                InvitationMail {
+                    to: &email,
+                    organization: &organization,
+                    role: &m.role,
+                    inviter: &caller.user.display_name,
+                    member_added: invitee.is_some(),
+                    public_url: &state.config.public_url,
+                    expires_at: &invitation.expires_at,
+                }
+                .message(),
             )
-            .await
-            .map_err(|e| match e {
-                crate::db::DbError::Constraint(_) => AppError::Conflict(format!("{email} is already a member")),
-                e => e.into(),
-            })?;
-            true
+        }
+        None => None,
+    };
+    let mut statements = vec![insert_invitation.to_string()];
+    let mut params = params.to_vec();
+    if let Some(user_id) = &invitee {
+        let member = db.sql("SELECT role FROM org_members WHERE org_id = $1 AND user_id = $2", &[json!(org), json!(user_id)]).await?;
+        if let Some(existing) = member.first() {
+            let existing = existing.get("role").and_then(Value::as_str).unwrap_or_default().to_string();
+            return Err(AppError::Conflict(format!("{email} is already a member ({existing})")));
+        }
+        params.push(json!(user_id));
+        statements.push("INSERT INTO org_members (org_id, user_id, role, created_at) VALUES ($2, $10, $4, $8)".to_string());
+    }
+    if let Some(message) = &mail {
+        let (insert, more) = message.insert(params.len() + 1, now);
+        statements.push(insert);
+        params.extend(more);
+    }
+    // One transaction: the invitation, the member it made and its mail.
+    db.sql(&statements.join("; "), &params).await.map_err(|e| match e {
+        crate::db::DbError::Constraint(_) if invitee.is_some() => AppError::Conflict(format!("{email} is already a member")),
+        e => e.into(),
+    })?;
+    let member_added = invitee.is_some();
+    let delivery = match &mail {
+        Some(message) => {
+            state.mail.wake.notify_one();
+            tracing::info!(email = %email, organization = %org, role = %m.role, member_added, message = %message.id, "organization invitation recorded; its mail is queued");
+            "queued"
         }
         None => {
-            db.sql(insert_invitation, &params).await?;
-            false
+            tracing::info!(
+                email = %email,
+                organization = %org,
+                role = %m.role,
+                member_added,
+                "organization invitation recorded; no mail is sent (EMAIL_SERVICE_API_KEY is not set)"
+            );
+            "logged"
         }
     };
-    // No mail integration yet: the invitation is logged, never sent (not even with EMAIL_SERVICE_API_KEY set).
-    tracing::info!(
-        email = %email,
-        organization = %org,
-        role = %m.role,
-        member_added,
-        mail_key_configured = state.config.email_api_key.is_some(),
-        "organization invitation recorded; no mail is sent (no mail integration)"
-    );
-    Ok(Invited { invitation, member_added, delivery: "logged" })
+    Ok(Invited { invitation, member_added, delivery })
 }
 
 /// An organization's usage (see the module documentation).

@@ -450,6 +450,7 @@ pub const DELETE_USER: &str = "DELETE FROM search_postings WHERE doc_id IN (SELE
      DELETE FROM meetings WHERE owner_id = $1; \
      DELETE FROM org_members WHERE user_id = $1; \
      DELETE FROM org_invitations WHERE email = $2; \
+     DELETE FROM mail_outbox WHERE to_addr = $2; \
      UPDATE org_invitations SET invited_by = NULL WHERE invited_by = $1; \
      UPDATE organizations SET created_by = NULL WHERE created_by = $1; \
      DELETE FROM privacy_consents WHERE user_id = $1; \

@@ -14,6 +14,7 @@ pub async fn ensure(db: &Db) -> Result<(), DbError> {
         crate::summary::SCHEMA,
         crate::webhooks::SCHEMA,
         crate::orgs::SCHEMA,
+        crate::mail::SCHEMA,
         crate::privacy::SCHEMA,
         crate::rate_limit::SCHEMA,
         crate::search::SCHEMA,

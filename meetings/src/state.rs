@@ -5,12 +5,13 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::db::Db;
 use crate::live::Hub;
+use crate::mail::Mailer;
 use crate::speech::SpeechModel;
 use crate::summary::Summarizer;
 use crate::webhooks::Dispatcher;
 
 /// The application's state: configuration, the database client, the live
-/// meeting hub, the speech model, the webhook dispatcher and the summary loop's
+/// meeting hub, the speech model, the webhook dispatcher, the mailer and the summary loop's
 /// per-instance part.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -21,6 +22,7 @@ pub struct Inner {
     pub hub: Hub,
     pub speech: Option<SpeechModel>,
     pub webhooks: Dispatcher,
+    pub mail: Mailer,
     pub summaries: Summarizer,
 }
 

@@ -850,7 +850,8 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn truncate(text: &str, max: usize) -> String {
+/// `text` cut to at most `max` bytes (on a character boundary), with an ellipsis when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }

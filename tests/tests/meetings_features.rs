@@ -7,8 +7,10 @@
 //!   a receiver that fails is retried with
 //!   backoff; a delivery still pending when the app is killed is sent by the
 //!   next instance; the delivery log says what happened.
-//! - Organizations: unique slugs, invitations by role, usage computed from
-//!   the meetings and transcripts.
+//! - Organizations: unique slugs, invitations by role, mailed through a
+//!   stand-in for the mail service (retried after a failure, one request per
+//!   mail, the key as bearer token), usage computed from the meetings and
+//!   transcripts.
 //! - Privacy: consent and CCPA choices recorded in Tessera's compliance API,
 //!   an export of the caller's data, and account deletion with an erasure
 //!   certificate, after which the account's tokens and password fail.
@@ -89,6 +91,44 @@ async fn serve(receiver: Receiver, listener: tokio::net::TcpListener) {
     let _ = axum::serve(listener, app).await;
 }
 
+const MAIL_KEY: &str = "re_test_0123456789";
+
+/// A mail the stand-in mail service accepted.
+#[derive(Clone, Debug)]
+struct Mail {
+    authorization: String,
+    idempotency_key: String,
+    body: Value,
+}
+
+#[derive(Clone, Default)]
+struct Mailbox {
+    got: Arc<Mutex<Vec<Mail>>>,
+    attempts: Arc<Mutex<u32>>,
+    /// Requests to answer 500 before accepting.
+    fail_first: Arc<Mutex<u32>>,
+}
+
+async fn receive_mail(axum::extract::State(m): axum::extract::State<Mailbox>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    *m.attempts.lock().unwrap() += 1;
+    {
+        let mut fail = m.fail_first.lock().unwrap();
+        if *fail > 0 {
+            *fail -= 1;
+            return StatusCode::INTERNAL_SERVER_ERROR;
+        }
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    m.got.lock().unwrap().push(Mail { authorization: header("authorization"), idempotency_key: header("idempotency-key"), body });
+    StatusCode::OK
+}
+
+async fn serve_mail(mailbox: Mailbox, listener: tokio::net::TcpListener) {
+    let app = axum::Router::new().route("/emails", axum::routing::post(receive_mail)).with_state(mailbox);
+    let _ = axum::serve(listener, app).await;
+}
+
 fn refused(resp: tessera_tests::Resp, status: u16, code: &str) -> Result<()> {
     ensure!(resp.status == status && resp.json["error"] == code, "expected {status} {code}, got {resp}");
     Ok(())
@@ -164,7 +204,13 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
     .await?;
     a.kill();
     let server = tokio::spawn(serve(receiver.clone(), tokio::net::TcpListener::bind(addr).await?));
-    let b = MeetingsApp::start(cluster, "meetings", "b", &[]).await?;
+    // Instance b sends mail, to a local stand-in for the mail service that fails once.
+    let mail_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let mail_url = format!("http://{}/emails", mail_listener.local_addr()?);
+    let mailbox = Mailbox::default();
+    *mailbox.fail_first.lock().unwrap() = 1;
+    let mail_server = tokio::spawn(serve_mail(mailbox.clone(), mail_listener));
+    let b = MeetingsApp::start(cluster, "meetings", "b", &[("EMAIL_SERVICE_API_KEY", MAIL_KEY), ("EMAIL_SERVICE_URL", &mail_url)]).await?;
     for event in ["meeting.ended", "transcript.completed"] {
         let got = wait_for(Duration::from_secs(60), &format!("{event} delivered by the next instance"), async || {
             Ok(receiver.got.lock().unwrap().iter().find(|r| r.event == event).cloned())
@@ -192,12 +238,30 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
         .post(&format!("/api/v1/organizations/{org_id}/members"), &json!({"email": "bob@example.com", "role": "viewer"}))
         .await?
         .ensure_status(201)?;
-    ensure!(invited.json["member_added"] == true && invited.json["delivery"] == "logged", "{invited}");
+    ensure!(invited.json["member_added"] == true && invited.json["delivery"] == "queued", "{invited}");
     let pending = ada_http
         .post(&format!("/api/v1/organizations/{org_id}/members"), &json!({"email": "carol@example.com", "role": "editor"}))
         .await?
         .ensure_status(201)?;
-    ensure!(pending.json["member_added"] == false, "{pending}");
+    ensure!(pending.json["member_added"] == false && pending.json["delivery"] == "queued", "{pending}");
+    // Both invitations are mailed (the service's first answer, a 500, is retried), once each.
+    let mails = wait_for(Duration::from_secs(30), "both invitations mailed", async || {
+        let got = mailbox.got.lock().unwrap().clone();
+        Ok((got.len() >= 2).then_some(got))
+    })
+    .await?;
+    ensure!(*mailbox.attempts.lock().unwrap() == 3 && mails.len() == 2, "one failed attempt, then one request per mail: {mails:?}");
+    for mail in &mails {
+        ensure!(mail.authorization == format!("Bearer {MAIL_KEY}") && !mail.idempotency_key.is_empty(), "{mail:?}");
+        ensure!(mail.body["subject"].as_str().is_some_and(|s| s.contains("Acme") && s.contains("Ada")), "{mail:?}");
+    }
+    let to = |addr: &str| mails.iter().find(|m| m.body["to"][0] == addr).cloned();
+    let bob_mail = to("bob@example.com").context("bob's mail")?;
+    ensure!(bob_mail.body["text"].as_str().is_some_and(|t| t.contains("as viewer") && t.contains("member already")), "{bob_mail:?}");
+    let carol_mail = to("carol@example.com").context("carol's mail")?;
+    ensure!(carol_mail.body["text"].as_str().is_some_and(|t| t.contains("as editor") && t.contains("register")), "{carol_mail:?}");
+    ensure!(!b.log_text().contains(MAIL_KEY), "the mail key is never logged");
+    mail_server.abort();
     refused(
         bob.http.post(&format!("/api/v1/organizations/{org_id}/members"), &json!({"email": "dan@example.com", "role": "editor"})).await?,
         403,
