@@ -23,6 +23,7 @@ mod join;
 pub use join::MemoryPool;
 pub mod mem;
 mod parser;
+pub use parser::MAX_EXPR_DEPTH;
 mod query;
 mod store;
 pub mod types;
@@ -163,6 +164,10 @@ fn is_read_stmt(s: &Statement) -> bool {
 /// VALUES, CREATE TABLE and transaction control (unparsable text: false, the
 /// apply reports the error).
 pub fn may_run_long(sql: &str) -> bool {
+    parser::on_request_stack(|| may_run_long_here(sql))
+}
+
+fn may_run_long_here(sql: &str) -> bool {
     let Ok(stmts) = parser::parse_statements(sql) else { return false };
     !stmts.iter().all(|s| match s {
         Statement::Insert(ins) => ins.source.as_ref().is_some_and(|q| matches!(*q.body, sqlparser::ast::SetExpr::Values(_))),
@@ -174,7 +179,7 @@ pub fn may_run_long(sql: &str) -> bool {
 
 /// True when every statement is a read (SELECT / SHOW TABLES / EXPLAIN SELECT / transaction control).
 pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
-    Ok(parser::parse_statements(sql)?.iter().all(is_read_stmt))
+    parser::on_request_stack(|| Ok(parser::parse_statements(sql)?.iter().all(is_read_stmt)))
 }
 
 enum StmtOut {
@@ -321,6 +326,16 @@ pub fn execute_capturing(
     ctx: &ExecContext,
     capture: &dyn Fn(&str) -> bool,
 ) -> Result<ExecOutcome, SqlError> {
+    parser::on_request_stack(|| execute_here(store, sql, params, ctx, capture))
+}
+
+fn execute_here(
+    store: &dyn KvRead,
+    sql: &str,
+    params: &[serde_json::Value],
+    ctx: &ExecContext,
+    capture: &dyn Fn(&str) -> bool,
+) -> Result<ExecOutcome, SqlError> {
     let stmts = parser::parse_statements(sql)?;
     if stmts.is_empty() {
         return Err(error::parse("empty query"));
@@ -394,6 +409,10 @@ pub fn execute_capturing(
 /// (e.g. `INDEX SCAN t USING t_a_idx (a)`, `PK LOOKUP ...`, `FULL SCAN t`), followed by
 /// `rows scanned: N`.
 pub fn explain(store: &dyn KvRead, sql: &str) -> Result<String, SqlError> {
+    parser::on_request_stack(|| explain_here(store, sql))
+}
+
+fn explain_here(store: &dyn KvRead, sql: &str) -> Result<String, SqlError> {
     let stmts = parser::parse_statements(sql)?;
     let ctx = ExecContext::default();
     let mut ex = Exec::new(store, &[], &ctx, true);
