@@ -4,6 +4,7 @@
 //! cargo run -p tessera-tests --bin tessera-chaos              # quick profile
 //! cargo run -p tessera-tests --bin tessera-chaos -- --long --minutes 120
 //! cargo run -p tessera-tests --bin tessera-chaos -- --control-plane --minutes 30 [--unsynced]
+//! cargo run -p tessera-tests --bin tessera-chaos -- --splits --minutes 20
 //! ```
 //! Options: `--long`, `--minutes N` (long profile, default 60), `--seed N`,
 //! `--hold-secs N` (how long each fault lasts), `--fault NAME` (quick profile: only
@@ -42,6 +43,11 @@ struct Args {
     /// drains under meta-leader partitions, leader kills and power cuts.
     #[arg(long)]
     control_plane: bool,
+    /// Long profile: the splits nemesis — ranges split at a low threshold,
+    /// the meta leader killed in the middle of splits, replicas moved to a
+    /// fourth node and back, leaders killed.
+    #[arg(long)]
+    splits: bool,
     /// Range sharding with a low split threshold (any profile).
     #[arg(long)]
     range_splits: bool,
@@ -53,7 +59,7 @@ struct Args {
 
 fn parse_fault(name: &str) -> Result<Fault, String> {
     Fault::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = Fault::ALL.iter().chain(&[Fault::SplitKill]).map(|f| f.name()).collect();
         format!("unknown fault {name:?}; one of: {}", names.join(", "))
     })
 }
@@ -65,6 +71,8 @@ async fn main() {
     let duration = Duration::from_secs(args.minutes * 60);
     let mut profile = if args.control_plane {
         Profile::control_plane(duration, seed)
+    } else if args.splits {
+        Profile::splits(duration, seed)
     } else if args.long {
         Profile::long(duration, seed)
     } else {

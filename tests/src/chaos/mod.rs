@@ -67,6 +67,8 @@ pub struct Profile {
     /// Range sharding with a low split threshold, so key-value ranges split
     /// again and again under the workloads while the nemesis runs.
     pub range_splits: bool,
+    /// With `range_splits`: split at [`FAST_SPLIT_ENV`]'s lower threshold.
+    pub fast_splits: bool,
     /// Nodes run with `storage.sync_on_commit = false`: after a whole-cluster
     /// power cut, lost acknowledged writes are tolerated (the contract allows
     /// them) but forks, phantom or doubled writes and broken invariants are not.
@@ -84,6 +86,7 @@ impl Profile {
             faults: Vec::new(),
             kinds: Vec::new(),
             range_splits: false,
+            fast_splits: false,
             unsynced: false,
         }
     }
@@ -101,11 +104,22 @@ impl Profile {
         Profile { kinds: Fault::CONTROL_PLANE.to_vec(), range_splits: true, ..Profile::long(duration, seed) }
     }
 
+    /// The splits profile (issue 35, defect 1): random faults from
+    /// [`Fault::SPLITS`] (mostly `split-kill`) for `duration`, on a
+    /// range-sharded cluster whose ranges split at [`FAST_SPLIT_ENV`]'s
+    /// threshold, so several ranges are often over it at once.
+    pub fn splits(duration: Duration, seed: u64) -> Profile {
+        Profile { kinds: Fault::SPLITS.to_vec(), range_splits: true, fast_splits: true, ..Profile::long(duration, seed) }
+    }
+
     /// Node settings on top of [`NODE_ENV`].
     pub fn node_env(&self) -> Vec<(&'static str, &'static str)> {
         let mut env = NODE_ENV.to_vec();
         if self.range_splits {
             env.extend(RANGE_SPLIT_ENV);
+            if self.fast_splits {
+                env.extend(FAST_SPLIT_ENV);
+            }
         }
         if self.unsynced {
             env.push(("SERVICE_SYNC_ON_COMMIT", "false"));
@@ -119,6 +133,10 @@ impl Profile {
 /// some 50–90 groups after 30 minutes).
 pub const RANGE_SPLIT_ENV: [(&str, &str); 3] =
     [("SERVICE_SHARDING_STRATEGY", "range"), ("SERVICE_SPLIT_THRESHOLD_KEYS", "4000"), ("SERVICE_SPLIT_CHECK_INTERVAL_SECS", "2")];
+
+/// The splits profile's thresholds (set after [`RANGE_SPLIT_ENV`], so they
+/// win): 600 keys, checked every second.
+pub const FAST_SPLIT_ENV: [(&str, &str); 2] = [("SERVICE_SPLIT_THRESHOLD_KEYS", "600"), ("SERVICE_SPLIT_CHECK_INTERVAL_SECS", "1")];
 
 /// A seed from the clock.
 pub fn clock_seed() -> u64 {
@@ -325,6 +343,7 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     if let Err(e) = progress {
         checks.anomalies.push(format!("no progress after healing: {e:#}"));
     }
+    checks.anomalies.extend(nemesis.anomalies.iter().cloned());
     workloads::final_register_reads(&c.http, &rec).await?;
     workloads::check_registers(&rec, &mut checks);
     workloads::check_set(&c.http, &rec, &run_id, &mut checks).await?;

@@ -2,7 +2,8 @@
 //! the next one; every fault is recorded in the history and counted by kind.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -66,6 +67,13 @@ pub enum Fault {
     /// refused (issue 35, defect 4). Then it waits for both to finish and
     /// removes the node.
     ControlPlane,
+    /// The meta group's leader SIGKILLed in the middle of a range split: its
+    /// links slowed (recording the split takes a while), writes spread over
+    /// every range push ranges over the split threshold, and the leader is
+    /// killed the moment it logs a split it has not recorded yet. The writes
+    /// go on under the next leader; then every range must take writes again
+    /// (issue 35, defect 1). Range sharding only.
+    SplitKill,
 }
 
 /// The storage layer's crash points (`storage/src/crash_point.rs`, kept equal
@@ -104,6 +112,7 @@ impl Fault {
             Fault::CrashPoint(i) => CRASH_POINT_FAULTS[i % CRASH_POINT_FAULTS.len()],
             Fault::Membership => "membership",
             Fault::ControlPlane => "control-plane",
+            Fault::SplitKill => "split-kill",
         }
     }
 
@@ -147,6 +156,10 @@ impl Fault {
         Fault::PowerLossAll,
     ];
 
+    /// The splits profile (issue 35, defect 1): splits interrupted by a meta
+    /// leader's death, replicas moved to a fourth node and back, leaders killed.
+    pub const SPLITS: [Fault; 4] = [Fault::SplitKill, Fault::SplitKill, Fault::Membership, Fault::KillLeader];
+
     /// The quick profile: every kind once but `kill-follower`.
     pub fn quick_sequence() -> Vec<Fault> {
         Fault::ALL.into_iter().filter(|f| *f != Fault::KillFollower).collect()
@@ -165,7 +178,7 @@ impl Fault {
 
     /// The fault named `name` (as in [`Fault::name`]).
     pub fn from_name(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == name)
+        Fault::ALL.into_iter().chain([Fault::SplitKill]).find(|f| f.name() == name)
     }
 }
 
@@ -178,12 +191,15 @@ pub struct Nemesis {
     pub counts: BTreeMap<&'static str, u64>,
     /// Details worth reporting (crash points: what was hit).
     pub notes: Vec<String>,
+    /// What a fault found wrong by itself (e.g. a range that takes no writes
+    /// after a split was interrupted); the run reports them as anomalies.
+    pub anomalies: Vec<String>,
     ready_timeout: Duration,
 }
 
 impl Nemesis {
     pub fn new(rng: Rng, hold: Duration, ready_timeout: Duration) -> Nemesis {
-        Nemesis { rng, hold, counts: BTreeMap::new(), notes: Vec::new(), ready_timeout }
+        Nemesis { rng, hold, counts: BTreeMap::new(), notes: Vec::new(), anomalies: Vec::new(), ready_timeout }
     }
 
     /// A group the workloads use (or the meta group).
@@ -292,6 +308,7 @@ impl Nemesis {
             Fault::CrashPoint(i) => self.crash_point(c, w, i % CRASH_POINTS.len()).await?,
             Fault::Membership => self.membership(c).await?,
             Fault::ControlPlane => self.control_plane(c).await?,
+            Fault::SplitKill => self.split_kill(c, w).await?,
             Fault::ClockSkew => {
                 let minutes = 1 + self.rng.below(10) as i64;
                 let skew_ms = if self.rng.below(2) == 0 { minutes } else { -minutes } * 60_000;
@@ -558,6 +575,150 @@ impl Nemesis {
         self.notes.push(note.clone());
         Ok(note)
     }
+}
+
+impl Nemesis {
+    /// See [`Fault::SplitKill`].
+    async fn split_kill(&mut self, c: &mut ChaosCluster, w: &Workloads) -> Result<String> {
+        let round = format!("sk{}", self.counts.get(Fault::SplitKill.name()).copied().unwrap_or(0));
+        let leader = self.leader_of(c, 0).await;
+        let log = c.node_log(leader);
+        let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        for o in Self::other_nodes(leader) {
+            c.delay(Peer::Node(leader), Peer::Node(o), SPLIT_KILL_DELAY);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writers: Vec<_> = (0..8)
+            .map(|t| {
+                let (http, stop, written) = (c.http.timeout(Duration::from_secs(10)), stop.clone(), written.clone());
+                let prefix = format!("{}/{round}/{t}", w.cfg.run);
+                tokio::spawn(spread_writes(http, prefix, t, stop, written))
+            })
+            .collect();
+        let started = Instant::now();
+        let split_line = loop {
+            if let Some(line) = first_line_after(&log, offset, "split a key-value range") {
+                break Some(line);
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        let killed = split_line.is_some();
+        if killed {
+            c.kill_node(leader)?;
+        }
+        c.heal_network();
+        // The writes go on while the next leader takes over: other ranges cross the threshold.
+        tokio::time::sleep(self.hold).await;
+        if killed {
+            c.start_node(leader)?;
+        }
+        tokio::time::sleep(self.hold / 2).await;
+        stop.store(true, Ordering::SeqCst);
+        for h in writers {
+            let _ = h.await;
+        }
+        c.heal_all(self.ready_timeout).await?;
+        // Every range takes writes again: a sample of the keys written, spread over the key space.
+        let keys = std::mem::take(&mut *written.lock().expect("written"));
+        let sample: Vec<String> = keys.iter().step_by((keys.len() / 300).max(1)).cloned().collect();
+        let http = c.http.timeout(Duration::from_secs(10));
+        let stuck = crate::wait_for(Duration::from_secs(90), "every sampled key takes a write again", async || {
+            let mut refused = Vec::new();
+            for key in &sample {
+                match http.kv_put(key, json!("again"), None).await {
+                    Ok(r) if r.status == 200 => {}
+                    Ok(r) => refused.push(format!("{key}: {}", r.status)),
+                    Err(e) => refused.push(format!("{key}: {e}")),
+                }
+            }
+            if refused.is_empty() {
+                Ok(Some(()))
+            } else {
+                Err(anyhow::anyhow!("{} of {} keys refused: {:?}", refused.len(), sample.len(), &refused[..refused.len().min(5)]))
+            }
+        })
+        .await;
+        let outcome = match &stuck {
+            Ok(()) => format!("all {} sampled keys take writes again", sample.len()),
+            Err(e) => {
+                let anomaly = format!("split-kill ({round}): keys that took writes before no longer do: {e:#}");
+                self.anomalies.push(anomaly.clone());
+                anomaly
+            }
+        };
+        let note = match split_line {
+            Some(line) => format!(
+                "meta leader {leader} SIGKILLed {:?} after its links were slowed by {SPLIT_KILL_DELAY:?}, right after it logged a split ({}); {} keys spread over the ranges; {outcome}",
+                started.elapsed(),
+                line.trim().chars().rev().take(160).collect::<String>().chars().rev().collect::<String>(),
+                keys.len()
+            ),
+            None => {
+                format!("meta leader {leader} logged no split in 120 s (not killed); {} keys spread over the ranges; {outcome}", keys.len())
+            }
+        };
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+}
+
+/// What `split-kill` adds to the meta leader's outbound links: the window
+/// between a split and its record grows by at least this much (the kill lands
+/// a few milliseconds after the log line), while the groups it also leads
+/// still take writes at a useful rate.
+const SPLIT_KILL_DELAY: Duration = Duration::from_millis(60);
+
+/// Writes filler keys spread over every key-value range (each inside a range
+/// the router's map shows: the range's first key, then `prefix`), until
+/// `stop`; the acknowledged keys go to `written`.
+async fn spread_writes(http: crate::Http, prefix: String, seed: u64, stop: Arc<AtomicBool>, written: Arc<std::sync::Mutex<Vec<String>>>) {
+    let mut rng = super::Rng::new(seed ^ 0x5B11_7000);
+    let mut ranges: Vec<(String, Option<String>)> = Vec::new();
+    let mut fetched = Instant::now() - Duration::from_secs(10);
+    let mut n = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        if fetched.elapsed() > Duration::from_secs(1) {
+            if let Ok(r) = http.get("/api/v1/admin/cluster").await
+                && let Some(all) = r.json["sharding"]["ranges"].as_array()
+                && !all.is_empty()
+            {
+                ranges = all
+                    .iter()
+                    .map(|r| (r["start"].as_str().unwrap_or_default().to_string(), r["end"].as_str().map(str::to_string)))
+                    .collect();
+            }
+            fetched = Instant::now();
+        }
+        if ranges.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        let (start, end) = &ranges[rng.below(ranges.len() as u64) as usize];
+        n += 1;
+        let key = format!("{start}~{prefix}/{n}");
+        if end.as_ref().is_some_and(|e| key.as_str() >= e.as_str()) {
+            continue;
+        }
+        if let Ok(r) = http.kv_put(&key, json!("split-kill filler"), None).await
+            && r.status == 200
+        {
+            written.lock().expect("written").push(key);
+        }
+    }
+}
+
+/// The first line containing `needle` after byte `offset` of `path`.
+fn first_line_after(path: &std::path::Path, offset: u64, needle: &str) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    String::from_utf8_lossy(&bytes).lines().find(|l| l.contains(needle)).map(str::to_string)
 }
 
 /// 960 filler writes of 2 KiB under `fill/<run>/<round>/<batch>/`: enough
