@@ -90,8 +90,10 @@ fn drop_deep<T: Send + 'static>(tree: T) {
     const DROP_STACK_BYTES: usize = 1 << 30;
     // Without a thread the tree is leaked: that beats overflowing this stack.
     let tree = std::mem::ManuallyDrop::new(tree);
-    let dropped =
-        std::thread::Builder::new().name("sql-drop".into()).stack_size(DROP_STACK_BYTES).spawn(move || drop(std::mem::ManuallyDrop::into_inner(tree)));
+    let dropped = std::thread::Builder::new()
+        .name("sql-drop".into())
+        .stack_size(DROP_STACK_BYTES)
+        .spawn(move || drop(std::mem::ManuallyDrop::into_inner(tree)));
     if let Ok(handle) = dropped {
         let _ = handle.join();
     }

@@ -592,7 +592,7 @@ impl Nemesis {
         let writers: Vec<_> = (0..8)
             .map(|t| {
                 let (http, stop, written) = (c.http.timeout(Duration::from_secs(10)), stop.clone(), written.clone());
-                let prefix = format!("{}/{round}/{t}", w.cfg.run);
+                let prefix = format!("{}-{round}-{t}", w.cfg.run);
                 tokio::spawn(spread_writes(http, prefix, t, stop, written))
             })
             .collect();
@@ -672,37 +672,21 @@ impl Nemesis {
 /// still take writes at a useful rate.
 const SPLIT_KILL_DELAY: Duration = Duration::from_millis(60);
 
-/// Writes filler keys spread over every key-value range (each inside a range
-/// the router's map shows: the range's first key, then `prefix`), until
-/// `stop`; the acknowledged keys go to `written`.
-async fn spread_writes(http: crate::Http, prefix: String, seed: u64, stop: Arc<AtomicBool>, written: Arc<std::sync::Mutex<Vec<String>>>) {
+/// Writes filler keys `split/<prefix>/<random>` until `stop` (uniformly
+/// random, so as the `split/` ranges split, every one of them keeps growing
+/// and several are over the threshold at once); the acknowledged keys go to
+/// `written`. Their own namespace keeps them out of the set and register
+/// workloads' checks.
+async fn spread_writes(
+    http: crate::Http,
+    prefix: String,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    written: Arc<std::sync::Mutex<Vec<String>>>,
+) {
     let mut rng = super::Rng::new(seed ^ 0x5B11_7000);
-    let mut ranges: Vec<(String, Option<String>)> = Vec::new();
-    let mut fetched = Instant::now() - Duration::from_secs(10);
-    let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) {
-        if fetched.elapsed() > Duration::from_secs(1) {
-            if let Ok(r) = http.get("/api/v1/admin/cluster").await
-                && let Some(all) = r.json["sharding"]["ranges"].as_array()
-                && !all.is_empty()
-            {
-                ranges = all
-                    .iter()
-                    .map(|r| (r["start"].as_str().unwrap_or_default().to_string(), r["end"].as_str().map(str::to_string)))
-                    .collect();
-            }
-            fetched = Instant::now();
-        }
-        if ranges.is_empty() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        }
-        let (start, end) = &ranges[rng.below(ranges.len() as u64) as usize];
-        n += 1;
-        let key = format!("{start}~{prefix}/{n}");
-        if end.as_ref().is_some_and(|e| key.as_str() >= e.as_str()) {
-            continue;
-        }
+        let key = format!("split/{:016x}/{prefix}", rng.next_u64());
         if let Ok(r) = http.kv_put(&key, json!("split-kill filler"), None).await
             && r.status == 200
         {
