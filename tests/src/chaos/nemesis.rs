@@ -654,7 +654,7 @@ impl Nemesis {
             Some(line) => format!(
                 "meta leader {leader} SIGKILLed {:?} after its links were slowed by {SPLIT_KILL_DELAY:?}, right after it logged a split ({}); {} keys spread over the ranges; {outcome}",
                 started.elapsed(),
-                line.trim().chars().rev().take(160).collect::<String>().chars().rev().collect::<String>(),
+                without_colours(line.trim()).chars().rev().take(160).collect::<String>().chars().rev().collect::<String>(),
                 keys.len()
             ),
             None => {
@@ -677,13 +677,7 @@ const SPLIT_KILL_DELAY: Duration = Duration::from_millis(60);
 /// and several are over the threshold at once); the acknowledged keys go to
 /// `written`. Their own namespace keeps them out of the set and register
 /// workloads' checks.
-async fn spread_writes(
-    http: crate::Http,
-    prefix: String,
-    seed: u64,
-    stop: Arc<AtomicBool>,
-    written: Arc<std::sync::Mutex<Vec<String>>>,
-) {
+async fn spread_writes(http: crate::Http, prefix: String, seed: u64, stop: Arc<AtomicBool>, written: Arc<std::sync::Mutex<Vec<String>>>) {
     let mut rng = super::Rng::new(seed ^ 0x5B11_7000);
     while !stop.load(Ordering::SeqCst) {
         let key = format!("split/{:016x}/{prefix}", rng.next_u64());
@@ -693,6 +687,24 @@ async fn spread_writes(
             written.lock().expect("written").push(key);
         }
     }
+}
+
+/// `text` without its ANSI colour sequences (`ESC [ … m`).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The first line containing `needle` after byte `offset` of `path`.
