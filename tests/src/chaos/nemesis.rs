@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use futures::StreamExt;
 use serde_json::json;
 
 use super::Rng;
@@ -577,6 +578,9 @@ impl Nemesis {
     }
 }
 
+/// The key count ranges split at in the splits profile ([`super::FAST_SPLIT_ENV`]).
+const SPLIT_KILL_THRESHOLD: usize = 600;
+
 impl Nemesis {
     /// See [`Fault::SplitKill`].
     async fn split_kill(&mut self, c: &mut ChaosCluster, w: &Workloads) -> Result<String> {
@@ -626,15 +630,28 @@ impl Nemesis {
         let keys = std::mem::take(&mut *written.lock().expect("written"));
         let sample: Vec<String> = keys.iter().step_by((keys.len() / 300).max(1)).cloned().collect();
         let http = c.http.timeout(Duration::from_secs(10));
+        // Written 32 at a time, and only the keys still refused are tried again: a refused key
+        // costs the router's whole retry budget, so one at a time a stuck range would take hours
+        // to report.
+        let mut pending = sample.clone();
         let stuck = crate::wait_for(Duration::from_secs(90), "every sampled key takes a write again", async || {
-            let mut refused = Vec::new();
-            for key in &sample {
-                match http.kv_put(key, json!("again"), None).await {
-                    Ok(r) if r.status == 200 => {}
-                    Ok(r) => refused.push(format!("{key}: {}", r.status)),
-                    Err(e) => refused.push(format!("{key}: {e}")),
-                }
-            }
+            let answers: Vec<(String, Option<String>)> = futures::stream::iter(pending.clone())
+                .map(|key| {
+                    let http = &http;
+                    async move {
+                        let refusal = match http.kv_put(&key, json!("again"), None).await {
+                            Ok(r) if r.status == 200 => None,
+                            Ok(r) => Some(format!("{key}: {}", r.status)),
+                            Err(e) => Some(format!("{key}: {e}")),
+                        };
+                        (key, refusal)
+                    }
+                })
+                .buffer_unordered(32)
+                .collect()
+                .await;
+            let refused: Vec<String> = answers.iter().filter_map(|(_, r)| r.clone()).collect();
+            pending = answers.into_iter().filter(|(_, r)| r.is_some()).map(|(k, _)| k).collect();
             if refused.is_empty() {
                 Ok(Some(()))
             } else {
@@ -642,7 +659,7 @@ impl Nemesis {
             }
         })
         .await;
-        let outcome = match &stuck {
+        let mut outcome = match &stuck {
             Ok(()) => format!("all {} sampled keys take writes again", sample.len()),
             Err(e) => {
                 let anomaly = format!("split-kill ({round}): keys that took writes before no longer do: {e:#}");
@@ -650,6 +667,39 @@ impl Nemesis {
                 anomaly
             }
         };
+        // Splits go on: within two minutes no range holds more than three times the
+        // split threshold of this round's keys alone (a splitter stuck on a refused
+        // split leaves its range growing, and every range after it unsplit).
+        let mut sorted = keys.clone();
+        sorted.sort();
+        let crowded = crate::wait_for(Duration::from_secs(120), "no range far over the split threshold", async || {
+            let cluster = c.http.get("/api/v1/admin/cluster").await?;
+            let ranges = cluster.json["sharding"]["ranges"].as_array().cloned().unwrap_or_default();
+            let fullest = ranges
+                .iter()
+                .map(|r| {
+                    let (start, end) = (r["start"].as_str().unwrap_or(""), r["end"].as_str());
+                    let from = sorted.partition_point(|k| k.as_str() < start);
+                    let to = end.map_or(sorted.len(), |end| sorted.partition_point(|k| k.as_str() < end));
+                    (to.saturating_sub(from), r["group"].clone())
+                })
+                .max_by_key(|(n, _)| *n);
+            match fullest {
+                Some((n, group)) if n > 3 * SPLIT_KILL_THRESHOLD => {
+                    Err(anyhow::anyhow!("group {group}'s range holds {n} of this round's keys ({} ranges in all)", ranges.len()))
+                }
+                _ => Ok(Some(ranges.len())),
+            }
+        })
+        .await;
+        match crowded {
+            Ok(ranges) => outcome.push_str(&format!("; splits go on ({ranges} ranges)")),
+            Err(e) => {
+                let anomaly = format!("split-kill ({round}): ranges stopped splitting: {e:#}");
+                self.anomalies.push(anomaly.clone());
+                outcome.push_str(&format!("; {anomaly}"));
+            }
+        }
         let note = match split_line {
             Some(line) => format!(
                 "meta leader {leader} SIGKILLed {:?} after its links were slowed by {SPLIT_KILL_DELAY:?}, right after it logged a split ({}); {} keys spread over the ranges; {outcome}",
