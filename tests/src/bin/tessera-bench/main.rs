@@ -438,19 +438,66 @@ async fn etcd_call(http: reqwest::Client, url: String, body: Value) -> Result<()
     Ok(())
 }
 
-/// The KV rows on Tessera and on etcd, side by side.
+/// CPU time (user + system) spent so far by every process on this machine whose
+/// command name is one of `names`, in milliseconds (from `/proc/<pid>/stat`).
+fn cpu_ms(names: &[&str]) -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut ticks = 0u64;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        if !names.contains(&&stat[open + 1..close]) {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        ticks += field(11) + field(12);
+    }
+    ticks as f64 * 1000.0 / ticks_per_s
+}
+
+/// [`load`], and the CPU milliseconds the processes named `names` spent per operation meanwhile.
+async fn load_with_cpu<F, Fut>(names: &[&str], clients: usize, secs: u64, op: F) -> Result<((f64, f64, f64), f64)>
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<()>> + Send,
+{
+    let before = cpu_ms(names);
+    let started = Instant::now();
+    let r = load(clients, secs, op).await?;
+    let ops = r.0 * started.elapsed().as_secs_f64();
+    Ok((r, (cpu_ms(names) - before) / ops.max(1.0)))
+}
+
+/// Tessera's processes, whose CPU a Tessera operation costs (the nodes and the router).
+const TESSERA_PROCESSES: &[&str] = &["tessera-node", "tessera-router"];
+
+/// The KV rows on Tessera and on etcd, side by side, with the CPU each spends per
+/// operation (all nodes and the router; all etcd members, gateway included).
 async fn compare(c: Client, secs: u64) -> Result<()> {
     let etcd = Etcd::start().await?;
     let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
     let value = "x".repeat(256);
-    println!("| {:<34} | {:>10} | {:>8} | {:>10} | {:>8} | {:>8} |", "workload", "tessera/s", "p99 ms", "etcd/s", "p99 ms", "ratio");
-    println!("|{:-<36}|{:-<12}|{:-<10}|{:-<12}|{:-<10}|{:-<10}|", "", "", "", "", "", "");
-    let print = |name: &str, t: (f64, f64, f64), e: (f64, f64, f64)| {
-        println!("| {name:<34} | {:>10.0} | {:>8.2} | {:>10.0} | {:>8.2} | {:>8.2} |", t.0, t.2, e.0, e.2, t.0 / e.0.max(1e-9));
+    println!(
+        "| {:<34} | {:>10} | {:>8} | {:>8} | {:>10} | {:>8} | {:>8} | {:>8} |",
+        "workload", "tessera/s", "p99 ms", "CPU ms", "etcd/s", "p99 ms", "CPU ms", "ratio"
+    );
+    println!("|{:-<36}|{:-<12}|{:-<10}|{:-<10}|{:-<12}|{:-<10}|{:-<10}|{:-<10}|", "", "", "", "", "", "", "", "");
+    let print = |name: &str, (t, tc): ((f64, f64, f64), f64), (e, ec): ((f64, f64, f64), f64)| {
+        println!(
+            "| {name:<34} | {:>10.0} | {:>8.2} | {tc:>8.3} | {:>10.0} | {:>8.2} | {ec:>8.3} | {:>8.2} |",
+            t.0,
+            t.2,
+            e.0,
+            e.2,
+            t.0 / e.0.max(1e-9)
+        );
     };
     for clients in [1usize, 16, 64] {
         let (c2, v) = (c.clone(), value.clone());
-        let t = load(clients, secs, move |i, n| {
+        let t = load_with_cpu(TESSERA_PROCESSES, clients, secs, move |i, n| {
             let (c, v) = (c2.clone(), v.clone());
             async move {
                 c.send(reqwest::Method::POST, "/api/v1/kv/keys", Some(&json!({"key": format!("cmp/{i}/{n}"), "value": v})), "quorum")
@@ -460,29 +507,31 @@ async fn compare(c: Client, secs: u64) -> Result<()> {
         })
         .await?;
         let (h, eps, v) = (http.clone(), etcd.endpoints.clone(), value.clone());
-        let e = load(clients, secs, move |i, n| {
+        let e = load_with_cpu(&["etcd"], clients, secs, move |i, n| {
             let url = format!("{}/v3/kv/put", eps[i % eps.len()]);
             etcd_call(h.clone(), url, json!({"key": b64(&format!("cmp/{i}/{n}")), "value": b64(&v)}))
         })
         .await?;
         print(&format!("write 256 B, {clients} clients"), t, e);
     }
-    for (label, consistency, serializable) in
-        [("read linearizable, 16 clients", "quorum", false), ("read one/serializable, 16 clients", "one", true)]
-    {
-        let c2 = c.clone();
-        let t = load(16, secs, move |i, n| {
-            let c = c2.clone();
-            async move { c.send(reqwest::Method::GET, &format!("/api/v1/kv/keys/cmp/{i}/{}", n % 50), None, consistency).await.map(drop) }
-        })
-        .await?;
-        let (h, eps) = (http.clone(), etcd.endpoints.clone());
-        let e = load(16, secs, move |i, n| {
-            let url = format!("{}/v3/kv/range", eps[i % eps.len()]);
-            etcd_call(h.clone(), url, json!({"key": b64(&format!("cmp/{i}/{}", n % 50)), "serializable": serializable}))
-        })
-        .await?;
-        print(label, t, e);
+    for clients in [16usize, 64] {
+        for (label, consistency, serializable) in [("read linearizable", "quorum", false), ("read one/serializable", "one", true)] {
+            let c2 = c.clone();
+            let t = load_with_cpu(TESSERA_PROCESSES, clients, secs, move |i, n| {
+                let c = c2.clone();
+                async move {
+                    c.send(reqwest::Method::GET, &format!("/api/v1/kv/keys/cmp/{}/{}", i % 16, n % 50), None, consistency).await.map(drop)
+                }
+            })
+            .await?;
+            let (h, eps) = (http.clone(), etcd.endpoints.clone());
+            let e = load_with_cpu(&["etcd"], clients, secs, move |i, n| {
+                let url = format!("{}/v3/kv/range", eps[i % eps.len()]);
+                etcd_call(h.clone(), url, json!({"key": b64(&format!("cmp/{}/{}", i % 16, n % 50)), "serializable": serializable}))
+            })
+            .await?;
+            print(&format!("{label}, {clients} clients"), t, e);
+        }
     }
     Ok(())
 }
