@@ -35,9 +35,21 @@ pub enum Operation {
         backup_id: String,
         op: Box<Operation>,
     },
+    /// Commands proposed together by a leader as one log entry (see
+    /// [`Operation::batchable`]): each applies as if it were an entry of its own,
+    /// in order, and answers in [`Response::Batch`].
+    Batch(Vec<Command>),
 }
 
 impl Operation {
+    /// Whether a leader may propose this operation in an [`Operation::Batch`] with
+    /// others: key-value writes, whose outcome depends on nothing but the keys they
+    /// name (operations that number things by log index, SQL change capture, or
+    /// that change the group itself, always have an entry of their own).
+    pub fn batchable(&self) -> bool {
+        matches!(self, Operation::Kv(_))
+    }
+
     /// The operation itself, without a [`Operation::DuringRestore`] wrapper.
     pub fn unwrapped(&self) -> &Operation {
         match self {
@@ -338,6 +350,8 @@ pub enum Response {
     SubjectErased {
         items: Vec<crate::compliance::SubjectItem>,
     },
+    /// The answers to an [`Operation::Batch`], one per command, in order.
+    Batch(Vec<Response>),
 }
 
 /// Reads a group answers, one variant per data model.

@@ -7,7 +7,8 @@
 //! `SERVICE_CLUSTER_NAME`, `SERVICE_GRPC_ADDR`, `SERVICE_DATA_DIR`, `SERVICE_SHARD_COUNT`,
 //! `SERVICE_REPLICATION_FACTOR`, `SERVICE_RAFT_HEARTBEAT_MS`,
 //! `SERVICE_RAFT_ELECTION_MIN_MS`, `SERVICE_RAFT_ELECTION_MAX_MS`,
-//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_DIAL_OVERRIDES`,
+//! `SERVICE_RAFT_SNAPSHOT_LOGS`, `SERVICE_RAFT_KEEP_LOGS`, `SERVICE_RAFT_PROPOSALS_IN_FLIGHT`,
+//! `SERVICE_RAFT_BATCH_MAX_COMMANDS`, `SERVICE_DIAL_OVERRIDES`,
 //! `SERVICE_ADVERTISE_ADDR`.
 //!
 //! `SERVICE_ADVERTISE_ADDR` (`cluster.advertise_addr`) is the `host:port` other
@@ -405,11 +406,24 @@ pub struct RaftSection {
     pub snapshot_logs: u64,
     /// Log entries kept behind a snapshot for slow followers before purging.
     pub keep_logs: u64,
+    /// Entries of one group a leader proposes before it holds further key-value
+    /// writes back to propose them together in one entry.
+    pub proposals_in_flight: usize,
+    /// Key-value writes in one such entry at most; 1 proposes every write alone.
+    pub batch_max_commands: usize,
 }
 
 impl Default for RaftSection {
     fn default() -> Self {
-        RaftSection { heartbeat_ms: 200, election_min_ms: 1000, election_max_ms: 2000, snapshot_logs: 5000, keep_logs: 500 }
+        RaftSection {
+            heartbeat_ms: 200,
+            election_min_ms: 1000,
+            election_max_ms: 2000,
+            snapshot_logs: 5000,
+            keep_logs: 500,
+            proposals_in_flight: 2,
+            batch_max_commands: 64,
+        }
     }
 }
 
@@ -463,6 +477,8 @@ const FLAT_ALIASES: &[(&str, &str)] = &[
     ("raft_election_max_ms", "raft.election_max_ms"),
     ("raft_snapshot_logs", "raft.snapshot_logs"),
     ("raft_keep_logs", "raft.keep_logs"),
+    ("raft_proposals_in_flight", "raft.proposals_in_flight"),
+    ("raft_batch_max_commands", "raft.batch_max_commands"),
     ("retention_interval_secs", "maintenance.retention_interval_secs"),
     ("stream_retention_interval_secs", "maintenance.stream_retention_interval_secs"),
     ("upload_sweep_interval_secs", "maintenance.upload_sweep_interval_secs"),

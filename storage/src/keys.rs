@@ -43,6 +43,9 @@ pub const SM_RESTORE: u8 = 5;
 /// A restore's hold after its `End { hold: true }`: the backup id (JSON string);
 /// only that restore's reads and writes pass until its `Release`.
 pub const SM_RESTORE_HOLD: u8 = 6;
+/// How far the entry being applied, a batch of commands, got before a crash:
+/// its log index and how many of its commands are applied (two u64 BE).
+pub const SM_BATCH_PROGRESS: u8 = 7;
 /// Records of a restore in progress, staged until its `End` swaps them in
 /// (key: `group | SPACE_RESTORE | relative key`).
 pub const SPACE_RESTORE: u8 = 0xF8;

@@ -221,22 +221,11 @@ impl StateMachine {
             let mut batch = WriteBatch::default();
             let response = match &entry.payload {
                 EntryPayload::Blank => Response::Empty,
+                EntryPayload::Normal(Command { op: Operation::Batch(cmds), .. }) => {
+                    self.apply_batch(&mut batch, entry.log_id.index, cmds).map_err(|e| StorageIOError::apply(entry.log_id, &e))?
+                }
                 EntryPayload::Normal(cmd) => {
-                    // The group's time never runs backwards: a command stamped by a
-                    // leader whose clock is behind applies at the group's clock.
-                    let clock = read_clock(&self.data).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-                    let stamped;
-                    let cmd = match clock {
-                        Some(clock) if cmd.issued_at_ms < clock => {
-                            stamped = Command { issued_at_ms: clock, ..cmd.clone() };
-                            &stamped
-                        }
-                        _ => cmd,
-                    };
-                    let response =
-                        self.apply_once(&mut batch, entry.log_id.index, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
-                    put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_CLOCK), &cmd.issued_at_ms.to_be_bytes());
-                    response
+                    self.apply_stamped(&mut batch, entry.log_id.index, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?
                 }
                 EntryPayload::Membership(m) => {
                     let stored = StoredMembership::new(Some(entry.log_id), m.clone());
@@ -267,6 +256,62 @@ impl StateMachine {
             responses.push(response);
         }
         Ok(responses)
+    }
+
+    /// Applies `cmd` at the group's clock when it was stamped before it (the
+    /// group's time never runs backwards, whatever the clocks of successive
+    /// leaders say), and moves the clock to its stamp.
+    fn apply_stamped(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
+        let stamped;
+        let cmd = match read_clock(&self.data)? {
+            Some(clock) if cmd.issued_at_ms < clock => {
+                stamped = Command { issued_at_ms: clock, ..cmd.clone() };
+                &stamped
+            }
+            _ => cmd,
+        };
+        let response = self.apply_once(batch, log_index, cmd)?;
+        put_data(&self.data.db, batch, &self.sm_key(keys::SM_CLOCK), &cmd.issued_at_ms.to_be_bytes());
+        Ok(response)
+    }
+
+    /// Applies the commands of the batch entry `log_index` one after the other,
+    /// each written before the next reads: all but the last in write batches of
+    /// their own that also record how far the entry got, the last into `batch`
+    /// (written with the entry's log id). An entry applied again after a crash in
+    /// its middle skips the commands applied already (their clients saw no answer).
+    fn apply_batch(&self, batch: &mut WriteBatch, log_index: u64, cmds: &[Command]) -> Result<Response> {
+        let progress_key = self.sm_key(keys::SM_BATCH_PROGRESS);
+        let done = match self.data.db.get_cf(cf(&self.data.db, CF_DATA), &progress_key)? {
+            Some(raw) => {
+                let bytes = self.data.db.open(Purpose::Data, &progress_key, &raw)?;
+                let (index, count) = bytes.split_at_checked(8).ok_or_else(|| StorageError::Corrupt("batch progress record".into()))?;
+                let be = |b: &[u8]| b.try_into().map(u64::from_be_bytes).map_err(|_| StorageError::Corrupt("batch progress record".into()));
+                if be(index)? == log_index { be(count)? as usize } else { 0 }
+            }
+            None => 0,
+        };
+        let mut responses = Vec::with_capacity(cmds.len());
+        for (i, cmd) in cmds.iter().enumerate() {
+            if i < done {
+                responses.push(Response::Empty);
+                continue;
+            }
+            let response = if matches!(cmd.op, Operation::Batch(_)) {
+                Response::rejected(tessera_api::error::ErrorCode::Invalid, "a batch of commands cannot hold another batch")
+            } else if i + 1 == cmds.len() {
+                self.apply_stamped(batch, log_index, cmd)?
+            } else {
+                let mut own = WriteBatch::default();
+                let response = self.apply_stamped(&mut own, log_index, cmd)?;
+                let progress = [log_index.to_be_bytes(), (i as u64 + 1).to_be_bytes()].concat();
+                put_data(&self.data.db, &mut own, &progress_key, &progress);
+                self.data.db.write(own)?;
+                response
+            };
+            responses.push(response);
+        }
+        Ok(Response::Batch(responses))
     }
 
     /// Applies a command unless its request id was applied already (then the
@@ -428,6 +473,10 @@ impl StateMachine {
                 tessera_api::error::ErrorCode::Invalid,
                 "an operation during a restore wraps another operation, not a wrapped one",
             )),
+            // A batch is unpacked by `apply_entries`; one anywhere else is refused.
+            Operation::Batch(_) => {
+                Ok(Response::rejected(tessera_api::error::ErrorCode::Invalid, "a batch of commands is a log entry of its own"))
+            }
         }
     }
 
@@ -726,6 +775,83 @@ mod tests {
 
     fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {
         openraft::Entry { log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index), payload: EntryPayload::Normal(cmd) }
+    }
+
+    fn batch(cmds: Vec<Command>) -> Command {
+        Command { issued_at_ms: cmds.iter().map(|c| c.issued_at_ms).max().unwrap_or(0), op: Operation::Batch(cmds), request_id: None }
+    }
+
+    fn kv_get(store: &crate::Store, group: u64, key: &str) -> Option<tessera_api::command::KvEntry> {
+        match store.reader(group).query(&Query::Kv(KvQuery::Get { key: key.into() }), 100).unwrap() {
+            QueryResult::Kv(KvQueryResult::Entry(e)) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Writes a leader proposed together apply in order, each seeing those before
+    /// it, and answer one by one; a retried one answers its first response.
+    #[test]
+    fn a_batch_entry_applies_its_commands_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(5);
+        let first = sm
+            .apply_entries(vec![entry(
+                1,
+                batch(vec![
+                    kv_put("a", serde_json::json!(1), 10, "b1"),
+                    kv_put("a", serde_json::json!(2), 11, "b2"),
+                    kv_put("b", serde_json::json!(3), 12, "b3"),
+                ]),
+            )])
+            .unwrap();
+        let [Response::Batch(answers)] = first.as_slice() else { panic!("{first:?}") };
+        assert_eq!(answers.len(), 3);
+        let Response::KvEntry(second) = &answers[1] else { panic!("{answers:?}") };
+        assert_eq!((second.created_at_ms, second.updated_at_ms), (10, 11), "the second put saw the first");
+        assert_eq!(kv_get(&store, 5, "a").map(|e| e.value), Some(serde_json::json!(2)));
+        assert_eq!(kv_get(&store, 5, "b").map(|e| e.value), Some(serde_json::json!(3)));
+
+        let again = sm
+            .apply_entries(vec![entry(
+                2,
+                batch(vec![kv_put("a", serde_json::json!(2), 13, "b2"), kv_put("c", serde_json::json!(4), 14, "b4")]),
+            )])
+            .unwrap();
+        let [Response::Batch(retried)] = again.as_slice() else { panic!("{again:?}") };
+        assert_eq!(retried[0], answers[1], "a retry answers the first response");
+        assert_eq!(kv_get(&store, 5, "a").map(|e| e.updated_at_ms), Some(11), "and changes nothing");
+        assert_eq!(store.reader(5).applied().unwrap().map(|l| l.index), Some(2));
+    }
+
+    /// A batch entry applied again after a crash in its middle (its first
+    /// commands written, its log id not) applies only the commands after them.
+    #[test]
+    fn a_batch_interrupted_by_a_crash_resumes_after_its_applied_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(6);
+        let cmds = vec![
+            kv_put("a", serde_json::json!(1), 10, "c1"),
+            kv_put("b", serde_json::json!(2), 11, "c2"),
+            kv_put("c", serde_json::json!(3), 12, "c3"),
+        ];
+        // What the first command's own write batch leaves behind.
+        let mut own = WriteBatch::default();
+        sm.apply_stamped(&mut own, 1, &cmds[0]).unwrap();
+        put_data(&sm.data.db, &mut own, &sm.sm_key(keys::SM_BATCH_PROGRESS), &[1u64.to_be_bytes(), 1u64.to_be_bytes()].concat());
+        sm.data.db.write(own).unwrap();
+        assert_eq!(store.reader(6).applied().unwrap(), None, "the entry is not applied yet");
+
+        let resumed = sm.apply_entries(vec![entry(1, batch(cmds))]).unwrap();
+        let [Response::Batch(answers)] = resumed.as_slice() else { panic!("{resumed:?}") };
+        assert_eq!(answers[0], Response::Empty, "the applied command is skipped");
+        assert!(matches!(&answers[1], Response::KvEntry(e) if e.key == "b"), "{answers:?}");
+        assert!(matches!(&answers[2], Response::KvEntry(e) if e.key == "c"), "{answers:?}");
+        for key in ["a", "b", "c"] {
+            assert!(kv_get(&store, 6, key).is_some(), "{key}");
+        }
+        assert_eq!(store.reader(6).applied().unwrap().map(|l| l.index), Some(1));
     }
 
     /// A retried 1 MiB put answers exactly like the first (its record keeps the

@@ -22,6 +22,7 @@ use crate::placement;
 use crate::query_pool::{PoolError, QueryPool};
 
 mod leadership;
+mod proposals;
 mod replicas;
 mod requests;
 mod standing;
@@ -29,6 +30,7 @@ mod status;
 
 use leadership::campaign_once_caught_up;
 pub(crate) use leadership::{known_leader, leads_now};
+pub use proposals::BatchLimits;
 use replicas::{follow_lifecycle_state, follow_splits};
 use standing::{learn_peer_incarnations, live_map_from_peers, settle_standing};
 pub use status::{filesystem_space, machine_memory_bytes, resident_bytes};
@@ -63,6 +65,8 @@ pub struct Group {
     /// When this (drained) replica last campaigned as a last resort (ms since
     /// the node started; 0: never).
     last_resort_ms: std::sync::atomic::AtomicU64,
+    /// Writes waiting to be proposed together while this replica leads.
+    proposals: proposals::Proposals,
 }
 
 /// [`Group::vote_floor`] when the replica may vote.
@@ -84,6 +88,7 @@ impl Group {
             vote_floor,
             leader_heard_ms: Default::default(),
             last_resort_ms: Default::default(),
+            proposals: Default::default(),
         }
     }
 
@@ -207,6 +212,8 @@ pub struct Host {
     /// The highest meta-group term a fenced control-plane call carried here
     /// ([`Host::admit_control`]).
     control_fence: std::sync::atomic::AtomicU64,
+    /// How this node's groups batch the writes they propose as leader.
+    batch_limits: BatchLimits,
 }
 
 impl Host {
@@ -391,6 +398,7 @@ impl Host {
             standing: std::sync::RwLock::new(Standing::Checking),
             stopping: AtomicBool::new(false),
             started: Instant::now(),
+            batch_limits: BatchLimits { in_flight: cfg.raft.proposals_in_flight, max_commands: cfg.raft.batch_max_commands },
             addr: cfg.server.grpc_addr.clone(),
             locality: cfg.cluster.locality.clone(),
             data_dir: cfg.storage.data_dir.clone(),

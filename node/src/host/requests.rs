@@ -48,14 +48,14 @@ impl Host {
             }
         }
         let cmd = Command { issued_at_ms, op, request_id };
-        let resp = g.raft.client_write(cmd).await.map_err(|e| match e {
+        let (response, log_index) = g.proposals.propose(&g.raft, self.batch_limits, cmd).await.map_err(|e| match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
             other => HostError::Unavailable(other.to_string()),
         })?;
         if consistency == Consistency::All {
-            self.wait_all_applied(group, resp.log_id.index).await?;
+            self.wait_all_applied(group, log_index).await?;
         }
-        Ok(resp.data)
+        Ok(response)
     }
 
     /// Answers `query` with the requested consistency.
