@@ -421,7 +421,7 @@ impl Default for RaftSection {
             election_max_ms: 2000,
             snapshot_logs: 5000,
             keep_logs: 500,
-            proposals_in_flight: 2,
+            proposals_in_flight: 1,
             batch_max_commands: 64,
         }
     }

@@ -32,6 +32,15 @@ pub const WINDOW_MS: i64 = 10 * 60 * 1000;
 /// How many log entries a record outlives at least, whatever the clock says.
 pub const MIN_KEPT_ENTRIES: u64 = 100_000;
 
+/// Records are expired by the commands of every this-many-th log entry only:
+/// a RocksDB iterator per applied write was about 6% of a node's CPU under
+/// write load. Deterministic (the log index is the same on every replica).
+const EXPIRE_EVERY_ENTRIES: u64 = 8;
+
+/// Records one expiring pass forgets at most (a batch entry holds up to 64
+/// commands, so this stays ahead of what eight entries remember).
+const EXPIRED_PER_PASS: usize = 8 * 1024;
+
 /// Responses larger than this are not kept whole: a KV put keeps a compact
 /// record; others a conflict saying the request was applied.
 const MAX_KEPT_RESPONSE: usize = 64 * 1024;
@@ -127,6 +136,9 @@ pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cm
         tx.put(&record_key(id), &codec::encode(&marker).map_err(codec_error)?);
     }
     tx.put(&position_key(log_index, id), &issued_at_ms.to_be_bytes());
+    if !log_index.is_multiple_of(EXPIRE_EVERY_ENTRIES) {
+        return Ok(());
+    }
 
     // Expire in log order; group times grow with the log, so the first record
     // still wanted ends the scan.
@@ -138,11 +150,11 @@ pub fn remember(tx: &mut Tx<'_>, log_index: u64, issued_at_ms: i64, id: &str, cm
         if gone {
             expired.push((k.to_vec(), String::from_utf8_lossy(&k[10..]).into_owned()));
         }
-        Ok(gone && expired.len() < 1024)
+        Ok(gone && expired.len() < EXPIRED_PER_PASS)
     })?;
     tx.view().scan_range(b"t/", &legacy_expiry_key(issued_at_ms - WINDOW_MS, ""), |k, _| {
         expired.push((k.to_vec(), String::from_utf8_lossy(&k[10..]).into_owned()));
-        Ok(expired.len() < 2048)
+        Ok(expired.len() < 2 * EXPIRED_PER_PASS)
     })?;
     for (k, old_id) in expired {
         tx.delete(&record_key(&old_id));

@@ -65,8 +65,9 @@ async fn request_ids_are_forgotten_after_the_window() {
     sm.apply([entry(1, "CREATE TABLE t (v INT)", None)]).await.expect("apply");
     sm.apply([entry(2, "INSERT INTO t VALUES (1)", Some("old1"))]).await.expect("apply");
     // A command stamped after the window and applied more than
-    // MIN_KEPT_ENTRIES entries later expires the old id.
-    let later = 3 + tessera_storage::dedup::MIN_KEPT_ENTRIES;
+    // MIN_KEPT_ENTRIES entries later expires the old id (records are expired
+    // by the commands of every 8th entry).
+    let later = 8 + tessera_storage::dedup::MIN_KEPT_ENTRIES;
     let mut late = entry(later, "INSERT INTO t VALUES (2)", Some("new1"));
     if let EntryPayload::Normal(cmd) = &mut late.payload {
         cmd.issued_at_ms = 1_002 + tessera_storage::dedup::WINDOW_MS + 1;

@@ -175,7 +175,10 @@ impl Psql {
 /// Scenario: the `tokio-postgres` driver (the extended protocol: Parse, Bind,
 /// Describe, Execute) on a router without a certificate: prepared statements
 /// with typed parameters, rows decoded by their declared types, an error as
-/// a `DbError` with its SQLSTATE, and an open transaction refused.
+/// a `DbError` with its SQLSTATE, and an open transaction refused. Then a
+/// long query is cancelled with the driver's cancel token: it answers 57014
+/// "canceling statement due to user request" long before the query limit, the
+/// nodes stop working on it, and the connection goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_prepares_binds_and_reads_typed_rows() {
     let port = pick_port().expect("a port");
@@ -187,6 +190,51 @@ async fn a_driver_prepares_binds_and_reads_typed_rows() {
     if let Err(e) = prepared_statements(port).await {
         panic!("tokio-postgres scenario failed: {e:?}\n{}", cluster.log_tails(30));
     }
+    if let Err(e) = cancel_a_long_query(&cluster, port).await {
+        panic!("cancel scenario failed: {e:?}\n{}", cluster.log_tails(30));
+    }
+}
+
+async fn cancel_a_long_query(cluster: &Cluster, port: u16) -> Result<()> {
+    let config = format!("host=127.0.0.1 port={port} user={ADMIN_USER} password={ADMIN_PASSWORD} connect_timeout=20");
+    let (client, connection) = tokio_postgres::connect(&config, tokio_postgres::NoTls).await?;
+    let driver = tokio::spawn(connection);
+    client.batch_execute("CREATE TABLE pairs (id INT PRIMARY KEY, v INT)").await?;
+    let values: Vec<String> = (0..6000).map(|i| format!("({i}, {})", i % 97)).collect();
+    client.batch_execute(&format!("INSERT INTO pairs VALUES {}", values.join(", "))).await?;
+
+    // 36 million row pairs: far longer than the 30 s query limit in a debug build.
+    let client = std::sync::Arc::new(client);
+    let started = std::time::Instant::now();
+    let long = tokio::spawn({
+        let client = client.clone();
+        async move { client.query_one("SELECT COUNT(*) FROM pairs a CROSS JOIN pairs b WHERE a.v + b.v = -1", &[]).await }
+    });
+    // A cancel that arrives before the query started is a no-op: ask until it ends.
+    let token = client.cancel_token();
+    while !long.is_finished() {
+        token.cancel_query(tokio_postgres::NoTls).await?;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let answered = started.elapsed();
+    let err = long.await?.expect_err("the cancelled query fails");
+    let db = err.as_db_error().context("a database error")?;
+    ensure!(db.code().code() == "57014" && db.message().contains("user request"), "{db:?}");
+    ensure!(answered < std::time::Duration::from_secs(20), "the cancel was answered after {answered:?}");
+
+    // The nodes stop working on it: a second with almost no node CPU comes soon.
+    tessera_tests::wait_for(std::time::Duration::from_secs(15), "the nodes go idle", async || {
+        let before = cluster.nodes_cpu_secs()?;
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let used = cluster.nodes_cpu_secs()? - before;
+        Ok((used < 0.5).then_some(()))
+    })
+    .await?;
+    let n: i64 = client.query_one("SELECT count(*) FROM pairs", &[]).await?.get(0);
+    ensure!(n == 6000, "{n} rows");
+    drop(client);
+    let _ = driver.await;
+    Ok(())
 }
 
 async fn prepared_statements(port: u16) -> Result<()> {

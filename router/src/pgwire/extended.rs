@@ -19,7 +19,7 @@ use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use serde_json::Value;
@@ -142,7 +142,7 @@ impl ExtendedQueryHandler for Extended {
         Arc::new(TextParser)
     }
 
-    async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<String>) -> PgWireResult<DescribeStatementResponse>
+    async fn do_describe_statement<C>(&self, client: &mut C, target: &StoredStatement<String>) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = String>,
@@ -154,7 +154,7 @@ impl ExtendedQueryHandler for Extended {
         let mut fields = Vec::new();
         if crate::services::sql::looks_read_only(&target.statement) {
             let nulls = vec![Value::Null; count];
-            match self.session.execute_statement(&target.statement, nulls).await {
+            match cancellable(client, self.session.execute_statement(&target.statement, nulls)).await? {
                 Ok(SqlResult::Rows(rows)) => {
                     let declared = self.session.declared_types(&target.statement).await;
                     let column_types = types::column_types_or_declared(&rows, &declared);
@@ -168,7 +168,7 @@ impl ExtendedQueryHandler for Extended {
         Ok(DescribeStatementResponse::new(parameters, fields))
     }
 
-    async fn do_describe_portal<C>(&self, _client: &mut C, target: &Portal<String>) -> PgWireResult<DescribePortalResponse>
+    async fn do_describe_portal<C>(&self, client: &mut C, target: &Portal<String>) -> PgWireResult<DescribePortalResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = String>,
@@ -176,7 +176,7 @@ impl ExtendedQueryHandler for Extended {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         // A failure answers here; the client's Execute is then skipped to its Sync.
-        let result = self.run(target).await.map_err(|info| PgWireError::UserError(Box::new(info)))?;
+        let result = cancellable(client, self.run(target)).await?.map_err(|info| PgWireError::UserError(Box::new(info)))?;
         let fields = self.fields(target, &result);
         self.described.portals.lock().unwrap_or_else(|e| e.into_inner()).insert(target.name.clone(), result);
         Ok(DescribePortalResponse::new(fields))
@@ -201,6 +201,21 @@ impl ExtendedQueryHandler for Extended {
             }
             Err(info) => Err(PgWireError::UserError(Box::new(info))),
         }
+    }
+}
+
+/// Runs `work` unless a cancel request for this connection arrives first
+/// (then `57014`). pgwire makes Query and Execute cancellable itself; a
+/// Describe runs the statement here (its columns are known only by running
+/// it), so it is made cancellable the same way.
+async fn cancellable<C: ClientInfo, T>(client: &C, work: impl std::future::Future<Output = T>) -> PgWireResult<T> {
+    let Some(handle) = client.session_extensions().get::<Arc<ConnectionHandle>>() else {
+        return Ok(work.await);
+    };
+    let cancelled = handle.start_query().await;
+    tokio::select! {
+        done = work => Ok(done),
+        Ok(()) = cancelled => Err(PgWireError::QueryCanceled),
     }
 }
 

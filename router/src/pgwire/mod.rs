@@ -15,7 +15,12 @@
 //!
 //! - Extended query protocol: see [`extended`].
 //!
-//! Not built yet (docs/pgwire.md): open transactions, SCRAM, COPY, cancel, pg_catalog.
+//! - Cancel requests: every signed-in connection gets a process id and secret
+//!   key (`BackendKeyData`); a `CancelRequest` naming them drops the statement
+//!   the connection is running (it answers `57014`), which drops the router's
+//!   call to the node, whose query pool then stops the scan.
+//!
+//! Not built yet (docs/pgwire.md): open transactions, SCRAM, COPY, pg_catalog.
 
 mod extended;
 mod session;
@@ -31,10 +36,11 @@ use futures::Sink;
 use pgwire::api::auth::cleartext::CleartextPasswordAuth;
 use pgwire::api::auth::mechanism::AuthMechanismFactory;
 use pgwire::api::auth::{AuthDriver, AuthOutcome, AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers};
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
@@ -52,6 +58,8 @@ pub async fn serve(
     tls: Option<Arc<tessera_api::tls::LiveServerConfig>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    // The signed-in connections by process id and secret key, for cancel requests.
+    let running = Arc::new(ConnectionManager::new());
     loop {
         let (socket, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -70,7 +78,7 @@ pub async fn serve(
             config.alpn_protocols = vec![b"postgresql".to_vec()];
             pgwire::tokio::TlsAcceptor::from(Arc::new(config))
         });
-        let connection = Arc::new(Connection::new(state.clone(), peer, acceptor.is_some()));
+        let connection = Arc::new(Connection::new(state.clone(), peer, acceptor.is_some(), running.clone()));
         tokio::spawn(async move {
             if let Err(e) = pgwire::tokio::process_socket(socket, acceptor, connection.clone()).await {
                 info!(%peer, "pgwire: connection ended: {e}");
@@ -90,14 +98,18 @@ struct Connection {
     session: Session,
     startup: Arc<Startup>,
     described: Arc<extended::Described>,
+    /// Every connection of the listener, for cancel requests (which come on a
+    /// connection of their own).
+    running: Arc<ConnectionManager>,
 }
 
 impl Connection {
-    fn new(state: AppState, peer: SocketAddr, tls_required: bool) -> Self {
+    fn new(state: AppState, peer: SocketAddr, tls_required: bool, running: Arc<ConnectionManager>) -> Self {
         let session = Session::new(state.clone(), peer.ip());
         let passwords = Arc::new(Passwords { state: state.clone(), ip: peer.ip() });
-        let startup = Arc::new(Startup { driver: AuthDriver::new(server_parameters()), passwords: CleartextPasswordAuth::new(passwords) });
-        Connection { state, ip: peer.ip(), tls_required, session, startup, described: Arc::default() }
+        let driver = AuthDriver::new(server_parameters()).with_connection_manager(running.clone());
+        let startup = Arc::new(Startup { driver, passwords: CleartextPasswordAuth::new(passwords) });
+        Connection { state, ip: peer.ip(), tls_required, session, startup, described: Arc::default(), running }
     }
 }
 
@@ -114,6 +126,10 @@ impl PgWireServerHandlers for Connection {
 
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
         Arc::new(extended::Extended { session: self.session.clone(), described: self.described.clone() })
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(self.running.clone()))
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
