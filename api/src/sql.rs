@@ -19,6 +19,42 @@ pub struct SqlOp {
     /// MiB the request's intermediate results may hold (0: the engine's default).
     #[serde(default)]
     pub max_memory_mb: u64,
+    /// An interactive transaction's commit: its steps run instead of `sql`,
+    /// and it applies only if every step answers what its client saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction: Option<SqlTransaction>,
+}
+
+/// One statement of an interactive transaction (a PostgreSQL session's
+/// `BEGIN` … `COMMIT`), with its own parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqlStep {
+    pub sql: String,
+    pub params: Vec<serde_json::Value>,
+}
+
+/// An interactive transaction: the statements its client ran, in order, and
+/// the digest ([`result_digest`]) of every answer the client was given. Run
+/// again as one unit — by a read for the next statement's answer, by one
+/// proposed command for its commit — it counts only if every step answers
+/// the same: the client then saw exactly the state the commit applies to
+/// (serializable; anything else is a `CONFLICT`, SQLSTATE 40001).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SqlTransaction {
+    pub steps: Vec<SqlStep>,
+    /// Digests of the answers seen so far: one per step for a commit, one per
+    /// step but the last for the read that answers the last.
+    pub seen: Vec<String>,
+    /// The time every step sees (`now()`), fixed when the transaction began.
+    pub now_ms: i64,
+}
+
+/// A digest of a statement's answer as its client was given it (before
+/// masking): SHA-256 over its JSON.
+pub fn result_digest(rows: &SqlRows) -> String {
+    use sha2::Digest as _;
+    let json = serde_json::to_vec(rows).unwrap_or_default();
+    hex::encode(sha2::Sha256::digest(&json))
 }
 
 /// SQL reads, answered from one replica without the Raft log.
@@ -32,6 +68,18 @@ pub enum SqlQuery {
         max_result_rows: usize,
         timeout_ms: u64,
         /// MiB the query's intermediate results may hold (0: the engine's default).
+        #[serde(default)]
+        max_memory_mb: u64,
+    },
+    /// An interactive transaction's next statement, answered by running
+    /// every step again against the group's current state and discarding the
+    /// writes: the last step's answer, or `CONFLICT` when an earlier step no
+    /// longer answers what its client saw.
+    Transaction {
+        database: String,
+        transaction: SqlTransaction,
+        max_result_rows: usize,
+        timeout_ms: u64,
         #[serde(default)]
         max_memory_mb: u64,
     },

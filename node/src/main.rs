@@ -96,6 +96,28 @@ enum Command {
         #[arg(long = "host", default_values_t = ["127.0.0.1".to_string(), "localhost".to_string()])]
         hosts: Vec<String>,
     },
+    /// Prints, for every group with records in a stopped node's data directory,
+    /// its applied index and a digest of its replicated state (one JSON object
+    /// per line), as `GET /api/v1/admin/consistency` reports them for running
+    /// nodes: replicas at one applied index must print the same digest. For
+    /// comparing the replicas of nodes that cannot answer the endpoint (older
+    /// builds, a cluster that is down). Unencrypted stores only.
+    Digest {
+        /// The node's `storage.data_dir` (its store is `<dir>/rocksdb`).
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+}
+
+/// `tessera-node digest`: see [`Command::Digest`].
+fn print_digests(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let store = tessera_storage::Store::open(data_dir.join("rocksdb"))?;
+    for group in store.groups_with_records()? {
+        let d = store.digest(group)?;
+        let line = serde_json::json!({"group": d.group, "applied_index": d.applied_index, "records": d.records, "digest": d.digest});
+        println!("{line}");
+    }
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -108,6 +130,9 @@ fn main() -> anyhow::Result<()> {
             println!("{}", path.display());
         }
         return Ok(());
+    }
+    if let Some(Command::Digest { data_dir }) = &cli.command {
+        return print_digests(data_dir);
     }
     let cfg = NodeConfig::load(cli.config.as_deref())?;
     tessera_api::runtime::build_runtime(cfg.server.worker_threads)?.block_on(run(cli, cfg))

@@ -946,6 +946,7 @@ mod tests {
                 max_result_rows: 10,
                 timeout_ms: 0,
                 max_memory_mb: 0,
+                transaction: None,
             }),
             request_id: None,
         };
@@ -977,6 +978,64 @@ mod tests {
         assert!(matches!(r, Err(StorageError::EngineRead(_))), "a read error was answered as {r:?}");
     }
 
+    /// An interactive transaction's commit applies only when every step answers
+    /// what its client saw; otherwise it is a CONFLICT and writes nothing.
+    #[test]
+    fn a_transaction_commit_applies_only_if_its_answers_hold() {
+        use serde_json::json;
+        use tessera_api::sql::{SqlOp, SqlResult, SqlRows, SqlStep, SqlTransaction, result_digest};
+        let (_dir, data) = crate::engine::test_support::open_group(1);
+        let sm = StateMachine { data: data.clone(), epoch: 0 };
+        let mut log_index = 0;
+        let mut apply = |op: SqlOp| {
+            log_index += 1;
+            let mut batch = WriteBatch::default();
+            let r =
+                sm.apply_command(&mut batch, log_index, &Command { issued_at_ms: 5, op: Operation::Sql(op), request_id: None }).unwrap();
+            sm.data.db.write(batch).unwrap();
+            r
+        };
+        let op = |sql: &str, transaction: Option<SqlTransaction>| SqlOp {
+            database: "db".into(),
+            sql: sql.into(),
+            params: vec![],
+            max_result_rows: 10,
+            timeout_ms: 0,
+            max_memory_mb: 0,
+            transaction,
+        };
+        apply(op("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)", None));
+        apply(op("INSERT INTO acct VALUES (1, 100)", None));
+        let answer = |rows: Vec<Vec<serde_json::Value>>, columns: &[&str], affected| {
+            let row_count = rows.len();
+            result_digest(&SqlRows {
+                columns: columns.iter().map(|c| c.to_string()).collect(),
+                rows,
+                row_count,
+                rows_affected: affected,
+                truncated: false,
+            })
+        };
+        let steps = vec![
+            SqlStep { sql: "SELECT bal FROM acct WHERE id = 1".into(), params: vec![] },
+            SqlStep { sql: "UPDATE acct SET bal = $1 WHERE id = 1".into(), params: vec![json!(90)] },
+        ];
+        let saw = |balance: i64| vec![answer(vec![vec![json!(balance)]], &["bal"], 0), answer(vec![], &[], 1)];
+        // The client saw a balance of 99: the commit is refused, nothing written.
+        let refused = apply(op("", Some(SqlTransaction { steps: steps.clone(), seen: saw(99), now_ms: 5 })));
+        assert!(
+            matches!(&refused, Response::Rejected(r) if r.code == tessera_api::error::ErrorCode::Conflict && r.message.contains("statement 1")),
+            "{refused:?}"
+        );
+        let read = apply(op("SELECT bal FROM acct", None));
+        assert!(matches!(&read, Response::Sql(SqlResult::Rows(r)) if r.rows == vec![vec![json!(100)]]), "{read:?}");
+        // It saw 100, which holds: applied.
+        let committed = apply(op("", Some(SqlTransaction { steps, seen: saw(100), now_ms: 5 })));
+        assert!(matches!(&committed, Response::Sql(_)), "{committed:?}");
+        let read = apply(op("SELECT bal FROM acct", None));
+        assert!(matches!(&read, Response::Sql(SqlResult::Rows(r)) if r.rows == vec![vec![json!(90)]]), "{read:?}");
+    }
+
     /// A SQL import batch into a CDC-enabled table appends its change records in
     /// the same batch as the rows: Insert per new row, Update per replaced row,
     /// nothing for skipped rows or a failed batch.
@@ -1003,6 +1062,7 @@ mod tests {
                 max_result_rows: 10,
                 timeout_ms: 0,
                 max_memory_mb: 0,
+                transaction: None,
             })
         };
         let import = |on_conflict, rows: &[(u64, i64, &str)]| {

@@ -16,6 +16,7 @@ fn entry(index: u64, sql: &str, request_id: Option<&str>) -> Entry<TypeConfig> {
         max_result_rows: 100,
         timeout_ms: 0,
         max_memory_mb: 0,
+        transaction: None,
     });
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 1), index),

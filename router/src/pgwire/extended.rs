@@ -18,14 +18,16 @@ use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, Type};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, DEFAULT_NAME, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::extendedquery::Execute;
+use pgwire::messages::response::TransactionStatus;
 use serde_json::Value;
 use tessera_api::sql::SqlResult;
 
-use super::session::Session;
+use super::session::{Control, Session};
 use super::types;
 
 /// Statements are kept as their text.
@@ -142,6 +144,25 @@ impl ExtendedQueryHandler for Extended {
         Arc::new(TextParser)
     }
 
+    /// pgwire moves the client's transaction status by the answer; a COMMIT
+    /// that fails must still leave it idle (the transaction is over, as in
+    /// PostgreSQL), so a statement that ends a transaction starts from idle.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if let Some(Entry::Value(portal)) = client.portal_store().get_portal(name)
+            && matches!(Control::of(&portal.statement.statement), Some(Control::Commit | Control::Rollback))
+        {
+            client.set_transaction_status(TransactionStatus::Idle);
+        }
+        self._on_execute(client, message).await
+    }
+
     async fn do_describe_statement<C>(&self, client: &mut C, target: &StoredStatement<String>) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -154,7 +175,7 @@ impl ExtendedQueryHandler for Extended {
         let mut fields = Vec::new();
         if crate::services::sql::looks_read_only(&target.statement) {
             let nulls = vec![Value::Null; count];
-            match cancellable(client, self.session.execute_statement(&target.statement, nulls)).await? {
+            match cancellable(client, self.session.preview_statement(&target.statement, nulls)).await? {
                 Ok(SqlResult::Rows(rows)) => {
                     let declared = self.session.declared_types(&target.statement).await;
                     let column_types = types::column_types_or_declared(&rows, &declared);
@@ -175,6 +196,9 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if Control::of(&target.statement.statement).is_some() {
+            return Ok(DescribePortalResponse::new(Vec::new()));
+        }
         // A failure answers here; the client's Execute is then skipped to its Sync.
         let result = cancellable(client, self.run(target)).await?.map_err(|info| PgWireError::UserError(Box::new(info)))?;
         let fields = self.fields(target, &result);
@@ -189,6 +213,9 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if Control::of(&portal.statement.statement).is_some() {
+            return Ok(self.session.run_statement(&portal.statement.statement, Vec::new()).await);
+        }
         let kept = self.described.portals.lock().unwrap_or_else(|e| e.into_inner()).remove(&portal.name);
         let result = match kept {
             Some(r) => Ok(r),

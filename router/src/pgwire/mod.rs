@@ -20,7 +20,7 @@
 //!   the connection is running (it answers `57014`), which drops the router's
 //!   call to the node, whose query pool then stops the scan.
 //!
-//! Not built yet (docs/pgwire.md): open transactions, SCRAM, COPY, pg_catalog.
+//! Not built yet (docs/pgwire.md): SCRAM, COPY, pg_catalog.
 
 mod extended;
 mod session;
@@ -42,6 +42,8 @@ use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
 use tracing::{info, warn};
@@ -282,5 +284,27 @@ impl SimpleQueryHandler for Queries {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         Ok(self.session.run_message(query).await)
+    }
+
+    /// pgwire moves the client's transaction status by the answers; a COMMIT
+    /// that fails must still leave it idle (the transaction is over, as in
+    /// PostgreSQL), so a message that only ends a transaction starts from idle.
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let split = tessera_api::sql::split_statements(&query.query);
+        let only = match (split.complete.as_slice(), split.rest.trim()) {
+            ([one], "") => Some(one.as_str()),
+            ([], rest) => Some(rest),
+            _ => None,
+        };
+        if only.and_then(session::Control::of).is_some_and(|c| matches!(c, session::Control::Commit | session::Control::Rollback)) {
+            client.set_transaction_status(TransactionStatus::Idle);
+        }
+        self._on_query(client, query).await
     }
 }

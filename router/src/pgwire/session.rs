@@ -1,12 +1,13 @@
-//! A signed-in PostgreSQL connection: its session token and database, and how
-//! a simple-protocol message's statements run.
+//! A signed-in PostgreSQL connection: its session token and database, its
+//! open transaction, and how a message's statements run.
 //!
-//! Each statement runs as its own request (it commits on its own, as in
-//! PostgreSQL's autocommit). A `BEGIN` … `COMMIT` block sent within one
-//! message runs as one request, atomically (Tessera's multi-statement
-//! transactions); a `BEGIN` on its own — an interactive transaction held open
-//! across messages — is refused with `0A000` for now (docs/pgwire.md), never
-//! acknowledged as a transaction it would not be.
+//! Outside a transaction each statement runs as its own request (it commits
+//! on its own, as in PostgreSQL's autocommit), and a whole `BEGIN` … `COMMIT`
+//! block sent within one message runs as one request. A `BEGIN` held open
+//! across messages is an interactive transaction
+//! ([`sql::Transaction`]): its statements are answered as they come, nothing
+//! is written before its `COMMIT`, and the commit applies only if every
+//! statement still answers what it answered (serializable; 40001 otherwise).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -39,7 +40,43 @@ struct Bound {
     /// The session was opened by this connection's sign-in: it ends with it.
     opened_here: bool,
     database: String,
+    transaction: Option<Open>,
 }
+
+/// The connection's transaction since its `BEGIN`.
+enum Open {
+    Running(sql::Transaction),
+    /// A statement failed: everything up to `COMMIT` or `ROLLBACK` is refused
+    /// (25P02), and either ends it as a rollback.
+    Failed,
+}
+
+/// Whether a statement is transaction control, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Begin,
+    Commit,
+    Rollback,
+    /// SAVEPOINT, RELEASE, ROLLBACK TO: not supported.
+    Savepoint,
+}
+
+impl Control {
+    pub fn of(statement: &str) -> Option<Control> {
+        let (first, second) = (first_word(statement), second_word(statement));
+        match first.as_str() {
+            "BEGIN" => Some(Control::Begin),
+            "START" if second == "TRANSACTION" => Some(Control::Begin),
+            "COMMIT" | "END" => Some(Control::Commit),
+            "ROLLBACK" | "ABORT" if second == "TO" => Some(Control::Savepoint),
+            "ROLLBACK" | "ABORT" => Some(Control::Rollback),
+            "SAVEPOINT" | "RELEASE" => Some(Control::Savepoint),
+            _ => None,
+        }
+    }
+}
+
+const ABORTED: &str = "current transaction is aborted, commands ignored until end of transaction block";
 
 impl Session {
     pub fn new(state: AppState, ip: IpAddr) -> Self {
@@ -100,27 +137,15 @@ impl Session {
         let mut out = Vec::new();
         let mut i = 0;
         while i < statements.len() {
-            let word = first_word(&statements[i]);
-            let (answers, next) = if word == "BEGIN" || (word == "START" && second_word(&statements[i]) == "TRANSACTION") {
-                match statements[i..].iter().position(|s| matches!(first_word(s).as_str(), "COMMIT" | "END" | "ROLLBACK" | "ABORT")) {
-                    Some(end) => (self.run_block(&statements[i..=i + end]).await, i + end + 1),
-                    None => (
-                        vec![not_supported(
-                            "a transaction held open across messages is not supported yet: send BEGIN … COMMIT in one message \
-                         (it runs atomically), or each statement alone (each commits)",
-                        )],
-                        statements.len(),
-                    ),
-                }
-            } else if matches!(word.as_str(), "COMMIT" | "END" | "ROLLBACK" | "ABORT") {
-                (
-                    vec![Response::Error(Box::new(ErrorInfo::new(
-                        "WARNING".into(),
-                        "25P01".into(),
-                        "there is no transaction in progress".into(),
-                    )))],
-                    i + 1,
-                )
+            let control = Control::of(&statements[i]);
+            let block_end = (control == Some(Control::Begin) && !self.in_transaction())
+                .then(|| statements[i..].iter().position(|s| matches!(Control::of(s), Some(Control::Commit | Control::Rollback))))
+                .flatten();
+            let (answers, next) = if let Some(end) = block_end {
+                // A whole block in this message: one atomic request.
+                (self.run_block(&statements[i..=i + end]).await, i + end + 1)
+            } else if control.is_some() || self.in_transaction() {
+                (vec![self.run_statement(&statements[i], Vec::new()).await], i + 1)
             } else {
                 (vec![self.run_one(&statements[i]).await], i + 1)
             };
@@ -135,6 +160,73 @@ impl Session {
             out.push(Response::EmptyQuery);
         }
         out
+    }
+
+    /// Whether a transaction is open (running or failed).
+    pub fn in_transaction(&self) -> bool {
+        self.bound().transaction.is_some()
+    }
+
+    /// One statement of either protocol where transaction control or an open
+    /// transaction decides what it means: the answer as pgwire sends it
+    /// (`TransactionStart`/`TransactionEnd` move the client's status).
+    pub async fn run_statement(&self, statement: &str, params: Vec<serde_json::Value>) -> Response {
+        match Control::of(statement) {
+            Some(Control::Begin) => {
+                let mut b = self.bound();
+                if b.transaction.is_none() {
+                    let txn = sql::Transaction::begin(b.database.clone(), tessera_api::command::now_ms());
+                    b.transaction = Some(Open::Running(txn));
+                }
+                // PostgreSQL warns of a BEGIN inside a transaction and goes on.
+                Response::TransactionStart(Tag::new("BEGIN"))
+            }
+            Some(Control::Rollback) => {
+                let was_open = self.bound().transaction.take().is_some();
+                if !was_open {
+                    return no_transaction();
+                }
+                Response::TransactionEnd(Tag::new("ROLLBACK"))
+            }
+            Some(Control::Commit) => {
+                let open = self.bound().transaction.take();
+                self.end_with_commit(open, statement).await
+            }
+            Some(Control::Savepoint) => {
+                self.fail_transaction();
+                not_supported("savepoints are not supported")
+            }
+            None => match self.execute_statement(statement, params).await {
+                Ok(SqlResult::Rows(rows)) => types::response(statement, rows),
+                Ok(SqlResult::Catalog(v)) => types::catalog_response(v),
+                Err(info) => Response::Error(Box::new(info)),
+            },
+        }
+    }
+
+    async fn end_with_commit(&self, open: Option<Open>, statement: &str) -> Response {
+        match open {
+            None => no_transaction(),
+            Some(Open::Failed) => Response::TransactionEnd(Tag::new("ROLLBACK")),
+            Some(Open::Running(txn)) => match self.commit(txn).await {
+                Ok(()) => Response::TransactionEnd(Tag::new("COMMIT")),
+                Err(e) => Response::Error(Box::new(types::error_info(&e, statement))),
+            },
+        }
+    }
+
+    async fn commit(&self, txn: sql::Transaction) -> Result<(), ApiError> {
+        let caller = self.caller().await?;
+        caller.require("read:sql")?;
+        sql::commit(&self.0.state, &caller, txn).await
+    }
+
+    /// The open transaction fails: what follows is refused until it ends.
+    fn fail_transaction(&self) {
+        let mut b = self.bound();
+        if b.transaction.is_some() {
+            b.transaction = Some(Open::Failed);
+        }
     }
 
     /// One statement as its own request.
@@ -201,19 +293,65 @@ impl Session {
         out
     }
 
-    /// One prepared statement with its parameters (the extended protocol),
-    /// its error as PostgreSQL reports it. Transaction control is refused as
-    /// in the simple protocol (a transaction does not span messages yet).
+    /// One statement that is not transaction control, with its parameters:
+    /// on its own, or as the next statement of the open transaction (a
+    /// failure fails the transaction). Errors as PostgreSQL reports them.
     pub async fn execute_statement(&self, text: &str, params: Vec<serde_json::Value>) -> Result<SqlResult, ErrorInfo> {
-        if matches!(first_word(text).as_str(), "BEGIN" | "START" | "COMMIT" | "END" | "ROLLBACK" | "ABORT") {
-            return Err(ErrorInfo::new("ERROR".into(), "0A000".into(), OPEN_TRANSACTION.into()));
+        self.statement(text, params, true).await
+    }
+
+    /// What [`Session::execute_statement`] would answer, without recording
+    /// anything in the open transaction (a driver describing a statement).
+    pub async fn preview_statement(&self, text: &str, params: Vec<serde_json::Value>) -> Result<SqlResult, ErrorInfo> {
+        self.statement(text, params, false).await
+    }
+
+    async fn statement(&self, text: &str, params: Vec<serde_json::Value>, record: bool) -> Result<SqlResult, ErrorInfo> {
+        if Control::of(text).is_some() {
+            return Err(ErrorInfo::new(
+                "ERROR".into(),
+                "0A000".into(),
+                "transaction control cannot be a prepared statement's query here".into(),
+            ));
         }
-        self.execute_with(text, params).await.map_err(|e| types::error_info(&e, text))
+        let open = self.bound().transaction.as_ref().map(|t| match t {
+            Open::Running(txn) => Some(txn.clone()),
+            Open::Failed => None,
+        });
+        let mut txn = match open {
+            None => return self.execute_with(text, params).await.map_err(|e| types::error_info(&e, text)),
+            Some(None) => return Err(ErrorInfo::new("ERROR".into(), "25P02".into(), ABORTED.into())),
+            Some(Some(txn)) => txn,
+        };
+        let outcome = async {
+            let caller = self.caller().await?;
+            caller.require("read:sql")?;
+            sql::execute_in_transaction(&self.0.state, &caller, &mut txn, text, params, record).await
+        }
+        .await;
+        match outcome {
+            Ok(executed) => {
+                if record {
+                    let mut b = self.bound();
+                    if matches!(b.transaction, Some(Open::Running(_))) {
+                        b.transaction = Some(Open::Running(txn));
+                    }
+                }
+                Ok(executed.outcome)
+            }
+            Err(e) => {
+                if record {
+                    self.fail_transaction();
+                }
+                Err(types::error_info(&e, text))
+            }
+        }
     }
 }
 
-const OPEN_TRANSACTION: &str = "a transaction held open across messages is not supported yet: send BEGIN … COMMIT in one \
-     message (it runs atomically), or each statement alone (each commits)";
+fn no_transaction() -> Response {
+    Response::Error(Box::new(ErrorInfo::new("WARNING".into(), "25P01".into(), "there is no transaction in progress".into())))
+}
 
 fn not_supported(message: &str) -> Response {
     Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "0A000".into(), message.into())))

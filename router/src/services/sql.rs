@@ -10,7 +10,7 @@ use serde_json::Value;
 use tessera_api::GroupId;
 use tessera_api::error::ErrorCode;
 use tessera_api::routing::RoutingKey;
-use tessera_api::sql::{SqlOp, SqlQuery, SqlResult};
+use tessera_api::sql::{SqlOp, SqlQuery, SqlResult, SqlStep, SqlTransaction, result_digest};
 
 use crate::cluster::ReadPrefs;
 use crate::cluster::typed::{self, Sql};
@@ -103,6 +103,7 @@ pub async fn execute(
                 max_result_rows: limits.max_result_rows,
                 timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
                 max_memory_mb: limits.max_memory_mb,
+                transaction: None,
             };
             typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value
         }
@@ -122,6 +123,125 @@ pub async fn execute(
         catalog => catalog,
     };
     Ok(Executed { outcome, masked, security_flags, statement })
+}
+
+/// An interactive transaction (a PostgreSQL session's `BEGIN` … `COMMIT`) as
+/// the router keeps it between statements: nothing is written before its
+/// commit. Each statement is answered by running every statement so far again
+/// against the group's current state, writes discarded, and checked against
+/// the answers given before (`SqlQuery::Transaction`); the commit is one
+/// proposed command that applies only if every statement still answers what
+/// its client saw. The client has then seen exactly the state its writes
+/// apply to: serializable, with a conflict (40001) to retry otherwise.
+/// Dropping it (disconnect, ROLLBACK) rolls back: there is nothing to undo.
+#[derive(Debug, Clone)]
+pub struct Transaction {
+    database: String,
+    steps: Vec<SqlStep>,
+    seen: Vec<String>,
+    now_ms: i64,
+    writes: bool,
+}
+
+impl Transaction {
+    /// A transaction on `database` whose statements see `now_ms` as `now()`.
+    pub fn begin(database: String, now_ms: i64) -> Self {
+        Transaction { database, steps: Vec::new(), seen: Vec::new(), now_ms, writes: false }
+    }
+}
+
+/// Runs `statement` as the next statement of `txn` and answers it; with
+/// `record`, the statement and its answer join the transaction (without, it
+/// is only previewed: a driver describing a prepared statement).
+pub async fn execute_in_transaction(
+    state: &AppState,
+    caller: &Caller,
+    txn: &mut Transaction,
+    statement: &str,
+    params: Vec<Value>,
+    record: bool,
+) -> Result<Executed, ApiError> {
+    if statement.trim().is_empty() {
+        return Err(ApiError::BadRequest("sql must not be empty".into()));
+    }
+    let security_flags = security::screen_sql(state, caller, statement);
+    let writes = !looks_read_only(statement);
+    if writes {
+        caller.require("write:sql")?;
+    }
+    let group = database_group(state, &txn.database)?;
+    let limits = &state.config.query_limits;
+    let mut steps = txn.steps.clone();
+    steps.push(SqlStep { sql: statement.to_string(), params: params.clone() });
+    let q = SqlQuery::Transaction {
+        database: txn.database.clone(),
+        transaction: SqlTransaction { steps, seen: txn.seen.clone(), now_ms: txn.now_ms },
+        max_result_rows: limits.max_result_rows,
+        timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+        max_memory_mb: limits.max_memory_mb,
+    };
+    let answer = typed::ask::<Sql>(&*state.cluster, group, q, ReadPrefs::QUORUM.consistency, None).await?.value;
+    let mut rows = match answer.map_err(|r| ApiError::sql(r, statement))? {
+        SqlResult::Rows(r) => r,
+        SqlResult::Catalog(_) => return Err(ApiError::Internal("a transaction's statement answered a catalog".into())),
+    };
+    if record {
+        txn.seen.push(result_digest(&rows));
+        txn.steps.push(SqlStep { sql: statement.to_string(), params });
+        txn.writes |= writes;
+    }
+    let logged = if state.config.data_classification.mask_phi_in_logs { guard::mask_literals(statement) } else { statement.to_string() };
+    let logged: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");
+    let masked = guard::guard_rows(state, caller, &txn.database, statement, &rows.columns, &mut rows.rows).await?;
+    security::watch_volume(state, caller, Volume::ReadOut, rows.row_count as u64, &logged);
+    Ok(Executed { outcome: SqlResult::Rows(rows), masked, security_flags, statement: logged })
+}
+
+/// Commits `txn`: one proposed command when it wrote (applied only if every
+/// statement answers as before), else a last read that checks the same, so
+/// that its reads, too, saw one state. A conflict is `CONFLICT` (40001).
+pub async fn commit(state: &AppState, caller: &Caller, txn: Transaction) -> Result<(), ApiError> {
+    let Some(last_seen) = txn.seen.last().cloned() else { return Ok(()) };
+    let group = database_group(state, &txn.database)?;
+    let limits = &state.config.query_limits;
+    let transaction = SqlTransaction { steps: txn.steps, seen: txn.seen, now_ms: txn.now_ms };
+    if !txn.writes {
+        let mut transaction = transaction;
+        transaction.seen.pop();
+        let q = SqlQuery::Transaction {
+            database: txn.database,
+            transaction,
+            max_result_rows: limits.max_result_rows,
+            timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+            max_memory_mb: limits.max_memory_mb,
+        };
+        let answer = typed::ask::<Sql>(&*state.cluster, group, q, ReadPrefs::QUORUM.consistency, None).await?.value;
+        return match answer.map_err(|r| ApiError::sql(r, "COMMIT"))? {
+            SqlResult::Rows(r) if result_digest(&r) == last_seen => Ok(()),
+            _ => Err(ApiError::sql(
+                tessera_api::error::Rejection::new(
+                    ErrorCode::Conflict,
+                    "could not serialize access: the transaction's last statement now answers differently — a concurrent transaction changed what it read; retry the transaction",
+                ),
+                "COMMIT",
+            )),
+        };
+    }
+    caller.require("write:sql")?;
+    let op = SqlOp {
+        database: txn.database,
+        sql: String::new(),
+        params: Vec::new(),
+        max_result_rows: limits.max_result_rows,
+        timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
+        max_memory_mb: limits.max_memory_mb,
+        transaction: Some(transaction),
+    };
+    typed::propose::<Sql>(&*state.cluster, group, op, ReadPrefs::QUORUM.consistency)
+        .await?
+        .value
+        .map_err(|r| ApiError::sql(r, "COMMIT"))?;
+    Ok(())
 }
 
 /// The schema of table `name` of `database` (its catalog entry).

@@ -391,18 +391,102 @@ fn execute_here(
             "transaction was not committed (missing COMMIT); all its changes were rolled back",
         ));
     }
-    let mut result = QueryResult { rows_affected: affected, ..Default::default() };
-    if let Some(rs) = last_rows {
-        let truncated = rs.rows.len() > ctx.max_result_rows;
-        result.columns = rs.cols;
-        result.rows = rs.rows.iter().take(ctx.max_result_rows).map(|r| r.iter().map(|v| v.to_json()).collect()).collect();
-        result.row_count = result.rows.len();
-        result.truncated = truncated;
-    }
+    let result = result_of(affected, last_rows, ctx.max_result_rows);
     let writes = if read_only { WriteSet::default() } else { ex.kv.into_write_set() };
     let vacuum = std::mem::take(&mut ex.vacuum);
     let changes = if read_only { Vec::new() } else { std::mem::take(&mut ex.changes) };
     Ok(ExecOutcome { result, writes, vacuum, changes })
+}
+
+/// One statement of an interactive transaction, with its own parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct Step<'a> {
+    pub sql: &'a str,
+    pub params: &'a [serde_json::Value],
+}
+
+/// Outcome of [`execute_transaction`]: every step's own result, and the
+/// transaction's writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransactionOutcome {
+    /// Per step: its rows (a query, or a write with RETURNING), else its
+    /// `rows_affected`.
+    pub results: Vec<QueryResult>,
+    pub writes: WriteSet,
+    pub vacuum: Vec<Vec<u8>>,
+    pub changes: Vec<RowChange>,
+}
+
+/// Why [`execute_transaction`] stopped: the step that failed and its error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepError {
+    pub step: usize,
+    pub error: SqlError,
+}
+
+/// Runs an interactive transaction's statements in order as one transaction:
+/// each step is one statement (transaction control is the caller's) with its
+/// own parameters, and sees the earlier steps' writes. The first failing step
+/// stops it (nothing is written).
+pub fn execute_transaction(
+    store: &dyn KvRead,
+    steps: &[Step<'_>],
+    ctx: &ExecContext,
+    capture: &dyn Fn(&str) -> bool,
+) -> Result<TransactionOutcome, StepError> {
+    parser::on_request_stack(|| execute_transaction_here(store, steps, ctx, capture))
+}
+
+fn execute_transaction_here(
+    store: &dyn KvRead,
+    steps: &[Step<'_>],
+    ctx: &ExecContext,
+    capture: &dyn Fn(&str) -> bool,
+) -> Result<TransactionOutcome, StepError> {
+    let mut parsed = Vec::with_capacity(steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let fail = |error| StepError { step: i, error };
+        let mut stmts = parser::parse_statements(step.sql).map_err(fail)?;
+        if stmts.len() != 1 {
+            return Err(fail(error::parse("a transaction step is exactly one statement")));
+        }
+        let stmt = stmts.pop().expect("one statement");
+        if matches!(stmt, Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. }) {
+            return Err(fail(SqlError::new(ErrorCode::TransactionError, "transaction control is not a step of a transaction")));
+        }
+        parsed.push(stmt);
+    }
+    let read_only = parsed.iter().all(is_read_stmt);
+    let mut ex = Exec::new(store, &[], ctx, read_only);
+    ex.capture = Some(capture);
+    let mut results = Vec::with_capacity(steps.len());
+    for (i, (stmt, step)) in parsed.iter().zip(steps).enumerate() {
+        ex.params = step.params.iter().map(value::Value::from_json).collect();
+        let out = ex.exec_stmt(stmt).map_err(|error| StepError { step: i, error })?;
+        let (affected, rows) = match out {
+            StmtOut::Rows(r) => (0, Some(r)),
+            StmtOut::Affected(n) => (n, None),
+            StmtOut::Returning(n, r) => (n, Some(r)),
+        };
+        results.push(result_of(affected, rows, ctx.max_result_rows));
+    }
+    let writes = if read_only { WriteSet::default() } else { ex.kv.into_write_set() };
+    let vacuum = std::mem::take(&mut ex.vacuum);
+    let changes = if read_only { Vec::new() } else { std::mem::take(&mut ex.changes) };
+    Ok(TransactionOutcome { results, writes, vacuum, changes })
+}
+
+/// A statement's (or request's) answer: `rows` cut at `max_rows`, else only
+/// the rows affected.
+fn result_of(affected: u64, rows: Option<RowSet>, max_rows: usize) -> QueryResult {
+    let mut result = QueryResult { rows_affected: affected, ..Default::default() };
+    if let Some(rs) = rows {
+        result.truncated = rs.rows.len() > max_rows;
+        result.columns = rs.cols;
+        result.rows = rs.rows.iter().take(max_rows).map(|r| r.iter().map(|v| v.to_json()).collect()).collect();
+        result.row_count = result.rows.len();
+    }
+    result
 }
 
 /// Access paths chosen while running a read-only request, one line per base-table access

@@ -197,3 +197,35 @@ fn garbage_input_never_panics() {
         let _ = execute(&s, q, &[], &ExecContext::default());
     }
 }
+
+#[test]
+fn a_transaction_runs_its_steps_in_order_each_with_its_own_parameters() {
+    let mut s = MemStore::new();
+    s.exec("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)", &[]).unwrap();
+    s.exec("INSERT INTO acct VALUES (1, 100), (2, 100)", &[]).unwrap();
+    let (p1, p2, p3) = ([serde_json::json!(1)], [serde_json::json!(70), serde_json::json!(1)], [serde_json::json!(1)]);
+    let steps = [
+        Step { sql: "SELECT bal FROM acct WHERE id = $1", params: &p1 },
+        Step { sql: "UPDATE acct SET bal = $1 WHERE id = $2", params: &p2 },
+        Step { sql: "SELECT bal FROM acct WHERE id = $1", params: &p3 },
+    ];
+    let out = execute_transaction(&s, &steps, &ExecContext::default(), &|_| false).unwrap();
+    let answers: Vec<(Vec<Vec<serde_json::Value>>, u64)> = out.results.iter().map(|r| (r.rows.clone(), r.rows_affected)).collect();
+    assert_eq!(
+        answers,
+        vec![(vec![vec![serde_json::json!(100)]], 0), (vec![], 1), (vec![vec![serde_json::json!(70)]], 0)],
+        "each step answers for itself and sees the earlier steps' writes"
+    );
+    s.apply(&out.writes);
+    assert_eq!(s.exec("SELECT bal FROM acct WHERE id = 1", &[]).unwrap().rows, vec![vec![serde_json::json!(70)]]);
+
+    // The first failing step stops it, named by its index; nothing is written.
+    let steps = [Step { sql: "UPDATE acct SET bal = 0", params: &[] }, Step { sql: "INSERT INTO acct VALUES (2, 1)", params: &[] }];
+    let err = execute_transaction(&s, &steps, &ExecContext::default(), &|_| false).unwrap_err();
+    assert_eq!((err.step, err.error.code), (1, ErrorCode::ConstraintViolation));
+    // Transaction control and several statements are not steps.
+    let err = execute_transaction(&s, &[Step { sql: "COMMIT", params: &[] }], &ExecContext::default(), &|_| false).unwrap_err();
+    assert_eq!(err.error.code, ErrorCode::TransactionError);
+    let err = execute_transaction(&s, &[Step { sql: "SELECT 1; SELECT 2", params: &[] }], &ExecContext::default(), &|_| false).unwrap_err();
+    assert_eq!(err.error.code, ErrorCode::ParseError);
+}

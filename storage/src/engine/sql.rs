@@ -109,14 +109,30 @@ impl SqlEngine {
         }
         let prefix = data_prefix(&op.database);
         let ctx = ExecContext {
-            now_ms: now,
+            now_ms: op.transaction.as_ref().map_or(now, |t| t.now_ms),
             max_result_rows: op.max_result_rows,
             max_memory_bytes: memory_budget(op.max_memory_mb),
             ..Default::default()
         };
         let outcome = {
             let kv = DatabaseKv { view: tx.view(), prefix: prefix.clone() };
-            tessera_sql::execute_capturing(&kv, &op.sql, &op.params, &ctx, capture)
+            match &op.transaction {
+                None => tessera_sql::execute_capturing(&kv, &op.sql, &op.params, &ctx, capture),
+                Some(t) => match run_transaction(&kv, t, &ctx, capture)? {
+                    TransactionRun::Ran(out) if t.seen.len() != out.results.len() => {
+                        Err(Rejection::invalid("a transaction's commit gives the answer seen of every step"))
+                    }
+                    TransactionRun::Ran(out) => match check_seen(&out.results, &t.seen) {
+                        Some(conflict) => Err(conflict),
+                        None => {
+                            let affected = out.results.iter().map(|r| r.rows_affected).sum();
+                            let result = tessera_sql::QueryResult { rows_affected: affected, ..Default::default() };
+                            Ok(tessera_sql::ExecOutcome { result, writes: out.writes, vacuum: out.vacuum, changes: out.changes })
+                        }
+                    },
+                    TransactionRun::Failed(e) => Err(changed_under(e.step, Some(&e.error))),
+                },
+            }
         };
         match outcome {
             Ok(out) => {
@@ -146,6 +162,53 @@ impl SqlEngine {
             Err(e) => Ok((Response::Rejected(e), Vec::new())),
         }
     }
+}
+
+/// How an interactive transaction's steps ran.
+enum TransactionRun {
+    Ran(tessera_sql::TransactionOutcome),
+    Failed(tessera_sql::StepError),
+}
+
+/// Runs `t`'s steps against `kv`; an I/O or decryption failure is this
+/// replica's, not the transaction's, and stops the caller.
+fn run_transaction(
+    kv: &DatabaseKv<'_, '_>,
+    t: &tessera_api::sql::SqlTransaction,
+    ctx: &ExecContext,
+    capture: &dyn Fn(&str) -> bool,
+) -> Result<TransactionRun> {
+    let steps: Vec<tessera_sql::Step<'_>> = t.steps.iter().map(|s| tessera_sql::Step { sql: &s.sql, params: &s.params }).collect();
+    match tessera_sql::execute_transaction(kv, &steps, ctx, capture) {
+        Ok(out) => Ok(TransactionRun::Ran(out)),
+        Err(e) if e.error.code == ErrorCode::Storage => Err(crate::StorageError::EngineRead(e.error.message)),
+        Err(e) => Ok(TransactionRun::Failed(e)),
+    }
+}
+
+/// The first step whose answer now differs from the one its client saw, as
+/// the transaction's conflict.
+fn check_seen(results: &[tessera_sql::QueryResult], seen: &[String]) -> Option<Rejection> {
+    let differs = results.iter().zip(seen).position(|(r, seen)| {
+        let SqlResult::Rows(now) = rows(r.clone()) else { return true };
+        tessera_api::sql::result_digest(&now) != *seen
+    });
+    differs.map(|step| changed_under(step, None))
+}
+
+/// PostgreSQL's serialization failure (40001): the client retries the whole transaction.
+fn changed_under(step: usize, error: Option<&Rejection>) -> Rejection {
+    let now = match error {
+        Some(e) => format!("now fails ({}: {})", e.code, e.message),
+        None => "now answers differently".to_string(),
+    };
+    Rejection::new(
+        ErrorCode::Conflict,
+        format!(
+            "could not serialize access: statement {} of the transaction {now} — a concurrent transaction changed what it read; retry the transaction",
+            step + 1
+        ),
+    )
 }
 
 /// The node's pool for SQL reads' intermediate results (see [`MemoryPool`]).
@@ -281,6 +344,29 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 memory_pool: Some(memory_pool()),
             };
             tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result))
+        }
+        SqlQuery::Transaction { database, transaction, max_result_rows, timeout_ms, max_memory_mb } => {
+            let ctx = ExecContext {
+                now_ms: transaction.now_ms,
+                max_result_rows: *max_result_rows,
+                deadline: Some(Instant::now() + Duration::from_millis(*timeout_ms)),
+                enforce_deadline_on_writes: true,
+                max_memory_bytes: memory_budget(*max_memory_mb),
+                cancel,
+                memory_pool: Some(memory_pool()),
+            };
+            let last = transaction.steps.len().saturating_sub(1);
+            match run_transaction(&kv(database), transaction, &ctx, &|_| false)? {
+                TransactionRun::Ran(mut out) if transaction.seen.len() == last => match check_seen(&out.results, &transaction.seen) {
+                    Some(conflict) => Err(conflict),
+                    None => Ok(out.results.pop().map(rows).unwrap_or_else(|| rows(Default::default()))),
+                },
+                TransactionRun::Ran(_) => Err(Rejection::invalid("a transaction's read gives the answers seen of every step but the last")),
+                // The new statement's own failure is its client's error; an earlier
+                // step's, a change under the transaction.
+                TransactionRun::Failed(e) if e.step == last => Err(e.error),
+                TransactionRun::Failed(e) => Err(changed_under(e.step, Some(&e.error))),
+            }
         }
         SqlQuery::ListTables { database } => match tessera_sql::list_tables(&kv(database)) {
             Ok(tables) => Ok(SqlResult::Catalog(serde_json::to_value(tables)?)),

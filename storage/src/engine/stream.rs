@@ -463,7 +463,15 @@ mod tests {
     /// A SQL write as the state machine applies it: write and change records in one batch.
     fn sql(data: &GroupData, log_index: u64, text: &str) -> Response {
         let (db, group) = (&*data.db, data.group);
-        let op = SqlOp { database: "db".into(), sql: text.into(), params: vec![], max_result_rows: 100, timeout_ms: 0, max_memory_mb: 0 };
+        let op = SqlOp {
+            database: "db".into(),
+            sql: text.into(),
+            params: vec![],
+            max_result_rows: 100,
+            timeout_ms: 0,
+            max_memory_mb: 0,
+            transaction: None,
+        };
         let mut batch = WriteBatch::default();
         let cdc = cdc_tables(&ReadView::new(db, group, space::STREAM), "db").unwrap();
         let capture = |t: &str| cdc.contains(t);

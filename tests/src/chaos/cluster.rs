@@ -285,6 +285,16 @@ impl ChaosCluster {
         Ok(())
     }
 
+    /// Ids of the nodes whose processes run (or are paused).
+    pub fn running_nodes(&self) -> Vec<u64> {
+        self.nodes.iter().filter(|(_, n)| n.child.is_some()).map(|(id, _)| *id).collect()
+    }
+
+    /// Data directory of node `id`.
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.nodes[&id].data_dir.clone()
+    }
+
     /// Process state of a node.
     pub fn node_state(&self, id: u64) -> NodeState {
         let n = &self.nodes[&id];

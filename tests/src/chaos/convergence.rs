@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail, ensure};
 use serde_json::Value;
 
+use super::cluster::ChaosCluster;
 use crate::Http;
 
 /// Polls the consistency check until every group is converged and answers the
@@ -29,4 +30,55 @@ pub async fn assert_converged(http: &Http, timeout: Duration) -> Result<Value> {
         bail!("not converged yet: {}", serde_json::to_string_pretty(&pending)?)
     })
     .await?
+}
+
+/// The convergence check for binaries without the consistency endpoint (older
+/// builds under test): stops every running node and digests each one's store
+/// with `tessera-node digest` from `check_bin_dir` (a build that has it).
+/// Answers the divergences found (replicas of a group at one applied index with
+/// different digests) and notes on what could not be compared.
+pub fn offline_divergences(c: &mut ChaosCluster, check_bin_dir: &std::path::Path) -> Result<(Vec<String>, Vec<String>)> {
+    use std::collections::BTreeMap;
+    let bin = check_bin_dir.join("tessera-node");
+    // group → applied index → (node, records, digest)
+    let mut by_group: BTreeMap<u64, BTreeMap<u64, Vec<(u64, u64, String)>>> = BTreeMap::new();
+    let nodes = c.running_nodes();
+    for &id in &nodes {
+        c.kill_node(id)?;
+    }
+    for &id in &nodes {
+        let out = std::process::Command::new(&bin).arg("digest").arg("--data-dir").arg(c.data_dir(id)).output()?;
+        ensure!(out.status.success(), "{} digest of node {id}: {}", bin.display(), String::from_utf8_lossy(&out.stderr));
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let d: Value = serde_json::from_str(line)?;
+            let (Some(group), Some(applied)) = (d["group"].as_u64(), d["applied_index"].as_u64()) else { continue };
+            let entry = (id, d["records"].as_u64().unwrap_or(0), d["digest"].as_str().unwrap_or_default().to_string());
+            by_group.entry(group).or_default().entry(applied).or_default().push(entry);
+        }
+    }
+    let (mut diverged, mut notes) = (Vec::new(), Vec::new());
+    let mut compared = 0usize;
+    for (group, at) in &by_group {
+        if at.len() > 1 {
+            let spread: Vec<String> = at.iter().map(|(i, r)| format!("{i} on {:?}", r.iter().map(|x| x.0).collect::<Vec<_>>())).collect();
+            notes.push(format!("group {group}: replicas at different applied indexes ({})", spread.join(", ")));
+        }
+        for (index, replicas) in at {
+            if replicas.len() < 2 {
+                continue;
+            }
+            compared += 1;
+            if replicas.iter().any(|r| r.2 != replicas[0].2) {
+                let detail: Vec<String> =
+                    replicas.iter().map(|(n, recs, d)| format!("node {n}: {recs} records, {}", &d[..12.min(d.len())])).collect();
+                diverged.push(format!("group {group} at applied index {index}: replicas differ ({})", detail.join("; ")));
+            }
+        }
+    }
+    notes.push(format!(
+        "replicas compared offline ({} digest of nodes {nodes:?} after the run): {compared} groups at a shared applied index, {} diverged",
+        bin.display(),
+        diverged.len()
+    ));
+    Ok((diverged, notes))
 }

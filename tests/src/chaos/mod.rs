@@ -348,10 +348,11 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     workloads::check_registers(&rec, &mut checks);
     workloads::check_set(&c.http, &rec, &run_id, &mut checks).await?;
     workloads::check_bank(&c.http, &rec, &mut checks).await?;
+    let mut offline_check = false;
     // Every replica of every group must end at one applied index with the same data.
     // (Binaries older than the check answer 404: say so rather than judge.)
     if c.http.get("/api/v1/admin/consistency").await?.status == 404 {
-        checks.notes.push("replicas not compared: the binaries under test have no consistency check (404)".into());
+        offline_check = true;
     } else if let Err(e) = convergence::assert_converged(&c.http, Duration::from_secs(60)).await {
         checks.anomalies.push(format!("replicas: {e:#}"));
     }
@@ -371,6 +372,22 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     } else {
         None
     };
+    if offline_check {
+        match std::env::var_os("TESSERA_CHECK_BIN_DIR") {
+            Some(dir) => {
+                // Followers apply what their leaders committed last before the nodes stop.
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let (diverged, notes) = convergence::offline_divergences(c, std::path::Path::new(&dir))?;
+                checks.anomalies.extend(diverged.into_iter().map(|d| format!("replicas: {d}")));
+                checks.notes.extend(notes);
+            }
+            None => checks.notes.push(
+                "replicas not compared: the binaries under test have no consistency check (404); \
+             TESSERA_CHECK_BIN_DIR=<a build with `tessera-node digest`> compares them offline"
+                    .into(),
+            ),
+        }
+    }
     let mode =
         format!("{} sharding, sync_on_commit = {}", if profile.range_splits { "range (splitting)" } else { "hash" }, !profile.unsynced);
     let report = Report {

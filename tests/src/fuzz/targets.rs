@@ -251,6 +251,7 @@ fn command_seeds() -> Vec<Vec<u8>> {
             max_result_rows: 100,
             timeout_ms: 1000,
             max_memory_mb: 0,
+            transaction: None,
         }),
         Operation::Document(DocOp::Insert { collection: "c".into(), id: "1".into(), data: json!({"x": 1}) }),
         Operation::Document(DocOp::Update { collection: "c".into(), id: "1".into(), update: json!({"$set": {"x": 2}}) }),

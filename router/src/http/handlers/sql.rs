@@ -258,6 +258,7 @@ pub async fn vacuum(
             max_result_rows: limits.max_result_rows,
             timeout_ms: limits.query_timeout_secs.saturating_mul(1000),
             max_memory_mb: limits.max_memory_mb,
+            transaction: None,
         };
         typed::propose::<Sql>(&*state.cluster, group, op, prefs.consistency).await?.value.map_err(|r| ApiError::sql(r, &sql))?;
         vacuumed.push(VacuumedDatabase { database, table: table.clone(), all_tables: table.is_none() });

@@ -557,6 +557,7 @@ async fn delete_rows(state: &AppState, database: &str, table: &str, rule: &tesse
         max_result_rows: state.config.query_limits.max_result_rows,
         timeout_ms: state.config.query_limits.query_timeout_secs.saturating_mul(1000),
         max_memory_mb: state.config.query_limits.max_memory_mb,
+        transaction: None,
     };
     let answer = typed::propose::<Sql>(&*state.cluster, group, op, Consistency::Quorum).await?.value;
     answer.map(|_| ()).map_err(|r| ApiError::sql(r, ""))
