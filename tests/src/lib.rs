@@ -240,6 +240,17 @@ pub struct Http {
     token: Option<String>,
     headers: Vec<(String, String)>,
     timeout: Duration,
+    /// Set by [`Http::renewing_session`]: the session is signed in again when
+    /// the router no longer knows it, shared by every clone.
+    renew: Option<std::sync::Arc<Renewal>>,
+}
+
+/// Credentials and the current token of a session that renews itself.
+#[derive(Debug)]
+struct Renewal {
+    username: String,
+    password: String,
+    token: std::sync::Mutex<String>,
 }
 
 impl Http {
@@ -250,7 +261,7 @@ impl Http {
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .expect("build reqwest client");
-        Self { client, base: base.into(), token: None, headers: Vec::new(), timeout: Duration::from_secs(15) }
+        Self { client, base: base.into(), token: None, headers: Vec::new(), timeout: Duration::from_secs(15), renew: None }
     }
 
     /// A client for the router at an `https://` `base`, trusting the CA
@@ -277,12 +288,21 @@ impl Http {
 
     /// Same client with `Authorization: Bearer <token>`.
     pub fn with_token(&self, token: &str) -> Self {
-        Self { token: Some(token.to_string()), ..self.clone() }
+        Self { token: Some(token.to_string()), renew: None, ..self.clone() }
+    }
+
+    /// Same client signed in as `username` with `token`, signing in again
+    /// whenever the router answers 401 (every clone shares the new token): for
+    /// chaos runs where a whole-cluster power cut with `sync_on_commit = false`
+    /// may lose the session itself, an acknowledged write that mode may lose.
+    pub fn renewing_session(&self, username: &str, password: &str, token: &str) -> Self {
+        let renewal = Renewal { username: username.into(), password: password.into(), token: std::sync::Mutex::new(token.into()) };
+        Self { token: Some(token.to_string()), renew: Some(std::sync::Arc::new(renewal)), ..self.clone() }
     }
 
     /// Same client without a token and without extra headers.
     pub fn anonymous(&self) -> Self {
-        Self { token: None, headers: Vec::new(), ..self.clone() }
+        Self { token: None, headers: Vec::new(), renew: None, ..self.clone() }
     }
 
     /// Same client with an extra header (replacing one of the same name).
@@ -312,9 +332,30 @@ impl Http {
     /// Sends a request; `body` is sent as-is with `content_type` if given.
     /// Transport errors (refused, timeout) are `Err`; any HTTP status is `Ok`.
     pub async fn send(&self, method: Method, path: &str, body: Option<Vec<u8>>, content_type: Option<&str>) -> Result<Resp> {
+        let Some(renew) = &self.renew else { return self.send_once(method, path, body, content_type, self.token.as_deref()).await };
+        let token = renew.token.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let resp = self.send_once(method.clone(), path, body.clone(), content_type, Some(&token)).await?;
+        if resp.status != 401 {
+            return Ok(resp);
+        }
+        let credentials = serde_json::to_vec(&json!({"username": renew.username, "password": renew.password}))?;
+        let login = self.send_once(Method::POST, "/api/v1/auth/login", Some(credentials), Some("application/json"), None).await?;
+        let Some(fresh) = login.json["token"].as_str() else { return Ok(resp) };
+        *renew.token.lock().unwrap_or_else(|e| e.into_inner()) = fresh.to_string();
+        self.send_once(method, path, body, content_type, Some(fresh)).await
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        content_type: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<Resp> {
         let url = format!("{}{}", self.base, path);
         let mut req = self.client.request(method.clone(), &url).timeout(self.timeout);
-        if let Some(t) = &self.token {
+        if let Some(t) = token {
             req = req.bearer_auth(t);
         }
         for (n, v) in &self.headers {

@@ -206,7 +206,7 @@ impl ChaosCluster {
             Ok(r.json["token"].as_str().map(str::to_string))
         })
         .await?;
-        self.http = self.http.with_token(&token);
+        self.http = self.http.renewing_session(ADMIN_USER, ADMIN_PASSWORD, &token);
         Ok(())
     }
 
