@@ -150,6 +150,10 @@ impl Transaction {
     }
 }
 
+/// Statements an interactive transaction may hold: each new one runs every
+/// one before it again, so a transaction's cost grows with its square.
+pub const MAX_TRANSACTION_STATEMENTS: usize = 1000;
+
 /// Runs `statement` as the next statement of `txn` and answers it; with
 /// `record`, the statement and its answer join the transaction (without, it
 /// is only previewed: a driver describing a prepared statement).
@@ -163,6 +167,11 @@ pub async fn execute_in_transaction(
 ) -> Result<Executed, ApiError> {
     if statement.trim().is_empty() {
         return Err(ApiError::BadRequest("sql must not be empty".into()));
+    }
+    if txn.steps.len() >= MAX_TRANSACTION_STATEMENTS {
+        return Err(ApiError::BadRequest(format!(
+            "a transaction holds at most {MAX_TRANSACTION_STATEMENTS} statements (each runs the ones before it again): commit or roll back"
+        )));
     }
     let security_flags = security::screen_sql(state, caller, statement);
     let writes = !looks_read_only(statement);
