@@ -63,6 +63,12 @@ impl Default for RbacSection {
 }
 
 impl RouterConfig {
+    /// The bytes a request may carry (an HTTP body; a PostgreSQL message, a
+    /// statement with its parameters, an interactive transaction).
+    pub fn request_body_limit(&self) -> usize {
+        self.kv.max_value_bytes + self.kv.max_key_bytes + 64 * 1024
+    }
+
     /// Refuses the settings this router cannot honour, with the reason.
     pub fn check_access(&self) -> Result<(), String> {
         if tessera_api::compliance::classification_level(&self.data_classification.default_level).is_none() {

@@ -173,7 +173,7 @@ async fn serve(
 }
 
 fn routes(state: AppState) -> Router {
-    let body_limit = state.config.kv.max_value_bytes + state.config.kv.max_key_bytes + 64 * 1024;
+    let body_limit = state.config.request_body_limit();
     let (table, decisions) = route_table().build();
     state.set_decisions(decisions);
     table

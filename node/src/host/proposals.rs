@@ -180,6 +180,26 @@ fn approximate_size(cmd: &Command) -> usize {
     }
 }
 
+/// The bytes one command may hold, roughly: openraft 0.9 must replicate an
+/// entry within one heartbeat interval or it retries it forever, so a bigger
+/// write is refused before it reaches the log (a router cuts its own batches
+/// well below this).
+pub(super) const MAX_COMMAND_BYTES: usize = 3 * 512 * 1024;
+
+/// A SQL command's size, roughly (its statements and parameters); others are
+/// bounded where they are built (key-value sizes, import batches, object chunks).
+pub(super) fn sql_payload_size(op: &Operation) -> usize {
+    let params = |p: &[serde_json::Value]| p.iter().map(value_size).sum::<usize>();
+    match op {
+        Operation::Sql(op) => {
+            let steps = op.transaction.as_ref().map_or(0, |t| t.steps.iter().map(|s| s.sql.len() + params(&s.params)).sum::<usize>());
+            op.sql.len() + params(&op.params) + steps
+        }
+        Operation::SqlImport(op) => op.rows.iter().map(|r| r.values.iter().map(|(k, v)| k.len() + value_size(v)).sum::<usize>()).sum(),
+        _ => 0,
+    }
+}
+
 /// A JSON value's encoded size, roughly, without encoding it.
 fn value_size(value: &serde_json::Value) -> usize {
     use serde_json::Value;

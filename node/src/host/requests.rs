@@ -39,6 +39,15 @@ impl Host {
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
         self.refuse_if_drained_leader(group)?;
+        let size = super::proposals::sql_payload_size(&op);
+        if size > super::proposals::MAX_COMMAND_BYTES {
+            let message = format!(
+                "this write holds about {} KiB of statements and parameters; one write holds at most {} KiB: split it",
+                size >> 10,
+                super::proposals::MAX_COMMAND_BYTES >> 10
+            );
+            return Ok(Response::Rejected(tessera_api::error::Rejection::new(tessera_api::error::ErrorCode::Invalid, message)));
+        }
         let issued_at_ms = self.stamp(&g);
         if g.reader.checks_before_propose(&op) && super::leadership::leads_now(&g.raft.metrics().borrow(), self.id) {
             let (reader, checked) = (g.reader.clone(), op.clone());

@@ -196,7 +196,7 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if Control::of(&target.statement.statement).is_some() {
+        if Control::of(&target.statement.statement).is_some() || is_copy(&target.statement.statement) {
             return Ok(DescribePortalResponse::new(Vec::new()));
         }
         // A failure answers here; the client's Execute is then skipped to its Sync.
@@ -216,6 +216,12 @@ impl ExtendedQueryHandler for Extended {
         if Control::of(&portal.statement.statement).is_some() {
             return Ok(self.session.run_statement(&portal.statement.statement, Vec::new()).await);
         }
+        if let Some(started) = self.session.start_copy(&portal.statement.statement).await {
+            return match started {
+                Response::Error(info) => Err(PgWireError::UserError(info)),
+                copy_in => Ok(copy_in),
+            };
+        }
         let kept = self.described.portals.lock().unwrap_or_else(|e| e.into_inner()).remove(&portal.name);
         let result = match kept {
             Some(r) => Ok(r),
@@ -229,6 +235,11 @@ impl ExtendedQueryHandler for Extended {
             Err(info) => Err(PgWireError::UserError(Box::new(info))),
         }
     }
+}
+
+/// Whether `statement` is a COPY (its Describe runs nothing).
+fn is_copy(statement: &str) -> bool {
+    super::statement::first_word(statement) == "COPY"
 }
 
 /// Runs `work` unless a cancel request for this connection arrives first

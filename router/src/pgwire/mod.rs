@@ -20,8 +20,12 @@
 //!   the connection is running (it answers `57014`), which drops the router's
 //!   call to the node, whose query pool then stops the scan.
 //!
-//! Not built yet (docs/pgwire.md): SCRAM, COPY, pg_catalog.
+//! - `COPY table [(columns)] FROM STDIN` in text or CSV format: see
+//!   [`copy`] and `Session::start_copy`.
+//!
+//! Not built yet (docs/pgwire.md): SCRAM, pg_catalog.
 
+mod copy;
 mod extended;
 mod session;
 mod statement;
@@ -37,11 +41,13 @@ use pgwire::api::auth::cleartext::CleartextPasswordAuth;
 use pgwire::api::auth::mechanism::AuthMechanismFactory;
 use pgwire::api::auth::{AuthDriver, AuthOutcome, AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler};
 use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::Response;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -128,6 +134,10 @@ impl PgWireServerHandlers for Connection {
 
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
         Arc::new(extended::Extended { session: self.session.clone(), described: self.described.clone() })
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        Arc::new(CopyIn { session: self.session.clone() })
     }
 
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
@@ -306,5 +316,53 @@ impl SimpleQueryHandler for Queries {
             client.set_transaction_status(TransactionStatus::Idle);
         }
         self._on_query(client, query).await
+    }
+}
+
+/// The data of a connection's `COPY … FROM STDIN`.
+struct CopyIn {
+    session: Session,
+}
+
+#[async_trait]
+impl CopyHandler for CopyIn {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.session.copy_data(&copy_data.data).await;
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.session.copy_done().await {
+            Ok(rows) => {
+                let tag = pgwire::api::results::Tag::new("COPY").with_rows(rows as usize);
+                futures::SinkExt::send(client, PgWireBackendMessage::CommandComplete(tag.into())).await?;
+                Ok(())
+            }
+            Err(info) => Err(PgWireError::UserError(Box::new(info))),
+        }
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.session.copy_failed().await;
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "57014".into(),
+            format!("COPY from stdin failed: {}", fail.message),
+        )))
     }
 }

@@ -12,10 +12,11 @@
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use pgwire::api::results::{Response, Tag};
+use pgwire::api::results::{CopyResponse, Response, Tag};
 use pgwire::error::ErrorInfo;
 use tessera_api::sql::{SqlResult, split_statements};
 
+use super::copy::{CopyDecoder, Fields};
 use super::statement::{first_word, only_comments, second_word, words};
 use super::types;
 use crate::cluster::ReadPrefs;
@@ -32,7 +33,30 @@ struct Inner {
     state: AppState,
     ip: IpAddr,
     bound: Mutex<Bound>,
+    /// The `COPY … FROM STDIN` receiving its data, if any.
+    copying: tokio::sync::Mutex<Option<Copying>>,
 }
+
+/// A `COPY … FROM STDIN` receiving its data. Outside a transaction its rows
+/// are written in batches as they arrive (each batch all or nothing, like
+/// YugabyteDB's COPY); inside one they are one statement of the transaction.
+struct Copying {
+    /// The engine's COPY, the rows as its parameters.
+    statement: String,
+    table: String,
+    decoder: CopyDecoder,
+    batch: Vec<serde_json::Value>,
+    batch_bytes: usize,
+    /// Rows written by the batches sent so far.
+    copied: u64,
+    failed: Option<ErrorInfo>,
+    in_transaction: bool,
+}
+
+/// Rows per batch of a COPY outside a transaction, and about its bytes (each
+/// batch is one replicated write).
+const COPY_BATCH_ROWS: usize = 1000;
+const COPY_BATCH_BYTES: usize = 512 << 10;
 
 #[derive(Default)]
 struct Bound {
@@ -80,7 +104,7 @@ const ABORTED: &str = "current transaction is aborted, commands ignored until en
 
 impl Session {
     pub fn new(state: AppState, ip: IpAddr) -> Self {
-        Session(Arc::new(Inner { state, ip, bound: Mutex::new(Bound::default()) }))
+        Session(Arc::new(Inner { state, ip, bound: Mutex::new(Bound::default()), copying: tokio::sync::Mutex::new(None) }))
     }
 
     fn bound(&self) -> std::sync::MutexGuard<'_, Bound> {
@@ -129,6 +153,9 @@ impl Session {
     /// The responses to one simple-protocol message, one per statement; the
     /// first error ends the message (PostgreSQL skips the rest too).
     pub async fn run_message(&self, text: &str) -> Vec<Response> {
+        if let Some(too_big) = self.too_big(text.len()) {
+            return vec![too_big];
+        }
         let split = split_statements(text);
         let mut statements = split.complete;
         if !split.rest.trim().is_empty() && !only_comments(&split.rest) {
@@ -137,6 +164,18 @@ impl Session {
         let mut out = Vec::new();
         let mut i = 0;
         while i < statements.len() {
+            if let Some(started) = self.start_copy(&statements[i]).await {
+                if i + 1 < statements.len() {
+                    out.push(Response::Error(Box::new(ErrorInfo::new(
+                        "ERROR".into(),
+                        "0A000".into(),
+                        "COPY FROM STDIN must be the last statement of its message".into(),
+                    ))));
+                } else {
+                    out.push(started);
+                }
+                break;
+            }
             let control = Control::of(&statements[i]);
             let block_end = (control == Some(Control::Begin) && !self.in_transaction())
                 .then(|| statements[i..].iter().position(|s| matches!(Control::of(s), Some(Control::Commit | Control::Rollback))))
@@ -160,6 +199,155 @@ impl Session {
             out.push(Response::EmptyQuery);
         }
         out
+    }
+
+    /// Starts a `COPY … FROM STDIN` if `statement` is one: the answer that
+    /// asks the client for its data (or why not). `None`: not a COPY.
+    pub async fn start_copy(&self, statement: &str) -> Option<Response> {
+        let from = match tessera_sql::copy_from_stdin(statement) {
+            Ok(Some(from)) => from,
+            Ok(None) => return None,
+            Err(e) => return Some(Response::Error(Box::new(types::error_info(&ApiError::sql(e, statement), statement)))),
+        };
+        let refuse = |info: ErrorInfo| {
+            self.fail_transaction();
+            Some(Response::Error(Box::new(info)))
+        };
+        let in_transaction = match self.bound().transaction {
+            Some(Open::Failed) => return Some(Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "25P02".into(), ABORTED.into())))),
+            Some(Open::Running(_)) => true,
+            None => false,
+        };
+        let checked = async {
+            let caller = self.caller().await?;
+            caller.require("write:sql")?;
+            let database = self.bound().database.clone();
+            sql::describe_table(&self.0.state, &database, &from.table).await
+        }
+        .await;
+        let columns = match checked {
+            Ok(schema) if from.columns.is_empty() => schema.columns.len(),
+            Ok(_) => from.columns.len(),
+            Err(e) => return refuse(types::error_info(&e, statement)),
+        };
+        let decoder = match CopyDecoder::new(from.options.clone()) {
+            Ok(d) => d,
+            Err(message) => return refuse(ErrorInfo::new("ERROR".into(), "22023".into(), message)),
+        };
+        let copying = Copying {
+            statement: from.statement(),
+            table: from.table.clone(),
+            decoder,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            copied: 0,
+            failed: None,
+            in_transaction,
+        };
+        *self.0.copying.lock().await = Some(copying);
+        Some(Response::CopyIn(CopyResponse::new(0, columns, futures::stream::empty())))
+    }
+
+    /// A piece of the running COPY's data: its complete rows are read and,
+    /// outside a transaction, written once a batch is full. A failure is kept
+    /// for the end of the data (PostgreSQL, too, ignores the rest).
+    pub async fn copy_data(&self, data: &[u8]) {
+        let mut running = self.0.copying.lock().await;
+        let Some(c) = running.as_mut() else { return };
+        if c.failed.is_some() {
+            return;
+        }
+        match c.decoder.feed(data) {
+            Ok(rows) => c.push(rows),
+            Err(message) => c.failed = Some(bad_copy_data(&c.table, message)),
+        }
+        let limit = self.0.state.config.request_body_limit();
+        if c.in_transaction && c.batch_bytes > limit {
+            let message = format!(
+                "a COPY inside a transaction holds at most {} KiB (the transaction commits as one replicated write): \
+                 copy outside a transaction, which commits every {COPY_BATCH_ROWS} rows",
+                limit >> 10
+            );
+            c.failed = Some(ErrorInfo::new("ERROR".into(), "54000".into(), message));
+        }
+        while !c.in_transaction && c.failed.is_none() && (c.batch.len() >= COPY_BATCH_ROWS || c.batch_bytes >= COPY_BATCH_BYTES) {
+            let rows = c.take(COPY_BATCH_ROWS);
+            self.write_copy_batch(c, rows).await;
+        }
+    }
+
+    /// The end of the running COPY's data: the rows left are written (inside
+    /// a transaction, all its rows as one statement of it); answers how many
+    /// rows it wrote.
+    pub async fn copy_done(&self) -> Result<u64, ErrorInfo> {
+        let Some(mut c) = self.0.copying.lock().await.take() else {
+            return Err(ErrorInfo::new("ERROR".into(), "08P01".into(), "no COPY is in progress".into()));
+        };
+        if c.failed.is_none() {
+            match c.decoder.finish() {
+                Ok(last) => c.push(last.into_iter().collect()),
+                Err(message) => c.failed = Some(bad_copy_data(&c.table, message)),
+            }
+        }
+        if let Some(info) = c.failed.take() {
+            if c.in_transaction {
+                self.fail_transaction();
+            }
+            return Err(info);
+        }
+        if c.in_transaction {
+            let rows = std::mem::take(&mut c.batch);
+            return match self.execute_statement(&c.statement, rows).await {
+                Ok(result) => Ok(types::as_rows(result).rows_affected),
+                Err(info) => Err(info),
+            };
+        }
+        while !c.batch.is_empty() && c.failed.is_none() {
+            let rows = c.take(COPY_BATCH_ROWS);
+            self.write_copy_batch(&mut c, rows).await;
+        }
+        match c.failed {
+            Some(info) => Err(info),
+            None => Ok(c.copied),
+        }
+    }
+
+    /// The client gave up its COPY (`CopyFail`): nothing more is written; a
+    /// transaction it ran in fails.
+    pub async fn copy_failed(&self) {
+        if let Some(c) = self.0.copying.lock().await.take()
+            && c.in_transaction
+        {
+            self.fail_transaction();
+        }
+    }
+
+    /// Writes one batch of a COPY outside a transaction.
+    async fn write_copy_batch(&self, c: &mut Copying, rows: Vec<serde_json::Value>) {
+        match self.execute_with(&c.statement, rows).await {
+            Ok(result) => c.copied += types::as_rows(result).rows_affected,
+            Err(e) => {
+                let e = c.decoder_line_offset(e);
+                let mut info = types::error_info(&e, "");
+                if c.copied > 0 {
+                    info.detail = Some(format!(
+                        "{} rows were written before it (outside a transaction a COPY commits every {COPY_BATCH_ROWS} rows)",
+                        c.copied
+                    ));
+                }
+                c.failed = Some(info);
+            }
+        }
+    }
+
+    /// The refusal of a message or statement of `bytes` over the limit of a
+    /// request (as over HTTP: one replicated write must stay small).
+    fn too_big(&self, bytes: usize) -> Option<Response> {
+        let limit = self.0.state.config.request_body_limit();
+        (bytes > limit).then(|| {
+            let message = format!("a statement with its parameters holds at most {} KiB; this one holds {} KiB", limit >> 10, bytes >> 10);
+            Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "54000".into(), message)))
+        })
     }
 
     /// Whether a transaction is open (running or failed).
@@ -307,6 +495,9 @@ impl Session {
     }
 
     async fn statement(&self, text: &str, params: Vec<serde_json::Value>, record: bool) -> Result<SqlResult, ErrorInfo> {
+        if let Some(Response::Error(info)) = self.too_big(sql::statement_size(text, &params)) {
+            return Err(*info);
+        }
         if Control::of(text).is_some() {
             return Err(ErrorInfo::new(
                 "ERROR".into(),
@@ -347,6 +538,44 @@ impl Session {
             }
         }
     }
+}
+
+impl Copying {
+    fn push(&mut self, rows: Vec<Fields>) {
+        for row in rows {
+            self.batch_bytes += row.iter().map(|f| f.as_ref().map_or(4, |s| s.len() + 3)).sum::<usize>() + 2;
+            self.batch.push(serde_json::Value::Array(
+                row.into_iter().map(|f| f.map_or(serde_json::Value::Null, serde_json::Value::String)).collect(),
+            ));
+        }
+    }
+
+    /// The first `n` rows waiting.
+    fn take(&mut self, n: usize) -> Vec<serde_json::Value> {
+        let rest = self.batch.split_off(n.min(self.batch.len()));
+        let rows = std::mem::replace(&mut self.batch, rest);
+        self.batch_bytes = self.batch_bytes.saturating_sub(self.batch_bytes * rows.len() / (rows.len() + self.batch.len()).max(1));
+        rows
+    }
+
+    /// The engine names a failing row by its place in its batch: the line of
+    /// the data it came from is after every row written before it.
+    fn decoder_line_offset(&self, e: ApiError) -> ApiError {
+        let ApiError::Sql { mut rejection, sql } = e else { return e };
+        let prefix = format!("COPY {}, line ", self.table);
+        if let Some(rest) = rejection.message.strip_prefix(&prefix)
+            && let Some((n, tail)) = rest.split_once(':')
+            && let Ok(n) = n.parse::<u64>()
+        {
+            let header = u64::from(self.decoder.header_line());
+            rejection.message = format!("{prefix}{}:{tail}", n + self.copied + header);
+        }
+        ApiError::Sql { rejection, sql }
+    }
+}
+
+fn bad_copy_data(table: &str, message: String) -> ErrorInfo {
+    ErrorInfo::new("ERROR".into(), "22P04".into(), format!("COPY {table}, {message}"))
 }
 
 fn no_transaction() -> Response {

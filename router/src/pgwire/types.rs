@@ -202,6 +202,7 @@ pub fn command_of(statement: &str) -> String {
             }
             format!("{first} {object}")
         }
+        "TRUNCATE" => "TRUNCATE TABLE".into(),
         _ => first,
     }
 }
@@ -211,7 +212,7 @@ fn tag(statement: &str, rows: usize) -> Tag {
     let command = first_word(statement);
     match command.as_str() {
         "INSERT" => Tag::new("INSERT").with_oid(0).with_rows(rows),
-        "UPDATE" | "DELETE" | "SELECT" | "MERGE" => Tag::new(&command).with_rows(rows),
+        "UPDATE" | "DELETE" | "SELECT" | "MERGE" | "COPY" => Tag::new(&command).with_rows(rows),
         _ => Tag::new(&command_of(statement)),
     }
 }

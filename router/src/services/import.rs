@@ -13,9 +13,10 @@ use tessera_api::import::ImportRow;
 pub const DEFAULT_BATCH_SIZE: usize = 1_000;
 /// Largest accepted `batch_size`.
 pub const MAX_BATCH_SIZE: usize = 10_000;
-/// A batch also closes when its data reaches this many bytes (one Raft entry
-/// stays well below the 64 MiB message limit).
-pub const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// A batch also closes when its data reaches this many bytes: openraft 0.9
+/// must replicate an entry within one heartbeat interval (a node refuses a
+/// SQL write over 1.5 MiB).
+pub const MAX_BATCH_BYTES: usize = 1024 * 1024;
 
 /// Why the data could not be read; `line` as described in the module docs.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

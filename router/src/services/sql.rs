@@ -141,13 +141,20 @@ pub struct Transaction {
     seen: Vec<String>,
     now_ms: i64,
     writes: bool,
+    /// Bytes of its statements and parameters, roughly.
+    bytes: usize,
 }
 
 impl Transaction {
     /// A transaction on `database` whose statements see `now_ms` as `now()`.
     pub fn begin(database: String, now_ms: i64) -> Self {
-        Transaction { database, steps: Vec::new(), seen: Vec::new(), now_ms, writes: false }
+        Transaction { database, steps: Vec::new(), seen: Vec::new(), now_ms, writes: false, bytes: 0 }
     }
+}
+
+/// A statement's bytes with its parameters, roughly (as JSON).
+pub fn statement_size(statement: &str, params: &[Value]) -> usize {
+    statement.len() + params.iter().map(|p| p.to_string().len() + 1).sum::<usize>()
 }
 
 /// Statements an interactive transaction may hold: each new one runs every
@@ -171,6 +178,14 @@ pub async fn execute_in_transaction(
     if txn.steps.len() >= MAX_TRANSACTION_STATEMENTS {
         return Err(ApiError::BadRequest(format!(
             "a transaction holds at most {MAX_TRANSACTION_STATEMENTS} statements (each runs the ones before it again): commit or roll back"
+        )));
+    }
+    let size = statement_size(statement, &params);
+    let limit = state.config.request_body_limit();
+    if txn.bytes + size > limit {
+        return Err(ApiError::BadRequest(format!(
+            "a transaction holds at most {} KiB of statements and parameters (its commit is one replicated write): commit or roll back",
+            limit >> 10
         )));
     }
     let security_flags = security::screen_sql(state, caller, statement);
@@ -198,6 +213,7 @@ pub async fn execute_in_transaction(
         txn.seen.push(result_digest(&rows));
         txn.steps.push(SqlStep { sql: statement.to_string(), params });
         txn.writes |= writes;
+        txn.bytes += size;
     }
     let logged = if state.config.data_classification.mask_phi_in_logs { guard::mask_literals(statement) } else { statement.to_string() };
     let logged: String = logged.split_whitespace().take(8).collect::<Vec<_>>().join(" ");

@@ -88,6 +88,50 @@ pub fn import_rows_capturing(
 }
 
 impl Exec<'_> {
+    /// `COPY table [(columns)] FROM STDIN`: the rows are the request's
+    /// parameters, each a JSON array with one field per column (the named
+    /// ones, else every column in order): text converted to the column's type
+    /// as INSERT converts a literal, or null. Every row is inserted or none
+    /// (a conflict fails the statement, as in PostgreSQL).
+    pub(crate) fn copy_from_params(
+        &mut self,
+        table: &sqlparser::ast::ObjectName,
+        columns: &[sqlparser::ast::Ident],
+    ) -> crate::error::Result<u64> {
+        let wanted = crate::exec::object_name(table);
+        let name = if catalog::get_table(&self.kv, &wanted)?.is_some() { wanted } else { wanted.to_lowercase() };
+        let t = self.load_table(&name)?;
+        let names: Vec<String> = if columns.is_empty() {
+            t.columns.iter().map(|c| c.name.clone()).collect()
+        } else {
+            columns.iter().map(|c| c.value.clone()).collect()
+        };
+        let rows = std::mem::take(&mut self.params);
+        let mut copied = 0;
+        for (i, row) in rows.iter().enumerate() {
+            let line = i + 1;
+            let at = |e: SqlError| SqlError { message: format!("COPY {}, line {line}: {}", t.name, e.message), ..e };
+            let fields: Vec<serde_json::Value> = match row {
+                Value::Json(text) => serde_json::from_str(text).map_err(|e| parse(format!("COPY {}, line {line}: {e}", t.name)))?,
+                _ => return Err(parse(format!("COPY {}, line {line}: each parameter of a COPY is one row, an array of fields", t.name))),
+            };
+            if fields.len() > names.len() {
+                return Err(at(parse("extra data after last expected column")));
+            }
+            if let Some(missing) = names.get(fields.len()) {
+                return Err(at(parse(format!("missing data for column \"{missing}\""))));
+            }
+            if let Some(bad) = fields.iter().find(|f| f.is_array() || f.is_object()) {
+                return Err(at(parse(format!("a field is text or null, not {bad}"))));
+            }
+            let values: Vec<(String, serde_json::Value)> = names.iter().cloned().zip(fields).collect();
+            self.import_row(&t, &values, Conflict::Error).map_err(at)?;
+            copied += 1;
+        }
+        self.params = rows;
+        Ok(copied)
+    }
+
     /// Imports one row; `false` when skipped as a conflict.
     fn import_row(
         &mut self,

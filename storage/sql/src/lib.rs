@@ -10,6 +10,8 @@
 
 mod access;
 pub mod catalog;
+mod copy;
+pub use copy::{CopyFrom, CopyOptions, copy_from_stdin};
 mod ddl;
 pub mod difftest;
 mod dml;
@@ -272,6 +274,31 @@ impl<'a> Exec<'a> {
                 };
                 self.vacuum.push(prefix);
                 StmtOut::Affected(0)
+            }
+            Statement::Truncate { table_names, partitions: None, identity, cascade, on_cluster: None, .. } => {
+                if matches!(identity, Some(sqlparser::ast::TruncateIdentityOption::Restart))
+                    || matches!(cascade, Some(sqlparser::ast::CascadeOption::Cascade))
+                {
+                    return Err(unsupported("TRUNCATE ... RESTART IDENTITY and TRUNCATE ... CASCADE are not supported"));
+                }
+                // Every row deleted, as DELETE does (indexes, references, change capture).
+                for target in table_names {
+                    for delete in parser::parse_statements(&format!("DELETE FROM {}", target.name))? {
+                        self.exec_stmt(&delete)?;
+                    }
+                }
+                StmtOut::Affected(0)
+            }
+            Statement::Copy {
+                source: sqlparser::ast::CopySource::Table { table_name, columns },
+                to: false,
+                target: sqlparser::ast::CopyTarget::Stdin,
+                ..
+            } => StmtOut::Affected(self.copy_from_params(table_name, columns)?),
+            Statement::Copy { .. } => {
+                return Err(unsupported(
+                    "only COPY table [(columns)] FROM STDIN is supported (its rows travel as the request's parameters)",
+                ));
             }
             Statement::ShowTables { .. } => {
                 let rows = catalog::all_tables(&self.kv)?.into_iter().map(|t| vec![value::Value::Text(t.name)]).collect();

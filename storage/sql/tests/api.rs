@@ -229,3 +229,48 @@ fn a_transaction_runs_its_steps_in_order_each_with_its_own_parameters() {
     let err = execute_transaction(&s, &[Step { sql: "SELECT 1; SELECT 2", params: &[] }], &ExecContext::default(), &|_| false).unwrap_err();
     assert_eq!(err.error.code, ErrorCode::ParseError);
 }
+
+#[test]
+fn copy_from_stdin_takes_its_rows_as_parameters_all_or_none() {
+    use serde_json::json;
+    let mut s = MemStore::new();
+    s.exec("CREATE TABLE items (id INT PRIMARY KEY, name TEXT, price DECIMAL(10,2), added DATE)", &[]).unwrap();
+    let rows = [json!(["1", "bolt", "0.25", "2026-01-02"]), json!(["2", null, "1.50", null])];
+    let out = s.exec(r#"COPY "items" FROM STDIN;"#, &rows).unwrap();
+    assert_eq!(out.rows_affected, 2);
+    let read = s.exec("SELECT id, name, price, added FROM items ORDER BY id", &[]).unwrap();
+    assert_eq!(
+        read.rows,
+        vec![vec![json!(1), json!("bolt"), json!("0.25"), json!("2026-01-02")], vec![json!(2), json!(null), json!("1.50"), json!(null)]]
+    );
+    // Named columns; the others take their defaults.
+    s.exec(r#"COPY "items" ("name", "id") FROM STDIN;"#, &[json!(["nut", "3"])]).unwrap();
+    assert_eq!(s.exec("SELECT name FROM items WHERE id = 3", &[]).unwrap().rows, vec![vec![json!("nut")]]);
+    // A conflict, a bad value or a short row fails the whole COPY, naming its line.
+    for (rows, code, says) in [
+        (vec![json!(["4", "a", "1", null]), json!(["1", "dup", "1", null])], ErrorCode::ConstraintViolation, "line 2"),
+        (vec![json!(["x", "a", "1", null])], ErrorCode::TypeMismatch, "line 1"),
+        (vec![json!(["5", "a"])], ErrorCode::ParseError, "missing data for column \"price\""),
+        (vec![json!(["5", "a", "1", null, "extra"])], ErrorCode::ParseError, "extra data"),
+        (vec![json!("5")], ErrorCode::ParseError, "an array of fields"),
+    ] {
+        let err = s.exec(r#"COPY "items" FROM STDIN;"#, &rows).unwrap_err();
+        assert!(err.code == code && err.message.contains(says), "{rows:?}: {err:?}");
+    }
+    assert_eq!(s.exec("SELECT count(*) FROM items", &[]).unwrap().rows, vec![vec![json!(3)]], "nothing of a failed COPY is written");
+    assert_eq!(s.exec("COPY items TO STDOUT;", &[]).unwrap_err().code, ErrorCode::Unsupported);
+}
+
+#[test]
+fn truncate_empties_every_table_it_names() {
+    use serde_json::json;
+    let mut s = MemStore::new();
+    s.exec("CREATE TABLE a (id INT PRIMARY KEY, v TEXT UNIQUE); CREATE TABLE b (id INT PRIMARY KEY)", &[]).unwrap();
+    s.exec("INSERT INTO a VALUES (1, 'x'), (2, 'y'); INSERT INTO b VALUES (1)", &[]).unwrap();
+    s.exec("TRUNCATE TABLE a, b", &[]).unwrap();
+    assert_eq!(s.exec("SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)", &[]).unwrap().rows, vec![vec![json!(0)]]);
+    // Its unique index is emptied too: the same values go in again.
+    s.exec("INSERT INTO a VALUES (1, 'x')", &[]).unwrap();
+    assert_eq!(s.exec("TRUNCATE missing", &[]).unwrap_err().code, ErrorCode::TableNotFound);
+    assert_eq!(s.exec("TRUNCATE a CASCADE", &[]).unwrap_err().code, ErrorCode::Unsupported);
+}

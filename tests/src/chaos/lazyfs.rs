@@ -48,7 +48,13 @@ pub enum DiskFault {
     Full,
     /// Every write and fsync fails with `EIO`.
     Broken,
+    /// Every fsync takes [`SLOW_SYNC`] before it makes anything durable
+    /// (writes go on meanwhile): a slow disk, whose unsynced tail is long.
+    SlowSync,
 }
+
+/// How long an fsync takes on a [`DiskFault::SlowSync`] disk.
+pub const SLOW_SYNC: Duration = Duration::from_millis(40);
 
 /// What a power cut threw away.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,6 +90,8 @@ struct Inner {
     dirty: HashMap<u64, Dirty>,
     fault: Option<DiskFault>,
     counters: Counters,
+    /// Power cuts so far: a slow fsync that a cut overtook makes nothing durable.
+    cuts: u64,
 }
 
 impl Inner {
@@ -146,7 +154,7 @@ impl Inner {
                 self.counters.faults_returned += 1;
                 Err(match f {
                     DiskFault::Full => Errno::ENOSPC,
-                    DiskFault::Broken => Errno::EIO,
+                    DiskFault::Broken | DiskFault::SlowSync => Errno::EIO,
                 })
             }
             _ => Ok(()),
@@ -468,6 +476,16 @@ impl Filesystem for LazyFsImpl {
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         let mut s = self.lock();
         tri!(reply, s.fail(&[DiskFault::Broken]));
+        if s.fault == Some(DiskFault::SlowSync) {
+            let cuts = s.cuts;
+            drop(s);
+            std::thread::sleep(SLOW_SYNC);
+            s = self.lock();
+            if s.cuts != cuts {
+                reply.error(Errno::EIO);
+                return;
+            }
+        }
         // The backing directory stands for the disk: what is in it now is what survives.
         s.dirty.remove(&ino.0);
         s.counters.syncs += 1;
@@ -576,6 +594,7 @@ impl LazyFs {
             dirty: HashMap::new(),
             fault: None,
             counters: Counters::default(),
+            cuts: 0,
         }));
         let mut config = Config::default();
         config.mount_options = vec![MountOption::FSName("tessera-lazyfs".into()), MountOption::NoAtime];
@@ -609,6 +628,7 @@ impl LazyFs {
     /// no process uses the filesystem (after SIGKILLing it).
     pub fn power_cut(&self) -> Result<CutReport> {
         let mut s = self.lock();
+        s.cuts += 1;
         let dirty: Vec<(u64, Dirty)> = s.dirty.drain().collect();
         let mut report = CutReport::default();
         for (ino, d) in dirty {

@@ -337,7 +337,8 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
     w.stop().await?;
 
     let mut checks = CheckReport {
-        loss_tolerated: profile.unsynced && nemesis.counts.contains_key(Fault::PowerLossAll.name()),
+        loss_tolerated: profile.unsynced
+            && (nemesis.counts.contains_key(Fault::PowerLossAll.name()) || nemesis.counts.contains_key(Fault::PowerLossLeaderFirst.name())),
         ..CheckReport::default()
     };
     if let Err(e) = progress {

@@ -44,6 +44,11 @@ pub enum Fault {
     PowerLoss,
     /// Power cut on every node at once.
     PowerLossAll,
+    /// Power cut on every node, the node leading the most groups first and the
+    /// others 30–150 ms later: that node's disk was slow to sync for a second
+    /// before, so it loses entries its followers had synced and acknowledged
+    /// (issue 35, defect 2's window). Every node restarts, the first one first.
+    PowerLossLeaderFirst,
     /// A node's disk is full (`ENOSPC` on writes) for a while; then the node
     /// is restarted, as an operator would after freeing space.
     DiskFull,
@@ -107,6 +112,7 @@ impl Fault {
             Fault::CrashSnapshotInstall => "crash-snapshot-install",
             Fault::PowerLoss => "power-loss",
             Fault::PowerLossAll => "power-loss-all",
+            Fault::PowerLossLeaderFirst => "power-loss-leader-first",
             Fault::DiskFull => "disk-full",
             Fault::DiskEio => "disk-eio",
             Fault::ClockSkew => "clock-skew",
@@ -118,7 +124,7 @@ impl Fault {
     }
 
     /// Every fault kind, in the quick profile's order.
-    pub const ALL: [Fault; 22] = [
+    pub const ALL: [Fault; 23] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -141,13 +147,14 @@ impl Fault {
         Fault::DiskFull,
         Fault::DiskEio,
         Fault::PowerLossAll,
+        Fault::PowerLossLeaderFirst,
     ];
 
     /// What the control-plane profile draws from: the control plane's own
     /// work under partitions and kills (replica moves, additions, drains and,
     /// with its range sharding, splits), leaders cut off or killed, and power
     /// cuts of one node or all three.
-    pub const CONTROL_PLANE: [Fault; 7] = [
+    pub const CONTROL_PLANE: [Fault; 8] = [
         Fault::ControlPlane,
         Fault::Membership,
         Fault::PartitionLeader,
@@ -155,6 +162,7 @@ impl Fault {
         Fault::KillLeader,
         Fault::PowerLoss,
         Fault::PowerLossAll,
+        Fault::PowerLossLeaderFirst,
     ];
 
     /// The splits profile (issue 35, defect 1): splits interrupted by a meta
@@ -174,7 +182,7 @@ impl Fault {
 
     /// Faults that need the power-loss filesystem under the data directories.
     pub fn needs_disks(self) -> bool {
-        matches!(self, Fault::PowerLoss | Fault::PowerLossAll | Fault::DiskFull | Fault::DiskEio)
+        matches!(self, Fault::PowerLoss | Fault::PowerLossAll | Fault::PowerLossLeaderFirst | Fault::DiskFull | Fault::DiskEio)
     }
 
     /// The fault named `name` (as in [`Fault::name`]).
@@ -356,6 +364,7 @@ impl Nemesis {
                 self.notes.push(note.clone());
                 note
             }
+            Fault::PowerLossLeaderFirst => self.power_loss_leader_first(c).await?,
             Fault::DiskFull | Fault::DiskEio => {
                 let disk_fault = if fault == Fault::DiskFull { DiskFault::Full } else { DiskFault::Broken };
                 c.set_disk_fault(leader, Some(disk_fault))?;
@@ -379,6 +388,44 @@ impl Nemesis {
         eprintln!("[chaos] {:>8.1}s {}: {detail}", start as f64 / 1e9, fault.name());
         c.heal_all(self.ready_timeout).await?;
         Ok(())
+    }
+
+    /// Slows the syncs of the node leading the most groups for a second under
+    /// load, cuts its power, then, 30–150 ms later (its followers have synced
+    /// what it had sent them; none has timed out on it yet), the others';
+    /// restarts that node first.
+    async fn power_loss_leader_first(&mut self, c: &mut ChaosCluster) -> Result<String> {
+        let mut led: BTreeMap<u64, usize> = BTreeMap::new();
+        for leader in c.leaders().await.unwrap_or_default().into_values() {
+            *led.entry(leader).or_default() += 1;
+        }
+        let first = led.iter().max_by_key(|(_, n)| **n).map(|(id, _)| *id).unwrap_or(NODE_IDS[self.rng.below(3) as usize]);
+        let gap = Duration::from_millis(30 + self.rng.below(120));
+        c.set_disk_fault(first, Some(DiskFault::SlowSync))?;
+        tokio::time::sleep(Duration::from_millis(500 + self.rng.below(1000))).await;
+        c.kill_node(first)?;
+        let cut = c.power_cut(first)?;
+        c.set_disk_fault(first, None)?;
+        let mut lost = vec![format!("node {first}: {} bytes in {} files", cut.bytes, cut.files)];
+        tokio::time::sleep(gap).await;
+        for n in Self::other_nodes(first) {
+            c.kill_node(n)?;
+            let cut = c.power_cut(n)?;
+            lost.push(format!("node {n}: {} bytes in {} files", cut.bytes, cut.files));
+        }
+        tokio::time::sleep(self.hold / 2).await;
+        c.start_node(first)?;
+        for n in Self::other_nodes(first) {
+            c.start_node(n)?;
+        }
+        let note = format!(
+            "power cut on node {first} (leader of {} groups, its fsyncs slowed), on the others {gap:?} later (unsynced writes lost: {}), restarted after {:?}",
+            led.get(&first).copied().unwrap_or(0),
+            lost.join(", "),
+            self.hold / 2
+        );
+        self.notes.push(note.clone());
+        Ok(note)
     }
 
     async fn crash_sql_commit(&mut self, c: &mut ChaosCluster, w: &Workloads) -> Result<String> {
