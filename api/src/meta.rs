@@ -444,6 +444,12 @@ pub struct UserRecord {
     /// Custom roles granted on top of the built-in `role`.
     #[serde(default)]
     pub roles: Vec<String>,
+    /// The password's SCRAM-SHA-256 verifier, as PostgreSQL stores it
+    /// (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`): the
+    /// PostgreSQL listener checks a client's proof with it. Set with the
+    /// password since it exists (older users get one when their password changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scram_verifier: Option<String>,
 }
 
 /// A custom role: a named set of permissions (`action:resource`).

@@ -107,9 +107,17 @@ async fn scenario(c: &mut Cluster, psql: &Psql) -> Result<()> {
     let write = psql.run("vic", VIEWER_PASSWORD, "require", None, &["-v", "VERBOSITY=verbose", "-c", "DELETE FROM pets"])?;
     ensure!(!write.success && write.stderr.contains("42501"), "{write:?}");
 
-    // A session token (say, after an MFA sign-in over HTTP) works as the password.
+    // A session token (say, after an MFA sign-in over HTTP) works as the password,
+    // asked for in cleartext with `options=-c tessera.auth=token` (the admin
+    // otherwise proves their password by SCRAM).
     let token = c.http.anonymous().login_as(ADMIN_USER, ADMIN_PASSWORD).await?.token().context("a token")?.to_string();
-    let by_token = psql.run(ADMIN_USER, &token, "verify-full", None, &["-At", "-c", "SELECT name FROM pets WHERE id = 2"])?;
+    let by_token = psql.run(
+        ADMIN_USER,
+        &token,
+        "verify-full",
+        Some("postgres options='-c tessera.auth=token'"),
+        &["-At", "-c", "SELECT name FROM pets WHERE id = 2"],
+    )?;
     ensure!(by_token.ok()?.stdout.trim() == "Max", "{by_token:?}");
 
     // Refused: a wrong password; a client that will not use TLS.
@@ -159,6 +167,7 @@ impl Psql {
         self.run(ADMIN_USER, ADMIN_PASSWORD, "require", None, &args)
     }
 
+    /// `database`: the `dbname` and any further connection parameters.
     fn run(&self, user: &str, password: &str, sslmode: &str, database: Option<&str>, args: &[&str]) -> Result<Run> {
         let mut conninfo = format!("host=127.0.0.1 port={} user={user} sslmode={sslmode} sslrootcert={}", self.port, self.root_cert);
         if let Some(d) = database {

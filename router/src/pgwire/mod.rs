@@ -2,11 +2,14 @@
 //! PostgreSQL drivers reach Tessera's SQL through the `pgwire` crate's codec.
 //!
 //! - Startup: `SSLRequest` is honoured with the router's HTTPS certificate
-//!   (live, as the HTTPS listener's); the password travels as a cleartext
-//!   password message (use TLS) and is checked by the same sign-in as `POST
-//!   /api/v1/auth/login` (lockout, detectors, blocked addresses, audit). A
-//!   session token (from `tessera login` or the HTTP login, e.g. after an MFA
-//!   code) is accepted as the password too; a user with MFA must come that way.
+//!   (live, as the HTTPS listener's). A local user with a SCRAM-SHA-256
+//!   verifier proves the password by SCRAM ([`scram`]); the others send it
+//!   as a cleartext password message (use TLS), checked by the same sign-in as
+//!   `POST /api/v1/auth/login` (lockout, detectors, blocked addresses, audit).
+//!   A session token (from `tessera login` or the HTTP login, e.g. after an
+//!   MFA code) is accepted as that password too, and a client that sets
+//!   `options=-c tessera.auth=token` is always asked for it in cleartext; a
+//!   user with MFA must come that way.
 //! - `database` names the Tessera database; PostgreSQL's defaults (none, the
 //!   user's own name, `postgres`) mean `default`.
 //! - Simple query protocol: each statement of a message runs as its own
@@ -23,10 +26,11 @@
 //! - `COPY table [(columns)] FROM STDIN` in text or CSV format: see
 //!   [`copy`] and `Session::start_copy`.
 //!
-//! Not built yet (docs/pgwire.md): SCRAM, pg_catalog.
+//! Not built yet (docs/pgwire.md): pg_catalog.
 
 mod copy;
 mod extended;
+mod scram;
 mod session;
 mod statement;
 mod types;
@@ -244,7 +248,14 @@ impl StartupHandler for StartupFor {
                     return Err(PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), "3D000".into(), e.to_string()))));
                 }
                 self.session.set_database(database);
-                let mechanism = AuthMechanismFactory::<SignedIn>::create(&self.startup.passwords);
+                // A session token as the password (CockroachDB's JWT sign-in works alike):
+                // `options=-c tessera.auth=token` asks for the cleartext exchange.
+                let token = client.metadata().get("options").is_some_and(|o| o.contains("tessera.auth=token"));
+                let method = if token { scram::Method::Cleartext } else { scram::method_for(&self.state, &user).await };
+                let mechanism = match method {
+                    scram::Method::Scram => scram::mechanism(self.state.clone(), self.ip, user.clone()),
+                    scram::Method::Cleartext => AuthMechanismFactory::<SignedIn>::create(&self.startup.passwords),
+                };
                 let outcome = self.startup.driver.begin_authentication(client, mechanism).await?;
                 self.settle(client, outcome).await
             }

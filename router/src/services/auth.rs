@@ -32,6 +32,50 @@ pub fn hash_password(password: &str) -> Result<String, ApiError> {
     Ok(argon2().hash_password(password.as_bytes(), &salt).map_err(|e| ApiError::Internal(e.to_string()))?.to_string())
 }
 
+/// Iterations of PBKDF2 in a SCRAM-SHA-256 verifier (PostgreSQL's default).
+const SCRAM_ITERATIONS: usize = 4096;
+
+/// A new password's stored forms: its Argon2id hash (sign-ins that present
+/// the password check it) and its SCRAM-SHA-256 verifier (PostgreSQL clients
+/// prove the password against it without sending it). Slow: call it off the
+/// async workers.
+pub fn password_secrets(password: &str) -> Result<(String, String), ApiError> {
+    Ok((hash_password(password)?, scram_verifier(password)))
+}
+
+/// A SCRAM-SHA-256 verifier of `password` with a random salt, in PostgreSQL's
+/// text form.
+pub fn scram_verifier(password: &str) -> String {
+    use base64::Engine as _;
+    use pgwire::api::auth::sasl::scram::{ScramSecret, gen_salted_password};
+    let mut salt = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut salt);
+    let salted = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
+    let ScramSecret::Verifier { stored_key, server_key, .. } =
+        ScramSecret::verifier_from_salted_password(salt.to_vec(), salted, SCRAM_ITERATIONS)
+    else {
+        unreachable!("a verifier is derived from a salted password")
+    };
+    let b64 = base64::engine::general_purpose::STANDARD;
+    format!("SCRAM-SHA-256${SCRAM_ITERATIONS}:{}${}:{}", b64.encode(salt), b64.encode(stored_key), b64.encode(server_key))
+}
+
+/// A stored SCRAM-SHA-256 verifier read back; `None` if it is not one.
+pub fn parse_scram_verifier(text: &str) -> Option<pgwire::api::auth::sasl::scram::ScramSecret> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let rest = text.strip_prefix("SCRAM-SHA-256$")?;
+    let (head, keys) = rest.split_once('$')?;
+    let (iterations, salt) = head.split_once(':')?;
+    let (stored, server) = keys.split_once(':')?;
+    Some(pgwire::api::auth::sasl::scram::ScramSecret::Verifier {
+        salt: b64.decode(salt).ok()?,
+        iterations: iterations.parse().ok()?,
+        stored_key: b64.decode(stored).ok()?,
+        server_key: b64.decode(server).ok()?,
+    })
+}
+
 /// Checks a password against a stored PHC string.
 pub fn verify_password(password: &str, phc: &str) -> bool {
     PasswordHash::new(phc).is_ok_and(|h| argon2().verify_password(password.as_bytes(), &h).is_ok())
@@ -229,8 +273,8 @@ pub async fn provision_admin(state: AppState) {
         state.provisioning_done.store(true, Ordering::Relaxed);
         return;
     };
-    let hash = match tokio::task::spawn_blocking(move || hash_password(password.expose())).await {
-        Ok(Ok(h)) => h,
+    let (hash, scram) = match tokio::task::spawn_blocking(move || password_secrets(password.expose())).await {
+        Ok(Ok(secrets)) => secrets,
         _ => {
             warn!("could not hash the admin password; not provisioning");
             state.provisioning_done.store(true, Ordering::Relaxed);
@@ -246,6 +290,7 @@ pub async fn provision_admin(state: AppState) {
         mfa_enabled: false,
         created_at_ms: now_ms(),
         roles: Vec::new(),
+        scram_verifier: Some(scram),
     };
     loop {
         match state.cluster.meta_write(MetaOp::ProvisionFirstAdmin(user.clone())).await {
@@ -265,4 +310,22 @@ pub async fn provision_admin(state: AppState) {
     }
     state.users_exist.store(true, Ordering::Relaxed);
     state.provisioning_done.store(true, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_scram_verifier, scram_verifier};
+    use pgwire::api::auth::sasl::scram::ScramSecret;
+
+    #[test]
+    fn a_scram_verifier_reads_back_and_is_salted_afresh() {
+        let text = scram_verifier("Correct-Horse-42");
+        assert!(text.starts_with("SCRAM-SHA-256$4096:"), "{text}");
+        let Some(ScramSecret::Verifier { salt, iterations, stored_key, server_key }) = parse_scram_verifier(&text) else {
+            panic!("{text} does not read back")
+        };
+        assert_eq!((salt.len(), iterations, stored_key.len(), server_key.len()), (16, 4096, 32, 32));
+        assert_ne!(scram_verifier("Correct-Horse-42"), text, "a new salt each time");
+        assert!(parse_scram_verifier("$argon2id$v=19$m=19456").is_none());
+    }
 }

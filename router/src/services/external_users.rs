@@ -53,6 +53,8 @@ pub async fn upsert(state: &AppState, who: External<'_>) -> Result<Option<UserRe
                 mfa_enabled: false,
                 created_at_ms: now_ms(),
                 roles: who.roles,
+                // Signs in through the directory or provider: no password here.
+                scram_verifier: None,
             };
             write(state, MetaOp::CreateUser(u.clone())).await?;
             state.users_exist.store(true, std::sync::atomic::Ordering::Relaxed);

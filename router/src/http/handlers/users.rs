@@ -16,7 +16,7 @@ use crate::error::ApiError;
 use crate::http::permissions::Access;
 use crate::http::permissions::Access::Permission as P;
 use crate::http::route_table::RouteTable;
-use crate::services::auth::{Caller, hash_password, new_id};
+use crate::services::auth::{Caller, new_id, password_secrets};
 use crate::state::AppState;
 
 /// The user, role and access-table routes.
@@ -189,8 +189,8 @@ pub async fn create_user(
     check_password_policy(&req.password)?;
     known_roles(&state, &req.roles).await?;
     let password = req.password;
-    let password_hash =
-        tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
+    let (password_hash, scram) =
+        tokio::task::spawn_blocking(move || password_secrets(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
     let user = UserRecord {
         id: new_id(),
         username,
@@ -200,6 +200,7 @@ pub async fn create_user(
         mfa_enabled: false,
         created_at_ms: now_ms(),
         roles: req.roles,
+        scram_verifier: Some(scram),
     };
     meta_write(&state, MetaOp::CreateUser(user.clone())).await?;
     Ok((StatusCode::CREATED, Json(user_view(&user))))
@@ -256,8 +257,9 @@ pub async fn update_user(
     }
     if let Some(password) = req.password {
         check_password_policy(&password)?;
-        u.password_hash =
-            tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
+        let (hash, scram) =
+            tokio::task::spawn_blocking(move || password_secrets(&password)).await.map_err(|e| ApiError::Internal(e.to_string()))??;
+        (u.password_hash, u.scram_verifier) = (hash, Some(scram));
     }
     meta_write(&state, MetaOp::UpdateUser(u.clone())).await?;
     crate::services::security::watch_role_change(&state, &caller, &u.username, role_before, u.role);
