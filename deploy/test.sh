@@ -16,6 +16,8 @@ test_packages=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || test_packages+=(postgresql)
 # Real PostgreSQL clients for the wire listener (tests/tests/pgwire.rs): psql.
 command -v psql >/dev/null 2>&1 || test_packages+=(postgresql-client)
+# ... and Python's psycopg 3 (tests/tests/pgwire_psycopg.rs), for Debian's own interpreter.
+/usr/bin/python3 -c "import psycopg" >/dev/null 2>&1 || test_packages+=(python3-psycopg)
 command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
 # External identity peers: a real OpenLDAP server (tests/tests/ldap_login.rs) and
 # Node.js for the OpenID provider oidc-provider (tests/tests/oidc_login.rs).

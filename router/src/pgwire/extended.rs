@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use futures::Sink;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
-use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response};
+use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionHandle, DEFAULT_NAME, Type};
@@ -119,13 +119,30 @@ impl Extended {
     }
 
     /// The fields of `result` in the portal's result formats; a statement
-    /// described before fixes the types.
-    fn fields(&self, portal: &Portal<String>, result: &SqlResult) -> Vec<FieldInfo> {
+    /// described before fixes the types. A text-format column whose values
+    /// are strings takes its table's declared type when that is a date, time
+    /// or uuid, so a driver decodes a DATE as a date.
+    async fn fields(&self, portal: &Portal<String>, result: &SqlResult) -> Vec<FieldInfo> {
         let rows = types::as_rows(result.clone());
         let known = self.described.statements.lock().unwrap_or_else(|e| e.into_inner()).get(&portal.statement.id).cloned();
         let column_types = match known {
             Some(t) if t.len() == rows.columns.len() => t,
-            _ => types::column_types(&rows),
+            _ => {
+                let mut inferred = types::column_types(&rows);
+                let format = &portal.result_column_format;
+                let text_column = |i: usize, ty: &Type| *ty == Type::TEXT && format.format_for(i) == FieldFormat::Text;
+                if inferred.iter().enumerate().any(|(i, ty)| text_column(i, ty)) {
+                    let declared = self.session.declared_type_names(&portal.statement.statement).await;
+                    for (i, name) in rows.columns.iter().enumerate() {
+                        if text_column(i, &inferred[i])
+                            && let Some(d) = declared.get(&name.to_ascii_lowercase())
+                        {
+                            inferred[i] = types::declared_for_text(d);
+                        }
+                    }
+                }
+                inferred
+            }
         };
         types::fields(&rows.columns, &column_types, &portal.result_column_format)
     }
@@ -196,12 +213,13 @@ impl ExtendedQueryHandler for Extended {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if Control::of(&target.statement.statement).is_some() || is_copy(&target.statement.statement) {
+        let statement = &target.statement.statement;
+        if Control::of(statement).is_some() || is_copy(statement) || super::session::session_command(statement).is_some() {
             return Ok(DescribePortalResponse::new(Vec::new()));
         }
         // A failure answers here; the client's Execute is then skipped to its Sync.
         let result = cancellable(client, self.run(target)).await?.map_err(|info| PgWireError::UserError(Box::new(info)))?;
-        let fields = self.fields(target, &result);
+        let fields = self.fields(target, &result).await;
         self.described.portals.lock().unwrap_or_else(|e| e.into_inner()).insert(target.name.clone(), result);
         Ok(DescribePortalResponse::new(fields))
     }
@@ -216,6 +234,12 @@ impl ExtendedQueryHandler for Extended {
         if Control::of(&portal.statement.statement).is_some() {
             return Ok(self.session.run_statement(&portal.statement.statement, Vec::new()).await);
         }
+        if let Some(answer) = super::session::session_command(&portal.statement.statement) {
+            return match answer {
+                Response::Error(info) => Err(PgWireError::UserError(info)),
+                done => Ok(done),
+            };
+        }
         if let Some(started) = self.session.start_copy(&portal.statement.statement).await {
             return match started {
                 Response::Error(info) => Err(PgWireError::UserError(info)),
@@ -229,7 +253,7 @@ impl ExtendedQueryHandler for Extended {
         };
         match result {
             Ok(r) => {
-                let fields = self.fields(portal, &r);
+                let fields = self.fields(portal, &r).await;
                 Ok(types::typed_response(&portal.statement.statement, r, fields))
             }
             Err(info) => Err(PgWireError::UserError(Box::new(info))),

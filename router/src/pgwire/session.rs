@@ -164,6 +164,15 @@ impl Session {
         let mut out = Vec::new();
         let mut i = 0;
         while i < statements.len() {
+            if let Some(answer) = session_command(&statements[i]) {
+                let failed = matches!(&answer, Response::Error(_));
+                out.push(answer);
+                if failed {
+                    break;
+                }
+                i += 1;
+                continue;
+            }
             if let Some(started) = self.start_copy(&statements[i]).await {
                 if i + 1 < statements.len() {
                     out.push(Response::Error(Box::new(ErrorInfo::new(
@@ -467,6 +476,12 @@ impl Session {
     /// FROM and JOIN), by column name: what a described statement's columns
     /// are when its rows cannot tell (none, or nulls only).
     pub async fn declared_types(&self, text: &str) -> std::collections::HashMap<String, pgwire::api::Type> {
+        self.declared_type_names(text).await.into_iter().map(|(column, ty)| (column, types::declared(&ty))).collect()
+    }
+
+    /// The declared type names (`DATE`, `INT`, …) of the columns of the tables
+    /// `text` reads, by column name.
+    pub async fn declared_type_names(&self, text: &str) -> std::collections::HashMap<String, String> {
         let mut out = std::collections::HashMap::new();
         let database = self.bound().database.clone();
         let words: Vec<String> = words(text).collect();
@@ -474,7 +489,7 @@ impl Session {
         for table in tables {
             if let Ok(schema) = sql::describe_table(&self.0.state, &database, &table.to_ascii_lowercase()).await {
                 for c in schema.columns {
-                    out.entry(c.name.to_ascii_lowercase()).or_insert_with(|| types::declared(&c.data_type));
+                    out.entry(c.name.to_ascii_lowercase()).or_insert(c.data_type);
                 }
             }
         }
@@ -576,6 +591,25 @@ impl Copying {
 
 fn bad_copy_data(table: &str, message: String) -> ErrorInfo {
     ErrorInfo::new("ERROR".into(), "22P04".into(), format!("COPY {table}, {message}"))
+}
+
+/// Statements about the session itself that drivers send: `DEALLOCATE ALL`
+/// and `DISCARD ALL` (psycopg after a failed transaction, connection pools)
+/// find nothing to drop (no SQL-level prepared statements, no temporary
+/// tables, no settings) and say so as PostgreSQL does; `DEALLOCATE name` names
+/// a statement that does not exist.
+pub fn session_command(statement: &str) -> Option<Response> {
+    let words: Vec<String> = words(statement).collect();
+    match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["DEALLOCATE", "ALL"] | ["DEALLOCATE", "PREPARE", "ALL"] => Some(Response::Execution(Tag::new("DEALLOCATE ALL"))),
+        ["DISCARD", "ALL"] => Some(Response::Execution(Tag::new("DISCARD ALL"))),
+        ["DEALLOCATE", .., name] => Some(Response::Error(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "26000".into(),
+            format!("prepared statement \"{}\" does not exist", name.to_ascii_lowercase()),
+        )))),
+        _ => None,
+    }
 }
 
 fn no_transaction() -> Response {

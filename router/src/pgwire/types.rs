@@ -111,6 +111,21 @@ pub fn declared(name: &str) -> Type {
     }
 }
 
+/// The type a column declared `name` is sent as in the text format, where
+/// its values (strings) cannot tell: dates, times and uuids by their own
+/// types (a driver decodes them so), the rest as [`declared`].
+pub fn declared_for_text(name: &str) -> Type {
+    let base = name.split('(').next().unwrap_or_default().trim().to_ascii_uppercase();
+    match base.as_str() {
+        "DATE" => Type::DATE,
+        "TIMESTAMP" | "DATETIME" => Type::TIMESTAMP,
+        "TIMESTAMPTZ" => Type::TIMESTAMPTZ,
+        "TIME" => Type::TIME,
+        "UUID" => Type::UUID,
+        _ => declared(name),
+    }
+}
+
 /// Column types from the values, where a column's values say nothing (no
 /// rows, nulls only) from `declared` (by column name).
 pub fn column_types_or_declared(rows: &SqlRows, declared: &std::collections::HashMap<String, Type>) -> Vec<Type> {
@@ -174,6 +189,9 @@ pub fn parameter(bytes: &[u8], ty: &Type, binary: bool) -> Result<Value, String>
             Type::BOOL => Value::Bool(bytes.first().is_some_and(|b| *b != 0)),
             Type::JSONB => serde_json::from_slice(bytes.get(1..).unwrap_or_default()).map_err(|_| bad())?,
             Type::JSON => serde_json::from_slice(bytes).map_err(|_| bad())?,
+            Type::DATE | Type::TIMESTAMP | Type::TIMESTAMPTZ | Type::TIME | Type::UUID | Type::BYTEA | Type::NUMERIC => {
+                Value::String(binary_as_text(bytes, ty).ok_or_else(bad)?)
+            }
             _ => Value::String(String::from_utf8(bytes.to_vec()).map_err(|_| bad())?),
         });
     }
@@ -188,6 +206,66 @@ pub fn parameter(bytes: &[u8], ty: &Type, binary: bool) -> Result<Value, String>
         Type::JSON | Type::JSONB => serde_json::from_str(text).map_err(|_| bad())?,
         _ => Value::String(text.to_string()),
     })
+}
+
+/// A binary parameter of a date, time, uuid, bytea or numeric type as the
+/// text the engine reads (what PostgreSQL's text format would have sent).
+fn binary_as_text(bytes: &[u8], ty: &Type) -> Option<String> {
+    use chrono::{Duration, NaiveDate, NaiveTime};
+    let epoch = NaiveDate::from_ymd_opt(2000, 1, 1)?;
+    let int = |n: usize| bytes.get(..n).filter(|_| bytes.len() == n);
+    Some(match *ty {
+        Type::DATE => {
+            let days = i32::from_be_bytes(int(4)?.try_into().ok()?);
+            epoch.checked_add_signed(Duration::days(days.into()))?.format("%Y-%m-%d").to_string()
+        }
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            let micros = i64::from_be_bytes(int(8)?.try_into().ok()?);
+            let at = epoch.and_hms_opt(0, 0, 0)?.checked_add_signed(Duration::microseconds(micros))?;
+            let text = at.format("%Y-%m-%d %H:%M:%S%.f").to_string();
+            if *ty == Type::TIMESTAMPTZ { format!("{text}+00:00") } else { text }
+        }
+        Type::TIME => {
+            let micros = i64::from_be_bytes(int(8)?.try_into().ok()?);
+            let midnight = NaiveTime::from_hms_opt(0, 0, 0)?;
+            (midnight + Duration::microseconds(micros)).format("%H:%M:%S%.f").to_string()
+        }
+        Type::UUID => {
+            let hex = hex::encode(int(16)?);
+            format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+        }
+        Type::BYTEA => format!("\\x{}", hex::encode(bytes)),
+        Type::NUMERIC => binary_numeric(bytes)?,
+        _ => return None,
+    })
+}
+
+/// PostgreSQL's binary NUMERIC (base-10000 digits, weight, sign, scale) as text.
+fn binary_numeric(bytes: &[u8]) -> Option<String> {
+    let word = |i: usize| bytes.get(i * 2..i * 2 + 2).map(|w| u16::from_be_bytes([w[0], w[1]]));
+    let (ndigits, weight, sign, dscale) = (word(0)? as usize, word(1)? as i16, word(2)?, word(3)? as usize);
+    match sign {
+        0xC000 => return Some("NaN".into()),
+        0x0000 | 0x4000 => {}
+        _ => return None,
+    }
+    let digits: Vec<u16> = (0..ndigits).map(|i| word(4 + i)).collect::<Option<_>>()?;
+    let mut int_part = String::new();
+    for i in 0..=weight.max(-1) as i32 {
+        let d = digits.get(i as usize).copied().unwrap_or(0);
+        if int_part.is_empty() { int_part = d.to_string() } else { int_part.push_str(&format!("{d:04}")) }
+    }
+    if int_part.is_empty() {
+        int_part.push('0');
+    }
+    let mut frac = String::new();
+    for i in (weight as i32 + 1)..(weight as i32 + 1 + dscale.div_ceil(4) as i32) {
+        let d = if i < 0 { 0 } else { digits.get(i as usize).copied().unwrap_or(0) };
+        frac.push_str(&format!("{d:04}"));
+    }
+    frac.truncate(dscale);
+    let sign = if sign == 0x4000 { "-" } else { "" };
+    Some(if dscale == 0 { format!("{sign}{int_part}") } else { format!("{sign}{int_part}.{frac}") })
 }
 
 /// The command a statement's tag names (`CREATE TABLE`, `INSERT`, …).
@@ -288,6 +366,24 @@ fn position_of(r: &Rejection, statement: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn binary_dates_times_uuids_and_numerics_read_as_text() {
+        let p = |bytes: &[u8], ty: Type| parameter(bytes, &ty, true).unwrap();
+        assert_eq!(p(&1i32.to_be_bytes(), Type::DATE), json!("2000-01-02"));
+        assert_eq!(p(&(-1i32).to_be_bytes(), Type::DATE), json!("1999-12-31"));
+        assert_eq!(p(&86_400_000_001i64.to_be_bytes(), Type::TIMESTAMP), json!("2000-01-02 00:00:00.000001"));
+        assert_eq!(p(&3_600_000_000i64.to_be_bytes(), Type::TIME), json!("01:00:00"));
+        assert_eq!(p(&[0x12; 16], Type::UUID), json!("12121212-1212-1212-1212-121212121212"));
+        assert_eq!(p(&[1, 255], Type::BYTEA), json!("\\x01ff"));
+        let numeric = |words: &[u16]| words.iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>();
+        // 12345.678: digits 1, 2345, 6780; weight 1; scale 3.
+        assert_eq!(p(&numeric(&[3, 1, 0, 3, 1, 2345, 6780]), Type::NUMERIC), json!("12345.678"));
+        // -0.05: digit 500 at weight -1; scale 2.
+        assert_eq!(p(&numeric(&[1, 0xFFFF, 0x4000, 2, 500]), Type::NUMERIC), json!("-0.05"));
+        assert_eq!(p(&numeric(&[0, 0, 0, 0]), Type::NUMERIC), json!("0"));
+        assert!(parameter(&[1, 2], &Type::DATE, true).is_err());
+    }
+
     use super::*;
     use serde_json::json;
 
