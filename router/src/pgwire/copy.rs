@@ -144,29 +144,11 @@ fn text_fields(line: &str, o: &CopyOptions) -> Result<Fields, String> {
             't' => value.push('\t'),
             'v' => value.push('\u{b}'),
             '0'..='7' => {
-                let mut n = e.to_digit(8).unwrap_or(0);
-                for _ in 0..2 {
-                    match chars.peek().and_then(|d| d.to_digit(8)) {
-                        Some(d) => {
-                            raw.push(chars.next().unwrap_or('0'));
-                            n = n * 8 + d;
-                        }
-                        None => break,
-                    }
-                }
+                let n = escaped_number(&mut chars, &mut raw, 8, e.to_digit(8).unwrap_or(0));
                 value.push(char::from_u32(n).ok_or("invalid octal escape")?);
             }
             'x' if chars.peek().is_some_and(char::is_ascii_hexdigit) => {
-                let mut n = 0;
-                for _ in 0..2 {
-                    match chars.peek().and_then(|d| d.to_digit(16)) {
-                        Some(d) => {
-                            raw.push(chars.next().unwrap_or('0'));
-                            n = n * 16 + d;
-                        }
-                        None => break,
-                    }
-                }
+                let n = escaped_number(&mut chars, &mut raw, 16, 0);
                 value.push(char::from_u32(n).ok_or("invalid hex escape")?);
             }
             other => value.push(other),
@@ -174,6 +156,17 @@ fn text_fields(line: &str, o: &CopyOptions) -> Result<Fields, String> {
     }
     fields.push(take_field(&mut raw, &mut value, o));
     Ok(fields)
+}
+
+/// The value of an escape's digits in `radix`: `start`, then up to two more.
+fn escaped_number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, raw: &mut String, radix: u32, start: u32) -> u32 {
+    let mut n = start;
+    for _ in 0..2 {
+        let Some(d) = chars.peek().and_then(|d| d.to_digit(radix)) else { break };
+        raw.extend(chars.next());
+        n = n * radix + d;
+    }
+    n
 }
 
 fn take_field(raw: &mut String, value: &mut String, o: &CopyOptions) -> Option<String> {
