@@ -39,7 +39,7 @@ impl Host {
     ) -> Result<Response, HostError> {
         let g = self.group(group)?;
         self.refuse_if_drained_leader(group)?;
-        let size = super::proposals::sql_payload_size(&op);
+        let size = super::proposals::sql_payload_size(op.unwrapped());
         if size > super::proposals::MAX_COMMAND_BYTES {
             let message = format!(
                 "this write holds about {} KiB of statements and parameters; one write holds at most {} KiB: split it",

@@ -37,6 +37,11 @@ impl CopyDecoder {
         self.options.header
     }
 
+    /// Bytes of a row not complete yet: what is waiting for its end.
+    pub fn pending_bytes(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// The rows completed by `data`.
     pub fn feed(&mut self, data: &[u8]) -> Result<Vec<Fields>, String> {
         if self.ended {
@@ -78,15 +83,20 @@ impl CopyDecoder {
         let mut i = self.scanned.max(start);
         while i < self.buffer.len() {
             let b = self.buffer[i];
+            // An escape as the last byte here: what it escapes is in the next piece.
+            let escapes = (self.options.csv && self.in_quotes && b == escape && escape != quote) || (!self.options.csv && b == b'\\');
+            if escapes && i + 1 == self.buffer.len() {
+                break;
+            }
             if self.options.csv {
-                if self.in_quotes && b == escape && escape != quote && self.buffer.get(i + 1).is_some_and(|n| *n == quote || *n == escape) {
+                if escapes && self.buffer.get(i + 1).is_some_and(|n| *n == quote || *n == escape) {
                     i += 2;
                     continue;
                 }
                 if b == quote {
                     self.in_quotes = !self.in_quotes;
                 }
-            } else if b == b'\\' {
+            } else if escapes {
                 // An escaped character (a newline too) belongs to the field.
                 i += 2;
                 continue;
@@ -97,7 +107,7 @@ impl CopyDecoder {
             }
             i += 1;
         }
-        self.scanned = i.min(self.buffer.len());
+        self.scanned = i;
         None
     }
 
@@ -247,6 +257,11 @@ mod tests {
                 row(&[Some("3"), Some(""), Some("x")])
             ]
         );
+        // A backslash ending a piece escapes the first byte of the next.
+        let rows = all("COPY t FROM STDIN", &[b"x\\", b"\\\ny\n"]).unwrap();
+        assert_eq!(rows, vec![row(&[Some("x\\")]), row(&[Some("y")])]);
+        let rows = all("COPY t FROM STDIN", &[b"1\ta\\", b"\nb\n"]).unwrap();
+        assert_eq!(rows, vec![row(&[Some("1"), Some("a\nb")])]);
         let rows = all("COPY t FROM STDIN WITH (DELIMITER '|', NULL 'nil')", &[b"1|nil|a\\|b"]).unwrap();
         assert_eq!(rows, vec![row(&[Some("1"), None, Some("a|b")])]);
     }
@@ -265,6 +280,12 @@ mod tests {
         );
         let rows = all(r"COPY t FROM STDIN WITH (FORMAT csv, ESCAPE '\')", &[br#"1,"a\"b""#]).unwrap();
         assert_eq!(rows, vec![row(&[Some("1"), Some("a\"b")])]);
+        // An escape ending a piece, the quote it escapes in the next.
+        let rows = all(r"COPY t FROM STDIN WITH (FORMAT csv, ESCAPE '\')", &[b"1,\"a\\", b"\"b\"\n2,c\n"]).unwrap();
+        assert_eq!(rows, vec![row(&[Some("1"), Some("a\"b")]), row(&[Some("2"), Some("c")])]);
+        // QUOTE alone: ESCAPE follows it, as in PostgreSQL.
+        let rows = all("COPY t FROM STDIN WITH (FORMAT csv, QUOTE '''')", &[b"'it''s',\"x\"\n"]).unwrap();
+        assert_eq!(rows, vec![row(&[Some("it's"), Some("\"x\"")])]);
         let err = all("COPY t FROM STDIN WITH (FORMAT csv)", &[b"1,ok\n2,\"open\n"]).unwrap_err();
         assert!(err.contains("line 2") && err.contains("unterminated"), "{err}");
     }

@@ -42,6 +42,13 @@ pub enum Method {
 
 /// The method for `username` (see the module docs).
 pub async fn method_for(state: &AppState, username: &str) -> Method {
+    // Local users may be off (`auth.ldap.allow_local_users`,
+    // `auth.oauth2.allow_local_users`): the cleartext sign-in refuses them.
+    let local_users_off =
+        state.directory.as_ref().is_some_and(|d| !d.allows_local_users()) || state.oidc.as_ref().is_some_and(|p| !p.allows_local_users());
+    if local_users_off {
+        return Method::Cleartext;
+    }
     match user_named(state, username).await {
         Ok(Some(u)) if u.scram_verifier.is_some() && !u.mfa_enabled && !crate::services::external_roles::is_external(&u) => Method::Scram,
         Ok(Some(_)) => Method::Cleartext,
@@ -100,9 +107,12 @@ impl AuthSource<UserRecord> for Verifiers {
 }
 
 /// A verifier no password matches, with a salt fixed per name (asking twice
-/// for an unknown name gives the same salt, as for a known one).
+/// for an unknown name gives the same salt, as for a known one) that nobody
+/// can compute: a keyed hash under a key this process drew at random.
 fn mock_verifier(username: &str) -> ScramSecret {
-    let salt = sha2::Sha256::digest(format!("tessera mock scram salt:{username}").as_bytes())[..16].to_vec();
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(rand::random);
+    let salt = sha2::Sha256::digest([key.as_slice(), username.as_bytes()].concat())[..16].to_vec();
     ScramSecret::Verifier {
         salt,
         iterations: 4096,

@@ -154,6 +154,7 @@ impl Session {
     /// first error ends the message (PostgreSQL skips the rest too).
     pub async fn run_message(&self, text: &str) -> Vec<Response> {
         if let Some(too_big) = self.too_big(text.len()) {
+            self.fail_transaction();
             return vec![too_big];
         }
         let split = split_statements(text);
@@ -173,16 +174,14 @@ impl Session {
                 i += 1;
                 continue;
             }
+            if first_word(&statements[i]) == "COPY" && i + 1 < statements.len() {
+                self.fail_transaction();
+                let message = "COPY FROM STDIN must be the last statement of its message";
+                out.push(Response::Error(Box::new(ErrorInfo::new("ERROR".into(), "0A000".into(), message.into()))));
+                break;
+            }
             if let Some(started) = self.start_copy(&statements[i]).await {
-                if i + 1 < statements.len() {
-                    out.push(Response::Error(Box::new(ErrorInfo::new(
-                        "ERROR".into(),
-                        "0A000".into(),
-                        "COPY FROM STDIN must be the last statement of its message".into(),
-                    ))));
-                } else {
-                    out.push(started);
-                }
+                out.push(started);
                 break;
             }
             let control = Control::of(&statements[i]);
@@ -216,7 +215,10 @@ impl Session {
         let from = match tessera_sql::copy_from_stdin(statement) {
             Ok(Some(from)) => from,
             Ok(None) => return None,
-            Err(e) => return Some(Response::Error(Box::new(types::error_info(&ApiError::sql(e, statement), statement)))),
+            Err(e) => {
+                self.fail_transaction();
+                return Some(Response::Error(Box::new(types::error_info(&ApiError::sql(e, statement), statement))));
+            }
         };
         let refuse = |info: ErrorInfo| {
             self.fail_transaction();
@@ -271,7 +273,11 @@ impl Session {
             Err(message) => c.failed = Some(bad_copy_data(&c.table, message)),
         }
         let limit = self.0.state.config.request_body_limit();
-        if c.in_transaction && c.batch_bytes > limit {
+        if c.failed.is_none() && c.decoder.pending_bytes() > limit {
+            let message = format!("a row of a COPY holds at most {} KiB", limit >> 10);
+            c.failed = Some(bad_copy_data(&c.table, format!("line {}: {message}", c.decoder.line + 1)));
+        }
+        if c.failed.is_none() && c.in_transaction && c.batch_bytes > limit {
             let message = format!(
                 "a COPY inside a transaction holds at most {} KiB (the transaction commits as one replicated write): \
                  copy outside a transaction, which commits every {COPY_BATCH_ROWS} rows",
@@ -511,6 +517,9 @@ impl Session {
 
     async fn statement(&self, text: &str, params: Vec<serde_json::Value>, record: bool) -> Result<SqlResult, ErrorInfo> {
         if let Some(Response::Error(info)) = self.too_big(sql::statement_size(text, &params)) {
+            if record {
+                self.fail_transaction();
+            }
             return Err(*info);
         }
         if Control::of(text).is_some() {
@@ -555,22 +564,37 @@ impl Session {
     }
 }
 
+/// A COPY row's size as the parameter it travels as (a JSON array of strings).
+fn row_bytes(row: &serde_json::Value) -> usize {
+    match row {
+        serde_json::Value::Array(fields) => fields.iter().map(|f| f.as_str().map_or(5, |s| s.len() + 3)).sum::<usize>() + 2,
+        other => other.to_string().len(),
+    }
+}
+
 impl Copying {
     fn push(&mut self, rows: Vec<Fields>) {
         for row in rows {
-            self.batch_bytes += row.iter().map(|f| f.as_ref().map_or(4, |s| s.len() + 3)).sum::<usize>() + 2;
-            self.batch.push(serde_json::Value::Array(
-                row.into_iter().map(|f| f.map_or(serde_json::Value::Null, serde_json::Value::String)).collect(),
-            ));
+            let row =
+                serde_json::Value::Array(row.into_iter().map(|f| f.map_or(serde_json::Value::Null, serde_json::Value::String)).collect());
+            self.batch_bytes += row_bytes(&row);
+            self.batch.push(row);
         }
     }
 
-    /// The first `n` rows waiting.
+    /// The first rows waiting, at most `n` and about [`COPY_BATCH_BYTES`].
     fn take(&mut self, n: usize) -> Vec<serde_json::Value> {
-        let rest = self.batch.split_off(n.min(self.batch.len()));
-        let rows = std::mem::replace(&mut self.batch, rest);
-        self.batch_bytes = self.batch_bytes.saturating_sub(self.batch_bytes * rows.len() / (rows.len() + self.batch.len()).max(1));
-        rows
+        let (mut count, mut bytes) = (0, 0);
+        for row in self.batch.iter().take(n) {
+            let size = row_bytes(row);
+            if count > 0 && bytes + size > COPY_BATCH_BYTES {
+                break;
+            }
+            (count, bytes) = (count + 1, bytes + size);
+        }
+        let rest = self.batch.split_off(count);
+        self.batch_bytes = self.batch_bytes.saturating_sub(bytes);
+        std::mem::replace(&mut self.batch, rest)
     }
 
     /// The engine names a failing row by its place in its batch: the line of

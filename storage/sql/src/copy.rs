@@ -109,6 +109,7 @@ pub fn copy_from_stdin(sql: &str) -> Result<Option<CopyFrom>, SqlError> {
                 other => return Err(unsupported(format!("COPY option {other} is not supported"))),
             }
         }
+        let escape_given = set.iter().any(|o| matches!(o, CopyOption::Escape(_)));
         for o in set {
             match o {
                 CopyOption::Delimiter(d) => format.delimiter = d,
@@ -121,6 +122,12 @@ pub fn copy_from_stdin(sql: &str) -> Result<Option<CopyFrom>, SqlError> {
                 CopyOption::Freeze(_) => {}
                 other => return Err(unsupported(format!("COPY option {other} is not supported"))),
             }
+        }
+        if format.csv && !escape_given {
+            format.escape = format.quote;
+        }
+        if format.csv && format.delimiter == format.quote {
+            return Err(parse("COPY delimiter and quote must be different"));
         }
         if format.delimiter == '\n' || format.delimiter == '\r' || (!format.csv && format.delimiter == '\\') {
             return Err(parse("COPY delimiter cannot be newline, carriage return or (in text format) backslash"));
