@@ -481,7 +481,9 @@ impl Http {
 
 /// Picks a free loopback port outside the kernel's ephemeral range (so an
 /// outgoing connection cannot grab it between a stop and a restart), never
-/// handing out the same port twice in one process.
+/// handing out the same port twice in one process, nor one another test
+/// process claimed in the last half hour ([`claim_port`]): tests run in
+/// parallel processes, and a port is free from its pick until its server binds.
 pub fn pick_port() -> Result<u16> {
     static USED: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     let (eph_lo, eph_hi) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
@@ -497,12 +499,33 @@ pub fn pick_port() -> Result<u16> {
         if (eph_lo..=eph_hi).contains(&port) || used.contains(&port) {
             continue;
         }
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && claim_port(port) {
             used.insert(port);
             return Ok(port);
         }
     }
     bail!("could not find a free loopback port")
+}
+
+/// Claims `port` for this test process with a file in a directory every test
+/// process shares; a claim older than half an hour has lapsed. Without that
+/// directory every port counts as claimable.
+fn claim_port(port: u16) -> bool {
+    let dir = std::env::temp_dir().join("tessera-test-ports");
+    if std::fs::create_dir_all(&dir).is_err() {
+        return true;
+    }
+    let claim = dir.join(port.to_string());
+    let lapsed = std::fs::metadata(&claim)
+        .and_then(|m| m.modified())
+        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > Duration::from_secs(30 * 60)));
+    if lapsed {
+        let _ = std::fs::remove_file(&claim);
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&claim) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::AlreadyExists,
+    }
 }
 
 fn random_u64() -> u64 {
