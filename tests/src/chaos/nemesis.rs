@@ -49,6 +49,14 @@ pub enum Fault {
     /// before, so it loses entries its followers had synced and acknowledged
     /// (issue 35, defect 2's window). Every node restarts, the first one first.
     PowerLossLeaderFirst,
+    /// The node leading the most groups loses power (its fsyncs slowed for a
+    /// second before, so its disk is behind what its followers acknowledged)
+    /// while both followers freeze (SIGSTOP: a hypervisor stall, a host under
+    /// memory pressure). It restarts and takes writes for a while; then the
+    /// followers wake up, still holding the entries it lost (issue 35,
+    /// defect 2: a restarted leader must not reuse a (term, index) with other
+    /// contents).
+    PowerLossFollowersPaused,
     /// A node's disk is full (`ENOSPC` on writes) for a while; then the node
     /// is restarted, as an operator would after freeing space.
     DiskFull,
@@ -69,7 +77,7 @@ pub enum Fault {
     /// The control plane under partitions: a new node is added and drained
     /// without waiting (the placement driver moves replicas on its own) while
     /// the meta group's leader is cut off both ways, then one way, then (during
-    /// the drain) both ways again; a deposed meta leader's late steps must be
+    /// the drain) frozen, then cut off both ways again; a deposed meta leader's late steps must be
     /// refused (issue 35, defect 4). Then it waits for both to finish and
     /// removes the node.
     ControlPlane,
@@ -113,6 +121,7 @@ impl Fault {
             Fault::PowerLoss => "power-loss",
             Fault::PowerLossAll => "power-loss-all",
             Fault::PowerLossLeaderFirst => "power-loss-leader-first",
+            Fault::PowerLossFollowersPaused => "power-loss-followers-paused",
             Fault::DiskFull => "disk-full",
             Fault::DiskEio => "disk-eio",
             Fault::ClockSkew => "clock-skew",
@@ -124,7 +133,7 @@ impl Fault {
     }
 
     /// Every fault kind, in the quick profile's order.
-    pub const ALL: [Fault; 23] = [
+    pub const ALL: [Fault; 24] = [
         Fault::KillLeader,
         Fault::KillFollower,
         Fault::PauseNode,
@@ -148,13 +157,14 @@ impl Fault {
         Fault::DiskEio,
         Fault::PowerLossAll,
         Fault::PowerLossLeaderFirst,
+        Fault::PowerLossFollowersPaused,
     ];
 
     /// What the control-plane profile draws from: the control plane's own
     /// work under partitions and kills (replica moves, additions, drains and,
     /// with its range sharding, splits), leaders cut off or killed, and power
     /// cuts of one node or all three.
-    pub const CONTROL_PLANE: [Fault; 8] = [
+    pub const CONTROL_PLANE: [Fault; 9] = [
         Fault::ControlPlane,
         Fault::Membership,
         Fault::PartitionLeader,
@@ -163,6 +173,7 @@ impl Fault {
         Fault::PowerLoss,
         Fault::PowerLossAll,
         Fault::PowerLossLeaderFirst,
+        Fault::PowerLossFollowersPaused,
     ];
 
     /// The splits profile (issue 35, defect 1): splits interrupted by a meta
@@ -182,7 +193,15 @@ impl Fault {
 
     /// Faults that need the power-loss filesystem under the data directories.
     pub fn needs_disks(self) -> bool {
-        matches!(self, Fault::PowerLoss | Fault::PowerLossAll | Fault::PowerLossLeaderFirst | Fault::DiskFull | Fault::DiskEio)
+        matches!(
+            self,
+            Fault::PowerLoss
+                | Fault::PowerLossAll
+                | Fault::PowerLossLeaderFirst
+                | Fault::PowerLossFollowersPaused
+                | Fault::DiskFull
+                | Fault::DiskEio
+        )
     }
 
     /// The fault named `name` (as in [`Fault::name`]).
@@ -365,6 +384,7 @@ impl Nemesis {
                 note
             }
             Fault::PowerLossLeaderFirst => self.power_loss_leader_first(c).await?,
+            Fault::PowerLossFollowersPaused => self.power_loss_followers_paused(c).await?,
             Fault::DiskFull | Fault::DiskEio => {
                 let disk_fault = if fault == Fault::DiskFull { DiskFault::Full } else { DiskFault::Broken };
                 c.set_disk_fault(leader, Some(disk_fault))?;
@@ -390,16 +410,51 @@ impl Nemesis {
         Ok(())
     }
 
+    /// The node leading the most groups (a random one if none is known).
+    async fn busiest_leader(&mut self, c: &ChaosCluster) -> (u64, usize) {
+        let mut led: BTreeMap<u64, usize> = BTreeMap::new();
+        for leader in c.leaders().await.unwrap_or_default().into_values() {
+            *led.entry(leader).or_default() += 1;
+        }
+        match led.iter().max_by_key(|(_, n)| **n) {
+            Some((id, n)) => (*id, *n),
+            None => (NODE_IDS[self.rng.below(3) as usize], 0),
+        }
+    }
+
+    /// See [`Fault::PowerLossFollowersPaused`]. The restarted node gets the
+    /// hold to take writes alone; then its followers resume.
+    async fn power_loss_followers_paused(&mut self, c: &mut ChaosCluster) -> Result<String> {
+        let (first, led) = self.busiest_leader(c).await;
+        c.set_disk_fault(first, Some(DiskFault::SlowSync))?;
+        tokio::time::sleep(Duration::from_millis(500 + self.rng.below(1000))).await;
+        c.kill_node(first)?;
+        let followers = Self::other_nodes(first);
+        for n in &followers {
+            c.pause_node(*n)?;
+        }
+        let cut = c.power_cut(first)?;
+        c.set_disk_fault(first, None)?;
+        c.start_node(first)?;
+        tokio::time::sleep(self.hold).await;
+        for n in &followers {
+            c.resume_node(*n)?;
+        }
+        let note = format!(
+            "power cut on node {first} (leader of {led} groups, its fsyncs slowed; {} unsynced bytes in {} files lost) \
+             while nodes {followers:?} were frozen; it restarted and ran alone for {:?}, then they resumed",
+            cut.bytes, cut.files, self.hold
+        );
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+
     /// Slows the syncs of the node leading the most groups for a second under
     /// load, cuts its power, then, 30–150 ms later (its followers have synced
     /// what it had sent them; none has timed out on it yet), the others';
     /// restarts that node first.
     async fn power_loss_leader_first(&mut self, c: &mut ChaosCluster) -> Result<String> {
-        let mut led: BTreeMap<u64, usize> = BTreeMap::new();
-        for leader in c.leaders().await.unwrap_or_default().into_values() {
-            *led.entry(leader).or_default() += 1;
-        }
-        let first = led.iter().max_by_key(|(_, n)| **n).map(|(id, _)| *id).unwrap_or(NODE_IDS[self.rng.below(3) as usize]);
+        let (first, led) = self.busiest_leader(c).await;
         let gap = Duration::from_millis(30 + self.rng.below(120));
         c.set_disk_fault(first, Some(DiskFault::SlowSync))?;
         tokio::time::sleep(Duration::from_millis(500 + self.rng.below(1000))).await;
@@ -419,8 +474,7 @@ impl Nemesis {
             c.start_node(n)?;
         }
         let note = format!(
-            "power cut on node {first} (leader of {} groups, its fsyncs slowed), on the others {gap:?} later (unsynced writes lost: {}), restarted after {:?}",
-            led.get(&first).copied().unwrap_or(0),
+            "power cut on node {first} (leader of {led} groups, its fsyncs slowed), on the others {gap:?} later (unsynced writes lost: {}), restarted after {:?}",
             lost.join(", "),
             self.hold / 2
         );
@@ -537,7 +591,11 @@ impl Nemesis {
         let admin = c.http.consistency("all").timeout(Duration::from_secs(240));
         let added = admin.post("/api/v1/admin/nodes", &body).await?.ensure_status(200)?;
         let drain = format!("/api/v1/admin/nodes/{id}/drain");
+        let meta_leader = self.leader_of(c, 0).await;
+        let log = c.node_log(meta_leader);
+        let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
         asked.post(&drain, &serde_json::json!({})).await?.ensure_status(202)?;
+        steps.push(self.pause_meta_leader_mid_move(c, meta_leader, &log, offset).await?);
         steps.push(self.cut_meta_leader(c, true).await);
         c.wait_ready(self.ready_timeout).await?;
         let drained = admin.post(&drain, &serde_json::json!({})).await?.ensure_status(200)?;
@@ -551,6 +609,29 @@ impl Nemesis {
         );
         self.notes.push(note.clone());
         Ok(note)
+    }
+
+    /// Freezes the meta group's leader (SIGSTOP) the moment its placement
+    /// driver logs that it starts a replica move (or after 20 s), for a hold:
+    /// long enough for the others to elect a new leader that resumes the
+    /// recorded move and goes on. Then it wakes up in the middle of its step
+    /// with its old view of the map (the classic paused lock holder; issue 35,
+    /// defect 4: its late calls must be refused).
+    async fn pause_meta_leader_mid_move(&mut self, c: &mut ChaosCluster, leader: u64, log: &std::path::Path, offset: u64) -> Result<String> {
+        let started = Instant::now();
+        let mut moving = false;
+        while started.elapsed() < Duration::from_secs(20) {
+            if count_after(log, offset, "placement driver: moving a replica") > 0 {
+                moving = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        c.pause_node(leader)?;
+        tokio::time::sleep(self.hold).await;
+        c.resume_node(leader)?;
+        let when = if moving { "as it started a replica move" } else { "(no move logged in 20 s)" };
+        Ok(format!("meta leader {leader} frozen (SIGSTOP) {when} for {:?}", self.hold))
     }
 
     /// Cuts the meta group's leader off from the other bootstrap nodes (both
