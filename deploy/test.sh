@@ -18,6 +18,9 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || test_packages+=(postgresq
 command -v psql >/dev/null 2>&1 || test_packages+=(postgresql-client)
 # ... and Python's psycopg 3 (tests/tests/pgwire_psycopg.rs), for Debian's own interpreter.
 /usr/bin/python3 -c "import psycopg" >/dev/null 2>&1 || test_packages+=(python3-psycopg)
+# ... and SQLAlchemy 1.4 over psycopg2, which reflects tables from pg_catalog (tests/tests/pgwire_catalog.rs).
+/usr/bin/python3 -c "import sqlalchemy" >/dev/null 2>&1 || test_packages+=(python3-sqlalchemy)
+/usr/bin/python3 -c "import psycopg2" >/dev/null 2>&1 || test_packages+=(python3-psycopg2)
 command -v fusermount3 >/dev/null 2>&1 || test_packages+=(fuse3)
 # External identity peers: a real OpenLDAP server (tests/tests/ldap_login.rs) and
 # Node.js for the OpenID provider oidc-provider (tests/tests/oidc_login.rs).

@@ -26,7 +26,9 @@
 //! - `COPY table [(columns)] FROM STDIN` in text or CSV format: see
 //!   [`copy`] and `Session::start_copy`.
 //!
-//! Not built yet (docs/pgwire.md): pg_catalog.
+//! - `SHOW` of the settings drivers read when they connect: `session::show_setting`.
+//!   The system catalogs (`pg_catalog`, `information_schema`) are the SQL
+//!   engine's (`tessera_sql`'s `system` module).
 
 mod copy;
 mod extended;
@@ -127,7 +129,7 @@ impl Connection {
 
 fn server_parameters() -> DefaultServerParameterProvider {
     let mut parameters = DefaultServerParameterProvider::default();
-    parameters.server_version = format!("16.0 (Tessera {})", env!("CARGO_PKG_VERSION"));
+    parameters.server_version = session::server_version();
     parameters
 }
 

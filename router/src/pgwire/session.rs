@@ -471,6 +471,9 @@ impl Session {
     }
 
     async fn execute_with(&self, text: &str, params: Vec<serde_json::Value>) -> Result<SqlResult, ApiError> {
+        if let Some(rows) = show_setting(text) {
+            return Ok(SqlResult::Rows(rows));
+        }
         let caller = self.caller().await?;
         caller.require("read:sql")?;
         let database = Some(self.bound().database.clone());
@@ -516,6 +519,9 @@ impl Session {
     }
 
     async fn statement(&self, text: &str, params: Vec<serde_json::Value>, record: bool) -> Result<SqlResult, ErrorInfo> {
+        if let Some(rows) = show_setting(text) {
+            return Ok(SqlResult::Rows(rows));
+        }
         if let Some(Response::Error(info)) = self.too_big(sql::statement_size(text, &params)) {
             if record {
                 self.fail_transaction();
@@ -636,6 +642,46 @@ pub fn session_command(statement: &str) -> Option<Response> {
     }
 }
 
+/// The version the listener announces (`server_version`, `SHOW`).
+pub fn server_version() -> String {
+    format!("16.0 (Tessera {})", env!("CARGO_PKG_VERSION"))
+}
+
+/// `SHOW name` for the settings drivers and ORMs ask about when they connect
+/// (SQLAlchemy: `transaction isolation level`, `standard_conforming_strings`):
+/// one row, one column named after the setting, as in PostgreSQL. These are
+/// fixed by Tessera, not per session: `SET` of them is not supported.
+pub fn show_setting(statement: &str) -> Option<tessera_api::sql::SqlRows> {
+    let words: Vec<String> = words(statement).collect();
+    let [show, name @ ..] = words.as_slice() else { return None };
+    if show != "SHOW" || name.is_empty() {
+        return None;
+    }
+    let name = name.join(" ").to_ascii_lowercase();
+    let value = match name.as_str() {
+        "transaction isolation level" | "default_transaction_isolation" => "serializable".to_string(),
+        "transaction_read_only" | "default_transaction_read_only" => "off".to_string(),
+        "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
+        "server_version" => server_version(),
+        "server_version_num" => "160000".to_string(),
+        "server_encoding" | "client_encoding" => "UTF8".to_string(),
+        "datestyle" => "ISO, MDY".to_string(),
+        "timezone" => "UTC".to_string(),
+        "search_path" => "public".to_string(),
+        "max_identifier_length" => "63".to_string(),
+        "application_name" => String::new(),
+        _ => return None,
+    };
+    let column = if name == "transaction isolation level" { "transaction_isolation".to_string() } else { name };
+    Some(tessera_api::sql::SqlRows {
+        columns: vec![column],
+        rows: vec![vec![serde_json::Value::String(value)]],
+        row_count: 1,
+        rows_affected: 0,
+        truncated: false,
+    })
+}
+
 fn no_transaction() -> Response {
     Response::Error(Box::new(ErrorInfo::new("WARNING".into(), "25P01".into(), "there is no transaction in progress".into())))
 }
@@ -669,6 +715,16 @@ pub async fn token_names(state: &AppState, token: &str, ip: IpAddr, user: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn show_answers_the_settings_drivers_ask_for() {
+        let rows = show_setting("show transaction isolation level").expect("a setting");
+        assert_eq!(rows.columns, ["transaction_isolation"]);
+        assert_eq!(rows.rows, [[serde_json::json!("serializable")]]);
+        assert_eq!(show_setting("SHOW standard_conforming_strings;").expect("a setting").rows, [[serde_json::json!("on")]]);
+        assert!(show_setting("SHOW no_such_setting").is_none());
+        assert!(show_setting("SELECT 1").is_none());
+    }
 
     #[test]
     fn postgres_defaults_mean_the_default_database() {

@@ -31,6 +31,10 @@ fn column_type(rows: &[Vec<Value>], column: usize) -> Type {
         Type::FLOAT8
     } else if values().all(Value::is_boolean) {
         Type::BOOL
+    } else if values().all(|v| v.as_array().is_some_and(|a| a.iter().all(|x| x.is_i64()))) {
+        // Integer arrays (catalog keys such as `pg_constraint.conkey`,
+        // `array_agg` of integers), as PostgreSQL's `{1,2}`.
+        Type::INT8_ARRAY
     } else {
         Type::TEXT
     }
@@ -53,9 +57,19 @@ fn text_of(value: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The elements of an integer array value.
+fn integers(value: &Value) -> Option<Vec<i64>> {
+    value.as_array()?.iter().map(Value::as_i64).collect()
+}
+
 /// A value in its field's format: text as PostgreSQL writes it; binary as the
 /// field's type (`int8`, `float8`, `bool`, else the text's bytes).
 fn encode(encoder: &mut DataRowEncoder, value: Option<&Value>, field: &FieldInfo) -> PgWireResult<()> {
+    if *field.datatype() == Type::INT8_ARRAY
+        && let Some(ints) = value.and_then(integers)
+    {
+        return encoder.encode_field(&Some(ints));
+    }
     if field.format() == FieldFormat::Text || value.is_none_or(Value::is_null) {
         return encoder.encode_field(&text_of(value));
     }

@@ -441,8 +441,42 @@ impl<'a> Exec<'a> {
                     let (l, r) = (self.eval(left, env)?, self.eval(right, env)?);
                     arith(op, l, r)
                 }
+                B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch => {
+                    let (l, r) = (self.eval(left, env)?, self.eval(right, env)?);
+                    regex_op(op, &l, &r)
+                }
+                // `OPERATOR(pg_catalog.~)` and its kin, as psql writes them.
+                B::PGCustomBinaryOperator(path) => {
+                    let op = match path.last().map(String::as_str) {
+                        Some("~") => B::PGRegexMatch,
+                        Some("~*") => B::PGRegexIMatch,
+                        Some("!~") => B::PGRegexNotMatch,
+                        Some("!~*") => B::PGRegexNotIMatch,
+                        Some("=") => B::Eq,
+                        Some("<>") => B::NotEq,
+                        _ => return Err(unsupported(format!("operator {op} is not supported"))),
+                    };
+                    self.eval(&Expr::BinaryOp { left: left.clone(), op, right: right.clone() }, env)
+                }
                 other => Err(unsupported(format!("operator {other} is not supported"))),
             },
+            // `x = ANY(array)`, `x <> ALL(array)` over an array value (catalog
+            // arrays such as `pg_index.indkey`, JSON arrays, `'{1,2}'`).
+            Expr::AnyOp { left, compare_op, right, .. } | Expr::AllOp { left, compare_op, right } => {
+                let all = matches!(e, Expr::AllOp { .. });
+                let l = self.eval(left, env)?;
+                let mut verdict = Some(all);
+                for element in crate::system::array_elements(&self.eval(right, env)?) {
+                    match cmp_op(compare_op, &l, &element)?.as_bool()? {
+                        Some(b) if b != all => return Ok(Value::Bool(b)),
+                        Some(_) => {}
+                        None => verdict = None,
+                    }
+                }
+                Ok(b3(verdict))
+            }
+            // Tessera compares text by code point (PostgreSQL's "C" collation).
+            Expr::Collate { expr, .. } => self.eval(expr, env),
             Expr::UnaryOp { op, expr } => {
                 let v = self.eval(expr, env)?;
                 match op {
@@ -551,6 +585,16 @@ impl<'a> Exec<'a> {
             }
             Expr::Cast { expr, data_type, .. } => {
                 let v = self.eval(expr, env)?;
+                let system_type = match data_type {
+                    ast::DataType::Regclass => Some("regclass".to_string()),
+                    ast::DataType::Custom(name, args) if args.is_empty() => Some(name.to_string()),
+                    _ => None,
+                };
+                if let Some(type_name) = system_type
+                    && let Some(v) = self.system_cast(&v, &type_name)?
+                {
+                    return Ok(v);
+                }
                 let (ty, _) = crate::types::from_ast(data_type)?;
                 cast(v, &ty, true)
             }
@@ -647,6 +691,9 @@ impl<'a> Exec<'a> {
                 FunctionArgExpr::Expr(x) => vals.push(self.eval(x, env)?),
                 _ => return Err(parse(format!("{name}(*) is not valid"))),
             }
+        }
+        if let Some(v) = self.system_function(&name, &vals)? {
+            return Ok(v);
         }
         functions::scalar(&name, vals, self.ctx)
     }
@@ -790,4 +837,20 @@ pub fn in_values(v: &Value, vals: &[Value]) -> Result<Option<bool>> {
         }
     }
     Ok(if saw_null { None } else { Some(false) })
+}
+
+/// `~`, `~*`, `!~`, `!~*`: a POSIX-style regular expression match (the
+/// `regex` crate's syntax, which covers what PostgreSQL's common patterns use).
+fn regex_op(op: &B, text: &Value, pattern: &Value) -> Result<Value> {
+    if text.is_null() || pattern.is_null() {
+        return Ok(Value::Null);
+    }
+    let insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
+    let re = regex::RegexBuilder::new(&pattern.to_text())
+        .case_insensitive(insensitive)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| crate::error::SqlError::new(crate::error::ErrorCode::Invalid, format!("invalid regular expression: {e}")))?;
+    let found = re.is_match(&text.to_text());
+    Ok(Value::Bool(found != matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch)))
 }

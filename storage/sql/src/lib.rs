@@ -28,6 +28,7 @@ mod parser;
 pub use parser::MAX_EXPR_DEPTH;
 mod query;
 mod store;
+mod system;
 pub mod types;
 pub mod value;
 mod views;
@@ -104,6 +105,9 @@ pub struct ExecContext {
     /// The node-wide pool that reads draw intermediate memory from, besides
     /// their own budget (never set for applying writes).
     pub memory_pool: Option<std::sync::Arc<MemoryPool>>,
+    /// The database the statement runs in (`current_database()`, the
+    /// `pg_database` and `information_schema` catalogs).
+    pub database: String,
 }
 
 /// The default [`ExecContext::max_memory_bytes`]: 1 GiB.
@@ -119,6 +123,7 @@ impl Default for ExecContext {
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
             cancel: None,
             memory_pool: None,
+            database: String::new(),
         }
     }
 }
@@ -213,6 +218,7 @@ impl<'a> Exec<'a> {
             ctes: RefCell::new(Vec::new()),
             view_depth: Cell::new(0),
             window_slots: RefCell::new(Default::default()),
+            set_returning_row: Cell::new(None),
             subqueries: RefCell::new(Default::default()),
             analyze: Cell::new(false),
             vacuum: Vec::new(),

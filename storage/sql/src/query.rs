@@ -531,7 +531,10 @@ impl<'a> Exec<'a> {
                 let cte = self.ctes.borrow().iter().rev().find(|(n, _)| *n == tname).map(|(_, rs)| rs.clone());
                 let cte = match cte {
                     Some(rs) => Some(rs),
-                    None => self.expand_view(&tname)?.map(Rc::new),
+                    None => match self.system_table(name)? {
+                        Some(rs) => Some(Rc::new(rs)),
+                        None => self.expand_view(&tname)?.map(Rc::new),
+                    },
                 };
                 let (cols, src) = match cte {
                     Some(rs) => (rs.cols.clone(), Src::Rows(rs)),
@@ -791,9 +794,25 @@ impl<'a> Exec<'a> {
                 push(&mut out, project(&env)?)?;
             }
         } else {
+            let set_returning: Vec<&Expr> = proj.iter().filter_map(|p| p.0).filter(|e| crate::system::is_set_returning(e)).collect();
             for r in &kept {
                 let env = Env { scope: &scope, row: r, group: None, outer };
-                push(&mut out, project(&env)?)?;
+                if set_returning.is_empty() {
+                    push(&mut out, project(&env)?)?;
+                    continue;
+                }
+                // As PostgreSQL 10+: the calls step in lockstep, one output row
+                // per element of the longest; shorter ones give NULLs.
+                let mut rows = 0;
+                for e in &set_returning {
+                    rows = rows.max(self.set_returning_len(e, &env)?);
+                }
+                for i in 0..rows {
+                    self.set_returning_row.set(Some(i));
+                    let projected = project(&env);
+                    self.set_returning_row.set(None);
+                    push(&mut out, projected?)?;
+                }
             }
         }
         if distinct {

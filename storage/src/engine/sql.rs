@@ -112,6 +112,7 @@ impl SqlEngine {
             now_ms: op.transaction.as_ref().map_or(now, |t| t.now_ms),
             max_result_rows: op.max_result_rows,
             max_memory_bytes: memory_budget(op.max_memory_mb),
+            database: op.database.clone(),
             ..Default::default()
         };
         let outcome = {
@@ -254,6 +255,7 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<Rejection>
         max_memory_bytes: memory_budget(op.max_memory_mb),
         cancel: None,
         memory_pool: Some(memory_pool()),
+        database: op.database.clone(),
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
         Err(e) if matches!(e.code, ErrorCode::QueryTimeout | ErrorCode::QueryMemoryExceeded) => Some(e),
@@ -342,6 +344,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 max_memory_bytes: memory_budget(*max_memory_mb),
                 cancel,
                 memory_pool: Some(memory_pool()),
+                database: database.clone(),
             };
             tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result))
         }
@@ -354,6 +357,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 max_memory_bytes: memory_budget(*max_memory_mb),
                 cancel,
                 memory_pool: Some(memory_pool()),
+                database: database.clone(),
             };
             let last = transaction.steps.len().saturating_sub(1);
             match run_transaction(&kv(database), transaction, &ctx, &|_| false)? {

@@ -617,7 +617,13 @@ impl Nemesis {
     /// recorded move and goes on. Then it wakes up in the middle of its step
     /// with its old view of the map (the classic paused lock holder; issue 35,
     /// defect 4: its late calls must be refused).
-    async fn pause_meta_leader_mid_move(&mut self, c: &mut ChaosCluster, leader: u64, log: &std::path::Path, offset: u64) -> Result<String> {
+    async fn pause_meta_leader_mid_move(
+        &mut self,
+        c: &mut ChaosCluster,
+        leader: u64,
+        log: &std::path::Path,
+        offset: u64,
+    ) -> Result<String> {
         let started = Instant::now();
         let mut moving = false;
         while started.elapsed() < Duration::from_secs(20) {

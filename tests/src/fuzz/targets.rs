@@ -197,6 +197,7 @@ pub fn sql(data: &[u8]) {
         max_memory_bytes: 64 * 1024 * 1024,
         cancel: None,
         memory_pool: None,
+        database: "fuzz".into(),
     };
     let params = [json!(1), json!("x"), Value::Null];
     let _ = tessera_sql::execute(sql_base(), &text, &params, &ctx);
