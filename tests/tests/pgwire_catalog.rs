@@ -1,7 +1,8 @@
 //! Scenarios: tools that read the system catalogs, through the PostgreSQL
 //! listener. Debian's `psql` lists tables (`\dt`), indexes (`\di`), views
 //! (`\dv`) and the database (`\l`) and describes a table (`\d`) with its
-//! columns, types, defaults, indexes and checks; SQLAlchemy 1.4 (Debian's
+//! columns, types, defaults, indexes and checks, and answers the verbose and
+//! other listings (`\d+`, `\dt+`, `\l+`, `\du`, `\dn+`, `\df`, `\z`); SQLAlchemy 1.4 (Debian's
 //! `python3-sqlalchemy` over `python3-psycopg2`) creates tables with its own
 //! DDL and reflects them back — columns, types, primary and foreign keys,
 //! indexes, unique constraints — then reads and writes through the reflected
@@ -87,6 +88,15 @@ fn psql_scenario(port: u16) -> Result<()> {
     ensure!(views.contains("big_accounts | view"), "\\dv:\n{views}");
     let databases = psql(port, &["\\l"])?;
     ensure!(databases.contains(" shop ") && databases.contains("UTF8"), "\\l:\n{databases}");
+
+    // The verbose forms and the other listings answer too.
+    let verbose = psql(port, &["\\d+ accounts"])?;
+    ensure!(verbose.contains("Storage") && verbose.contains("Access method: heap"), "\\d+:\n{verbose}");
+    for command in ["\\dt+", "\\di+", "\\l+", "\\du", "\\dn+", "\\df", "\\z", "\\d+ big_accounts"] {
+        psql(port, &[command])?;
+    }
+    let roles = psql(port, &["\\du"])?;
+    ensure!(roles.contains("tessera"), "\\du:\n{roles}");
 
     // A name that is no relation: psql's own message, not an error of the server.
     let missing = psql(port, &["\\d nothing_here"]);

@@ -664,6 +664,18 @@ impl<'a> Exec<'a> {
 
     fn eval_function(&self, f: &ast::Function, env: &Env) -> Result<Value> {
         let name = func_name(f);
+        // `ARRAY(SELECT …)`: the subquery's one column as an array.
+        if let FunctionArguments::Subquery(q) = &f.args {
+            if name != "array" {
+                return Err(unsupported(format!("{name}(SELECT …) is not supported")));
+            }
+            let rs = self.run_subquery(q, env)?;
+            if rs.cols.len() != 1 {
+                return Err(type_mismatch("subquery must return only one column"));
+            }
+            let items: Vec<serde_json::Value> = rs.rows.iter().map(|r| r.last().map_or(serde_json::Value::Null, Value::to_json)).collect();
+            return Ok(Value::Json(serde_json::Value::Array(items).to_string()));
+        }
         if f.over.is_some() {
             return self.window_value(f, env);
         }

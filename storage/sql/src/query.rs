@@ -523,10 +523,18 @@ impl<'a> Exec<'a> {
     fn table_item<'q>(&self, f: &TableFactor, kind: JoinKind, _on: Option<Expr>, outer: Option<&Env>) -> Result<Item<'q>> {
         match f {
             TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    return Err(unsupported("table functions are not supported"));
-                }
                 let tname = object_name(name);
+                if let Some(args) = args {
+                    // `FROM generate_series(1, 3) s`.
+                    let mut exprs = Vec::with_capacity(args.args.len());
+                    for a in &args.args {
+                        match a {
+                            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => exprs.push(x),
+                            _ => return Err(unsupported(format!("arguments of table function {tname}() must be plain expressions"))),
+                        }
+                    }
+                    return self.table_function_item(&tname, &exprs, alias.as_ref(), kind, outer);
+                }
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
                 let cte = self.ctes.borrow().iter().rev().find(|(n, _)| *n == tname).map(|(_, rs)| rs.clone());
                 let cte = match cte {
@@ -577,9 +585,38 @@ impl<'a> Exec<'a> {
                     _p: Default::default(),
                 })
             }
+            TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. } if array_exprs.len() == 1 => {
+                self.table_function_item("unnest", &[&array_exprs[0]], alias.as_ref(), kind, outer)
+            }
             TableFactor::NestedJoin { .. } => Err(unsupported("parenthesized joins are not supported")),
             _ => Err(unsupported("unsupported FROM item")),
         }
+    }
+
+    /// A table function in FROM (`unnest(array) x`, `generate_series(1, 3) s`):
+    /// its arguments may name the outer query's columns.
+    fn table_function_item<'q>(
+        &self,
+        name: &str,
+        args: &[&Expr],
+        alias: Option<&ast::TableAlias>,
+        kind: JoinKind,
+        outer: Option<&Env>,
+    ) -> Result<Item<'q>> {
+        let env = Env::empty(outer);
+        let mut values = Vec::with_capacity(args.len());
+        for x in args {
+            values.push(self.eval(x, &env)?);
+        }
+        let rs = crate::system::table_function(name, &values)?;
+        let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.to_string());
+        // A single-column function's column takes the alias's name, as in PostgreSQL.
+        let cols = match alias {
+            Some(a) if a.columns.is_empty() => vec![qual.clone()],
+            Some(a) => a.columns.iter().map(|c| ident(&c.name)).collect(),
+            None => rs.cols.clone(),
+        };
+        Ok(Item { qual, cols, src: Src::Rows(Rc::new(rs)), kind, on: None, merged: Vec::new(), _p: Default::default() })
     }
 
     /// Runs one SELECT block; returns output columns and (order keys, row) pairs.

@@ -29,6 +29,8 @@ pub const OWNER: &str = "tessera";
 const HEAP_AM: i64 = 2;
 const BTREE_AM: i64 = 403;
 const HASH_AM: i64 = 405;
+/// `pg_tablespace`'s one row, `pg_default`.
+const DEFAULT_TABLESPACE: i64 = 1663;
 /// Oids of user relations start where PostgreSQL's do.
 const FIRST_USER_OID: i64 = 16_384;
 /// Each table owns a block of oids: itself, its indexes and its constraints.
@@ -473,6 +475,7 @@ impl Snapshot {
                     "datctype",
                     "daticulocale",
                     "datacl",
+                    "dattablespace",
                 ]),
                 rows: vec![vec![
                     int(FIRST_USER_OID - 1),
@@ -487,6 +490,7 @@ impl Snapshot {
                     text("C"),
                     Value::Null,
                     Value::Null,
+                    int(DEFAULT_TABLESPACE),
                 ]],
             },
             "pg_roles" | "pg_user" | "pg_authid" => RowSet {
@@ -512,7 +516,7 @@ impl Snapshot {
                     boolean(true),
                     boolean(true),
                     boolean(true),
-                    boolean(false),
+                    boolean(true),
                     boolean(false),
                     int(-1),
                     Value::Null,
@@ -525,6 +529,19 @@ impl Snapshot {
             "pg_settings" => RowSet { cols: cols(&["name", "setting", "unit", "category", "short_desc"]), rows: Vec::new() },
             // Catalogs of features Tessera does not have: the columns their
             // readers name, no rows.
+            "pg_auth_members" => empty(&["oid", "roleid", "member", "grantor", "admin_option"]),
+            "pg_proc" => empty(&[
+                "oid",
+                "proname",
+                "pronamespace",
+                "proowner",
+                "prolang",
+                "prokind",
+                "prorettype",
+                "proargtypes",
+                "proretset",
+                "prosrc",
+            ]),
             "pg_description" => empty(&["objoid", "classoid", "objsubid", "description"]),
             "pg_collation" => empty(&["oid", "collname", "collnamespace", "collprovider", "collcollate", "collctype"]),
             "pg_enum" => empty(&["oid", "enumtypid", "enumsortorder", "enumlabel"]),
@@ -689,6 +706,9 @@ impl Snapshot {
                 int(0),
                 Value::Null,
                 Value::Null,
+                text(if matches!(ty.oid, 25 | 1042 | 1043 | 17 | 114 | 1700) { "x" } else { "p" }),
+                text(""),
+                int(-1),
             ]
         };
         for t in &self.tables {
@@ -721,6 +741,9 @@ impl Snapshot {
                 "attndims",
                 "attacl",
                 "attoptions",
+                "attstorage",
+                "attcompression",
+                "attstattarget",
             ]),
             rows,
         }
@@ -1014,7 +1037,33 @@ impl Exec<'_> {
                 found.map_or(Value::Null, Value::Text)
             }
             "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege" => boolean(true),
-            "array_to_string" if args.first().is_none_or(Value::is_null) => Value::Null,
+            "array_to_string" => match args.first() {
+                None | Some(Value::Null) => Value::Null,
+                Some(array) => {
+                    let separator = args.get(1).map(Value::to_text).unwrap_or_default();
+                    let null_as = args.get(2).filter(|v| !v.is_null()).map(Value::to_text);
+                    let parts: Vec<String> = array_elements(array)
+                        .iter()
+                        .filter_map(|e| if e.is_null() { null_as.clone() } else { Some(e.to_text()) })
+                        .collect();
+                    text(parts.join(&separator))
+                }
+            },
+            "array_upper" | "array_length" | "cardinality" => match args.first() {
+                None | Some(Value::Null) => Value::Null,
+                Some(array) => match array_elements(array).len() {
+                    0 => Value::Null,
+                    n => int(n as i64),
+                },
+            },
+            // Sizes are not tracked per relation (a group's key space holds
+            // every table of its database): NULL, which psql shows as blank.
+            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" | "pg_indexes_size" | "pg_database_size" => Value::Null,
+            "pg_size_pretty" => match args.first() {
+                Some(Value::Int(n)) => text(size_pretty(*n)),
+                _ => Value::Null,
+            },
+            "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_statisticsobjdef_columns" => Value::Null,
             "unnest" | "generate_subscripts" => self.set_returning_value(name, args)?,
             _ => return Ok(None),
         }))
@@ -1045,6 +1094,54 @@ impl Exec<'_> {
             ("name", other) => text(other.to_text()),
             _ => return Ok(None),
         }))
+    }
+}
+
+/// `pg_size_pretty`: bytes in the largest unit that keeps the number at 10,240
+/// or more below it, as PostgreSQL rounds.
+fn size_pretty(bytes: i64) -> String {
+    let mut value = bytes;
+    for unit in ["bytes", "kB", "MB", "GB", "TB"] {
+        if value.abs() < 10 * 1024 || unit == "TB" {
+            return format!("{value} {unit}");
+        }
+        value = (value + 512) / 1024;
+    }
+    format!("{value} PB")
+}
+
+/// A table function in FROM: `unnest(array)` (one column, `unnest`) or
+/// `generate_series(start, stop [, step])` over integers.
+pub(crate) fn table_function(name: &str, args: &[Value]) -> Result<RowSet> {
+    match name {
+        "unnest" => {
+            let rows = args.first().map(array_elements).unwrap_or_default().into_iter().map(|v| vec![v]).collect();
+            Ok(RowSet { cols: cols(&["unnest"]), rows })
+        }
+        "generate_series" => {
+            let number = |i: usize| match args.get(i) {
+                Some(Value::Int(n)) => Ok(Some(*n)),
+                Some(Value::Null) => Ok(None),
+                None if i == 2 => Ok(Some(1)),
+                Some(Value::Text(s)) if s.trim().parse::<i64>().is_ok() => Ok(s.trim().parse().ok()),
+                _ => Err(crate::error::type_mismatch("generate_series() takes integers")),
+            };
+            let (Some(start), Some(stop), Some(step)) = (number(0)?, number(1)?, number(2)?) else {
+                return Ok(RowSet { cols: cols(&["generate_series"]), rows: Vec::new() });
+            };
+            if step == 0 {
+                return Err(crate::error::SqlError::new(crate::error::ErrorCode::Invalid, "step size cannot equal zero"));
+            }
+            const MAX_ROWS: i64 = 1_000_000;
+            let (start, stop, step) = (i128::from(start), i128::from(stop), i128::from(step));
+            let count = if (step > 0 && start > stop) || (step < 0 && start < stop) { 0 } else { (stop - start) / step + 1 };
+            if count > i128::from(MAX_ROWS) {
+                return Err(crate::error::unsupported(format!("generate_series() gives at most {MAX_ROWS} rows")));
+            }
+            let rows = (0..count).map(|i| vec![int((start + i * step) as i64)]).collect();
+            Ok(RowSet { cols: cols(&["generate_series"]), rows })
+        }
+        other => Err(crate::error::unsupported(format!("table function {other}() is not supported"))),
     }
 }
 
@@ -1119,6 +1216,13 @@ impl Exec<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_print_as_pg_size_pretty_does() {
+        assert_eq!(size_pretty(8192), "8192 bytes");
+        assert_eq!(size_pretty(10 * 1024), "10 kB");
+        assert_eq!(size_pretty(123_456_789), "118 MB");
+    }
 
     #[test]
     fn format_type_names_types_as_postgresql_does() {

@@ -174,3 +174,45 @@ fn any_and_all_compare_with_every_element_of_an_array() {
     );
     assert_eq!(run(&mut s, &sql), vec![vec![json!("acct_uq_key"), json!([4]), json!(4), json!("uq")]]);
 }
+
+#[test]
+fn psql_verbose_listings_roles_functions_and_privileges_answer() {
+    let mut s = shop();
+    let oid = run(&mut s, "SELECT 'acct'::regclass")[0][0].to_string();
+    let with = |name: &str| psql(name).replace("$OID", &oid);
+    let table = run(&mut s, &with("dplus_table"));
+    assert_eq!(table.len(), 1, "{table:?}");
+    assert_eq!(table[0][9], Value::Null, "no storage options");
+    let columns = run(&mut s, &with("dplus_columns"));
+    assert_eq!(columns.iter().map(|r| r[7].clone()).collect::<Vec<_>>(), [json!("p"), json!("x"), json!("x"), json!("x")], "attstorage");
+    let tables = run(&mut s, &psql("dtplus"));
+    assert_eq!(tables.len(), 2);
+    assert_eq!(tables[0][6], Value::Null, "sizes are not tracked per relation");
+    let roles = run(&mut s, &psql("du"));
+    assert_eq!(roles[0][0], json!("tessera"));
+    assert_eq!(roles[0][8], json!([]), "member of no role");
+    assert_eq!(run(&mut s, &psql("df")), Vec::<Vec<Value>>::new());
+    let privileges = run(&mut s, &psql("z"));
+    assert_eq!(privileges.iter().map(|r| r[1].clone()).collect::<Vec<_>>(), [json!("acct"), json!("orders"), json!("rich")]);
+    assert_eq!(privileges[0][4], json!(""), "no column privileges");
+}
+
+#[test]
+fn table_functions_and_array_subqueries() {
+    let mut s = shop();
+    assert_eq!(run(&mut s, "SELECT x * 2 FROM generate_series(1, 3) x"), vec![vec![json!(2)], vec![json!(4)], vec![json!(6)]]);
+    assert_eq!(run(&mut s, "SELECT count(*) FROM generate_series(10, 1, -3)"), vec![vec![json!(4)]]);
+    assert_eq!(run(&mut s, "SELECT u FROM unnest('{5,6}') u ORDER BY u DESC"), vec![vec![json!(6)], vec![json!(5)]]);
+    assert_eq!(
+        run(&mut s, "SELECT ARRAY(SELECT relname FROM pg_class WHERE relkind = 'r' ORDER BY 1)"),
+        vec![vec![json!(["acct", "orders"])]]
+    );
+    assert_eq!(
+        run(&mut s, "SELECT array_to_string(ARRAY(SELECT relname FROM pg_class WHERE relkind = 'v'), ', ')"),
+        vec![vec![json!("rich")]]
+    );
+    let err = s.exec("SELECT * FROM generate_series(1, 10, 0)", &[]).unwrap_err();
+    assert!(err.message.contains("step size cannot equal zero"), "{err:?}");
+    let err = s.exec("SELECT * FROM generate_series(1, 100000000)", &[]).unwrap_err();
+    assert!(err.message.contains("at most"), "{err:?}");
+}
