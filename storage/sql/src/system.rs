@@ -1132,7 +1132,7 @@ pub(crate) fn table_function(name: &str, args: &[Value]) -> Result<RowSet> {
             if step == 0 {
                 return Err(crate::error::SqlError::new(crate::error::ErrorCode::Invalid, "step size cannot equal zero"));
             }
-            const MAX_ROWS: i64 = 1_000_000;
+            const MAX_ROWS: i64 = 100_000;
             let (start, stop, step) = (i128::from(start), i128::from(stop), i128::from(step));
             let count = if (step > 0 && start > stop) || (step < 0 && start < stop) { 0 } else { (stop - start) / step + 1 };
             if count > i128::from(MAX_ROWS) {
