@@ -114,7 +114,8 @@ pub async fn execute(
     let outcome = match result.map_err(|r| ApiError::sql(r, sql))? {
         SqlResult::Rows(mut r) => {
             masked = guard::guard_rows(state, caller, &database, sql, &r.columns, &mut r.rows).await?;
-            if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("delete")) {
+            let verb = sql.trim_start().split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("");
+            if verb.eq_ignore_ascii_case("delete") || verb.eq_ignore_ascii_case("truncate") {
                 security::watch_volume(state, caller, Volume::Deleted, r.rows_affected, &statement);
             }
             security::watch_volume(state, caller, Volume::ReadOut, r.row_count as u64, &statement);

@@ -541,6 +541,30 @@ async fn mass_deletion_and_export_open_incidents() {
     assert!(events["events"][0]["description"].as_str().unwrap().contains("deleted 6 rows"), "{events}");
 }
 
+/// `TRUNCATE` counts as a deletion of every row it empties: past
+/// `security.mass_data_rows` it raises `mass_data_deletion`, as `DELETE` does.
+#[tokio::test]
+async fn a_mass_truncate_opens_a_deletion_incident() {
+    let router = TestRouter::with_config(2, |c| {
+        c.compliance.enabled = true;
+        c.security.mass_data_rows = 5;
+    })
+    .await;
+    router.post("/api/v1/query", &json!({"sql": "CREATE TABLE t (id INT PRIMARY KEY)"})).await.expect(200);
+    router.post("/api/v1/query", &json!({"sql": "INSERT INTO t VALUES (1), (2), (3), (4), (5), (6)"})).await.expect(200);
+    let emptied = router.post("/api/v1/query", &json!({"sql": "TRUNCATE TABLE t"})).await.expect(200);
+    assert_eq!(emptied["rows_affected"], 6, "{emptied}");
+    let mut events = json!(null);
+    for _ in 0..100 {
+        events = router.get(&format!("{C}/security-events?event_type=mass_data_deletion")).await.expect(200);
+        if events["events"].as_array().is_some_and(|e| !e.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(events["events"][0]["description"].as_str().is_some_and(|d| d.contains("deleted 6 rows")), "{events}");
+}
+
 /// An admin logging in from an address never seen for them raises
 /// `admin_from_unknown_ip` (high), which opens an incident; a known address does not.
 #[tokio::test]

@@ -287,13 +287,36 @@ impl<'a> Exec<'a> {
                 {
                     return Err(unsupported("TRUNCATE ... RESTART IDENTITY and TRUNCATE ... CASCADE are not supported"));
                 }
-                // Every row deleted, as DELETE does (indexes, references, change capture).
+                // Every row deleted, as DELETE does (indexes, references, change
+                // capture); a table that refers to another one named here goes
+                // first, so `TRUNCATE parent, child` empties both.
+                let mut pending: Vec<String> = Vec::new();
                 for target in table_names {
-                    for delete in parser::parse_statements(&format!("DELETE FROM {}", target.name))? {
-                        self.exec_stmt(&delete)?;
+                    let name = exec::object_name(&target.name);
+                    if !pending.contains(&name) {
+                        pending.push(name);
                     }
                 }
-                StmtOut::Affected(0)
+                let mut referring: Vec<(String, Vec<String>)> = Vec::new();
+                for name in &pending {
+                    let refs = catalog::get_table(&self.kv, name)?.map(|t| t.foreign_keys.into_iter().map(|f| f.ref_table).collect());
+                    referring.push((name.clone(), refs.unwrap_or_default()));
+                }
+                // The rows deleted are counted (the mass-deletion detector reads
+                // them); PostgreSQL's command tag carries no count.
+                let mut deleted = 0;
+                while !pending.is_empty() {
+                    let referred =
+                        |name: &String| referring.iter().any(|(t, refs)| t != name && pending.contains(t) && refs.contains(name));
+                    let next = pending.iter().position(|n| !referred(n)).unwrap_or(0);
+                    let name = pending.remove(next);
+                    for delete in parser::parse_statements(&format!("DELETE FROM \"{}\"", name.replace('"', "\"\"")))? {
+                        if let StmtOut::Affected(n) = self.exec_stmt(&delete)? {
+                            deleted += n;
+                        }
+                    }
+                }
+                StmtOut::Affected(deleted)
             }
             Statement::Copy {
                 source: sqlparser::ast::CopySource::Table { table_name, columns },

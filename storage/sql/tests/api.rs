@@ -267,10 +267,27 @@ fn truncate_empties_every_table_it_names() {
     let mut s = MemStore::new();
     s.exec("CREATE TABLE a (id INT PRIMARY KEY, v TEXT UNIQUE); CREATE TABLE b (id INT PRIMARY KEY)", &[]).unwrap();
     s.exec("INSERT INTO a VALUES (1, 'x'), (2, 'y'); INSERT INTO b VALUES (1)", &[]).unwrap();
-    s.exec("TRUNCATE TABLE a, b", &[]).unwrap();
+    assert_eq!(s.exec("TRUNCATE TABLE a, b", &[]).unwrap().rows_affected, 3, "the rows deleted are counted");
     assert_eq!(s.exec("SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM b)", &[]).unwrap().rows, vec![vec![json!(0)]]);
     // Its unique index is emptied too: the same values go in again.
     s.exec("INSERT INTO a VALUES (1, 'x')", &[]).unwrap();
     assert_eq!(s.exec("TRUNCATE missing", &[]).unwrap_err().code, ErrorCode::TableNotFound);
     assert_eq!(s.exec("TRUNCATE a CASCADE", &[]).unwrap_err().code, ErrorCode::Unsupported);
+}
+
+#[test]
+fn truncate_of_a_parent_and_its_child_together_empties_both_in_any_order() {
+    use serde_json::json;
+    let mut s = MemStore::new();
+    s.exec("CREATE TABLE parent (id INT PRIMARY KEY); CREATE TABLE child (id INT PRIMARY KEY, p INT REFERENCES parent (id))", &[]).unwrap();
+    for order in ["parent, child", "child, parent"] {
+        s.exec("INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (10, 1), (11, 2)", &[]).unwrap();
+        s.exec(&format!("TRUNCATE {order}"), &[]).unwrap_or_else(|e| panic!("TRUNCATE {order}: {e:?}"));
+        let left = s.exec("SELECT (SELECT count(*) FROM parent) + (SELECT count(*) FROM child)", &[]).unwrap().rows;
+        assert_eq!(left, vec![vec![json!(0)]], "TRUNCATE {order}");
+    }
+    // A parent alone, while a child refers to it, is refused and keeps its rows.
+    s.exec("INSERT INTO parent VALUES (1); INSERT INTO child VALUES (10, 1)", &[]).unwrap();
+    assert_eq!(s.exec("TRUNCATE parent", &[]).unwrap_err().code, ErrorCode::ConstraintViolation);
+    assert_eq!(s.exec("SELECT count(*) FROM parent", &[]).unwrap().rows, vec![vec![json!(1)]]);
 }
