@@ -130,41 +130,41 @@ impl CopyDecoder {
 
 /// A line of PostgreSQL's text format: fields split at the delimiter,
 /// backslash escapes decoded; a field written as the NULL string is NULL.
+/// Octal and hex escapes are bytes (`\303\251` is `é` in UTF-8), as in
+/// PostgreSQL; a field whose bytes are not UTF-8 is refused.
 fn text_fields(line: &str, o: &CopyOptions) -> Result<Fields, String> {
     let mut fields = Vec::new();
-    let (mut raw, mut value) = (String::new(), String::new());
+    let (mut raw, mut value) = (String::new(), Vec::new());
+    let push = |value: &mut Vec<u8>, c: char| value.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         if c == o.delimiter {
-            fields.push(take_field(&mut raw, &mut value, o));
+            fields.push(take_field(&mut raw, &mut value, o)?);
             continue;
         }
         raw.push(c);
         if c != '\\' {
-            value.push(c);
+            push(&mut value, c);
             continue;
         }
         let Some(e) = chars.next() else { return Err("end-of-copy marker corrupt".into()) };
         raw.push(e);
         match e {
-            'b' => value.push('\u{8}'),
-            'f' => value.push('\u{c}'),
-            'n' => value.push('\n'),
-            'r' => value.push('\r'),
-            't' => value.push('\t'),
-            'v' => value.push('\u{b}'),
-            '0'..='7' => {
-                let n = escaped_number(&mut chars, &mut raw, 8, e.to_digit(8).unwrap_or(0));
-                value.push(char::from_u32(n).ok_or("invalid octal escape")?);
-            }
+            'b' => value.push(0x08),
+            'f' => value.push(0x0c),
+            'n' => value.push(b'\n'),
+            'r' => value.push(b'\r'),
+            't' => value.push(b'\t'),
+            'v' => value.push(0x0b),
+            // The low eight bits, as PostgreSQL keeps them.
+            '0'..='7' => value.push((escaped_number(&mut chars, &mut raw, 8, e.to_digit(8).unwrap_or(0)) & 0xff) as u8),
             'x' if chars.peek().is_some_and(char::is_ascii_hexdigit) => {
-                let n = escaped_number(&mut chars, &mut raw, 16, 0);
-                value.push(char::from_u32(n).ok_or("invalid hex escape")?);
+                value.push((escaped_number(&mut chars, &mut raw, 16, 0) & 0xff) as u8)
             }
-            other => value.push(other),
+            other => push(&mut value, other),
         }
     }
-    fields.push(take_field(&mut raw, &mut value, o));
+    fields.push(take_field(&mut raw, &mut value, o)?);
     Ok(fields)
 }
 
@@ -179,11 +179,14 @@ fn escaped_number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, raw: &mu
     n
 }
 
-fn take_field(raw: &mut String, value: &mut String, o: &CopyOptions) -> Option<String> {
+fn take_field(raw: &mut String, value: &mut Vec<u8>, o: &CopyOptions) -> Result<Option<String>, String> {
     let is_null = *raw == o.null;
     raw.clear();
-    let v = std::mem::take(value);
-    (!is_null).then_some(v)
+    let bytes = std::mem::take(value);
+    if is_null {
+        return Ok(None);
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| "invalid byte sequence for encoding \"UTF8\"".to_string())
 }
 
 /// A record of CSV: quoted fields may hold delimiters, newlines and (doubled,
@@ -264,6 +267,15 @@ mod tests {
         assert_eq!(rows, vec![row(&[Some("1"), Some("a\nb")])]);
         let rows = all("COPY t FROM STDIN WITH (DELIMITER '|', NULL 'nil')", &[b"1|nil|a\\|b"]).unwrap();
         assert_eq!(rows, vec![row(&[Some("1"), None, Some("a|b")])]);
+    }
+
+    #[test]
+    fn octal_and_hex_escapes_are_bytes_of_utf8() {
+        // `é` is C3 A9 in UTF-8: PostgreSQL's COPY reads the escapes as those bytes.
+        let rows = all("COPY t FROM STDIN", &[b"caf\\303\\251\tcaf\\xc3\\xa9\n"]).unwrap();
+        assert_eq!(rows, vec![row(&[Some("caf\u{e9}"), Some("caf\u{e9}")])]);
+        let err = all("COPY t FROM STDIN", &[b"bad\\377\n"]).unwrap_err();
+        assert!(err.contains("line 1") && err.contains("UTF8"), "{err}");
     }
 
     #[test]
