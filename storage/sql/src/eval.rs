@@ -466,7 +466,18 @@ impl<'a> Exec<'a> {
                 let all = matches!(e, Expr::AllOp { .. });
                 let l = self.eval(left, env)?;
                 let mut verdict = Some(all);
-                for element in crate::system::array_elements(&self.eval(right, env)?) {
+                // `x = ANY (SELECT …)`: the subquery's rows, as `IN` reads them.
+                let elements = match right.as_ref() {
+                    Expr::Subquery(q) => {
+                        let rs = self.run_subquery(q, env)?;
+                        if rs.cols.len() != 1 {
+                            return Err(type_mismatch("subquery has too many columns"));
+                        }
+                        rs.rows.iter().filter_map(|r| r.last().cloned()).collect()
+                    }
+                    other => crate::system::array_elements(&self.eval(other, env)?),
+                };
+                for element in elements {
                     match cmp_op(compare_op, &l, &element)?.as_bool()? {
                         Some(b) if b != all => return Ok(Value::Bool(b)),
                         Some(_) => {}
@@ -664,6 +675,9 @@ impl<'a> Exec<'a> {
 
     fn eval_function(&self, f: &ast::Function, env: &Env) -> Result<Value> {
         let name = func_name(f);
+        if matches!(name.as_str(), "unnest" | "generate_subscripts") && f.over.is_none() {
+            return self.set_returning_value(f, &name);
+        }
         // `ARRAY(SELECT …)`: the subquery's one column as an array.
         if let FunctionArguments::Subquery(q) = &f.args {
             if name != "array" {
@@ -860,6 +874,7 @@ fn regex_op(op: &B, text: &Value, pattern: &Value) -> Result<Value> {
     let insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
     let re = regex::RegexBuilder::new(&pattern.to_text())
         .case_insensitive(insensitive)
+        .dot_matches_new_line(true)
         .size_limit(1 << 20)
         .build()
         .map_err(|e| crate::error::SqlError::new(crate::error::ErrorCode::Invalid, format!("invalid regular expression: {e}")))?;

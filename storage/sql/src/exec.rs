@@ -88,9 +88,9 @@ pub struct Exec<'a> {
     /// Window call (by the address of its AST node) → its hidden column's slot.
     pub window_slots: RefCell<std::collections::HashMap<usize, usize>>,
     /// While a select list with set-returning calls (`unnest`,
-    /// `generate_subscripts`) is projected: which of their elements this
-    /// output row takes.
-    pub set_returning_row: Cell<Option<usize>>,
+    /// `generate_subscripts`) is projected: their elements for the input row
+    /// and which of them this output row takes.
+    pub set_returning: RefCell<Option<crate::system::SetReturning>>,
     /// Key prefixes VACUUM asked to compact (empty prefix: the whole database).
     pub vacuum: Vec<Vec<u8>>,
     /// Change data capture: which tables' row changes to record (`None`: none).

@@ -218,7 +218,7 @@ impl<'a> Exec<'a> {
             ctes: RefCell::new(Vec::new()),
             view_depth: Cell::new(0),
             window_slots: RefCell::new(Default::default()),
-            set_returning_row: Cell::new(None),
+            set_returning: RefCell::new(None),
             subqueries: RefCell::new(Default::default()),
             analyze: Cell::new(false),
             vacuum: Vec::new(),
@@ -291,16 +291,17 @@ impl<'a> Exec<'a> {
                 // capture); a table that refers to another one named here goes
                 // first, so `TRUNCATE parent, child` empties both.
                 let mut pending: Vec<String> = Vec::new();
+                let mut named = std::collections::HashSet::new();
+                let mut referring: Vec<(String, Vec<String>)> = Vec::new();
                 for target in table_names {
                     let name = exec::object_name(&target.name);
-                    if !pending.contains(&name) {
-                        pending.push(name);
+                    if !named.insert(name.clone()) {
+                        continue;
                     }
-                }
-                let mut referring: Vec<(String, Vec<String>)> = Vec::new();
-                for name in &pending {
-                    let refs = catalog::get_table(&self.kv, name)?.map(|t| t.foreign_keys.into_iter().map(|f| f.ref_table).collect());
-                    referring.push((name.clone(), refs.unwrap_or_default()));
+                    // A missing table fails the statement before anything is done.
+                    let table = self.load_table(&name)?;
+                    referring.push((name.clone(), table.foreign_keys.into_iter().map(|f| f.ref_table).collect()));
+                    pending.push(name);
                 }
                 // The rows deleted are counted (the mass-deletion detector reads
                 // them); PostgreSQL's command tag carries no count.

@@ -536,7 +536,11 @@ impl<'a> Exec<'a> {
                     return self.table_function_item(&tname, &exprs, alias.as_ref(), kind, outer);
                 }
                 let qual = alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| tname.clone());
-                let cte = self.ctes.borrow().iter().rev().find(|(n, _)| *n == tname).map(|(_, rs)| rs.clone());
+                // A schema-qualified name (`pg_catalog.pg_class`) is never a CTE.
+                let cte = match name.0.len() {
+                    1 => self.ctes.borrow().iter().rev().find(|(n, _)| *n == tname).map(|(_, rs)| rs.clone()),
+                    _ => None,
+                };
                 let cte = match cte {
                     Some(rs) => Some(rs),
                     None => match self.system_table(name)? {
@@ -613,6 +617,13 @@ impl<'a> Exec<'a> {
         // A single-column function's column takes the alias's name, as in PostgreSQL.
         let cols = match alias {
             Some(a) if a.columns.is_empty() => vec![qual.clone()],
+            Some(a) if a.columns.len() > rs.cols.len() => {
+                return Err(crate::error::parse(format!(
+                    "table \"{qual}\" has {} columns available but {} columns specified",
+                    rs.cols.len(),
+                    a.columns.len()
+                )));
+            }
             Some(a) => a.columns.iter().map(|c| ident(&c.name)).collect(),
             None => rs.cols.clone(),
         };
@@ -839,15 +850,21 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 // As PostgreSQL 10+: the calls step in lockstep, one output row
-                // per element of the longest; shorter ones give NULLs.
+                // per element of the longest; shorter ones give NULLs. Each
+                // call's elements are computed once per input row.
+                let mut elements = std::collections::HashMap::new();
                 let mut rows = 0;
                 for e in &set_returning {
-                    rows = rows.max(self.set_returning_len(e, &env)?);
+                    let (call, list) = self.set_returning_elements(e, &env)?;
+                    rows = rows.max(list.len());
+                    elements.insert(call, Rc::new(list));
                 }
-                for i in 0..rows {
-                    self.set_returning_row.set(Some(i));
+                for row in 0..rows {
+                    self.tick()?;
+                    let current = crate::system::SetReturning { row, elements: elements.clone() };
+                    let previous = self.set_returning.replace(Some(current));
                     let projected = project(&env);
-                    self.set_returning_row.set(None);
+                    self.set_returning.replace(previous);
                     push(&mut out, projected?)?;
                 }
             }

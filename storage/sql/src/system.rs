@@ -1004,8 +1004,9 @@ impl Exec<'_> {
             "pg_relation_is_publishable" => boolean(false),
             "pg_get_userbyid" => text(OWNER),
             "pg_encoding_to_char" => text(if oid(0) == Some(6) { "UTF8" } else { "" }),
-            // As the PostgreSQL listener announces it (server_version 16.0).
-            "version" => text(format!("PostgreSQL 16.0 (Tessera {}) on a Tessera cluster", env!("CARGO_PKG_VERSION"))),
+            // No build number: a write may store it, and every replica (of
+            // whichever build, in a rolling update) must store the same.
+            "version" => text("PostgreSQL 16.0 (Tessera) on a Tessera cluster"),
             "current_schema" => text("public"),
             "current_schemas" => text("{public}"),
             "current_database" | "current_catalog" => text(self.ctx.database.clone()),
@@ -1052,7 +1053,7 @@ impl Exec<'_> {
             "array_upper" | "array_length" | "cardinality" => match args.first() {
                 None | Some(Value::Null) => Value::Null,
                 Some(array) => match array_elements(array).len() {
-                    0 => Value::Null,
+                    0 if name != "cardinality" => Value::Null,
                     n => int(n as i64),
                 },
             },
@@ -1064,7 +1065,6 @@ impl Exec<'_> {
                 _ => Value::Null,
             },
             "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_statisticsobjdef_columns" => Value::Null,
-            "unnest" | "generate_subscripts" => self.set_returning_value(name, args)?,
             _ => return Ok(None),
         }))
     }
@@ -1100,14 +1100,13 @@ impl Exec<'_> {
 /// `pg_size_pretty`: bytes in the largest unit that keeps the number at 10,240
 /// or more below it, as PostgreSQL rounds.
 fn size_pretty(bytes: i64) -> String {
-    let mut value = bytes;
-    for unit in ["bytes", "kB", "MB", "GB", "TB"] {
-        if value.abs() < 10 * 1024 || unit == "TB" {
-            return format!("{value} {unit}");
-        }
+    const UNITS: [&str; 6] = ["bytes", "kB", "MB", "GB", "TB", "PB"];
+    let (mut value, mut unit) = (i128::from(bytes), 0);
+    while value.abs() >= 10 * 1024 && unit < UNITS.len() - 1 {
         value = (value + 512) / 1024;
+        unit += 1;
     }
-    format!("{value} PB")
+    format!("{value} {}", UNITS[unit])
 }
 
 /// A table function in FROM: `unnest(array)` (one column, `unnest`) or
@@ -1185,29 +1184,42 @@ pub(crate) fn array_elements(v: &Value) -> Vec<Value> {
     }
 }
 
+/// The set-returning calls of the select list being projected: each call's
+/// elements (by the address of its AST node) and the output row's position.
+pub struct SetReturning {
+    pub row: usize,
+    pub elements: std::collections::HashMap<usize, std::rc::Rc<Vec<Value>>>,
+}
+
+fn call_key(f: &sqlparser::ast::Function) -> usize {
+    f as *const sqlparser::ast::Function as usize
+}
+
 impl Exec<'_> {
-    /// How many rows set-returning call `e` gives for the row of `env`.
-    pub(crate) fn set_returning_len(&self, e: &sqlparser::ast::Expr, env: &crate::exec::Env) -> Result<usize> {
-        let sqlparser::ast::Expr::Function(f) = e else { return Ok(0) };
+    /// The elements set-returning call `e` gives for the row of `env`, keyed
+    /// by the call.
+    pub(crate) fn set_returning_elements(&self, e: &sqlparser::ast::Expr, env: &crate::exec::Env) -> Result<(usize, Vec<Value>)> {
+        let sqlparser::ast::Expr::Function(f) = e else { return Ok((0, Vec::new())) };
         let (args, _) = crate::eval::func_args(f)?;
-        match args.first() {
-            Some(sqlparser::ast::FunctionArgExpr::Expr(x)) => Ok(array_elements(&self.eval(x, env)?).len()),
-            _ => Ok(0),
-        }
+        let elements = match args.first() {
+            Some(sqlparser::ast::FunctionArgExpr::Expr(x)) => array_elements(&self.eval(x, env)?),
+            _ => Vec::new(),
+        };
+        Ok((call_key(f), elements))
     }
 
     /// `unnest(a)` / `generate_subscripts(a, 1)` for the output row being
     /// projected: its element, or its subscript (from 1), NULL past the end.
-    pub(crate) fn set_returning_value(&self, name: &str, args: &[Value]) -> Result<Value> {
-        let Some(i) = self.set_returning_row.get() else {
+    pub(crate) fn set_returning_value(&self, f: &sqlparser::ast::Function, name: &str) -> Result<Value> {
+        let current = self.set_returning.borrow();
+        let Some((row, elements)) = current.as_ref().and_then(|c| c.elements.get(&call_key(f)).map(|e| (c.row, e))) else {
             return Err(crate::error::unsupported(format!(
                 "set-returning function {name}() is only supported at the top of a select list"
             )));
         };
-        let elements = array_elements(args.first().unwrap_or(&Value::Null));
         Ok(match name {
-            "unnest" => elements.get(i).cloned().unwrap_or(Value::Null),
-            _ if i < elements.len() => int(i as i64 + 1),
+            "unnest" => elements.get(row).cloned().unwrap_or(Value::Null),
+            _ if row < elements.len() => int(row as i64 + 1),
             _ => Value::Null,
         })
     }

@@ -216,3 +216,24 @@ fn table_functions_and_array_subqueries() {
     let err = s.exec("SELECT * FROM generate_series(1, 100000000)", &[]).unwrap_err();
     assert!(err.message.contains("at most"), "{err:?}");
 }
+
+#[test]
+fn edge_cases_found_in_review_answer_as_postgresql_does() {
+    let mut s = shop();
+    // More column aliases than a table function has: an error, not a panic.
+    let err = s.exec("SELECT * FROM generate_series(1, 3) AS g(a, b)", &[]).unwrap_err();
+    assert!(err.message.contains("2 columns specified"), "{err:?}");
+    // `= ANY (SELECT …)` reads every row of the subquery.
+    assert_eq!(
+        run(&mut s, "SELECT 2 = ANY (SELECT x FROM generate_series(1, 3) x), 'a b' = ANY (SELECT 'a b')"),
+        vec![vec![json!(true), json!(true)]]
+    );
+    // `.` matches a newline, as in PostgreSQL's regular expressions.
+    assert_eq!(run(&mut s, "SELECT 'a\nb' ~ 'a.b'"), vec![vec![json!(true)]]);
+    // A schema-qualified catalog is never a CTE of the same name.
+    let relations = run(&mut s, "WITH pg_class AS (SELECT 1 AS x) SELECT count(*) FROM pg_catalog.pg_class");
+    assert_eq!(relations, vec![vec![json!(7)]], "two tables, their four indexes and the view");
+    // A set-returning call inside a subquery of a set-returning select list.
+    assert_eq!(run(&mut s, "SELECT (SELECT unnest('{7}')), unnest('{1,2}')"), vec![vec![json!(7), json!(1)], vec![json!(7), json!(2)]]);
+    assert_eq!(run(&mut s, "SELECT cardinality('{}'), pg_size_pretty(9223372036854775807)"), vec![vec![json!(0), json!("8192 PB")]]);
+}
