@@ -97,8 +97,8 @@ enum Command {
         hosts: Vec<String>,
     },
     /// Prints, for every group with records in a stopped node's data directory,
-    /// its applied index and a digest of its replicated state (one JSON object
-    /// per line), as `GET /api/v1/admin/consistency` reports them for running
+    /// its applied index, a digest of its replicated state and the Raft
+    /// membership that state reflects (voters, learners; one JSON object per line), as `GET /api/v1/admin/consistency` reports them for running
     /// nodes: replicas at one applied index must print the same digest. For
     /// comparing the replicas of nodes that cannot answer the endpoint (older
     /// builds, a cluster that is down). Unencrypted stores only.
@@ -114,7 +114,7 @@ fn print_digests(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let store = tessera_storage::Store::open(data_dir.join("rocksdb"))?;
     for group in store.groups_with_records()? {
         let d = store.digest(group)?;
-        let line = serde_json::json!({"group": d.group, "applied_index": d.applied_index, "records": d.records, "digest": d.digest});
+        let line = serde_json::json!({"group": d.group, "applied_index": d.applied_index, "records": d.records, "digest": d.digest, "voters": d.voters, "learners": d.learners});
         println!("{line}");
     }
     Ok(())

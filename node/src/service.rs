@@ -366,6 +366,8 @@ impl DataService for NodeService {
                         records: d.records,
                         digest: d.digest,
                         error: String::new(),
+                        voters: d.voters,
+                        learners: d.learners,
                     },
                     Err(e) => GroupDigest { group_id: g, error: format!("digesting group {g}: {e}"), ..Default::default() },
                 })

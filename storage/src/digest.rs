@@ -26,6 +26,10 @@ pub struct GroupDigest {
     /// SHA-256 (hex) over every record in key order: for each, the key's length
     /// (8 bytes, big-endian), the key, the plaintext value's length, the value.
     pub digest: String,
+    /// The Raft membership the state reflects (the last one applied): its
+    /// voters and its learners, each sorted. Empty when none was applied yet.
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
 }
 
 /// Digests `group`'s `data` range and reads its applied index from one snapshot,
@@ -40,6 +44,20 @@ pub(crate) fn group_digest(db: &Db, group: u64) -> Result<GroupDigest> {
             .map_or(0, |l| l.index),
         None => 0,
     };
+    let membership_key = keys::data_key(group, keys::SPACE_SM, &[keys::SM_MEMBERSHIP]);
+    let (voters, learners) = match snap.get_cf(cf, &membership_key)? {
+        Some(raw) => {
+            let stored: openraft::StoredMembership<u64, openraft::BasicNode> =
+                serde_json::from_slice(&db.open(Purpose::Data, &membership_key, &raw)?)
+                    .map_err(|e| StorageError::Corrupt(format!("group {group}'s applied membership: {e}")))?;
+            let mut voters: Vec<u64> = stored.membership().voter_ids().collect();
+            let mut learners: Vec<u64> = stored.membership().learner_ids().collect();
+            voters.sort_unstable();
+            learners.sort_unstable();
+            (voters, learners)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
     let prefix = keys::group_prefix(group);
     let mut hasher = Sha256::new();
     let mut records = 0u64;
@@ -52,7 +70,7 @@ pub(crate) fn group_digest(db: &Db, group: u64) -> Result<GroupDigest> {
         hasher.update(&v);
         records += 1;
     }
-    Ok(GroupDigest { group, applied_index, records, digest: hex::encode(hasher.finalize()) })
+    Ok(GroupDigest { group, applied_index, records, digest: hex::encode(hasher.finalize()), voters, learners })
 }
 
 #[cfg(test)]

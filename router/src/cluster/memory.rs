@@ -208,6 +208,8 @@ impl ClusterClient for MemoryCluster {
                 records: d.records,
                 digest: d.digest,
                 error: String::new(),
+                voters: d.voters,
+                learners: d.learners,
             });
         }
         Ok(tessera_api::rpc::DigestReply { groups })

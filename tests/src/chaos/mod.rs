@@ -304,16 +304,25 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
                     kinds[nemesis.rng.below(kinds.len() as u64) as usize]
                 };
                 nemesis.inject(c, &w, fault).await?;
+                if nemesis.stop {
+                    break;
+                }
                 tokio::time::sleep(quiet).await;
             }
         } else if !profile.faults.is_empty() {
             for &fault in &profile.faults {
                 nemesis.inject(c, &w, fault).await?;
+                if nemesis.stop {
+                    break;
+                }
                 tokio::time::sleep(quiet).await;
             }
         } else {
             for fault in Fault::quick_sequence() {
                 nemesis.inject(c, &w, fault).await?;
+                if nemesis.stop {
+                    break;
+                }
                 tokio::time::sleep(quiet).await;
             }
         }
@@ -370,6 +379,8 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
         offline_check = true;
     } else if let Err(e) = convergence::assert_converged(&c.http, Duration::from_secs(60)).await {
         checks.anomalies.push(format!("replicas: {e:#}"));
+    } else if let Err(e) = convergence::assert_memberships_agree(&c.http, Duration::from_secs(60)).await {
+        checks.anomalies.push(format!("memberships: {e:#}"));
     }
 
     let mut operations: BTreeMap<String, BTreeMap<&'static str, u64>> = BTreeMap::new();
@@ -392,7 +403,17 @@ async fn drive(c: &mut ChaosCluster, profile: &Profile, ready: Duration) -> Resu
             Some(dir) => {
                 // Followers apply what their leaders committed last before the nodes stop.
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                let (diverged, notes) = convergence::offline_divergences(c, std::path::Path::new(&dir))?;
+                let cluster = c.http.get("/api/v1/admin/cluster").await?;
+                let map_members: BTreeMap<u64, Vec<u64>> = cluster.json["groups"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| {
+                        let members = g["members"].as_array()?.iter().filter_map(serde_json::Value::as_u64).collect();
+                        Some((g["id"].as_u64()?, members))
+                    })
+                    .collect();
+                let (diverged, notes) = convergence::offline_divergences(c, std::path::Path::new(&dir), &map_members)?;
                 checks.anomalies.extend(diverged.into_iter().map(|d| format!("replicas: {d}")));
                 checks.notes.extend(notes);
             }

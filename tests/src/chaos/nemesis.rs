@@ -81,6 +81,15 @@ pub enum Fault {
     /// refused (issue 35, defect 4). Then it waits for both to finish and
     /// removes the node.
     ControlPlane,
+    /// A deposed placement driver wakes after its group moved on (issue 35,
+    /// defect 4): a new node is added and frozen at once, so the meta leader's
+    /// first move to it hangs on its first call; the meta leader is frozen
+    /// right there, the others finish the addition under a new meta leader,
+    /// the node is drained until that group's replica has moved back, and
+    /// only then does the old meta leader wake in the middle of its stale
+    /// move. Its calls must be refused; the run's final membership check
+    /// finds any group whose Raft membership left the cluster map.
+    StaleMove,
     /// The meta group's leader SIGKILLed in the middle of a range split: its
     /// links slowed (recording the split takes a while), writes spread over
     /// every range push ranges over the split threshold, and the leader is
@@ -129,6 +138,7 @@ impl Fault {
             Fault::Membership => "membership",
             Fault::ControlPlane => "control-plane",
             Fault::SplitKill => "split-kill",
+            Fault::StaleMove => "stale-move",
         }
     }
 
@@ -164,8 +174,9 @@ impl Fault {
     /// work under partitions and kills (replica moves, additions, drains and,
     /// with its range sharding, splits), leaders cut off or killed, and power
     /// cuts of one node or all three.
-    pub const CONTROL_PLANE: [Fault; 9] = [
+    pub const CONTROL_PLANE: [Fault; 10] = [
         Fault::ControlPlane,
+        Fault::StaleMove,
         Fault::Membership,
         Fault::PartitionLeader,
         Fault::OneWayCut,
@@ -186,9 +197,10 @@ impl Fault {
     }
 
     /// The kinds a long run draws from (it injects `crash-snapshot-install`
-    /// every tenth time instead).
+    /// every tenth time instead): every kind of the quick profile and
+    /// `stale-move` (a few minutes each, so not in the quick profile).
     pub fn random_kinds() -> Vec<Fault> {
-        Fault::ALL.into_iter().filter(|f| *f != Fault::CrashSnapshotInstall).collect()
+        Fault::ALL.into_iter().filter(|f| *f != Fault::CrashSnapshotInstall).chain([Fault::StaleMove]).collect()
     }
 
     /// Faults that need the power-loss filesystem under the data directories.
@@ -206,7 +218,7 @@ impl Fault {
 
     /// The fault named `name` (as in [`Fault::name`]).
     pub fn from_name(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().chain([Fault::SplitKill]).find(|f| f.name() == name)
+        Fault::ALL.into_iter().chain([Fault::SplitKill, Fault::StaleMove]).find(|f| f.name() == name)
     }
 }
 
@@ -222,12 +234,15 @@ pub struct Nemesis {
     /// What a fault found wrong by itself (e.g. a range that takes no writes
     /// after a split was interrupted); the run reports them as anomalies.
     pub anomalies: Vec<String>,
+    /// A fault left the cluster unable to take the next ones (a node that
+    /// cannot be drained): the run goes on to its final checks.
+    pub stop: bool,
     ready_timeout: Duration,
 }
 
 impl Nemesis {
     pub fn new(rng: Rng, hold: Duration, ready_timeout: Duration) -> Nemesis {
-        Nemesis { rng, hold, counts: BTreeMap::new(), notes: Vec::new(), anomalies: Vec::new(), ready_timeout }
+        Nemesis { rng, hold, counts: BTreeMap::new(), notes: Vec::new(), anomalies: Vec::new(), stop: false, ready_timeout }
     }
 
     /// A group the workloads use (or the meta group).
@@ -337,6 +352,7 @@ impl Nemesis {
             Fault::Membership => self.membership(c).await?,
             Fault::ControlPlane => self.control_plane(c).await?,
             Fault::SplitKill => self.split_kill(c, w).await?,
+            Fault::StaleMove => self.stale_move(c).await?,
             Fault::ClockSkew => {
                 let minutes = 1 + self.rng.below(10) as i64;
                 let skew_ms = if self.rng.below(2) == 0 { minutes } else { -minutes } * 60_000;
@@ -607,6 +623,146 @@ impl Nemesis {
             drained.json["replicas_moved"],
             steps.join(", then ")
         );
+        self.notes.push(note.clone());
+        Ok(note)
+    }
+
+    /// See [`Fault::StaleMove`]. The frozen move is the addition's first one
+    /// from another node than the meta leader (the drain must be able to move
+    /// that group back while the meta leader sleeps). Whether the drain moves
+    /// it back before it needs the frozen node for another group depends on
+    /// which groups the new node leads by then: the node waits at most 60 s.
+    async fn stale_move(&mut self, c: &mut ChaosCluster) -> Result<String> {
+        let mut meta_leader = self.leader_of(c, 0).await;
+        if meta_leader == NODE_IDS[0] {
+            // A fresh cluster's first move to a new node takes the lowest
+            // group from the lowest node: let another node lead meta (the
+            // leader stalls until the others elect one).
+            c.pause_node(meta_leader)?;
+            let moved = crate::wait_for(Duration::from_secs(30), "another meta leader", async || {
+                let now = c.leaders().await?.get(&0).copied();
+                Ok(now.filter(|l| *l != meta_leader))
+            })
+            .await;
+            c.resume_node(meta_leader)?;
+            c.wait_ready(self.ready_timeout).await?;
+            if let Ok(leader) = moved {
+                meta_leader = leader;
+            }
+        }
+        let log = c.node_log(meta_leader);
+        let mut read_to = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let (id, addr) = c.start_extra_node().await?;
+        let body = serde_json::json!({"node_id": id, "address": addr});
+        let asked = c.http.consistency("one").timeout(Duration::from_secs(60));
+        // The addition is asked for while the meta leader's log is watched, so
+        // its moves are seen as they start (within a few milliseconds).
+        let addition = {
+            let (asked, body) = (asked.clone(), body.clone());
+            tokio::spawn(async move { asked.post("/api/v1/admin/nodes", &body).await })
+        };
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        let mut frozen = None;
+        while frozen.is_none() && started.elapsed() < Duration::from_secs(60) {
+            for line in new_lines(&log, &mut read_to, "placement driver: moving a replica") {
+                let line = without_colours(&line);
+                let (Some(group), Some(from), Some(to)) = (log_field(&line, "group"), log_field(&line, "from"), log_field(&line, "to"))
+                else {
+                    continue;
+                };
+                if to != id {
+                    continue;
+                }
+                if from != meta_leader {
+                    c.pause_node(meta_leader)?;
+                    frozen = Some((group, from));
+                    break;
+                }
+                seen.push(format!("group {group} from node {from}"));
+            }
+            if frozen.is_none() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        let posted = match addition.await {
+            Ok(answer) => answer.and_then(|r| r.ensure_status(202)),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = posted {
+            if frozen.is_some() {
+                c.resume_node(meta_leader)?;
+            }
+            return Err(e);
+        }
+        let admin = c.http.consistency("quorum").timeout(Duration::from_secs(240));
+        let what = match frozen {
+            None => {
+                admin.post("/api/v1/admin/nodes", &body).await?.ensure_status(200)?;
+                format!("no stale move (meta leader {meta_leader} logged no move from another node in 60 s, only {seen:?})")
+            }
+            Some((group, from)) => {
+                let woke = async {
+                    admin.post("/api/v1/admin/nodes", &body).await?.ensure_status(200)?;
+                    // The drain moves a group only once the draining node no
+                    // longer leads it: the group is led by its third member
+                    // (neither the new node nor the frozen one) first.
+                    if let Some(third) = NODE_IDS.iter().copied().find(|n| *n != from && *n != meta_leader) {
+                        let leader = serde_json::json!({"node_id": third});
+                        admin.put(&format!("/api/v1/admin/groups/{group}/leader"), &leader).await?.ensure_status(200)?;
+                    }
+                    asked.post(&format!("/api/v1/admin/nodes/{id}/drain"), &serde_json::json!({})).await?.ensure_status(202)?;
+                    let back = crate::wait_for(Duration::from_secs(60), "the frozen move's group back on its first node", async || {
+                        let cluster = c.http.get("/api/v1/admin/cluster").await?.ensure_status(200)?;
+                        let members: Vec<u64> = cluster.json["groups"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .find(|g| g["id"].as_u64() == Some(group))
+                            .and_then(|g| g["members"].as_array())
+                            .map(|m| m.iter().filter_map(serde_json::Value::as_u64).collect())
+                            .unwrap_or_default();
+                        anyhow::ensure!(members.contains(&from) && !members.contains(&id), "group {group}: members {members:?}");
+                        Ok(Some(()))
+                    })
+                    .await;
+                    anyhow::Ok(back.is_ok())
+                }
+                .await;
+                c.resume_node(meta_leader)?;
+                // Its stale step runs now (and must be refused).
+                tokio::time::sleep(self.hold).await;
+                let clear = serde_json::json!({"node_id": null});
+                let _ = asked.put(&format!("/api/v1/admin/groups/{group}/leader"), &clear).await;
+                let back = match woke {
+                    Ok(true) => format!("group {group} had moved back to node {from}"),
+                    Ok(false) => format!("group {group} had not moved back to node {from} in 60 s"),
+                    Err(e) => format!("the addition or drain failed meanwhile: {e:#}"),
+                };
+                format!(
+                    "meta leader {meta_leader} frozen in its move of group {group} from node {from} to node {id}; woke after the addition finished and {back}"
+                )
+            }
+        };
+        c.wait_ready(self.ready_timeout).await?;
+        let all = c.http.consistency("all").timeout(Duration::from_secs(240));
+        let drained = async {
+            all.post(&format!("/api/v1/admin/nodes/{id}/drain"), &serde_json::json!({})).await?.ensure_status(200)?;
+            all.delete(&format!("/api/v1/admin/nodes/{id}")).await?.ensure_status(200)
+        }
+        .await;
+        if let Err(e) = drained {
+            // A stale step that took effect leaves the drain unable to finish
+            // (a group's Raft voters are no longer the map's): report it and
+            // leave the node in place for the run's final checks.
+            let anomaly = format!("stale-move: {what}; the drain and removal of node {id} then failed: {e:#}");
+            self.anomalies.push(anomaly.clone());
+            self.notes.push(anomaly.clone());
+            self.stop = true;
+            return Ok(anomaly);
+        }
+        c.forget_removed_node(id, Duration::from_secs(30)).await?;
+        let note = format!("node {id} added and drained: {what}; removed");
         self.notes.push(note.clone());
         Ok(note)
     }
@@ -932,6 +1088,28 @@ async fn fill_some(c: &ChaosCluster, run: &str, round: &str, batch: u64, tasks: 
         filled += h.await.unwrap_or(0);
     }
     filled
+}
+
+/// The complete lines containing `needle` written to `path` since byte
+/// `*read_to`, which moves past them (a line still being written is left for
+/// the next call).
+fn new_lines(path: &std::path::Path, read_to: &mut u64, needle: &str) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else { return Vec::new() };
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(*read_to)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else { return Vec::new() };
+    *read_to += end as u64 + 1;
+    String::from_utf8_lossy(&bytes[..end]).lines().filter(|l| l.contains(needle)).map(str::to_string).collect()
+}
+
+/// The number a log line gives for field `name` (`name=12`).
+fn log_field(line: &str, name: &str) -> Option<u64> {
+    let at = line.find(&format!(" {name}="))? + name.len() + 2;
+    let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Lines containing `needle` after byte `offset` of `path`.

@@ -24,6 +24,9 @@ pub struct ConsistencyReport {
     pub consistent: bool,
     /// Every group is converged (see [`GroupConsistency::converged`]).
     pub converged: bool,
+    /// Every group's Raft membership is the cluster map's (see
+    /// [`GroupConsistency::membership_agrees`]).
+    pub memberships_agree: bool,
     pub groups: Vec<GroupConsistency>,
     pub checked_at: String,
 }
@@ -38,6 +41,12 @@ pub struct GroupConsistency {
     pub converged: bool,
     /// The applied indexes at which replicas' digests differ (empty when consistent).
     pub divergent_at: Vec<u64>,
+    /// The Raft membership applied at the highest applied index any replica
+    /// reports has exactly the map's members as voters and no learners. False
+    /// while a replica move is between its steps; a group whose Raft membership
+    /// stays apart from the map (a control-plane step the map never recorded)
+    /// keeps it false.
+    pub membership_agrees: bool,
     /// Each member, then each other node still hosting a replica (a learner, or
     /// one being moved away: compared for consistency, not for convergence).
     pub replicas: Vec<ReplicaDigest>,
@@ -54,13 +63,25 @@ pub struct ReplicaDigest {
     pub records: Option<u64>,
     /// SHA-256 (hex) of the replica's records, keys and plaintext values.
     pub digest: Option<String>,
+    /// The Raft voters and learners of the membership this replica applied last.
+    pub voters: Option<Vec<NodeId>>,
+    pub learners: Option<Vec<NodeId>>,
     /// Why the replica has no digest (node unreachable, group not hosted, read failed).
     pub error: Option<String>,
 }
 
 impl ReplicaDigest {
     fn failed(node_id: NodeId, member: bool, error: String) -> ReplicaDigest {
-        ReplicaDigest { node_id, member, applied_index: None, records: None, digest: None, error: Some(error) }
+        ReplicaDigest {
+            node_id,
+            member,
+            applied_index: None,
+            records: None,
+            digest: None,
+            voters: None,
+            learners: None,
+            error: Some(error),
+        }
     }
 }
 
@@ -78,6 +99,7 @@ pub async fn consistency(State(state): State<AppState>, _caller: Caller) -> Resu
     Ok(Json(ConsistencyReport {
         consistent: groups.iter().all(|g| g.consistent),
         converged: groups.iter().all(|g| g.converged),
+        memberships_agree: groups.iter().all(|g| g.membership_agrees),
         groups,
         checked_at: iso8601_ms(tessera_api::command::now_ms()),
     }))
@@ -121,7 +143,19 @@ fn compare(
     let converged = !members_answered.is_empty()
         && members_answered.iter().all(|r| r.error.is_none())
         && members_answered.windows(2).all(|w| (w[0].applied_index, &w[0].digest) == (w[1].applied_index, &w[1].digest));
-    GroupConsistency { group_id: group, consistent: divergent_at.is_empty(), converged, divergent_at, replicas }
+    let membership_agrees = membership_agrees(members, &replicas);
+    GroupConsistency { group_id: group, consistent: divergent_at.is_empty(), converged, divergent_at, membership_agrees, replicas }
+}
+
+/// Whether the Raft membership of the most advanced replica (the highest
+/// applied index; replicas that applied no membership are not judged) has
+/// exactly `members` as voters and no learners.
+fn membership_agrees(members: &[NodeId], replicas: &[ReplicaDigest]) -> bool {
+    let latest = replicas.iter().filter(|r| r.voters.as_ref().is_some_and(|v| !v.is_empty())).max_by_key(|r| r.applied_index);
+    let Some(latest) = latest else { return true };
+    let mut wanted = members.to_vec();
+    wanted.sort_unstable();
+    latest.voters.as_deref() == Some(wanted.as_slice()) && latest.learners.as_ref().is_none_or(|l| l.is_empty())
 }
 
 fn replica(node: NodeId, member: bool, d: &GroupDigest) -> ReplicaDigest {
@@ -134,6 +168,8 @@ fn replica(node: NodeId, member: bool, d: &GroupDigest) -> ReplicaDigest {
         applied_index: Some(d.applied_index),
         records: Some(d.records),
         digest: Some(d.digest.clone()),
+        voters: Some(d.voters.clone()),
+        learners: Some(d.learners.clone()),
         error: None,
     }
 }
@@ -143,7 +179,15 @@ mod tests {
     use super::*;
 
     fn digest(group: GroupId, index: u64, digest: &str) -> GroupDigest {
-        GroupDigest { group_id: group, applied_index: index, records: 1, digest: digest.into(), error: String::new() }
+        GroupDigest {
+            group_id: group,
+            applied_index: index,
+            records: 1,
+            digest: digest.into(),
+            error: String::new(),
+            voters: vec![1, 2, 3],
+            learners: vec![],
+        }
     }
 
     fn replies(by_node: &[(NodeId, Vec<GroupDigest>)]) -> HashMap<NodeId, Result<HashMap<GroupId, GroupDigest>, String>> {
@@ -174,5 +218,21 @@ mod tests {
         assert!(!g.converged && !g.consistent, "{g:?}");
         assert_eq!(g.replicas.iter().map(|r| (r.node_id, r.member)).collect::<Vec<_>>(), [(1, true), (2, true), (3, true), (4, false)]);
         assert_eq!(g.replicas[1].error.as_deref(), Some("node 2: unreachable"));
+    }
+
+    #[test]
+    fn a_raft_membership_apart_from_the_map_is_reported() {
+        let agreeing = replies(&[(1, vec![digest(7, 5, "a")]), (2, vec![digest(7, 5, "a")]), (3, vec![digest(7, 5, "a")])]);
+        assert!(compare(7, &[3, 1, 2], &agreeing).membership_agrees);
+        // A stale control-plane step left a learner the map does not know.
+        let mut learner = digest(7, 6, "a");
+        learner.learners = vec![4];
+        let stale = replies(&[(1, vec![learner]), (2, vec![digest(7, 5, "a")]), (3, vec![digest(7, 5, "a")])]);
+        assert!(!compare(7, &[1, 2, 3], &stale).membership_agrees);
+        // Raft's voters are not the map's members.
+        let mut swapped = digest(7, 6, "a");
+        swapped.voters = vec![2, 3, 4];
+        let swapped = replies(&[(2, vec![swapped]), (3, vec![digest(7, 5, "a")])]);
+        assert!(!compare(7, &[1, 2, 3], &swapped).membership_agrees);
     }
 }
