@@ -631,7 +631,7 @@ impl Nemesis {
     /// from another node than the meta leader (the drain must be able to move
     /// that group back while the meta leader sleeps). Whether the drain moves
     /// it back before it needs the frozen node for another group depends on
-    /// which groups the new node leads by then: the node waits at most 60 s.
+    /// which groups the new node leads by then: the node waits at most 150 s.
     async fn stale_move(&mut self, c: &mut ChaosCluster) -> Result<String> {
         let mut meta_leader = self.leader_of(c, 0).await;
         if meta_leader == NODE_IDS[0] {
@@ -712,7 +712,7 @@ impl Nemesis {
                         admin.put(&format!("/api/v1/admin/groups/{group}/leader"), &leader).await?.ensure_status(200)?;
                     }
                     asked.post(&format!("/api/v1/admin/nodes/{id}/drain"), &serde_json::json!({})).await?.ensure_status(202)?;
-                    let back = crate::wait_for(Duration::from_secs(60), "the frozen move's group back on its first node", async || {
+                    let back = crate::wait_for(Duration::from_secs(150), "the frozen move's group back on its first node", async || {
                         let cluster = c.http.get("/api/v1/admin/cluster").await?.ensure_status(200)?;
                         let members: Vec<u64> = cluster.json["groups"]
                             .as_array()
@@ -736,7 +736,7 @@ impl Nemesis {
                 let _ = asked.put(&format!("/api/v1/admin/groups/{group}/leader"), &clear).await;
                 let back = match woke {
                     Ok(true) => format!("group {group} had moved back to node {from}"),
-                    Ok(false) => format!("group {group} had not moved back to node {from} in 60 s"),
+                    Ok(false) => format!("group {group} had not moved back to node {from} in 150 s"),
                     Err(e) => format!("the addition or drain failed meanwhile: {e:#}"),
                 };
                 format!(
