@@ -31,6 +31,7 @@ pub const POLICY: &[(&str, &[Role])] = &[
     ("/tessera.v1.RaftService/AppendEntries", NODE),
     ("/tessera.v1.RaftService/InstallSnapshot", NODE),
     ("/tessera.v1.DataService/Write", BOTH),
+    ("/tessera.v1.DataService/WriteMany", BOTH),
     ("/tessera.v1.DataService/Read", BOTH),
     ("/tessera.v1.DataService/Status", BOTH),
     ("/tessera.v1.DataService/Applied", NODE),

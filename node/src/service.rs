@@ -16,7 +16,7 @@ use tessera_api::rpc::{
     HostGroupRequest, LogsReply, LogsRequest, ModelBytes, NotLeader, PurgeErasedReply, PurgeErasedRequest, RaftMessage, ReadRequest,
     ReleaseLeadershipReply, ReleaseLeadershipRequest, RemoveVoterRequest, ReplaceVotersRequest, ResealReply, ResealRequest, RestartReply,
     RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
-    WriteRequest,
+    WriteManyReply, WriteManyRequest, WriteRequest,
 };
 use tonic::{Request, Response, Status};
 
@@ -69,6 +69,10 @@ impl NodeService {
     }
 
     fn reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<Response<DataReply>, Status> {
+        Ok(Response::new(self.data_reply(result)?))
+    }
+
+    fn data_reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<DataReply, Status> {
         let outcome = match result {
             Ok(value) => Outcome::Ok(encode(&value)?),
             Err(HostError::NotLeader { leader, .. }) => {
@@ -77,7 +81,7 @@ impl NodeService {
             }
             Err(e) => Outcome::Failure(Failure::new(e.kind(), e.to_string())),
         };
-        Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(outcome) }))
+        Ok(DataReply { served_by: self.host.id, outcome: Some(outcome) })
     }
 }
 
@@ -170,6 +174,26 @@ impl DataService for NodeService {
             }
             Err(e) => Ok(Response::new(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) })),
         }
+    }
+
+    async fn write_many(&self, req: Request<WriteManyRequest>) -> Result<Response<WriteManyReply>, Status> {
+        let req = req.into_inner();
+        let mut replies = vec![None; req.writes.len()];
+        let mut writes = Vec::with_capacity(req.writes.len());
+        for (i, w) in req.writes.into_iter().enumerate() {
+            match codec::decode(&w.operation) {
+                Ok(op) => {
+                    let consistency = Consistency::try_from(w.consistency).unwrap_or(Consistency::Quorum);
+                    writes.push((i, op, Some(w.request_id).filter(|id| !id.is_empty()), consistency));
+                }
+                Err(e) => replies[i] = Some(DataReply { served_by: self.host.id, outcome: Some(bad_request(e)) }),
+            }
+        }
+        let (slots, writes): (Vec<usize>, Vec<_>) = writes.into_iter().map(|(i, op, id, c)| (i, (op, id, c))).unzip();
+        for (i, result) in slots.into_iter().zip(self.host.write_many(req.group_id, writes).await) {
+            replies[i] = Some(self.data_reply(result)?);
+        }
+        Ok(Response::new(WriteManyReply { replies: replies.into_iter().map(|r| r.unwrap_or_default()).collect() }))
     }
 
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<DataReply>, Status> {

@@ -1,6 +1,7 @@
 //! Scenario: a healthy 3-node cluster serves a bulk key-value workload.
 //!
-//! 1,000 keys are written with 16 requests in flight, read back with quorum
+//! 1,000 keys are written with 16 requests in flight (the router sends the
+//! writes that meet one of their group in flight to the leader together), read back with quorum
 //! reads, listed by prefix (merged across shards, in key order, with limits),
 //! counted, deleted one by one and by prefix.
 
@@ -62,6 +63,16 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
         groups.insert(r.group().with_context(|| format!("put {}: no X-Tessera-Group: {r}", key(i)))?);
     }
     eprintln!("wrote {N} keys across groups {groups:?}");
+    // Writes that met an earlier write of their group in flight went to its
+    // leader together, many in one call, each still answered with its own entry.
+    let metrics = api.get("/metrics").await?.ensure_status(200)?;
+    let coalesced: f64 = metrics
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("tessera_router_coalesced_writes_total ").and_then(|v| v.trim().parse().ok()))
+        .with_context(|| format!("no tessera_router_coalesced_writes_total in /metrics: {}", metrics.text))?;
+    eprintln!("{coalesced} of the {N} writes went to a leader with others in one call");
+    ensure!(coalesced > 0.0, "{IN_FLIGHT} writers in flight never shared a call to a leader");
     ensure!(groups.len() >= 2, "all keys landed in one group ({groups:?}); the list test would not merge shards");
 
     // Keys just outside the prefix must never show up in its list/count.

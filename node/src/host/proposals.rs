@@ -63,12 +63,7 @@ impl Proposals {
         if limits.max_commands <= 1 || !cmd.op.batchable() {
             return write(raft, cmd).await;
         }
-        let queue = self.queue.get_or_init(|| {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            let (slots, waiting) = (Arc::new(Semaphore::new(limits.in_flight.max(1))), Arc::new(AtomicUsize::new(0)));
-            tokio::spawn(run(raft.clone(), limits, receiver, slots.clone(), waiting.clone()));
-            Queue { sender, slots, waiting }
-        });
+        let queue = self.queue(raft, limits);
         if queue.waiting.load(Ordering::SeqCst) == 0
             && let Ok(slot) = queue.slots.clone().try_acquire_owned()
         {
@@ -82,6 +77,51 @@ impl Proposals {
             return Err(RaftError::Fatal(Fatal::Stopped));
         }
         answer.await.unwrap_or(Err(RaftError::Fatal(Fatal::Stopped)))
+    }
+
+    /// Proposes `cmds` (batchable writes a router sent together) in as few
+    /// entries as the limits allow, each entry holding an in-flight slot as a
+    /// queued batch does; answers each command in order.
+    pub(super) async fn propose_many(&self, raft: &Raft<TypeConfig>, limits: BatchLimits, cmds: Vec<Command>) -> Vec<Proposed> {
+        if cmds.is_empty() {
+            return Vec::new();
+        }
+        if limits.max_commands <= 1 {
+            return futures::future::join_all(cmds.into_iter().map(|cmd| write(raft, cmd))).await;
+        }
+        let queue = self.queue(raft, limits);
+        let mut answers = Vec::with_capacity(cmds.len());
+        let mut chunk: Vec<Command> = Vec::new();
+        let mut bytes = 0;
+        let mut cmds = cmds.into_iter().peekable();
+        while let Some(cmd) = cmds.next() {
+            bytes += approximate_size(&cmd);
+            chunk.push(cmd);
+            let full = chunk.len() >= limits.max_commands || cmds.peek().is_none_or(|next| bytes + approximate_size(next) > MAX_BATCH_BYTES);
+            if !full {
+                continue;
+            }
+            let entry = std::mem::take(&mut chunk);
+            bytes = 0;
+            match queue.slots.clone().acquire_owned().await {
+                Ok(slot) => {
+                    answers.extend(propose_commands(raft, entry).await);
+                    drop(slot);
+                }
+                Err(_) => answers.extend(entry.iter().map(|_| Err(RaftError::Fatal(Fatal::Stopped)))),
+            }
+        }
+        answers
+    }
+
+    /// The group's queue, started on first use.
+    fn queue(&self, raft: &Raft<TypeConfig>, limits: BatchLimits) -> &Queue {
+        self.queue.get_or_init(|| {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            let (slots, waiting) = (Arc::new(Semaphore::new(limits.in_flight.max(1))), Arc::new(AtomicUsize::new(0)));
+            tokio::spawn(run(raft.clone(), limits, receiver, slots.clone(), waiting.clone()));
+            Queue { sender, slots, waiting }
+        })
     }
 }
 
@@ -135,13 +175,19 @@ async fn run(
 
 /// Proposes `batch` as one entry (a single command as itself) and answers each
 /// command's caller with its own response.
-async fn propose_batch(raft: &Raft<TypeConfig>, mut batch: Vec<Pending>) {
-    if batch.len() == 1 {
-        let Pending { cmd, reply } = batch.pop().expect("one command");
-        let _ = reply.send(write(raft, cmd).await);
-        return;
-    }
+async fn propose_batch(raft: &Raft<TypeConfig>, batch: Vec<Pending>) {
     let (cmds, replies): (Vec<Command>, Vec<oneshot::Sender<Proposed>>) = batch.into_iter().map(|p| (p.cmd, p.reply)).unzip();
+    for (reply, proposed) in replies.into_iter().zip(propose_commands(raft, cmds).await) {
+        let _ = reply.send(proposed);
+    }
+}
+
+/// Proposes `cmds` as one entry (a single command as itself); one answer per command, in order.
+async fn propose_commands(raft: &Raft<TypeConfig>, mut cmds: Vec<Command>) -> Vec<Proposed> {
+    if cmds.len() == 1 {
+        return vec![write(raft, cmds.pop().expect("one command")).await];
+    }
+    let count = cmds.len();
     // The entry's own stamp is its last command's (the latest); each command applies at its own.
     let issued_at_ms = cmds.iter().map(|c| c.issued_at_ms).max().unwrap_or_default();
     let entry = Command { issued_at_ms, op: Operation::Batch(cmds), request_id: None };
@@ -152,18 +198,10 @@ async fn propose_batch(raft: &Raft<TypeConfig>, mut batch: Vec<Pending>) {
                 Response::Batch(responses) => responses,
                 other => vec![other],
             };
-            let mut responses = responses.into_iter();
-            for reply in replies {
-                // A batch always answers once per command; a missing answer would be a bug.
-                let response = responses.next().unwrap_or(Response::Empty);
-                let _ = reply.send(Ok((response, index)));
-            }
+            // A batch always answers once per command; a missing answer would be a bug.
+            responses.into_iter().chain(std::iter::repeat(Response::Empty)).take(count).map(|response| Ok((response, index))).collect()
         }
-        Err(e) => {
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
-            }
-        }
+        Err(e) => vec![Err(e); count],
     }
 }
 

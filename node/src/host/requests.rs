@@ -57,7 +57,50 @@ impl Host {
             }
         }
         let cmd = Command { issued_at_ms, op, request_id };
-        let (response, log_index) = g.proposals.propose(&g.raft, self.batch_limits, cmd).await.map_err(|e| match e {
+        let proposed = g.proposals.propose(&g.raft, self.batch_limits, cmd).await;
+        self.settle(group, proposed, consistency).await
+    }
+
+    /// Several writes of `group`, answered in order: the key-value writes that
+    /// need no check before they are proposed go into the log together (one
+    /// entry per batch, see [`super::proposals::Proposals::propose_many`]), the
+    /// others each as [`Host::write`] would.
+    pub async fn write_many(
+        &self,
+        group: GroupId,
+        writes: Vec<(Operation, Option<String>, Consistency)>,
+    ) -> Vec<Result<Response, HostError>> {
+        let g = match self.group(group) {
+            Ok(g) if self.refuse_if_drained_leader(group).is_ok() => g,
+            // Each write gets the refusal it would get alone.
+            _ => return futures::future::join_all(writes.into_iter().map(|(op, id, c)| self.write(group, op, id, c))).await,
+        };
+        let mut batched = Vec::new();
+        let mut alone = Vec::new();
+        for (i, (op, request_id, consistency)) in writes.into_iter().enumerate() {
+            if op.batchable() && !g.reader.checks_before_propose(&op) {
+                batched.push((i, Command { issued_at_ms: self.stamp(&g), op, request_id }, consistency));
+            } else {
+                alone.push((i, op, request_id, consistency));
+            }
+        }
+        let (slots, cmds): (Vec<(usize, Consistency)>, Vec<Command>) = batched.into_iter().map(|(i, cmd, c)| ((i, c), cmd)).unzip();
+        let proposed = g.proposals.propose_many(&g.raft, self.batch_limits, cmds);
+        let alone = futures::future::join_all(alone.into_iter().map(|(i, op, id, c)| async move { (i, self.write(group, op, id, c).await) }));
+        let (proposed, alone) = futures::join!(proposed, alone);
+        let settled = futures::future::join_all(
+            slots.into_iter().zip(proposed).map(|((i, c), proposed)| async move { (i, self.settle(group, proposed, c).await) }),
+        )
+        .await;
+        let mut answers: Vec<(usize, Result<Response, HostError>)> = settled.into_iter().chain(alone).collect();
+        answers.sort_by_key(|(i, _)| *i);
+        answers.into_iter().map(|(_, answer)| answer).collect()
+    }
+
+    /// A proposal's answer to its caller: the command's response once it is
+    /// committed and applied (on every voter for `Consistency::All`).
+    async fn settle(&self, group: GroupId, proposed: super::proposals::Proposed, consistency: Consistency) -> Result<Response, HostError> {
+        let (response, log_index) = proposed.map_err(|e| match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => HostError::forward(group, f),
             other => HostError::Unavailable(other.to_string()),
         })?;

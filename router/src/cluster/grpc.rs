@@ -15,7 +15,7 @@ use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
     CampaignRequest, Consistency, DataReply, DrainRequest, FailureKind, HandOffRequest, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest,
     RemoveVoterRequest, RestartRequest, RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
-    WriteRequest,
+    WriteManyRequest, WriteRequest,
 };
 use tessera_api::{GroupId, META_GROUP, NodeId, codec};
 use tonic::service::interceptor::InterceptedService;
@@ -54,6 +54,7 @@ fn own_wire_version() -> u32 {
 }
 use tracing::{debug, info};
 
+use super::lanes::Lanes;
 use super::{ClusterClient, ClusterError, Served, build_ring};
 
 /// Timeout of one RPC attempt.
@@ -101,6 +102,8 @@ pub struct GrpcCluster {
     tls: RwLock<Option<tessera_api::tls::ClusterTls>>,
     /// The wire contract version this router sends.
     wire_version: u32,
+    /// Key-value writes waiting for their group's call in flight (see [`super::lanes`]).
+    lanes: Lanes<WriteRequest, Result<Served<Response>, ClusterError>>,
 }
 
 impl GrpcCluster {
@@ -114,7 +117,15 @@ impl GrpcCluster {
             }
         }
         let wire_version = own_wire_version();
-        Arc::new(GrpcCluster { seeds, view: RwLock::new(view), channels: RwLock::default(), deadline, tls: RwLock::new(tls), wire_version })
+        Arc::new(GrpcCluster {
+            seeds,
+            view: RwLock::new(view),
+            channels: RwLock::default(),
+            deadline,
+            tls: RwLock::new(tls),
+            wire_version,
+            lanes: Lanes::default(),
+        })
     }
 
     /// Dials the nodes with `tls` from now on: the cached channels are dropped,
@@ -195,6 +206,60 @@ impl GrpcCluster {
         if view.leaders.get(&group) != Some(&node) {
             view.leaders.insert(group, node);
         }
+    }
+
+    /// Sends one write to its group's leader, following leader hints and
+    /// stepping over dead nodes until the deadline.
+    async fn write_alone(&self, write: WriteRequest) -> Result<Served<Response>, ClusterError> {
+        self.call(write.group_id, None, false, |mut client| {
+            let req = write.clone();
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+                client.write(req).await
+            }
+        })
+        .await
+    }
+
+    /// Sends `writes` of `group` (a lane's batch, see [`super::lanes`]) to the
+    /// leader this router knows in one `WriteMany` call; a write it does not
+    /// answer (not the leader, a failure, no leader known, a node without the
+    /// call) goes alone, as any write, with its request id.
+    async fn write_together(&self, group: GroupId, writes: Vec<WriteRequest>) -> Vec<Result<Served<Response>, ClusterError>> {
+        let leader = {
+            let view = self.view.read().expect("view lock");
+            view.leaders.get(&group).and_then(|id| view.addrs.get(id).map(|addr| (*id, addr.clone())))
+        };
+        let mut answers: Vec<Option<Result<Served<Response>, ClusterError>>> = (0..writes.len()).map(|_| None).collect();
+        if let (true, Some((leader, addr))) = (writes.len() > 1, leader)
+            && let Ok(mut client) = self.client(&addr)
+        {
+            let mut req = tonic::Request::new(WriteManyRequest { group_id: group, writes: writes.clone() });
+            req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+            if let Ok(reply) = client.write_many(req).await {
+                for (answer, reply) in answers.iter_mut().zip(reply.into_inner().replies) {
+                    if let Some(Outcome::Ok(bytes)) = reply.outcome {
+                        *answer = Some(
+                            codec::decode(&bytes)
+                                .map(|value| Served { value, group, node: reply.served_by })
+                                .map_err(|e| ClusterError::UnexpectedReply(e.to_string())),
+                        );
+                    }
+                }
+                let together = answers.iter().filter(|a| a.is_some()).count();
+                if together > 0 {
+                    self.note_leader(group, leader);
+                    metrics::counter!("tessera_router_coalesced_writes_total").increment(together as u64);
+                }
+            }
+        }
+        let rest = futures::future::join_all(
+            answers.iter().zip(writes).filter(|(answer, _)| answer.is_none()).map(|(_, write)| self.write_alone(write)),
+        )
+        .await;
+        let mut rest = rest.into_iter();
+        answers.into_iter().map(|answer| answer.or_else(|| rest.next()).expect("one answer per write")).collect()
     }
 
     /// Runs `attempt` against candidates until one answers, following leader hints,
@@ -653,16 +718,13 @@ impl ClusterClient for GrpcCluster {
         request_id: String,
     ) -> Result<Served<Response>, ClusterError> {
         let bytes = codec::encode(&*super::outgoing_op(group, op)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
-        self.call(group, None, false, |mut client| {
-            let req =
-                WriteRequest { group_id: group, operation: bytes.clone(), consistency: consistency as i32, request_id: request_id.clone() };
-            async move {
-                let mut req = tonic::Request::new(req);
-                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                client.write(req).await
-            }
-        })
-        .await
+        let write = WriteRequest { group_id: group, operation: bytes, consistency: consistency as i32, request_id };
+        if op.batchable()
+            && let Some(answer) = self.lanes.submit(group, write.clone(), |writes| self.write_together(group, writes)).await
+        {
+            return answer;
+        }
+        self.write_alone(write).await
     }
     async fn read(
         &self,

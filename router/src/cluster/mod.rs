@@ -5,6 +5,7 @@
 //! mapping are tested without processes or sockets.
 
 pub mod grpc;
+mod lanes;
 #[cfg(test)]
 pub mod memory;
 pub mod typed;
