@@ -176,7 +176,7 @@ mod tests {
             }
         }
         let listed: Vec<String> = POLICY.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(declared.len(), 27, "{declared:?}");
+        assert_eq!(declared.len(), 28, "{declared:?}");
         for rpc in &declared {
             assert!(listed.contains(rpc), "{rpc} has no entry in the access policy");
         }

@@ -130,7 +130,15 @@ mod tests {
         assert_eq!(pool.run(|| 5).await.unwrap(), 5, "the worker survived the panic");
         // One job runs, one waits: the third is refused.
         let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
-        let blocked = pool.submit(move || gate_rx.recv().ok()).unwrap();
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let blocked = pool
+            .submit(move || {
+                let _ = started_tx.send(());
+                gate_rx.recv().ok()
+            })
+            .unwrap();
+        // The worker holds the blocked job (else the queue could look full with it, then drain).
+        tokio::task::spawn_blocking(move || started_rx.recv()).await.unwrap().unwrap();
         while pool.jobs.try_send(Box::new(|| {})).is_ok() {
             tokio::task::yield_now().await;
         }

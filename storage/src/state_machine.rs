@@ -167,13 +167,18 @@ impl GroupReader {
     }
 }
 
+/// The state-machine records every apply reads (the group's clock, its key
+/// range, the markers of a restore in progress and of a restore's hold): the
+/// apply path keeps them in memory ([`Db::cached_record`]), so a write does
+/// not read them back from RocksDB. Exact, not a hint: an apply reads them to
+/// decide what it writes.
+const CACHED_RECORDS: [u8; 4] = [keys::SM_CLOCK, keys::SM_RANGE, keys::SM_RESTORE, keys::SM_RESTORE_HOLD];
+
 /// The group's applied clock (see [`keys::SM_CLOCK`]), if a command was applied.
 fn read_clock(data: &GroupData) -> Result<Option<i64>> {
-    let key = keys::data_key(data.group, keys::SPACE_SM, &[keys::SM_CLOCK]);
-    match data.db.get_cf(cf(&data.db, CF_DATA), &key)? {
-        Some(raw) => {
-            let bytes = data.db.open(Purpose::Data, &key, &raw)?;
-            let be: [u8; 8] = bytes.as_ref().try_into().map_err(|_| StorageError::Corrupt("applied clock record".into()))?;
+    match read_sm_raw(data, keys::SM_CLOCK)? {
+        Some(bytes) => {
+            let be: [u8; 8] = bytes.as_slice().try_into().map_err(|_| StorageError::Corrupt("applied clock record".into()))?;
             Ok(Some(i64::from_be_bytes(be)))
         }
         None => Ok(None),
@@ -181,10 +186,25 @@ fn read_clock(data: &GroupData) -> Result<Option<i64>> {
 }
 
 pub(crate) fn read_sm_record<T: serde::de::DeserializeOwned>(data: &GroupData, tag: u8) -> Result<Option<T>> {
-    let key = keys::data_key(data.group, keys::SPACE_SM, &[tag]);
-    let raw = data.db.get_cf(cf(&data.db, CF_DATA), &key)?;
-    match raw {
-        Some(b) => Ok(Some(serde_json::from_slice(&data.db.open(Purpose::Data, &key, &b)?)?)),
+    match read_sm_raw(data, tag)? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// The plaintext of the group's state-machine record `tag`: from the apply
+/// path's cache when it holds the record, else from RocksDB.
+fn read_sm_raw(data: &GroupData, tag: u8) -> Result<Option<Vec<u8>>> {
+    if let Some(known) = data.db.cached_record(data.group, tag) {
+        return Ok(known);
+    }
+    stored_sm_raw(&data.db, data.group, tag)
+}
+
+fn stored_sm_raw(db: &Db, group: u64, tag: u8) -> Result<Option<Vec<u8>>> {
+    let key = keys::data_key(group, keys::SPACE_SM, &[tag]);
+    match db.get_cf(cf(db, CF_DATA), &key)? {
+        Some(raw) => Ok(Some(db.open(Purpose::Data, &key, &raw)?.into_owned())),
         None => Ok(None),
     }
 }
@@ -219,13 +239,20 @@ impl StateMachine {
         let mut responses = Vec::with_capacity(entries.len());
         for entry in entries {
             let mut batch = WriteBatch::default();
+            let mut clock = None;
             let response = match &entry.payload {
                 EntryPayload::Blank => Response::Empty,
                 EntryPayload::Normal(Command { op: Operation::Batch(cmds), .. }) => {
-                    self.apply_batch(&mut batch, entry.log_id.index, cmds).map_err(|e| StorageIOError::apply(entry.log_id, &e))?
+                    let (response, last_clock) =
+                        self.apply_batch(&mut batch, entry.log_id.index, cmds).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    clock = last_clock;
+                    response
                 }
                 EntryPayload::Normal(cmd) => {
-                    self.apply_stamped(&mut batch, entry.log_id.index, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?
+                    let (response, stamp) =
+                        self.apply_stamped(&mut batch, entry.log_id.index, cmd).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+                    clock = Some(stamp);
+                    response
                 }
                 EntryPayload::Membership(m) => {
                     let stored = StoredMembership::new(Some(entry.log_id), m.clone());
@@ -237,6 +264,15 @@ impl StateMachine {
             let applied = serde_json::to_vec(&entry.log_id).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
             put_data(&self.data.db, &mut batch, &self.sm_key(keys::SM_APPLIED), &applied);
             self.data.db.write(batch).map_err(|e| StorageIOError::apply(entry.log_id, &e))?;
+            if let EntryPayload::Normal(cmd) = &entry.payload {
+                match &cmd.op {
+                    Operation::Batch(cmds) => cmds.iter().for_each(|cmd| self.written(cmd, None)),
+                    _ => self.written(cmd, None),
+                }
+            }
+            if let Some(clock) = clock {
+                self.data.db.cache_record(self.data.group, keys::SM_CLOCK, Some(clock.to_be_bytes().to_vec()));
+            }
             self.data.db.compact_pending();
             if matches!(&entry.payload, EntryPayload::Normal(Command { op: Operation::Split(_), .. })) {
                 self.data.db.note_group_event();
@@ -261,7 +297,9 @@ impl StateMachine {
     /// Applies `cmd` at the group's clock when it was stamped before it (the
     /// group's time never runs backwards, whatever the clocks of successive
     /// leaders say), and moves the clock to its stamp.
-    fn apply_stamped(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<Response> {
+    /// Answers the command's response and the clock it wrote.
+    fn apply_stamped(&self, batch: &mut WriteBatch, log_index: u64, cmd: &Command) -> Result<(Response, i64)> {
+        self.load_cached_records()?;
         let stamped;
         let cmd = match read_clock(&self.data)? {
             Some(clock) if cmd.issued_at_ms < clock => {
@@ -272,7 +310,34 @@ impl StateMachine {
         };
         let response = self.apply_once(batch, log_index, cmd)?;
         put_data(&self.data.db, batch, &self.sm_key(keys::SM_CLOCK), &cmd.issued_at_ms.to_be_bytes());
-        Ok(response)
+        Ok((response, cmd.issued_at_ms))
+    }
+
+    /// Reads into the cache the records of [`CACHED_RECORDS`] it lacks.
+    fn load_cached_records(&self) -> Result<()> {
+        let (db, group) = (&*self.data.db, self.data.group);
+        for tag in db.uncached_records(group, &CACHED_RECORDS) {
+            db.cache_record(group, tag, stored_sm_raw(db, group, tag)?);
+        }
+        Ok(())
+    }
+
+    /// Once `cmd`'s records are written: the cache forgets what the command may
+    /// have changed besides the clock (a split: its group's range and the child's
+    /// records; a restore: its markers) and keeps `clock`, the clock it wrote.
+    fn written(&self, cmd: &Command, clock: Option<i64>) {
+        let db = &self.data.db;
+        match cmd.op.unwrapped() {
+            Operation::Split(op) => {
+                db.forget_records(self.data.group);
+                db.forget_records(op.child);
+            }
+            Operation::Restore(_) => db.forget_records(self.data.group),
+            _ => {}
+        }
+        if let Some(clock) = clock {
+            db.cache_record(self.data.group, keys::SM_CLOCK, Some(clock.to_be_bytes().to_vec()));
+        }
     }
 
     /// Applies the commands of the batch entry `log_index` one after the other,
@@ -280,7 +345,8 @@ impl StateMachine {
     /// their own that also record how far the entry got, the last into `batch`
     /// (written with the entry's log id). An entry applied again after a crash in
     /// its middle skips the commands applied already (their clients saw no answer).
-    fn apply_batch(&self, batch: &mut WriteBatch, log_index: u64, cmds: &[Command]) -> Result<Response> {
+    /// Answers the entry's response and the clock its last command wrote.
+    fn apply_batch(&self, batch: &mut WriteBatch, log_index: u64, cmds: &[Command]) -> Result<(Response, Option<i64>)> {
         let progress_key = self.sm_key(keys::SM_BATCH_PROGRESS);
         let done = match self.data.db.get_cf(cf(&self.data.db, CF_DATA), &progress_key)? {
             Some(raw) => {
@@ -292,6 +358,7 @@ impl StateMachine {
             None => 0,
         };
         let mut responses = Vec::with_capacity(cmds.len());
+        let mut last_clock = None;
         for (i, cmd) in cmds.iter().enumerate() {
             if i < done {
                 responses.push(Response::Empty);
@@ -300,18 +367,21 @@ impl StateMachine {
             let response = if matches!(cmd.op, Operation::Batch(_)) {
                 Response::rejected(tessera_api::error::ErrorCode::Invalid, "a batch of commands cannot hold another batch")
             } else if i + 1 == cmds.len() {
-                self.apply_stamped(batch, log_index, cmd)?
+                let (response, clock) = self.apply_stamped(batch, log_index, cmd)?;
+                last_clock = Some(clock);
+                response
             } else {
                 let mut own = WriteBatch::default();
-                let response = self.apply_stamped(&mut own, log_index, cmd)?;
+                let (response, clock) = self.apply_stamped(&mut own, log_index, cmd)?;
                 let progress = [log_index.to_be_bytes(), (i as u64 + 1).to_be_bytes()].concat();
                 put_data(&self.data.db, &mut own, &progress_key, &progress);
                 self.data.db.write(own)?;
+                self.written(cmd, Some(clock));
                 response
             };
             responses.push(response);
         }
-        Ok(Response::Batch(responses))
+        Ok((Response::Batch(responses), last_clock))
     }
 
     /// Applies a command unless its request id was applied already (then the
@@ -652,10 +722,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         .await
         .map_err(|e| failed(meta, &e))?;
         if let Err(e) = installed {
+            self.data.db.forget_records(self.data.group);
             let _ = std::fs::remove_file(&path);
             return Err(failed(meta, &e));
         }
         let group = self.data.group;
+        self.data.db.forget_records(group); // the install replaced them
         self.data.memory.invalidate(); // in-memory indexes are rebuilt from the new records
         self.data.db.note_group_event(); // the snapshot may record splits this replica skipped
         tracing::info!(group, snapshot = %meta.snapshot_id, "installed snapshot");

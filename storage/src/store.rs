@@ -50,6 +50,12 @@ pub struct Db {
     /// Groups whose replica here refused to replace entries it had applied
     /// (see `LogStore::truncate_from`): the node rebuilds them ([`Store::take_diverged`]).
     diverged: std::sync::Mutex<std::collections::BTreeSet<u64>>,
+    /// The state-machine records every apply reads (`state_machine::CACHED_RECORDS`),
+    /// per (group, tag), as the group's apply last read or wrote them; `None`
+    /// inside: the record is absent. Only the apply path fills it, and whatever
+    /// rewrites such a record otherwise (a snapshot install, a split, a restore,
+    /// a dropped replica) forgets the group's entries.
+    sm_records: std::sync::Mutex<HashMap<(u64, u8), Option<Vec<u8>>>>,
 }
 
 impl Deref for Db {
@@ -73,6 +79,7 @@ impl From<DB> for Db {
             unsynced_commits: false,
             gates: Default::default(),
             diverged: Default::default(),
+            sm_records: Default::default(),
         }
     }
 }
@@ -94,6 +101,28 @@ impl Db {
     /// (`storage.sync_on_commit = false` on disk).
     pub(crate) fn may_lose_acknowledged(&self) -> bool {
         !self.in_memory && self.unsynced_commits
+    }
+
+    /// The cached state-machine record `tag` of `group` (see `Db::sm_records`):
+    /// `None` when not cached, `Some(None)` when cached as absent.
+    pub(crate) fn cached_record(&self, group: u64, tag: u8) -> Option<Option<Vec<u8>>> {
+        self.sm_records.lock().unwrap_or_else(|e| e.into_inner()).get(&(group, tag)).cloned()
+    }
+
+    /// Which of `tags` the cache lacks for `group`.
+    pub(crate) fn uncached_records(&self, group: u64, tags: &[u8]) -> Vec<u8> {
+        let cached = self.sm_records.lock().unwrap_or_else(|e| e.into_inner());
+        tags.iter().copied().filter(|tag| !cached.contains_key(&(group, *tag))).collect()
+    }
+
+    /// Caches `value` as `group`'s record `tag`; the apply path only.
+    pub(crate) fn cache_record(&self, group: u64, tag: u8, value: Option<Vec<u8>>) {
+        self.sm_records.lock().unwrap_or_else(|e| e.into_inner()).insert((group, tag), value);
+    }
+
+    /// Forgets every cached record of `group` (they are read again on its next apply).
+    pub(crate) fn forget_records(&self, group: u64) {
+        self.sm_records.lock().unwrap_or_else(|e| e.into_inner()).retain(|(g, _), _| *g != group);
     }
 
     /// Wakes whoever waits on [`Store::group_events`].
@@ -338,6 +367,7 @@ impl Store {
             resealed,
             gates: Default::default(),
             diverged: Default::default(),
+            sm_records: Default::default(),
         });
         let wal = WalSync::start(&db)?;
         Ok(Store { db, wal, memories: Default::default() })
@@ -581,6 +611,7 @@ impl Store {
             _ => {}
         }
         self.memories.lock().unwrap_or_else(|e| e.into_inner()).remove(&group);
+        self.db.forget_records(group);
         Ok(())
     }
 

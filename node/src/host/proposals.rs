@@ -97,7 +97,8 @@ impl Proposals {
         while let Some(cmd) = cmds.next() {
             bytes += approximate_size(&cmd);
             chunk.push(cmd);
-            let full = chunk.len() >= limits.max_commands || cmds.peek().is_none_or(|next| bytes + approximate_size(next) > MAX_BATCH_BYTES);
+            let full =
+                chunk.len() >= limits.max_commands || cmds.peek().is_none_or(|next| bytes + approximate_size(next) > MAX_BATCH_BYTES);
             if !full {
                 continue;
             }

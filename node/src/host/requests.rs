@@ -86,7 +86,8 @@ impl Host {
         }
         let (slots, cmds): (Vec<(usize, Consistency)>, Vec<Command>) = batched.into_iter().map(|(i, cmd, c)| ((i, c), cmd)).unzip();
         let proposed = g.proposals.propose_many(&g.raft, self.batch_limits, cmds);
-        let alone = futures::future::join_all(alone.into_iter().map(|(i, op, id, c)| async move { (i, self.write(group, op, id, c).await) }));
+        let alone =
+            futures::future::join_all(alone.into_iter().map(|(i, op, id, c)| async move { (i, self.write(group, op, id, c).await) }));
         let (proposed, alone) = futures::join!(proposed, alone);
         let settled = futures::future::join_all(
             slots.into_iter().zip(proposed).map(|((i, c), proposed)| async move { (i, self.settle(group, proposed, c).await) }),

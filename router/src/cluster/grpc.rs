@@ -103,7 +103,7 @@ pub struct GrpcCluster {
     /// The wire contract version this router sends.
     wire_version: u32,
     /// Key-value writes waiting for their group's call in flight (see [`super::lanes`]).
-    lanes: Lanes<WriteRequest, Result<Served<Response>, ClusterError>>,
+    lanes: Lanes<WriteRequest, Option<Result<Served<Response>, ClusterError>>>,
 }
 
 impl GrpcCluster {
@@ -222,44 +222,57 @@ impl GrpcCluster {
         .await
     }
 
-    /// Sends `writes` of `group` (a lane's batch, see [`super::lanes`]) to the
-    /// leader this router knows in one `WriteMany` call; a write it does not
-    /// answer (not the leader, a failure, no leader known, a node without the
-    /// call) goes alone, as any write, with its request id.
-    async fn write_together(&self, group: GroupId, writes: Vec<WriteRequest>) -> Vec<Result<Served<Response>, ClusterError>> {
+    /// One attempt at `writes` of `group` (a lane's batch, see [`super::lanes`])
+    /// on the leader this router knows: a lone write as `Write`, several in one
+    /// `WriteMany` call. A write it does not answer (no leader known, not the
+    /// leader, a failure, a node without the call) comes back `None`: its writer
+    /// sends it alone, with its request id, following leader hints and stepping
+    /// over dead nodes as any write, so the lane's turn is held for one attempt.
+    async fn write_together(&self, group: GroupId, writes: Vec<WriteRequest>) -> Vec<Option<Result<Served<Response>, ClusterError>>> {
+        let mut answers: Vec<Option<Result<Served<Response>, ClusterError>>> = (0..writes.len()).map(|_| None).collect();
         let leader = {
             let view = self.view.read().expect("view lock");
             view.leaders.get(&group).and_then(|id| view.addrs.get(id).map(|addr| (*id, addr.clone())))
         };
-        let mut answers: Vec<Option<Result<Served<Response>, ClusterError>>> = (0..writes.len()).map(|_| None).collect();
-        if let (true, Some((leader, addr))) = (writes.len() > 1, leader)
-            && let Ok(mut client) = self.client(&addr)
-        {
-            let mut req = tonic::Request::new(WriteManyRequest { group_id: group, writes: writes.clone() });
+        let Some((leader, addr)) = leader else { return answers };
+        let Ok(mut client) = self.client(&addr) else { return answers };
+        let count = writes.len();
+        let replies = if count == 1 {
+            let mut req = tonic::Request::new(writes.into_iter().next().expect("one write"));
             req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-            if let Ok(reply) = client.write_many(req).await {
-                for (answer, reply) in answers.iter_mut().zip(reply.into_inner().replies) {
-                    if let Some(Outcome::Ok(bytes)) = reply.outcome {
-                        *answer = Some(
-                            codec::decode(&bytes)
-                                .map(|value| Served { value, group, node: reply.served_by })
-                                .map_err(|e| ClusterError::UnexpectedReply(e.to_string())),
-                        );
+            client.write(req).await.map(|reply| vec![reply.into_inner()])
+        } else {
+            let mut req = tonic::Request::new(WriteManyRequest { group_id: group, writes });
+            req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
+            client.write_many(req).await.map(|reply| reply.into_inner().replies)
+        };
+        let replies = match replies {
+            Ok(replies) => replies,
+            Err(status) => {
+                if status.code() != tonic::Code::Unimplemented {
+                    // Unreachable or slow: the next writers do not wait on it again.
+                    let mut view = self.view.write().expect("view lock");
+                    if view.leaders.get(&group) == Some(&leader) {
+                        view.leaders.remove(&group);
                     }
                 }
-                let together = answers.iter().filter(|a| a.is_some()).count();
-                if together > 0 {
-                    self.note_leader(group, leader);
-                    metrics::counter!("tessera_router_coalesced_writes_total").increment(together as u64);
-                }
+                return answers;
+            }
+        };
+        for (answer, reply) in answers.iter_mut().zip(replies) {
+            if let Some(Outcome::Ok(bytes)) = reply.outcome {
+                *answer = Some(
+                    codec::decode(&bytes)
+                        .map(|value| Served { value, group, node: reply.served_by })
+                        .map_err(|e| ClusterError::UnexpectedReply(e.to_string())),
+                );
             }
         }
-        let rest = futures::future::join_all(
-            answers.iter().zip(writes).filter(|(answer, _)| answer.is_none()).map(|(_, write)| self.write_alone(write)),
-        )
-        .await;
-        let mut rest = rest.into_iter();
-        answers.into_iter().map(|answer| answer.or_else(|| rest.next()).expect("one answer per write")).collect()
+        let answered = answers.iter().filter(|a| a.is_some()).count();
+        if count > 1 && answered > 0 {
+            metrics::counter!("tessera_router_coalesced_writes_total").increment(answered as u64);
+        }
+        answers
     }
 
     /// Runs `attempt` against candidates until one answers, following leader hints,
@@ -720,7 +733,8 @@ impl ClusterClient for GrpcCluster {
         let bytes = codec::encode(&*super::outgoing_op(group, op)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         let write = WriteRequest { group_id: group, operation: bytes, consistency: consistency as i32, request_id };
         if op.batchable()
-            && let Some(answer) = self.lanes.submit(group, write.clone(), |writes| self.write_together(group, writes)).await
+            && let Some(Some(answer)) =
+                self.lanes.submit(group, write.clone(), write.operation.len(), |writes| self.write_together(group, writes)).await
         {
             return answer;
         }

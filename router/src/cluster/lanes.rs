@@ -8,9 +8,12 @@
 //! One call per group is in flight from this router at a time: whoever holds
 //! the group's turn sends everything queued (up to [`MAX_ITEMS`]) and answers
 //! each writer; a writer that gets the turn after its write was answered just
-//! takes the answer. A holder that is cancelled mid-call drops the answers it
-//! owed: those writers get `None` and send their writes alone (a request id
-//! makes a write that did reach the log apply once).
+//! takes the answer. The call is one attempt (the cluster client hands back
+//! what it could not answer, and those writers retry alone), so a slow or dead
+//! leader holds the lane for one attempt, not for a whole retry loop. A holder
+//! that is cancelled mid-call drops the answers it owed: those writers get
+//! `None` and send their writes alone too (a request id makes a write that did
+//! reach the log apply once).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -22,6 +25,9 @@ use tokio::sync::oneshot::error::TryRecvError;
 
 /// Writes in one call at most.
 pub(super) const MAX_ITEMS: usize = 64;
+
+/// Bytes of writes in one call at most (a larger write still goes, alone).
+pub(super) const MAX_BYTES: usize = 1 << 20;
 
 /// One lane per group.
 pub(super) struct Lanes<T, R> {
@@ -36,6 +42,7 @@ struct Lane<T, R> {
 
 struct Waiting<T, R> {
     item: T,
+    bytes: usize,
     answer: oneshot::Sender<R>,
 }
 
@@ -46,18 +53,18 @@ impl<T, R> Default for Lanes<T, R> {
 }
 
 impl<T, R> Lanes<T, R> {
-    /// Sends `item` for `group` through `send` (which answers the items it is
-    /// given, in order), together with whatever else waits for the group.
-    /// `None`: the call that took the item was cancelled before it answered;
-    /// the caller sends the item alone.
-    pub(super) async fn submit<F, Fut>(&self, group: GroupId, item: T, send: F) -> Option<R>
+    /// Sends `item` (about `bytes` long) for `group` through `send` (which
+    /// answers the items it is given, in order), together with whatever else
+    /// waits for the group. `None`: the call that took the item was cancelled
+    /// before it answered; the caller sends the item alone.
+    pub(super) async fn submit<F, Fut>(&self, group: GroupId, item: T, bytes: usize, send: F) -> Option<R>
     where
         F: Fn(Vec<T>) -> Fut,
         Fut: Future<Output = Vec<R>>,
     {
         let lane = self.lanes.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_insert_with(|| Arc::new(Lane::new())).clone();
         let (answer, mut own) = oneshot::channel();
-        lane.waiting.lock().unwrap_or_else(|e| e.into_inner()).push_back(Waiting { item, answer });
+        lane.waiting.lock().unwrap_or_else(|e| e.into_inner()).push_back(Waiting { item, bytes, answer });
         let _turn = lane.turn.lock().await;
         loop {
             match own.try_recv() {
@@ -67,7 +74,14 @@ impl<T, R> Lanes<T, R> {
             }
             let batch: Vec<Waiting<T, R>> = {
                 let mut waiting = lane.waiting.lock().unwrap_or_else(|e| e.into_inner());
-                let take = waiting.len().min(MAX_ITEMS);
+                let (mut take, mut bytes) = (0, 0);
+                while let Some(next) = waiting.get(take)
+                    && take < MAX_ITEMS
+                    && (take == 0 || bytes + next.bytes <= MAX_BYTES)
+                {
+                    bytes += next.bytes;
+                    take += 1;
+                }
                 waiting.drain(..take).collect()
             };
             if batch.is_empty() {
@@ -118,13 +132,13 @@ mod tests {
                 }
             }
         };
-        assert_eq!(lanes.submit(1, 7, send(calls.clone())).await, Some(70));
+        assert_eq!(lanes.submit(1, 7, 1, send(calls.clone())).await, Some(70));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
 
         let writers: Vec<_> = (0..40u32)
             .map(|i| {
                 let (lanes, calls) = (lanes.clone(), calls.clone());
-                tokio::spawn(async move { lanes.submit(1, i, send(calls)).await })
+                tokio::spawn(async move { lanes.submit(1, i, 1, send(calls)).await })
             })
             .collect();
         for (i, writer) in writers.into_iter().enumerate() {
@@ -132,6 +146,44 @@ mod tests {
         }
         let made = calls.load(Ordering::SeqCst) - 1;
         assert!(made < 40, "40 concurrent writes made {made} calls");
+    }
+
+    #[tokio::test]
+    async fn a_call_carries_at_most_a_megabyte_of_writes() {
+        let lanes: Arc<Lanes<u32, u32>> = Arc::new(Lanes::default());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let send = |release: Arc<tokio::sync::Notify>, sizes: Arc<Mutex<Vec<usize>>>| {
+            move |items: Vec<u32>| {
+                let (release, sizes) = (release.clone(), sizes.clone());
+                async move {
+                    sizes.lock().unwrap().push(items.len());
+                    if items == [0] {
+                        release.notified().await;
+                    }
+                    items
+                }
+            }
+        };
+        let writer = |i: u32, bytes: usize| {
+            let (lanes, release, sizes) = (lanes.clone(), release.clone(), sizes.clone());
+            tokio::spawn(async move { lanes.submit(1, i, bytes, send(release, sizes)).await })
+        };
+        let first = writer(0, 10);
+        while sizes.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // 400 KiB each: two fit in a megabyte, the third waits for the next call.
+        let queued: Vec<_> = (1..=3).map(|i| writer(i, 400 << 10)).collect();
+        while lanes.queued(1) < 3 {
+            tokio::task::yield_now().await;
+        }
+        release.notify_one();
+        assert_eq!(first.await.unwrap(), Some(0));
+        for (i, writer) in queued.into_iter().enumerate() {
+            assert_eq!(writer.await.unwrap(), Some(i as u32 + 1));
+        }
+        assert_eq!(*sizes.lock().unwrap(), vec![1, 2, 1]);
     }
 
     #[tokio::test]
@@ -144,7 +196,7 @@ mod tests {
             let (lanes, started, release) = (lanes.clone(), started.clone(), release.clone());
             tokio::spawn(async move {
                 lanes
-                    .submit(1, 1, move |items: Vec<u32>| {
+                    .submit(1, 1, 1, move |items: Vec<u32>| {
                         let (started, release) = (started.clone(), release.clone());
                         async move {
                             let _ = started.send(1);
@@ -161,7 +213,7 @@ mod tests {
             let (lanes, started) = (lanes.clone(), started.clone());
             tokio::spawn(async move {
                 lanes
-                    .submit(1, 2, move |_items: Vec<u32>| {
+                    .submit(1, 2, 1, move |_items: Vec<u32>| {
                         let started = started.clone();
                         async move {
                             let _ = started.send(2);
@@ -173,7 +225,7 @@ mod tests {
         };
         let third = {
             let lanes = lanes.clone();
-            tokio::spawn(async move { lanes.submit(1, 3, |items: Vec<u32>| async move { items }).await })
+            tokio::spawn(async move { lanes.submit(1, 3, 1, |items: Vec<u32>| async move { items }).await })
         };
         while lanes.queued(1) < 2 {
             tokio::task::yield_now().await;
@@ -183,6 +235,6 @@ mod tests {
         assert_eq!(started_rx.recv().await, Some(2), "the second writer's call took the queued writes");
         second.abort();
         assert_eq!(third.await.unwrap(), None, "a write taken by a cancelled call is handed back to its writer");
-        assert_eq!(lanes.submit(1, 4, |items: Vec<u32>| async move { items }).await, Some(4), "the lane is free again");
+        assert_eq!(lanes.submit(1, 4, 1, |items: Vec<u32>| async move { items }).await, Some(4), "the lane is free again");
     }
 }
