@@ -218,13 +218,15 @@ pub fn redacted(mut config: serde_json::Value) -> serde_json::Value {
 }
 
 /// The process's Tokio runtime: `worker_threads` threads drive tasks
-/// (`server.worker_threads`; 0: one per core, Tokio's default).
-pub fn build_runtime(worker_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+/// (`server.worker_threads`; 0: one per core, Tokio's default), each thread
+/// (blocking ones too) with a stack of `thread_stack_bytes` (reserved address
+/// space: only the pages a thread touches are backed by memory).
+pub fn build_runtime(worker_threads: usize, thread_stack_bytes: usize) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if worker_threads > 0 {
         builder.worker_threads(worker_threads);
     }
-    builder.enable_all().build()
+    builder.thread_stack_size(thread_stack_bytes).enable_all().build()
 }
 
 /// The process's Prometheus recorder, installed as the `metrics` facade's
@@ -325,8 +327,8 @@ mod runtime_tests {
 
     #[test]
     fn the_configured_worker_threads_drive_the_runtime() {
-        assert_eq!(super::build_runtime(3).unwrap().metrics().num_workers(), 3);
+        assert_eq!(super::build_runtime(3, 8 << 20).unwrap().metrics().num_workers(), 3);
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        assert_eq!(super::build_runtime(0).unwrap().metrics().num_workers(), cores, "0: one per core");
+        assert_eq!(super::build_runtime(0, 8 << 20).unwrap().metrics().num_workers(), cores, "0: one per core");
     }
 }

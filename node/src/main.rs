@@ -135,7 +135,7 @@ fn main() -> anyhow::Result<()> {
         return print_digests(data_dir);
     }
     let cfg = NodeConfig::load(cli.config.as_deref())?;
-    tessera_api::runtime::build_runtime(cfg.server.worker_threads)?.block_on(run(cli, cfg))
+    tessera_api::runtime::build_runtime(cfg.server.worker_threads, tessera_sql::REQUEST_THREAD_STACK_BYTES)?.block_on(run(cli, cfg))
 }
 
 async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {

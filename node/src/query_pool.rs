@@ -37,7 +37,11 @@ impl QueryPool {
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..workers.max(1) {
             let rx = rx.clone();
-            let spawned = std::thread::Builder::new().name(format!("query-{i}")).spawn(move || worker(&rx));
+            // A query runs on the thread's own stack, sized for the deepest SQL request.
+            let spawned = std::thread::Builder::new()
+                .name(format!("query-{i}"))
+                .stack_size(tessera_sql::REQUEST_THREAD_STACK_BYTES)
+                .spawn(move || worker(&rx));
             if let Err(e) = spawned {
                 warn!("starting query worker {i}: {e}");
             }

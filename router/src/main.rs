@@ -193,7 +193,7 @@ fn routes(state: AppState) -> Router {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = RouterConfig::load(cli.config.as_deref())?;
-    tessera_api::runtime::build_runtime(config.server.worker_threads)?.block_on(run(config))
+    tessera_api::runtime::build_runtime(config.server.worker_threads, tessera_sql::REQUEST_THREAD_STACK_BYTES)?.block_on(run(config))
 }
 
 async fn run(config: RouterConfig) -> anyhow::Result<()> {

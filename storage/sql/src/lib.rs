@@ -25,7 +25,7 @@ mod join;
 pub use join::MemoryPool;
 pub mod mem;
 mod parser;
-pub use parser::MAX_EXPR_DEPTH;
+pub use parser::{MAX_EXPR_DEPTH, REQUEST_THREAD_STACK_BYTES};
 mod query;
 mod store;
 mod system;
