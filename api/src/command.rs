@@ -43,11 +43,13 @@ pub enum Operation {
 
 impl Operation {
     /// Whether a leader may propose this operation in an [`Operation::Batch`] with
-    /// others: key-value writes, whose outcome depends on nothing but the keys they
-    /// name (operations that number things by log index, SQL change capture, or
-    /// that change the group itself, always have an entry of their own).
+    /// others: key-value writes and SQL writes, each applied in order and in a
+    /// write batch of its own (a SQL write's change-capture records name its
+    /// place in the entry). Operations that number things by log index, bulk
+    /// imports, and those that change the group itself always have an entry
+    /// of their own.
     pub fn batchable(&self) -> bool {
-        matches!(self, Operation::Kv(_))
+        matches!(self, Operation::Kv(_) | Operation::Sql(_))
     }
 
     /// The operation itself, without a [`Operation::DuringRestore`] wrapper.

@@ -35,6 +35,9 @@ pub struct StateMachine {
     pub(crate) data: GroupData,
     /// The epoch of the group's gate its work runs under (0: ungated; see [`crate::gate`]).
     epoch: u64,
+    /// While a batch entry applies: the place (from 1) of the command being
+    /// applied, which its change-capture records carry in their position.
+    batch_place: std::sync::atomic::AtomicU32,
 }
 
 /// A model's answer as the group's reply: its result, or the rejection.
@@ -216,7 +219,7 @@ fn put_data(db: &Db, batch: &mut WriteBatch, key: &[u8], value: &[u8]) {
 
 impl StateMachine {
     pub(crate) fn new(db: Arc<Db>, group: u64, memory: Arc<engine::EngineMemory>) -> Self {
-        StateMachine { data: GroupData { db, group, memory, cancel: None }, epoch: 0 }
+        StateMachine { data: GroupData { db, group, memory, cancel: None }, epoch: 0, batch_place: Default::default() }
     }
 
     /// The same machine working under epoch `epoch` of its group's gate.
@@ -364,6 +367,7 @@ impl StateMachine {
                 responses.push(Response::Empty);
                 continue;
             }
+            self.batch_place.store(i as u32 + 1, std::sync::atomic::Ordering::Relaxed);
             let response = if matches!(cmd.op, Operation::Batch(_)) {
                 Response::rejected(tessera_api::error::ErrorCode::Invalid, "a batch of commands cannot hold another batch")
             } else if i + 1 == cmds.len() {
@@ -381,6 +385,7 @@ impl StateMachine {
             };
             responses.push(response);
         }
+        self.batch_place.store(0, std::sync::atomic::Ordering::Relaxed);
         Ok((Response::Batch(responses), last_clock))
     }
 
@@ -490,7 +495,9 @@ impl StateMachine {
         let (response, changes) = run(&mut Tx::new(db, group, space::SQL, batch), &capture)?;
         if !changes.is_empty() {
             let stream_tx = &mut Tx::new(db, group, space::STREAM, batch);
-            engine::stream::append_changes(stream_tx, now, log_index, database, changes)?;
+            let place = self.batch_place.load(std::sync::atomic::Ordering::Relaxed);
+            let position = engine::stream::ChangePosition { log_index, command: (place > 0).then(|| place - 1) };
+            engine::stream::append_changes(stream_tx, now, position, database, changes)?;
         }
         Ok(response)
     }
@@ -678,7 +685,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // blocking pool, never on the runtime threads that drive every group's
         // heartbeats and RPCs.
         let entries: Vec<openraft::Entry<TypeConfig>> = entries.into_iter().collect();
-        let machine = StateMachine { data: self.data.clone(), epoch: self.epoch };
+        let machine = StateMachine { data: self.data.clone(), epoch: self.epoch, batch_place: Default::default() };
         tokio::task::spawn_blocking(move || {
             let _pass = pass(&machine.data, machine.epoch).map_err(|e| StorageIOError::write_state_machine(&e))?;
             // Test builds: a slow apply, holding its pass as a real one would.
@@ -1057,7 +1064,7 @@ mod tests {
         use serde_json::json;
         use tessera_api::sql::{SqlOp, SqlResult, SqlRows, SqlStep, SqlTransaction, result_digest};
         let (_dir, data) = crate::engine::test_support::open_group(1);
-        let sm = StateMachine { data: data.clone(), epoch: 0 };
+        let sm = StateMachine { data: data.clone(), epoch: 0, batch_place: Default::default() };
         let mut log_index = 0;
         let mut apply = |op: SqlOp| {
             log_index += 1;
@@ -1117,7 +1124,7 @@ mod tests {
         use tessera_api::import::{ImportRow, OnConflict, SqlImportOp};
         use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult};
         let (_dir, data) = crate::engine::test_support::open_group(1);
-        let sm = StateMachine { data: data.clone(), epoch: 0 };
+        let sm = StateMachine { data: data.clone(), epoch: 0, batch_place: Default::default() };
         let mut log_index = 0;
         let mut apply = |op: Operation| {
             log_index += 1;
@@ -1165,6 +1172,68 @@ mod tests {
                 json!(["Insert", 3, "c", pos(5, 1)]),
                 json!(["Update", 0, "zero", pos(5, 2)]),
                 json!(["Insert", 4, "d", pos(6, 0)]),
+            ]
+        );
+    }
+
+    /// SQL writes a leader proposed together apply in order, each seeing the
+    /// ones before it, and their change records name their place in the entry.
+    #[test]
+    fn sql_writes_in_one_batch_entry_apply_in_order_and_capture_their_place() {
+        use serde_json::json;
+        use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult};
+        let (_dir, data) = crate::engine::test_support::open_group(1);
+        let sm = StateMachine { data: data.clone(), epoch: 0, batch_place: Default::default() };
+        let sql = |text: &str, id: &str| Command {
+            issued_at_ms: 5,
+            op: Operation::Sql(tessera_api::sql::SqlOp {
+                database: "db".into(),
+                sql: text.into(),
+                params: vec![],
+                max_result_rows: 10,
+                timeout_ms: 0,
+                max_memory_mb: 0,
+                transaction: None,
+            }),
+            request_id: Some(id.into()),
+        };
+        sm.apply_at(1, sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)", "s1")).unwrap();
+        let cdc = Operation::Stream(StreamOp::EnableCdc { database: "db".into(), table: "t".into(), retention: None, max_events: None });
+        sm.apply_at(2, Command { issued_at_ms: 5, op: cdc, request_id: None }).unwrap();
+        sm.apply_at(3, sql("INSERT INTO t VALUES (9, 9)", "s2")).unwrap();
+        let applied = sm
+            .apply_entries(vec![entry(
+                4,
+                batch(vec![
+                    sql("INSERT INTO t VALUES (1, 10), (2, 20)", "s3"),
+                    sql("UPDATE t SET v = v + 1 WHERE id <= 2", "s4"),
+                    sql("INSERT INTO t VALUES (1, 0)", "s5"),
+                ]),
+            )])
+            .unwrap();
+        let [Response::Batch(answers)] = applied.as_slice() else { panic!("{applied:?}") };
+        assert!(matches!(&answers[0], Response::Sql(tessera_api::sql::SqlResult::Rows(r)) if r.rows_affected == 2), "{answers:?}");
+        assert!(
+            matches!(&answers[1], Response::Sql(tessera_api::sql::SqlResult::Rows(r)) if r.rows_affected == 2),
+            "the update saw the insert: {answers:?}"
+        );
+        assert!(
+            matches!(&answers[2], Response::Rejected(r) if r.code == tessera_api::error::ErrorCode::ConstraintViolation),
+            "a duplicate key fails alone: {answers:?}"
+        );
+        let q = StreamQuery::Events { channel: "cdc.db.t".into(), after: Some(0), limit: 100 };
+        let StreamQueryResult::Events(Some(r)) = engine::stream::query(&data.space(space::STREAM), &q).unwrap() else { panic!() };
+        let got: Vec<serde_json::Value> =
+            r.events.iter().map(|e| json!([e.event_type, e.data["key"]["id"], e.data["data"]["v"], e.data["position"]])).collect();
+        let at = |command: u32, index: u64| json!({"log_index": 4, "command": command, "index": index});
+        assert_eq!(
+            got,
+            vec![
+                json!(["Insert", 9, 9, {"log_index": 3, "index": 0}]),
+                json!(["Insert", 1, 10, at(0, 0)]),
+                json!(["Insert", 2, 20, at(0, 1)]),
+                json!(["Update", 1, 11, at(1, 0)]),
+                json!(["Update", 2, 21, at(1, 1)]),
             ]
         );
     }

@@ -1,6 +1,7 @@
 //! Scenario: SQL end to end through the router on a three-node cluster —
 //! sqllogictest files replayed over HTTP, concurrent bank transfers that keep
-//! the total constant, rollback on failure and on a missing COMMIT, replicas
+//! the total constant, concurrent single-row writes sharing log entries,
+//! rollback on failure and on a missing COMMIT, replicas
 //! that agree, isolated databases, result truncation, and a full restart.
 
 use std::path::Path;
@@ -105,6 +106,17 @@ async fn run_slt(api: &Http, db: &str, path: &Path) -> Result<usize> {
     Ok(records)
 }
 
+/// The router's count of writes it sent to a leader together with others.
+async fn coalesced_writes(api: &Http) -> Result<f64> {
+    let metrics = api.get("/metrics").await?.ensure_status(200)?;
+    metrics
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("tessera_router_coalesced_writes_total ").and_then(|v| v.trim().parse().ok()))
+        .or_else(|| (!metrics.text.contains("tessera_router_coalesced_writes_total")).then_some(0.0))
+        .with_context(|| format!("unreadable tessera_router_coalesced_writes_total in /metrics: {}", metrics.text))
+}
+
 async fn total(api: &Http) -> Result<i64> {
     let r = sql_ok(api, "bank", "SELECT SUM(balance) FROM accounts").await?;
     rows(&r).first().and_then(|row| row.first()).and_then(Value::as_i64).ok_or_else(|| anyhow!("no sum in {r}"))
@@ -171,6 +183,31 @@ async fn scenario(c: &mut Cluster) -> Result<()> {
     ensure!(total(&api).await? == 10_000, "the total changed");
     eprintln!("bank: {} transfers committed, {} rolled back", committed.load(Ordering::Relaxed), rejected.load(Ordering::Relaxed));
     ensure!(committed.load(Ordering::Relaxed) > 0, "no transfer committed");
+
+    // Single-row writes that meet others of their database in flight go to the
+    // leader together and share log entries; each is answered and applied once.
+    let before = coalesced_writes(&api).await?;
+    sql_ok(&api, "bank", "CREATE TABLE ledger (id INT PRIMARY KEY, writer INT, n INT)").await?;
+    let writers: Vec<_> = (0..16u64)
+        .map(|w| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                for n in 0..20u64 {
+                    let r = sql(&api, "bank", "INSERT INTO ledger VALUES ($1, $2, $3)", json!([w * 100 + n, w, n])).await?;
+                    ensure!(r.status == 200 && r.json["rows_affected"] == json!(1), "ledger insert {w}/{n}: {r}");
+                }
+                Ok::<_, anyhow::Error>(())
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await??;
+    }
+    let r = sql_ok(&api.consistency("all"), "bank", "SELECT COUNT(*), COUNT(DISTINCT id), SUM(n) FROM ledger").await?;
+    ensure!(rows(&r) == vec![vec![json!(320), json!(320), json!(16 * 190)]], "ledger after 320 concurrent inserts: {r}");
+    let shared = coalesced_writes(&api).await? - before;
+    eprintln!("{shared} of 320 concurrent SQL writes went to the leader with others");
+    ensure!(shared > 0.0, "16 SQL writers in flight never shared a call to the leader");
 
     // A failing statement rolls back everything since BEGIN; so does a missing COMMIT.
     let r =

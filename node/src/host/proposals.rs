@@ -215,6 +215,7 @@ fn approximate_size(cmd: &Command) -> usize {
         Operation::Kv(KvOp::Delete { key }) => OVERHEAD + key.len(),
         Operation::Kv(KvOp::DeletePrefix { prefix, .. }) => OVERHEAD * 2 + prefix.len(),
         Operation::Kv(KvOp::PutMany { pairs }) => pairs.iter().map(|(k, v)| OVERHEAD + k.len() + value_size(v)).sum(),
+        Operation::Sql(op) => OVERHEAD + op.database.len() + sql_payload_size(&cmd.op),
         _ => MAX_BATCH_BYTES,
     }
 }
@@ -247,5 +248,33 @@ fn value_size(value: &serde_json::Value) -> usize {
         Value::String(s) => s.len() + 2,
         Value::Array(items) => 2 + items.iter().map(|v| value_size(v) + 1).sum::<usize>(),
         Value::Object(fields) => 2 + fields.iter().map(|(k, v)| k.len() + 4 + value_size(v)).sum::<usize>(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sql(text: &str) -> Command {
+        let op = tessera_api::sql::SqlOp {
+            database: "shop".into(),
+            sql: text.into(),
+            params: vec![serde_json::json!(1), serde_json::json!("x".repeat(100))],
+            max_result_rows: 10_000,
+            timeout_ms: 30_000,
+            max_memory_mb: 256,
+            transaction: None,
+        };
+        Command { issued_at_ms: 1, op: Operation::Sql(op), request_id: Some("r".into()) }
+    }
+
+    /// Small SQL writes share an entry up to the command bound, as key-value
+    /// writes do; a large one fills an entry by itself.
+    #[test]
+    fn small_sql_writes_fit_many_to_an_entry() {
+        let small = approximate_size(&sql("INSERT INTO t (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v"));
+        assert!(small * 64 < MAX_BATCH_BYTES, "{small} bytes");
+        let large = approximate_size(&sql(&format!("INSERT INTO t VALUES {}", "(1, 'x'),".repeat(40_000))));
+        assert!(large > MAX_BATCH_BYTES, "{large} bytes");
     }
 }

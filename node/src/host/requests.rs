@@ -61,8 +61,8 @@ impl Host {
         self.settle(group, proposed, consistency).await
     }
 
-    /// Several writes of `group`, answered in order: the key-value writes that
-    /// need no check before they are proposed go into the log together (one
+    /// Several writes of `group`, answered in order: the key-value and SQL writes
+    /// that need no check before they are proposed go into the log together (one
     /// entry per batch, see [`super::proposals::Proposals::propose_many`]), the
     /// others each as [`Host::write`] would.
     pub async fn write_many(
@@ -78,7 +78,8 @@ impl Host {
         let mut batched = Vec::new();
         let mut alone = Vec::new();
         for (i, (op, request_id, consistency)) in writes.into_iter().enumerate() {
-            if op.batchable() && !g.reader.checks_before_propose(&op) {
+            let size = super::proposals::sql_payload_size(op.unwrapped());
+            if op.batchable() && !g.reader.checks_before_propose(&op) && size <= super::proposals::MAX_COMMAND_BYTES {
                 batched.push((i, Command { issued_at_ms: self.stamp(&g), op, request_id }, consistency));
             } else {
                 alone.push((i, op, request_id, consistency));

@@ -291,10 +291,19 @@ pub fn cdc_tables(view: &ReadView<'_>, database: &str) -> Result<BTreeSet<String
     Ok(out)
 }
 
+/// Where a SQL write sits in its group's log: its entry's index and, when the
+/// entry is a batch of commands, the command's place in it (from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangePosition {
+    pub log_index: u64,
+    pub command: Option<u32>,
+}
+
 /// Appends the change records of one committed SQL write to their tables'
-/// CDC channels, in order. `log_index` is the SQL command's Raft log index;
-/// `(log_index, index)` is each record's transaction position.
-pub fn append_changes(tx: &mut Tx<'_>, now: i64, log_index: u64, database: &str, changes: Vec<RowChange>) -> Result<()> {
+/// CDC channels, in order. Each record's transaction position is
+/// `{log_index, index}` (`index`: the change's place in the write), with
+/// `command` between them when the write shares its log entry with others.
+pub fn append_changes(tx: &mut Tx<'_>, now: i64, at: ChangePosition, database: &str, changes: Vec<RowChange>) -> Result<()> {
     let mut channels: HashMap<String, ChannelInfo> = HashMap::new();
     for (index, ch) in changes.into_iter().enumerate() {
         let name = cdc_channel(database, &ch.table);
@@ -315,7 +324,10 @@ pub fn append_changes(tx: &mut Tx<'_>, now: i64, log_index: u64, database: &str,
             "table": ch.table,
             "key": ch.key,
             "data": ch.data,
-            "position": {"log_index": log_index, "index": index},
+            "position": match at.command {
+                None => json!({"log_index": at.log_index, "index": index}),
+                Some(command) => json!({"log_index": at.log_index, "command": command, "index": index}),
+            },
         });
         append(tx, c, op, record, now)?;
     }
@@ -477,7 +489,8 @@ mod tests {
         let capture = |t: &str| cdc.contains(t);
         let (r, changes) = SqlEngine.apply_capturing(&mut Tx::new(db, group, space::SQL, &mut batch), 7, &op, &capture).unwrap();
         if !changes.is_empty() {
-            append_changes(&mut Tx::new(db, group, space::STREAM, &mut batch), 7, log_index, "db", changes).unwrap();
+            let at = ChangePosition { log_index, command: None };
+            append_changes(&mut Tx::new(db, group, space::STREAM, &mut batch), 7, at, "db", changes).unwrap();
         }
         db.write(batch).unwrap();
         r
