@@ -852,6 +852,20 @@ mod tests {
         }
     }
 
+    /// A SQL write `text` to database `db`, stamped 5.
+    fn sql_command(text: &str, request_id: Option<&str>) -> Command {
+        let op = tessera_api::sql::SqlOp {
+            database: "db".into(),
+            sql: text.into(),
+            params: vec![],
+            max_result_rows: 10,
+            timeout_ms: 0,
+            max_memory_mb: 0,
+            transaction: None,
+        };
+        Command { issued_at_ms: 5, op: Operation::Sql(op), request_id: request_id.map(Into::into) }
+    }
+
     fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {
         openraft::Entry { log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index), payload: EntryPayload::Normal(cmd) }
     }
@@ -1016,19 +1030,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::Store::open_with(dir.path(), Some(crate::Crypt::new(&[7; crate::crypt::KEY_LEN]))).unwrap();
         let sm = store.state_machine(4);
-        let sql = |text: &str| Command {
-            issued_at_ms: 5,
-            op: Operation::Sql(tessera_api::sql::SqlOp {
-                database: "db".into(),
-                sql: text.into(),
-                params: vec![],
-                max_result_rows: 10,
-                timeout_ms: 0,
-                max_memory_mb: 0,
-                transaction: None,
-            }),
-            request_id: None,
-        };
+        let sql = |text: &str| sql_command(text, None);
         let apply = |cmd: Command| {
             let mut batch = WriteBatch::default();
             let r = sm.apply_command(&mut batch, 1, &cmd);
@@ -1133,17 +1135,7 @@ mod tests {
             sm.data.db.write(batch).unwrap();
             r
         };
-        let sql = |text: &str| {
-            Operation::Sql(tessera_api::sql::SqlOp {
-                database: "db".into(),
-                sql: text.into(),
-                params: vec![],
-                max_result_rows: 10,
-                timeout_ms: 0,
-                max_memory_mb: 0,
-                transaction: None,
-            })
-        };
+        let sql = |text: &str| sql_command(text, None).op;
         let import = |on_conflict, rows: &[(u64, i64, &str)]| {
             let rows =
                 rows.iter().map(|(line, id, v)| ImportRow { line: *line, values: vec![("id".into(), json!(id)), ("v".into(), json!(v))] });
@@ -1184,19 +1176,7 @@ mod tests {
         use tessera_api::stream::{StreamOp, StreamQuery, StreamQueryResult};
         let (_dir, data) = crate::engine::test_support::open_group(1);
         let sm = StateMachine { data: data.clone(), epoch: 0, batch_place: Default::default() };
-        let sql = |text: &str, id: &str| Command {
-            issued_at_ms: 5,
-            op: Operation::Sql(tessera_api::sql::SqlOp {
-                database: "db".into(),
-                sql: text.into(),
-                params: vec![],
-                max_result_rows: 10,
-                timeout_ms: 0,
-                max_memory_mb: 0,
-                transaction: None,
-            }),
-            request_id: Some(id.into()),
-        };
+        let sql = |text: &str, id: &str| sql_command(text, Some(id));
         sm.apply_at(1, sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)", "s1")).unwrap();
         let cdc = Operation::Stream(StreamOp::EnableCdc { database: "db".into(), table: "t".into(), retention: None, max_events: None });
         sm.apply_at(2, Command { issued_at_ms: 5, op: cdc, request_id: None }).unwrap();
