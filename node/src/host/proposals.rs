@@ -1,4 +1,4 @@
-//! Proposal batching on a leader: the key-value writes of one group that arrive
+//! Proposal batching on a leader: the key-value and SQL writes of one group that arrive
 //! while its earlier proposals are still in flight wait in a queue and go into
 //! the log together, as one [`Operation::Batch`] entry. One entry costs one log
 //! append, one replication message and one commit however many writes it holds,

@@ -102,7 +102,7 @@ pub struct GrpcCluster {
     tls: RwLock<Option<tessera_api::tls::ClusterTls>>,
     /// The wire contract version this router sends.
     wire_version: u32,
-    /// Key-value writes waiting for their group's call in flight (see [`super::lanes`]).
+    /// Key-value and SQL writes waiting for their group's call in flight (see [`super::lanes`]).
     lanes: Lanes<WriteRequest, Option<Result<Served<Response>, ClusterError>>>,
 }
 
