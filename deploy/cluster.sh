@@ -28,7 +28,8 @@
 # ca.pem/ca.key or node-N.pem/.key and router-1.pem/.key there first.
 # TESSERA_INSECURE=1 runs plaintext gRPC with no authentication of callers.
 # The router's /metrics answers a user holding read:cluster or the bearer token
-# made once in $TESSERA_DATA/metrics-token.
+# made once in $TESSERA_DATA/metrics-token. With TESSERA_NODE_HEALTH_PORT_BASE set,
+# node N serves its probes and /metrics (same token) on 127.0.0.1:(base + N).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,6 +41,7 @@ ROUTER_PORT="${TESSERA_ROUTER_PORT:-9090}"
 CONSOLE_PORT="${TESSERA_CONSOLE_PORT:-8000}"
 PGWIRE_PORT="${TESSERA_PGWIRE_PORT:-5432}"
 NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
+HEALTH_BASE="${TESSERA_NODE_HEALTH_PORT_BASE:-}"
 PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
 BACKUPS="${TESSERA_BACKUPS:-$ROOT/data/backups}"
@@ -94,12 +96,17 @@ start_node() {
   [[ -f "$DATA/bootstrapped" && ! -d "$DATA/node-$n/rocksdb" ]] && state=existing
   [[ -f "$DATA/node-$n/added" ]] && state=existing
   local transport; transport="$(transport_env "node-$n")"
-  # shellcheck disable=SC2086 # the transport env is words of VAR=value
-  env $transport SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
+  local health=""
+  if [[ -n "$HEALTH_BASE" ]]; then
+    metrics_token
+    health="SERVICE_HEALTH_ADDR=127.0.0.1:$((HEALTH_BASE + n)) SERVICE_METRICS_TOKEN=$METRICS_TOKEN"
+  fi
+  # shellcheck disable=SC2086 # the transport and health env are words of VAR=value
+  env $transport $health SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
   SERVICE_DATA_DIR="$DATA/node-$n" SERVICE_INITIAL_CLUSTER_STATE="$state" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
-  log "node $n started (pid $!, gRPC 127.0.0.1:$((NODE_BASE + n)))"
+  log "node $n started (pid $!, gRPC 127.0.0.1:$((NODE_BASE + n))${HEALTH_BASE:+, probes and metrics 127.0.0.1:$((HEALTH_BASE + n))})"
 }
 
 credentials() {

@@ -145,7 +145,16 @@ where
     /// Appropriate number of entries to send.
     /// This is only used by AppendEntries RPC.
     entries_hint: ReplicationHint,
+
+    /// Tessera patch: when the commit index advanced while this stream had nothing to send,
+    /// the time by which it sends the new commit index alone if nothing else carries it.
+    commit_wait_until: Option<InstantOf<C>>,
 }
+
+/// Tessera patch: an idle stream waits this fraction of the heartbeat interval for entries
+/// (which carry the commit index) before it sends a new commit index in an AppendEntries of
+/// its own.
+const COMMIT_PIGGYBACK_WAIT_DIVISOR: u64 = 10;
 
 impl<C, N, LS> ReplicationCore<C, N, LS>
 where
@@ -198,6 +207,7 @@ where
             weak_tx_event: tx_event.downgrade(),
             next_action: None,
             entries_hint: Default::default(),
+            commit_wait_until: None,
         };
 
         let join_handle = C::AsyncRuntime::spawn(this.main().instrument(span));
@@ -436,6 +446,9 @@ where
 
         let leader_time = C::now();
 
+        // Tessera patch: this request carries the latest commit index.
+        self.commit_wait_until = None;
+
         // Build the heartbeat frame to be sent to the follower.
         let payload = AppendEntriesRequest {
             vote: self.session_id.vote_ref().clone(),
@@ -630,12 +643,27 @@ where
         // If there is next action to run, do not block waiting for events,
         // instead, just try the best to drain all events.
         if self.next_action.is_none() {
-            let event =
-                self.rx_event.recv().await.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
+            let event = match self.commit_wait_until.clone() {
+                None => self.rx_event.recv().await,
+                // Tessera patch: a new commit index waits a little for entries to ride on.
+                Some(until) => {
+                    let sleep = C::sleep_until(until);
+                    select! {
+                        _ = sleep => {
+                            self.commit_wait_until = None;
+                            self.next_action = Some(Data::new_heartbeat());
+                            return self.try_drain_events().await;
+                        }
+                        recv_res = self.rx_event.recv() => recv_res,
+                    }
+                }
+            };
+            let event = event.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
             self.process_event(event);
         }
 
-        // Returning from process_event(), next_action is never None.
+        // Returning from process_event(), next_action is None only while a new commit index
+        // waits for entries to ride on (Tessera patch).
 
         self.try_drain_events().await?;
 
@@ -679,9 +707,12 @@ where
 
                 self.committed = c;
 
-                // If there is no action, fill in an heartbeat action to send committed index.
-                if self.next_action.is_none() {
-                    self.next_action = Some(Data::new_heartbeat());
+                // Tessera patch: the commit index rides on the next request; when there is
+                // none to send, one goes out with no entries a tenth of a heartbeat later
+                // (upstream sends it at once, a second round trip per entry).
+                if self.next_action.is_none() && self.commit_wait_until.is_none() {
+                    let wait = self.config.heartbeat_interval / COMMIT_PIGGYBACK_WAIT_DIVISOR;
+                    self.commit_wait_until = Some(C::now() + Duration::from_millis(wait));
                 }
             }
             Replicate::Heartbeat => {
