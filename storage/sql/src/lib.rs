@@ -175,7 +175,7 @@ pub fn may_run_long(sql: &str) -> bool {
 }
 
 fn may_run_long_here(sql: &str) -> bool {
-    let Ok(stmts) = parser::parse_statements(sql) else { return false };
+    let Ok(stmts) = parser::parse_shared(sql) else { return false };
     !stmts.iter().all(|s| match s {
         Statement::Insert(ins) => ins.source.as_ref().is_some_and(|q| matches!(*q.body, sqlparser::ast::SetExpr::Values(_))),
         Statement::CreateTable(ct) => ct.query.is_none(),
@@ -186,7 +186,7 @@ fn may_run_long_here(sql: &str) -> bool {
 
 /// True when every statement is a read (SELECT / SHOW TABLES / EXPLAIN SELECT / transaction control).
 pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
-    parser::on_request_stack(|| Ok(parser::parse_statements(sql)?.iter().all(is_read_stmt)))
+    parser::on_request_stack(|| Ok(parser::parse_shared(sql)?.iter().all(is_read_stmt)))
 }
 
 enum StmtOut {
@@ -393,7 +393,7 @@ fn execute_here(
     ctx: &ExecContext,
     capture: &dyn Fn(&str) -> bool,
 ) -> Result<ExecOutcome, SqlError> {
-    let stmts = parser::parse_statements(sql)?;
+    let stmts = parser::parse_shared(sql)?;
     if stmts.is_empty() {
         return Err(error::parse("empty query"));
     }
@@ -405,7 +405,7 @@ fn execute_here(
     let mut last_rows: Option<RowSet> = None;
     let mut affected = 0u64;
     let mut tx_affected = 0u64;
-    for s in &stmts {
+    for s in stmts.iter() {
         match s {
             Statement::StartTransaction { .. } => {
                 if snapshot.is_some() {
@@ -554,10 +554,10 @@ pub fn explain(store: &dyn KvRead, sql: &str) -> Result<String, SqlError> {
 }
 
 fn explain_here(store: &dyn KvRead, sql: &str) -> Result<String, SqlError> {
-    let stmts = parser::parse_statements(sql)?;
+    let stmts = parser::parse_shared(sql)?;
     let ctx = ExecContext::default();
     let mut ex = Exec::new(store, &[], &ctx, true);
-    for s in &stmts {
+    for s in stmts.iter() {
         ex.exec_stmt(s)?;
     }
     let mut out = ex.trace.borrow().join("\n");

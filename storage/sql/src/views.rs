@@ -63,7 +63,7 @@ impl Exec<'_> {
         if depth >= MAX_VIEW_DEPTH {
             return Err(unsupported(format!("view \"{name}\" nests views more than {MAX_VIEW_DEPTH} deep (a cycle?)")));
         }
-        let stmts = crate::parser::parse_statements(&view.query)?;
+        let stmts = crate::parser::parse_shared(&view.query)?;
         let [Statement::Query(q)] = stmts.as_slice() else {
             return Err(crate::error::internal(format!("view \"{name}\" holds no query")));
         };
