@@ -30,6 +30,9 @@
 # The router's /metrics answers a user holding read:cluster or the bearer token
 # made once in $TESSERA_DATA/metrics-token. With TESSERA_NODE_HEALTH_PORT_BASE set,
 # node N serves its probes and /metrics (same token) on 127.0.0.1:(base + N).
+# The four processes share this machine's cores: each runs a quarter of them as
+# Tokio workers (at least one; server.worker_threads), unless
+# SERVICE_WORKER_THREADS says otherwise (docs/performance.md).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,6 +45,8 @@ CONSOLE_PORT="${TESSERA_CONSOLE_PORT:-8000}"
 PGWIRE_PORT="${TESSERA_PGWIRE_PORT:-5432}"
 NODE_BASE="${TESSERA_NODE_PORT_BASE:-9190}"
 HEALTH_BASE="${TESSERA_NODE_HEALTH_PORT_BASE:-}"
+CORES="$(nproc 2>/dev/null || echo 4)"
+WORKERS="${SERVICE_WORKER_THREADS:-$(( CORES / 4 > 1 ? CORES / 4 : 1 ))}"
 PEERS="1=127.0.0.1:$((NODE_BASE + 1)),2=127.0.0.1:$((NODE_BASE + 2)),3=127.0.0.1:$((NODE_BASE + 3))"
 URL="http://127.0.0.1:$ROUTER_PORT"
 BACKUPS="${TESSERA_BACKUPS:-$ROOT/data/backups}"
@@ -102,7 +107,7 @@ start_node() {
     health="SERVICE_HEALTH_ADDR=127.0.0.1:$((HEALTH_BASE + n)) SERVICE_METRICS_TOKEN=$METRICS_TOKEN"
   fi
   # shellcheck disable=SC2086 # the transport and health env are words of VAR=value
-  env $transport $health SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
+  env $transport $health SERVICE_WORKER_THREADS="$WORKERS" SERVICE_NODE_ID="$n" SERVICE_PEERS="$peers" SERVICE_GRPC_ADDR="127.0.0.1:$((NODE_BASE + n))" \
   SERVICE_DATA_DIR="$DATA/node-$n" SERVICE_INITIAL_CLUSTER_STATE="$state" \
     nohup "$BIN/tessera-node" >>"$DATA/logs/node-$n.log" 2>&1 &
   echo $! >"$(pidfile "node-$n")"
@@ -144,7 +149,7 @@ start_router() {
   mkdir -p "$DATA/pids" "$DATA/logs"
   local transport; transport="$(transport_env router-1)"
   # shellcheck disable=SC2086
-  env $transport SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
+  env $transport SERVICE_WORKER_THREADS="$WORKERS" SERVICE_HOST=127.0.0.1 SERVICE_PORT="$ROUTER_PORT" SERVICE_NODES="$PEERS" \
   SERVICE_ADMIN_USERNAME="$ADMIN_USER" SERVICE_ADMIN_PASSWORD="$ADMIN_PASS" SERVICE_BACKUP_DIR="$BACKUPS" \
   SERVICE_METRICS_TOKEN="$METRICS_TOKEN" SERVICE_CONSOLE_ENABLED=true SERVICE_CONSOLE_PORT="$CONSOLE_PORT" \
   SERVICE_PGWIRE_ENABLED=true SERVICE_PGWIRE_PORT="$PGWIRE_PORT" \

@@ -76,6 +76,15 @@ pub enum TelemetryError {
     Exporter(String),
 }
 
+/// Whether this process exports traces (`telemetry.otlp_endpoint` set).
+static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process exports traces: request spans are worth making even
+/// when no log line would show them.
+pub fn exporting() -> bool {
+    EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Installs the process's subscriber: `filter` (an `EnvFilter` directive such
 /// as `info` or `info,openraft=warn`), the stderr log in `format`, `extra`
 /// layers, and the OTLP trace layer when `telemetry.otlp_endpoint` is set.
@@ -125,6 +134,7 @@ pub fn init(
             .build();
         layers.push(tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name)).boxed());
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
         Some(provider)
     };
     tracing_subscriber::registry().with(layers).with(filter).init();

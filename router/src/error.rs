@@ -211,15 +211,29 @@ impl ApiError {
 /// Largest declared request body an error answer keeps the connection open for.
 const UNREAD_BODY_KEEPALIVE_BYTES: u64 = 64 * 1024;
 
-/// Middleware: error answers made outside the handlers (axum's extractor
-/// rejections — an undecodable path segment or query string, a wrong
-/// content type, a body over the limit — and 405s) get the same JSON body
-/// `{error, code}` as every other error; their headers are kept.
-pub async fn json_error_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// What the error answer of a request needs to know of it.
+#[derive(Clone, Copy)]
+pub struct RequestShape {
+    declared_body: u64,
+    http1: bool,
+}
+
+impl RequestShape {
+    pub fn of(req: &axum::extract::Request) -> Self {
+        use axum::http::header::CONTENT_LENGTH;
+        let declared_body =
+            req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        RequestShape { declared_body, http1: req.version() < axum::http::Version::HTTP_2 }
+    }
+}
+
+/// Error answers made outside the handlers (axum's extractor rejections — an
+/// undecodable path segment or query string, a wrong content type, a body over
+/// the limit — and 405s) get the same JSON body `{error, code}` as every other
+/// error; their headers are kept. Applied by the front door to every answer.
+pub async fn with_json_error_body(mut resp: Response, shape: RequestShape) -> Response {
     use axum::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
-    let declared_body = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    let http1 = req.version() < axum::http::Version::HTTP_2;
-    let mut resp = next.run(req).await;
+    let RequestShape { declared_body, http1 } = shape;
     let status = resp.status();
     // A body refused before it was read to its end (too large, or refused by
     // authentication, rate limiting or the block list) makes hyper close the

@@ -31,8 +31,8 @@ use crate::cluster::{ClusterClient, GrpcCluster};
 use crate::config::RouterConfig;
 use crate::error::ApiError;
 use crate::http::permissions::Access::{Authenticated, Permission as P, Public};
+use crate::http::request_stats;
 use crate::http::route_table::RouteTable;
-use crate::http::{permissions, ratelimit, request_stats};
 use crate::state::AppState;
 
 #[global_allocator]
@@ -177,16 +177,12 @@ fn routes(state: AppState) -> Router {
     let (table, decisions) = route_table().build();
     state.set_decisions(decisions);
     table
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), permissions::authorize))
-        // Outside the permission check: refusals are counted too.
+        // The permission check and, around it, the request figures (refusals are counted too).
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), request_stats::record))
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit_concurrency))
-        // Blocked IPs get 403 on every route, before rate limiting.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::block_check::check))
-        .layer(axum::middleware::from_fn(error::json_error_bodies))
+        // The block list, the concurrency bound and the rate limit, and JSON error bodies.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::front_door::front_door))
         .with_state(state)
 }
 

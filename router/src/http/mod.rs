@@ -7,6 +7,7 @@
 
 pub mod block_check;
 pub mod caller;
+pub mod front_door;
 pub mod handlers;
 pub mod openapi;
 pub mod permissions;

@@ -8,7 +8,7 @@
 //! Custom roles add any other permission to a user (`read:*`, `write:*`,
 //! `access:classified`; `manage:*` ones are refused and ignored).
 
-use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -36,16 +36,16 @@ fn presents_metrics_token(state: &AppState, req: &Request) -> bool {
     offered.is_some_and(|o| token.matches(o))
 }
 
-/// The middleware: authenticates, checks the route's decision, and hands the
-/// caller on to the handler.
-pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let template = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
-    let Some(access) = crate::route_access::decision(state.decisions(), req.method().as_str(), &template).map(|d| d.access) else {
+/// The permission check of a request to the route `template` (run by the
+/// route layer, [`crate::http::request_stats::record`]): authenticates, checks
+/// the route's decision, and hands the caller on to the handler (`next`).
+pub async fn authorize(state: &AppState, template: &str, req: Request, next: Next) -> Response {
+    let Some(access) = crate::route_access::decision(state.decisions(), req.method().as_str(), template).map(|d| d.access) else {
         // A path of the table asked with a method it does not take: 405 naming
         // the ones it does. Anything else without a decision is refused.
-        let allow = crate::route_access::methods_of(state.decisions(), &template);
+        let allow = crate::route_access::methods_of(state.decisions(), template);
         if !allow.is_empty() {
-            return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template, allow: allow.join(", ") }
+            return ApiError::MethodNotAllowed { method: req.method().to_string(), path: template.to_string(), allow: allow.join(", ") }
                 .into_response();
         }
         return ApiError::Forbidden(format!("no access decision for {} {template}", req.method())).into_response();
@@ -53,18 +53,18 @@ pub async fn authorize(State(state): State<AppState>, req: Request, next: Next) 
     if access == Public {
         return next.run(req).await;
     }
-    if access == Access::Metrics && presents_metrics_token(&state, &req) {
+    if access == Access::Metrics && presents_metrics_token(state, &req) {
         return next.run(req).await;
     }
     let access = if access == Access::Metrics { Access::Permission(METRICS_PERMISSION) } else { access };
     let (mut parts, body) = req.into_parts();
-    let caller = match Caller::from_request_parts(&mut parts, &state).await {
+    let caller = match Caller::from_request_parts(&mut parts, state).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
     if state.config.auth.mfa_required
         && let Caller::User { user, mfa_verified: false, .. } = &caller
-        && !MFA_ENROLLMENT_ROUTES.contains(&template.as_str())
+        && !MFA_ENROLLMENT_ROUTES.contains(&template)
     {
         let mut refused = ApiError::Forbidden(
             "this cluster requires a second factor (auth.mfa_required): turn it on with POST /api/v1/auth/mfa/enable if you have not, then log in again with a code".into(),

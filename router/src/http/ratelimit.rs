@@ -5,14 +5,12 @@
 //! is full again); a refused one is 429 with `Retry-After` and a JSON `error`.
 //! Behind a trusted proxy, set `rate_limit.client_ip_header` and the client IP is
 //! read from that header only. The buckets are `services::rate_limits`; this is
-//! their HTTP side.
+//! their HTTP side, checked by the front door (`crate::http::front_door`).
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::services::rate_limits::{Bucket, Verdict};
@@ -28,45 +26,48 @@ fn set_headers(h: &mut HeaderMap, limit: u32, remaining: u32, reset_in: Duration
     h.insert("x-ratelimit-reset", HeaderValue::from(unix_now() + reset_in.as_secs_f64().ceil() as u64));
 }
 
-/// The middleware.
-pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let limits = &state.rate_limits;
-    let path = req.uri().path();
-    if !limits.enabled() || matches!(path, "/health" | "/livez" | "/readyz") {
-        return next.run(req).await;
+/// A request's standing in its rate-limit bucket, told in the answer's headers.
+pub struct Allowance {
+    per_minute: u32,
+    remaining: u32,
+    refill: Duration,
+}
+
+impl Allowance {
+    pub fn set_headers(&self, h: &mut HeaderMap) {
+        let Allowance { per_minute, remaining, refill } = *self;
+        set_headers(h, per_minute, remaining, refill * (per_minute - remaining.min(per_minute)));
     }
-    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let Some(ip) = limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer) else {
-        return next.run(req).await;
-    };
+}
+
+/// The rate limit of `path` for the client at `ip` (the front door skips the
+/// health probes): `Ok(None)` when limiting is off or the client IP unknown,
+/// `Err` the 429 answer.
+pub fn limit(state: &AppState, path: &str, ip: Option<IpAddr>) -> Result<Option<Allowance>, Response> {
+    let limits = &state.rate_limits;
+    let Some(ip) = ip.filter(|_| limits.enabled()) else { return Ok(None) };
     let bucket = if path == "/api/v1/auth/login" { Bucket::Login } else { Bucket::General };
     let Verdict { per_minute, refill, outcome } = limits.check(bucket, ip);
     match outcome {
-        Ok(remaining) => {
-            let mut resp = next.run(req).await;
-            set_headers(resp.headers_mut(), per_minute, remaining, refill * (per_minute - remaining.min(per_minute)));
-            resp
-        }
+        Ok(remaining) => Ok(Some(Allowance { per_minute, remaining, refill })),
         Err(wait) => {
             let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
             let message = format!("rate limit exceeded: {per_minute} requests per minute; retry in {retry_after} s");
             let mut resp = crate::error::ApiError::RateLimited(message).into_response();
             set_headers(resp.headers_mut(), per_minute, 0, refill * per_minute);
             resp.headers_mut().insert("retry-after", HeaderValue::from(retry_after));
-            resp
+            Err(resp)
         }
     }
 }
 
-/// Middleware: at most `server.max_connections` requests at once; one more
-/// is answered 503 (`Retry-After: 1`) without waiting. Health probes are never refused.
-pub async fn limit_concurrency(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(slots) = state.request_slots.clone() else { return next.run(req).await };
-    if matches!(req.uri().path(), "/health" | "/livez" | "/readyz") {
-        return next.run(req).await;
-    }
+/// A place under `server.max_connections` requests at once (`None`: no bound);
+/// one more is answered 503 (`Retry-After: 1`) without waiting. The front door
+/// never asks for the health probes.
+pub fn take_slot(state: &AppState) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Response> {
+    let Some(slots) = state.request_slots.clone() else { return Ok(None) };
     match slots.try_acquire_owned() {
-        Ok(_slot) => next.run(req).await,
+        Ok(slot) => Ok(Some(slot)),
         Err(_) => {
             let max = state.config.server.max_connections;
             let mut refused = crate::error::ApiError::Unavailable(format!(
@@ -74,7 +75,7 @@ pub async fn limit_concurrency(State(state): State<AppState>, req: Request, next
             ))
             .into_response();
             refused.headers_mut().insert("retry-after", axum::http::HeaderValue::from_static("1"));
-            refused
+            Err(refused)
         }
     }
 }

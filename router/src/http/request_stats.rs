@@ -33,14 +33,17 @@ async fn record_shape(path: &std::path::Path, method: &str, route: &str, respons
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
-/// Middleware (on matched routes): records the method, route template, status
-/// and latency of every request but the health probes.
+/// Middleware (on matched routes): runs the permission check
+/// ([`crate::http::permissions::authorize`]) and the handler, and records the
+/// method, route template, status and latency of every request but the health
+/// probes, refusals included. One layer for both: each layer boxes and moves
+/// the request's future.
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().as_str().to_string();
     let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
     if PROBES.contains(&route.as_str()) {
-        let mut response = next.run(req).await;
+        let mut response = crate::http::permissions::authorize(&state, &route, req, next).await;
         response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route));
         return response;
     }
@@ -48,9 +51,16 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
     let client_ip = state.rate_limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer);
     // The request's span: the root of its trace (exported when `telemetry` is on),
-    // carried into the nodes by the gRPC client.
-    let span = tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty);
-    let mut response = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    // carried into the nodes by the gRPC client. Made only when something reads
+    // it (an exporter, or debug logs naming the request): the log layer formats
+    // a span's fields when it is made.
+    let span = if tessera_api::telemetry::exporting() || tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::info_span!("http_request", http.method = %method, http.route = %route, http.status_code = tracing::field::Empty)
+    } else {
+        tracing::Span::none()
+    };
+    let handled = crate::http::permissions::authorize(&state, &route, req, next);
+    let mut response = tracing::Instrument::instrument(handled, span.clone()).await;
     response.extensions_mut().insert(crate::http::openapi::RouteTemplate(route.clone()));
     let typed = || crate::route_access::decision(state.decisions(), &method, &route).is_some_and(|d| d.doc.response.is_some());
     if let Some(path) = crate::http::openapi::observed::RECORDING.as_deref()

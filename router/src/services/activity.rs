@@ -4,6 +4,7 @@
 //! ([`crate::http::request_stats::record`]) notes each one here; a flusher writes what
 //! was noted as one meta command per second (and a listing flushes first).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,7 +38,8 @@ pub struct ActivityUser(pub String);
 /// The records this router noted and has not written yet.
 #[derive(Default)]
 pub struct Activities {
-    pending: Mutex<Vec<ActivityRecord>>,
+    /// A ring: under load it is full, and the oldest leaves as each record comes.
+    pending: Mutex<VecDeque<ActivityRecord>>,
     /// Security events noted (permissions refused) and not written yet.
     events: Mutex<Vec<tessera_api::security::NewSecurityEvent>>,
     /// Counts the records noted: the front of each id, so records of one router
@@ -53,9 +55,9 @@ impl Activities {
         record.id = format!("{count:016x}{}", record.id.get(..16).unwrap_or(&record.id));
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         if pending.len() >= BUFFER_CAP {
-            pending.remove(0);
+            pending.pop_front();
         }
-        pending.push(record);
+        pending.push_back(record);
     }
 
     /// Notes a security event (the oldest unwritten ones go when the buffer is full).
@@ -89,11 +91,12 @@ impl Activities {
     }
 
     fn take(&self) -> Vec<ActivityRecord> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner())).into()
     }
 
-    fn put_back(&self, mut records: Vec<ActivityRecord>) {
+    fn put_back(&self, records: Vec<ActivityRecord>) {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut records = VecDeque::from(records);
         records.append(&mut pending);
         let excess = records.len().saturating_sub(BUFFER_CAP);
         records.drain(..excess);

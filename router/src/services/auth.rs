@@ -4,6 +4,7 @@
 //! callers are cached per router for `security.session_cache_ttl_ms`
 //! ([`crate::services::sessions::CallerCache`]).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -180,12 +181,12 @@ pub async fn resolve(state: &AppState, presented: Presented<'_>) -> Result<Calle
             let permissions = permissions_of(state, &user).await?;
             let opened_by = SessionClient { ip: session.client_ip.clone(), agent: session.user_agent.clone() };
             let caller = Caller::User {
-                user: Box::new(user),
-                token_hash: hash.clone(),
-                permissions,
+                user: Arc::new(user),
+                token_hash: hash.as_str().into(),
+                permissions: permissions.into(),
                 client_ip: ip,
                 mfa_verified: session.mfa_verified,
-                opened_by,
+                opened_by: Arc::new(opened_by),
             };
             callers.insert(hash, caller.clone(), session.expires_at_ms);
             check_session_binding(state, &caller, &now_using).await?;
@@ -221,12 +222,12 @@ async fn provider_caller(
     let expires_at_ms = claims["exp"].as_i64().unwrap_or(0).saturating_mul(1000);
     // The provider authenticated the holder (with its own second factor, where it asks one).
     let caller = Caller::User {
-        user: Box::new(user),
-        token_hash: hash.clone(),
-        permissions,
+        user: Arc::new(user),
+        token_hash: hash.as_str().into(),
+        permissions: permissions.into(),
         client_ip: ip,
         mfa_verified: true,
-        opened_by: SessionClient::default(),
+        opened_by: Arc::default(),
     };
     state.security.callers.insert(hash, caller.clone(), expires_at_ms);
     Ok(caller)
@@ -257,7 +258,7 @@ pub async fn check_session_binding(state: &AppState, caller: &Caller, now: &Sess
     crate::services::security::raise_session_hijacking(state, caller, &message, dedupe);
     if policy == "end" {
         state.security.callers.evict(token_hash);
-        state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
+        state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.to_string() }).await?;
         return Err(ApiError::Unauthorized(
             "this session was opened by another client or from another address; it has ended (log in again)".into(),
         ));

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tessera_api::command::now_ms;
@@ -16,16 +16,18 @@ use crate::error::ApiError;
 #[derive(Debug, Clone)]
 pub enum Caller {
     /// A logged-in user and every permission they hold.
+    /// Shared parts are behind `Arc`s: a caller is cloned from the cache and
+    /// again for the handler on every request.
     User {
-        user: Box<UserRecord>,
-        token_hash: String,
-        permissions: Vec<String>,
+        user: Arc<UserRecord>,
+        token_hash: Arc<str>,
+        permissions: Arc<[String]>,
         /// The client address of this request (see `services::rate_limits::RateLimits::client_ip`).
         client_ip: Option<IpAddr>,
         /// The session was opened with a second factor (see `auth.mfa_required`).
         mfa_verified: bool,
         /// The client the session was opened from (the router checks each request against it: `security.session_binding`).
-        opened_by: SessionClient,
+        opened_by: Arc<SessionClient>,
     },
     /// An anonymous reader while no user exists and open bootstrap is on.
     Bootstrap,

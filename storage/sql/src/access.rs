@@ -305,6 +305,16 @@ impl<'a> Exec<'a> {
                 None => prefix_end(&base),
             };
             ranges.push((start, end));
+        } else if c.pk && eqs.len() == c.cols.len() {
+            // Every key column given: one row at most, under exactly this key
+            // (key encodings are self-delimiting), read with a point get.
+            self.note(desc);
+            let mut out = Vec::new();
+            if let Some(v) = self.kv.get(&base)? {
+                self.scanned()?;
+                out.push((base, decode_row(&v)?));
+            }
+            return Ok(out);
         } else {
             let e = prefix_end(&base);
             ranges.push((base, e));

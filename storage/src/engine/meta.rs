@@ -245,17 +245,26 @@ impl Engine for MetaEngine {
             }
             MetaOp::RecordActivities(records) => {
                 let mut count = read_u64(tx.view(), ACTIVITY_COUNT)?;
+                // The oldest record lies at or after the floor: the trim's scan starts
+                // there rather than walking over the tombstones of the records it
+                // dropped before (thousands a second under load).
+                let mut floor = tx.view().get(ACTIVITY_FLOOR)?.unwrap_or_else(|| ACTIVITY_PREFIX.to_vec());
+                let mut lowest_written: Option<Vec<u8>> = None;
                 for record in records {
                     let key = [ACTIVITY_PREFIX, format!("{:020}/{}", record.at_ms.max(0), record.id).as_bytes()].concat();
                     if tx.view().get(&key)?.is_none() {
                         count += 1;
+                    }
+                    if lowest_written.as_ref().is_none_or(|lowest| key < *lowest) {
+                        lowest_written = Some(key.clone());
                     }
                     tx.put(&key, &serde_json::to_vec(record)?);
                 }
                 if count as usize > ACTIVITIES_KEEP {
                     let mut excess = count as usize - ACTIVITIES_KEEP;
                     let mut oldest = Vec::new();
-                    tx.view().scan_prefix(ACTIVITY_PREFIX, |k, _| {
+                    let end = crate::keys::prefix_end(ACTIVITY_PREFIX).unwrap_or_default();
+                    tx.view().scan_range(&floor, &end, |k, _| {
                         oldest.push(k.to_vec());
                         excess -= 1;
                         Ok(excess > 0)
@@ -263,8 +272,17 @@ impl Engine for MetaEngine {
                     for k in oldest {
                         tx.delete(&k);
                         count -= 1;
+                        floor = k;
                     }
                 }
+                // The trim saw only records written before this command: a late one
+                // written now may lie below what it dropped.
+                if let Some(lowest) = lowest_written
+                    && lowest < floor
+                {
+                    floor = lowest;
+                }
+                tx.put(ACTIVITY_FLOOR, &floor);
                 tx.put(ACTIVITY_COUNT, &count.to_be_bytes());
                 Ok(Response::Applied(true))
             }
@@ -608,6 +626,9 @@ const ACTIVITY_COUNT: &[u8] = b"activity/count";
 /// What a redacted activity record says instead of its SQL text.
 const REDACTED_DETAIL: &str = "(redacted by a secure erasure of the data subject it named)";
 const ACTIVITY_PREFIX: &[u8] = b"activity/r/";
+/// No activity record's key is below this one (the last one trimmed, or the
+/// oldest written since): where the trim looks for the oldest.
+const ACTIVITY_FLOOR: &[u8] = b"activity/floor";
 /// The Ed25519 seed (base64) deletion certificates are signed with.
 const SIGNING_KEY: &[u8] = b"cert/key";
 /// `cert/r/<id>` → a signed deletion certificate (JSON).
@@ -863,5 +884,54 @@ mod vault_tests {
         assert_eq!(all[0].at_ms, 1000 + (n - 1) as i64);
         assert_eq!(all.last().unwrap().id, format!("{:06}", 5));
         assert_eq!(vault_audit(&view, 2).unwrap().len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod activity_tests {
+    use super::*;
+    use crate::engine::space;
+
+    fn record(at_ms: i64, id: &str) -> ActivityRecord {
+        ActivityRecord {
+            id: id.into(),
+            at_ms,
+            kind: "query".into(),
+            user: "u".into(),
+            method: "POST".into(),
+            route: "/api/v1/query".into(),
+            status: 200,
+            duration_ms: 1,
+            detail: "SELECT 1".into(),
+            router: "r".into(),
+        }
+    }
+
+    #[test]
+    fn the_newest_activities_are_kept_and_a_late_older_one_is_trimmed_first() {
+        let (_dir, data) = crate::engine::test_support::open_group(0);
+        let apply = |now, op| crate::engine::test_support::apply_op(&MetaEngine, &data, space::META, now, &op);
+        // Three flushes of 4,000 records each: the first 2,000 written go.
+        for flush in 0..3i64 {
+            let records = (0..4_000).map(|i| record(10_000 + flush * 4_000 + i, &format!("{flush}-{i:04}"))).collect();
+            assert_eq!(apply(flush, MetaOp::RecordActivities(records)), Response::Applied(true));
+        }
+        let view = data.space(space::META);
+        let kept = activities(&view, usize::MAX, None).unwrap();
+        assert_eq!(kept.len(), ACTIVITIES_KEEP);
+        assert_eq!(kept.last().unwrap().at_ms, 10_000 + 2_000, "the oldest kept is the 2,001st written");
+        // A router that could not write for a while sends an older record late.
+        // A command trims only what was written before it, so the late record
+        // stays for now and the oldest of those goes ...
+        apply(3, MetaOp::RecordActivities(vec![record(5, "late")]));
+        let kept = activities(&view, usize::MAX, None).unwrap();
+        assert_eq!((kept.len(), kept.last().unwrap().id.as_str()), (ACTIVITIES_KEEP, "late"));
+        assert_eq!(kept[kept.len() - 2].at_ms, 10_000 + 2_001);
+        // ... and, being the oldest, it is the next to go (the trim starts below it).
+        apply(4, MetaOp::RecordActivities(vec![record(30_000, "new")]));
+        let kept = activities(&view, usize::MAX, None).unwrap();
+        assert_eq!((kept.len(), kept[0].id.as_str()), (ACTIVITIES_KEEP, "new"));
+        assert!(kept.iter().all(|r| r.id != "late"), "the late record went");
+        assert_eq!(kept.last().unwrap().at_ms, 10_000 + 2_001);
     }
 }

@@ -176,7 +176,7 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Jso
         return Err(ApiError::Unauthorized("not logged in".into()));
     };
     state.security.callers.evict(&token_hash);
-    state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.clone() }).await?;
+    state.cluster.meta_write(MetaOp::DeleteSession { token_hash: token_hash.to_string() }).await?;
     state.security.callers.evict(&token_hash);
     Ok(Json(LoggedOut { success: true }))
 }
@@ -196,7 +196,7 @@ pub async fn session(caller: Caller) -> Result<Json<SessionView>, ApiError> {
     let Caller::User { user, permissions, mfa_verified, .. } = caller else {
         return Err(ApiError::Unauthorized("not logged in".into()));
     };
-    let mut permissions = permissions;
+    let mut permissions = permissions.to_vec();
     permissions.sort();
     Ok(Json(SessionView { user: UserView::from(&*user), permissions, mfa_verified }))
 }
