@@ -48,8 +48,8 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         return response;
     }
     let kind = crate::services::activity::kind_of(req.method().as_str(), &route);
-    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
-    let client_ip = state.rate_limits.client_ip(|name| req.headers().get(name).and_then(|v| v.to_str().ok()), peer);
+    // Resolved once, by the front door.
+    let client_ip = req.extensions().get::<crate::services::security::ClientIp>().and_then(|c| c.0);
     // The request's span: the root of its trace (exported when `telemetry` is on),
     // carried into the nodes by the gRPC client. Made only when something reads
     // it (an exporter, or debug logs naming the request): the log layer formats

@@ -115,7 +115,7 @@ pub fn put_view(kv: &mut Overlay, v: &ViewDef) -> Result<()> {
 /// Table definitions decoded from their stored bytes, by those bytes: a
 /// statement reads its tables' entries every time, and decoding one costs more
 /// than the read. Keyed by the bytes themselves, so an entry is never stale.
-static DECODED_TABLES: std::sync::LazyLock<quick_cache::sync::Cache<Vec<u8>, std::sync::Arc<TableDef>>> =
+static DECODED_TABLES: std::sync::LazyLock<quick_cache::sync::Cache<Vec<u8>, TableDef>> =
     std::sync::LazyLock::new(|| quick_cache::sync::Cache::new(DECODED_TABLES_KEPT));
 
 /// Table definitions [`DECODED_TABLES`] keeps.
@@ -124,10 +124,10 @@ const DECODED_TABLES_KEPT: usize = 1024;
 pub fn get_table(kv: &Overlay, name: &str) -> Result<Option<TableDef>> {
     let Some(b) = kv.get(&table_key(name))? else { return Ok(None) };
     if let Some(t) = DECODED_TABLES.get(&b) {
-        return Ok(Some(TableDef::clone(&t)));
+        return Ok(Some(t));
     }
     let t: TableDef = serde_json::from_slice(&b).map_err(|e| internal(format!("corrupt catalog entry for {name}: {e}")))?;
-    DECODED_TABLES.insert(b, std::sync::Arc::new(t.clone()));
+    DECODED_TABLES.insert(b, t.clone());
     Ok(Some(t))
 }
 
