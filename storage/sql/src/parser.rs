@@ -63,7 +63,7 @@ fn release_deep_stack() {
     let limit = here.saturating_sub(left);
     let start = (limit + 2 * PAGE) & !(PAGE - 1);
     let end = here.saturating_sub(KEPT_STACK_BYTES) & !(PAGE - 1);
-    if limit > 0 && end > start {
+    if limit > 0 && end > start && touched(end - PAGE) {
         // SAFETY: [start, end) is part of this thread's stack, more than a
         // megabyte below the live frames; MADV_DONTNEED only drops its pages,
         // which read as zeroes when touched again.
@@ -71,6 +71,19 @@ fn release_deep_stack() {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
         }
     }
+}
+
+/// Whether the stack page at `page` is backed by memory. A request that went
+/// deeper than [`KEPT_STACK_BYTES`] touched the page just below that mark
+/// (Rust probes every page of a large frame), so when it is not backed there
+/// is nothing to give back and the `madvise` over the whole reserve, a walk
+/// of its page tables on every request, is skipped.
+fn touched(page: usize) -> bool {
+    let mut resident = 0u8;
+    // SAFETY: `page` is page-aligned and lies within this thread's stack
+    // mapping; `mincore` writes one byte for the one page asked about.
+    let answered = unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut resident) };
+    answered != 0 || resident & 1 == 1
 }
 
 fn too_deep() -> crate::error::SqlError {
