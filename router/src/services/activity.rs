@@ -41,7 +41,7 @@ pub struct Activities {
     /// A ring: under load it is full, and the oldest leaves as each record comes.
     pending: Mutex<VecDeque<ActivityRecord>>,
     /// Security events noted (permissions refused) and not written yet.
-    events: Mutex<Vec<tessera_api::security::NewSecurityEvent>>,
+    events: Mutex<VecDeque<tessera_api::security::NewSecurityEvent>>,
     /// Counts the records noted: the front of each id, so records of one router
     /// in the same millisecond keep their order (the meta group orders by time, then id).
     noted: std::sync::atomic::AtomicU64,
@@ -73,21 +73,21 @@ impl Activities {
     pub fn note_event(&self, event: tessera_api::security::NewSecurityEvent) {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         if events.len() >= BUFFER_CAP {
-            events.remove(0);
+            events.pop_front();
         }
-        events.push(event);
+        events.push_back(event);
     }
 
     fn take_events(&self) -> Vec<tessera_api::security::NewSecurityEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner())).into()
     }
 
     fn put_back_events(&self, mut events: Vec<tessera_api::security::NewSecurityEvent>) {
         let mut pending = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.append(&mut pending);
+        events.extend(pending.drain(..));
         let excess = events.len().saturating_sub(BUFFER_CAP);
         events.drain(..excess);
-        *pending = events;
+        *pending = events.into();
     }
 
     fn take(&self) -> Vec<ActivityRecord> {

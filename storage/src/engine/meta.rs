@@ -768,17 +768,29 @@ pub fn vault_policies(view: &ReadView<'_>) -> Result<Vec<VaultPolicyRecord>> {
 
 /// The newest `limit` activity records of `kind` (all kinds when `None`), newest first.
 pub fn activities(view: &ReadView<'_>, limit: usize, kind: Option<&str>) -> Result<Vec<ActivityRecord>> {
-    let mut all: Vec<ActivityRecord> = Vec::new();
+    /// Only the field a filter needs: the scan passes up to 10,000 records.
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    // The newest `limit` matching records, as stored; only those are decoded.
+    let mut newest: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::with_capacity(limit.min(1024));
     view.scan_prefix(ACTIVITY_PREFIX, |_, v| {
-        let record: ActivityRecord = serde_json::from_slice(v)?;
-        if kind.is_none_or(|k| k == record.kind) {
-            all.push(record);
+        if let Some(wanted) = kind
+            && serde_json::from_slice::<Kind<'_>>(v)?.kind != wanted
+        {
+            return Ok(true);
+        }
+        if limit > 0 {
+            if newest.len() == limit {
+                newest.pop_front();
+            }
+            newest.push_back(v.to_vec());
         }
         Ok(true)
     })?;
-    all.reverse();
-    all.truncate(limit);
-    Ok(all)
+    newest.iter().rev().map(|v| Ok(serde_json::from_slice(v)?)).collect()
 }
 
 /// The newest `limit` vault audit records, newest first.
@@ -933,5 +945,22 @@ mod activity_tests {
         assert_eq!((kept.len(), kept[0].id.as_str()), (ACTIVITIES_KEEP, "new"));
         assert!(kept.iter().all(|r| r.id != "late"), "the late record went");
         assert_eq!(kept.last().unwrap().at_ms, 10_000 + 2_001);
+    }
+
+    #[test]
+    fn a_listing_gives_the_newest_records_of_a_kind_newest_first() {
+        let (_dir, data) = crate::engine::test_support::open_group(0);
+        let apply = |now, op| crate::engine::test_support::apply_op(&MetaEngine, &data, space::META, now, &op);
+        let records = (0..10)
+            .map(|i| ActivityRecord { kind: if i % 2 == 0 { "query" } else { "login" }.into(), ..record(1_000 + i, &format!("r{i}")) })
+            .collect();
+        apply(1, MetaOp::RecordActivities(records));
+        let view = data.space(space::META);
+        let ids = |limit, kind| activities(&view, limit, kind).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(3, Some("login")), ["r9", "r7", "r5"]);
+        assert_eq!(ids(2, None), ["r9", "r8"]);
+        assert_eq!(ids(20, Some("query")), ["r8", "r6", "r4", "r2", "r0"]);
+        assert!(ids(0, None).is_empty());
+        assert!(ids(5, Some("admin")).is_empty());
     }
 }
