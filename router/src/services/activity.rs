@@ -35,13 +35,51 @@ impl ActivityDetail {
 #[derive(Clone)]
 pub struct ActivityUser(pub String);
 
+/// Items noted and not written yet, at most [`BUFFER_CAP`]: under load it is
+/// full, and the oldest leaves as each item comes.
+struct Ring<T>(Mutex<VecDeque<T>>);
+
+impl<T> Default for Ring<T> {
+    fn default() -> Self {
+        Ring(Mutex::new(VecDeque::new()))
+    }
+}
+
+impl<T> Ring<T> {
+    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<T>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, item: T) {
+        let mut held = self.held();
+        if held.len() >= BUFFER_CAP {
+            held.pop_front();
+        }
+        held.push_back(item);
+    }
+
+    fn take(&self) -> Vec<T> {
+        std::mem::take(&mut *self.held()).into()
+    }
+
+    /// Puts back `older` (taken and not written) before what came since,
+    /// keeping the newest [`BUFFER_CAP`].
+    fn put_back(&self, older: Vec<T>) {
+        let mut held = self.held();
+        let mut items = VecDeque::from(older);
+        items.append(&mut held);
+        let excess = items.len().saturating_sub(BUFFER_CAP);
+        items.drain(..excess);
+        *held = items;
+    }
+}
+
 /// The records this router noted and has not written yet.
 #[derive(Default)]
 pub struct Activities {
-    /// A ring: under load it is full, and the oldest leaves as each record comes.
-    pending: Mutex<VecDeque<ActivityRecord>>,
+    pending: Ring<ActivityRecord>,
     /// Security events noted (permissions refused) and not written yet.
-    events: Mutex<VecDeque<tessera_api::security::NewSecurityEvent>>,
+    events: Ring<tessera_api::security::NewSecurityEvent>,
     /// Counts the records noted: the front of each id, so records of one router
     /// in the same millisecond keep their order (the meta group orders by time, then id).
     noted: std::sync::atomic::AtomicU64,
@@ -53,54 +91,21 @@ impl Activities {
     pub fn note(&self, mut record: ActivityRecord) {
         let count = self.noted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         record.id = format!("{count:016x}{}", record.id.get(..16).unwrap_or(&record.id));
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.len() >= BUFFER_CAP {
-            pending.pop_front();
-        }
-        pending.push_back(record);
+        self.pending.push(record);
     }
 
-    /// Notes a security event (the oldest unwritten ones go when the buffer is full).
     /// Redacts the details of the records not written yet that contain
     /// `needle` (a secure erasure's subject id).
     pub fn redact_pending(&self, needle: &str) {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pending = self.pending.held();
         for record in pending.iter_mut().filter(|r| tessera_api::compliance::names_token(&r.detail, needle)) {
             record.detail = "(redacted by a secure erasure of the data subject it named)".into();
         }
     }
 
+    /// Notes a security event (the oldest unwritten ones go when the buffer is full).
     pub fn note_event(&self, event: tessera_api::security::NewSecurityEvent) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.len() >= BUFFER_CAP {
-            events.pop_front();
-        }
-        events.push_back(event);
-    }
-
-    fn take_events(&self) -> Vec<tessera_api::security::NewSecurityEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner())).into()
-    }
-
-    fn put_back_events(&self, mut events: Vec<tessera_api::security::NewSecurityEvent>) {
-        let mut pending = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.extend(pending.drain(..));
-        let excess = events.len().saturating_sub(BUFFER_CAP);
-        events.drain(..excess);
-        *pending = events.into();
-    }
-
-    fn take(&self) -> Vec<ActivityRecord> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner())).into()
-    }
-
-    fn put_back(&self, records: Vec<ActivityRecord>) {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let mut records = VecDeque::from(records);
-        records.append(&mut pending);
-        let excess = records.len().saturating_sub(BUFFER_CAP);
-        records.drain(..excess);
-        *pending = records;
+        self.events.push(event);
     }
 }
 
@@ -125,19 +130,19 @@ impl Activities {
     /// Writes the noted records and security events to the meta group (kept for
     /// the next try if it fails).
     pub async fn flush(&self, cluster: &dyn ClusterClient) -> Result<(), ApiError> {
-        let events = self.take_events();
+        let events = self.events.take();
         if !events.is_empty() {
             let op = MetaOp::Security(tessera_api::security::SecurityOp::RecordEvents(events.clone()));
             match cluster.meta_write(op).await {
                 Ok(Reply::Rejected(r)) => return Err(r.into()),
                 Ok(_) => {}
                 Err(e) => {
-                    self.put_back_events(events);
+                    self.events.put_back(events);
                     return Err(e.into());
                 }
             }
         }
-        let batch = self.take();
+        let batch = self.pending.take();
         if batch.is_empty() {
             return Ok(());
         }
@@ -145,7 +150,7 @@ impl Activities {
             Ok(Reply::Rejected(r)) => Err(r.into()),
             Ok(_) => Ok(()),
             Err(e) => {
-                self.put_back(batch);
+                self.pending.put_back(batch);
                 Err(e.into())
             }
         }

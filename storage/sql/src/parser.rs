@@ -29,6 +29,9 @@ pub const REQUEST_STACK_BYTES: usize = 256 << 20;
 /// ([`on_request_stack`]): a request's stack and room for its caller.
 pub const REQUEST_THREAD_STACK_BYTES: usize = REQUEST_STACK_BYTES + (16 << 20);
 
+/// The size of a memory page.
+const PAGE: usize = 4096;
+
 /// How much of a thread's stack below the caller stays committed between
 /// requests (a shallow request then touches no new page).
 const KEPT_STACK_BYTES: usize = 1 << 20;
@@ -55,7 +58,6 @@ pub fn on_request_stack<R>(f: impl FnOnce() -> R) -> R {
 /// Returns to the system the pages of this thread's stack that lie more than
 /// [`KEPT_STACK_BYTES`] below the current frame: they hold no live frame.
 fn release_deep_stack() {
-    const PAGE: usize = 4096;
     let marker = 0u8;
     let here = std::ptr::addr_of!(marker) as usize;
     let Some(left) = stacker::remaining_stack() else { return };
@@ -82,7 +84,7 @@ fn touched(page: usize) -> bool {
     let mut resident = 0u8;
     // SAFETY: `page` is page-aligned and lies within this thread's stack
     // mapping; `mincore` writes one byte for the one page asked about.
-    let answered = unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut resident) };
+    let answered = unsafe { libc::mincore(page as *mut libc::c_void, PAGE, &mut resident) };
     answered != 0 || resident & 1 == 1
 }
 
@@ -302,7 +304,7 @@ mod tests {
             let page = (top - (3 << 20)) & !4095;
             let mut resident = 0u8;
             // SAFETY: `page` is a page of this thread's (mapped) stack; mincore writes one byte.
-            let rc = unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut resident) };
+            let rc = unsafe { libc::mincore(page as *mut libc::c_void, PAGE, &mut resident) };
             assert_eq!(rc, 0);
             resident & 1 == 1
         });
