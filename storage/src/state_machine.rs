@@ -772,17 +772,25 @@ mod test_hooks {
 }
 
 /// Whether `entry` is cheap enough to apply on a runtime thread: no payload,
-/// a membership, or single-key key-value writes (alone or batched).
+/// a membership, or point writes (alone or batched): single-key key-value
+/// writes and SQL inserts of a few rows ([`tessera_sql::is_point_write`]).
 fn applies_lightly(entry: &openraft::Entry<TypeConfig>) -> bool {
-    fn single_key(op: &Operation) -> bool {
-        matches!(op, Operation::Kv(tessera_api::command::KvOp::Put { .. } | tessera_api::command::KvOp::Delete { .. }))
+    fn point_write(op: &Operation) -> bool {
+        match op {
+            Operation::Kv(tessera_api::command::KvOp::Put { .. } | tessera_api::command::KvOp::Delete { .. }) => true,
+            Operation::Sql(op) => op.transaction.is_none() && op.sql.len() <= LIGHT_SQL_TEXT_BYTES && tessera_sql::is_point_write(&op.sql),
+            _ => false,
+        }
     }
     match &entry.payload {
         EntryPayload::Blank | EntryPayload::Membership(_) => true,
-        EntryPayload::Normal(Command { op: Operation::Batch(cmds), .. }) => cmds.iter().all(|cmd| single_key(&cmd.op)),
-        EntryPayload::Normal(cmd) => single_key(&cmd.op),
+        EntryPayload::Normal(Command { op: Operation::Batch(cmds), .. }) => cmds.iter().all(|cmd| point_write(&cmd.op)),
+        EntryPayload::Normal(cmd) => point_write(&cmd.op),
     }
 }
+
+/// The longest SQL text a point write applied on the runtime may have.
+const LIGHT_SQL_TEXT_BYTES: usize = 4096;
 
 /// A pass of the group's gate for work under `epoch` (none needed at 0); an
 /// error once the group was dropped on this node.
@@ -884,6 +892,40 @@ mod tests {
             transaction: None,
         };
         Command { issued_at_ms: 5, op: Operation::Sql(op), request_id: request_id.map(Into::into) }
+    }
+
+    /// Point writes (key-value puts, SQL inserts of a few rows, upserts
+    /// included) apply on the runtime; SQL that may read or write a whole table,
+    /// or hide a query in a subquery, keeps the blocking pool.
+    #[test]
+    fn point_writes_apply_on_the_runtime_and_table_wide_sql_off_it() {
+        let light = |cmd: Command| applies_lightly(&entry(1, cmd));
+        let upsert = "INSERT INTO acct (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = excluded.v";
+        assert!(light(sql_command(upsert, Some("a"))));
+        assert!(light(batch(vec![sql_command(upsert, Some("a")), kv_put("k", serde_json::json!(1), 5, "b")])));
+        assert!(light(sql_command("insert into t values (1, 'x'), (2, 'y') returning id", None)));
+        let many_rows = format!("INSERT INTO t VALUES {}", vec!["(1)"; 17].join(", "));
+        for heavy in [
+            "UPDATE t SET v = v + 1",
+            "DELETE FROM t WHERE v > 3",
+            "INSERT INTO t SELECT * FROM u",
+            "INSERT INTO t VALUES ((SELECT count(*) FROM u))",
+            "INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = (SELECT max(v) FROM u)",
+            "INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = 2 WHERE EXISTS (SELECT 1 FROM u)",
+            "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x",
+            "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)",
+            "CREATE TABLE t (id INT PRIMARY KEY)",
+            "INSERT INTO t VALUES (",
+            many_rows.as_str(),
+        ] {
+            assert!(!light(sql_command(heavy, None)), "{heavy}");
+            assert!(!light(batch(vec![sql_command(upsert, None), sql_command(heavy, None)])), "a batch holding {heavy}");
+        }
+        let mut in_transaction = sql_command(upsert, None);
+        if let Operation::Sql(op) = &mut in_transaction.op {
+            op.transaction = Some(tessera_api::sql::SqlTransaction { steps: vec![], seen: vec![], now_ms: 5 });
+        }
+        assert!(!light(in_transaction), "a transaction's steps may read anything");
     }
 
     fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {

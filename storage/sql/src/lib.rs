@@ -184,6 +184,31 @@ fn may_run_long_here(sql: &str) -> bool {
     })
 }
 
+/// Rows an INSERT may list and still count as a point write.
+const POINT_WRITE_MAX_ROWS: usize = 16;
+
+/// True when the request is one INSERT … VALUES of a few rows with no
+/// subquery anywhere (an upsert's ON CONFLICT included): its cost is a few
+/// key lookups and row writes, like a key-value put's, whatever the table's
+/// size (unparsable text: false).
+pub fn is_point_write(sql: &str) -> bool {
+    use sqlparser::ast::{Expr, SetExpr, visit_expressions};
+    use std::ops::ControlFlow;
+    parser::on_request_stack(|| {
+        let Ok(stmts) = parser::parse_shared(sql) else { return false };
+        let [Statement::Insert(ins)] = stmts.as_slice() else { return false };
+        let few_rows = ins
+            .source
+            .as_ref()
+            .is_some_and(|q| q.with.is_none() && matches!(&*q.body, SetExpr::Values(v) if v.rows.len() <= POINT_WRITE_MAX_ROWS));
+        let subquery = visit_expressions(&stmts[0], |e| match e {
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        });
+        few_rows && subquery.is_continue()
+    })
+}
+
 /// True when every statement is a read (SELECT / SHOW TABLES / EXPLAIN SELECT / transaction control).
 pub fn is_read_only(sql: &str) -> Result<bool, SqlError> {
     parser::on_request_stack(|| Ok(parser::parse_shared(sql)?.iter().all(is_read_stmt)))
