@@ -896,7 +896,8 @@ mod tests {
 
     /// Point writes (key-value puts, SQL inserts of a few rows, upserts
     /// included) apply on the runtime; SQL that may read or write a whole table,
-    /// or hide a query in a subquery, keeps the blocking pool.
+    /// hide a query in a subquery or build a value of any size with a function
+    /// keeps the blocking pool.
     #[test]
     fn point_writes_apply_on_the_runtime_and_table_wide_sql_off_it() {
         let light = |cmd: Command| applies_lightly(&entry(1, cmd));
@@ -910,6 +911,8 @@ mod tests {
             "DELETE FROM t WHERE v > 3",
             "INSERT INTO t SELECT * FROM u",
             "INSERT INTO t VALUES ((SELECT count(*) FROM u))",
+            "INSERT INTO t VALUES (1, repeat('x', 100000000))",
+            "INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = length(repeat(excluded.v, 1000000))",
             "INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = (SELECT max(v) FROM u)",
             "INSERT INTO t VALUES (1) ON CONFLICT (id) DO UPDATE SET v = 2 WHERE EXISTS (SELECT 1 FROM u)",
             "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x",

@@ -188,9 +188,10 @@ fn may_run_long_here(sql: &str) -> bool {
 const POINT_WRITE_MAX_ROWS: usize = 16;
 
 /// True when the request is one INSERT … VALUES of a few rows with no
-/// subquery anywhere (an upsert's ON CONFLICT included): its cost is a few
-/// key lookups and row writes, like a key-value put's, whatever the table's
-/// size (unparsable text: false).
+/// subquery and no function call anywhere (an upsert's ON CONFLICT included):
+/// its cost is a few key lookups and row writes, like a key-value put's,
+/// whatever the table's size (a function such as `repeat` could build a value
+/// of any size). Unparsable text: false.
 pub fn is_point_write(sql: &str) -> bool {
     use sqlparser::ast::{Expr, SetExpr, visit_expressions};
     use std::ops::ControlFlow;
@@ -201,11 +202,11 @@ pub fn is_point_write(sql: &str) -> bool {
             .source
             .as_ref()
             .is_some_and(|q| q.with.is_none() && matches!(&*q.body, SetExpr::Values(v) if v.rows.len() <= POINT_WRITE_MAX_ROWS));
-        let subquery = visit_expressions(&stmts[0], |e| match e {
-            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ControlFlow::Break(()),
+        let open_ended = visit_expressions(&stmts[0], |e| match e {
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Function(_) => ControlFlow::Break(()),
             _ => ControlFlow::Continue(()),
         });
-        few_rows && subquery.is_continue()
+        few_rows && open_ended.is_continue()
     })
 }
 
