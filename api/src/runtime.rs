@@ -231,11 +231,12 @@ pub fn build_runtime(worker_threads: usize, thread_stack_bytes: usize) -> std::i
 
 /// The process's Prometheus recorder, installed as the `metrics` facade's
 /// global recorder on first use; `render()` gives the text exposition format.
-/// Durations (`*_seconds`) are histograms with buckets from 0.5 ms to 60 s.
+/// Durations (`*_seconds`) are histograms with buckets from 0.1 ms to 60 s.
 pub fn prometheus() -> &'static metrics_exporter_prometheus::PrometheusHandle {
     static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> = std::sync::OnceLock::new();
     HANDLE.get_or_init(|| {
-        const BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+        const BUCKETS: &[f64] =
+            &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
             .set_buckets_for_metric(metrics_exporter_prometheus::Matcher::Suffix("_seconds".into()), BUCKETS)
             .expect("non-empty buckets")

@@ -250,6 +250,8 @@ impl PeerLink {
             cluster_id: self.cluster_id,
         });
         req.set_timeout(option.hard_ttl());
+        let sent = std::time::Instant::now();
+        let carries_entries = matches!(kind, Kind::Append) && matches!(lane, Lane::Bulk);
         let reply = match kind {
             Kind::Vote => client.vote(req).await,
             Kind::Append => client.append_entries(req).await,
@@ -257,6 +259,9 @@ impl PeerLink {
         }
         .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
         .into_inner();
+        if carries_entries {
+            metrics::histogram!("tessera_raft_peer_append_seconds").record(sent.elapsed().as_secs_f64());
+        }
         if let Some(reason) = other_cluster(self.cluster_id, reply.cluster_id) {
             return Err(RPCError::Unreachable(Unreachable::new(&std::io::Error::other(reason))));
         }

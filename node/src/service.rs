@@ -136,7 +136,11 @@ impl RaftService for NodeService {
         if let Err(e) = self.host.store.check_leader_log(m.group_id, &append.vote, sent) {
             return Err(Status::failed_precondition(e.to_string()));
         }
+        let received = std::time::Instant::now();
         let res = raft.append_entries(append).await;
+        if carrying == "entries" {
+            metrics::histogram!("tessera_raft_append_handled_seconds").record(received.elapsed().as_secs_f64());
+        }
         self.raft_reply(m.group_id, &res)
     }
 

@@ -275,7 +275,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
         // Report the entries flushed only once the WAL holding them is on disk.
-        self.wal.after_sync(count, move |res| callback.log_io_completed(res));
+        let appended = std::time::Instant::now();
+        self.wal.after_sync(count, move |res| {
+            metrics::histogram!("tessera_raft_log_durable_seconds").record(appended.elapsed().as_secs_f64());
+            callback.log_io_completed(res)
+        });
         Ok(())
     }
 

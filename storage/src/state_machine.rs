@@ -682,18 +682,21 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<openraft::Entry<TypeConfig>> = entries.into_iter().collect();
+        let started = std::time::Instant::now();
         // Single-key writes cost what the log append before them costs (a few
         // record writes into the memtable): applied here, on the runtime, as the
         // append is, they spare two thread hand-overs per entry on every replica.
         if entries.iter().all(applies_lightly) && crate::crash_point::apply_delay().is_none() {
             let _pass = pass(&self.data, self.epoch).map_err(|e| StorageIOError::write_state_machine(&e))?;
-            return self.apply_entries(entries);
+            let applied = self.apply_entries(entries);
+            metrics::histogram!("tessera_raft_apply_seconds", "on" => "runtime").record(started.elapsed().as_secs_f64());
+            return applied;
         }
         // Other engines do real work here (index upkeep, SQL, vector graphs): run it on
         // the blocking pool, never on the runtime threads that drive every group's
         // heartbeats and RPCs.
         let machine = StateMachine { data: self.data.clone(), epoch: self.epoch, batch_place: Default::default() };
-        tokio::task::spawn_blocking(move || {
+        let applied = tokio::task::spawn_blocking(move || {
             let _pass = pass(&machine.data, machine.epoch).map_err(|e| StorageIOError::write_state_machine(&e))?;
             // Test builds: a slow apply, holding its pass as a real one would.
             if let Some(delay) = crate::crash_point::apply_delay() {
@@ -702,7 +705,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             machine.apply_entries(entries)
         })
         .await
-        .map_err(|e| StorageIOError::write_state_machine(&e))?
+        .map_err(|e| StorageIOError::write_state_machine(&e))?;
+        metrics::histogram!("tessera_raft_apply_seconds", "on" => "blocking_pool").record(started.elapsed().as_secs_f64());
+        applied
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

@@ -80,7 +80,12 @@ fn run(shared: &Shared, db: &Weak<Db>) {
             std::mem::take(&mut queue.waiting)
         };
         let (outcome, synced) = match db.upgrade() {
-            Some(db) => (db.sync_wal().map_err(|e| e.to_string()), !db.unsynced_commits),
+            Some(db) => {
+                let started = std::time::Instant::now();
+                let outcome = db.sync_wal().map_err(|e| e.to_string());
+                metrics::histogram!("tessera_wal_sync_seconds").record(started.elapsed().as_secs_f64());
+                (outcome, !db.unsynced_commits)
+            }
             None => (Err("the store is closed".to_string()), false),
         };
         // Counted as the WAL syncs the store asked for (none with `sync_on_commit = false`).

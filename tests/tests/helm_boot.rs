@@ -342,6 +342,8 @@ async fn a_cluster_configured_by_environment_alone_dials_peers_by_host_name() ->
         for name in [
             "tessera_raft_applied_index{group=\"0\"}",
             "tessera_wal_syncs_total",
+            "tessera_wal_sync_seconds_count",
+            "tessera_raft_log_durable_seconds_count",
             "tessera_rocksdb_sst_bytes",
             "tessera_process_resident_memory_bytes",
         ] {

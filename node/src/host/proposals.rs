@@ -127,7 +127,16 @@ impl Proposals {
 }
 
 async fn write(raft: &Raft<TypeConfig>, cmd: Command) -> Proposed {
-    raft.client_write(cmd).await.map(|r| (r.data, r.log_id.index))
+    let proposed = std::time::Instant::now();
+    let answer = raft.client_write(cmd).await.map(|r| (r.data, r.log_id.index));
+    observe_proposal(proposed);
+    answer
+}
+
+/// Records how long an entry took from its proposal to its answer (replicated,
+/// committed and applied here).
+fn observe_proposal(proposed: std::time::Instant) {
+    metrics::histogram!("tessera_raft_proposal_seconds").record(proposed.elapsed().as_secs_f64());
 }
 
 /// The queue's loop: takes the first waiting command, waits for a free
@@ -192,7 +201,10 @@ async fn propose_commands(raft: &Raft<TypeConfig>, mut cmds: Vec<Command>) -> Ve
     // The entry's own stamp is its last command's (the latest); each command applies at its own.
     let issued_at_ms = cmds.iter().map(|c| c.issued_at_ms).max().unwrap_or_default();
     let entry = Command { issued_at_ms, op: Operation::Batch(cmds), request_id: None };
-    match raft.client_write(entry).await {
+    let proposed = std::time::Instant::now();
+    let written = raft.client_write(entry).await;
+    observe_proposal(proposed);
+    match written {
         Ok(r) => {
             let index = r.log_id.index;
             let responses = match r.data {
