@@ -191,10 +191,14 @@ const POINT_WRITE_MAX_ROWS: usize = 16;
 /// subquery and no function call anywhere (an upsert's ON CONFLICT included):
 /// its cost is a few key lookups and row writes, like a key-value put's,
 /// whatever the table's size (a function such as `repeat` could build a value
-/// of any size). Unparsable text: false.
+/// of any size). Unparsable text, and text longer than the parse cache keeps
+/// (it would be parsed afresh for this check alone): false.
 pub fn is_point_write(sql: &str) -> bool {
     use sqlparser::ast::{Expr, SetExpr, visit_expressions};
     use std::ops::ControlFlow;
+    if sql.len() > parser::PARSED_CACHE_MAX_TEXT_BYTES {
+        return false;
+    }
     parser::on_request_stack(|| {
         let Ok(stmts) = parser::parse_shared(sql) else { return false };
         let [Statement::Insert(ins)] = stmts.as_slice() else { return false };

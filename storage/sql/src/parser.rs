@@ -115,7 +115,7 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
 const PARSED_CACHE_ENTRIES: usize = 1024;
 
 /// Longer texts are parsed afresh each time (bulk `INSERT`s: rarely sent twice).
-const PARSED_CACHE_MAX_TEXT_BYTES: usize = 4096;
+pub(crate) const PARSED_CACHE_MAX_TEXT_BYTES: usize = 4096;
 
 /// Statements whose expressions nest deeper are not kept: dropping a kept tree
 /// happens on whichever thread evicts it, with whatever stack that thread has.
