@@ -29,6 +29,7 @@ const BOTH: &[Role] = &[Role::Node, Role::Router];
 pub const POLICY: &[(&str, &[Role])] = &[
     ("/tessera.v1.RaftService/Vote", NODE),
     ("/tessera.v1.RaftService/AppendEntries", NODE),
+    ("/tessera.v1.RaftService/AppendStream", NODE),
     ("/tessera.v1.RaftService/InstallSnapshot", NODE),
     ("/tessera.v1.DataService/Write", BOTH),
     ("/tessera.v1.DataService/WriteMany", BOTH),
@@ -176,7 +177,7 @@ mod tests {
             }
         }
         let listed: Vec<String> = POLICY.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(declared.len(), 28, "{declared:?}");
+        assert_eq!(declared.len(), 29, "{declared:?}");
         for rpc in &declared {
             assert!(listed.contains(rpc), "{rpc} has no entry in the access policy");
         }

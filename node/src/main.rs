@@ -2,6 +2,7 @@
 //! placed on it and serves peers and routers over one gRPC port.
 
 mod access;
+mod append_streams;
 mod config;
 mod control;
 mod health;
@@ -168,7 +169,8 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
 
     let addr = cfg.server.grpc_addr.parse()?;
     let config_json = serde_json::to_value(&cfg).map(tessera_api::runtime::redacted).unwrap_or_default().to_string();
-    let service = NodeService { host: host.clone(), config_json: std::sync::Arc::new(config_json) };
+    let (stopping, stopping_seen) = tokio::sync::watch::channel(false);
+    let service = NodeService { host: host.clone(), config_json: std::sync::Arc::new(config_json), stopping: stopping_seen };
     if cfg.cluster.insecure {
         tracing::warn!(
             "INSECURE: cluster.insecure is set: this node serves gRPC in plaintext and authenticates no caller; \
@@ -225,11 +227,11 @@ async fn run(cli: Cli, cfg: NodeConfig) -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             info!(node = host.id, %addr, "serving gRPC over mutual TLS");
             let incoming = tessera_api::tls::TlsIncoming::new(listener, live)?.into_stream();
-            server.serve_with_incoming_shutdown(incoming, stop(&host)).await?;
+            server.serve_with_incoming_shutdown(incoming, stop(&host, stopping)).await?;
         }
         None => {
             info!(node = host.id, %addr, "serving gRPC");
-            server.serve_with_shutdown(addr, stop(&host)).await?;
+            server.serve_with_shutdown(addr, stop(&host, stopping)).await?;
         }
     }
 
@@ -271,12 +273,15 @@ async fn release_leadership(cfg: &NodeConfig, timeout_secs: u64) -> anyhow::Resu
 }
 
 /// Resolves on SIGTERM/SIGINT or a restart request (`POST /api/v1/admin/nodes/{id}/restart`).
-async fn stop(host: &std::sync::Arc<Host>) {
+async fn stop(host: &std::sync::Arc<Host>, stopping: tokio::sync::watch::Sender<bool>) {
     let host = host.clone();
     tokio::select! {
         _ = tessera_api::runtime::shutdown_signal() => {}
         _ = host.restart_requested() => {}
     }
+    // Peers' append streams never end by themselves; the server's graceful
+    // shutdown waits for them, so they are ended here.
+    let _ = stopping.send(true);
 }
 
 /// Replaces this process with a new run of the node binary (same path, or the

@@ -18,6 +18,8 @@ use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
 use tessera_api::{GroupId, NodeId, codec};
+
+use crate::append_streams::Sent;
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
 
@@ -50,6 +52,8 @@ pub struct PeerPool {
     pub cluster_id: u64,
     /// The leaderships this node is giving up: their snapshot transfers pause.
     pub leaving: LeavingGroups,
+    /// AppendEntries go on one stream per peer and lane.
+    appends: crate::append_streams::AppendStreams,
 }
 
 /// The groups whose leadership this node is handing off, or all of them once
@@ -120,6 +124,7 @@ impl PeerPool {
     pub fn replace_tls(&self, tls: Option<tessera_api::tls::ClusterTls>) {
         *self.tls.write().unwrap_or_else(|e| e.into_inner()) = tls;
         self.channels.lock().expect("peer pool lock").clear();
+        self.appends.close_all();
     }
 
     /// The shared channel of `lane` to `node` at `addr` (or at its dial override).
@@ -197,6 +202,7 @@ pub struct PeerLink {
     group: GroupId,
     pool: Arc<PeerPool>,
     target: NodeId,
+    addr: String,
     control: Option<RaftServiceClient<Channel>>,
     bulk: Option<RaftServiceClient<Channel>>,
     clock: Arc<HybridClock>,
@@ -215,6 +221,7 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
             group: self.group,
             pool: self.pool.clone(),
             target,
+            addr: node.addr.clone(),
             control,
             bulk,
             clock: self.pool.clock.clone(),
@@ -234,31 +241,30 @@ impl PeerLink {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let client = match lane {
-            Lane::Control => self.control.as_mut(),
-            Lane::Bulk => self.bulk.as_mut(),
-        };
-        let client = client.ok_or_else(|| RPCError::Unreachable(Unreachable::new(&std::io::Error::other("bad peer address"))))?;
         let payload = codec::encode(&rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let sent_at_ms = self.clock.now_ms();
-        let mut req = tonic::Request::new(RaftMessage {
+        let message = RaftMessage {
             group_id: self.group,
             payload,
-            sent_at_ms,
+            sent_at_ms: self.clock.now_ms(),
             from_node: self.node_id,
             from_incarnation: self.incarnations.own(),
             cluster_id: self.cluster_id,
-        });
-        req.set_timeout(option.hard_ttl());
+            ..Default::default()
+        };
         let sent = std::time::Instant::now();
         let carries_entries = matches!(kind, Kind::Append) && matches!(lane, Lane::Bulk);
-        let reply = match kind {
-            Kind::Vote => client.vote(req).await,
-            Kind::Append => client.append_entries(req).await,
-            Kind::Snapshot => client.install_snapshot(req).await,
-        }
-        .map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?
-        .into_inner();
+        let answer = match kind {
+            Kind::Append => {
+                let (pool, target, addr) = (self.pool.clone(), self.target, self.addr.clone());
+                let client = || pool.raft_client(target, &addr, lane).ok();
+                match self.pool.appends.call(self.target, &self.addr, lane, client, message, option.hard_ttl()).await {
+                    Sent::Answered(reply) => reply,
+                    Sent::Unary(message) => self.unary(kind, lane, message, option).await,
+                }
+            }
+            Kind::Vote | Kind::Snapshot => self.unary(kind, lane, message, option).await,
+        };
+        let reply = answer.map_err(|status| RPCError::Unreachable(Unreachable::new(&status)))?;
         if carries_entries {
             metrics::histogram!("tessera_raft_peer_append_seconds").record(sent.elapsed().as_secs_f64());
         }
@@ -279,6 +285,25 @@ impl PeerLink {
     }
 }
 
+impl PeerLink {
+    async fn unary(&mut self, kind: Kind, lane: Lane, message: RaftMessage, option: &RPCOption) -> Result<RaftMessage, tonic::Status> {
+        let client = match lane {
+            Lane::Control => self.control.as_mut(),
+            Lane::Bulk => self.bulk.as_mut(),
+        };
+        let client = client.ok_or_else(|| tonic::Status::unavailable("bad peer address"))?;
+        let mut req = tonic::Request::new(message);
+        req.set_timeout(option.hard_ttl());
+        let reply = match kind {
+            Kind::Vote => client.vote(req).await,
+            Kind::Append => client.append_entries(req).await,
+            Kind::Snapshot => client.install_snapshot(req).await,
+        };
+        reply.map(tonic::Response::into_inner)
+    }
+}
+
+#[derive(Clone, Copy)]
 enum Kind {
     Vote,
     Append,

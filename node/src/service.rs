@@ -28,6 +28,8 @@ pub struct NodeService {
     pub host: Arc<Host>,
     /// The effective configuration, secrets redacted (JSON), for `Config`.
     pub config_json: Arc<String>,
+    /// Turns true when the node stops serving: its peers' append streams end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Status> {
@@ -47,7 +49,11 @@ impl NodeService {
     /// incarnation is the one recorded for it (`Err`: its data directory was
     /// replaced; see `incarnation`).
     fn received(&self, req: Request<RaftMessage>) -> Result<(RaftMessage, Result<(), crate::incarnation::DataReplaced>), Status> {
-        let m = req.into_inner();
+        self.received_message(req.into_inner())
+    }
+
+    /// [`NodeService::received`] for a message that came on a stream.
+    fn received_message(&self, m: RaftMessage) -> Result<(RaftMessage, Result<(), crate::incarnation::DataReplaced>), Status> {
         if let Some(reason) = crate::network::other_cluster(self.host.pool.cluster_id, m.cluster_id) {
             return Err(Status::failed_precondition(reason));
         }
@@ -58,14 +64,43 @@ impl NodeService {
 
     /// The reply to a peer's Raft message, carrying this node's clock.
     fn raft_reply<T: Serialize>(&self, group_id: u64, result: &T) -> Result<Response<RaftMessage>, Status> {
-        Ok(Response::new(RaftMessage {
+        self.raft_message(group_id, result).map(Response::new)
+    }
+
+    fn raft_message<T: Serialize>(&self, group_id: u64, result: &T) -> Result<RaftMessage, Status> {
+        Ok(RaftMessage {
             group_id,
             payload: encode(result)?,
             sent_at_ms: self.host.clock.now_ms(),
             from_node: self.host.id,
             from_incarnation: self.host.pool.incarnations.own(),
             cluster_id: self.host.pool.cluster_id,
-        }))
+            call_id: 0,
+            refused: String::new(),
+        })
+    }
+
+    /// A peer's AppendEntries (unary or streamed): checked, handed to the group's
+    /// Raft, answered with this node's clock.
+    async fn append(&self, m: RaftMessage) -> Result<RaftMessage, Status> {
+        let (m, _) = self.received_message(m)?;
+        self.host.leader_heard(m.group_id);
+        let raft = self.raft(m.group_id)?;
+        let append: openraft::raft::AppendEntriesRequest<tessera_storage::TypeConfig> = decode(&m.payload)?;
+        // Appends with no entries are heartbeats and commit notices: fewer of them per
+        // entry is less work per write (third_party/README.md).
+        let carrying = if append.entries.is_empty() { "nothing" } else { "entries" };
+        metrics::counter!("tessera_raft_appends_received_total", "carrying" => carrying).increment(1);
+        let sent = append.prev_log_id.into_iter().chain(append.entries.iter().map(|e| e.log_id));
+        if let Err(e) = self.host.store.check_leader_log(m.group_id, &append.vote, sent) {
+            return Err(Status::failed_precondition(e.to_string()));
+        }
+        let received = std::time::Instant::now();
+        let res = raft.append_entries(append).await;
+        if carrying == "entries" {
+            metrics::histogram!("tessera_raft_append_handled_seconds").record(received.elapsed().as_secs_f64());
+        }
+        self.raft_message(m.group_id, &res)
     }
 
     fn reply<T: Serialize>(&self, result: Result<T, HostError>) -> Result<Response<DataReply>, Status> {
@@ -124,24 +159,52 @@ impl RaftService for NodeService {
     }
 
     async fn append_entries(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
-        let (m, _) = self.received(req)?;
-        self.host.leader_heard(m.group_id);
-        let raft = self.raft(m.group_id)?;
-        let append: openraft::raft::AppendEntriesRequest<tessera_storage::TypeConfig> = decode(&m.payload)?;
-        // Appends with no entries are heartbeats and commit notices: fewer of them per
-        // entry is less work per write (third_party/README.md).
-        let carrying = if append.entries.is_empty() { "nothing" } else { "entries" };
-        metrics::counter!("tessera_raft_appends_received_total", "carrying" => carrying).increment(1);
-        let sent = append.prev_log_id.into_iter().chain(append.entries.iter().map(|e| e.log_id));
-        if let Err(e) = self.host.store.check_leader_log(m.group_id, &append.vote, sent) {
-            return Err(Status::failed_precondition(e.to_string()));
-        }
-        let received = std::time::Instant::now();
-        let res = raft.append_entries(append).await;
-        if carrying == "entries" {
-            metrics::histogram!("tessera_raft_append_handled_seconds").record(received.elapsed().as_secs_f64());
-        }
-        self.raft_reply(m.group_id, &res)
+        self.append(req.into_inner()).await.map(Response::new)
+    }
+
+    type AppendStreamStream = futures::channel::mpsc::UnboundedReceiver<Result<RaftMessage, Status>>;
+
+    /// Each message is handled as its own task, as a unary call would be (one
+    /// group's slow log write holds no other group's append); replies go back in
+    /// the order they are ready, each with its request's `call_id`. A refused
+    /// message is answered with `refused`, the stream goes on. The stream ends
+    /// when the peer ends it or this node stops serving.
+    async fn append_stream(&self, req: Request<tonic::Streaming<RaftMessage>>) -> Result<Response<Self::AppendStreamStream>, Status> {
+        let mut incoming = req.into_inner();
+        let (replies, stream) = futures::channel::mpsc::unbounded();
+        let service = self.clone();
+        let mut stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                let m = tokio::select! {
+                    m = incoming.message() => match m {
+                        Ok(Some(m)) => m,
+                        Ok(None) | Err(_) => break,
+                    },
+                    _ = stopping.wait_for(|stopping| *stopping) => break,
+                };
+                let (service, replies) = (service.clone(), replies.clone());
+                tokio::spawn(async move {
+                    let call_id = m.call_id;
+                    let group_id = m.group_id;
+                    let mut reply = match service.append(m).await {
+                        Ok(reply) => reply,
+                        Err(status) => RaftMessage {
+                            group_id,
+                            sent_at_ms: service.host.clock.now_ms(),
+                            from_node: service.host.id,
+                            from_incarnation: service.host.pool.incarnations.own(),
+                            cluster_id: service.host.pool.cluster_id,
+                            refused: format!("{:?}: {}", status.code(), status.message()),
+                            ..Default::default()
+                        },
+                    };
+                    reply.call_id = call_id;
+                    let _ = replies.unbounded_send(Ok(reply));
+                });
+            }
+        });
+        Ok(Response::new(stream))
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
