@@ -9,6 +9,8 @@
 
 pub mod b64;
 pub mod backup;
+#[cfg(feature = "runtime")]
+pub mod call_streams;
 #[cfg(feature = "tls")]
 pub mod certs;
 pub mod clock;

@@ -24,6 +24,10 @@ pub const WIRE_VERSION_KEY: &str = "tessera-wire-version";
 /// retrying at it).
 pub const WIRE_REFUSAL: &str = "incompatible wire version";
 
+/// How a node's access layer refuses a call path it does not know
+/// (`PermissionDenied`; older nodes so refuse the streaming calls added since).
+pub const NOT_SERVED: &str = "is not an RPC this node serves to anyone";
+
 /// A node's check of a router call's wire version (a server interceptor): a
 /// call without the metadata is version 1; a version outside
 /// [`MIN_WIRE_VERSION`]`..=`[`WIRE_VERSION`] is refused with

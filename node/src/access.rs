@@ -55,13 +55,14 @@ pub const POLICY: &[(&str, &[Role])] = &[
     ("/tessera.v1.DataService/Config", ROUTER),
     ("/tessera.v1.DataService/PurgeErased", ROUTER),
     ("/tessera.v1.DataService/Reseal", BOTH),
+    ("/tessera.v1.DataService/Calls", BOTH),
     ("/tessera.v1.DataService/Digest", ROUTER),
 ];
 
 /// Why a gRPC call is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    #[error("{0} is not an RPC this node serves to anyone")]
+    #[error("{0} {not_served}", not_served = tessera_api::rpc::NOT_SERVED)]
     UnknownRpc(String),
     #[error("a {} certificate may not call {path} (allowed: {})", role.as_str(), allowed.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "))]
     RoleNotAllowed { role: Role, path: String, allowed: &'static [Role] },
@@ -177,7 +178,7 @@ mod tests {
             }
         }
         let listed: Vec<String> = POLICY.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(declared.len(), 29, "{declared:?}");
+        assert_eq!(declared.len(), 30, "{declared:?}");
         for rpc in &declared {
             assert!(listed.contains(rpc), "{rpc} has no entry in the access policy");
         }

@@ -2,7 +2,6 @@
 //! placed on it and serves peers and routers over one gRPC port.
 
 mod access;
-mod append_streams;
 mod config;
 mod control;
 mod health;

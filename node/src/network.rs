@@ -19,7 +19,7 @@ use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
 use tessera_api::{GroupId, NodeId, codec};
 
-use crate::append_streams::Sent;
+use tessera_api::call_streams::{CallStreams, Sent};
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
 
@@ -53,7 +53,7 @@ pub struct PeerPool {
     /// The leaderships this node is giving up: their snapshot transfers pause.
     pub leaving: LeavingGroups,
     /// AppendEntries go on one stream per peer and lane.
-    appends: crate::append_streams::AppendStreams,
+    appends: CallStreams<(NodeId, Lane), RaftMessage, RaftMessage>,
 }
 
 /// The groups whose leadership this node is handing off, or all of them once
@@ -256,8 +256,11 @@ impl PeerLink {
         let answer = match kind {
             Kind::Append => {
                 let (pool, target, addr) = (self.pool.clone(), self.target, self.addr.clone());
-                let client = || pool.raft_client(target, &addr, lane).ok();
-                match self.pool.appends.call(self.target, &self.addr, lane, client, message, option.hard_ttl()).await {
+                let open = |requests| {
+                    let mut client = pool.raft_client(target, &addr, lane).ok()?;
+                    Some(async move { client.append_stream(requests).await })
+                };
+                match self.pool.appends.call((self.target, lane), &self.addr, open, message, option.hard_ttl()).await {
                     Sent::Answered(reply) => reply,
                     Sent::Unary(message) => self.unary(kind, lane, message, option).await,
                 }

@@ -5,20 +5,24 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tessera_api::call_streams::Numbered;
 use tessera_api::codec;
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_server::DataService;
 use tessera_api::rpc::raft_service_server::RaftService;
 use tessera_api::rpc::{
-    AddLearnerRequest, AppliedReply, AppliedRequest, CampaignReply, CampaignRequest, ConfigReply, ConfigRequest, Consistency, DataReply,
-    DigestReply, DigestRequest, DrainReply, DrainRequest, DropGroupReply, DropGroupRequest, ExportGroupReply, ExportGroupRequest, Failure,
-    FailureKind, FetchExportReply, FetchExportRequest, GroupDigest, GroupStorage, HandOffReply, HandOffRequest, HostGroupReply,
-    HostGroupRequest, LogsReply, LogsRequest, ModelBytes, NotLeader, PurgeErasedReply, PurgeErasedRequest, RaftMessage, ReadRequest,
-    ReleaseLeadershipReply, ReleaseLeadershipRequest, RemoveVoterRequest, ReplaceVotersRequest, ResealReply, ResealRequest, RestartReply,
-    RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
-    WriteManyReply, WriteManyRequest, WriteRequest,
+    AddLearnerRequest, AppliedReply, AppliedRequest, CampaignReply, CampaignRequest, ConfigReply, ConfigRequest, Consistency, DataCall,
+    DataCallReply, DataReply, DigestReply, DigestRequest, DrainReply, DrainRequest, DropGroupReply, DropGroupRequest, ExportGroupReply,
+    ExportGroupRequest, Failure, FailureKind, FetchExportReply, FetchExportRequest, GroupDigest, GroupStorage, HandOffReply,
+    HandOffRequest, HostGroupReply, HostGroupRequest, LogsReply, LogsRequest, ModelBytes, NotLeader, PurgeErasedReply, PurgeErasedRequest,
+    RaftMessage, ReadRequest, ReleaseLeadershipReply, ReleaseLeadershipRequest, RemoveVoterRequest, ReplaceVotersRequest, ResealReply,
+    ResealRequest, RestartReply, RestartRequest, RetireReply, RetireRequest, ShutdownReply, ShutdownRequest, StatusReply, StatusRequest,
+    StorageReply, StorageRequest, WriteManyReply, WriteManyRequest, WriteRequest, data_call,
 };
 use tonic::{Request, Response, Status};
+
+/// The replies of a streaming call, as this node sends them.
+type Replies<Reply> = futures::channel::mpsc::UnboundedReceiver<Result<Reply, Status>>;
 
 use crate::host::{Host, HostError};
 
@@ -78,6 +82,42 @@ impl NodeService {
             call_id: 0,
             refused: String::new(),
         })
+    }
+
+    /// Serves a streaming call: each message is handled as its own task, as a
+    /// unary call would be (one group's slow log write holds no other group's
+    /// call), and answered with its `call_id` as soon as it is done. The stream
+    /// ends when the caller ends it or this node stops serving (the server's
+    /// graceful shutdown would wait for it forever).
+    fn serve_stream<Req, Reply, H, Fut>(&self, mut incoming: tonic::Streaming<Req>, handle: H) -> Replies<Reply>
+    where
+        Req: Numbered + Default,
+        Reply: Numbered,
+        H: Fn(NodeService, Req) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Reply> + Send + 'static,
+    {
+        let (replies, stream) = futures::channel::mpsc::unbounded();
+        let service = self.clone();
+        let mut stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    m = incoming.message() => match m {
+                        Ok(Some(m)) => m,
+                        Ok(None) | Err(_) => break,
+                    },
+                    _ = stopping.wait_for(|stopping| *stopping) => break,
+                };
+                let call_id = message.call_id();
+                let (answered, replies) = (handle(service.clone(), message), replies.clone());
+                tokio::spawn(async move {
+                    let mut reply = answered.await;
+                    reply.set_call_id(call_id);
+                    let _ = replies.unbounded_send(Ok(reply));
+                });
+            }
+        });
+        stream
     }
 
     /// A peer's AppendEntries (unary or streamed): checked, handed to the group's
@@ -162,49 +202,26 @@ impl RaftService for NodeService {
         self.append(req.into_inner()).await.map(Response::new)
     }
 
-    type AppendStreamStream = futures::channel::mpsc::UnboundedReceiver<Result<RaftMessage, Status>>;
+    type AppendStreamStream = Replies<RaftMessage>;
 
-    /// Each message is handled as its own task, as a unary call would be (one
-    /// group's slow log write holds no other group's append); replies go back in
-    /// the order they are ready, each with its request's `call_id`. A refused
-    /// message is answered with `refused`, the stream goes on. The stream ends
-    /// when the peer ends it or this node stops serving.
+    /// A refused append is answered with `refused` (the status a unary call
+    /// would have failed with); the stream goes on.
     async fn append_stream(&self, req: Request<tonic::Streaming<RaftMessage>>) -> Result<Response<Self::AppendStreamStream>, Status> {
-        let mut incoming = req.into_inner();
-        let (replies, stream) = futures::channel::mpsc::unbounded();
-        let service = self.clone();
-        let mut stopping = self.stopping.clone();
-        tokio::spawn(async move {
-            loop {
-                let m = tokio::select! {
-                    m = incoming.message() => match m {
-                        Ok(Some(m)) => m,
-                        Ok(None) | Err(_) => break,
-                    },
-                    _ = stopping.wait_for(|stopping| *stopping) => break,
-                };
-                let (service, replies) = (service.clone(), replies.clone());
-                tokio::spawn(async move {
-                    let call_id = m.call_id;
-                    let group_id = m.group_id;
-                    let mut reply = match service.append(m).await {
-                        Ok(reply) => reply,
-                        Err(status) => RaftMessage {
-                            group_id,
-                            sent_at_ms: service.host.clock.now_ms(),
-                            from_node: service.host.id,
-                            from_incarnation: service.host.pool.incarnations.own(),
-                            cluster_id: service.host.pool.cluster_id,
-                            refused: format!("{:?}: {}", status.code(), status.message()),
-                            ..Default::default()
-                        },
-                    };
-                    reply.call_id = call_id;
-                    let _ = replies.unbounded_send(Ok(reply));
-                });
+        Ok(Response::new(self.serve_stream(req.into_inner(), |service, m: RaftMessage| async move {
+            let group_id = m.group_id;
+            match service.append(m).await {
+                Ok(reply) => reply,
+                Err(status) => RaftMessage {
+                    group_id,
+                    sent_at_ms: service.host.clock.now_ms(),
+                    from_node: service.host.id,
+                    from_incarnation: service.host.pool.incarnations.own(),
+                    cluster_id: service.host.pool.cluster_id,
+                    refused: format!("{:?}: {}", status.code(), status.message()),
+                    ..Default::default()
+                },
             }
-        });
-        Ok(Response::new(stream))
+        })))
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
@@ -265,6 +282,24 @@ impl DataService for NodeService {
             replies[i] = Some(self.data_reply(result)?);
         }
         Ok(Response::new(WriteManyReply { replies: replies.into_iter().map(|r| r.unwrap_or_default()).collect() }))
+    }
+
+    type CallsStream = Replies<DataCallReply>;
+
+    /// Each call is answered as `Write` or `Read` would answer it; a failed one
+    /// with `refused` (the failed status), and the stream goes on.
+    async fn calls(&self, req: Request<tonic::Streaming<DataCall>>) -> Result<Response<Self::CallsStream>, Status> {
+        Ok(Response::new(self.serve_stream(req.into_inner(), |service, call: DataCall| async move {
+            let answered = match call.call {
+                Some(data_call::Call::Write(w)) => service.write(Request::new(w)).await,
+                Some(data_call::Call::Read(r)) => service.read(Request::new(r)).await,
+                None => Err(Status::invalid_argument("a call names neither a write nor a read")),
+            };
+            match answered {
+                Ok(reply) => DataCallReply { reply: Some(reply.into_inner()), ..Default::default() },
+                Err(status) => DataCallReply { refused: format!("{:?}: {}", status.code(), status.message()), ..Default::default() },
+            }
+        })))
     }
 
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<DataReply>, Status> {

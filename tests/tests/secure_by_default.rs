@@ -192,10 +192,11 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
     let node = Caller::Tls { ca_pem, cert_pem, key_pem };
 
     let rpcs = every_rpc();
-    ensure!(rpcs.len() == 28, "{rpcs:?}");
+    ensure!(rpcs.len() == 30, "{rpcs:?}");
     let node_only = [
         "RaftService/Vote",
         "RaftService/AppendEntries",
+        "RaftService/AppendStream",
         "RaftService/InstallSnapshot",
         "DataService/Applied",
         "DataService/AddLearner",
@@ -226,7 +227,7 @@ async fn scenario(deployed: &Deployed, up: &str) -> Result<()> {
             }
         }
     }
-    ensure!(refused == 3 * (28 * 3 + 8), "{refused} refusals");
+    ensure!(refused == 3 * (30 * 3 + 9), "{refused} refusals");
 
     // Nothing changed, and the cluster serves on.
     let after = data_digests(&api).await?;

@@ -7,15 +7,17 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
+use tessera_api::call_streams::{CallStreams, Sent};
 use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
+use tessera_api::rpc::data_call::Call;
 use tessera_api::rpc::data_reply::Outcome;
 use tessera_api::rpc::data_service_client::DataServiceClient;
 use tessera_api::rpc::{
-    CampaignRequest, Consistency, DataReply, DrainRequest, FailureKind, HandOffRequest, LogsRequest, MAX_MESSAGE_BYTES, ReadRequest,
-    RemoveVoterRequest, RestartRequest, RetireRequest, ShutdownRequest, StatusReply, StatusRequest, StorageReply, StorageRequest,
-    WriteManyRequest, WriteRequest,
+    CampaignRequest, Consistency, DataCall, DataCallReply, DataReply, DrainRequest, FailureKind, HandOffRequest, LogsRequest,
+    MAX_MESSAGE_BYTES, ReadRequest, RemoveVoterRequest, RestartRequest, RetireRequest, ShutdownRequest, StatusReply, StatusRequest,
+    StorageReply, StorageRequest, WriteManyRequest, WriteRequest,
 };
 use tessera_api::{GroupId, META_GROUP, NodeId, codec};
 use tonic::service::interceptor::InterceptedService;
@@ -104,6 +106,8 @@ pub struct GrpcCluster {
     wire_version: u32,
     /// Key-value and SQL writes waiting for their group's call in flight (see [`super::lanes`]).
     lanes: Lanes<WriteRequest, Option<Result<Served<Response>, ClusterError>>>,
+    /// Writes and reads go on one stream per node (by address).
+    streams: CallStreams<String, DataCall, DataCallReply>,
 }
 
 impl GrpcCluster {
@@ -125,6 +129,7 @@ impl GrpcCluster {
             tls: RwLock::new(tls),
             wire_version,
             lanes: Lanes::default(),
+            streams: CallStreams::default(),
         })
     }
 
@@ -133,6 +138,7 @@ impl GrpcCluster {
     pub fn replace_tls(&self, tls: Option<tessera_api::tls::ClusterTls>) {
         *self.tls.write().unwrap_or_else(|e| e.into_inner()) = tls;
         self.channels.write().expect("channels lock").clear();
+        self.streams.close_all();
     }
 
     fn client(&self, addr: &str) -> Result<NodeClient, ClusterError> {
@@ -208,18 +214,48 @@ impl GrpcCluster {
         }
     }
 
+    /// One write or read on the node at `addr`: on this router's stream to it,
+    /// or as a unary call (a node that does not serve the stream; every node
+    /// while traces are exported, so that each call carries its trace context).
+    async fn data_call(&self, mut client: NodeClient, addr: String, call: Call) -> Result<tonic::Response<DataReply>, tonic::Status> {
+        let timeout = ATTEMPT_TIMEOUT + Duration::from_secs(5);
+        let call = if tessera_api::telemetry::exporting() {
+            call
+        } else {
+            let opener = client.clone();
+            let open = move |requests| {
+                let mut client = opener;
+                Some(async move { client.calls(requests).await })
+            };
+            match self.streams.call(addr.clone(), &addr, open, DataCall { call_id: 0, call: Some(call) }, timeout).await {
+                Sent::Answered(Ok(answer)) => {
+                    return answer
+                        .reply
+                        .map(tonic::Response::new)
+                        .ok_or_else(|| tonic::Status::internal("a streamed reply without its answer"));
+                }
+                Sent::Answered(Err(status)) => return Err(status),
+                Sent::Unary(DataCall { call, .. }) => call.expect("the call sent"),
+            }
+        };
+        match call {
+            Call::Write(write) => {
+                let mut req = tonic::Request::new(write);
+                req.set_timeout(timeout);
+                client.write(req).await
+            }
+            Call::Read(read) => {
+                let mut req = tonic::Request::new(read);
+                req.set_timeout(timeout);
+                client.read(req).await
+            }
+        }
+    }
+
     /// Sends one write to its group's leader, following leader hints and
     /// stepping over dead nodes until the deadline.
     async fn write_alone(&self, write: WriteRequest) -> Result<Served<Response>, ClusterError> {
-        self.call(write.group_id, None, false, |mut client| {
-            let req = write.clone();
-            async move {
-                let mut req = tonic::Request::new(req);
-                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                client.write(req).await
-            }
-        })
-        .await
+        self.call(write.group_id, None, false, |client, addr| self.data_call(client, addr, Call::Write(write.clone()))).await
     }
 
     /// One attempt at `writes` of `group` (a lane's batch, see [`super::lanes`])
@@ -238,9 +274,8 @@ impl GrpcCluster {
         let Ok(mut client) = self.client(&addr) else { return answers };
         let count = writes.len();
         let replies = if count == 1 {
-            let mut req = tonic::Request::new(writes.into_iter().next().expect("one write"));
-            req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-            client.write(req).await.map(|reply| vec![reply.into_inner()])
+            let write = writes.into_iter().next().expect("one write");
+            self.data_call(client, addr, Call::Write(write)).await.map(|reply| vec![reply.into_inner()])
         } else {
             let mut req = tonic::Request::new(WriteManyRequest { group_id: group, writes });
             req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
@@ -286,7 +321,7 @@ impl GrpcCluster {
     ) -> Result<Served<T>, ClusterError>
     where
         T: DeserializeOwned,
-        F: Fn(NodeClient) -> Fut,
+        F: Fn(NodeClient, String) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
     {
         let deadline = Instant::now() + self.deadline;
@@ -299,7 +334,7 @@ impl GrpcCluster {
             }
             for target in self.candidates(group, preferred) {
                 let client = self.client(&target.1)?;
-                match attempt(client).await {
+                match attempt(client, target.1.clone()).await {
                     Ok(reply) => {
                         let reply = reply.into_inner();
                         match reply.outcome {
@@ -375,14 +410,14 @@ impl GrpcCluster {
     async fn try_hint<T, F, Fut>(&self, group: GroupId, leader: NodeId, addr: &str, attempt: &F) -> Result<Option<Served<T>>, ClusterError>
     where
         T: DeserializeOwned,
-        F: Fn(NodeClient) -> Fut,
+        F: Fn(NodeClient, String) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<DataReply>, tonic::Status>>,
     {
         let addr = {
             let view = self.view.read().expect("view lock");
             view.addrs.get(&leader).cloned().unwrap_or_else(|| addr.to_string())
         };
-        let Ok(reply) = attempt(self.client(&addr)?).await else { return Ok(None) };
+        let Ok(reply) = attempt(self.client(&addr)?, addr).await else { return Ok(None) };
         let reply = reply.into_inner();
         match reply.outcome {
             Some(Outcome::Ok(bytes)) => {
@@ -552,7 +587,7 @@ impl ClusterClient for GrpcCluster {
 
     async fn remove_voter(&self, group: GroupId, node: NodeId) -> Result<u64, ClusterError> {
         let served = self
-            .call(group, None, false, |mut client| async move {
+            .call(group, None, false, |mut client, _| async move {
                 let mut req = tonic::Request::new(RemoveVoterRequest { group_id: group, node_id: node });
                 req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
                 client.remove_voter(req).await
@@ -749,13 +784,9 @@ impl ClusterClient for GrpcCluster {
     ) -> Result<Served<QueryResult>, ClusterError> {
         let bytes = codec::encode(&*super::outgoing_query(group, query)).map_err(|e| ClusterError::BadRequest(e.to_string()))?;
         let any_replica = consistency == Consistency::One;
-        self.call(group, replica.filter(|_| any_replica), any_replica, |mut client| {
-            let req = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
-            async move {
-                let mut req = tonic::Request::new(req);
-                req.set_timeout(ATTEMPT_TIMEOUT + Duration::from_secs(5));
-                client.read(req).await
-            }
+        self.call(group, replica.filter(|_| any_replica), any_replica, |client, addr| {
+            let read = ReadRequest { group_id: group, query: bytes.clone(), consistency: consistency as i32 };
+            self.data_call(client, addr, Call::Read(read))
         })
         .await
     }
