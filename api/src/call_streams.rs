@@ -186,41 +186,27 @@ fn not_served(status: &Status) -> bool {
     status.code() == Code::Unimplemented || (status.code() == Code::PermissionDenied && status.message().contains(crate::rpc::NOT_SERVED))
 }
 
-impl Numbered for crate::rpc::RaftMessage {
-    fn call_id(&self) -> u64 {
-        self.call_id
-    }
-    fn set_call_id(&mut self, id: u64) {
-        self.call_id = id;
-    }
-    fn refused(&self) -> Option<&str> {
-        Some(self.refused.as_str()).filter(|r| !r.is_empty())
-    }
+/// `Numbered` for a message with a `call_id` field and, on replies, a `refused` one.
+macro_rules! numbered {
+    ($message:ty, $refused:expr) => {
+        impl Numbered for $message {
+            fn call_id(&self) -> u64 {
+                self.call_id
+            }
+            fn set_call_id(&mut self, id: u64) {
+                self.call_id = id;
+            }
+            fn refused(&self) -> Option<&str> {
+                let refused: fn(&Self) -> Option<&str> = $refused;
+                refused(self)
+            }
+        }
+    };
 }
 
-impl Numbered for crate::rpc::DataCall {
-    fn call_id(&self) -> u64 {
-        self.call_id
-    }
-    fn set_call_id(&mut self, id: u64) {
-        self.call_id = id;
-    }
-    fn refused(&self) -> Option<&str> {
-        None
-    }
-}
-
-impl Numbered for crate::rpc::DataCallReply {
-    fn call_id(&self) -> u64 {
-        self.call_id
-    }
-    fn set_call_id(&mut self, id: u64) {
-        self.call_id = id;
-    }
-    fn refused(&self) -> Option<&str> {
-        Some(self.refused.as_str()).filter(|r| !r.is_empty())
-    }
-}
+numbered!(crate::rpc::RaftMessage, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()));
+numbered!(crate::rpc::DataCallReply, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()));
+numbered!(crate::rpc::DataCall, |_| None);
 
 #[cfg(test)]
 mod tests {
