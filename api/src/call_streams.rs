@@ -8,8 +8,14 @@
 //!
 //! A peer that does not serve the streaming call (a binary of an earlier
 //! release, during a rolling update: it answers `Unimplemented`, or its access
-//! layer refuses the unknown path) is called with unary calls for a minute,
-//! then asked again.
+//! layer refuses the unknown path) is called with unary calls for ten minutes,
+//! then asked again. So is a call too large for one message (it fails alone,
+//! as a unary call, instead of ending the stream for every call on it).
+//!
+//! Each call says how long its caller waits (`timeout_ms`): the receiver drops
+//! its handling past that, as a unary call's `grpc-timeout` would. A call whose
+//! caller gave up (timed out, or its future dropped) is forgotten and, if still
+//! queued, not sent.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -17,18 +23,43 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
 use tonic::{Code, Status};
 
-/// How long a peer that answered `Unimplemented` is called with unary calls.
-const UNARY_FOR: Duration = Duration::from_secs(60);
+/// How long a peer that does not serve the streaming call is called with unary
+/// calls: a rolling update is over by then (each probe fails the calls sent on it).
+const UNARY_FOR: Duration = Duration::from_secs(600);
 
 /// A message of a streaming call: numbered by its sender, echoed by its reply.
-pub trait Numbered: Send + 'static {
+pub trait Numbered: prost::Message + Send + 'static {
     fn call_id(&self) -> u64;
     fn set_call_id(&mut self, id: u64);
+    /// How long the caller waits for the reply, in ms (0: not said; replies carry none).
+    fn timeout_ms(&self) -> u32;
+    fn set_timeout_ms(&mut self, ms: u32);
     /// Why the call failed, as the status of a unary call would have said.
     fn refused(&self) -> Option<&str>;
+}
+
+/// The requests a streaming call sends: those queued whose caller still waits.
+pub struct Requests<Req> {
+    queued: mpsc::UnboundedReceiver<Req>,
+    awaited: Arc<dyn Fn(u64) -> bool + Send + Sync>,
+}
+
+impl<Req: Numbered + Unpin> futures::Stream for Requests<Req> {
+    type Item = Req;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Req>> {
+        loop {
+            match futures::ready!(self.queued.poll_next_unpin(cx)) {
+                Some(request) if (self.awaited)(request.call_id()) => return std::task::Poll::Ready(Some(request)),
+                Some(_forgotten) => continue,
+                None => return std::task::Poll::Ready(None),
+            }
+        }
+    }
 }
 
 /// The stream of replies a streaming call's opening answers with.
@@ -52,6 +83,7 @@ impl<K, Req, Reply> Default for CallStreams<K, Req, Reply> {
 struct Stream<Req, Reply> {
     /// The address the stream was opened to (a changed address opens another).
     addr: String,
+    /// Requests queue here until the stream sends them.
     outgoing: mpsc::UnboundedSender<Req>,
     waiting: Arc<Waiting<Reply>>,
 }
@@ -76,7 +108,7 @@ pub enum Sent<Req, Reply> {
 impl<K, Req, Reply> CallStreams<K, Req, Reply>
 where
     K: Hash + Eq + Clone + std::fmt::Debug + Send + 'static,
-    Req: Numbered,
+    Req: Numbered + Unpin,
     Reply: Numbered,
 {
     /// Sends `message` to the peer `key` at `addr` on its stream (`open` starts
@@ -84,24 +116,31 @@ where
     /// is given, `None` for a bad address) and waits up to `ttl` for its reply.
     pub async fn call<F, Fut>(&self, key: K, addr: &str, open: F, mut message: Req, ttl: Duration) -> Sent<Req, Reply>
     where
-        F: FnOnce(mpsc::UnboundedReceiver<Req>) -> Option<Fut>,
+        F: FnOnce(Requests<Req>) -> Option<Fut>,
         Fut: std::future::Future<Output = Replies<Reply>> + Send + 'static,
     {
-        if self.unary_only(&key) {
+        if self.unary_only(&key) || message.encoded_len() > crate::rpc::MAX_MESSAGE_BYTES {
             return Sent::Unary(message);
         }
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         message.set_call_id(call_id);
+        message.set_timeout_ms(u32::try_from(ttl.as_millis()).unwrap_or(u32::MAX));
         let (answer, answered) = oneshot::channel();
         let waiting = {
             let mut open_streams = self.open.lock().expect("call streams lock");
             let reusable = open_streams.get(&key).is_some_and(|s| s.addr == addr && !s.waiting.closed.load(Ordering::Acquire));
             if !reusable {
-                let (outgoing, requests) = mpsc::unbounded();
-                let Some(replies) = open(requests) else {
+                let waiting =
+                    Arc::new(Waiting { calls: Mutex::new(HashMap::new()), closed: AtomicBool::new(false), refused: Mutex::new(None) });
+                let (outgoing, queued) = mpsc::unbounded::<Req>();
+                // A request whose caller stopped waiting is not sent.
+                let awaited = waiting.clone();
+                let awaited = Arc::new(move |call_id| awaited.calls.lock().expect("stream calls lock").contains_key(&call_id));
+                let Some(replies) = open(Requests { queued, awaited }) else {
                     return Sent::Answered(Err(Status::unavailable(format!("bad peer address {addr}"))));
                 };
-                open_streams.insert(key.clone(), self.read_replies(key.clone(), addr, outgoing, replies));
+                self.read_replies(key.clone(), waiting.clone(), replies);
+                open_streams.insert(key.clone(), Stream { addr: addr.to_string(), outgoing, waiting });
             }
             let stream = &open_streams[&key];
             let mut calls = stream.waiting.calls.lock().expect("stream calls lock");
@@ -111,6 +150,9 @@ where
             calls.insert(call_id, answer);
             stream.waiting.clone()
         };
+        // However this future ends (answered, timed out, dropped by its caller),
+        // the call is forgotten.
+        let _forget = Forget { waiting: waiting.clone(), call_id };
         match tokio::time::timeout(ttl, answered).await {
             Ok(Ok(reply)) => match reply.refused() {
                 None => Sent::Answered(Ok(reply)),
@@ -122,10 +164,7 @@ where
                 Some((code, message)) => Status::new(code, message),
                 None => Status::unavailable("the call stream to the peer ended before the reply"),
             })),
-            Err(_late) => {
-                waiting.calls.lock().expect("stream calls lock").remove(&call_id);
-                Sent::Answered(Err(Status::deadline_exceeded("no reply within the call's timeout")))
-            }
+            Err(_late) => Sent::Answered(Err(Status::deadline_exceeded("no reply within the call's timeout"))),
         }
     }
 
@@ -148,12 +187,11 @@ where
     }
 
     /// Hands each reply of the stream `replies` to its caller until it ends.
-    fn read_replies<Fut>(&self, key: K, addr: &str, outgoing: mpsc::UnboundedSender<Req>, replies: Fut) -> Stream<Req, Reply>
+    fn read_replies<Fut>(&self, key: K, reader: Arc<Waiting<Reply>>, replies: Fut)
     where
         Fut: std::future::Future<Output = Replies<Reply>> + Send + 'static,
     {
-        let waiting = Arc::new(Waiting { calls: Mutex::new(HashMap::new()), closed: AtomicBool::new(false), refused: Mutex::new(None) });
-        let (reader, unary_only) = (waiting.clone(), self.unary_only.clone());
+        let unary_only = self.unary_only.clone();
         tokio::spawn(async move {
             match replies.await {
                 Ok(replies) => {
@@ -176,7 +214,18 @@ where
             reader.closed.store(true, Ordering::Release);
             calls.clear();
         });
-        Stream { addr: addr.to_string(), outgoing, waiting }
+    }
+}
+
+/// Removes a call from its stream's waiting calls when its caller stops waiting.
+struct Forget<Reply> {
+    waiting: Arc<Waiting<Reply>>,
+    call_id: u64,
+}
+
+impl<Reply> Drop for Forget<Reply> {
+    fn drop(&mut self) {
+        self.waiting.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.call_id);
     }
 }
 
@@ -186,15 +235,24 @@ fn not_served(status: &Status) -> bool {
     status.code() == Code::Unimplemented || (status.code() == Code::PermissionDenied && status.message().contains(crate::rpc::NOT_SERVED))
 }
 
-/// `Numbered` for a message with a `call_id` field and, on replies, a `refused` one.
+/// `Numbered` for a message with a `call_id` field, on replies a `refused` one,
+/// on requests a `timeout_ms` one.
 macro_rules! numbered {
-    ($message:ty, $refused:expr) => {
+    ($message:ty, $refused:expr $(, $timeout:ident)?) => {
         impl Numbered for $message {
             fn call_id(&self) -> u64 {
                 self.call_id
             }
             fn set_call_id(&mut self, id: u64) {
                 self.call_id = id;
+            }
+            fn timeout_ms(&self) -> u32 {
+                $(return self.$timeout;)?
+                #[allow(unreachable_code)]
+                0
+            }
+            fn set_timeout_ms(&mut self, _ms: u32) {
+                $(self.$timeout = _ms;)?
             }
             fn refused(&self) -> Option<&str> {
                 let refused: fn(&Self) -> Option<&str> = $refused;
@@ -204,9 +262,9 @@ macro_rules! numbered {
     };
 }
 
-numbered!(crate::rpc::RaftMessage, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()));
+numbered!(crate::rpc::RaftMessage, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()), timeout_ms);
 numbered!(crate::rpc::DataCallReply, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()));
-numbered!(crate::rpc::DataCall, |_| None);
+numbered!(crate::rpc::DataCall, |_| None, timeout_ms);
 
 #[cfg(test)]
 mod tests {
@@ -227,8 +285,16 @@ mod tests {
         refuses: Option<(tonic::Code, &'static str)>,
     }
 
+    /// The reply to `m`: its group, payload and number, and in `sent_at_ms` how
+    /// long its sender said it waits.
     fn echo(m: &RaftMessage) -> RaftMessage {
-        RaftMessage { group_id: m.group_id, payload: m.payload.clone(), call_id: m.call_id, ..Default::default() }
+        RaftMessage {
+            group_id: m.group_id,
+            payload: m.payload.clone(),
+            call_id: m.call_id,
+            sent_at_ms: i64::from(m.timeout_ms),
+            ..Default::default()
+        }
     }
 
     #[tonic::async_trait]
@@ -280,7 +346,7 @@ mod tests {
     type Streams = CallStreams<u64, RaftMessage, RaftMessage>;
 
     async fn call(streams: &Streams, addr: &str, group: u64, ttl: Duration) -> Sent<RaftMessage, RaftMessage> {
-        let open = |requests| {
+        let open = |requests: super::Requests<RaftMessage>| {
             let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).ok()?.connect_lazy();
             let mut client = RaftServiceClient::new(channel);
             Some(async move { client.append_stream(requests).await })
@@ -299,7 +365,10 @@ mod tests {
         let (a, b) = tokio::join!(call(&streams, &addr, 7, ttl), call(&streams, &addr, 9, ttl));
         for (sent, group) in [(a, 7u64), (b, 9)] {
             match sent {
-                Sent::Answered(Ok(reply)) => assert_eq!((reply.group_id, reply.payload), (group, vec![group as u8; 3])),
+                Sent::Answered(Ok(reply)) => {
+                    assert_eq!((reply.group_id, reply.payload), (group, vec![group as u8; 3]));
+                    assert_eq!(reply.sent_at_ms, 10_000, "each call says how long its caller waits");
+                }
                 Sent::Answered(Err(status)) => panic!("the call of group {group} failed: {status}"),
                 Sent::Unary(_) => panic!("a peer that serves streams was called with a unary call"),
             }
@@ -308,6 +377,13 @@ mod tests {
         // A call the peer never answers (it holds an odd one) fails at its timeout.
         let late = call(&streams, &addr, 11, Duration::from_millis(200)).await;
         assert!(matches!(late, Sent::Answered(Err(ref s)) if s.code() == tonic::Code::DeadlineExceeded));
+        let stream = streams.open.lock().unwrap().values().next().map(|s| s.waiting.clone()).unwrap();
+        assert!(stream.calls.lock().unwrap().is_empty(), "a call its caller gave up on is forgotten");
+        // A call too large for one message is not sent on the stream (it would end
+        // it for every call on it): it is handed back for a unary call.
+        let huge = RaftMessage { group_id: 1, payload: vec![0; crate::rpc::MAX_MESSAGE_BYTES + 1], ..Default::default() };
+        let open = |_: super::Requests<RaftMessage>| None::<std::future::Ready<super::Replies<RaftMessage>>>;
+        assert!(matches!(streams.call(2, &addr, open, huge, ttl).await, Sent::Unary(_)));
         server.abort();
     }
 

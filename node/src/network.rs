@@ -19,7 +19,7 @@ use tessera_api::rpc::raft_service_client::RaftServiceClient;
 use tessera_api::rpc::{MAX_MESSAGE_BYTES, RaftMessage};
 use tessera_api::{GroupId, NodeId, codec};
 
-use tessera_api::call_streams::{CallStreams, Sent};
+use tessera_api::call_streams::{CallStreams, Requests, Sent};
 use tessera_storage::TypeConfig;
 use tonic::transport::Channel;
 
@@ -256,7 +256,7 @@ impl PeerLink {
         let answer = match kind {
             Kind::Append => {
                 let (pool, target, addr) = (self.pool.clone(), self.target, self.addr.clone());
-                let open = |requests| {
+                let open = |requests: Requests<RaftMessage>| {
                     let mut client = pool.raft_client(target, &addr, lane).ok()?;
                     Some(async move { client.append_stream(requests).await })
                 };

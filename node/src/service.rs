@@ -21,6 +21,10 @@ use tessera_api::rpc::{
 };
 use tonic::{Request, Response, Status};
 
+/// How long a streamed call that names no limit may take (a unary call without
+/// `grpc-timeout` has none; a stream's calls are bounded all the same).
+const STREAMED_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The replies of a streaming call, as this node sends them.
 type Replies<Reply> = futures::channel::mpsc::UnboundedReceiver<Result<Reply, Status>>;
 
@@ -79,43 +83,68 @@ impl NodeService {
             from_node: self.host.id,
             from_incarnation: self.host.pool.incarnations.own(),
             cluster_id: self.host.pool.cluster_id,
-            call_id: 0,
-            refused: String::new(),
+            ..Default::default()
         })
     }
 
     /// Serves a streaming call: each message is handled as its own task, as a
     /// unary call would be (one group's slow log write holds no other group's
-    /// call), and answered with its `call_id` as soon as it is done. The stream
-    /// ends when the caller ends it or this node stops serving (the server's
-    /// graceful shutdown would wait for it forever).
-    fn serve_stream<Req, Reply, H, Fut>(&self, mut incoming: tonic::Streaming<Req>, handle: H) -> Replies<Reply>
+    /// call), given up past the time its caller waits (as a unary call's
+    /// `grpc-timeout`), and answered with its `call_id` as soon as it is done; a
+    /// failed one, or an answer too large for one message, with `refuse`. The
+    /// stream ends when the caller ends it and its calls are answered, or at
+    /// once when this node stops serving (the server's graceful shutdown would
+    /// wait for it): the calls under way are then dropped.
+    fn serve_stream<Req, Reply, H, Fut>(
+        &self,
+        mut incoming: tonic::Streaming<Req>,
+        handle: H,
+        refuse: fn(&NodeService, Status) -> Reply,
+    ) -> Replies<Reply>
     where
         Req: Numbered + Default,
         Reply: Numbered,
         H: Fn(NodeService, Req) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Reply> + Send + 'static,
+        Fut: std::future::Future<Output = Result<Reply, Status>> + Send + 'static,
     {
         let (replies, stream) = futures::channel::mpsc::unbounded();
         let service = self.clone();
         let mut stopping = self.stopping.clone();
         tokio::spawn(async move {
-            loop {
-                let message = tokio::select! {
-                    m = incoming.message() => match m {
-                        Ok(Some(m)) => m,
-                        Ok(None) | Err(_) => break,
+            let mut calls = tokio::task::JoinSet::new();
+            let mut open = true;
+            while open || !calls.is_empty() {
+                tokio::select! {
+                    m = incoming.message(), if open => match m {
+                        Ok(Some(message)) => {
+                            let call_id = message.call_id();
+                            let limit = match message.timeout_ms() {
+                                0 => STREAMED_CALL_LIMIT,
+                                ms => std::time::Duration::from_millis(u64::from(ms)),
+                            };
+                            let (service, replies) = (service.clone(), replies.clone());
+                            let answered = handle(service.clone(), message);
+                            calls.spawn(async move {
+                                let mut reply = match tokio::time::timeout(limit, answered).await {
+                                    Ok(Ok(reply)) => reply,
+                                    Ok(Err(status)) => refuse(&service, status),
+                                    Err(_late) => refuse(&service, Status::deadline_exceeded("the call outlived the time its caller waits")),
+                                };
+                                if reply.encoded_len() > tessera_api::rpc::MAX_MESSAGE_BYTES {
+                                    let why = format!("the answer is {} bytes, more than one message may hold ({})", reply.encoded_len(), tessera_api::rpc::MAX_MESSAGE_BYTES);
+                                    reply = refuse(&service, Status::resource_exhausted(why));
+                                }
+                                reply.set_call_id(call_id);
+                                let _ = replies.unbounded_send(Ok(reply));
+                            });
+                        }
+                        Ok(None) | Err(_) => open = false,
                     },
+                    Some(_) = calls.join_next(), if !calls.is_empty() => {}
                     _ = stopping.wait_for(|stopping| *stopping) => break,
-                };
-                let call_id = message.call_id();
-                let (answered, replies) = (handle(service.clone(), message), replies.clone());
-                tokio::spawn(async move {
-                    let mut reply = answered.await;
-                    reply.set_call_id(call_id);
-                    let _ = replies.unbounded_send(Ok(reply));
-                });
+                }
             }
+            // Dropping the set aborts the calls still under way (a stop).
         });
         stream
     }
@@ -207,21 +236,15 @@ impl RaftService for NodeService {
     /// A refused append is answered with `refused` (the status a unary call
     /// would have failed with); the stream goes on.
     async fn append_stream(&self, req: Request<tonic::Streaming<RaftMessage>>) -> Result<Response<Self::AppendStreamStream>, Status> {
-        Ok(Response::new(self.serve_stream(req.into_inner(), |service, m: RaftMessage| async move {
-            let group_id = m.group_id;
-            match service.append(m).await {
-                Ok(reply) => reply,
-                Err(status) => RaftMessage {
-                    group_id,
-                    sent_at_ms: service.host.clock.now_ms(),
-                    from_node: service.host.id,
-                    from_incarnation: service.host.pool.incarnations.own(),
-                    cluster_id: service.host.pool.cluster_id,
-                    refused: format!("{:?}: {}", status.code(), status.message()),
-                    ..Default::default()
-                },
-            }
-        })))
+        let refuse = |service: &NodeService, status: Status| RaftMessage {
+            sent_at_ms: service.host.clock.now_ms(),
+            from_node: service.host.id,
+            from_incarnation: service.host.pool.incarnations.own(),
+            cluster_id: service.host.pool.cluster_id,
+            refused: format!("{:?}: {}", status.code(), status.message()),
+            ..Default::default()
+        };
+        Ok(Response::new(self.serve_stream(req.into_inner(), |service, m: RaftMessage| async move { service.append(m).await }, refuse)))
     }
 
     async fn install_snapshot(&self, req: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
@@ -289,17 +312,19 @@ impl DataService for NodeService {
     /// Each call is answered as `Write` or `Read` would answer it; a failed one
     /// with `refused` (the failed status), and the stream goes on.
     async fn calls(&self, req: Request<tonic::Streaming<DataCall>>) -> Result<Response<Self::CallsStream>, Status> {
-        Ok(Response::new(self.serve_stream(req.into_inner(), |service, call: DataCall| async move {
+        let refuse = |_: &NodeService, status: Status| DataCallReply {
+            refused: format!("{:?}: {}", status.code(), status.message()),
+            ..Default::default()
+        };
+        let answer = |service: NodeService, call: DataCall| async move {
             let answered = match call.call {
-                Some(data_call::Call::Write(w)) => service.write(Request::new(w)).await,
-                Some(data_call::Call::Read(r)) => service.read(Request::new(r)).await,
-                None => Err(Status::invalid_argument("a call names neither a write nor a read")),
+                Some(data_call::Call::Write(w)) => service.write(Request::new(w)).await?,
+                Some(data_call::Call::Read(r)) => service.read(Request::new(r)).await?,
+                None => return Err(Status::invalid_argument("a call names neither a write nor a read")),
             };
-            match answered {
-                Ok(reply) => DataCallReply { reply: Some(reply.into_inner()), ..Default::default() },
-                Err(status) => DataCallReply { refused: format!("{:?}: {}", status.code(), status.message()), ..Default::default() },
-            }
-        })))
+            Ok(DataCallReply { reply: Some(answered.into_inner()), ..Default::default() })
+        };
+        Ok(Response::new(self.serve_stream(req.into_inner(), answer, refuse)))
     }
 
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<DataReply>, Status> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
-use tessera_api::call_streams::{CallStreams, Sent};
+use tessera_api::call_streams::{CallStreams, Requests, Sent};
 use tessera_api::command::{Operation, Query, QueryResult, Response};
 use tessera_api::meta::{ClusterMap, NodeInfo};
 use tessera_api::routing::{Ring, RoutingKey};
@@ -222,12 +222,13 @@ impl GrpcCluster {
         let call = if tessera_api::telemetry::exporting() {
             call
         } else {
-            let opener = client.clone();
-            let open = move |requests| {
-                let mut client = opener;
+            // The stream outlives this call: it is opened on the channel of now
+            // (certificates may have rotated since `client` was taken).
+            let open = |requests: Requests<DataCall>| {
+                let mut client = self.client(&addr).ok()?;
                 Some(async move { client.calls(requests).await })
             };
-            match self.streams.call(addr.clone(), &addr, open, DataCall { call_id: 0, call: Some(call) }, timeout).await {
+            match self.streams.call(addr.clone(), &addr, open, DataCall { call: Some(call), ..Default::default() }, timeout).await {
                 Sent::Answered(Ok(answer)) => {
                     return answer
                         .reply
