@@ -40,6 +40,18 @@ pub trait Numbered: prost::Message + Send + 'static {
     fn set_timeout_ms(&mut self, ms: u32);
     /// Why the call failed, as the status of a unary call would have said.
     fn refused(&self) -> Option<&str>;
+    /// The message telling the receiver to stop the call `call_id` whose caller
+    /// went away (`None`: calls of this kind are not stopped, only bounded).
+    fn cancel(_call_id: u64) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Whether this message stops another call rather than being one.
+    fn cancels(&self) -> bool {
+        false
+    }
 }
 
 /// The requests a streaming call sends: those queued whose caller still waits.
@@ -54,7 +66,7 @@ impl<Req: Numbered + Unpin> futures::Stream for Requests<Req> {
     fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Req>> {
         loop {
             match futures::ready!(self.queued.poll_next_unpin(cx)) {
-                Some(request) if (self.awaited)(request.call_id()) => return std::task::Poll::Ready(Some(request)),
+                Some(request) if request.cancels() || (self.awaited)(request.call_id()) => return std::task::Poll::Ready(Some(request)),
                 Some(_forgotten) => continue,
                 None => return std::task::Poll::Ready(None),
             }
@@ -126,7 +138,7 @@ where
         message.set_call_id(call_id);
         message.set_timeout_ms(u32::try_from(ttl.as_millis()).unwrap_or(u32::MAX));
         let (answer, answered) = oneshot::channel();
-        let waiting = {
+        let (waiting, outgoing) = {
             let mut open_streams = self.open.lock().expect("call streams lock");
             let reusable = open_streams.get(&key).is_some_and(|s| s.addr == addr && !s.waiting.closed.load(Ordering::Acquire));
             if !reusable {
@@ -148,11 +160,11 @@ where
                 return Sent::Answered(Err(Status::unavailable("the call stream to the peer closed")));
             }
             calls.insert(call_id, answer);
-            stream.waiting.clone()
+            (stream.waiting.clone(), stream.outgoing.clone())
         };
         // However this future ends (answered, timed out, dropped by its caller),
-        // the call is forgotten.
-        let _forget = Forget { waiting: waiting.clone(), call_id };
+        // the call is forgotten, and stopped on the peer if it was not answered.
+        let _forget = Forget { waiting: waiting.clone(), call_id, outgoing };
         match tokio::time::timeout(ttl, answered).await {
             Ok(Ok(reply)) => match reply.refused() {
                 None => Sent::Answered(Ok(reply)),
@@ -217,15 +229,20 @@ where
     }
 }
 
-/// Removes a call from its stream's waiting calls when its caller stops waiting.
-struct Forget<Reply> {
+/// Removes a call from its stream's waiting calls when its caller stops
+/// waiting; a call not answered by then is stopped on the peer.
+struct Forget<Req: Numbered, Reply> {
     waiting: Arc<Waiting<Reply>>,
     call_id: u64,
+    outgoing: mpsc::UnboundedSender<Req>,
 }
 
-impl<Reply> Drop for Forget<Reply> {
+impl<Req: Numbered, Reply> Drop for Forget<Req, Reply> {
     fn drop(&mut self) {
-        self.waiting.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.call_id);
+        let unanswered = self.waiting.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.call_id).is_some();
+        if unanswered && let Some(cancel) = Req::cancel(self.call_id) {
+            let _ = self.outgoing.unbounded_send(cancel);
+        }
     }
 }
 
@@ -264,7 +281,32 @@ macro_rules! numbered {
 
 numbered!(crate::rpc::RaftMessage, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()), timeout_ms);
 numbered!(crate::rpc::DataCallReply, |m| Some(m.refused.as_str()).filter(|r| !r.is_empty()));
-numbered!(crate::rpc::DataCall, |_| None, timeout_ms);
+/// A router's calls are also stopped when their caller goes away (the query of
+/// a client that disconnected stops, as it did when the dropped unary call
+/// dropped its handler).
+impl Numbered for crate::rpc::DataCall {
+    fn call_id(&self) -> u64 {
+        self.call_id
+    }
+    fn set_call_id(&mut self, id: u64) {
+        self.call_id = id;
+    }
+    fn timeout_ms(&self) -> u32 {
+        self.timeout_ms
+    }
+    fn set_timeout_ms(&mut self, ms: u32) {
+        self.timeout_ms = ms;
+    }
+    fn refused(&self) -> Option<&str> {
+        None
+    }
+    fn cancel(call_id: u64) -> Option<Self> {
+        Some(crate::rpc::DataCall { call_id, cancel: true, ..Default::default() })
+    }
+    fn cancels(&self) -> bool {
+        self.cancel
+    }
+}
 
 #[cfg(test)]
 mod tests {

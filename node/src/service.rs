@@ -112,10 +112,17 @@ impl NodeService {
         let mut stopping = self.stopping.clone();
         tokio::spawn(async move {
             let mut calls = tokio::task::JoinSet::new();
+            // The calls under way by number, to stop one whose caller went away.
+            let mut under_way = std::collections::HashMap::new();
             let mut open = true;
             while open || !calls.is_empty() {
                 tokio::select! {
                     m = incoming.message(), if open => match m {
+                        Ok(Some(message)) if message.cancels() => {
+                            if let Some(call) = under_way.remove(&message.call_id()) {
+                                tokio::task::AbortHandle::abort(&call);
+                            }
+                        }
                         Ok(Some(message)) => {
                             let call_id = message.call_id();
                             let limit = match message.timeout_ms() {
@@ -124,7 +131,7 @@ impl NodeService {
                             };
                             let (service, replies) = (service.clone(), replies.clone());
                             let answered = handle(service.clone(), message);
-                            calls.spawn(async move {
+                            let call = calls.spawn(async move {
                                 let mut reply = match tokio::time::timeout(limit, answered).await {
                                     Ok(Ok(reply)) => reply,
                                     Ok(Err(status)) => refuse(&service, status),
@@ -136,11 +143,17 @@ impl NodeService {
                                 }
                                 reply.set_call_id(call_id);
                                 let _ = replies.unbounded_send(Ok(reply));
+                                call_id
                             });
+                            under_way.insert(call_id, call);
                         }
                         Ok(None) | Err(_) => open = false,
                     },
-                    Some(_) = calls.join_next(), if !calls.is_empty() => {}
+                    Some(done) = calls.join_next(), if !calls.is_empty() => {
+                        if let Ok(call_id) = done {
+                            under_way.remove(&call_id);
+                        }
+                    }
                     _ = stopping.wait_for(|stopping| *stopping) => break,
                 }
             }
