@@ -11,6 +11,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError, StoredMembership};
 use rocksdb::{DB, IteratorMode, WriteBatch, WriteOptions};
 use tessera_api::command::{Command, KvQuery, KvQueryResult, Operation, Query, QueryResult, Response};
+use tessera_api::sql::SqlQuery;
 
 use crate::crypt::Purpose;
 use crate::engine::document::DocumentEngine;
@@ -44,6 +45,11 @@ pub struct StateMachine {
 fn answer<T>(a: engine::Answer<T>, wrap: impl FnOnce(T) -> QueryResult) -> QueryResult {
     a.map_or_else(QueryResult::Rejected, wrap)
 }
+
+/// The work a point read may do on a runtime thread ([`GroupReader::query_point`]):
+/// rows read and values evaluated, enough for a primary-key or index lookup of
+/// a few rows, far too little for a scan.
+pub const POINT_READ_WORK: u64 = 256;
 
 /// Answers queries from one group's local state (any replica).
 #[derive(Clone)]
@@ -79,11 +85,42 @@ impl GroupReader {
         now_ms: i64,
         cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ) -> Result<QueryResult> {
+        self.query_bounded(query, now_ms, cancel, None)
+    }
+
+    /// Answers `query` at once when it is a point read — a key-value get, or a
+    /// SQL read of one table ([`tessera_sql::is_point_read`]) that finishes
+    /// within [`POINT_READ_WORK`] — so a caller on a runtime thread need not
+    /// hand it to another thread. None when it is not one, went over that
+    /// budget or was refused: the caller runs it as any read (a refusal comes
+    /// back from there with its own words; a point read costs little twice).
+    pub fn query_point(&self, query: &Query, now_ms: i64) -> Option<QueryResult> {
+        let point = match query {
+            Query::Kv(KvQuery::Get { .. }) => true,
+            Query::Sql(SqlQuery::Execute { sql, .. }) => tessera_sql::is_point_read(sql),
+            _ => false,
+        };
+        if !point {
+            return None;
+        }
+        match self.query_bounded(query, now_ms, None, Some(POINT_READ_WORK)) {
+            Ok(QueryResult::Rejected(_)) | Err(_) => None,
+            Ok(answer) => Some(answer),
+        }
+    }
+
+    fn query_bounded(
+        &self,
+        query: &Query,
+        now_ms: i64,
+        cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+        max_work: Option<u64>,
+    ) -> Result<QueryResult> {
         // Scans of the document, time-series, graph and vector engines stop when
         // the caller stops waiting (SQL checks the flag in its own executor).
         let scans_stop = matches!(query, Query::Document(_) | Query::TimeSeries(_) | Query::Graph(_) | Query::Vector(_));
         let data = GroupData { cancel: if scans_stop { cancel.clone() } else { None }, ..self.data.clone() };
-        let ctx = QueryCtx { data: &data, now_ms, cancel };
+        let ctx = QueryCtx { data: &data, now_ms, cancel, max_work };
         let vectors = VectorEngine { state: &self.data.memory.vectors };
         // A group a restore holds answers only that restore's own reads.
         let pass = match query {
@@ -139,7 +176,7 @@ impl GroupReader {
     /// The leader's check of `op` before proposing it, at `now_ms`
     /// ([`Engine::check_before_propose`]): `Some` refusal answers the client.
     pub fn check_before_propose(&self, op: &Operation, now_ms: i64) -> Option<tessera_api::error::Rejection> {
-        let ctx = QueryCtx { data: &self.data, now_ms, cancel: None };
+        let ctx = QueryCtx { data: &self.data, now_ms, cancel: None, max_work: None };
         match op.unwrapped() {
             Operation::Sql(op) => SqlEngine.check_before_propose(&ctx, op),
             _ => None,
@@ -933,6 +970,54 @@ mod tests {
             op.transaction = Some(tessera_api::sql::SqlTransaction { steps: vec![], seen: vec![], now_ms: 5 });
         }
         assert!(!light(in_transaction), "a transaction's steps may read anything");
+    }
+
+    /// A key-value get and a SQL read of one row by its key are answered at
+    /// once; a read that turns out to scan, one that is not a point read by its
+    /// text, and one refused are left for the query threads.
+    #[test]
+    fn point_reads_are_answered_at_once_and_scans_are_left_to_the_query_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path()).unwrap();
+        let sm = store.state_machine(1);
+        sm.apply_at(1, sql_command("CREATE TABLE t (id INT PRIMARY KEY, v INT)", None)).unwrap();
+        let rows: Vec<String> = (0..2 * POINT_READ_WORK).map(|i| format!("({i}, {})", i * 10)).collect();
+        sm.apply_at(2, sql_command(&format!("INSERT INTO t VALUES {}", rows.join(", ")), None)).unwrap();
+        sm.apply_at(3, kv_put("k", serde_json::json!(1), 5, "a")).unwrap();
+        let select = |sql: &str| {
+            Query::Sql(tessera_api::sql::SqlQuery::Execute {
+                database: "db".into(),
+                sql: sql.into(),
+                params: vec![],
+                max_result_rows: 1000,
+                timeout_ms: 10_000,
+                max_memory_mb: 0,
+            })
+        };
+        let reader = store.reader(1);
+        let by_key = select("SELECT v FROM t WHERE id = 7");
+        let at_once = reader.query_point(&by_key, 100).expect("a read by primary key is a point read");
+        assert_eq!(at_once, reader.query(&by_key, 100).unwrap());
+        assert!(
+            matches!(&at_once, QueryResult::Sql(tessera_api::sql::SqlResult::Rows(r)) if r.rows == vec![vec![serde_json::json!(70)]]),
+            "{at_once:?}"
+        );
+        let get = Query::Kv(KvQuery::Get { key: "k".into() });
+        assert!(matches!(reader.query_point(&get, 100), Some(QueryResult::Kv(KvQueryResult::Entry(Some(_))))));
+
+        let scan = select("SELECT id FROM t WHERE v = 70");
+        assert_eq!(reader.query_point(&scan, 100), None, "a scan of more rows than a point read may read goes to the query threads");
+        assert!(
+            matches!(reader.query(&scan, 100).unwrap(), QueryResult::Sql(tessera_api::sql::SqlResult::Rows(r)) if r.rows == vec![vec![serde_json::json!(7)]])
+        );
+        for not_point in [
+            "SELECT count(*) FROM t",
+            "SELECT v FROM t WHERE id IN (SELECT id FROM t)",
+            "SELECT t.v FROM t JOIN t AS u ON t.id = u.id WHERE t.id = 1",
+        ] {
+            assert_eq!(reader.query_point(&select(not_point), 100), None, "{not_point}");
+        }
+        assert_eq!(reader.query_point(&select("SELECT v FROM missing WHERE id = 1"), 100), None, "a refusal comes from the query threads");
     }
 
     fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {

@@ -130,6 +130,11 @@ impl Host {
         }
         let reader = g.reader.clone();
         let now = self.read_time(&g);
+        // A point read is answered here: handing it to a query thread and back
+        // costs more than the read (see `GroupReader::query_point`).
+        if let Some(answer) = reader.query_point(&query, now) {
+            return Ok(answer);
+        }
         Ok(self.queries.run_cancellable(move |cancel| reader.query_cancellable(&query, now, Some(cancel))).await??)
     }
 

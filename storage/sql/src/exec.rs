@@ -107,6 +107,9 @@ impl<'a> Exec<'a> {
     pub fn tick(&self) -> Result<()> {
         let n = self.work.get() + 1;
         self.work.set(n);
+        if self.ctx.max_work.is_some_and(|max| n > max) {
+            return Err(SqlError::new(ErrorCode::QueryTimeout, "the statement did more work than a point read"));
+        }
         if self.check_deadline && n.is_multiple_of(256) {
             if let Some(d) = self.ctx.deadline
                 && std::time::Instant::now() >= d

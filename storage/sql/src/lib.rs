@@ -108,6 +108,11 @@ pub struct ExecContext {
     /// The database the statement runs in (`current_database()`, the
     /// `pg_database` and `information_schema` catalogs).
     pub database: String,
+    /// Units of work (rows read, rows and values evaluated) the statement may
+    /// do before it stops with an error: set for a read tried on a thread that
+    /// must stay responsive (see [`is_point_read`]), which goes elsewhere if it
+    /// stops. None: no such bound.
+    pub max_work: Option<u64>,
 }
 
 /// The default [`ExecContext::max_memory_bytes`]: 1 GiB.
@@ -124,6 +129,7 @@ impl Default for ExecContext {
             cancel: None,
             memory_pool: None,
             database: String::new(),
+            max_work: None,
         }
     }
 }
@@ -211,6 +217,35 @@ pub fn is_point_write(sql: &str) -> bool {
             _ => ControlFlow::Continue(()),
         });
         few_rows && open_ended.is_continue()
+    })
+}
+
+/// True when the request is one SELECT from one base table with no join,
+/// subquery, function call, grouping or window: given the table's primary key
+/// or an indexed column, it reads a row or a few, as a key-value get does.
+/// Whether it does is known only as it runs, so a caller that runs it where
+/// long work must not go bounds it with [`ExecContext::max_work`]. Unparsable
+/// text, and text longer than the parse cache keeps: false.
+pub fn is_point_read(sql: &str) -> bool {
+    use sqlparser::ast::{Expr, GroupByExpr, SetExpr, TableFactor, visit_expressions};
+    use std::ops::ControlFlow;
+    if sql.len() > parser::PARSED_CACHE_MAX_TEXT_BYTES {
+        return false;
+    }
+    parser::on_request_stack(|| {
+        let Ok(stmts) = parser::parse_shared(sql) else { return false };
+        let [Statement::Query(query)] = stmts.as_slice() else { return false };
+        let SetExpr::Select(select) = &*query.body else { return false };
+        let one_table = matches!(select.from.as_slice(), [from] if from.joins.is_empty() && matches!(&from.relation, TableFactor::Table { args: None, .. }));
+        let ungrouped = matches!(&select.group_by, GroupByExpr::Expressions(exprs, _) if exprs.is_empty())
+            && select.having.is_none()
+            && select.named_window.is_empty()
+            && select.distinct.is_none();
+        let open_ended = visit_expressions(&stmts[0], |e| match e {
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Function(_) => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        });
+        query.with.is_none() && one_table && ungrouped && open_ended.is_continue()
     })
 }
 

@@ -85,12 +85,14 @@ pub trait Engine {
     }
 }
 
-/// What a read runs with: the group's data, the time expiry is judged by, and
-/// the flag that stops a long query when its caller stopped waiting.
+/// What a read runs with: the group's data, the time expiry is judged by, the
+/// flag that stops a long query when its caller stopped waiting, and the work
+/// a SQL read may do before it stops (a point read tried on a runtime thread).
 pub struct QueryCtx<'a> {
     pub data: &'a GroupData,
     pub now_ms: i64,
     pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    pub max_work: Option<u64>,
 }
 
 impl QueryCtx<'_> {

@@ -85,7 +85,7 @@ impl Engine for SqlEngine {
     }
 
     fn query(&self, ctx: &QueryCtx<'_>, query: &SqlQuery) -> Result<Answer<SqlResult>> {
-        self::query(ctx.data, query, ctx.cancel.clone())
+        self::query(ctx.data, query, ctx.cancel.clone(), ctx.max_work)
     }
 
     fn apply(&self, tx: &mut Tx<'_>, now: i64, op: &SqlOp) -> Result<Response> {
@@ -256,6 +256,7 @@ pub fn trial_run(data: &GroupData, op: &SqlOp, now_ms: i64) -> Option<Rejection>
         cancel: None,
         memory_pool: Some(memory_pool()),
         database: op.database.clone(),
+        max_work: None,
     };
     match tessera_sql::execute(&kv, &op.sql, &op.params, &ctx) {
         Err(e) if matches!(e.code, ErrorCode::QueryTimeout | ErrorCode::QueryMemoryExceeded) => Some(e),
@@ -322,7 +323,12 @@ impl SqlEngine {
 /// Answers a SQL read from one consistent snapshot of this replica; `cancel`,
 /// once set, stops a running query. A statement that writes is refused with
 /// `NOT_READ_ONLY` (the router then proposes it).
-pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Result<Answer<SqlResult>> {
+pub fn query(
+    data: &GroupData,
+    q: &SqlQuery,
+    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    max_work: Option<u64>,
+) -> Result<Answer<SqlResult>> {
     let db = data.db();
     let snapshot = db.snapshot();
     let view = ReadView::at_snapshot(db, &snapshot, data.group, space::SQL);
@@ -345,6 +351,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 cancel,
                 memory_pool: Some(memory_pool()),
                 database: database.clone(),
+                max_work,
             };
             tessera_sql::execute(&kv(database), sql, params, &ctx).map(|out| rows(out.result))
         }
@@ -358,6 +365,7 @@ pub fn query(data: &GroupData, q: &SqlQuery, cancel: Option<std::sync::Arc<std::
                 cancel,
                 memory_pool: Some(memory_pool()),
                 database: database.clone(),
+                max_work,
             };
             let last = transaction.steps.len().saturating_sub(1);
             match run_transaction(&kv(database), transaction, &ctx, &|_| false)? {

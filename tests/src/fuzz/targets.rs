@@ -198,8 +198,10 @@ pub fn sql(data: &[u8]) {
         cancel: None,
         memory_pool: None,
         database: "fuzz".into(),
+        max_work: None,
     };
     let params = [json!(1), json!("x"), Value::Null];
+    let _ = tessera_sql::is_point_read(&text);
     let _ = tessera_sql::execute(sql_base(), &text, &params, &ctx);
 }
 
