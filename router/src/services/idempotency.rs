@@ -55,9 +55,20 @@ pub async fn with_scope<F: std::future::Future>(scope: Scope, f: F) -> F::Output
 }
 
 /// The request id for a write to `group`: derived from the request's
-/// idempotency key when it has one, random otherwise.
+/// idempotency key when it has one, else the time (milliseconds, 6 bytes)
+/// then 10 random bytes. Ids that grow with time are written next to the last
+/// one in the nodes' storage (the memtable insert starts from there, see
+/// third_party/README.md), where random ones each searched it from the top.
 pub fn request_id(group: GroupId) -> String {
-    SCOPE.try_with(|s| s.next_id(group)).unwrap_or_else(|_| hex::encode(rand::random::<[u8; 16]>()))
+    SCOPE.try_with(|s| s.next_id(group)).unwrap_or_else(|_| time_ordered_id(tessera_api::command::now_ms()))
+}
+
+/// 32 hex digits: `now_ms` (its low 48 bits), then 80 random bits.
+fn time_ordered_id(now_ms: i64) -> String {
+    let mut id = [0u8; 16];
+    id[..6].copy_from_slice(&(now_ms as u64).to_be_bytes()[2..]);
+    id[6..].copy_from_slice(&rand::random::<[u8; 10]>());
+    hex::encode(id)
 }
 
 #[cfg(test)]
@@ -76,6 +87,8 @@ mod tests {
         assert_ne!(first[0], first[2], "each write of a request has its own id");
         assert!(first.iter().all(|id| id.len() == 32));
         assert_ne!(request_id(1), request_id(1), "without a key, ids are random");
+        let (earlier, later) = (time_ordered_id(1_700_000_000_000), time_ordered_id(1_700_000_000_001));
+        assert!(earlier < later && later.len() == 32, "ids without a key grow with time: {earlier} {later}");
         assert!(valid_key("order-42") && !valid_key("") && !valid_key("a b") && !valid_key(&"x".repeat(256)));
     }
 }
