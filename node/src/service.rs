@@ -36,7 +36,7 @@ pub struct NodeService {
     pub host: Arc<Host>,
     /// The effective configuration, secrets redacted (JSON), for `Config`.
     pub config_json: Arc<String>,
-    /// Turns true when the node stops serving: its peers' append streams end.
+    /// Turns true when the node stops serving: every stream it serves ends (its peers' appends, the routers' calls).
     pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -102,7 +102,7 @@ impl NodeService {
         refuse: fn(&NodeService, Status) -> Reply,
     ) -> Replies<Reply>
     where
-        Req: Numbered + Default,
+        Req: Numbered,
         Reply: Numbered,
         H: Fn(NodeService, Req) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<Reply, Status>> + Send + 'static,

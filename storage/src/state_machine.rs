@@ -103,9 +103,13 @@ impl GroupReader {
         if !point {
             return None;
         }
-        match self.query_bounded(query, now_ms, None, Some(POINT_READ_WORK)) {
-            Ok(QueryResult::Rejected(_)) | Err(_) => None,
-            Ok(answer) => Some(answer),
+        // A panic is the query threads' to report (they catch it and answer an
+        // error), not the runtime task's to end with.
+        let answered =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.query_bounded(query, now_ms, None, Some(POINT_READ_WORK))));
+        match answered {
+            Ok(Ok(QueryResult::Rejected(_)) | Err(_)) | Err(_) => None,
+            Ok(Ok(answer)) => Some(answer),
         }
     }
 
@@ -1018,6 +1022,31 @@ mod tests {
             assert_eq!(reader.query_point(&select(not_point), 100), None, "{not_point}");
         }
         assert_eq!(reader.query_point(&select("SELECT v FROM missing WHERE id = 1"), 100), None, "a refusal comes from the query threads");
+
+        // Views and system tables are built whole before their first row counts;
+        // an index many rows share is read whole before the first row is; a row
+        // of megabytes costs its size to decode. Each goes to the query threads.
+        sm.apply_at(4, sql_command("CREATE VIEW w AS SELECT id, v FROM t WHERE id < 3", None)).unwrap();
+        sm.apply_at(5, sql_command("ALTER TABLE t ADD COLUMN g INT", None)).unwrap();
+        sm.apply_at(6, sql_command("UPDATE t SET g = 0", None)).unwrap();
+        sm.apply_at(7, sql_command("CREATE INDEX t_g ON t (g)", None)).unwrap();
+        sm.apply_at(8, sql_command("CREATE TABLE big (id INT PRIMARY KEY, s TEXT)", None)).unwrap();
+        let inserted = sm.apply_at(9, sql_command(&format!("INSERT INTO big VALUES (1, '{}')", "x".repeat(2_000_000)), None)).unwrap();
+        assert!(!matches!(inserted, Response::Rejected(_)), "{inserted:?}");
+        for (elsewhere, rows) in [
+            ("SELECT v FROM w WHERE id = 2", 1),
+            ("SELECT relname FROM pg_catalog.pg_class WHERE relname = 't'", 1),
+            ("SELECT id FROM t WHERE g = 0", 2 * POINT_READ_WORK as usize),
+            ("SELECT s FROM big WHERE id = 1", 1),
+        ] {
+            let at_once = reader.query_point(&select(elsewhere), 100);
+            assert!(at_once.is_none(), "{elsewhere}: {:?}", at_once.map(|a| format!("{a:?}").chars().take(300).collect::<String>()));
+            let answer = reader.query(&select(elsewhere), 100).unwrap();
+            assert!(
+                matches!(&answer, QueryResult::Sql(tessera_api::sql::SqlResult::Rows(r)) if r.row_count == rows),
+                "{elsewhere}: {answer:?}"
+            );
+        }
     }
 
     fn entry(index: u64, cmd: Command) -> openraft::Entry<TypeConfig> {

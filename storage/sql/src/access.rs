@@ -247,6 +247,7 @@ impl<'a> Exec<'a> {
             let p = encoding::rows_prefix(t.id);
             self.kv.scan(&p, &prefix_end(&p), &mut |k, v| {
                 self.scanned()?;
+                self.decoding(v.len())?;
                 out.push((k.to_vec(), decode_row(v)?));
                 Ok(true)
             })?;
@@ -312,6 +313,7 @@ impl<'a> Exec<'a> {
             let mut out = Vec::new();
             if let Some(v) = self.kv.get(&base)? {
                 self.scanned()?;
+                self.decoding(v.len())?;
                 out.push((base, decode_row(&v)?));
             }
             return Ok(out);
@@ -325,6 +327,7 @@ impl<'a> Exec<'a> {
             for (s, e) in ranges {
                 self.kv.scan(&s, &e, &mut |k, v| {
                     self.scanned()?;
+                    self.decoding(v.len())?;
                     out.push((k.to_vec(), decode_row(v)?));
                     Ok(true)
                 })?;
@@ -333,6 +336,7 @@ impl<'a> Exec<'a> {
             let mut keys = Vec::new();
             for (s, e) in ranges {
                 self.kv.scan(&s, &e, &mut |_, v| {
+                    self.tick()?;
                     keys.push(v.to_vec());
                     Ok(true)
                 })?;
@@ -342,6 +346,7 @@ impl<'a> Exec<'a> {
             for k in keys {
                 self.scanned()?;
                 if let Some(v) = self.kv.get(&k)? {
+                    self.decoding(v.len())?;
                     out.push((k, decode_row(&v)?));
                 }
             }

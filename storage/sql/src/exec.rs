@@ -108,7 +108,7 @@ impl<'a> Exec<'a> {
         let n = self.work.get() + 1;
         self.work.set(n);
         if self.ctx.max_work.is_some_and(|max| n > max) {
-            return Err(SqlError::new(ErrorCode::QueryTimeout, "the statement did more work than a point read"));
+            return Err(over_work_budget());
         }
         if self.check_deadline && n.is_multiple_of(256) {
             if let Some(d) = self.ctx.deadline
@@ -129,9 +129,27 @@ impl<'a> Exec<'a> {
         self.tick()
     }
 
+    /// Counts the decoding of a stored row of `bytes`: a unit of work per
+    /// 4 KiB past the first (a large row costs its size).
+    pub fn decoding(&self, bytes: usize) -> Result<()> {
+        match (bytes / 4096) as u64 {
+            0 => Ok(()),
+            units => {
+                self.work.set(self.work.get() + units - 1);
+                self.tick()
+            }
+        }
+    }
+
     pub fn note(&self, s: String) {
         self.trace.borrow_mut().push(s);
     }
+}
+
+/// The error of a statement that did more work than [`crate::ExecContext::max_work`]
+/// allows; its caller runs it again where long work may go.
+pub fn over_work_budget() -> SqlError {
+    SqlError::new(ErrorCode::QueryTimeout, "the statement did more work than a point read")
 }
 
 /// Normalizes an identifier: unquoted → lowercase.

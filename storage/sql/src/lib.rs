@@ -200,24 +200,40 @@ const POINT_WRITE_MAX_ROWS: usize = 16;
 /// of any size). Unparsable text, and text longer than the parse cache keeps
 /// (it would be parsed afresh for this check alone): false.
 pub fn is_point_write(sql: &str) -> bool {
-    use sqlparser::ast::{Expr, SetExpr, visit_expressions};
-    use std::ops::ControlFlow;
-    if sql.len() > parser::PARSED_CACHE_MAX_TEXT_BYTES {
-        return false;
-    }
-    parser::on_request_stack(|| {
-        let Ok(stmts) = parser::parse_shared(sql) else { return false };
-        let [Statement::Insert(ins)] = stmts.as_slice() else { return false };
+    use sqlparser::ast::SetExpr;
+    the_only_statement(sql, |stmt| {
+        let Statement::Insert(ins) = stmt else { return false };
         let few_rows = ins
             .source
             .as_ref()
             .is_some_and(|q| q.with.is_none() && matches!(&*q.body, SetExpr::Values(v) if v.rows.len() <= POINT_WRITE_MAX_ROWS));
-        let open_ended = visit_expressions(&stmts[0], |e| match e {
-            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Function(_) => ControlFlow::Break(()),
-            _ => ControlFlow::Continue(()),
-        });
-        few_rows && open_ended.is_continue()
+        few_rows && !open_ended(stmt)
     })
+}
+
+/// `check` of the request's only statement, parsed through the parse cache;
+/// false when the text is longer than that cache keeps (it would be parsed
+/// afresh for the check alone), does not parse, or holds several statements.
+fn the_only_statement(sql: &str, check: impl FnOnce(&Statement) -> bool) -> bool {
+    if sql.len() > parser::PARSED_CACHE_MAX_TEXT_BYTES {
+        return false;
+    }
+    parser::on_request_stack(|| match parser::parse_shared(sql) {
+        Ok(stmts) => matches!(stmts.as_slice(), [stmt] if check(stmt)),
+        Err(_) => false,
+    })
+}
+
+/// True when `stmt` holds a subquery or a function call anywhere: work its
+/// text does not bound (a function such as `repeat` builds a value of any size).
+fn open_ended(stmt: &Statement) -> bool {
+    use sqlparser::ast::{Expr, visit_expressions};
+    use std::ops::ControlFlow;
+    visit_expressions(stmt, |e| match e {
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Function(_) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// True when the request is one SELECT from one base table with no join,
@@ -227,25 +243,16 @@ pub fn is_point_write(sql: &str) -> bool {
 /// long work must not go bounds it with [`ExecContext::max_work`]. Unparsable
 /// text, and text longer than the parse cache keeps: false.
 pub fn is_point_read(sql: &str) -> bool {
-    use sqlparser::ast::{Expr, GroupByExpr, SetExpr, TableFactor, visit_expressions};
-    use std::ops::ControlFlow;
-    if sql.len() > parser::PARSED_CACHE_MAX_TEXT_BYTES {
-        return false;
-    }
-    parser::on_request_stack(|| {
-        let Ok(stmts) = parser::parse_shared(sql) else { return false };
-        let [Statement::Query(query)] = stmts.as_slice() else { return false };
+    use sqlparser::ast::{GroupByExpr, SetExpr, TableFactor};
+    the_only_statement(sql, |stmt| {
+        let Statement::Query(query) = stmt else { return false };
         let SetExpr::Select(select) = &*query.body else { return false };
         let one_table = matches!(select.from.as_slice(), [from] if from.joins.is_empty() && matches!(&from.relation, TableFactor::Table { args: None, .. }));
         let ungrouped = matches!(&select.group_by, GroupByExpr::Expressions(exprs, _) if exprs.is_empty())
             && select.having.is_none()
             && select.named_window.is_empty()
             && select.distinct.is_none();
-        let open_ended = visit_expressions(&stmts[0], |e| match e {
-            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Function(_) => ControlFlow::Break(()),
-            _ => ControlFlow::Continue(()),
-        });
-        query.with.is_none() && one_table && ungrouped && open_ended.is_continue()
+        query.with.is_none() && one_table && ungrouped && !open_ended(stmt)
     })
 }
 

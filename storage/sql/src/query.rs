@@ -543,6 +543,15 @@ impl<'a> Exec<'a> {
                 };
                 let cte = match cte {
                     Some(rs) => Some(rs),
+                    // A read bounded for a runtime thread reads base tables only: a
+                    // view or a system table is built whole before its first row
+                    // counts. Such a read goes where long work may go.
+                    None if self.ctx.max_work.is_some() => {
+                        if name.0.len() != 1 || catalog::get_view(&self.kv, &tname)?.is_some() {
+                            return Err(crate::exec::over_work_budget());
+                        }
+                        None
+                    }
                     None => match self.system_table(name)? {
                         Some(rs) => Some(Rc::new(rs)),
                         None => self.expand_view(&tname)?.map(Rc::new),
